@@ -1,0 +1,49 @@
+# The two commands of the README: `make run` and `make test`. Everything they need installs here.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+VENDOR_FILES := node_modules/sigma/dist/sigma.min.js node_modules/graphology/dist/graphology.umd.min.js \
+                node_modules/uplot/dist/uPlot.iife.min.js node_modules/uplot/dist/uPlot.min.css
+# A failing or hung test run must end: whole-suite wall clock limit, in seconds.
+TEST_TIMEOUT ?= 2400
+
+.PHONY: install run test test-python test-js lint-imports bench clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
+	command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11 or run 'make PYTHON=python3 ...'"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+static/vendor/.copied: node_modules/.installed
+	mkdir -p static/vendor
+	cp $(VENDOR_FILES) static/vendor/
+	touch $@
+
+install: $(VENV)/.installed static/vendor/.copied
+
+run: install
+	$(PY) manage.py up
+
+test: install lint-imports test-js test-python
+
+lint-imports: $(VENV)/.installed
+	$(VENV)/bin/lint-imports
+
+test-js: node_modules/.installed
+	timeout 300 npm test --silent
+
+test-python: install
+	timeout --kill-after=30 $(TEST_TIMEOUT) $(PY) -m pytest -q -ra
+
+bench: install
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) node_modules static/vendor

@@ -1,0 +1,34 @@
+"""Shared test fixtures: where ../shared/data is, and whether tests that need it may skip."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Tests never talk to a developer's running `manage.py up`: only REDIS_URL, set on purpose.
+os.environ.setdefault("SWARMSCOPE_IGNORE_EMBEDDED_REDIS", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("SWARMSCOPE_SHARED_DATA", REPO.parent / "shared" / "data"))
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _require(flag: str) -> bool:
+    return os.environ.get(flag, "") not in ("", "0", "false", "False")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Path of ../shared/data. Skips with a reason when absent; fails when CI requires it."""
+    if not SHARED_DATA.is_dir():
+        message = f"../shared/data not found at {SHARED_DATA} (a user's clone has no ../shared)"
+        if _require("SWARMSCOPE_REQUIRE_SHARED_DATA"):
+            pytest.fail(message + "; SWARMSCOPE_REQUIRE_SHARED_DATA=1 makes this a failure")
+        pytest.skip(message)
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    """Hand-written small trace files, one or more per supported format."""
+    return FIXTURES

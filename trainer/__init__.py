@@ -1,0 +1,1 @@
+"""The torch side of Swarmscope (no Django): SwarmSim, policies, rollouts, recipes, and the SDK."""

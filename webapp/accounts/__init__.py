@@ -1,0 +1,1 @@
+"""Projects, membership roles and API tokens."""

@@ -1,0 +1,1 @@
+"""Settings, ASGI, URLs and the Celery app: glue only."""

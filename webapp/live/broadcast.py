@@ -1,0 +1,36 @@
+"""The only code that sends to channel groups (STYLE.md rule 3). Called after commit."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+log = logging.getLogger(__name__)
+
+#: Deltas with more events than this travel as a reference; consumers read them from the database.
+INLINE_EVENT_LIMIT = 2000
+
+
+def trace_group(trace_id: int) -> str:
+    return f"trace-{trace_id}"
+
+
+def broadcast_trace_delta(trace_id: int, delta: dict[str, Any]) -> None:
+    """Send batch `delta` (webapp.core.live format) to every viewer of the trace.
+
+    Never raises: a channel layer that is down must not fail an ingestion that has committed;
+    viewers catch up through `resume` when they reconnect.
+    """
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message: dict[str, Any] = {"type": "trace.delta", "seq": delta["seq"]}
+    if len(delta.get("events", ())) <= INLINE_EVENT_LIMIT:
+        message["delta"] = delta
+    try:
+        async_to_sync(layer.group_send)(trace_group(trace_id), message)
+    except Exception:  # noqa: BLE001 - a broken layer must not break the write path
+        log.warning("could not broadcast delta %s of trace %s", delta["seq"], trace_id, exc_info=True)

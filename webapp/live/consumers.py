@@ -1,0 +1,86 @@
+"""`/ws/traces/<id>/`: a snapshot, then numbered deltas; `resume` fills gaps (webapp.core.live)."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from webapp.traces import access, services
+
+from .broadcast import trace_group
+
+log = logging.getLogger(__name__)
+
+
+class TraceConsumer(AsyncJsonWebsocketConsumer):
+    """One connection per viewer of one trace.
+
+    Authorised on connect (session user or `?token=`) and again on every message; unknown or
+    foreign traces close with code 4404. Bad client messages get an `error` message, never a crash.
+    """
+
+    trace = None
+    last_seq = -1
+
+    async def connect(self):
+        trace_id = self.scope["url_route"]["kwargs"]["trace_id"]
+        self.trace = await database_sync_to_async(self._authorised_trace)(trace_id)
+        if self.trace is None:
+            await self.close(code=4404)
+            return
+        self.group = trace_group(self.trace.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self._send_snapshot()
+
+    def _authorised_trace(self, trace_id: int):
+        token = parse_qs(self.scope.get("query_string", b"").decode()).get("token", [None])[0]
+        return access.get_trace_for(trace_id, user=self.scope.get("user"), raw_token=token)
+
+    async def disconnect(self, code):
+        if self.trace is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def _send_snapshot(self):
+        snapshot = await database_sync_to_async(services.get_snapshot)(self.trace)
+        self.last_seq = snapshot["seq"]
+        await self.send_json(snapshot)
+
+    async def _send_since(self, seq: int):
+        delta = await database_sync_to_async(services.get_delta_since)(self.trace, seq)
+        if delta["seq"] > seq:
+            self.last_seq = max(self.last_seq, delta["seq"])
+            await self.send_json(delta)
+
+    async def receive_json(self, content, **kwargs):
+        if await database_sync_to_async(self._authorised_trace)(self.trace.pk) is None:
+            await self.close(code=4404)
+            return
+        if not isinstance(content, dict) or content.get("type") != "resume":
+            await self.send_json({"type": "error", "message": "expected {\"type\": \"resume\", \"seq\": N}"})
+            return
+        seq = content.get("seq")
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0 or seq > self.last_seq:
+            await self._send_snapshot()
+            return
+        await self._send_since(seq)
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        try:
+            await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
+        except ValueError:
+            await self.send_json({"type": "error", "message": "messages must be JSON"})
+
+    async def trace_delta(self, message):
+        seq = message["seq"]
+        if seq <= self.last_seq:
+            return
+        delta = message.get("delta")
+        if delta is not None and seq == self.last_seq + 1:
+            self.last_seq = seq
+            await self.send_json(delta)
+        else:
+            await self._send_since(self.last_seq)

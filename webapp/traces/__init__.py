@@ -1,0 +1,1 @@
+"""Stored orchestration traces: models, services (all writes), REST API, OTLP, pages."""

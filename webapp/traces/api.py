@@ -1,0 +1,298 @@
+"""REST API under /api/ and OTLP/HTTP at /v1/traces: parse, authorise, call services, serialise.
+
+Authentication: `Authorization: Bearer <token>` (an API token, acting in its project) or the
+browser session. Errors are JSON: `{"error": ..., "index": ..., "event_id": ..., "field": ...}`.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import secrets
+import zlib
+from typing import Any, Callable
+
+from django.core.paginator import Paginator
+from django.middleware.csrf import CsrfViewMiddleware
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from webapp.accounts.services import check_token
+from webapp.core import model as core
+from webapp.core.importers import SourceFile, TraceFormatError, otlp, read_files
+from webapp.core.importers import survey
+
+from . import access, services
+from .models import Trace
+
+MAX_PAGE_SIZE = 200
+
+
+def _error(status: int, message: str, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": message, **extra}, status=status)
+
+
+def api_view(*methods: str):
+    """Resolve the caller (token or session) into `request.token` / `request.project_ids`;
+    answer 401 without one, 405 for other methods. Token requests are exempt from CSRF."""
+
+    def decorate(view: Callable) -> Callable:
+        @functools.wraps(view)
+        def wrapper(request: HttpRequest, *args, **kwargs):
+            if request.method not in methods:
+                return _error(405, f"method {request.method} not allowed", allowed=list(methods))
+            request.token = None
+            header = request.headers.get("Authorization", "")
+            if header.startswith("Bearer "):
+                request.token = check_token(header[len("Bearer "):].strip())
+                if request.token is None:
+                    return _error(401, "invalid or revoked API token")
+            elif not request.user.is_authenticated:
+                return _error(401, "authentication required: send 'Authorization: Bearer <token>'")
+            elif request.method not in ("GET", "HEAD"):
+                # Session-authenticated writes go through Django's CSRF check.
+                reason = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
+                if reason is not None:
+                    return _error(403, "CSRF check failed")
+            request.project_ids = access.project_ids_for(request.user, request.token)
+            return view(request, *args, **kwargs)
+
+        return csrf_exempt(wrapper)
+
+    return decorate
+
+
+def _write_project(request: HttpRequest):
+    if request.token is not None:
+        return request.token.project
+    return access.default_project_for(request.user)
+
+
+def _get_trace(request: HttpRequest, trace_id: int) -> Trace | None:
+    return Trace.objects.select_related("project").filter(pk=trace_id, project_id__in=request.project_ids).first()
+
+
+def _read_body(request: HttpRequest) -> bytes:
+    body = request.body
+    encoding = request.headers.get("Content-Encoding", "").lower()
+    if encoding == "gzip":
+        return gzip.decompress(body)
+    if encoding == "deflate":
+        return zlib.decompress(body)
+    return body
+
+
+def _parse_json_or_ndjson(body: bytes) -> Any:
+    """A JSON document, or a list of the documents of an NDJSON body. Raises TraceFormatError."""
+    text = body.decode("utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as whole:
+        docs = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    docs.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    if number == 1:
+                        raise TraceFormatError("request body", f"invalid JSON: {whole.msg}", whole.lineno,
+                                               whole.colno) from None
+                    raise TraceFormatError("request body", f"invalid NDJSON record: {exc.msg}", number,
+                                           exc.colno) from None
+        return docs
+
+
+def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
+    """An API batch (events array, or {events, edges, agents, labels}) as a trace fragment."""
+    if isinstance(doc, list):
+        doc = {"events": doc}
+    if not isinstance(doc, dict):
+        raise core.TraceValidationError("body must be a JSON array of events or an object with 'events'",
+                                        kind="body")
+    fragment = core.Trace(source_format=trace.source_format, source_id=trace.source_id)
+    fragment.events = [core.event_from_dict(e, i) for i, e in enumerate(doc.get("events") or [])]
+    fragment.edges = [core.edge_from_dict(e, i) for i, e in enumerate(doc.get("edges") or [])]
+    fragment.agents = [core.agent_from_dict(a, i) for i, a in enumerate(doc.get("agents") or [])]
+    fragment.labels = [core.label_from_dict(lb, i) for i, lb in enumerate(doc.get("labels") or [])]
+    for name in ("rewards", "costs", "metrics"):
+        value = doc.get(name)
+        if value is not None:
+            if not isinstance(value, dict):
+                raise core.TraceValidationError("must be an object", field=name, kind="body")
+            setattr(fragment, name, value)
+    return fragment
+
+
+def _ingest_response(project, fragment: core.Trace, trace: Trace | None = None, *, status: int = 200):
+    try:
+        result = services.do_ingest(project, fragment, trace=trace, live=True)
+    except services.IngestConflict as exc:
+        return JsonResponse(exc.error.as_dict(), status=409)
+    except core.TraceValidationError as exc:
+        return JsonResponse(exc.as_dict(), status=400)
+    return JsonResponse({"trace": services.trace_summary(result.trace), "seq": result.seq,
+                         "events_added": result.events_added, "events_updated": result.events_updated},
+                        status=201 if result.created else status)
+
+
+@api_view("GET", "POST")
+def traces(request: HttpRequest):
+    """GET: paginated list (`page`, `page_size`, `q`). POST: create a trace (`name`, `system`,
+    `source_id`, `attributes`, and optionally a first batch of `events`/`edges`/`agents`)."""
+    if request.method == "GET":
+        size = min(int(request.GET.get("page_size") or 50), MAX_PAGE_SIZE)
+        page = Paginator(services.list_traces(request.project_ids, query=request.GET.get("q", "")), size)
+        current = page.get_page(request.GET.get("page") or 1)
+        return JsonResponse({"count": page.count, "page": current.number, "pages": page.num_pages,
+                             "results": [services.trace_summary(t) for t in current.object_list]})
+    project = _write_project(request)
+    if project is None:
+        return _error(403, "you are not a member of any project")
+    try:
+        doc = json.loads(_read_body(request) or b"{}")
+        if not isinstance(doc, dict):
+            raise core.TraceValidationError("body must be a JSON object", kind="body")
+        fragment = core.Trace(source_format="api", source_id=str(doc.get("source_id") or ""),
+                              name=str(doc.get("name") or ""), system=str(doc.get("system") or ""),
+                              attributes=doc.get("attributes") or {})
+        if not fragment.source_id:
+            fragment.source_id = core.content_hash(f"{project.pk}:{fragment.name}:{secrets.token_hex(8)}")
+        batch = _fragment_from_batch(Trace(source_format="api", source_id=fragment.source_id), doc)
+        fragment.events, fragment.edges, fragment.agents, fragment.labels = (batch.events, batch.edges,
+                                                                             batch.agents, batch.labels)
+    except json.JSONDecodeError as exc:
+        return _error(400, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno)
+    except core.TraceValidationError as exc:
+        return JsonResponse(exc.as_dict(), status=400)
+    return _ingest_response(project, fragment)
+
+
+@api_view("GET")
+def trace_detail(request: HttpRequest, trace_id: int):
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    return JsonResponse(services.trace_summary(trace))
+
+
+@api_view("POST")
+def trace_events(request: HttpRequest, trace_id: int):
+    """Append a batch: a JSON array of events, NDJSON, or {events, edges, agents, labels}.
+    400 names the bad event's index and field; 409 when it contradicts stored events."""
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    try:
+        fragment = _fragment_from_batch(trace, _parse_json_or_ndjson(_read_body(request)))
+    except TraceFormatError as exc:
+        return _error(400, str(exc), line=exc.line, column=exc.column)
+    except core.TraceValidationError as exc:
+        return JsonResponse(exc.as_dict(), status=400)
+    except (UnicodeDecodeError, OSError, zlib.error) as exc:
+        return _error(400, f"unreadable body: {exc}")
+    return _ingest_response(trace.project, fragment, trace)
+
+
+@api_view("GET")
+def trace_snapshot(request: HttpRequest, trace_id: int):
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    return JsonResponse(services.get_snapshot(trace))
+
+
+def export_document(trace: Trace, fmt: str) -> tuple[dict[str, Any], list[str]]:
+    """The export of `trace` as `native` or `survey` JSON, and what the format could not carry."""
+    core_trace = services.to_core_trace(trace)
+    if fmt == "survey":
+        return survey.export(core_trace)
+    return core_trace.to_dict(), []
+
+
+@api_view("GET")
+def trace_export(request: HttpRequest, trace_id: int):
+    """`?format=native` (default, lossless) or `?format=survey` (schema-valid; the response header
+    `X-Swarmscope-Not-Carried` and the download say what was dropped)."""
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    fmt = request.GET.get("format", "native")
+    if fmt not in ("native", "survey"):
+        return _error(400, "format must be 'native' or 'survey'", field="format")
+    document, not_carried = export_document(trace, fmt)
+    response = HttpResponse(json.dumps(document, indent=1, ensure_ascii=False), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="trace-{trace.pk}-{fmt}.json"'
+    if not_carried:
+        response["X-Swarmscope-Not-Carried"] = "; ".join(not_carried)[:4000]
+    return response
+
+
+@api_view("GET")
+def traces_export_jsonl(request: HttpRequest):
+    """Many traces as native JSONL, one trace per line: `?ids=1,2,3` or every trace the caller reads."""
+    qs = Trace.objects.filter(project_id__in=request.project_ids).order_by("id")
+    if request.GET.get("ids"):
+        try:
+            ids = [int(i) for i in request.GET["ids"].split(",") if i.strip()]
+        except ValueError:
+            return _error(400, "ids must be comma-separated integers", field="ids")
+        qs = qs.filter(pk__in=ids)
+
+    def lines():
+        for trace in qs.iterator():
+            yield json.dumps(services.to_core_trace(trace).to_dict(), ensure_ascii=False) + "\n"
+
+    response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
+    response["Content-Disposition"] = 'attachment; filename="traces.jsonl"'
+    return response
+
+
+def upload_sources(request: HttpRequest) -> list[SourceFile]:
+    """Files of a multipart upload (`file`, repeatable), else the raw body named by `?filename=`."""
+    if request.FILES:
+        return [SourceFile(name=f.name, data=f.read()) for f in request.FILES.getlist("file")]
+    return [SourceFile(name=request.GET.get("filename") or "request body", data=_read_body(request))]
+
+
+def outcome_json(outcome: services.FileOutcome) -> dict[str, Any]:
+    return {"file": outcome.name, "traces": [services.trace_summary(t) for t in outcome.traces],
+            "skipped": outcome.skipped, "error": outcome.error, "report": outcome.lines}
+
+
+@api_view("POST")
+def traces_upload(request: HttpRequest):
+    """Import trace files in any supported format; 200 with a per-file report, 400 if any failed."""
+    project = _write_project(request)
+    if project is None:
+        return _error(403, "you are not a member of any project")
+    outcomes = services.do_import_sources(project, upload_sources(request))
+    failed = any(o.error for o in outcomes)
+    return JsonResponse({"files": [outcome_json(o) for o in outcomes]}, status=400 if failed else 200)
+
+
+@api_view("POST")
+def otlp_traces(request: HttpRequest):
+    """OTLP/HTTP trace export: JSON or protobuf (`application/x-protobuf`), optionally gzip."""
+    project = _write_project(request)
+    if project is None:
+        return _error(403, "you are not a member of any project")
+    protobuf = request.content_type == "application/x-protobuf"
+    try:
+        body = _read_body(request)
+        data = json.dumps(otlp.decode_protobuf(body)).encode() if protobuf else body
+        result = read_files([SourceFile(name="OTLP request", data=data)])
+    except (ValueError, OSError, zlib.error) as exc:
+        return _error(400, f"unreadable OTLP request: {exc}")
+    if result.failed:
+        return _error(400, result.failed[0].error)
+    if result.files[0].format != otlp.FORMAT:
+        return _error(400, "not an OTLP ExportTraceServiceRequest (no resourceSpans)")
+    for trace in result.traces:
+        try:
+            services.do_ingest(project, trace, live=True)
+        except (services.IngestConflict, core.TraceValidationError) as exc:
+            return _error(409 if isinstance(exc, services.IngestConflict) else 400, str(exc))
+    if protobuf:
+        return HttpResponse(b"", content_type="application/x-protobuf")
+    return JsonResponse({"partialSuccess": {}})

@@ -1,0 +1,105 @@
+"""Trace, Agent, Event, Edge and Label rows. Every row carries the `seq` of the batch that last
+wrote it, so the live protocol's "everything after seq N" is a filter (webapp.core.live)."""
+
+from django.db import models
+
+from webapp.accounts.models import Project
+
+
+class Trace(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="traces")
+    identity_key = models.CharField(max_length=400)
+    source_format = models.CharField(max_length=40)
+    source_id = models.CharField(max_length=300)
+    name = models.CharField(max_length=500, blank=True)
+    system = models.CharField(max_length=200, blank=True)
+    topology = models.CharField(max_length=40, default="unknown")
+    task_id = models.CharField(max_length=300, blank=True)
+    attributes = models.JSONField(default=dict)
+    rewards = models.JSONField(default=dict)
+    costs = models.JSONField(default=dict)
+    metrics = models.JSONField(default=dict, help_text="metrics as given by the source; never overwritten")
+    computed_metrics = models.JSONField(default=dict)
+    computed_metrics_seq = models.BigIntegerField(default=-1)
+    seq = models.BigIntegerField(default=0)
+    event_count = models.IntegerField(default=0)
+    agent_count = models.IntegerField(default=0)
+    total_tokens = models.BigIntegerField(default=0)
+    duration_s = models.FloatField(default=0.0)
+    reward = models.FloatField(null=True, blank=True)
+    label_summary = models.CharField(max_length=500, blank=True)
+    last_event_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "identity_key"], name="trace_identity")]
+        indexes = [models.Index(fields=["project", "-created_at"]), models.Index(fields=["project", "name"])]
+
+    def __str__(self) -> str:
+        return self.name or self.identity_key
+
+
+class Agent(models.Model):
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=300)
+    role = models.CharField(max_length=200, null=True, blank=True)
+    parent = models.CharField(max_length=300, null=True, blank=True)
+    spawned_at = models.FloatField(null=True, blank=True)
+    despawned_at = models.FloatField(null=True, blank=True)
+    system_prompt = models.TextField(null=True, blank=True)
+    attributes = models.JSONField(default=dict)
+    seq = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trace", "name"], name="agent_name")]
+        indexes = [models.Index(fields=["trace", "seq"])]
+
+
+class Event(models.Model):
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="events")
+    event_id = models.CharField(max_length=300)
+    position = models.IntegerField(help_text="order of arrival within the trace")
+    t = models.FloatField()
+    t_end = models.FloatField(null=True, blank=True)
+    type = models.CharField(max_length=40)
+    agent = models.CharField(max_length=300)
+    role = models.CharField(max_length=200, null=True, blank=True)
+    from_agent = models.CharField(max_length=300, null=True, blank=True)
+    to = models.CharField(max_length=300, null=True, blank=True)
+    tool = models.CharField(max_length=300, null=True, blank=True)
+    content = models.TextField(null=True, blank=True)
+    content_ref = models.CharField(max_length=500, null=True, blank=True)
+    tokens = models.IntegerField(null=True, blank=True)
+    trusted = models.BooleanField(null=True, blank=True)
+    attributes = models.JSONField(default=dict)
+    seq = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trace", "event_id"], name="event_identity")]
+        indexes = [models.Index(fields=["trace", "seq"]), models.Index(fields=["trace", "position"])]
+
+
+class Edge(models.Model):
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="edges")
+    src = models.CharField(max_length=300)
+    dst = models.CharField(max_length=300)
+    type = models.CharField(max_length=40)
+    seq = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trace", "src", "dst", "type"], name="edge_identity")]
+        indexes = [models.Index(fields=["trace", "seq"])]
+
+
+class Label(models.Model):
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="labels")
+    key = models.CharField(max_length=200)
+    value = models.JSONField(null=True)
+    event_id = models.CharField(max_length=300, null=True, blank=True)
+    agent = models.CharField(max_length=300, null=True, blank=True)
+    source = models.CharField(max_length=200, null=True, blank=True)
+    seq = models.BigIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["trace", "seq"])]

@@ -1,0 +1,440 @@
+"""All writes to stored traces, and the reads the live protocol and exports need.
+
+`do_ingest` is the one write path: an import, an API batch and an OTLP request all end here.
+It applies DESIGN.md's identity rules (a re-sent event is a no-op, an event that adds `t_end` or
+attributes merges, a contradicting one refuses the whole batch), writes in one transaction with
+bulk inserts, gives the batch the trace's next sequence number, and broadcasts one delta after
+commit (webapp.live.broadcast).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from webapp.accounts.models import Project
+from webapp.core import model as core
+from webapp.core.importers import SourceFile, read_files
+from webapp.core.metrics import compute_metrics
+from webapp.live.broadcast import broadcast_trace_delta
+
+from .models import Agent, Edge, Event, Label, Trace
+
+#: SQLite allows 32,766 bound variables; stay far below for `IN (...)` look-ups.
+LOOKUP_CHUNK = 900
+BULK_BATCH = 1000
+SUMMARY_LABELS = ("mistake_agent", "mistake_step", "failure_mode")
+
+
+class IngestConflict(Exception):
+    """A batch contradicts stored events (HTTP 409); nothing of it was stored."""
+
+    def __init__(self, error: core.TraceValidationError):
+        self.error = error
+        super().__init__(str(error))
+
+
+@dataclass
+class IngestResult:
+    trace: Trace
+    created: bool
+    seq: int
+    events_added: int
+    events_updated: int
+
+    @property
+    def changed(self) -> bool:
+        return self.created or self.events_added > 0 or self.events_updated > 0
+
+
+# --- wire form ---------------------------------------------------------------------------------
+
+_EVENT_COLUMNS = ("event_id", "t", "t_end", "type", "agent", "role", "from_agent", "to", "tool",
+                  "content", "content_ref", "tokens", "trusted", "attributes", "seq")
+
+
+def _event_wire(row: dict[str, Any]) -> dict[str, Any]:
+    wire = {"id": row["event_id"], "t": row["t"], "type": row["type"], "agent": row["agent"], "seq": row["seq"]}
+    for column, name in (("t_end", "t_end"), ("role", "role"), ("from_agent", "from"), ("to", "to"),
+                         ("tool", "tool"), ("content", "content"), ("content_ref", "content_ref"),
+                         ("tokens", "tokens"), ("trusted", "trusted")):
+        if row[column] is not None:
+            wire[name] = row[column]
+    if row["attributes"]:
+        wire["attributes"] = row["attributes"]
+    return wire
+
+
+_AGENT_COLUMNS = ("name", "role", "parent", "spawned_at", "despawned_at", "system_prompt", "attributes")
+
+
+def _label_wire(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in ("key", "value", "event_id", "agent", "source", "seq") if row[k] is not None}
+
+
+def _event_row_to_core(row: dict[str, Any]) -> core.Event:
+    return core.Event(id=row["event_id"], t=row["t"], t_end=row["t_end"], type=row["type"], agent=row["agent"],
+                      role=row["role"], from_=row["from_agent"], to=row["to"], tool=row["tool"],
+                      content=row["content"], content_ref=row["content_ref"], tokens=row["tokens"],
+                      trusted=row["trusted"], attributes=row["attributes"] or {})
+
+
+def _core_event_columns(event: core.Event) -> dict[str, Any]:
+    return {"event_id": event.id, "t": event.t, "t_end": event.t_end, "type": event.type, "agent": event.agent,
+            "role": event.role, "from_agent": event.from_, "to": event.to, "tool": event.tool,
+            "content": event.content, "content_ref": event.content_ref, "tokens": event.tokens,
+            "trusted": event.trusted, "attributes": event.attributes}
+
+
+def trace_summary(trace: Trace) -> dict[str, Any]:
+    """The trace-level part of a snapshot and of the API's trace resource."""
+    return {
+        "id": trace.pk,
+        "project": trace.project_id,
+        "identity_key": trace.identity_key,
+        "name": trace.name,
+        "system": trace.system,
+        "source_format": trace.source_format,
+        "source_id": trace.source_id,
+        "topology": trace.topology,
+        "task_id": trace.task_id,
+        "attributes": trace.attributes,
+        "rewards": trace.rewards,
+        "costs": trace.costs,
+        "metrics": trace.metrics,
+        "seq": trace.seq,
+        "event_count": trace.event_count,
+        "agent_count": trace.agent_count,
+        "total_tokens": trace.total_tokens,
+        "duration_s": trace.duration_s,
+        "reward": trace.reward,
+        "labels": trace.label_summary,
+        "live": is_live(trace),
+        "created_at": trace.created_at.isoformat() if trace.created_at else None,
+    }
+
+
+LIVE_WINDOW_S = 30
+
+
+def is_live(trace: Trace) -> bool:
+    """A trace is live while events arrived through the API in the last LIVE_WINDOW_S seconds."""
+    return bool(trace.last_event_at and (timezone.now() - trace.last_event_at).total_seconds() < LIVE_WINDOW_S)
+
+
+def _collections_since(trace: Trace, after_seq: int) -> dict[str, list[dict[str, Any]]]:
+    def rows(model, columns, order):
+        return model.objects.filter(trace=trace, seq__gt=after_seq).order_by(*order).values(*columns)
+
+    return {
+        "agents": list(rows(Agent, _AGENT_COLUMNS + ("seq",), ("id",))),
+        "events": [_event_wire(r) for r in rows(Event, _EVENT_COLUMNS, ("position",))],
+        "edges": list(rows(Edge, ("src", "dst", "type", "seq"), ("id",))),
+        "labels": [_label_wire(r) for r in rows(Label, ("key", "value", "event_id", "agent", "source", "seq"),
+                                                ("id",))],
+    }
+
+
+def get_snapshot(trace: Trace, *, with_metrics: bool = True) -> dict[str, Any]:
+    """The live protocol's snapshot (webapp.core.live) of `trace` as of its current seq."""
+    with transaction.atomic():
+        trace = Trace.objects.get(pk=trace.pk)
+        collections = _collections_since(trace, -1)
+    summary = trace_summary(trace)
+    if with_metrics:
+        summary["computed_metrics"] = get_computed_metrics(trace)
+    return {"type": "snapshot", "seq": trace.seq, "trace": summary, **collections}
+
+
+def get_delta_since(trace: Trace, seq: int) -> dict[str, Any]:
+    """One delta holding every row written after `seq` (the answer to a resume)."""
+    with transaction.atomic():
+        current = Trace.objects.values_list("seq", flat=True).get(pk=trace.pk)
+        collections = _collections_since(trace, seq)
+    return {"type": "delta", "seq": current, **collections}
+
+
+def to_core_trace(trace: Trace) -> core.Trace:
+    """The stored trace as a webapp.core Trace (for metrics and exports)."""
+    result = core.Trace(source_format=trace.source_format, source_id=trace.source_id, name=trace.name,
+                        system=trace.system, topology=trace.topology, task_id=trace.task_id,
+                        rewards=dict(trace.rewards), costs=dict(trace.costs), metrics=dict(trace.metrics),
+                        attributes=dict(trace.attributes))
+    result.agents = [core.Agent(name=a["name"], role=a["role"], parent=a["parent"], spawned_at=a["spawned_at"],
+                                despawned_at=a["despawned_at"], system_prompt=a["system_prompt"],
+                                attributes=a["attributes"] or {})
+                     for a in trace.agents.order_by("id").values()]
+    result.events = [_event_row_to_core(r) for r in trace.events.order_by("position").values(*_EVENT_COLUMNS)]
+    result.edges = [core.Edge(src=e["src"], dst=e["dst"], type=e["type"])
+                    for e in trace.edges.order_by("id").values("src", "dst", "type")]
+    result.labels = [core.Label(key=lb["key"], value=lb["value"], event_id=lb["event_id"], agent=lb["agent"],
+                                source=lb["source"])
+                     for lb in trace.labels.order_by("id").values()]
+    return result
+
+
+def get_computed_metrics(trace: Trace) -> dict[str, Any]:
+    """Metrics of webapp.core.metrics for the trace's current seq, cached on the row."""
+    if trace.computed_metrics_seq == trace.seq and trace.computed_metrics:
+        return trace.computed_metrics
+    metrics = compute_metrics(to_core_trace(trace)) if trace.event_count else {}
+    Trace.objects.filter(pk=trace.pk).update(computed_metrics=metrics, computed_metrics_seq=trace.seq)
+    trace.computed_metrics, trace.computed_metrics_seq = metrics, trace.seq
+    return metrics
+
+
+# --- the write path ----------------------------------------------------------------------------
+
+def _existing_events(trace: Trace, ids: list[str]) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(ids), LOOKUP_CHUNK):
+        chunk = ids[start:start + LOOKUP_CHUNK]
+        for row in Event.objects.filter(trace=trace, event_id__in=chunk).values("id", *_EVENT_COLUMNS):
+            found[row["event_id"]] = row
+    return found
+
+
+def _known_event_ids(trace: Trace, ids: Iterable[str]) -> set[str]:
+    ids = list(set(ids))
+    known: set[str] = set()
+    for start in range(0, len(ids), LOOKUP_CHUNK):
+        known.update(Event.objects.filter(trace=trace, event_id__in=ids[start:start + LOOKUP_CHUNK])
+                     .values_list("event_id", flat=True))
+    return known
+
+
+def _merge_batch(trace: Trace | None, events: list[core.Event]):
+    """Split a batch into new events and merged updates, applying the identity rules.
+
+    Returns (new: dict id -> Event, updates: dict id -> (row pk, Event)). Raises IngestConflict.
+    """
+    new: dict[str, core.Event] = {}
+    updates: dict[str, tuple[int, core.Event]] = {}
+    stored = _existing_events(trace, [e.id for e in events]) if trace is not None else {}
+    for index, event in enumerate(events):
+        try:
+            if event.id in new:
+                merged = core.merge_event(new[event.id], event)
+                if merged is not None:
+                    new[event.id] = merged
+            elif event.id in updates or event.id in stored:
+                pk, base = updates.get(event.id) or (stored[event.id]["id"], _event_row_to_core(stored[event.id]))
+                merged = core.merge_event(base, event)
+                if merged is not None:
+                    updates[event.id] = (pk, merged)
+            else:
+                new[event.id] = event
+        except core.TraceValidationError as exc:
+            exc.index = index
+            raise IngestConflict(core.TraceValidationError(exc.message, index=index, event_id=event.id,
+                                                            field=exc.field)) from None
+    return new, updates
+
+
+def _find_or_create_trace(project: Project, fragment: core.Trace, trace: Trace | None) -> tuple[Trace, bool]:
+    if trace is not None:
+        return Trace.objects.select_for_update().get(pk=trace.pk), False
+    found = Trace.objects.select_for_update().filter(project=project, identity_key=fragment.identity_key).first()
+    if found is not None:
+        return found, False
+    return Trace.objects.create(
+        project=project, identity_key=fragment.identity_key, source_format=fragment.source_format,
+        source_id=fragment.source_id, name=fragment.name or fragment.source_id[:200], system=fragment.system,
+        topology=fragment.topology, task_id=fragment.task_id, attributes=fragment.attributes,
+        rewards=fragment.rewards, costs=fragment.costs, metrics=fragment.metrics,
+    ), True
+
+
+def _label_key(label: dict[str, Any]) -> tuple:
+    return (label["key"], repr(label["value"]), label.get("event_id"), label.get("agent"))
+
+
+def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = None,
+              live: bool = False) -> IngestResult:
+    """Store `fragment` (a whole imported trace or an API batch) into its trace, all or nothing.
+
+    The trace is `trace` when given, else found by the fragment's identity key in `project`, else
+    created. Edges may name events stored by earlier batches. Raises IngestConflict (409) on a
+    contradicting event and core.TraceValidationError (400) on an edge naming an unknown event.
+    `live` marks events as arriving from a running swarm (the trace shows a live badge).
+    """
+    with transaction.atomic():
+        row, created = _find_or_create_trace(project, fragment, trace)
+        new, updates = _merge_batch(None if created else row, fragment.events)
+        batch_ids = {e.id for e in fragment.events}
+        edge_ids = {i for e in fragment.edges for i in (e.src, e.dst)} - batch_ids
+        if edge_ids:
+            missing = edge_ids - _known_event_ids(row, edge_ids)
+            if missing:
+                index = next(i for i, e in enumerate(fragment.edges) if e.src in missing or e.dst in missing)
+                edge = fragment.edges[index]
+                field = "src" if edge.src in missing else "dst"
+                raise core.TraceValidationError(f"names unknown event {getattr(edge, field)!r}", index=index,
+                                                field=field, kind="edge")
+        existing_edges = set() if created else set(row.edges.values_list("src", "dst", "type"))
+        new_edges = []
+        for edge in fragment.edges:
+            key = (edge.src, edge.dst, edge.type)
+            if key not in existing_edges:
+                existing_edges.add(key)
+                new_edges.append(edge)
+        existing_agents = {} if created else {a.name: a for a in row.agents.all()}
+        agent_updates, agent_creates = [], {}
+        for agent in fragment.agents:
+            stored = existing_agents.get(agent.name)
+            if stored is None:
+                agent_creates.setdefault(agent.name, agent)
+                continue
+            changed = False
+            for name in ("role", "parent", "spawned_at", "despawned_at", "system_prompt"):
+                if getattr(stored, name) is None and getattr(agent, name) is not None:
+                    setattr(stored, name, getattr(agent, name))
+                    changed = True
+            if changed:
+                agent_updates.append(stored)
+        for event in new.values():
+            if event.agent not in existing_agents and event.agent not in agent_creates:
+                agent_creates[event.agent] = core.Agent(name=event.agent, role=event.role)
+        existing_labels = set() if created else {_label_key(lb) for lb in row.labels.values()}
+        new_labels = [lb for lb in fragment.labels if _label_key(lb.to_dict())
+                      not in existing_labels]
+
+        if not (created or new or updates or new_edges or agent_creates or agent_updates or new_labels):
+            return IngestResult(row, False, row.seq, 0, 0)
+
+        seq = row.seq + 1
+        position = row.event_count
+        Event.objects.bulk_create(
+            [Event(trace=row, position=position + i, seq=seq, **_core_event_columns(e))
+             for i, e in enumerate(new.values())], batch_size=BULK_BATCH)
+        if updates:
+            rows = []
+            for pk, event in updates.values():
+                rows.append(Event(pk=pk, seq=seq, **_core_event_columns(event)))
+            Event.objects.bulk_update(rows, ["t_end", "role", "from_agent", "to", "tool", "content", "content_ref",
+                                             "tokens", "trusted", "attributes", "seq"], batch_size=BULK_BATCH)
+        Agent.objects.bulk_create(
+            [Agent(trace=row, seq=seq, name=a.name, role=a.role, parent=a.parent, spawned_at=a.spawned_at,
+                   despawned_at=a.despawned_at, system_prompt=a.system_prompt, attributes=a.attributes)
+             for a in agent_creates.values()], batch_size=BULK_BATCH)
+        for agent in agent_updates:
+            agent.seq = seq
+        Agent.objects.bulk_update(agent_updates, ["role", "parent", "spawned_at", "despawned_at",
+                                                  "system_prompt", "seq"])
+        Edge.objects.bulk_create([Edge(trace=row, seq=seq, src=e.src, dst=e.dst, type=e.type) for e in new_edges],
+                                 batch_size=BULK_BATCH)
+        Label.objects.bulk_create([Label(trace=row, seq=seq, key=lb.key, value=lb.value, event_id=lb.event_id,
+                                         agent=lb.agent, source=lb.source) for lb in new_labels])
+
+        touched = list(new.values()) + [e for _, e in updates.values()]
+        row.seq = seq
+        row.event_count += len(new)
+        row.agent_count += len(agent_creates)
+        row.total_tokens += sum(e.tokens or 0 for e in new.values())
+        if touched:
+            row.duration_s = max(row.duration_s, max((e.t_end if e.t_end is not None else e.t) for e in touched))
+        if not created:
+            for name in ("rewards", "costs", "metrics", "attributes"):
+                incoming = getattr(fragment, name)
+                if incoming:
+                    setattr(row, name, {**getattr(row, name), **incoming})
+        row.reward = _headline_reward(row.rewards)
+        if new_labels:
+            row.label_summary = _label_summary(row, new_labels)
+        if live:
+            row.last_event_at = timezone.now()
+        row.save()
+        delta = {
+            "type": "delta",
+            "seq": seq,
+            "agents": [{**{k: getattr(a, k) for k in _AGENT_COLUMNS}, "seq": seq}
+                       for a in list(agent_creates.values()) + agent_updates],
+            "events": [_event_wire({**_core_event_columns(e), "seq": seq}) for e in touched],
+            "edges": [{**e.to_dict(), "seq": seq} for e in new_edges],
+            "labels": [_label_wire({"event_id": None, "agent": None, "source": None, **lb.to_dict(), "seq": seq})
+                       for lb in new_labels],
+        }
+        transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
+        return IngestResult(row, created, seq, len(new), len(updates))
+
+
+def _headline_reward(rewards: dict[str, Any]) -> float | None:
+    for key in ("team", "outcome", "reward"):
+        if isinstance(rewards.get(key), (int, float)):
+            return float(rewards[key])
+    numbers = [v for v in rewards.values() if isinstance(v, (int, float))]
+    return float(numbers[0]) if numbers else None
+
+
+def _label_summary(trace: Trace, new_labels: list[core.Label]) -> str:
+    parts = [p for p in trace.label_summary.split("; ") if p]
+    for label in new_labels:
+        if label.key in SUMMARY_LABELS:
+            text = f"{label.key}={label.value}"
+            if text not in parts:
+                parts.append(text)
+    return "; ".join(parts)[:500]
+
+
+def do_create_trace(project: Project, *, name: str = "", system: str = "", source_id: str = "",
+                    attributes: dict | None = None) -> tuple[Trace, bool]:
+    """Create (or find, by source id) an empty trace to stream events into; returns (trace, created)."""
+    fragment = core.Trace(source_format="api", source_id=source_id or core.content_hash(
+        f"{project.pk}:{name}:{timezone.now().isoformat()}"), name=name, system=system,
+        attributes=attributes or {})
+    result = do_ingest(project, fragment)
+    return result.trace, result.created
+
+
+def list_traces(project_ids: Iterable[int], *, query: str = "", order: str = "-created_at"):
+    """Traces of the given projects, newest first, filtered by name/system/label text."""
+    qs = Trace.objects.filter(project_id__in=list(project_ids))
+    if query:
+        qs = qs.filter(Q(name__icontains=query) | Q(system__icontains=query) | Q(label_summary__icontains=query)
+                       | Q(source_format__icontains=query))
+    return qs.order_by(order, "-id")
+
+
+@dataclass
+class FileOutcome:
+    """One input file's result: `lines` are the human-readable report lines."""
+
+    name: str
+    traces: list[Trace]
+    skipped: str | None = None
+    error: str | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        if self.error:
+            return [f"{self.name}: failed: {self.error}"]
+        if self.skipped:
+            return [f"{self.name}: skipped: {self.skipped}"]
+        return [f"{self.name}: imported as trace {t.pk}: {t.agent_count} agents, {t.event_count} events"
+                for t in self.traces]
+
+
+def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[FileOutcome]:
+    """Import files into `project`: each trace in its own transaction, all of it or nothing.
+
+    Chunks of one span trace spread over several files merge into one trace. Importing the same
+    file twice changes nothing. Never raises on bad input: failures are in the outcomes.
+    """
+    result = read_files(sources)
+    stored: dict[str, Trace] = {}
+    errors: dict[str, str] = {}
+    for trace in result.traces:
+        try:
+            stored[trace.identity_key] = do_ingest(project, trace).trace
+        except (IngestConflict, core.TraceValidationError) as exc:
+            errors[trace.identity_key] = f"conflicts with the stored trace {trace.identity_key}: {exc}"
+    outcomes = []
+    for report in result.files:
+        failure = report.error or next((errors[k] for k in report.trace_keys if k in errors), None)
+        outcomes.append(FileOutcome(name=report.name, traces=[stored[k] for k in report.trace_keys if k in stored],
+                                    skipped=report.skipped, error=failure))
+    return outcomes

@@ -1,0 +1,20 @@
+from django.urls import path
+
+from . import api, views
+
+urlpatterns = [
+    path("", views.trace_list, name="trace-list"),
+    path("traces/<int:trace_id>/", views.trace_detail, name="trace-detail"),
+    path("traces/compare/", views.trace_compare, name="trace-compare"),
+    path("upload/", views.upload, name="upload"),
+    path("tokens/", views.tokens, name="tokens"),
+    path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
+    path("api/traces/", api.traces, name="api-traces"),
+    path("api/traces/upload/", api.traces_upload, name="api-traces-upload"),
+    path("api/traces/export.jsonl", api.traces_export_jsonl, name="api-traces-export"),
+    path("api/traces/<int:trace_id>/", api.trace_detail, name="api-trace"),
+    path("api/traces/<int:trace_id>/events/", api.trace_events, name="api-trace-events"),
+    path("api/traces/<int:trace_id>/snapshot/", api.trace_snapshot, name="api-trace-snapshot"),
+    path("api/traces/<int:trace_id>/export/", api.trace_export, name="api-trace-export"),
+    path("v1/traces", api.otlp_traces, name="otlp-traces"),
+]

@@ -1,0 +1,100 @@
+"""HTML pages: trace list, trace page, compare, upload, API tokens."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from webapp.accounts.models import ApiToken
+from webapp.accounts.services import do_create_token, do_revoke_token, list_projects_of
+
+from . import access, services
+from .api import upload_sources
+
+PAGE_SIZE = 50
+
+
+def _trace_or_404(request: HttpRequest, trace_id: int):
+    trace = access.get_trace_for(trace_id, user=request.user)
+    if trace is None:
+        raise Http404("no such trace")
+    return trace
+
+
+def _trace_urls(trace) -> dict[str, str]:
+    return {
+        "ws_url": f"/ws/traces/{trace.pk}/",
+        "snapshot_url": reverse("api-trace-snapshot", args=[trace.pk]),
+        "export_native_url": reverse("api-trace-export", args=[trace.pk]) + "?format=native",
+        "export_survey_url": reverse("api-trace-export", args=[trace.pk]) + "?format=survey",
+    }
+
+
+@login_required
+def trace_list(request: HttpRequest):
+    query = request.GET.get("q", "").strip()
+    qs = services.list_traces(access.project_ids_for(request.user), query=query)
+    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page") or 1)
+    return render(request, "traces/trace_list.html", {"page": page, "query": query})
+
+
+@login_required
+def trace_detail(request: HttpRequest, trace_id: int):
+    trace = _trace_or_404(request, trace_id)
+    return render(request, "traces/trace_detail.html", {"trace": trace, **_trace_urls(trace)})
+
+
+@login_required
+def trace_compare(request: HttpRequest):
+    try:
+        left, right = (_trace_or_404(request, int(request.GET[k])) for k in ("left", "right"))
+    except (KeyError, ValueError):
+        raise Http404("compare needs ?left=<trace id>&right=<trace id>") from None
+    return render(request, "traces/compare.html", {
+        "left": left, "right": right,
+        "left_snapshot_url": _trace_urls(left)["snapshot_url"],
+        "right_snapshot_url": _trace_urls(right)["snapshot_url"],
+    })
+
+
+@login_required
+def upload(request: HttpRequest):
+    outcomes = None
+    if request.method == "POST" and request.FILES:
+        project = access.default_project_for(request.user)
+        if project is None:
+            raise Http404("you are not a member of any project")
+        outcomes = services.do_import_sources(project, upload_sources(request))
+    return render(request, "traces/upload.html", {"outcomes": outcomes})
+
+
+@login_required
+def tokens(request: HttpRequest):
+    raw = None
+    if request.method == "POST":
+        projects = {p.pk: p for p in list_projects_of(request.user)}
+        project = projects.get(int(request.POST.get("project") or 0))
+        if project is None:
+            raise Http404("no such project")
+        _, raw = do_create_token(request.user, project, request.POST.get("name", "")[:200])
+    return render(request, "traces/tokens.html", {
+        "raw_token": raw,
+        "projects": list_projects_of(request.user),
+        "tokens": ApiToken.objects.filter(user=request.user).select_related("project").order_by("-created_at"),
+    })
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, token_id: int):
+    token = ApiToken.objects.filter(pk=token_id, user=request.user).first()
+    if token is None:
+        raise Http404("no such token")
+    do_revoke_token(token)
+    messages.info(request, f"Token {token.prefix}… revoked.")
+    return redirect("tokens")
