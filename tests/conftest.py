@@ -32,3 +32,34 @@ def shared_data() -> Path:
 def fixtures() -> Path:
     """Hand-written small trace files, one or more per supported format."""
     return FIXTURES
+
+
+@pytest.fixture
+def project(db):
+    from webapp.accounts.services import do_get_or_create_project
+
+    return do_get_or_create_project("Test project")
+
+
+@pytest.fixture
+def member(db, project, django_user_model):
+    from webapp.accounts.services import do_add_member
+
+    user = django_user_model.objects.create_user("alice", password="alice-password-1")
+    do_add_member(project, user, "admin")
+    return user
+
+
+@pytest.fixture
+def api_token(member, project):
+    """A raw API token of `member` in `project`."""
+    from webapp.accounts.services import do_create_token
+
+    return do_create_token(member, project, "tests")[1]
+
+
+@pytest.fixture
+def api_client(client, api_token):
+    """Django's test client sending `Authorization: Bearer <token>`."""
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+    return client

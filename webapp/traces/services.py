@@ -429,7 +429,10 @@ def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[F
     errors: dict[str, str] = {}
     for trace in result.traces:
         try:
-            stored[trace.identity_key] = do_ingest(project, trace).trace
+            ingested = do_ingest(project, trace)
+            stored[trace.identity_key] = ingested.trace
+            if ingested.changed:
+                request_metrics(ingested.trace)
         except (IngestConflict, core.TraceValidationError) as exc:
             errors[trace.identity_key] = f"conflicts with the stored trace {trace.identity_key}: {exc}"
     outcomes = []
@@ -438,3 +441,10 @@ def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[F
         outcomes.append(FileOutcome(name=report.name, traces=[stored[k] for k in report.trace_keys if k in stored],
                                     skipped=report.skipped, error=failure))
     return outcomes
+
+
+def request_metrics(trace: Trace) -> None:
+    """Enqueue the metrics computation of `trace` on the `default` queue, after commit."""
+    from .tasks import refresh_metrics  # tasks import this module
+
+    transaction.on_commit(lambda: refresh_metrics.delay(trace.pk))

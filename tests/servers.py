@@ -1,0 +1,85 @@
+"""Start and stop real processes in tests: free ports, own process groups, bounded waits."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago (never 8000)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def app_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a process of the app on the embedded default, with its own data folder."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("REDIS_URL", "DATABASE_URL", "CELERY_BROKER_URL", "SWARMSCOPE_IGNORE_EMBEDDED_REDIS")}
+    env.update({"SWARMSCOPE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", **extra})
+    return env
+
+
+def start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """Start `argv` in its own session (process group), output to `log`."""
+    handle = open(log, "wb")
+    return subprocess.Popen(argv, env=env, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def stop(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
+    """Signal the whole process group, then kill it if it has not exited within `timeout`."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, sig)
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        except ProcessLookupError:
+            pass
+
+
+def wait_http(url: str, process: subprocess.Popen, log: Path, timeout: float = 90) -> None:
+    """Wait until `url` answers (any status); fail with the log when the process dies or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout}s:\n{log.read_text()[-4000:]}")
+
+
+def manage(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "manage.py", *args], env=env, cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids of live processes whose command line contains `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(int(entry.name))
+    return found
