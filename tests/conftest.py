@@ -5,9 +5,6 @@ from pathlib import Path
 
 import pytest
 
-# Tests never talk to a developer's running `manage.py up`: only REDIS_URL, set on purpose.
-os.environ.setdefault("SWARMSCOPE_IGNORE_EMBEDDED_REDIS", "1")
-
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("SWARMSCOPE_SHARED_DATA", REPO.parent / "shared" / "data"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
