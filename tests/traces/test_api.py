@@ -129,3 +129,20 @@ def test_otlp_json_and_gzip(api_client):
     assert trace.source_id == "5b8efff798038103d269b633813fc60c"
     assert set(trace.agents.values_list("name", flat=True)) >= {"boss", "worker"}
     assert api_client.post("/v1/traces", data=b'{"nope": 1}', content_type="application/json").status_code == 400
+
+
+def test_otlp_spans_spread_over_requests_form_one_trace(api_client):
+    """Exporters send finished spans in batches: the root, which ends last, arrives last."""
+    whole = otlp_request()
+    spans = whole["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    child_only = json.loads(json.dumps(whole))
+    child_only["resourceSpans"][0]["scopeSpans"][0]["spans"] = [spans[0]]
+    root_only = json.loads(json.dumps(whole))
+    root_only["resourceSpans"][0]["scopeSpans"][0]["spans"] = [spans[1]]
+    for request in (child_only, root_only, root_only):
+        response = post_json(api_client, "/v1/traces", request)
+        assert response.status_code == 200, response.content
+    trace = Trace.objects.get()
+    assert dict(trace.agents.values_list("name", "parent")) == {"boss": None, "worker": "boss"}
+    assert min(trace.events.values_list("t", flat=True)) == 0.0
+    assert trace.span_batches.count() == 3

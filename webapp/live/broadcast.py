@@ -34,3 +34,14 @@ def broadcast_trace_delta(trace_id: int, delta: dict[str, Any]) -> None:
         async_to_sync(layer.group_send)(trace_group(trace_id), message)
     except Exception:  # noqa: BLE001 - a broken layer must not break the write path
         log.warning("could not broadcast delta %s of trace %s", delta["seq"], trace_id, exc_info=True)
+
+
+def broadcast_trace_reset(trace_id: int, seq: int) -> None:
+    """Tell viewers the trace was rebuilt at `seq`: each is sent a fresh snapshot."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(trace_group(trace_id), {"type": "trace.reset", "seq": seq})
+    except Exception:  # noqa: BLE001 - as above
+        log.warning("could not broadcast reset %s of trace %s", seq, trace_id, exc_info=True)

@@ -51,7 +51,7 @@ class TraceConsumer(AsyncJsonWebsocketConsumer):
 
     async def _send_since(self, seq: int):
         delta = await database_sync_to_async(services.get_delta_since)(self.trace, seq)
-        if delta["seq"] > seq:
+        if delta["type"] == "snapshot" or delta["seq"] > seq:
             self.last_seq = max(self.last_seq, delta["seq"])
             await self.send_json(delta)
 
@@ -84,3 +84,7 @@ class TraceConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(delta)
         else:
             await self._send_since(self.last_seq)
+
+    async def trace_reset(self, message):
+        if message["seq"] > self.last_seq:
+            await self._send_snapshot()

@@ -20,7 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from webapp.accounts.services import check_token
 from webapp.core import model as core
-from webapp.core.importers import SourceFile, TraceFormatError, otlp, read_files
+from webapp.core.importers import SourceFile, TraceFormatError, otlp
 from webapp.core.importers import survey
 
 from . import access, services
@@ -280,19 +280,16 @@ def otlp_traces(request: HttpRequest):
     protobuf = request.content_type == "application/x-protobuf"
     try:
         body = _read_body(request)
-        data = json.dumps(otlp.decode_protobuf(body)).encode() if protobuf else body
-        result = read_files([SourceFile(name="OTLP request", data=data)])
+        doc = otlp.decode_protobuf(body) if protobuf else json.loads(body)
     except (ValueError, OSError, zlib.error) as exc:
         return _error(400, f"unreadable OTLP request: {exc}")
-    if result.failed:
-        return _error(400, result.failed[0].error)
-    if result.files[0].format != otlp.FORMAT:
+    if not otlp.sniff(doc):
         return _error(400, "not an OTLP ExportTraceServiceRequest (no resourceSpans)")
-    for trace in result.traces:
-        try:
-            services.do_ingest(project, trace, live=True)
-        except (services.IngestConflict, core.TraceValidationError) as exc:
-            return _error(409 if isinstance(exc, services.IngestConflict) else 400, str(exc))
+    try:
+        for trace_id, records in otlp.split(doc).items():
+            services.do_ingest_spans(project, otlp, trace_id, records, source="OTLP/HTTP")
+    except (core.TraceValidationError, KeyError, TypeError, ValueError) as exc:
+        return _error(400, f"invalid spans: {exc}")
     if protobuf:
         return HttpResponse(b"", content_type="application/x-protobuf")
     return JsonResponse({"partialSuccess": {}})

@@ -22,6 +22,7 @@ class Trace(models.Model):
     computed_metrics = models.JSONField(default=dict)
     computed_metrics_seq = models.BigIntegerField(default=-1)
     seq = models.BigIntegerField(default=0)
+    reset_seq = models.BigIntegerField(default=0, help_text="seq of the last rebuild; older clients need a snapshot")
     event_count = models.IntegerField(default=0)
     agent_count = models.IntegerField(default=0)
     total_tokens = models.BigIntegerField(default=0)
@@ -103,3 +104,15 @@ class Label(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["trace", "seq"])]
+
+
+class SpanBatch(models.Model):
+    """Raw span records of a trace that arrives over OTLP in many requests.
+
+    OTLP exporters send finished spans in batches, so the root (which ends last) usually arrives
+    last: the orchestration structure is re-derived from all of a trace's spans on each request.
+    """
+
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="span_batches")
+    records = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)

@@ -20,9 +20,9 @@ from webapp.accounts.models import Project
 from webapp.core import model as core
 from webapp.core.importers import SourceFile, read_files
 from webapp.core.metrics import compute_metrics
-from webapp.live.broadcast import broadcast_trace_delta
+from webapp.live.broadcast import broadcast_trace_delta, broadcast_trace_reset
 
-from .models import Agent, Edge, Event, Label, Trace
+from .models import Agent, Edge, Event, Label, SpanBatch, Trace
 
 #: SQLite allows 32,766 bound variables; stay far below for `IN (...)` look-ups.
 LOOKUP_CHUNK = 900
@@ -151,9 +151,15 @@ def get_snapshot(trace: Trace, *, with_metrics: bool = True) -> dict[str, Any]:
 
 
 def get_delta_since(trace: Trace, seq: int) -> dict[str, Any]:
-    """One delta holding every row written after `seq` (the answer to a resume)."""
+    """One delta holding every row written after `seq` (the answer to a resume).
+
+    When the trace was rebuilt after `seq` (see `do_ingest_spans`) a delta cannot express the
+    change, and the answer is a fresh snapshot instead.
+    """
     with transaction.atomic():
-        current = Trace.objects.values_list("seq", flat=True).get(pk=trace.pk)
+        current, reset_seq = Trace.objects.values_list("seq", "reset_seq").get(pk=trace.pk)
+        if reset_seq > seq:
+            return get_snapshot(trace)
         collections = _collections_since(trace, seq)
     return {"type": "delta", "seq": current, **collections}
 
@@ -254,7 +260,7 @@ def _label_key(label: dict[str, Any]) -> tuple:
 
 
 def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = None,
-              live: bool = False) -> IngestResult:
+              live: bool = False, broadcast: bool = True) -> IngestResult:
     """Store `fragment` (a whole imported trace or an API batch) into its trace, all or nothing.
 
     The trace is `trace` when given, else found by the fragment's identity key in `project`, else
@@ -358,7 +364,8 @@ def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = N
             "labels": [_label_wire({"event_id": None, "agent": None, "source": None, **lb.to_dict(), "seq": seq})
                        for lb in new_labels],
         }
-        transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
+        if broadcast:
+            transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
         return IngestResult(row, created, seq, len(new), len(updates))
 
 
@@ -448,3 +455,40 @@ def request_metrics(trace: Trace) -> None:
     from .tasks import refresh_metrics  # tasks import this module
 
     transaction.on_commit(lambda: refresh_metrics.delay(trace.pk))
+
+
+def do_ingest_spans(project: Project, module, trace_id: str, records: list[dict[str, Any]],
+                    source: str) -> IngestResult:
+    """Store span `records` of one trace id (from an OTLP request) and re-derive the trace.
+
+    `module` is the span format (webapp.core.importers.otlp). The trace is rebuilt from all its
+    spans so far; when the new spans only add, viewers get a delta; when they change what was
+    derived before (a parent that arrived late), the trace is rebuilt in place and viewers get a
+    fresh snapshot. Raises core.TraceValidationError when the spans do not form a valid trace.
+    """
+    with transaction.atomic():
+        key = f"{module.FORMAT}:{trace_id}"
+        row = Trace.objects.select_for_update().filter(project=project, identity_key=key).first()
+        stored = ([r for batch in row.span_batches.order_by("id").values_list("records", flat=True) for r in batch]
+                  if row is not None else [])
+        trace = module.build(trace_id, stored + records, [source])
+        core.validate_trace(trace)
+        try:
+            with transaction.atomic():
+                result = do_ingest(project, trace, trace=row, live=True)
+        except IngestConflict:
+            result = _do_rebuild(project, row, trace)
+        SpanBatch.objects.create(trace=result.trace, records=records)
+        return result
+
+
+def _do_rebuild(project: Project, row: Trace, trace: core.Trace) -> IngestResult:
+    """Replace everything derived for `row` by `trace`; viewers are sent a new snapshot."""
+    for model in (Event, Edge, Agent, Label):
+        model.objects.filter(trace=row).delete()
+    Trace.objects.filter(pk=row.pk).update(event_count=0, agent_count=0, total_tokens=0, duration_s=0.0,
+                                           label_summary="", reset_seq=row.seq + 1)
+    row.refresh_from_db()
+    result = do_ingest(project, trace, trace=row, live=True, broadcast=False)
+    transaction.on_commit(lambda: broadcast_trace_reset(row.pk, result.seq))
+    return result

@@ -1,0 +1,186 @@
+"""OTLP/JSON importer and protobuf decoding (webapp.core.importers.otlp), GenAI semantic
+conventions, with the span mapping of spans.py."""
+
+import base64
+import copy
+import json
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from webapp.core.importers import SourceFile, otlp, read_files
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def _read(name, doc):
+    result = read_files([SourceFile(name, doc if isinstance(doc, bytes) else json.dumps(doc).encode())])
+    assert not result.failed, result.failed
+    return result
+
+
+def _edges(trace, kind):
+    return {(e.src, e.dst) for e in trace.edges if e.type == kind}
+
+
+def _sid(short):
+    return short.rjust(16, "0")
+
+
+def _spans(doc):
+    return [span for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for span in ss["spans"]]
+
+
+def _without_sources(trace):
+    data = trace.to_dict()
+    data["attributes"].pop("sources")
+    return data
+
+
+@pytest.fixture
+def doc(fixtures):
+    return json.loads((fixtures / "otlp_genai_small.json").read_text())
+
+
+@pytest.fixture
+def small(doc):
+    return _read("otlp_genai_small.json", doc).traces[0]
+
+
+def test_sniff(doc):
+    assert otlp.sniff(doc) and otlp.sniff([doc, doc])  # a request, or one per line (JSONL)
+    assert otlp.sniff({"resource_spans": []})
+    assert not otlp.sniff({"data": []}) and not otlp.sniff([]) and not otlp.sniff([{"name": "x"}])
+
+
+def test_any_value():
+    items = [{"key": "s", "value": {"stringValue": "x"}}, {"key": "i", "value": {"intValue": "9007199254740993"}},
+             {"key": "d", "value": {"doubleValue": 0.5}}, {"key": "b", "value": {"boolValue": False}},
+             {"key": "a", "value": {"arrayValue": {"values": [{"intValue": 1}, {"stringValue": "y"}]}}},
+             {"key": "kv", "value": {"kvlistValue": {"values": [{"key": "k", "value": {"boolValue": True}}]}}},
+             {"key": "empty", "value": {}}]
+    assert otlp.attributes(items) == {"s": "x", "i": 9007199254740993, "d": 0.5, "b": False, "a": [1, "y"],
+                                      "kv": {"k": True}, "empty": None}
+
+
+def test_small_agents_from_gen_ai_agent_name(small):
+    """OpenAI Agents SDK style: Triage hands off to BillingAgent through transfer_to_billing_agent.
+    The bare "Agent workflow" span of the service names no agent, so Triage is the root."""
+    assert small.identity_key == f"otlp:{TRACE_ID}"
+    assert (small.name, small.system, small.attributes["conversation_id"]) == ("Agent workflow", "support-app", "conv-1")
+    assert [(a.name, a.parent, a.attributes["named_by"]) for a in small.agents] == [
+        ("Triage", None, "gen_ai.agent.name"), ("BillingAgent", "Triage", "gen_ai.agent.name")]
+
+
+def test_small_events_and_edges(small):
+    assert [(e.id, e.t, e.type, e.agent, e.to, e.tool) for e in small.events] == [
+        (_sid("c1"), 0.2, "message", "Triage", None, None),
+        (_sid("d1") + ":spawn", 1.6, "spawn", "Triage", "BillingAgent", None),
+        (_sid("c2"), 1.6, "delegate", "Triage", "BillingAgent", "transfer_to_billing_agent"),
+        (_sid("d2"), 2.1, "message", "BillingAgent", None, None),
+        (_sid("d3"), 3.0, "tool_call", "BillingAgent", None, "lookup_invoice"),
+        (_sid("d3") + ":result", 3.4, "tool_result", "BillingAgent", None, "lookup_invoice"),
+        (_sid("d4"), 3.5, "message", "BillingAgent", None, None),
+    ]
+    assert _edges(small, "message") == {(_sid("c2"), _sid("d2"))}
+    assert _edges(small, "spawn") == {(_sid("d1") + ":spawn", _sid("d2"))}
+    assert _edges(small, "tool_dependency") == {(_sid("d3"), _sid("d3") + ":result")}
+    triage = small.events[0]
+    assert triage.content == "transfer_to_billing_agent({})" and triage.attributes["input"] == "How much is invoice 7?"
+    assert (triage.tokens, triage.attributes["input_tokens"], triage.attributes["model"]) == (83, 75, "gpt-4o")
+    assert small.events[-1].content == "Invoice 7 is $42." and small.events[-1].tokens == 149
+    assert small.costs == {"tokens": 83 + 102 + 149, "wall_clock_s": 4.7, "tool_calls": 1}
+
+
+def test_span_order_does_not_matter(doc, small):
+    """Children before parents, in other requests: linked once everything has arrived."""
+    shuffled = copy.deepcopy(doc)
+    shuffled["resourceSpans"].reverse()
+    for resource_spans in shuffled["resourceSpans"]:
+        for scope_spans in resource_spans["scopeSpans"]:
+            scope_spans["spans"].reverse()
+    assert _without_sources(_read("shuffled.json", shuffled).traces[0]) == _without_sources(small)
+
+
+def test_jsonl_requests_and_base64_ids(doc, small):
+    """One request per line (a collector's file exporter) with ids as protobuf JSON writes them."""
+    def b64(hex_id):
+        return base64.b64encode(bytes.fromhex(hex_id)).decode()
+    encoded = copy.deepcopy(doc)
+    for span in _spans(encoded):
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in span:
+                span[key] = b64(span[key])
+    lines = [json.dumps({"resourceSpans": [rs]}) for rs in encoded["resourceSpans"]]
+    trace = _read("spans.jsonl", "\n".join(lines).encode()).traces[0]
+    assert _without_sources(trace) == _without_sources(small)
+
+
+def _request():
+    """An ExportTraceServiceRequest built with the proto classes: Lead calls Researcher as a tool."""
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    service = resource_spans.resource.attributes.add()
+    service.key, service.value.string_value = "service.name", "research-svc"
+    spans = resource_spans.scope_spans.add().spans
+    trace_id = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
+
+    def add(span_id, parent, name, start, end, **attributes):
+        span = spans.add()
+        span.trace_id, span.span_id, span.name = trace_id, bytes([0] * 7 + [span_id]), name
+        if parent:
+            span.parent_span_id = bytes([0] * 7 + [parent])
+        span.start_time_unix_nano = 1_767_225_600_000_000_000 + int(start * 1e9)
+        span.end_time_unix_nano = 1_767_225_600_000_000_000 + int(end * 1e9)
+        span.kind = 1
+        for key, value in attributes.items():
+            attribute = span.attributes.add()
+            attribute.key = key.replace("__", ".")
+            if isinstance(value, int):
+                attribute.value.int_value = value
+            else:
+                attribute.value.string_value = value
+
+    add(5, 3, "chat", 1.1, 1.9, gen_ai__operation__name="chat", gen_ai__agent__name="Researcher",
+        gen_ai__usage__output_tokens=30, gen_ai__completion="three sources")  # child first
+    add(1, None, "invoke_agent Lead", 0, 3, gen_ai__operation__name="invoke_agent", gen_ai__agent__name="Lead")
+    add(2, 1, "chat", 0.1, 0.9, gen_ai__operation__name="chat", gen_ai__usage__input_tokens=12,
+        gen_ai__usage__output_tokens=4, gen_ai__completion="ask_researcher()")
+    add(4, 1, "execute_tool ask_researcher", 1.0, 2.0, gen_ai__operation__name="execute_tool",
+        gen_ai__tool__name="ask_researcher", gen_ai__tool__call__arguments='{"topic": "tea"}')
+    add(3, 4, "invoke_agent Researcher", 1.05, 1.95, gen_ai__operation__name="invoke_agent",
+        gen_ai__agent__name="Researcher")
+    add(6, 1, "chat", 2.1, 2.9, gen_ai__operation__name="chat", gen_ai__usage__output_tokens=7,
+        gen_ai__completion="found three sources")
+    return request
+
+
+def test_protobuf_round_trip():
+    doc = otlp.decode_protobuf(_request().SerializeToString())
+    assert otlp.sniff(doc)
+    assert _spans(doc)[0]["startTimeUnixNano"] == "1767225601100000000"  # 64-bit integers as strings
+    trace = _read("request.json", doc).traces[0]
+    assert trace.identity_key == "otlp:0af7651916cd43dd8448eb211c80319c" and trace.system == "research-svc"
+    assert [(a.name, a.parent) for a in trace.agents] == [("Lead", None), ("Researcher", "Lead")]
+    # the tool span runs another agent: it is the delegation, not a tool call
+    assert [(e.id, e.type, e.agent, e.to) for e in trace.events] == [
+        (_sid("02"), "message", "Lead", None),
+        (_sid("03") + ":spawn", "spawn", "Lead", "Researcher"),
+        (_sid("03") + ":delegate", "delegate", "Lead", "Researcher"),
+        (_sid("05"), "return", "Researcher", "Lead"),
+        (_sid("06"), "message", "Lead", None),
+    ]
+    assert trace.events[2].content == '{"topic": "tea"}'
+    assert _edges(trace, "message") == {(_sid("03") + ":delegate", _sid("05"))}
+    assert _edges(trace, "return") == {(_sid("05"), _sid("06"))}
+
+
+def test_an_empty_export_request_is_otlp_without_traces():
+    doc = otlp.decode_protobuf(ExportTraceServiceRequest().SerializeToString())
+    result = _read("empty", doc)
+    assert (result.files[0].format, result.traces) == ("otlp", [])
+
+
+def test_decode_protobuf_rejects_other_bytes():
+    with pytest.raises(ValueError, match="ExportTraceServiceRequest"):
+        otlp.decode_protobuf(b"\x0a\x05ab")

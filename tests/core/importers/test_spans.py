@@ -1,0 +1,127 @@
+"""The span -> orchestration trace mapping shared by the OpenTelemetry importers
+(webapp.core.importers.spans), on spans written out by hand."""
+
+import pytest
+
+from webapp.core.importers.chatlog import TOKENS_ESTIMATED
+from webapp.core.importers.spans import Span, SpanEvent, build_trace, normalise_id, render
+from webapp.core.model import validate_trace
+
+TRACE = "0" * 31 + "1"
+SECOND = 1_000_000_000
+
+
+def span(sid, parent=None, name="op", start=0.0, end=1.0, service="svc", **attributes):
+    """A span from times in seconds and attributes given as keywords (`__` for dots)."""
+    return Span(trace_id=TRACE, span_id=sid.rjust(16, "0"), parent_id=parent.rjust(16, "0") if parent else None,
+                name=name, start_ns=int(start * SECOND), end_ns=int(end * SECOND), service=service,
+                attributes={key.replace("__", "."): value for key, value in attributes.items()})
+
+
+def build(*spans):
+    trace = build_trace(spans, source_format="test", trace_id=TRACE)
+    validate_trace(trace)
+    return trace
+
+
+def test_normalise_id():
+    assert normalise_id("0xABCDEF0123456789", 8) == "abcdef0123456789"
+    assert normalise_id("b4", 8) == "00000000000000b4"  # Jaeger drops leading zeros
+    assert normalise_id("AAECAwQFBgc=", 8) == "0001020304050607"  # protobuf JSON: base64 bytes
+    assert normalise_id("AAECAwQFBgcICQoLDA0ODw==", 16) == "000102030405060708090a0b0c0d0e0f"
+    assert normalise_id("", 8) is None and normalise_id(None, 8) is None
+    assert normalise_id("0000000000000000", 8) is None  # the all-zero id means "no parent"
+    with pytest.raises(ValueError):
+        normalise_id("not an id!", 8)
+    with pytest.raises(ValueError):
+        normalise_id("AAECAw==", 8)  # valid base64, wrong length
+
+
+def test_render_chat_messages():
+    genai = ('[{"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},'
+             ' {"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]')
+    assert render(genai) == "system: Be brief.\nuser: Hi"
+    assert render('[{"role": "assistant", "parts": [{"type": "tool_call", "name": "f", "arguments": {"a": 1}}]}]') \
+        == 'f({"a": 1})'
+    monocle = ['{"user": [{"type": "input_text", "text": "Hi"}]}',
+               '{"tool_function": "g", "tool_arguments": "{}", "call_id": "c1"}',
+               '{"call_id": "c1", "output": "done"}']
+    assert render(monocle) == "user: Hi\nassistant: g({})\ntool: done"
+    assert render({"role": "assistant", "content": "ok"}) == "ok"
+
+
+def test_render_other_values():
+    assert render('"a JSON string"') == "a JSON string"
+    assert render('{"q": "order 7"}') == '{"q": "order 7"}'  # JSON that is no chat stays as given
+    assert render({"q": 1}) == '{"q": 1}'
+    assert render("plain text") == "plain text"
+    assert render("") is None and render(None) is None and render([]) is None
+
+
+def test_one_agent_per_service_when_spans_name_none():
+    trace = build(
+        span("1", name="root", start=0, end=10, service="front"),
+        span("2", "1", "chat", 1, 2, "front", gen_ai__usage__input_tokens=5, gen_ai__usage__output_tokens=1),
+        span("3", "1", "rpc", 3, 8, "back"),
+        span("4", "3", "chat", 4, 7, "back", gen_ai__usage__output_tokens=9, gen_ai__completion="done"),
+        span("5", "1", "chat", 9, 10, "front", gen_ai__usage__output_tokens=2),
+    )
+    assert [(a.name, a.parent, a.attributes["named_by"]) for a in trace.agents] == [
+        ("front", None, "service"), ("back", "front", "service")]
+    assert [(e.type, e.agent) for e in trace.events] == [
+        ("message", "front"), ("spawn", "front"), ("delegate", "front"), ("return", "back"), ("message", "front")]
+    assert trace.events[3].tokens == 9 and trace.events[3].content == "done"
+    assert trace.events[0].tokens == 6  # input + output
+
+
+def test_framework_default_agent_name_is_not_an_agent():
+    """LangGraph names every graph "LangGraph": the agent is then the service."""
+    trace = build(
+        span("1", name="invoke_agent LangGraph", service="detector", gen_ai__operation__name="invoke_agent",
+             gen_ai__agent__name="LangGraph", gen_ai__provider__name="langgraph"),
+        span("2", "1", "chat", 0.1, 0.9, "detector", gen_ai__operation__name="chat", gen_ai__agent__name="LangGraph",
+             gen_ai__provider__name="langgraph"),
+    )
+    assert [a.name for a in trace.agents] == ["detector"]
+
+
+def test_remote_agent_seen_from_outside_gets_one_turn_event():
+    """An invoke_agent client span with an output and nothing inside: one message of that agent."""
+    trace = build(
+        span("1", name="invoke_agent Lead", start=0, end=5, gen_ai__operation__name="invoke_agent",
+             gen_ai__agent__name="Lead"),
+        span("2", "1", "chat", 0.5, 1, gen_ai__operation__name="chat", gen_ai__completion="ask Remote"),
+        span("3", "1", "invoke_agent Remote", 1, 3, gen_ai__operation__name="invoke_agent",
+             gen_ai__agent__name="Remote", gen_ai__output__messages="42"),
+        span("4", "1", "chat", 3.5, 4, gen_ai__operation__name="chat", gen_ai__completion="the answer is 42"),
+    )
+    remote = [e for e in trace.events if e.agent == "Remote"]
+    assert [(e.type, e.t, e.t_end, e.content, e.to) for e in remote] == [("return", 1.0, 3.0, "42", "Lead")]
+    assert remote[0].tokens == 1 and remote[0].attributes[TOKENS_ESTIMATED] is True
+
+
+def test_missing_parents_cycles_and_duplicates_degrade_gracefully():
+    looped = [span("a", "b", "execute_tool t", 0, 1, gen_ai__operation__name="execute_tool", gen_ai__agent__name="A"),
+              span("b", "a", "chat", 1, 2, gen_ai__operation__name="chat", gen_ai__agent__name="A")]
+    assert [e.type for e in build(*looped).events] == ["tool_call", "message"]
+    orphans = [span("c", "f", "chat", 0, 1, gen_ai__operation__name="chat"),
+               span("d", "f", "execute_tool t", 1, 2, gen_ai__operation__name="execute_tool",
+                    gen_ai__tool__name="t", gen_ai__agent__name="Caller"),
+               span("c", None, "duplicate id: the first record wins", 5, 6)]
+    trace = build(*orphans)
+    assert {e.agent for e in trace.events} == {"Caller"}  # the tool names the missing parent's agent
+    assert trace.events[0].attributes["parent_span_id"] == "f".rjust(16, "0")
+    with pytest.raises(ValueError):
+        build_trace([], source_format="test", trace_id=TRACE)
+
+
+def test_span_event_content_and_errors():
+    chat = span("1", name="chat", gen_ai__operation__name="chat")
+    chat.events = [SpanEvent("gen_ai.user.message", None, {"content": "hello"})]
+    tool = span("2", "1", "execute_tool t", 0.2, 0.5, gen_ai__operation__name="execute_tool", gen_ai__tool__name="t")
+    tool.error = "boom"
+    trace = build(chat, tool)
+    message, call, result = trace.events
+    assert (message.content, message.attributes["content_from"]) == ("hello", "input")
+    assert (call.type, result.type, result.content, result.attributes["status"], result.attributes["error"]) == (
+        "tool_call", "tool_result", None, "error", "boom")

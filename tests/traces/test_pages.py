@@ -1,0 +1,45 @@
+"""Server-rendered pages: login, trace list (search, pagination, empty state), trace page, upload."""
+
+import pytest
+
+from webapp.core.importers import SourceFile
+from webapp.traces import services
+
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
+
+
+@pytest.fixture
+def logged_in(client, member):
+    client.force_login(member)
+    return client
+
+
+def test_pages_need_login(client):
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_empty_state_then_list_search_and_trace_page(logged_in, project, fixtures):
+    assert b"No traces yet" in logged_in.get("/").content
+    outcome = services.do_import_sources(project, [SourceFile("n.json", (fixtures / "native_small.json").read_bytes())])
+    trace = outcome[0].traces[0]
+    listing = logged_in.get("/").content.decode()
+    assert "Hand-written orchestrator with two workers" in listing and f"/traces/{trace.pk}/" in listing
+    assert "Hand-written" not in logged_in.get("/?q=no-such-thing").content.decode().split("<main>")[1]
+    assert "Hand-written" in logged_in.get("/?q=fixture").content.decode()
+    page = logged_in.get(f"/traces/{trace.pk}/")
+    assert page.status_code == 200 and f"/ws/traces/{trace.pk}/".encode() in page.content
+    assert logged_in.get(f"/traces/{trace.pk + 100}/").status_code == 404
+
+
+def test_upload_page_reports_each_file(logged_in, fixtures):
+    with open(fixtures / "native_small.json", "rb") as good, open(fixtures / "README.txt", "rb") as readme:
+        response = logged_in.post("/upload/", {"file": [good, readme]})
+    text = response.content.decode()
+    assert "imported as trace" in text and "skipped: not a trace" in text
+
+
+def test_token_page_shows_a_new_token_once(logged_in, project):
+    created = logged_in.post("/tokens/", {"name": "cluster", "project": project.pk}).content.decode()
+    assert "ssk_" in created
+    assert "copy it now" not in logged_in.get("/tokens/").content.decode()
