@@ -140,7 +140,7 @@ else:
     # Only when nothing was started (management commands, unit tests): an in-process layer.
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or _broker_url(REDIS_URL) or "memory://"
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or _broker_url(REDIS_URL) or "memory://localhost/"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not (REDIS_URL or os.environ.get("CELERY_BROKER_URL")))
 CELERY_TASK_DEFAULT_QUEUE = "default"
@@ -156,6 +156,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("SWARMSCOPE_LOG_LEVEL", "INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }
+if CELERY_TASK_ALWAYS_EAGER:
+    # Tasks run inline (no broker configured): their per-task log lines would flood command output.
+    LOGGING["loggers"]["celery.app.trace"] = {"level": "WARNING"}
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = True

@@ -414,6 +414,7 @@ class FileOutcome:
     traces: list[Trace]
     skipped: str | None = None
     error: str | None = None
+    unchanged: frozenset[int] = frozenset()
 
     @property
     def lines(self) -> list[str]:
@@ -422,7 +423,7 @@ class FileOutcome:
         if self.skipped:
             return [f"{self.name}: skipped: {self.skipped}"]
         return [f"{self.name}: imported as trace {t.pk}: {t.agent_count} agents, {t.event_count} events"
-                for t in self.traces]
+                + (" (already stored, nothing new)" if t.pk in self.unchanged else "") for t in self.traces]
 
 
 def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[FileOutcome]:
@@ -433,6 +434,7 @@ def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[F
     """
     result = read_files(sources)
     stored: dict[str, Trace] = {}
+    unchanged: set[int] = set()
     errors: dict[str, str] = {}
     for trace in result.traces:
         try:
@@ -440,13 +442,15 @@ def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[F
             stored[trace.identity_key] = ingested.trace
             if ingested.changed:
                 request_metrics(ingested.trace)
+            else:
+                unchanged.add(ingested.trace.pk)
         except (IngestConflict, core.TraceValidationError) as exc:
             errors[trace.identity_key] = f"conflicts with the stored trace {trace.identity_key}: {exc}"
     outcomes = []
     for report in result.files:
         failure = report.error or next((errors[k] for k in report.trace_keys if k in errors), None)
         outcomes.append(FileOutcome(name=report.name, traces=[stored[k] for k in report.trace_keys if k in stored],
-                                    skipped=report.skipped, error=failure))
+                                    skipped=report.skipped, error=failure, unchanged=frozenset(unchanged)))
     return outcomes
 
 

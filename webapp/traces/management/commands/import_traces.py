@@ -1,5 +1,6 @@
 """`manage.py import_traces PATH...`: import trace files and folders, one report line per file."""
 
+import re
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -9,11 +10,17 @@ from webapp.core.importers import SourceFile
 from webapp.traces.services import do_import_sources
 
 
+def natural_key(path: Path) -> list:
+    """Sort `2.json` before `10.json`."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+
+
 def iter_files(paths):
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            yield from sorted((p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")),
+                              key=natural_key)
         elif path.is_file():
             yield path
         else:

@@ -1,0 +1,60 @@
+"""`manage.py import_traces` on ../shared/data and on the hand-written fixtures."""
+
+import re
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db.models import Count
+
+from webapp.traces.models import Event, Trace
+
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
+
+HANDOFF_CUT = "monocle_trace_okahu_demos_ms_openai_handoff_travel_a262a1005533d3dc6fd375c37d31ee95_2026-06-11_15.01.07.json"
+
+
+def run(*paths):
+    out, err = StringIO(), StringIO()
+    try:
+        call_command("import_traces", *map(str, paths), stdout=out, stderr=err)
+        code = 0
+    except CommandError:
+        code = 1
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_every_shared_trace_imports_except_the_truncated_chunk(shared_data):
+    code, out, err = run(shared_data)
+    assert code == 1
+    failures = err.strip().splitlines()
+    assert len(failures) == 1 and HANDOFF_CUT in failures[0] and "line 497, column 1" in failures[0]
+    assert re.search(r"trace_schema\.json: skipped: not a trace", out)
+    assert re.search(r"README\.md: skipped: not a trace", out) and re.search(r"LICENSE: skipped: not a trace", out)
+    by_format = dict(Trace.objects.values_list("source_format").annotate(n=Count("id")))
+    assert by_format == {"survey": 2, "whowhen": 45, "mast": 19, "jaeger": 1, "otel_sdk": 4}
+    handoff = Trace.objects.get(source_id="a262a1005533d3dc6fd375c37d31ee95")
+    assert {"triage_agent", "visa_agent"} <= set(handoff.agents.values_list("name", flat=True))
+    assert handoff.events.filter(agent="visa_agent", tool="check_visa").exists()
+    counts = (Trace.objects.count(), Event.objects.count())
+
+    code, out, err = run(shared_data)
+    assert (Trace.objects.count(), Event.objects.count()) == counts
+    assert out.count("already stored, nothing new") == out.count("imported as trace")
+
+
+def test_mistake_step_label_points_at_its_event(shared_data):
+    run(shared_data / "who-and-when" / "Hand-Crafted" / "1.json")
+    trace = Trace.objects.get()
+    label = trace.labels.get(key="mistake_step")
+    event = trace.events.get(event_id=label.event_id)
+    assert event.position == int(label.value)
+    assert event.agent.lower() == trace.labels.get(key="mistake_agent").value.lower()
+
+
+def test_fixtures_import_one_trace_per_format(fixtures):
+    code, out, err = run(fixtures)
+    assert code == 0, err
+    assert "README.txt: skipped: not a trace" in out
+    formats = set(Trace.objects.values_list("source_format", flat=True))
+    assert formats >= {"native", "survey", "whowhen", "mast", "jaeger", "otel_sdk", "otlp"}
