@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -12,7 +11,9 @@ from webapp.traces import access, services
 
 from .broadcast import trace_group
 
-log = logging.getLogger(__name__)
+#: Bigger snapshots exceed a websocket message (Daphne's limit is 1 MiB): clients fetch them over
+#: HTTP and connect with `?seq=N`.
+MAX_SOCKET_SNAPSHOT_EVENTS = 3000
 
 
 class TraceConsumer(AsyncJsonWebsocketConsumer):
@@ -34,11 +35,20 @@ class TraceConsumer(AsyncJsonWebsocketConsumer):
         self.group = trace_group(self.trace.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        await self._send_snapshot()
+        seq = self._query("seq")
+        if seq is not None and seq.isdigit() and int(seq) <= self.trace.seq:
+            # The client loaded the snapshot over HTTP (large traces exceed a websocket frame):
+            # it needs only what came after.
+            self.last_seq = int(seq)
+            await self._send_since(self.last_seq)
+        else:
+            await self._send_snapshot()
+
+    def _query(self, name: str) -> str | None:
+        return parse_qs(self.scope.get("query_string", b"").decode()).get(name, [None])[0]
 
     def _authorised_trace(self, trace_id: int):
-        token = parse_qs(self.scope.get("query_string", b"").decode()).get("token", [None])[0]
-        return access.get_trace_for(trace_id, user=self.scope.get("user"), raw_token=token)
+        return access.get_trace_for(trace_id, user=self.scope.get("user"), raw_token=self._query("token"))
 
     async def disconnect(self, code):
         if self.trace is not None:
@@ -47,6 +57,10 @@ class TraceConsumer(AsyncJsonWebsocketConsumer):
     async def _send_snapshot(self):
         snapshot = await database_sync_to_async(services.get_snapshot)(self.trace)
         self.last_seq = snapshot["seq"]
+        if len(snapshot["events"]) > MAX_SOCKET_SNAPSHOT_EVENTS:
+            await self.send_json({"type": "error", "code": "snapshot_too_large", "seq": snapshot["seq"],
+                                  "message": f"GET /api/traces/{self.trace.pk}/snapshot/, then connect with ?seq=N"})
+            return
         await self.send_json(snapshot)
 
     async def _send_since(self, seq: int):

@@ -305,6 +305,7 @@ def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = N
         for event in new.values():
             if event.agent not in existing_agents and event.agent not in agent_creates:
                 agent_creates[event.agent] = core.Agent(name=event.agent, role=event.role)
+        _apply_spawns(new.values(), existing_agents, agent_creates, agent_updates)
         existing_labels = set() if created else {_label_key(lb) for lb in row.labels.values()}
         new_labels = [lb for lb in fragment.labels if _label_key(lb.to_dict())
                       not in existing_labels]
@@ -363,10 +364,28 @@ def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = N
             "edges": [{**e.to_dict(), "seq": seq} for e in new_edges],
             "labels": [_label_wire({"event_id": None, "agent": None, "source": None, **lb.to_dict(), "seq": seq})
                        for lb in new_labels],
+            "trace": trace_summary(row),
         }
         if broadcast:
             transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
         return IngestResult(row, created, seq, len(new), len(updates))
+
+
+def _apply_spawns(events, existing: dict[str, Agent], creates: dict[str, core.Agent],
+                  updates: list[Agent]) -> None:
+    """A `spawn` event of agent A naming B in `to` makes A the parent of B and sets B's spawn time,
+    where the agent does not say otherwise (the Dynamic Dec-POMDP's agent set, DESIGN.md)."""
+    for event in sorted((e for e in events if e.type == "spawn" and e.to), key=lambda e: e.t):
+        target = existing.get(event.to) or creates.get(event.to)
+        if target is None:
+            target = creates[event.to] = core.Agent(name=event.to, role=event.role)
+        changed = False
+        if target.parent is None and event.to != event.agent:
+            target.parent, changed = event.agent, True
+        if target.spawned_at is None:
+            target.spawned_at, changed = event.t, True
+        if changed and isinstance(target, Agent) and target not in updates:
+            updates.append(target)
 
 
 def _headline_reward(rewards: dict[str, Any]) -> float | None:

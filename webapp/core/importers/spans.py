@@ -491,8 +491,9 @@ def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str,
 class _TraceBuilder:
     """One use: `build()` reads the span tree, assigns agents, creates events, then edges.
 
-    State by span id: `parent` (placeholders added, cycles cut), `role`, `message`, `owner` (the
-    acting agent), `invocation` (its root span id). By event id: `rank` (sort key after `t`),
+    State by span id: `parent` (placeholders added, cycles cut), `role`, `message`, `labels` (the
+    agent the span names, workflow labels dropped), `owner` (the acting agent), `invocation` (its
+    root span id). By event id: `rank` (sort key after `t`),
     `event_span`, `event_inv` (the invocation the event belongs to, for the invoked agent's own
     events). Delegations: `deliveries` (resolved), `pending_handoffs`, `pending_broadcasts`.
     """
@@ -521,6 +522,7 @@ class _TraceBuilder:
         self.message = {sid: m for sid, s in self.by_id.items() if (m := received_message(s))}
         self.texts: dict[str, tuple[str | None, str | None]] = {}
         self.named_by: dict[str, str] = {}
+        self.labels: dict[str, str | None] = {}
         self.owner: dict[str, str | None] = {}
         self.invocation: dict[str, str | None] = {}
         self.members: dict[str, list[Span]] = defaultdict(list)
@@ -611,7 +613,8 @@ class _TraceBuilder:
 
     def _assign_agents(self) -> None:
         """Fill `owner` (span id -> acting agent, None where unknown), `invocation` (span id -> the
-        root of its invocation), `members` and `productive` (invocations that will have events)."""
+        root of its invocation), `members` and `productive` (invocations that will have events: with
+        an LLM, tool or hand-off span, an output, or an agent span naming their agent)."""
         labels = {sid: agent_label(s, self.role[sid]) for sid, s in self.by_id.items()}
         for sid, label in labels.items():
             if label:
@@ -626,7 +629,7 @@ class _TraceBuilder:
         in_tool: dict[str, bool] = {}
         for span in self.top_down:
             sid, parent = span.span_id, self._parent_span(span)
-            label = labels[sid] if labels[sid] not in workflow_labels else None
+            label = self.labels[sid] = labels[sid] if labels[sid] not in workflow_labels else None
             message = self.message.get(sid)
             in_tool[sid] = parent is not None and (self.role[parent.span_id] == TOOL or in_tool[parent.span_id])
             if sid in acting:
@@ -660,7 +663,7 @@ class _TraceBuilder:
                 continue
             self.members[inv].append(span)
             if not span.missing and (self.role[span.span_id] in (LLM, TOOL, HANDOFF)
-                                     or self._text(span)[1] is not None):
+                                     or self._text(span)[1] is not None or self._names_owner(span)):
                 self.productive.add(inv)
         self.acting = {self.owner[inv] for inv in self.productive}
         self.agents_by_canonical = {_canonical(name): name for name in self.named_by}
@@ -689,6 +692,12 @@ class _TraceBuilder:
             if len(named) == 1:
                 claims[sid] = named.pop()
         return claims
+
+    def _names_owner(self, span: Span) -> bool:
+        """Whether `span` is an agent span (not an LLM, tool or hand-off span) that names the agent
+        acting there: an `invoke_agent` span, or one carrying `gen_ai.agent.name` or an agent entity."""
+        return (not span.missing and self.role[span.span_id] in (AGENT, None)
+                and self.labels[span.span_id] is not None and self.labels[span.span_id] == self.owner[span.span_id])
 
     def _sender(self, span: Span) -> str | None:
         """The agent that sent the message `span` received, when another than the span's agent."""
@@ -725,7 +734,7 @@ class _TraceBuilder:
         if agent is None or span.missing:
             return
         if role == LLM and not self._has_llm_below(span):
-            self._llm_event(span, agent)
+            self._message_event(span, agent)
         elif role == TOOL and not self._runs_other_agent(span) and not self._repeats_parent_tool(span):
             target = self._handoff_tool_target(span)
             if target:
@@ -777,7 +786,10 @@ class _TraceBuilder:
     def _status(span: Span) -> dict[str, Any]:
         return {} if span.error is None else {"status": "error", "error": span.error or True}
 
-    def _llm_event(self, span: Span, agent: str) -> None:
+    def _message_event(self, span: Span, agent: str, *, t_ns: int | None = None, end_ns: int | None = None) -> None:
+        """A `message` event of `span` (t, t_end: the span's unless given): content its output, else
+        its input flagged `content_from: "input"` (an input beside an output is kept as `input`);
+        model, token usage and error status kept."""
         text_in, text_out = self._text(span)
         tokens, attributes = self._usage_fields(span)
         model = model_name(span)
@@ -787,7 +799,7 @@ class _TraceBuilder:
             attributes["content_from"] = "input"
         elif text_in is not None:
             attributes["input"] = text_in
-        self._event(span, agent, "message", span.span_id, end_ns=span.end_ns,
+        self._event(span, agent, "message", span.span_id, t_ns=t_ns, end_ns=span.end_ns if end_ns is None else end_ns,
                     content=text_out if text_out is not None else text_in, tokens=tokens,
                     attributes={**attributes, **self._status(span)})
 
@@ -808,19 +820,20 @@ class _TraceBuilder:
         self.pending_handoffs.append(Delivery(event=event, sender=agent, receiver=target))
 
     def _turn_events(self) -> None:
-        """An invocation without LLM or tool events: one `message` event with the output of its
-        outermost span that has one (see `_assign_agents` for `productive`)."""
+        """An invocation without LLM or tool events is one turn: a `message` event spanning it, made
+        from its outermost agent span with an output, else from its outermost agent span that names
+        its agent (content: that span's input, if any). Agents instrumented only at agent level
+        (`invoke_agent` spans without chat or tool children) act by these turns."""
         acted = set(filter(None, self.event_inv.values()))
-        for root_id in self.productive - acted:
-            root = self.by_id[root_id]
-            for span in self.members[root_id]:
-                text_out = self._text(span)[1]
-                if text_out is not None and not span.missing and self.role[span.span_id] in (AGENT, None):
-                    tokens, attributes = self._usage_fields(span)
-                    self._event(span, self.owner[root_id], "message", span.span_id, t_ns=root.start_ns,
-                                end_ns=root.end_ns, content=text_out, tokens=tokens,
-                                attributes={**attributes, **self._status(span)})
-                    break
+        for root in self.order:
+            root_id = root.span_id
+            if root_id not in self.productive or root_id in acted:
+                continue
+            spans = [s for s in self.members[root_id] if not s.missing and self.role[s.span_id] in (AGENT, None)]
+            turn = (next((s for s in spans if self._text(s)[1] is not None), None)
+                    or next((s for s in spans if self._names_owner(s)), None))
+            if turn is not None:
+                self._message_event(turn, self.owner[root_id], t_ns=root.start_ns, end_ns=root.end_ns)
 
     # -- delegations
 

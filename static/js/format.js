@@ -1,0 +1,36 @@
+/**
+ * How numbers read in the UI: durations, counts, ratios and shares.
+ */
+
+/** Seconds as a short label: "850 ms", "12.5 s", "3:05". */
+export function formatSeconds(s) {
+  if (!Number.isFinite(s)) return "";
+  const abs = Math.abs(s);
+  if (abs === 0) return "0 s";
+  if (abs < 1) return `${Number((s * 1000).toPrecision(3))} ms`;
+  if (abs < 120) return `${Number(s.toPrecision(4))} s`;
+  const m = Math.floor(abs / 60);
+  const sec = Math.round(abs % 60);
+  return `${s < 0 ? "-" : ""}${m}:${String(sec).padStart(2, "0")}`;
+}
+
+/** A number with at most 3 significant digits past the integer part ("1,234", "0.123"). */
+export function formatNumber(x) {
+  if (typeof x !== "number" || !Number.isFinite(x)) return x === null || x === undefined ? "—" : String(x);
+  if (Number.isInteger(x)) return x.toLocaleString("en-US");
+  return Math.abs(x) >= 100 ? Math.round(x).toLocaleString("en-US") : String(Number(x.toPrecision(3)));
+}
+
+/** A share in [0, 1] as a percentage ("12.5 %"). */
+export function formatPercent(x) {
+  if (typeof x !== "number" || !Number.isFinite(x)) return "—";
+  return `${Number((x * 100).toPrecision(3))} %`;
+}
+
+/** Any JSON value as one short line. */
+export function formatValue(v) {
+  if (typeof v === "number") return formatNumber(v);
+  if (typeof v === "boolean") return v ? "yes" : "no";
+  if (v === null || v === undefined) return "—";
+  return typeof v === "string" ? v : JSON.stringify(v);
+}

@@ -1,0 +1,103 @@
+/**
+ * A websocket that reconnects with exponential backoff and jitter, and parses JSON messages.
+ * The WebSocket class and the timer are injectable so tests can drive it without a network.
+ */
+
+/** Backoff after `attempt` failed tries: `initial * 2^attempt`, capped, times a jitter in [0.5, 1). */
+export function backoffDelay(attempt, { initial = 500, max = 30000, random = Math.random } = {}) {
+  return Math.min(max, initial * 2 ** attempt) * (0.5 + random() / 2);
+}
+
+/** An http(s) page's ws(s) URL for `url`, which may be a path ("/ws/traces/1/") or absolute. */
+export function websocketUrl(url, location = globalThis.location) {
+  if (/^wss?:\/\//.test(url)) return url;
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}${url.startsWith("/") ? "" : "/"}${url}`;
+}
+
+/** `url` with the query parameter `name=value` added. */
+export function withParam(url, name, value) {
+  return `${url}${url.includes("?") ? "&" : "?"}${encodeURIComponent(name)}=${encodeURIComponent(value)}`;
+}
+
+export class LiveConnection {
+  /**
+   * @param {string|(() => string)} url ws(s) URL, or a function giving it at each (re)connect
+   * @param {{onMessage: (msg: object) => void, onOpen?: () => void,
+   *   onState?: (state: "connecting"|"open"|"reconnecting"|"closed") => void,
+   *   WebSocketImpl?: typeof WebSocket, setTimer?: (fn: () => void, ms: number) => unknown,
+   *   clearTimer?: (id: unknown) => void, backoff?: object}} options
+   */
+  constructor(url, { onMessage, onOpen = () => {}, onState = () => {}, WebSocketImpl = globalThis.WebSocket,
+    setTimer = (fn, ms) => setTimeout(fn, ms), clearTimer = (id) => clearTimeout(id), backoff = {} }) {
+    this.url = url;
+    this.onMessage = onMessage;
+    this.onOpen = onOpen;
+    this.onState = onState;
+    this.WebSocketImpl = WebSocketImpl;
+    this.setTimer = setTimer;
+    this.clearTimer = clearTimer;
+    this.backoff = backoff;
+    this.attempt = 0;
+    this.socket = null;
+    this.timer = null;
+    this.stopped = false;
+    this.state = "closed";
+  }
+
+  /** Connect (and keep reconnecting until `close()`). */
+  start() {
+    this.stopped = false;
+    this._connect();
+  }
+
+  /** Send `msg` as JSON; returns false when the socket is not open. */
+  send(msg) {
+    if (!this.socket || this.socket.readyState !== 1) return false;
+    this.socket.send(JSON.stringify(msg));
+    return true;
+  }
+
+  /** Close for good. */
+  close() {
+    this.stopped = true;
+    if (this.timer !== null) this.clearTimer(this.timer);
+    this.timer = null;
+    this.socket?.close();
+    this._setState("closed");
+  }
+
+  _setState(state) {
+    if (state === this.state) return;
+    this.state = state;
+    this.onState(state);
+  }
+
+  _connect() {
+    this.timer = null;
+    this._setState(this.attempt === 0 ? "connecting" : "reconnecting");
+    const socket = new this.WebSocketImpl(typeof this.url === "function" ? this.url() : this.url);
+    this.socket = socket;
+    socket.onopen = () => {
+      this.attempt = 0;
+      this._setState("open");
+      this.onOpen();
+    };
+    socket.onmessage = (event) => {
+      let msg;
+      try {
+        msg = JSON.parse(event.data);
+      } catch {
+        return; // not ours: ignore
+      }
+      this.onMessage(msg);
+    };
+    socket.onclose = () => {
+      if (socket !== this.socket || this.stopped) return;
+      this._setState("reconnecting");
+      this.timer = this.setTimer(() => this._connect(), backoffDelay(this.attempt, this.backoff));
+      this.attempt += 1;
+    };
+    socket.onerror = () => {}; // a close event follows and schedules the retry
+  }
+}

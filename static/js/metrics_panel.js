@@ -1,0 +1,186 @@
+/**
+ * The metrics panel: the server-computed metrics of a trace (DESIGN.md "Metrics"), its
+ * failure-mode flags, a uPlot chart of the agents alive over time, the trace-level labels, and
+ * the imported metrics, rewards and costs as given. Computed and imported metrics are shown apart, as stored.
+ */
+
+import { formatNumber, formatPercent, formatSeconds, formatValue } from "./format.js";
+
+/** Known computed metrics: label, how to format, and the source of the formula. */
+export const COMPUTED_METRICS = Object.freeze({
+  critical_steps: { label: "Critical steps", format: formatNumber,
+    help: "Σ over stages of orchestrator events + the busiest sub-agent's events (Kimi K2.5 PARL)" },
+  parallelism_efficiency: { label: "Parallelism efficiency", format: formatNumber,
+    help: "T_serial / T_parallel: summed event durations over the critical path's (survey §9)" },
+  useful_agent_utilisation: { label: "Useful-agent utilisation", format: formatPercent,
+    help: "sub-agent events with a causal path to the final answer / all sub-agent events" },
+  protocol_overhead: { label: "Protocol overhead", format: formatPercent,
+    help: "tokens of message, delegate, return and aggregate events / all tokens" },
+  message_redundancy: { label: "Message redundancy", format: formatPercent,
+    help: "messages repeating an earlier message to the same receiver / all messages" },
+  error_amplification: { label: "Error amplification", format: formatNumber,
+    help: "mean corrupted causal descendants per initially corrupted event (survey §9)" },
+  fan_out_max: { label: "Max fan-out", format: formatNumber, help: "most agents spawned by one agent" },
+  spawn_depth: { label: "Spawn depth", format: formatNumber, help: "depth of the spawn tree" },
+});
+
+/** Keys of computed_metrics that are not shown as metric cards. */
+const NOT_CARDS = new Set(["agents_alive", "flags"]);
+
+/**
+ * `[[t, count], ...]` as uPlot data `[[t...], [count...]]`, sorted by t.
+ * @param {[number, number][]} pairs
+ * @returns {[number[], number[]]}
+ */
+export function agentsAliveSeries(pairs) {
+  const sorted = [...(pairs ?? [])].filter((p) => Array.isArray(p) && p.length >= 2).sort((a, b) => a[0] - b[0]);
+  return [sorted.map((p) => p[0]), sorted.map((p) => p[1])];
+}
+
+/**
+ * The raised failure-mode flags: `{name: value}` entries whose value is truthy (a non-empty
+ * list or object, true, a non-zero number), as `[name, detail]`.
+ */
+export function raisedFlags(flags) {
+  return Object.entries(flags ?? {}).filter(([, v]) => {
+    if (Array.isArray(v)) return v.length > 0;
+    if (v && typeof v === "object") return Object.keys(v).length > 0;
+    return Boolean(v);
+  }).map(([name, v]) => [name, v === true ? "" : formatValue(v)]);
+}
+
+const humanise = (key) => key.replace(/_/g, " ").replace(/^\w/, (c) => c.toUpperCase());
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+
+export class MetricsPanel {
+  /** @param {HTMLElement} root the `[data-testid=metrics-panel]` element */
+  constructor(root) {
+    this.root = root;
+    this.trace = null;
+    this.labelCount = 0;
+    this.plot = null;
+    this._resize = new ResizeObserver(() => this._fitPlot());
+  }
+
+  /**
+   * Render `trace` (the snapshot's trace object) and the labels about the whole trace (e.g.
+   * MAST's failure modes); does nothing when neither changed.
+   */
+  render(trace, labels = []) {
+    if (!trace || (trace === this.trace && labels.length === this.labelCount)) return;
+    this.trace = trace;
+    this.labelCount = labels.length;
+    const computed = trace.computed_metrics ?? {};
+    const parts = [];
+
+    const cards = el("dl", null, "metric-cards");
+    cards.dataset.testid = "computed-metrics";
+    const extra = Object.keys(computed).filter((k) => !(k in COMPUTED_METRICS) && !NOT_CARDS.has(k));
+    const keys = [...Object.keys(COMPUTED_METRICS).filter((k) => k in computed),
+      ...extra.filter((k) => typeof computed[k] === "number")];
+    const others = extra.filter((k) => typeof computed[k] !== "number");
+    for (const key of keys) {
+      const info = COMPUTED_METRICS[key];
+      const card = el("div", null, "metric-card");
+      card.dataset.metric = key;
+      if (info) card.title = info.help;
+      card.append(el("dt", info?.label ?? humanise(key)), el("dd", (info?.format ?? formatValue)(computed[key])));
+      cards.append(card);
+    }
+    if (!keys.length) cards.append(el("p", "No computed metrics yet.", "muted"));
+    parts.push(cards);
+
+    const flags = raisedFlags(computed.flags);
+    if (flags.length) {
+      const list = el("ul", null, "flag-list");
+      list.dataset.testid = "metric-flags";
+      for (const [name, detail] of flags) {
+        const li = el("li", humanise(name), "flag flag-warning");
+        if (detail) li.title = detail;
+        list.append(li);
+      }
+      parts.push(list);
+    }
+
+    if (others.length) {
+      const more = el("details", null, "metrics-more");
+      const table = el("dl", null, "meta");
+      for (const k of others) table.append(el("dt", k), el("dd", formatValue(computed[k])));
+      more.append(el("summary", "More computed values"), table);
+      parts.push(more);
+    }
+
+    const chart = el("figure", null, "alive-chart");
+    chart.append(el("figcaption", "Agents alive over time"));
+    const plotHost = el("div", null, "alive-plot");
+    plotHost.dataset.testid = "agents-alive-chart";
+    chart.append(plotHost);
+    parts.push(chart);
+
+    if (labels.length) {
+      const list = el("ul", null, "label-list");
+      list.dataset.testid = "trace-labels";
+      for (const l of labels) {
+        const li = el("li");
+        li.append(el("span", l.key, "label-key"), " ", el("span", formatValue(l.value)));
+        if (l.source) li.append(" ", el("span", `(${l.source})`, "muted"));
+        list.append(li);
+      }
+      const section = el("section", null, "metrics-section");
+      section.append(el("h3", "Labels"), list);
+      parts.push(section);
+    }
+
+    for (const [title, values] of [["Imported metrics", trace.metrics], ["Rewards", trace.rewards], ["Costs", trace.costs]]) {
+      if (!values || !Object.keys(values).length) continue;
+      const table = el("dl", null, "meta");
+      for (const [k, v] of Object.entries(values)) table.append(el("dt", k), el("dd", formatValue(v)));
+      const section = el("section", null, "metrics-section");
+      section.append(el("h3", title), table);
+      parts.push(section);
+    }
+
+    this.root.replaceChildren(...parts);
+    this._plot(plotHost, agentsAliveSeries(computed.agents_alive));
+  }
+
+  _plot(host, data) {
+    this.plot?.destroy();
+    this.plot = null;
+    this._resize.disconnect();
+    const { uPlot } = globalThis;
+    if (!uPlot || data[0].length === 0) {
+      host.append(el("p", data[0].length ? "Chart unavailable: uPlot is not loaded." : "No data.", "muted"));
+      return;
+    }
+    this.plot = new uPlot({
+      width: Math.max(200, host.clientWidth || 300),
+      height: 120,
+      legend: { show: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: false } },
+      axes: [
+        { values: (u, ticks) => ticks.map(formatSeconds), size: 28, font: "11px system-ui, sans-serif" },
+        { size: 36, font: "11px system-ui, sans-serif" },
+      ],
+      series: [
+        {},
+        { label: "agents alive", stroke: "#4263eb", width: 1.5, fill: "rgba(66,99,235,0.12)",
+          points: { show: false }, paths: uPlot.paths.stepped({ align: 1 }) },
+      ],
+    }, data, host);
+    this._resize.observe(host);
+  }
+
+  _fitPlot() {
+    if (!this.plot) return;
+    const width = Math.max(200, this.plot.root.parentElement?.clientWidth ?? 300);
+    if (width !== this.plot.width) this.plot.setSize({ width, height: 120 });
+  }
+}

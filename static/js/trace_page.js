@@ -1,0 +1,305 @@
+/**
+ * Entry point of the trace page (templates/traces/trace_detail.html).
+ *
+ * Reads `data-trace-id`, `data-ws-url` and `data-snapshot-url` from `#trace-app`; loads the
+ * snapshot over HTTP (or takes the websocket's first message), then opens the websocket with
+ * `?seq=N`, applies the live deltas, sends `{"type":"resume","seq":N}` on a gap and after every
+ * (re)connect, reconnects with backoff, and keeps the timeline,
+ * agent graph, inspector, metrics and filters in step. Selecting an event or an agent in one
+ * view selects it in the others and opens the inspector.
+ *
+ * Keyboard: ArrowRight / ArrowLeft step through the visible events in time order, `/`
+ * focuses the search, Esc closes the inspector.
+ *
+ * For browser tests: `window.swarmscope` = {model, ready, selectEvent(id), selectAgent(name),
+ * lastSeq(), eventCount()}; `<body data-seq data-event-count data-selected>` mirror the state.
+ */
+
+import { AgentGraph } from "./agent_graph.js";
+import { FiltersPanel } from "./filters.js";
+import { formatNumber } from "./format.js";
+import { TraceModel } from "./graph_model.js";
+import { Inspector } from "./inspector.js";
+import { LiveConnection, websocketUrl, withParam } from "./live_connection.js";
+import { MetricsPanel } from "./metrics_panel.js";
+import { Timeline } from "./timeline.js";
+
+/** The events/s counter averages over this window. */
+const RATE_WINDOW_MS = 5000;
+/** A resume request for the same seq is not repeated within this time. */
+const RESUME_RETRY_MS = 3000;
+/** A trace is shown as live this long after its last events (the server's LIVE_WINDOW_S). */
+const LIVE_WINDOW_MS = 30000;
+
+const BADGES = {
+  connecting: ["connecting", "Connecting…"],
+  reconnecting: ["reconnecting", "Reconnecting…"],
+  closed: ["offline", "Offline"],
+};
+
+class TracePage {
+  /** @param {HTMLElement} app the `#trace-app` element */
+  constructor(app) {
+    this.app = app;
+    this.model = new TraceModel();
+    this.selection = null; // {kind: "event", id} | {kind: "agent", name}
+    this.pending = []; // deltas that arrived before the first snapshot
+    this.arrivals = []; // [ms, events] per delta, for the events/s counter
+    this.lastResume = { seq: null, at: 0 };
+    this.liveUntil = 0; // performance.now() until which the trace counts as live
+    this.connection = null;
+    this.renderFrame = 0;
+    this.renderedVersion = -1;
+    this.ready = new Promise((resolve) => { this._resolveReady = resolve; });
+    const part = (testid) => app.querySelector(`[data-testid="${testid}"]`);
+    this.badge = part("live-badge");
+    this.rate = part("events-per-second");
+    this.empty = part("empty-state");
+    this.notice = part("notice");
+    this.timeline = new Timeline({
+      canvas: part("timeline-canvas"), lanes: part("lane-column"), axis: part("timeline-axis"),
+      model: this.model,
+      onSelectEvent: (id) => this.selectEvent(id),
+      onSelectAgent: (name) => this.selectAgent(name),
+      onToggleLane: (name) => {
+        this.model.toggleCollapsed(name);
+        this.scheduleRender();
+      },
+    });
+    this.agentGraph = new AgentGraph({
+      container: part("agent-graph-canvas"), model: this.model,
+      onSelectAgent: (name) => this.selectAgent(name),
+    });
+    this.inspector = new Inspector(part("inspector"), {
+      model: this.model,
+      onSelectEvent: (id) => this.selectEvent(id),
+      onSelectAgent: (name) => this.selectAgent(name),
+      onClose: () => this.clearSelection(),
+    });
+    this.metrics = new MetricsPanel(part("metrics-panel"));
+    this.filters = new FiltersPanel(part("filters"), {
+      model: this.model,
+      onChange: () => this.scheduleRender(),
+      onMode: (mode) => this.timeline.setMode(mode),
+      onCritical: (show) => this.timeline.setShowCritical(show),
+    });
+  }
+
+  /** Load the snapshot, connect, and wire the controls. */
+  start() {
+    const { wsUrl, snapshotUrl } = this.app.dataset;
+    document.addEventListener("keydown", (e) => this.onKey(e));
+    this.app.querySelector('[data-action="fit-timeline"]')?.addEventListener("click", () => this.timeline.fit());
+    this.app.querySelector('[data-action="fit-graph"]')?.addEventListener("click", () => this.agentGraph.fit());
+    this.app.querySelector('[data-action="size-by"]')?.addEventListener("change", (e) => this.agentGraph.setSizeBy(e.target.value));
+    // The snapshot comes over HTTP when there is a URL for it (one request, no size limit);
+    // the websocket then only needs what came after (`?seq=`). Without it, or when the request
+    // fails, the websocket's own first message is the snapshot.
+    const connect = () => wsUrl && this.connect(websocketUrl(wsUrl));
+    if (snapshotUrl) this.fetchSnapshot(snapshotUrl).finally(connect);
+    else connect();
+    this.updateBadge();
+    setInterval(() => {
+      this.updateRate();
+      this.updateBadge();
+    }, 1000);
+  }
+
+  /** Open the websocket; each (re)connect asks for what came after the last applied seq. */
+  connect(url) {
+    this.connection = new LiveConnection(() => (this.model.seq === null ? url : withParam(url, "seq", this.model.seq)), {
+      onMessage: (msg) => this.handle(msg),
+      onOpen: () => {
+        if (this.model.seq !== null) this.requestResume(this.model.seq, true);
+      },
+      onState: () => this.updateBadge(),
+    });
+    this.connection.start();
+  }
+
+  async fetchSnapshot(url) {
+    try {
+      const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      this.handle({ type: "snapshot", ...(await response.json()) });
+    } catch (err) {
+      if (this.model.seq === null) this.showNotice(`Could not load the trace snapshot (${err.message}).`);
+    }
+  }
+
+  /** Apply one server message (snapshot, delta or error). */
+  handle(msg) {
+    if (msg.type === "error") {
+      this.showNotice(msg.message ?? "The server reported an error.");
+      return;
+    }
+    if (msg.type === "snapshot") {
+      const result = this.model.applySnapshot(msg);
+      if (result.status === "applied") {
+        this.showNotice(null);
+        this.liveUntil = msg.trace?.live ? performance.now() + LIVE_WINDOW_MS : 0;
+      }
+      const queued = this.pending.sort((a, b) => a.seq - b.seq);
+      this.pending = [];
+      for (const delta of queued) this.applyDelta(delta);
+      this.scheduleRender();
+      return;
+    }
+    if (msg.type !== "delta") return;
+    this.arrivals.push([performance.now(), msg.events?.length ?? 0]);
+    if (this.model.seq === null) this.pending.push(msg);
+    else this.applyDelta(msg);
+  }
+
+  applyDelta(msg) {
+    const result = this.model.applyDelta(msg);
+    if (result.status === "gap") this.requestResume(result.resumeFrom);
+    else if (result.status === "applied") {
+      if (result.changes.events.length) this.liveUntil = performance.now() + LIVE_WINDOW_MS;
+      this.scheduleRender();
+    }
+  }
+
+  /** Ask for everything after `seq` (not twice in a row for the same seq unless `force`). */
+  requestResume(seq, force = false) {
+    const now = performance.now();
+    if (!force && this.lastResume.seq === seq && now - this.lastResume.at < RESUME_RETRY_MS) return;
+    if (this.connection?.send({ type: "resume", seq })) this.lastResume = { seq, at: now };
+  }
+
+  scheduleRender() {
+    if (this.renderFrame) return;
+    this.renderFrame = requestAnimationFrame(() => {
+      this.renderFrame = 0;
+      this.render();
+    });
+  }
+
+  render() {
+    if (this.model.seq === null) return;
+    const model = this.model;
+    if (this._resolveReady && model.trace?.attributes?.synthetic_time) {
+      // Times made up from the order of the source (e.g. Who&When): steps read better.
+      this.timeline.setMode("step");
+      this.filters.showMode("step");
+    }
+    this.timeline.render();
+    this.agentGraph.render();
+    this.metrics.render(model.trace, model.traceLabels());
+    this.filters.sync();
+    if (this.renderedVersion !== model.version) {
+      this.renderedVersion = model.version;
+      this.inspector.refresh();
+    }
+    const empty = model.eventCount === 0;
+    this.empty.hidden = !empty;
+    if (empty) {
+      this.empty.textContent = model.trace?.live
+        ? "No events yet: waiting for the swarm to send some…"
+        : "This trace has no events.";
+    }
+    this.updateBadge();
+    document.body.dataset.seq = String(model.seq);
+    document.body.dataset.eventCount = String(model.eventCount);
+    this._resolveReady?.();
+    this._resolveReady = null;
+  }
+
+  // ---------------------------------------------------------------- selection
+
+  /**
+   * Select event `id` everywhere: timeline (the event, or the bin it is folded into: lanes do
+   * not unfold by themselves, so stepping keeps the layout still), its agent in the graph, the
+   * inspector.
+   */
+  selectEvent(id) {
+    const ev = this.model.events.get(id);
+    if (!ev) return;
+    this.selection = { kind: "event", id };
+    this.timeline.selectEvent(id);
+    this.timeline.selectAgent(ev.agent);
+    this.agentGraph.select(ev.agent);
+    this.inspector.showEvent(id);
+    document.body.dataset.selected = id;
+  }
+
+  /** Select agent `name` everywhere: its lane, the graph node, the inspector. */
+  selectAgent(name) {
+    if (!this.model.agents.has(name)) return;
+    this.selection = { kind: "agent", name };
+    this.timeline.selectEvent(null);
+    this.timeline.selectAgent(name);
+    this.agentGraph.select(name);
+    this.inspector.showAgent(name);
+    document.body.dataset.selected = `agent:${name}`;
+  }
+
+  clearSelection() {
+    this.selection = null;
+    this.timeline.selectEvent(null);
+    this.timeline.selectAgent(null);
+    this.agentGraph.select(null);
+    this.inspector.close();
+    delete document.body.dataset.selected;
+  }
+
+  onKey(e) {
+    const typing = e.target.closest?.("input, textarea, select, [contenteditable='true']");
+    if (e.key === "Escape") {
+      if (typing) e.target.blur();
+      this.clearSelection();
+      return;
+    }
+    if (typing || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.key === "/") {
+      e.preventDefault();
+      this.filters.focusSearch();
+    } else if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
+      e.preventDefault();
+      const current = this.selection?.kind === "event" ? this.selection.id : null;
+      const next = this.model.stepFrom(current, e.key === "ArrowRight" ? 1 : -1);
+      if (next !== null) this.selectEvent(next);
+    }
+  }
+
+  // ---------------------------------------------------------------- status
+
+  /** The badge: connecting / reconnecting / offline, else live (events in the last 30 s) or recorded. */
+  updateBadge() {
+    const live = performance.now() < this.liveUntil;
+    const state = this.connection ? this.connection.state : "none";
+    let [key, text] = BADGES[state] ?? ["static", "Recorded"];
+    if (state === "open" || state === "none") [key, text] = live ? ["live", "Live"] : ["static", "Recorded"];
+    if (this.badge.dataset.state === key) return;
+    this.badge.dataset.state = key;
+    this.badge.textContent = text;
+  }
+
+  updateRate() {
+    const now = performance.now();
+    while (this.arrivals.length && now - this.arrivals[0][0] > RATE_WINDOW_MS) this.arrivals.shift();
+    const events = this.arrivals.reduce((n, [, count]) => n + count, 0);
+    const rate = events / (RATE_WINDOW_MS / 1000);
+    this.rate.dataset.rate = String(rate);
+    this.rate.textContent = `${formatNumber(rate)} events/s`;
+  }
+
+  showNotice(text) {
+    this.notice.hidden = !text;
+    this.notice.textContent = text ?? "";
+  }
+}
+
+const app = document.getElementById("trace-app");
+if (app) {
+  const page = new TracePage(app);
+  window.swarmscope = {
+    model: page.model,
+    ready: page.ready,
+    selectEvent: (id) => page.selectEvent(id),
+    selectAgent: (name) => page.selectAgent(name),
+    lastSeq: () => page.model.seq,
+    eventCount: () => page.model.eventCount,
+  };
+  page.start();
+}

@@ -1,0 +1,75 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import { backoffDelay, LiveConnection, websocketUrl } from "../../static/js/live_connection.js";
+
+class FakeSocket {
+  static all = [];
+
+  constructor(url) {
+    this.url = url;
+    this.readyState = 0;
+    this.sent = [];
+    FakeSocket.all.push(this);
+  }
+
+  open() {
+    this.readyState = 1;
+    this.onopen();
+  }
+
+  send(data) {
+    this.sent.push(JSON.parse(data));
+  }
+
+  close() {
+    this.readyState = 3;
+    this.onclose?.();
+  }
+}
+
+test("backoff doubles up to the cap, with jitter in [0.5, 1)", () => {
+  const fixed = { random: () => 0.999999 };
+  assert.ok(Math.abs(backoffDelay(0, fixed) - 500) < 1);
+  assert.ok(Math.abs(backoffDelay(3, fixed) - 4000) < 1);
+  assert.ok(Math.abs(backoffDelay(20, fixed) - 30000) < 1);
+  assert.equal(backoffDelay(0, { random: () => 0 }), 250);
+});
+
+test("relative websocket URLs follow the page's scheme and host", () => {
+  assert.equal(websocketUrl("/ws/traces/3/", { protocol: "https:", host: "x.org" }), "wss://x.org/ws/traces/3/");
+  assert.equal(websocketUrl("ws://h/ws/", { protocol: "https:", host: "x.org" }), "ws://h/ws/");
+});
+
+test("messages are parsed, the socket reconnects after a close, and open resets the backoff", () => {
+  FakeSocket.all = [];
+  const timers = [];
+  const states = [];
+  const received = [];
+  let opens = 0;
+  const conn = new LiveConnection("ws://test/", {
+    WebSocketImpl: FakeSocket, onMessage: (m) => received.push(m), onOpen: () => { opens += 1; },
+    onState: (s) => states.push(s), setTimer: (fn, ms) => timers.push({ fn, ms }), backoff: { random: () => 0 },
+  });
+  conn.start();
+  assert.equal(conn.send({ type: "resume", seq: 1 }), false, "not open yet");
+  FakeSocket.all[0].open();
+  FakeSocket.all[0].onmessage({ data: '{"type":"delta","seq":2}' });
+  FakeSocket.all[0].onmessage({ data: "not json" });
+  assert.deepEqual(received, [{ type: "delta", seq: 2 }]);
+  assert.equal(conn.send({ type: "resume", seq: 2 }), true);
+  assert.deepEqual(FakeSocket.all[0].sent, [{ type: "resume", seq: 2 }]);
+  FakeSocket.all[0].close();
+  assert.equal(timers.length, 1);
+  assert.equal(timers[0].ms, 250);
+  timers[0].fn();
+  FakeSocket.all[1].close();
+  assert.equal(timers[1].ms, 500, "the second try waits twice as long");
+  timers[1].fn();
+  FakeSocket.all[2].open();
+  assert.equal(opens, 2);
+  assert.equal(conn.attempt, 0);
+  assert.deepEqual(states, ["connecting", "open", "reconnecting", "open"]);
+  conn.close();
+  assert.equal(timers.length, 2, "no reconnect after close()");
+});

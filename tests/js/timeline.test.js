@@ -1,0 +1,10 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import { niceTicks } from "../../static/js/timeline.js";
+
+test("ticks are 1, 2 or 5 times a power of ten, inside the range", () => {
+  assert.deepEqual(niceTicks(0, 10, 5), [0, 2, 4, 6, 8, 10]);
+  assert.deepEqual(niceTicks(0.13, 0.61, 4), [0.2, 0.4, 0.6]);
+  assert.deepEqual(niceTicks(5, 5), [5]);
+});
