@@ -227,6 +227,23 @@ export class Timeline {
     }).observe(this.canvas);
   }
 
+  /**
+   * Where event `id` is drawn, in client (page viewport) pixels: `{x, y}`, or null when it is
+   * folded into a bin or not on screen. Lets browser tests click an event like a person would.
+   */
+  eventClientPoint(id) {
+    if (!this.sigma) return null;
+    for (const [key, node] of this._viewNodes) {
+      if (node.kind !== "event" || node.eventId !== id || !this.graph.hasNode(key)) continue;
+      const { x, y } = this.graph.getNodeAttributes(key);
+      const point = this.sigma.graphToViewport({ x, y });
+      const box = this.canvas.getBoundingClientRect();
+      if (point.x < 0 || point.y < 0 || point.x > box.width || point.y > box.height) return null;
+      return { x: box.left + point.x, y: box.top + point.y };
+    }
+    return null;
+  }
+
   _clickNode(key) {
     const node = this._viewNodes.get(key);
     if (!node) return;

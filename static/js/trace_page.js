@@ -298,6 +298,7 @@ if (app) {
     ready: page.ready,
     selectEvent: (id) => page.selectEvent(id),
     selectAgent: (name) => page.selectAgent(name),
+    eventClientPoint: (id) => page.timeline.eventClientPoint(id),
     lastSeq: () => page.model.seq,
     eventCount: () => page.model.eventCount,
   };

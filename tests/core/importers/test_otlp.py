@@ -184,3 +184,45 @@ def test_an_empty_export_request_is_otlp_without_traces():
 def test_decode_protobuf_rejects_other_bytes():
     with pytest.raises(ValueError, match="ExportTraceServiceRequest"):
         otlp.decode_protobuf(b"\x0a\x05ab")
+
+
+def _agent_span(span_id, parent, agent, start, end, **attributes):
+    """An OTLP/JSON `invoke_agent` span of `agent`; times in seconds, `__` in keys for dots."""
+    items = [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+             {"key": "gen_ai.agent.name", "value": {"stringValue": agent}}]
+    items += [{"key": key.replace("__", "."), "value": {"intValue": str(value)} if isinstance(value, int)
+               else {"stringValue": value}} for key, value in attributes.items()]
+    span = {"traceId": TRACE_ID, "spanId": _sid(span_id), "name": f"invoke_agent {agent}", "kind": 1,
+            "startTimeUnixNano": str(1_767_225_600_000_000_000 + int(start * 1e9)),
+            "endTimeUnixNano": str(1_767_225_600_000_000_000 + int(end * 1e9)), "attributes": items}
+    if parent:
+        span["parentSpanId"] = _sid(parent)
+    return span
+
+
+def test_agent_spans_without_llm_or_tool_children():
+    """Exporters that instrument only agents (OpenAI Agents SDK, CrewAI): each `invoke_agent` span is
+    a turn of its agent, and a nested one a delegation. The child is listed before its parent."""
+    def chat(role, text):
+        return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
+
+    worker = _agent_span("2", "1", "worker", 1, 2, gen_ai__input__messages=chat("user", "sum 2+2"),
+                         gen_ai__output__messages=chat("assistant", "4"),
+                         gen_ai__usage__input_tokens=11, gen_ai__usage__output_tokens=3)
+    boss = _agent_span("1", None, "boss", 0, 3, gen_ai__prompt="what is 2+2?", gen_ai__completion="It is 4.")
+    doc = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "crew"}}]},
+                              "scopeSpans": [{"spans": [worker, boss]}]}]}
+    (trace,) = _read("agents.json", doc).traces
+    assert [(a.name, a.parent, a.attributes["named_by"]) for a in trace.agents] == [
+        ("boss", None, "gen_ai.agent.name"), ("worker", "boss", "gen_ai.agent.name")]
+    assert [(e.id, e.type, e.agent, e.to, e.t, e.t_end, e.content) for e in trace.events] == [
+        (_sid("1"), "message", "boss", None, 0.0, 3.0, "It is 4."),
+        (_sid("2") + ":spawn", "spawn", "boss", "worker", 1.0, None, None),
+        (_sid("2") + ":delegate", "delegate", "boss", "worker", 1.0, None, "sum 2+2"),
+        (_sid("2"), "message", "worker", None, 1.0, 2.0, "4"),
+    ]
+    boss_turn, worker_turn = trace.events[0], trace.events[-1]
+    assert boss_turn.attributes["input"] == "what is 2+2?"
+    assert (worker_turn.tokens, worker_turn.attributes["input_tokens"]) == (14, 11)
+    assert _edges(trace, "spawn") == {(_sid("2") + ":spawn", _sid("2"))}
+    assert _edges(trace, "message") == {(_sid("2") + ":delegate", _sid("2"))}

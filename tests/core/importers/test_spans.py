@@ -125,3 +125,64 @@ def test_span_event_content_and_errors():
     assert (message.content, message.attributes["content_from"]) == ("hello", "input")
     assert (call.type, result.type, result.content, result.attributes["status"], result.attributes["error"]) == (
         "tool_call", "tool_result", None, "error", "boom")
+
+
+def agent_span(sid, parent, agent, start, end, **attributes):
+    """An `invoke_agent` span of `agent` (GenAI conventions), with no LLM or tool spans below it."""
+    return span(sid, parent, f"invoke_agent {agent}", start, end, gen_ai__operation__name="invoke_agent",
+                gen_ai__agent__name=agent, **attributes)
+
+
+CHAIN = [agent_span("3", "2", "leaf", 2, 4, gen_ai__completion="leaf done", gen_ai__usage__output_tokens=5),
+         agent_span("2", "1", "mid", 1, 6, gen_ai__prompt="split it"),
+         agent_span("1", None, "boss", 0, 10)]
+
+
+def test_agent_spans_only_three_levels():
+    """boss -> mid -> leaf, seen only as agent spans: each is a turn of its agent; each nested span
+    is its invoker's spawn + delegate. An agent span without input or output still is a turn."""
+    trace = build(*CHAIN)
+    assert [(a.name, a.parent) for a in trace.agents] == [("boss", None), ("mid", "boss"), ("leaf", "mid")]
+    assert [(e.type, e.agent, e.to, e.t, e.t_end, e.content) for e in trace.events] == [
+        ("message", "boss", None, 0.0, 10.0, None),
+        ("spawn", "boss", "mid", 1.0, None, None),
+        ("delegate", "boss", "mid", 1.0, None, "split it"),
+        ("message", "mid", None, 1.0, 6.0, "split it"),
+        ("spawn", "mid", "leaf", 2.0, None, None),
+        ("delegate", "mid", "leaf", 2.0, None, "split it"),  # leaf has no input: its caller's
+        ("message", "leaf", None, 2.0, 4.0, "leaf done"),
+    ]
+    assert trace.events[3].attributes["content_from"] == "input"  # mid has no output
+    assert trace.events[-1].tokens == 5
+    mid, leaf = "2".rjust(16, "0"), "3".rjust(16, "0")
+    assert {(e.type, e.src, e.dst) for e in trace.edges} == {
+        ("spawn", f"{mid}:spawn", mid), ("message", f"{mid}:delegate", mid),
+        ("spawn", f"{leaf}:spawn", leaf), ("message", f"{leaf}:delegate", leaf)}
+
+
+def test_agent_spans_return_to_the_invokers_next_event():
+    """Two agents invoked one after the other: the first one's turn returns to the invoker's next
+    event (the second delegation), like any other invocation."""
+    trace = build(agent_span("1", None, "boss", 0, 10), agent_span("2", "1", "a", 1, 3, gen_ai__completion="A"),
+                  agent_span("3", "1", "b", 4, 6, gen_ai__completion="B"))
+    assert [(e.type, e.agent, e.to) for e in trace.events] == [
+        ("message", "boss", None), ("spawn", "boss", "a"), ("delegate", "boss", "a"), ("return", "a", "boss"),
+        ("spawn", "boss", "b"), ("delegate", "boss", "b"), ("message", "b", None)]
+    assert ("return", trace.events[3].id, trace.events[4].id) in {(e.type, e.src, e.dst) for e in trace.edges}
+
+
+def test_agent_spans_sent_twice_make_no_duplicate_events():
+    """The union of all requests' spans may hold a span twice: the first record wins."""
+    assert build(*CHAIN, *CHAIN).to_dict() == build(*CHAIN).to_dict()
+
+
+def test_agent_spans_without_their_root_then_with_it():
+    """Spans arrive over several requests: the trace is built from the children alone (their parent
+    a placeholder), then rebuilt from all of them. Event ids stay the same."""
+    partial = build(*CHAIN[:2])
+    assert [(a.name, a.parent) for a in partial.agents] == [("mid", None), ("leaf", "mid")]
+    assert [(e.type, e.agent) for e in partial.events] == [
+        ("message", "mid"), ("spawn", "mid"), ("delegate", "mid"), ("message", "leaf")]
+    full = build(*CHAIN)
+    assert [(a.name, a.parent) for a in full.agents] == [("boss", None), ("mid", "boss"), ("leaf", "mid")]
+    assert {e.id for e in partial.events} < {e.id for e in full.events}

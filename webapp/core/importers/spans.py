@@ -43,8 +43,10 @@ Mapping to the orchestration trace (DESIGN.md "Domain"):
   flagged `content_from: "input"`; model and token usage kept), innermost span where calls nest.
   Tool spans: `tool_call` (arguments) and, where there is a result or an error, `tool_result`,
   joined by a `tool_dependency` edge; a tool span that runs another agent is the delegation
-  instead. An invocation without LLM or tool spans whose agent span has an output gives one
-  `message` event with it (a remote agent seen only from outside).
+  instead. An invocation without LLM or tool events is one turn: a `message` event spanning it,
+  with the output of its agent span (a remote agent seen only from outside), else with its input;
+  it needs an output or an agent span whose `gen_ai.agent.name` names the agent (exporters that
+  instrument only `invoke_agent` spans: OpenAI Agents SDK, CrewAI, LangGraph). Tokens from usage.
 - a delegation's content is the invoked agent's input; an Agent Framework `WorkflowMessage` is a
   Python repr naming objects, not text, so it is kept as the attribute `message` instead. Copies
   of one send to executors that no name identifies make one delegate, which goes to the next
@@ -491,9 +493,8 @@ def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str,
 class _TraceBuilder:
     """One use: `build()` reads the span tree, assigns agents, creates events, then edges.
 
-    State by span id: `parent` (placeholders added, cycles cut), `role`, `message`, `labels` (the
-    agent the span names, workflow labels dropped), `owner` (the acting agent), `invocation` (its
-    root span id). By event id: `rank` (sort key after `t`),
+    State by span id: `parent` (placeholders added, cycles cut), `role`, `message`, `owner` (the
+    acting agent), `invocation` (its root span id). By event id: `rank` (sort key after `t`),
     `event_span`, `event_inv` (the invocation the event belongs to, for the invoked agent's own
     events). Delegations: `deliveries` (resolved), `pending_handoffs`, `pending_broadcasts`.
     """
@@ -522,7 +523,6 @@ class _TraceBuilder:
         self.message = {sid: m for sid, s in self.by_id.items() if (m := received_message(s))}
         self.texts: dict[str, tuple[str | None, str | None]] = {}
         self.named_by: dict[str, str] = {}
-        self.labels: dict[str, str | None] = {}
         self.owner: dict[str, str | None] = {}
         self.invocation: dict[str, str | None] = {}
         self.members: dict[str, list[Span]] = defaultdict(list)
@@ -614,7 +614,8 @@ class _TraceBuilder:
     def _assign_agents(self) -> None:
         """Fill `owner` (span id -> acting agent, None where unknown), `invocation` (span id -> the
         root of its invocation), `members` and `productive` (invocations that will have events: with
-        an LLM, tool or hand-off span, an output, or an agent span naming their agent)."""
+        an LLM, tool or hand-off span, an output, or an agent span that names their agent: see
+        `_names_owner`)."""
         labels = {sid: agent_label(s, self.role[sid]) for sid, s in self.by_id.items()}
         for sid, label in labels.items():
             if label:
@@ -629,7 +630,7 @@ class _TraceBuilder:
         in_tool: dict[str, bool] = {}
         for span in self.top_down:
             sid, parent = span.span_id, self._parent_span(span)
-            label = self.labels[sid] = labels[sid] if labels[sid] not in workflow_labels else None
+            label = labels[sid] if labels[sid] not in workflow_labels else None
             message = self.message.get(sid)
             in_tool[sid] = parent is not None and (self.role[parent.span_id] == TOOL or in_tool[parent.span_id])
             if sid in acting:
@@ -694,10 +695,12 @@ class _TraceBuilder:
         return claims
 
     def _names_owner(self, span: Span) -> bool:
-        """Whether `span` is an agent span (not an LLM, tool or hand-off span) that names the agent
-        acting there: an `invoke_agent` span, or one carrying `gen_ai.agent.name` or an agent entity."""
+        """Whether `span` is an agent span (not an LLM, tool or hand-off span) whose
+        `gen_ai.agent.name` is the agent acting there: a GenAI `invoke_agent` span, a turn of that
+        agent even when nothing is instrumented below it. Monocle's agent entities do not count: an
+        Agent Framework executor span without inference below it only buffered a message."""
         return (not span.missing and self.role[span.span_id] in (AGENT, None)
-                and self.labels[span.span_id] is not None and self.labels[span.span_id] == self.owner[span.span_id])
+                and span.attributes.get("gen_ai.agent.name") == self.owner[span.span_id])
 
     def _sender(self, span: Span) -> str | None:
         """The agent that sent the message `span` received, when another than the span's agent."""
@@ -821,9 +824,9 @@ class _TraceBuilder:
 
     def _turn_events(self) -> None:
         """An invocation without LLM or tool events is one turn: a `message` event spanning it, made
-        from its outermost agent span with an output, else from its outermost agent span that names
-        its agent (content: that span's input, if any). Agents instrumented only at agent level
-        (`invoke_agent` spans without chat or tool children) act by these turns."""
+        from its outermost span (not LLM or tool) with an output, else from its outermost agent span
+        that names its agent (`_names_owner`; content: that span's input). Agents instrumented only
+        at agent level (`invoke_agent` spans without chat or tool children) act by these turns."""
         acted = set(filter(None, self.event_inv.values()))
         for root in self.order:
             root_id = root.span_id
