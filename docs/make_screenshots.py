@@ -1,0 +1,71 @@
+"""Take the README's screenshots from the running app on real traces (../shared/data).
+
+    .venv/bin/python docs/make_screenshots.py
+
+Starts `manage.py up` on a free port with a temporary data folder, imports the shared traces,
+and saves PNGs under docs/screenshots/ with Debian's Chromium.
+"""
+
+import re
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.servers import REPO, app_env, free_port, manage, start, stop, wait_http  # noqa: E402
+
+SHARED = REPO.parent / "shared" / "data"
+OUT = REPO / "docs" / "screenshots"
+
+
+def main() -> None:
+    root = Path(tempfile.mkdtemp(prefix="swarmscope-shots-"))
+    env = app_env(root / "data")
+    port = free_port()
+    log = root / "up.log"
+    server = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker"], env, log)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", server, log)
+        password = re.search(r"password: (\S+)", log.read_text()).group(1)
+        imported = manage("import_traces", str(SHARED), env=env, timeout=600).stdout
+        ids = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(.+): imported as trace (\d+)", imported, re.M)}
+        whowhen = ids[str(SHARED / "who-and-when" / "Hand-Crafted" / "1.json")]
+        whowhen_other = ids[str(SHARED / "who-and-when" / "Hand-Crafted" / "2.json")]
+        groupchat = next(v for k, v in ids.items() if "groupchat" in k)
+        handoff = next(v for k, v in ids.items() if "handoff" in k)
+        url = f"http://127.0.0.1:{port}"
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.goto(url + "/accounts/login/")
+            page.fill("input[name=username]", "admin")
+            page.fill("input[name=password]", password)
+            page.click("form.stack button")
+            page.wait_for_url(url + "/")
+            page.screenshot(path=OUT / "trace-list.png")
+            for name, trace_id, select in (("trace-whowhen", whowhen, "mistake"), ("trace-groupchat", groupchat, None),
+                                           ("trace-handoff", handoff, None)):
+                page.goto(f"{url}/traces/{trace_id}/")
+                page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined")
+                page.evaluate("window.swarmscope.ready")
+                if select == "mistake":
+                    event_id = page.evaluate(
+                        "window.swarmscope.model.labels.find(l => l.key === 'mistake_step')?.event_id")
+                    page.evaluate("(id) => window.swarmscope.selectEvent(id)", event_id)
+                page.wait_for_timeout(500)
+                page.screenshot(path=OUT / f"{name}.png")
+            page.goto(f"{url}/traces/compare/?left={whowhen}&right={whowhen_other}")
+            page.wait_for_timeout(1500)
+            page.screenshot(path=OUT / "compare.png")
+            browser.close()
+    finally:
+        stop(server, signal.SIGINT)
+
+
+if __name__ == "__main__":
+    main()
