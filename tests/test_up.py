@@ -13,6 +13,7 @@ import sqlite3
 import sys
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import websockets
@@ -74,7 +75,9 @@ def test_up_runs_the_embedded_stack_and_stops_cleanly(tmp_path, fixtures):
                 delta = await receive_until(ws, lambda m: m["type"] == "delta")
                 assert [e["id"] for e in delta["events"]] == ["a1"]
 
-        asyncio.run(watch())
+        # In a thread of its own: the session's Playwright fixture may own this thread's event loop.
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, watch()).result(timeout=120)
 
         # A second process (the import command) reaches the same Redis and the same worker.
         imported = manage("import_traces", str(fixtures / "native_small.json"), env=env)
