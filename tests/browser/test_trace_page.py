@@ -102,3 +102,20 @@ def test_streamed_events_arrive_in_order_live(app, page):
     order = page.evaluate("window.swarmscope.model.timeOrder.map(e => e.id ?? e)")
     assert order == [f"s{i}" for i in range(total)]
     assert page.get_by_test_id("live-badge").get_attribute("data-state") == "live"
+
+
+def test_trace_list_search_and_compare_two_traces(app, page, fixtures):
+    ids = app.import_files(fixtures / "whowhen_hand_crafted.json", fixtures / "native_small.json")
+    page.goto(app.url + "/")
+    page.keyboard.press("/")
+    page.keyboard.type("Hand-written")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/?q=Hand-written")
+    assert page.get_by_test_id("trace-table").locator("tbody tr").count() == 1
+    page.goto(app.url + "/")
+    for trace_id in ids.values():
+        page.locator(f"input[name=compare][value='{trace_id}']").check()
+    page.get_by_test_id("compare-form").locator("button").click()
+    page.wait_for_url("**/traces/compare/**")
+    page.wait_for_function("Number(document.body.dataset.compareRows) > 0")
+    assert page.get_by_test_id("compare-row").count() > 0
