@@ -12,23 +12,16 @@ import signal
 import sqlite3
 import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import websockets
 
+from trainer.sdk import SwarmscopeClient, SwarmscopeError
+
 from tests.servers import app_env, free_port, manage, processes_mentioning, start, stop, wait_http
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def api(port, token, path, body=None):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method="POST" if body is not None else "GET",
-                                     data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
 
 
 def wait_for(predicate, timeout=60, interval=0.2):
@@ -63,21 +56,34 @@ def test_up_runs_the_embedded_stack_and_stops_cleanly(tmp_path, fixtures):
         assert wait_for(lambda: "ready" in log.read_text(), timeout=60)  # the Celery worker
 
         token = manage("create_token", "admin", env=env).stdout.strip()
-        trace = api(port, token, "/api/traces/", {"name": "live run"})["trace"]
+        client = SwarmscopeClient(f"http://127.0.0.1:{port}", token)
+        trace = client.create_trace("live run", system="tests")
 
         async def watch():
             url = f"ws://127.0.0.1:{port}/ws/traces/{trace['id']}/?token={token}"
             async with websockets.connect(url, origin=f"http://127.0.0.1:{port}") as ws:
                 snapshot = json.loads(await asyncio.wait_for(ws.recv(), 30))
                 assert snapshot["type"] == "snapshot"
-                await asyncio.to_thread(api, port, token, f"/api/traces/{trace['id']}/events/",
+                await asyncio.to_thread(client.send_batch, trace["id"],
                                         [{"id": "a1", "t": 0, "type": "spawn", "agent": "boss", "to": "w"}])
                 delta = await receive_until(ws, lambda m: m["type"] == "delta")
                 assert [e["id"] for e in delta["events"]] == ["a1"]
+                assert delta["agents"][-1] == {**delta["agents"][-1], "name": "w", "parent": "boss"}
 
         # In a thread of its own: the session's Playwright fixture may own this thread's event loop.
         with ThreadPoolExecutor(1) as pool:
             pool.submit(asyncio.run, watch()).result(timeout=120)
+
+        # The SDK streams in batches; a bad event is refused with its index and field named.
+        with client.stream("sdk run", batch_size=3) as stream:
+            for i in range(7):
+                stream.event(id=f"s{i}", t=i * 0.5, type="message", agent="w", to="boss", content=f"step {i}")
+            stream.edge("s0", "s1", "causal")
+        streamed = client.get_trace(stream.trace_id)
+        assert streamed["event_count"] == 7
+        with pytest.raises(SwarmscopeError) as refused:
+            client.send_batch(stream.trace_id, [{"id": "bad", "t": -1, "type": "message", "agent": "w"}])
+        assert refused.value.status == 400 and refused.value.body["field"] == "t"
 
         # A second process (the import command) reaches the same Redis and the same worker.
         imported = manage("import_traces", str(fixtures / "native_small.json"), env=env)

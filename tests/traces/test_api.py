@@ -146,3 +146,20 @@ def test_otlp_spans_spread_over_requests_form_one_trace(api_client):
     assert dict(trace.agents.values_list("name", "parent")) == {"boss": None, "worker": "boss"}
     assert min(trace.events.values_list("t", flat=True)) == 0.0
     assert trace.span_batches.count() == 3
+
+
+def test_otlp_protobuf_gzip_as_exporters_send_by_default(api_client):
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    message = json_format.ParseDict(otlp_request(), ExportTraceServiceRequest())
+    body = gzip.compress(message.SerializeToString())
+    response = api_client.post("/v1/traces", data=body, content_type="application/x-protobuf",
+                               HTTP_CONTENT_ENCODING="gzip")
+    assert response.status_code == 200 and response["Content-Type"] == "application/x-protobuf"
+    trace = Trace.objects.get()
+    assert dict(trace.agents.values_list("name", "parent")) == {"boss": None, "worker": "boss"}
+    garbage = api_client.post("/v1/traces", data=b"\x0a\x05ab", content_type="application/x-protobuf")
+    assert garbage.status_code == 400
+    assert api_client.post("/v1/traces", data=body, content_type="application/x-protobuf",
+                           HTTP_AUTHORIZATION="Bearer revoked-or-wrong").status_code == 401

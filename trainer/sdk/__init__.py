@@ -88,9 +88,16 @@ class SwarmscopeClient:
         return self._request("POST", f"/api/traces/upload/?filename={urllib.request.quote(path.name)}",
                              path.read_bytes(), content_type="application/octet-stream")
 
-    def stream(self, name: str, **kwargs: Any) -> "TraceStream":
-        """A buffered stream into a new trace; use as a context manager (flushes on exit)."""
-        return TraceStream(self, self.create_trace(name, **kwargs)["id"])
+    def get_trace(self, trace_id: int) -> dict[str, Any]:
+        """The trace resource: name, counts (`event_count`, `agent_count`), `seq`, rewards, ..."""
+        return self._request("GET", f"/api/traces/{trace_id}/")
+
+    def stream(self, name: str, *, batch_size: int = 500, flush_interval: float = 0.5,
+               **trace_fields: Any) -> "TraceStream":
+        """A buffered stream into a new trace (`trace_fields` as for `create_trace`); use it as a
+        context manager, which flushes on exit."""
+        trace_id = self.create_trace(name, **trace_fields)["id"]
+        return TraceStream(self, trace_id, batch_size=batch_size, flush_interval=flush_interval)
 
 
 class TraceStream:
