@@ -8,19 +8,7 @@ import pytest
 from webapp.core.importers import SourceFile, jaeger, read_files
 from webapp.core.importers.chatlog import TOKENS_ESTIMATED
 
-
-def _read(*paths):
-    result = read_files([SourceFile(str(path), path.read_bytes()) for path in paths])
-    assert not result.failed, result.failed
-    return result
-
-
-def _edges(trace, kind):
-    return {(e.src, e.dst) for e in trace.edges if e.type == kind}
-
-
-def _sid(short):
-    return short.rjust(16, "0")
+from tests.core.importers import edge_set as _edges, read_paths as _read, span_id as _sid
 
 
 # --- hand-written fixture: run without ../shared -------------------------------------------------

@@ -8,18 +8,10 @@ import pytest
 
 from webapp.core.importers import SourceFile, otel_sdk, read_files
 
+from tests.core.importers import edge_set as _edges, read_paths as _read, span_id as _sid
+
 MONOCLE = "otel-monocle-agent-framework"
 HANDOFF_ID = "a262a1005533d3dc6fd375c37d31ee95"
-
-
-def _read(*paths):
-    result = read_files([SourceFile(str(path), path.read_bytes()) for path in paths])
-    assert not result.failed, result.failed
-    return result
-
-
-def _edges(trace, kind):
-    return {(e.src, e.dst) for e in trace.edges if e.type == kind}
 
 
 def _agents(trace):
@@ -29,10 +21,6 @@ def _agents(trace):
 def _delegations(trace):
     """(sender, receiver) -> number of delegate events."""
     return Counter((e.agent, e.to) for e in trace.events if e.type == "delegate")
-
-
-def _sid(short):
-    return short.rjust(16, "0")
 
 
 # --- hand-written fixtures: run without ../shared -----------------------------------------------

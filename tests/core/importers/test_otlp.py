@@ -10,6 +10,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from webapp.core.importers import SourceFile, otlp, read_files
 
+from tests.core.importers import edge_set as _edges, span_id as _sid
+
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
@@ -17,14 +19,6 @@ def _read(name, doc):
     result = read_files([SourceFile(name, doc if isinstance(doc, bytes) else json.dumps(doc).encode())])
     assert not result.failed, result.failed
     return result
-
-
-def _edges(trace, kind):
-    return {(e.src, e.dst) for e in trace.edges if e.type == kind}
-
-
-def _sid(short):
-    return short.rjust(16, "0")
 
 
 def _spans(doc):

@@ -5,17 +5,13 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
-from webapp.core.importers import SourceFile, read_files, survey
+from webapp.core.importers import survey
 from webapp.core.importers.chatlog import TOKENS_ESTIMATED
 from webapp.core.model import Agent, Edge, Event, Label, Trace, content_hash
 
+from tests.core.importers import read_paths as _read
+
 SCHEMA_DIR = "survey-trace-schema"
-
-
-def _read(path):
-    result = read_files([SourceFile(path.name, path.read_bytes())])
-    assert not result.failed, result.failed
-    return result
 
 
 def _validator(shared_data):

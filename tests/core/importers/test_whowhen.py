@@ -4,21 +4,13 @@ import json
 
 import pytest
 
-from webapp.core.importers import SourceFile, read_files, whowhen
+from webapp.core.importers import whowhen
 from webapp.core.importers.chatlog import TOKENS_ESTIMATED
 from webapp.core.model import estimate_tokens
 
+from tests.core.importers import edge_set as _edges, read_paths as _read
+
 SUBSETS = {"Hand-Crafted": whowhen.HAND_CRAFTED, "Algorithm-Generated": whowhen.ALGORITHM_GENERATED}
-
-
-def _read(*paths):
-    result = read_files([SourceFile(str(path), path.read_bytes()) for path in paths])
-    assert not result.failed, result.failed
-    return result
-
-
-def _edges(trace, kind):
-    return {(e.src, e.dst) for e in trace.edges if e.type == kind}
 
 
 def _labels(trace):
