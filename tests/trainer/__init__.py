@@ -1,0 +1,1 @@
+"""Tests of the trainer package (CPU only)."""
