@@ -1,0 +1,9 @@
+"""Rollout backends (DESIGN.md "Architecture"): re-rollouts of a trace under an intervention.
+
+Each backend implements the `webapp.core.credit.Rollout` interface, so the estimators of
+`webapp.core.credit` run on any of them:
+
+- `sim`: SwarmSim episodes, re-simulated with exact common random numbers (`SimRollout`), and
+  a closed-form equivalent for episodes whose credit has a table of coalition values
+  (`AggregateRollout`, the credit benchmark's fast path).
+"""
