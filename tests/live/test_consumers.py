@@ -94,5 +94,28 @@ async def test_unknown_or_foreign_trace_closes_4404(trace, api_token):
                  f"/ws/traces/{trace.pk}/"):
         ws = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://127.0.0.1"),
                                                                (b"host", b"127.0.0.1")])
-        connected, code = await ws.connect()
-        assert not connected and code == 4404
+        connected, _ = await ws.connect()
+        assert connected
+        assert await ws.receive_output(timeout=10) == {"type": "websocket.close", "code": 4404}
+
+
+async def test_token_clients_need_no_origin_but_session_clients_do(trace, api_token):
+    """A token is not an ambient credential, so scripts connect without an Origin header; cookie
+    sessions keep the browser's same-origin check."""
+    ws = WebsocketCommunicator(application, f"/ws/traces/{trace.pk}/?token={api_token}", headers=[(b"host", b"127.0.0.1")])
+    connected, _ = await ws.connect()
+    assert connected and (await ws.receive_json_from(timeout=10))["type"] == "snapshot"
+    await ws.disconnect()
+    foreign = WebsocketCommunicator(application, f"/ws/traces/{trace.pk}/",
+                                    headers=[(b"origin", b"http://evil.example"), (b"host", b"127.0.0.1")])
+    connected, _ = await foreign.connect()
+    assert not connected
+
+
+async def test_deeply_nested_message_gets_an_error(trace, api_token):
+    ws = connect(trace.pk, api_token)
+    await ws.connect()
+    await ws.receive_json_from(timeout=10)
+    await ws.send_to(text_data="[" * 5000 + "]" * 5000)
+    assert (await ws.receive_json_from(timeout=10))["type"] == "error"
+    await ws.disconnect()

@@ -163,3 +163,33 @@ def test_otlp_protobuf_gzip_as_exporters_send_by_default(api_client):
     assert garbage.status_code == 400
     assert api_client.post("/v1/traces", data=body, content_type="application/x-protobuf",
                            HTTP_AUTHORIZATION="Bearer revoked-or-wrong").status_code == 401
+
+
+@pytest.mark.parametrize("method, url, body, headers", [
+    ("post", "/api/traces/", "[" * 100000 + "]" * 100000, {}),
+    ("post", "/api/traces/", '{"name": {"a": 1}}', {}),
+    ("post", "/api/traces/", '{"name": "x", "attributes": "str"}', {}),
+    ("post", "/api/traces/", '{"name": "x", "events": [{"id": "a", "t": 0, "type": "message", "agent": "a", '
+                             '"tokens": 99999999999999999999999}]}', {}),
+    ("post", "/api/traces/", '{"name": "x", "events": [{"id": "a", "t": 0, "type": "message", "agent": "a", '
+                             '"attributes": {"x": 1e999}}]}', {}),
+    ("post", "/api/traces/", '{"name": "x", "events": [{"id": "a", "t": NaN, "type": "message", "agent": "a"}]}', {}),
+    ("post", "/api/traces/upload/?filename=x.json", "not gzip", {"HTTP_CONTENT_ENCODING": "gzip"}),
+    ("post", "/api/traces/upload/?filename=deep.json", "[" * 100000 + "]" * 100000, {}),
+    ("post", "/v1/traces", '{"resourceSpans": [1, 2]}', {}),
+    ("post", "/v1/traces", "[" * 100000 + "]" * 100000, {}),
+    ("get", "/api/traces/?page_size=abc", None, {}),
+    ("get", "/api/traces/export.jsonl?ids=99999999999999999999999", None, {}),
+])
+def test_bad_input_gets_a_400_and_stores_nothing(api_client, method, url, body, headers):
+    send = getattr(api_client, method)
+    response = send(url, data=body, content_type="application/json", **headers) if body is not None else send(url)
+    assert response.status_code == 400, response.content[:300]
+    assert "error" in response.json() or response.json().get("files")
+    assert Trace.objects.count() == 0
+
+
+def test_page_size_is_clamped(api_client):
+    new_trace(api_client)
+    for size in ("0", "-3", "100000"):
+        assert api_client.get(f"/api/traces/?page_size={size}").status_code == 200

@@ -40,6 +40,6 @@ def test_upload_page_reports_each_file(logged_in, fixtures):
 
 
 def test_token_page_shows_a_new_token_once(logged_in, project):
-    created = logged_in.post("/tokens/", {"name": "cluster", "project": project.pk}).content.decode()
+    created = logged_in.post("/tokens/", {"name": "cluster", "project": project.pk}, follow=True).content.decode()
     assert "ssk_" in created
     assert "copy it now" not in logged_in.get("/tokens/").content.decode()

@@ -77,9 +77,12 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # WAL lets the web process read while the worker writes; a busy timeout instead of "locked".
+    # WAL lets the web process read while the worker writes; IMMEDIATE transactions take the write
+    # lock up front, so a second writer (an import while the app runs) waits out the busy timeout
+    # instead of failing with "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {"timeout": 20, "transaction_mode": "IMMEDIATE",
+         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -39,6 +39,9 @@ EDGE_TYPES = (
     "safety_flow",
 )
 
+#: Largest token count of one event (a 32-bit signed column).
+MAX_TOKENS = 2**31 - 1
+
 #: Event fields that are stored in their own column; everything else goes to `attributes`.
 EVENT_FIELDS = (
     "id",
@@ -300,8 +303,9 @@ def event_from_dict(data: Any, index: int | None = None) -> Event:
                                    index=index, event_id=event_id, field="type")
     agent = _string(data["agent"], name="agent", index=index, event_id=event_id, optional=False)
     tokens = data.get("tokens")
-    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0):
-        raise TraceValidationError(f"must be a non-negative integer, got {tokens!r}", index=index,
+    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
+                               or not 0 <= tokens <= MAX_TOKENS):
+        raise TraceValidationError(f"must be an integer from 0 to {MAX_TOKENS}, got {tokens!r}", index=index,
                                    event_id=event_id, field="tokens")
     trusted = data.get("trusted")
     if trusted is not None and not isinstance(trusted, bool):

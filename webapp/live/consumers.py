@@ -30,6 +30,7 @@ class TraceConsumer(AsyncJsonWebsocketConsumer):
         trace_id = self.scope["url_route"]["kwargs"]["trace_id"]
         self.trace = await database_sync_to_async(self._authorised_trace)(trace_id)
         if self.trace is None:
+            await self.accept()  # accept first, so the client sees close code 4404 rather than a bare 403
             await self.close(code=4404)
             return
         self.group = trace_group(self.trace.pk)
@@ -85,8 +86,8 @@ class TraceConsumer(AsyncJsonWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
         try:
             await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
-        except ValueError:
-            await self.send_json({"type": "error", "message": "messages must be JSON"})
+        except (ValueError, RecursionError):
+            await self.send_json({"type": "error", "message": "messages must be JSON (not nested too deeply)"})
 
     async def trace_delta(self, message):
         seq = message["seq"]
@@ -98,6 +99,11 @@ class TraceConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(delta)
         else:
             await self._send_since(self.last_seq)
+
+    async def job_progress(self, message):
+        """Forward a counterfactual job's progress as `{"type": "job", "job": {...}}` (no seq: jobs
+        are not part of the trace's delta stream; their state is re-read over HTTP)."""
+        await self.send_json({"type": "job", "job": message["job"]})
 
     async def trace_reset(self, message):
         if message["seq"] > self.last_seq:

@@ -20,7 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from webapp.accounts.services import check_token
 from webapp.core import model as core
-from webapp.core.importers import SourceFile, TraceFormatError, otlp
+from webapp.core.importers import SourceFile, TraceFormatError, decode, otlp
 from webapp.core.importers import survey
 
 from . import access, services
@@ -83,24 +83,24 @@ def _read_body(request: HttpRequest) -> bytes:
     return body
 
 
-def _parse_json_or_ndjson(body: bytes) -> Any:
-    """A JSON document, or a list of the documents of an NDJSON body. Raises TraceFormatError."""
-    text = body.decode("utf-8")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as whole:
-        docs = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    docs.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    if number == 1:
-                        raise TraceFormatError("request body", f"invalid JSON: {whole.msg}", whole.lineno,
-                                               whole.colno) from None
-                    raise TraceFormatError("request body", f"invalid NDJSON record: {exc.msg}", number,
-                                           exc.colno) from None
-        return docs
+def _parse_body(body: bytes) -> Any:
+    """A JSON document, or the list of an NDJSON body's documents. Raises TraceFormatError."""
+    doc = decode(SourceFile("request body", body), strict=True)
+    if doc is None:
+        raise TraceFormatError("request body", "expected JSON or NDJSON")
+    return doc
+
+
+def _bad_body(exc: Exception) -> JsonResponse:
+    if isinstance(exc, TraceFormatError):
+        return _error(400, exc.detail, line=exc.line, column=exc.column)
+    if isinstance(exc, core.TraceValidationError):
+        return JsonResponse(exc.as_dict(), status=400)
+    return _error(400, f"unreadable body: {exc}")
+
+
+#: What a request body can fail with before any write: parsing, validation, decompression.
+BODY_ERRORS = (TraceFormatError, core.TraceValidationError, OSError, EOFError, zlib.error)
 
 
 def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
@@ -141,7 +141,10 @@ def traces(request: HttpRequest):
     """GET: paginated list (`page`, `page_size`, `q`). POST: create a trace (`name`, `system`,
     `source_id`, `attributes`, and optionally a first batch of `events`/`edges`/`agents`)."""
     if request.method == "GET":
-        size = min(int(request.GET.get("page_size") or 50), MAX_PAGE_SIZE)
+        try:
+            size = min(max(int(request.GET.get("page_size") or 50), 1), MAX_PAGE_SIZE)
+        except ValueError:
+            return _error(400, f"page_size must be an integer from 1 to {MAX_PAGE_SIZE}", field="page_size")
         page = Paginator(services.list_traces(request.project_ids, query=request.GET.get("q", "")), size)
         current = page.get_page(request.GET.get("page") or 1)
         return JsonResponse({"count": page.count, "page": current.number, "pages": page.num_pages,
@@ -150,21 +153,24 @@ def traces(request: HttpRequest):
     if project is None:
         return _error(403, "you are not a member of any project")
     try:
-        doc = json.loads(_read_body(request) or b"{}")
+        doc = _parse_body(_read_body(request) or b"{}")
         if not isinstance(doc, dict):
             raise core.TraceValidationError("body must be a JSON object", kind="body")
-        fragment = core.Trace(source_format="api", source_id=str(doc.get("source_id") or ""),
-                              name=str(doc.get("name") or ""), system=str(doc.get("system") or ""),
+        for name in ("name", "system", "source_id"):
+            if not isinstance(doc.get(name) or "", str):
+                raise core.TraceValidationError("must be a string", field=name, kind="body")
+        if not isinstance(doc.get("attributes") or {}, dict):
+            raise core.TraceValidationError("must be an object", field="attributes", kind="body")
+        fragment = core.Trace(source_format="api", source_id=doc.get("source_id") or "",
+                              name=doc.get("name") or "", system=doc.get("system") or "",
                               attributes=doc.get("attributes") or {})
         if not fragment.source_id:
             fragment.source_id = core.content_hash(f"{project.pk}:{fragment.name}:{secrets.token_hex(8)}")
         batch = _fragment_from_batch(Trace(source_format="api", source_id=fragment.source_id), doc)
         fragment.events, fragment.edges, fragment.agents, fragment.labels = (batch.events, batch.edges,
                                                                              batch.agents, batch.labels)
-    except json.JSONDecodeError as exc:
-        return _error(400, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno)
-    except core.TraceValidationError as exc:
-        return JsonResponse(exc.as_dict(), status=400)
+    except BODY_ERRORS as exc:
+        return _bad_body(exc)
     return _ingest_response(project, fragment)
 
 
@@ -184,13 +190,9 @@ def trace_events(request: HttpRequest, trace_id: int):
     if trace is None:
         return _error(404, "no such trace")
     try:
-        fragment = _fragment_from_batch(trace, _parse_json_or_ndjson(_read_body(request)))
-    except TraceFormatError as exc:
-        return _error(400, str(exc), line=exc.line, column=exc.column)
-    except core.TraceValidationError as exc:
-        return JsonResponse(exc.as_dict(), status=400)
-    except (UnicodeDecodeError, OSError, zlib.error) as exc:
-        return _error(400, f"unreadable body: {exc}")
+        fragment = _fragment_from_batch(trace, _parse_body(_read_body(request)))
+    except BODY_ERRORS as exc:
+        return _bad_body(exc)
     return _ingest_response(trace.project, fragment, trace)
 
 
@@ -235,12 +237,15 @@ def traces_export_jsonl(request: HttpRequest):
     if request.GET.get("ids"):
         try:
             ids = [int(i) for i in request.GET["ids"].split(",") if i.strip()]
+            if any(not 0 < i < 2**63 for i in ids):
+                raise ValueError
         except ValueError:
-            return _error(400, "ids must be comma-separated integers", field="ids")
+            return _error(400, "ids must be comma-separated positive integers", field="ids")
         qs = qs.filter(pk__in=ids)
+    traces_to_send = list(qs)  # read before streaming: an error in a stream would hang the client
 
     def lines():
-        for trace in qs.iterator():
+        for trace in traces_to_send:
             yield json.dumps(services.to_core_trace(trace).to_dict(), ensure_ascii=False) + "\n"
 
     response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
@@ -266,7 +271,11 @@ def traces_upload(request: HttpRequest):
     project = _write_project(request)
     if project is None:
         return _error(403, "you are not a member of any project")
-    outcomes = services.do_import_sources(project, upload_sources(request))
+    try:
+        sources = upload_sources(request)
+    except (OSError, EOFError, zlib.error) as exc:
+        return _error(400, f"unreadable body: {exc}")
+    outcomes = services.do_import_sources(project, sources)
     failed = any(o.error for o in outcomes)
     return JsonResponse({"files": [outcome_json(o) for o in outcomes]}, status=400 if failed else 200)
 
@@ -280,16 +289,16 @@ def otlp_traces(request: HttpRequest):
     protobuf = request.content_type == "application/x-protobuf"
     try:
         body = _read_body(request)
-        doc = otlp.decode_protobuf(body) if protobuf else json.loads(body)
-    except (ValueError, OSError, zlib.error) as exc:
-        return _error(400, f"unreadable OTLP request: {exc}")
+        doc = otlp.decode_protobuf(body) if protobuf else _parse_body(body)
+    except (ValueError, OSError, EOFError, zlib.error) as exc:
+        return _error(400, f"unreadable OTLP request: {exc.detail if isinstance(exc, TraceFormatError) else exc}")
     if not otlp.sniff(doc):
         return _error(400, "not an OTLP ExportTraceServiceRequest (no resourceSpans)")
     try:
         for trace_id, records in otlp.split(doc).items():
             services.do_ingest_spans(project, otlp, trace_id, records, source="OTLP/HTTP")
-    except (core.TraceValidationError, KeyError, TypeError, ValueError) as exc:
-        return _error(400, f"invalid spans: {exc}")
+    except (core.TraceValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        return _error(400, f"invalid spans: {exc!r}" if isinstance(exc, KeyError) else f"invalid spans: {exc}")
     if protobuf:
         return HttpResponse(b"", content_type="application/x-protobuf")
     return JsonResponse({"partialSuccess": {}})

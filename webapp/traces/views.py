@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -17,6 +20,7 @@ from . import access, services
 from .api import upload_sources
 
 PAGE_SIZE = 50
+NEW_TOKEN_KEY = "swarmscope_new_token"
 
 
 def _trace_or_404(request: HttpRequest, trace_id: int):
@@ -46,7 +50,8 @@ def trace_list(request: HttpRequest):
 @login_required
 def trace_detail(request: HttpRequest, trace_id: int):
     trace = _trace_or_404(request, trace_id)
-    return render(request, "traces/trace_detail.html", {"trace": trace, **_trace_urls(trace)})
+    return render(request, "traces/trace_detail.html", {
+        "trace": trace, **_trace_urls(trace), "rollout_backends_json": json.dumps(sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS))})
 
 
 @login_required
@@ -75,15 +80,17 @@ def upload(request: HttpRequest):
 
 @login_required
 def tokens(request: HttpRequest):
-    raw = None
     if request.method == "POST":
-        projects = {p.pk: p for p in list_projects_of(request.user)}
-        project = projects.get(int(request.POST.get("project") or 0))
+        projects = {str(p.pk): p for p in list_projects_of(request.user)}
+        project = projects.get(request.POST.get("project", ""))
         if project is None:
             raise Http404("no such project")
         _, raw = do_create_token(request.user, project, request.POST.get("name", "")[:200])
+        # Post/redirect/get: the token is shown once, and reloading the page creates no other.
+        request.session[NEW_TOKEN_KEY] = raw
+        return redirect("tokens")
     return render(request, "traces/tokens.html", {
-        "raw_token": raw,
+        "raw_token": request.session.pop(NEW_TOKEN_KEY, None),
         "projects": list_projects_of(request.user),
         "tokens": ApiToken.objects.filter(user=request.user).select_related("project").order_by("-created_at"),
     })

@@ -206,3 +206,10 @@ def test_failure_mode_labels(labelled):
 def test_identities_are_unique(labelled):
     _, traces = labelled
     assert len({t.identity_key for t in traces}) == 19
+
+
+def test_a_record_without_trace_text_fails_the_file_naming_the_record():
+    bad = json.dumps([{"mas_name": "AG2", "trace": "[user]: hi", "annotations": {}},
+                      {"mas_name": "AG2", "trace": None, "annotations": {}}]).encode()
+    result = read_files([SourceFile("bad.json", bad)])
+    assert result.traces == [] and "record 1, field 'trace'" in result.files[0].error

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from webapp.core.importers import whowhen
+from webapp.core.importers import SourceFile, read_files, whowhen
 from webapp.core.importers.chatlog import TOKENS_ESTIMATED
 from webapp.core.model import estimate_tokens
 
@@ -212,3 +212,12 @@ def test_algorithm_generated_structure(imported):
         prompts = {a.name.casefold(): a.system_prompt for a in trace.agents if a.system_prompt is not None}
         assert prompts == {name.casefold(): prompt for name, prompt in raw["system_prompt"].items()}
         assert trace.attributes["level"] == raw["level"] and trace.attributes["is_correct"] == raw["is_correct"]
+
+
+def test_a_mistake_step_outside_the_history_is_kept_and_flagged(fixtures):
+    record = json.loads((fixtures / "whowhen_hand_crafted.json").read_text())
+    record["mistake_step"] = "9999"
+    trace = read_files([SourceFile("w.json", json.dumps(record).encode())]).traces[0]
+    labels = {label.key: label for label in trace.labels}
+    assert labels["mistake_step"].value == "9999" and labels["mistake_step"].event_id is None
+    assert "9999" in labels[whowhen.UNRESOLVED].value

@@ -16,6 +16,7 @@ Each format module exposes:
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -33,7 +34,8 @@ class TraceFormatError(ValueError):
     def __init__(self, source: str, message: str, line: int | None = None, column: int | None = None):
         self.source, self.message, self.line, self.column = source, message, line, column
         where = f" at line {line}, column {column}" if line is not None else ""
-        super().__init__(f"{source}: {message}{where}")
+        self.detail = f"{message}{where}"
+        super().__init__(f"{source}: {self.detail}")
 
 
 @dataclass
@@ -70,10 +72,27 @@ class ImportResult:
 NOT_A_TRACE = "not a trace"
 
 
-def decode(source: SourceFile) -> Any | None:
-    """Decode JSON or JSONL. Returns None for content that is not JSON at all (a README).
+def _loader(source: SourceFile, strict: bool):
+    """`json.loads` where NaN, Infinity and overflowing numbers (which no database JSON column
+    stores) become None, or, when `strict`, raise ValueError."""
 
-    Raises TraceFormatError with the line and column where JSON parsing stopped.
+    def non_finite(text: str):
+        if strict:
+            raise ValueError(f"number {text} is not finite")
+        return None
+
+    def number(text: str):
+        value = float(text)
+        return value if math.isfinite(value) else non_finite(text)
+
+    return lambda text: json.loads(text, parse_constant=non_finite, parse_float=number)
+
+
+def decode(source: SourceFile, *, strict: bool = False) -> Any | None:
+    """Decode JSON or JSONL (NDJSON). Returns None for content that is not JSON at all (a README).
+
+    Non-finite numbers become None, or are refused when `strict` (API bodies). Raises
+    TraceFormatError naming the line and column where parsing stopped, or why it stopped.
     """
     try:
         text = source.data.decode("utf-8-sig")
@@ -82,23 +101,30 @@ def decode(source: SourceFile) -> Any | None:
     stripped = text.lstrip()
     if not stripped or stripped[0] not in "[{":
         return None
+    loads = _loader(source, strict)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as whole_error:
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        if len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines[:2]):
-            docs = []
-            for number, line in enumerate(text.splitlines(), start=1):
-                if not line.strip():
-                    continue
+        try:
+            return loads(text)
+        except json.JSONDecodeError as whole_error:
+            lines = [ln for ln in text.splitlines() if ln.strip()]
+            if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines[:2])):
+                raise TraceFormatError(source.name, f"invalid JSON: {whole_error.msg}",
+                                       whole_error.lineno, whole_error.colno) from None
+        docs = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
                 try:
-                    docs.append(json.loads(line))
+                    docs.append(loads(line))
                 except json.JSONDecodeError as exc:
                     raise TraceFormatError(source.name, f"invalid JSON Lines record: {exc.msg}",
                                            number, exc.colno) from None
-            return docs
-        raise TraceFormatError(source.name, f"invalid JSON: {whole_error.msg}",
-                               whole_error.lineno, whole_error.colno) from None
+        return docs
+    except RecursionError:
+        raise TraceFormatError(source.name, "JSON nested too deeply") from None
+    except ValueError as exc:
+        if isinstance(exc, TraceFormatError):
+            raise
+        raise TraceFormatError(source.name, str(exc)) from None
 
 
 def detect(doc: Any):
@@ -136,16 +162,16 @@ def read_files(sources: Iterable[SourceFile]) -> ImportResult:
                 traces.append(trace)
                 report.trace_keys.append(trace.identity_key)
         except (TraceFormatError, TraceValidationError) as exc:
-            report.error = str(exc) if isinstance(exc, TraceFormatError) else f"{source.name}: {exc}"
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            report.error = f"{source.name}: malformed {report.format or 'input'}: {exc!r}"
+            report.error = exc.detail if isinstance(exc, TraceFormatError) else str(exc)
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+            report.error = f"malformed {report.format or 'input'}: {exc!r}"
     for (module, trace_id), (records, names, owners) in chunks.items():
         try:
             trace = module.build(trace_id, records, names)
             validate_trace(trace)
         except (TraceValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
             for owner in owners:
-                owner.error = f"{owner.name}: trace {trace_id}: {exc}"
+                owner.error = f"trace {trace_id}: {exc!r}" if isinstance(exc, KeyError) else f"trace {trace_id}: {exc}"
             continue
         traces.append(trace)
         for owner in owners:

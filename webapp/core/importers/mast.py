@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from webapp.core.model import Agent, Edge, Event, Label, Trace, content_hash
+from webapp.core.model import Agent, Edge, Event, Label, Trace, TraceValidationError, content_hash
 
 from .chatlog import AgentNames, estimate_missing_tokens, temporal_chain
 
@@ -150,8 +150,8 @@ class Turn:
 
 
 def _is_record(doc: Any) -> bool:
-    return (isinstance(doc, dict) and isinstance(doc.get("trace"), str)
-            and any(key in doc for key in ("mas_name", "annotations", "benchmark_name")))
+    return isinstance(doc, dict) and "trace" in doc and any(
+        key in doc for key in ("mas_name", "annotations", "benchmark_name"))
 
 
 def sniff(doc: Any) -> bool:
@@ -159,8 +159,13 @@ def sniff(doc: Any) -> bool:
 
 
 def parse(doc: Any, source: str) -> list[Trace]:
-    """One trace per record."""
-    return [_trace(record) for record in (doc if isinstance(doc, list) else [doc])]
+    """One trace per record. Raises TraceValidationError naming a record whose `trace` is not text."""
+    records = doc if isinstance(doc, list) else [doc]
+    for index, record in enumerate(records):
+        if not isinstance(record["trace"], str):
+            raise TraceValidationError(f"must be the raw trace text, got {type(record['trace']).__name__}",
+                                       index=index, field="trace", kind="record")
+    return [_trace(record) for record in records]
 
 
 def framework_of(record: dict[str, Any]) -> tuple[Framework | None, str]:

@@ -60,6 +60,7 @@ ALGORITHM_GENERATED = "algorithm-generated"
 SYSTEMS = {HAND_CRAFTED: "Magentic-One", ALGORITHM_GENERATED: "AG2 (CaptainAgent)"}
 HUMAN = "human"
 MISMATCH = "mistake_step_speaker_mismatch"
+UNRESOLVED = "mistake_step_unresolved"
 #: Record keys kept as labels, as given.
 LABEL_KEYS = ("mistake_reason", "mistake_type", "labels")
 #: Record keys carried by the trace's events, agents, identity or labels (the rest become attributes).
@@ -245,6 +246,9 @@ def _labels(record: dict[str, Any], events: list[Event], names: AgentNames) -> l
     if "mistake_step" in record:
         labels.append(Label("mistake_step", record["mistake_step"],
                             event_id=events[step].id if step is not None else None, source=SOURCE))
+        if step is None:
+            labels.append(Label(UNRESOLVED, f"mistake_step {record['mistake_step']!r} is not an index into "
+                                             f"the {len(events)} history entries", source="swarmscope"))
     labels.extend(Label(key, record[key], source=SOURCE) for key in LABEL_KEYS if key in record)
     if step is not None and mistake_agent is not None \
             and events[step].agent.casefold() != str(mistake_agent).casefold():

@@ -49,7 +49,8 @@ class Command(BaseCommand):
         self.cleanup_paths: list[Path] = []
         self.stopping = False
         env = dict(os.environ)
-        signal.signal(signal.SIGTERM, lambda *_: self._raise_interrupt())
+        for sig in (signal.SIGTERM, signal.SIGINT):  # SIGINT too: a background job starts with it ignored
+            signal.signal(sig, lambda *_: self._raise_interrupt())
         try:
             if not os.environ.get("REDIS_URL"):
                 env["REDIS_URL"] = self._start_embedded_redis()
