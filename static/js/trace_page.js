@@ -130,7 +130,9 @@ class TracePage {
   /** Apply one server message (snapshot, delta or error). */
   handle(msg) {
     if (msg.type === "error") {
-      this.showNotice(msg.message ?? "The server reported an error.");
+      // Too much to send over the socket (a large trace, or a long time away): load it over HTTP.
+      if (msg.code === "snapshot_too_large" && this.app.dataset.snapshotUrl) this.fetchSnapshot(this.app.dataset.snapshotUrl);
+      else this.showNotice(msg.message ?? "The server reported an error.");
       return;
     }
     if (msg.type === "snapshot") {

@@ -119,3 +119,18 @@ async def test_deeply_nested_message_gets_an_error(trace, api_token):
     await ws.send_to(text_data="[" * 5000 + "]" * 5000)
     assert (await ws.receive_json_from(timeout=10))["type"] == "error"
     await ws.disconnect()
+
+
+async def test_catch_up_too_big_for_a_socket_message_refers_to_http(trace, api_token):
+    ws = connect(trace.pk, api_token)
+    await ws.connect()
+    snapshot = await ws.receive_json_from(timeout=10)
+    await ws.disconnect()
+    await append(trace, [{"id": f"bulk{i}", "t": 20 + i, "type": "message", "agent": "adder"} for i in range(3001)])
+    again = WebsocketCommunicator(application, f"/ws/traces/{trace.pk}/?token={api_token}&seq={snapshot['seq']}",
+                                  headers=[(b"host", b"127.0.0.1")])
+    await again.connect()
+    referral = await again.receive_json_from(timeout=30)
+    assert referral["type"] == "error" and referral["code"] == "snapshot_too_large"
+    assert referral["seq"] == snapshot["seq"] + 1
+    await again.disconnect()

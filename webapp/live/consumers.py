@@ -11,9 +11,9 @@ from webapp.traces import access, services
 
 from .broadcast import trace_group
 
-#: Bigger snapshots exceed a websocket message (Daphne's limit is 1 MiB): clients fetch them over
+#: Bigger snapshots and catch-up deltas exceed a websocket message (Daphne's limit is 1 MiB): clients fetch them over
 #: HTTP and connect with `?seq=N`.
-MAX_SOCKET_SNAPSHOT_EVENTS = 3000
+MAX_SOCKET_EVENTS = 3000
 
 
 class TraceConsumer(AsyncJsonWebsocketConsumer):
@@ -58,17 +58,22 @@ class TraceConsumer(AsyncJsonWebsocketConsumer):
     async def _send_snapshot(self):
         snapshot = await database_sync_to_async(services.get_snapshot)(self.trace)
         self.last_seq = snapshot["seq"]
-        if len(snapshot["events"]) > MAX_SOCKET_SNAPSHOT_EVENTS:
-            await self.send_json({"type": "error", "code": "snapshot_too_large", "seq": snapshot["seq"],
-                                  "message": f"GET /api/traces/{self.trace.pk}/snapshot/, then connect with ?seq=N"})
-            return
-        await self.send_json(snapshot)
+        await self._send_or_refer(snapshot)
 
     async def _send_since(self, seq: int):
         delta = await database_sync_to_async(services.get_delta_since)(self.trace, seq)
         if delta["type"] == "snapshot" or delta["seq"] > seq:
             self.last_seq = max(self.last_seq, delta["seq"])
-            await self.send_json(delta)
+            await self._send_or_refer(delta)
+
+    async def _send_or_refer(self, message: dict):
+        """Send a snapshot or catch-up delta, or, when it would exceed a websocket message, tell the
+        client to load the snapshot over HTTP (it then continues from that snapshot's seq)."""
+        if len(message["events"]) <= MAX_SOCKET_EVENTS:
+            await self.send_json(message)
+            return
+        await self.send_json({"type": "error", "code": "snapshot_too_large", "seq": message["seq"],
+                              "message": f"GET /api/traces/{self.trace.pk}/snapshot/, then connect with ?seq=N"})
 
     async def receive_json(self, content, **kwargs):
         if await database_sync_to_async(self._authorised_trace)(self.trace.pk) is None:
