@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("bench_metrics", "bench_import", "bench_api")
+BENCHMARKS = ("bench_metrics", "bench_import", "bench_api", "bench_render", "bench_live")
 #: Wall-clock limit of one benchmark, in seconds; each takes about a minute on 2 slow cores.
 TIMEOUT_S = 1200
 
