@@ -247,7 +247,6 @@ def _merge_batch(trace: Trace | None, events: list[core.Event]):
             else:
                 new[event.id] = event
         except core.TraceValidationError as exc:
-            exc.index = index
             raise IngestConflict(core.TraceValidationError(exc.message, index=index, event_id=event.id,
                                                             field=exc.field)) from None
     return new, updates
@@ -438,16 +437,6 @@ def _label_summary(trace: Trace, new_labels: list[core.Label]) -> str:
             if text not in parts:
                 parts.append(text)
     return "; ".join(parts)[:500]
-
-
-def do_create_trace(project: Project, *, name: str = "", system: str = "", source_id: str = "",
-                    attributes: dict | None = None) -> tuple[Trace, bool]:
-    """Create (or find, by source id) an empty trace to stream events into; returns (trace, created)."""
-    fragment = core.Trace(source_format="api", source_id=source_id or core.content_hash(
-        f"{project.pk}:{name}:{timezone.now().isoformat()}"), name=name, system=system,
-        attributes=attributes or {})
-    result = do_ingest(project, fragment)
-    return result.trace, result.created
 
 
 def list_traces(project_ids: Iterable[int], *, query: str = "", order: str = "-created_at"):
