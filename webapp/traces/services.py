@@ -459,6 +459,11 @@ class FileOutcome:
     unchanged: frozenset[int] = frozenset()
 
     @property
+    def rows(self) -> list[tuple[str, Trace | None]]:
+        """Report lines, each with the trace it is about (None for a failure or a skip)."""
+        return list(zip(self.lines, self.traces)) if self.traces else [(line, None) for line in self.lines]
+
+    @property
     def lines(self) -> list[str]:
         if self.error:
             return [f"{self.name}: failed: {self.error}"]
