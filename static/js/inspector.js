@@ -89,10 +89,13 @@ export class Inspector {
   /**
    * @param {HTMLElement} root the `[data-testid=inspector]` element; its children are replaced
    * @param {{model: object, onSelectEvent: (id: string) => void,
-   *   onSelectAgent: (name: string) => void, onClose: () => void}} options
+   *   onSelectAgent: (name: string) => void, onClose: () => void,
+   *   eventActions?: (ev: object) => Node|null}} options `eventActions` adds controls under an
+   *   event's header (e.g. counterfactual.js's "What if removed?")
    */
-  constructor(root, { model, onSelectEvent, onSelectAgent, onClose }) {
+  constructor(root, { model, onSelectEvent, onSelectAgent, onClose, eventActions = () => null }) {
     this.root = root;
+    this.eventActions = eventActions;
     this.model = model;
     this.onSelectEvent = onSelectEvent;
     this.onSelectAgent = onSelectAgent;
@@ -164,6 +167,8 @@ export class Inspector {
     const who = el("p", null, "inspector-who");
     who.append(type, " by ", this._agentLink(ev.agent));
     out.push(who);
+    const actions = this.eventActions(ev);
+    if (actions) out.push(actions);
 
     const content = el("section", null, "inspector-content");
     content.dataset.testid = "inspector-content";

@@ -16,6 +16,7 @@
  */
 
 import { AgentGraph } from "./agent_graph.js";
+import { Counterfactual } from "./counterfactual.js";
 import { FiltersPanel } from "./filters.js";
 import { formatNumber } from "./format.js";
 import { TraceModel } from "./graph_model.js";
@@ -70,8 +71,12 @@ class TracePage {
       container: part("agent-graph-canvas"), model: this.model,
       onSelectAgent: (name) => this.selectAgent(name),
     });
+    this.counterfactual = new Counterfactual(part("counterfactual-panel"), {
+      traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"),
+    });
     this.inspector = new Inspector(part("inspector"), {
       model: this.model,
+      eventActions: (ev) => this.counterfactual.actionsFor(ev),
       onSelectEvent: (id) => this.selectEvent(id),
       onSelectAgent: (name) => this.selectAgent(name),
       onClose: () => this.clearSelection(),
@@ -133,6 +138,10 @@ class TracePage {
       // Too much to send over the socket (a large trace, or a long time away): load it over HTTP.
       if (msg.code === "snapshot_too_large" && this.app.dataset.snapshotUrl) this.fetchSnapshot(this.app.dataset.snapshotUrl);
       else this.showNotice(msg.message ?? "The server reported an error.");
+      return;
+    }
+    if (msg.type === "job") {
+      this.counterfactual.handleJob(msg.job);
       return;
     }
     if (msg.type === "snapshot") {

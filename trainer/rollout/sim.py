@@ -23,7 +23,7 @@ from dataclasses import replace as copy
 import numpy as np
 
 from trainer.sim.actions import Action
-from trainer.sim.env import Episode, rollout, simulate
+from trainer.sim.env import Episode, replay_trace, rollout, simulate
 from trainer.sim.exact import aggregate_coalition_values
 from trainer.sim.interventions import Intervention as SimIntervention
 from trainer.sim.interventions import intervene, message_indices
@@ -56,12 +56,37 @@ class SimRollout:
 
     `rollout(intervention, seeds)` -> (N,) rewards (0 or 1) for seeds (N,) ints >= 0; None is the
     factual history. Raises InterventionError for a target the trace lacks or SwarmSim cannot edit.
+
+    As a backend of the app's counterfactual jobs (`SWARMSCOPE_ROLLOUT_BACKENDS`): built by
+    `from_trace`, checked by `check`, run by `paired`, on the Celery queue `queue`, and
+    `environment()` is what an attribution stores to re-run it.
     """
+
+    queue = "rollouts-cpu"
 
     def __init__(self, episode: Episode):
         self.episode = episode
         self.messages = message_events(episode)
         self.spawned = {event.to for event in episode.trace.events if event.type == "spawn"}
+
+    @classmethod
+    def from_trace(cls, trace: Trace) -> SimRollout:
+        """The backend of a SwarmSim trace (as stored: its attributes record the episode), re-simulated.
+        Raises ValueError when the trace does not record a SwarmSim episode or the re-simulation
+        does not reproduce its events."""
+        episode = replay_trace(trace.attributes)
+        if [e.id for e in episode.trace.events] != [e.id for e in trace.events]:
+            raise ValueError("the re-simulated SwarmSim episode does not reproduce this trace's events")
+        return cls(episode)
+
+    def check(self, intervention: Intervention) -> None:
+        """Raise InterventionError when SwarmSim cannot apply `intervention` to this episode."""
+        self._steps(intervention)
+
+    def environment(self) -> dict:
+        """What re-runs this backend: the episode's task, actions, environment config and seed."""
+        attributes = self.episode.trace.attributes
+        return {key: attributes[key] for key in ("task", "action_list", "sim_config", "seed")}
 
     def _steps(self, intervention: Intervention) -> list[SimIntervention]:
         """The SwarmSim interventions that make up `intervention`, in the order they apply."""

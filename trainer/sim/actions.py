@@ -8,7 +8,7 @@ orchestrator is `orchestrator`. A message carries an `item`: the key of a plante
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 ORCHESTRATOR = "orchestrator"
 ACTION_KINDS = ("spawn", "despawn", "delegate", "message", "aggregate", "stop")
@@ -36,6 +36,17 @@ class Action:
         if self.kind == "message":
             return f"message({self.agent} -> {self.to}: {self.item})"
         return f"{self.kind}()"
+
+    def to_dict(self) -> dict[str, str | int]:
+        """The JSON form: `kind` and the fields its kind sets."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, str | int]) -> Action:
+        """Inverse of `to_dict`. Raises ValueError for an unknown kind."""
+        if data.get("kind") not in ACTION_KINDS:
+            raise ValueError(f"action kind must be one of {ACTION_KINDS}, got {data.get('kind')!r}")
+        return cls(**data)
 
 
 def spawn(role: str, name: str | None = None) -> Action:

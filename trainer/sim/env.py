@@ -74,6 +74,14 @@ class SimConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SimConfig:
+        """Inverse of `to_dict` (also of its JSON round trip: lists for tuples)."""
+        return cls(skills=dict(data["skills"]), catch=data["catch"], aggregate_base=data["aggregate_base"],
+                   effects=tuple(Effect(e["kind"], e["amount"], tuple(e["members"]), e["target"])
+                                 for e in data["effects"]),
+                   costs=Costs(**data["costs"]), max_steps=data["max_steps"])
+
 
 def solve_probability(skill, difficulty, gain_=0.0):
     """clip(1 - difficulty * (1 - skill) + gain, 0, 1); scalars or broadcastable numpy arrays."""
@@ -359,7 +367,9 @@ class SwarmEnv:
                       attributes={"seed": self.seed, "level": self.task.level,
                                   "n_subtasks": len(self.task.subtasks),
                                   "sim_config": self.config.to_dict(), "p_success": self.p_success,
-                                  "actions": [a.describe() for a in self.actions]})
+                                  "actions": [a.describe() for a in self.actions],
+                                  "task": self.task.to_dict(),
+                                  "action_list": [a.to_dict() for a in self.actions]})
         trace.costs = {
             "tokens": float(sum(e.tokens or 0 for e in self.events)),
             "wall_clock_s": max((e.t_end or e.t for e in self.events), default=0.0),
@@ -369,6 +379,19 @@ class SwarmEnv:
         record_rewards(trace)
         return Episode(trace, tuple(self.actions), 1.0 if self.correct else 0.0, self.p_success,
                        self.p_subtasks, self.seed, self.task, self.config)
+
+
+def replay_trace(attributes: Mapping[str, Any]) -> Episode:
+    """Re-simulate the episode a SwarmSim trace records in its `attributes` (`task`,
+    `action_list`, `sim_config`, `seed`, as `SwarmEnv.episode` writes them, also after a JSON
+    round trip): the same actions under the same seed give the same trace. Raises ValueError
+    when an attribute is missing or malformed."""
+    try:
+        return simulate(Task.from_dict(attributes["task"]),
+                        [Action.from_dict(a) for a in attributes["action_list"]],
+                        SimConfig.from_dict(attributes["sim_config"]), int(attributes["seed"]))
+    except (KeyError, TypeError, InvalidAction) as exc:
+        raise ValueError(f"not a re-runnable SwarmSim trace: {exc!r}") from exc
 
 
 def rollout(task: Task, actions: Iterable[Action], config: SimConfig | None = None, seed: int = 0,

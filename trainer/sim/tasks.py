@@ -29,6 +29,16 @@ class Task:
     subtasks: tuple[Subtask, ...]
     level: str = "custom"
 
+    def to_dict(self) -> dict:
+        """The JSON form: `id`, `level`, `subtasks` as [id, difficulty, [deps]] triples."""
+        return {"id": self.id, "level": self.level,
+                "subtasks": [[s.id, s.difficulty, list(s.deps)] for s in self.subtasks]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Task:
+        """Inverse of `to_dict`."""
+        return cls(data["id"], tuple(Subtask(i, d, tuple(deps)) for i, d, deps in data["subtasks"]), data["level"])
+
 
 @dataclass(frozen=True)
 class Level:

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.traces",
     "webapp.live",
+    "webapp.experiments",
 ]
 
 MIDDLEWARE = [
@@ -153,6 +154,17 @@ CELERY_TASK_QUEUES_NAMES = ("default", "rollouts-cpu", "rollouts-gpu", "training
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+# Counterfactual re-rollouts (webapp.experiments): backend name -> dotted path of its class, loaded
+# only by the experiments services (Django reaches `trainer` through these paths alone).
+SWARMSCOPE_ROLLOUT_BACKENDS = {"sim": "trainer.rollout.sim.SimRollout"}
+#: Paired samples per Celery task (a chunk): the work a killed worker can lose.
+SWARMSCOPE_ROLLOUT_CHUNK = int(os.environ.get("SWARMSCOPE_ROLLOUT_CHUNK", 8))
+#: A running job whose heartbeat is older than this (seconds) has its missing chunks re-queued.
+SWARMSCOPE_JOB_STALE_S = float(os.environ.get("SWARMSCOPE_JOB_STALE_S", 30))
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-jobs": {"task": "webapp.experiments.tasks.reap_stale_jobs", "schedule": SWARMSCOPE_JOB_STALE_S},
+}
 
 LOGGING = {
     "version": 1,

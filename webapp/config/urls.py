@@ -7,4 +7,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("webapp.traces.urls")),
+    path("", include("webapp.experiments.urls")),
 ]

@@ -45,3 +45,15 @@ def broadcast_trace_reset(trace_id: int, seq: int) -> None:
         async_to_sync(layer.group_send)(trace_group(trace_id), {"type": "trace.reset", "seq": seq})
     except Exception:  # noqa: BLE001 - as above
         log.warning("could not broadcast reset %s of trace %s", seq, trace_id, exc_info=True)
+
+
+def broadcast_job(trace_id: int, job: dict[str, Any]) -> None:
+    """Send a counterfactual job's state (`webapp.experiments.services.job_wire`) to the viewers of
+    its trace. Never raises, as above: the job's state is in the database for a reload."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(trace_group(trace_id), {"type": "job.progress", "job": job})
+    except Exception:  # noqa: BLE001 - as above
+        log.warning("could not broadcast job %s of trace %s", job.get("id"), trace_id, exc_info=True)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -47,7 +50,8 @@ def trace_list(request: HttpRequest):
 @login_required
 def trace_detail(request: HttpRequest, trace_id: int):
     trace = _trace_or_404(request, trace_id)
-    return render(request, "traces/trace_detail.html", {"trace": trace, **_trace_urls(trace)})
+    return render(request, "traces/trace_detail.html", {
+        "trace": trace, **_trace_urls(trace), "rollout_backends_json": json.dumps(sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS))})
 
 
 @login_required

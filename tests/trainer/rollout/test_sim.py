@@ -127,3 +127,17 @@ def test_the_closed_form_refuses_what_it_does_not_cover(case):
                     + [act.aggregate(), act.stop()], seed=0)
     with pytest.raises(ValueError):
         AggregateRollout(hard)
+
+
+def test_a_stored_swarmsim_trace_rebuilds_its_backend(case):
+    import json
+
+    from webapp.core.model import trace_from_dict
+
+    stored = trace_from_dict(json.loads(json.dumps(case.episode.trace.to_dict())))
+    backend = SimRollout.from_trace(stored)
+    assert backend(None, SEEDS).tolist() == SimRollout(case.episode)(None, SEEDS).tolist()
+    assert backend.environment()["seed"] == case.episode.seed
+    stored.attributes.pop("action_list")
+    with pytest.raises(ValueError, match="not a re-runnable SwarmSim trace"):
+        SimRollout.from_trace(stored)

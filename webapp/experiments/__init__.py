@@ -1,0 +1,1 @@
+"""Counterfactual jobs and the attributions they produce: models, services, tasks, API."""

@@ -1,0 +1,93 @@
+"""REST API of counterfactual jobs and attributions: parse, authorise, call services, serialise.
+
+Authorised like the rest of the API (`webapp.traces.api.api_view`); a job or trace of another
+project answers 404, like an unknown one.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from webapp.traces.api import _error, _get_trace, api_view
+
+from . import services
+
+CSV_COLUMNS = ("id", "trace", "job", "target", "method", "estimate", "ci_low", "ci_high", "n_rollouts",
+               "backend", "seed", "code_version", "created_at", "intervention", "environment")
+
+
+@api_view("POST")
+def trace_counterfactuals(request: HttpRequest, trace_id: int):
+    """Request a job: `{"intervention": {...}, "n": N, "backend": "sim", "seed": 0, "epsilon": ε?}`
+    -> 202 with the job; 400 `{"error", "field"}` for what cannot run."""
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    try:
+        body = json.loads(request.body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return _error(400, f"invalid JSON: {exc}", field="body")
+    if not isinstance(body, dict):
+        return _error(400, "body must be a JSON object", field="body")
+    unknown = sorted(set(body) - {"intervention", "n", "backend", "seed", "epsilon"})
+    if unknown:
+        return _error(400, "unknown field", field=unknown[0])
+    if "intervention" not in body:
+        return _error(400, "is required", field="intervention")
+    try:
+        job = services.request_counterfactual(trace, body["intervention"], body.get("n", 32),
+                                              body.get("backend", "sim"), body.get("seed", 0), body.get("epsilon"))
+    except services.JobRequestError as exc:
+        return _error(400, exc.message, field=exc.field)
+    return JsonResponse(services.job_wire(job), status=202)
+
+
+@api_view("GET")
+def job_detail(request: HttpRequest, job_id: int):
+    job = services.get_job_for(job_id, request.project_ids)
+    if job is None:
+        return _error(404, "no such job")
+    return JsonResponse(services.job_wire(job))
+
+
+@api_view("POST")
+def job_cancel(request: HttpRequest, job_id: int):
+    job = services.get_job_for(job_id, request.project_ids)
+    if job is None:
+        return _error(404, "no such job")
+    return JsonResponse(services.job_wire(services.do_cancel_job(job)))
+
+
+@api_view("POST")
+def job_retry(request: HttpRequest, job_id: int):
+    job = services.get_job_for(job_id, request.project_ids)
+    if job is None:
+        return _error(404, "no such job")
+    return JsonResponse(services.job_wire(services.do_retry_job(job)))
+
+
+@api_view("GET")
+def trace_attributions(request: HttpRequest, trace_id: int):
+    """The trace's attributions, newest first: JSON `{"results": [...]}`, or `?format=csv`."""
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    fmt = request.GET.get("format", "json")
+    if fmt not in ("json", "csv"):
+        return _error(400, "format must be 'json' or 'csv'", field="format")
+    rows = [services.attribution_wire(a) for a in services.list_attributions(trace)]
+    if fmt == "json":
+        return JsonResponse({"results": rows})
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        writer.writerow([json.dumps(row[c], sort_keys=True) if isinstance(row[c], dict) else row[c]
+                         for c in CSV_COLUMNS])
+    response = HttpResponse(out.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="trace-{trace.pk}-attributions.csv"'
+    return response

@@ -1,0 +1,374 @@
+"""Counterfactual jobs: request, run in chunks, record samples, finish with an attribution.
+
+`request_counterfactual` validates and stores a job and enqueues its chunks on the backend's queue;
+`do_run_chunk` (the body of the Celery task) runs the chunk's missing paired samples and records
+them with `do_record_samples` (idempotent by (job, index)); the job finishes (`do_finish_job`) when
+its samples are all stored, or, with ε, when the 95 % interval of Δ is narrower than ε. Δ comes
+from `webapp.core.credit.paired_effect` over the stored samples. `reap_stale_jobs` re-queues the
+missing chunks of jobs whose heartbeat stopped (DESIGN.md "Job durability"). Every state change
+is broadcast after commit (`webapp.live.broadcast.broadcast_job`).
+
+Rollout backends are classes named by dotted paths in `SWARMSCOPE_ROLLOUT_BACKENDS`, loaded here
+only. A backend class has a `queue` (Celery queue name) and `from_trace(core trace)` (raises
+ValueError for a trace it cannot re-run); an instance has `check(intervention)` (raises
+InterventionError), `paired(intervention, seeds (N,), traces=bool)` -> object with `control` and
+`treated` (N,) rewards and `branches` (core traces, when asked), and `environment()` -> JSON dict
+of what re-runs it. `trainer.rollout.sim.SimRollout` is the reference.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import subprocess
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from webapp.core.credit import Rollout, paired_effect
+from webapp.core.interventions import Intervention, InterventionError, check_intervention
+from webapp.live.broadcast import broadcast_job
+from webapp.traces.models import Trace
+from webapp.traces.services import do_ingest, to_core_trace
+
+from .models import Attribution, CounterfactualJob, RolloutSample
+
+log = logging.getLogger(__name__)
+
+#: Most paired samples one job may request.
+MAX_SAMPLES = 4096
+METHOD = "paired_loo"
+
+
+class JobRequestError(ValueError):
+    """A counterfactual request that cannot run (HTTP 400); `field` names the offending field."""
+
+    def __init__(self, message: str, field: str):
+        self.message, self.field = message, field
+        super().__init__(f"field {field!r}: {message}")
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """One paired sample as a backend produced it: rewards at `seed`, and its branch trace (stored)."""
+
+    index: int
+    seed: int
+    control_reward: float
+    intervention_reward: float
+    branch_trace: Trace | None = None
+
+
+@functools.cache
+def code_version() -> str:
+    """The git commit of this checkout (read once per process), else $SWARMSCOPE_CODE_VERSION or 'unknown'."""
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=settings.BASE_DIR, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("SWARMSCOPE_CODE_VERSION", "unknown")
+
+
+def get_backend_class(name: str):
+    """The backend class `name` of SWARMSCOPE_ROLLOUT_BACKENDS. Raises JobRequestError for an unknown name."""
+    path = settings.SWARMSCOPE_ROLLOUT_BACKENDS.get(name)
+    if path is None:
+        raise JobRequestError(f"unknown backend {name!r}; one of {sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS)}",
+                              "backend")
+    return import_string(path)
+
+
+def _backend(job: CounterfactualJob):
+    """The job's backend instance, built from its trace."""
+    return import_string(job.backend_path).from_trace(to_core_trace(job.trace))
+
+
+# --- serialising -------------------------------------------------------------------------------
+
+def attribution_wire(attribution: Attribution) -> dict[str, Any]:
+    """The API's form of a stored attribution."""
+    return {"id": attribution.pk, "trace": attribution.trace_id, "job": attribution.job_id,
+            "target": attribution.target, "intervention": attribution.intervention, "method": attribution.method,
+            "estimate": attribution.estimate, "ci_low": attribution.ci_low, "ci_high": attribution.ci_high,
+            "n_rollouts": attribution.n_rollouts, "backend": attribution.backend, "seed": attribution.seed,
+            "environment": attribution.environment, "code_version": attribution.code_version,
+            "created_at": attribution.created_at.isoformat()}
+
+
+def job_wire(job: CounterfactualJob) -> dict[str, Any]:
+    """The API's and the websocket's form of a job: progress (`done` of `total` samples) and, once
+    done, `result` (the attribution), `samples` (per-sample rewards) and the branch trace of sample 0
+    with the URL that compares it side by side with the original."""
+    wire: dict[str, Any] = {
+        "id": job.pk, "trace": job.trace_id, "status": job.status, "intervention": job.intervention,
+        "backend": job.backend, "n_samples": job.n_samples, "epsilon": job.epsilon, "seed": job.seed,
+        "done": job.done_count, "total": job.n_samples, "error": job.error,
+        "created_at": job.created_at.isoformat(),
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "result": None, "samples": [], "branch_trace": None, "compare_url": None,
+    }
+    if job.status == CounterfactualJob.DONE:
+        attribution = Attribution.objects.filter(job=job).first()
+        wire["result"] = attribution_wire(attribution) if attribution else None
+        samples = list(job.samples.order_by("index").values("index", "seed", "control_reward",
+                                                            "intervention_reward", "branch_trace_id"))
+        wire["samples"] = [{"index": s["index"], "seed": s["seed"], "control": s["control_reward"],
+                            "intervention": s["intervention_reward"]} for s in samples]
+        branch = next((s["branch_trace_id"] for s in samples if s["branch_trace_id"]), None)
+        if branch:
+            wire["branch_trace"] = branch
+            wire["compare_url"] = f"/traces/compare/?left={job.trace_id}&right={branch}"
+    return wire
+
+
+def _notify(job: CounterfactualJob) -> None:
+    """Broadcast the job's state to the viewers of its trace, after commit."""
+    transaction.on_commit(lambda: broadcast_job(job.trace_id, job_wire(CounterfactualJob.objects.get(pk=job.pk))))
+
+
+# --- requesting --------------------------------------------------------------------------------
+
+def _check_int(value: Any, field: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise JobRequestError(f"must be an integer in [{low}, {high}]", field)
+    return value
+
+
+def request_counterfactual(trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim",
+                           seed: int = 0, epsilon: float | None = None) -> CounterfactualJob:
+    """Create a job of `n` paired samples (2 <= n <= MAX_SAMPLES; with `epsilon` > 0, n is the
+    cap) of `intervention` on `trace` with `backend`, seeds seed .. seed + n - 1, and enqueue its
+    chunks after commit. Raises JobRequestError (naming the field) for a bad number, an unknown
+    backend, a malformed intervention, one that does not fit the trace, or a trace the backend
+    cannot re-run."""
+    n = _check_int(n, "n", 2, MAX_SAMPLES)
+    seed = _check_int(seed, "seed", 0, 2 ** 62)
+    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
+                                or not epsilon > 0):
+        raise JobRequestError("must be a positive number (reward units)", "epsilon")
+    backend_class = get_backend_class(backend)
+    try:
+        if not isinstance(intervention, Intervention):
+            intervention = Intervention.from_dict(intervention)
+        core_trace = to_core_trace(trace)
+        check_intervention(core_trace, intervention)
+        backend_class.from_trace(core_trace).check(intervention)
+    except InterventionError as exc:
+        raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
+    except ValueError as exc:
+        raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
+    with transaction.atomic():
+        job = CounterfactualJob.objects.create(
+            trace=trace, intervention=intervention.to_dict(), backend=backend,
+            backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend], n_samples=n,
+            epsilon=None if epsilon is None else float(epsilon), seed=seed, heartbeat_at=timezone.now())
+        _enqueue_missing(job)
+        _notify(job)
+    return job
+
+
+def _missing_chunks(job: CounterfactualJob) -> list[tuple[int, int]]:
+    """(start, stop) of every chunk of SWARMSCOPE_ROLLOUT_CHUNK indices with a sample not stored."""
+    size = settings.SWARMSCOPE_ROLLOUT_CHUNK
+    stored = set(job.samples.values_list("index", flat=True))
+    starts = sorted({i - i % size for i in range(job.n_samples) if i not in stored})
+    return [(start, min(start + size, job.n_samples)) for start in starts]
+
+
+def _enqueue_missing(job: CounterfactualJob) -> int:
+    """Enqueue, after commit, a chunk task for every chunk with missing samples; returns how many."""
+    from .tasks import run_counterfactual_chunk  # the tasks module imports this one
+
+    queue = import_string(job.backend_path).queue
+    chunks = _missing_chunks(job)
+    for start, stop in chunks:
+        transaction.on_commit(functools.partial(run_counterfactual_chunk.apply_async, (job.pk, start, stop),
+                                                queue=queue))
+    return len(chunks)
+
+
+# --- running -----------------------------------------------------------------------------------
+
+def do_run_chunk(job_id: int, start: int, stop: int) -> int:
+    """Run the paired samples start .. stop - 1 of job `job_id` that are not stored yet, record
+    them, and finish the job when it is complete. Returns the number of samples newly stored.
+
+    Does nothing for a job that is no longer queued or running. A backend error marks the job
+    failed with the reason and stores nothing of the chunk. Sample 0 also stores its branch trace.
+    """
+    job = CounterfactualJob.objects.select_related("trace__project").filter(pk=job_id).first()
+    if job is None or job.status not in CounterfactualJob.ACTIVE:
+        return 0
+    CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
+        status=CounterfactualJob.RUNNING, heartbeat_at=timezone.now())
+    stored = set(job.samples.filter(index__gte=start, index__lt=stop).values_list("index", flat=True))
+    indices = [i for i in range(start, min(stop, job.n_samples)) if i not in stored]
+    results = []
+    if indices:
+        try:
+            results = _run_samples(job, indices)
+        except Exception as exc:  # noqa: BLE001 - any backend failure fails the job, with its reason
+            log.warning("counterfactual job %s failed", job.pk, exc_info=True)
+            do_fail_job(job, f"{type(exc).__name__}: {exc}")
+            return 0
+    added = do_record_samples(job, results)
+    maybe_finish_job(job)
+    return added
+
+
+def _run_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResult]:
+    """The paired samples `indices` of `job` from its backend; sample 0's branch trace is stored."""
+    backend = _backend(job)
+    intervention = Intervention.from_dict(job.intervention)
+    seeds = np.array([job.seed + i for i in indices])
+    pairs = backend.paired(intervention, seeds)
+    branch = None
+    if 0 in indices:
+        branch_trace = backend.paired(intervention, seeds[:1], traces=True).branches[0]
+        branch = do_ingest(job.trace.project, branch_trace).trace
+    return [SampleResult(i, int(s), float(c), float(t), branch if i == 0 else None)
+            for i, s, c, t in zip(indices, seeds, pairs.control, pairs.treated)]
+
+
+def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> int:
+    """Store `samples` of `job`; a sample whose (job, index) is stored already is skipped (a
+    re-delivered chunk counts nothing twice). Touches the heartbeat, updates the progress count and
+    broadcasts it. Returns the number of samples newly stored."""
+    with transaction.atomic():
+        job = CounterfactualJob.objects.select_for_update().get(pk=job.pk)
+        before = job.samples.count()
+        RolloutSample.objects.bulk_create(
+            [RolloutSample(job=job, index=s.index, seed=s.seed, control_reward=s.control_reward,
+                           intervention_reward=s.intervention_reward, branch_trace=s.branch_trace)
+             for s in samples], ignore_conflicts=True)
+        job.done_count = job.samples.count()
+        job.heartbeat_at = timezone.now()
+        job.save(update_fields=["done_count", "heartbeat_at"])
+        _notify(job)
+        return job.done_count - before
+
+
+def _stored_rollout(samples: list[RolloutSample]) -> Rollout:
+    """A `webapp.core.credit.Rollout` that answers from stored samples (by seed): None gives the
+    control rewards, any intervention the intervention rewards."""
+    rewards = {s.seed: (s.control_reward, s.intervention_reward) for s in samples}
+
+    def rollout(intervention: Intervention | None, seeds: np.ndarray) -> np.ndarray:
+        return np.array([rewards[int(seed)][0 if intervention is None else 1] for seed in seeds])
+
+    return rollout
+
+
+def _leading_samples(job: CounterfactualJob) -> list[RolloutSample]:
+    """The stored samples 0 .. k - 1 of `job`, k the first index not stored (seeds are consecutive)."""
+    samples = []
+    for sample in job.samples.order_by("index"):
+        if sample.index != len(samples):
+            break
+        samples.append(sample)
+    return samples
+
+
+def maybe_finish_job(job: CounterfactualJob) -> bool:
+    """Finish `job` when all its samples are stored, or (with ε) when the 95 % interval of Δ over
+    its leading samples is narrower than ε. Returns whether it finished now."""
+    samples = _leading_samples(job)
+    if len(samples) < 2:
+        return False
+    if len(samples) < job.n_samples:
+        if job.epsilon is None:
+            return False
+        effect = paired_effect(_stored_rollout(samples), Intervention.from_dict(job.intervention), len(samples),
+                               job.seed)
+        if effect.width >= job.epsilon:
+            return False
+    return do_finish_job(job, len(samples))
+
+
+def do_finish_job(job: CounterfactualJob, n: int | None = None) -> bool:
+    """Mark `job` done and store its `Attribution`: paired leave-one-out Δ = E[R | h] - E[R | do(i)]
+    (webapp.core.credit.paired_effect) over its stored samples 0 .. n - 1 (default all), with
+    the backend's environment and this code's version. Only one caller finishes a job: returns
+    False when it was no longer queued or running."""
+    intervention = Intervention.from_dict(job.intervention)
+    with transaction.atomic():
+        finished = CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
+            status=CounterfactualJob.DONE, finished_at=timezone.now())
+        if not finished:
+            return False
+        samples = list(job.samples.order_by("index")[:n or job.n_samples])
+        effect = paired_effect(_stored_rollout(samples), intervention, len(samples), job.seed)
+        Attribution.objects.create(
+            trace=job.trace, job=job, target=", ".join(intervention.targets), intervention=job.intervention,
+            method=METHOD, estimate=effect.estimate, ci_low=effect.ci_low, ci_high=effect.ci_high,
+            n_rollouts=effect.n_rollouts, backend=job.backend_path, seed=job.seed,
+            environment=_backend(job).environment(), code_version=code_version())
+        _notify(job)
+    return True
+
+
+def do_fail_job(job: CounterfactualJob, reason: str) -> None:
+    """Mark an active `job` failed with `reason`; its stored samples stay (a retry reuses them)."""
+    with transaction.atomic():
+        if CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
+                status=CounterfactualJob.FAILED, error=reason[:2000], finished_at=timezone.now()):
+            _notify(job)
+
+
+def do_cancel_job(job: CounterfactualJob) -> CounterfactualJob:
+    """Cancel an active `job` (its queued chunks then do nothing); a finished job stays as it is."""
+    with transaction.atomic():
+        if CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
+                status=CounterfactualJob.CANCELLED, finished_at=timezone.now()):
+            _notify(job)
+    job.refresh_from_db()
+    return job
+
+
+def do_retry_job(job: CounterfactualJob) -> CounterfactualJob:
+    """Re-queue a failed or cancelled `job`: its stored samples are kept, its missing chunks enqueued."""
+    with transaction.atomic():
+        if CounterfactualJob.objects.filter(
+                pk=job.pk, status__in=(CounterfactualJob.FAILED, CounterfactualJob.CANCELLED)).update(
+                status=CounterfactualJob.QUEUED, error="", finished_at=None, heartbeat_at=timezone.now()):
+            job.refresh_from_db()
+            if not _enqueue_missing(job):
+                maybe_finish_job(job)
+            _notify(job)
+    job.refresh_from_db()
+    return job
+
+
+def reap_stale_jobs(max_age_s: float | None = None) -> list[int]:
+    """Re-queue the missing chunks of every queued or running job whose heartbeat is older than
+    `max_age_s` seconds (default SWARMSCOPE_JOB_STALE_S): its worker died or its task was lost.
+    The heartbeat is reset, so the next reaper waits for it again. Returns the re-queued job ids."""
+    cutoff = timezone.now() - timedelta(seconds=settings.SWARMSCOPE_JOB_STALE_S if max_age_s is None else max_age_s)
+    reaped = []
+    for job in CounterfactualJob.objects.filter(status__in=CounterfactualJob.ACTIVE, heartbeat_at__lt=cutoff):
+        with transaction.atomic():
+            # Conditional on the heartbeat read: of two reapers, one re-queues.
+            if CounterfactualJob.objects.filter(pk=job.pk, heartbeat_at=job.heartbeat_at).update(
+                    heartbeat_at=timezone.now()):
+                if not _enqueue_missing(job):
+                    maybe_finish_job(job)
+                reaped.append(job.pk)
+    return reaped
+
+
+def get_job_for(job_id: int, project_ids: list[int]) -> CounterfactualJob | None:
+    """The job if its trace is in one of `project_ids`, else None (unknown and foreign look the same)."""
+    return CounterfactualJob.objects.filter(pk=job_id, trace__project_id__in=project_ids).first()
+
+
+def list_attributions(trace: Trace):
+    """The trace's stored attributions, newest first."""
+    return Attribution.objects.filter(trace=trace).order_by("-created_at", "-id")
+
