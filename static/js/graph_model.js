@@ -30,6 +30,13 @@ export const DEFAULT_LOD_THRESHOLD = 5000;
 export const DEFAULT_MAX_LANES = 150;
 /** A collapsed lane splits the trace's extent (as of its first data) into this many bins. */
 export const BIN_COUNT = 100;
+/**
+ * The timeline draws at most about this many nodes: above it, the events of unfolded lanes are
+ * grouped into time (or step) bins too, of 2^level times the base bin width, the smallest level
+ * whose bins fit in the budget (half of it for a live trace: the other half is room to grow, and
+ * a live trace is re-binned at the next level only when it outgrows the budget). A bin that holds one event draws it.
+ */
+export const DEFAULT_NODE_BUDGET = 3000;
 
 const EMPTY_FILTERS = Object.freeze({
   types: null, // Set of event types to show; null = all
@@ -59,8 +66,9 @@ export class TraceModel {
    * @param {{lodThreshold?: number, maxLanes?: number, binCount?: number}} [options]
    */
   constructor({ lodThreshold = DEFAULT_LOD_THRESHOLD, maxLanes = DEFAULT_MAX_LANES,
-    binCount = BIN_COUNT } = {}) {
+    binCount = BIN_COUNT, nodeBudget = DEFAULT_NODE_BUDGET } = {}) {
     this.lodThreshold = lodThreshold;
+    this.nodeBudget = nodeBudget;
     this.maxLanes = maxLanes;
     this.binCount = binCount;
     this.reset();
@@ -105,6 +113,14 @@ export class TraceModel {
     this.filters = { ...EMPTY_FILTERS };
     this._viewVersion = 0;
     this._memo = new Map();
+    // Incremental derived state (see view() and criticalPath()).
+    this._arrivalOrder = []; // event ids in arrival order
+    this._rewrites = 0; // bumped when a known event changes (not a pure append)
+    this._orderRewrites = 0; // bumped when the time order changes other than by appending
+    this._structure = 0; // bumped by changes that invalidate the incremental view (lanes, labels, trace.live)
+    this._tEnd = -Infinity; // max t / t_end over events (exact while there are no rewrites)
+    this._views = new Map(); // mode -> incremental view state
+    this._cp = null; // incremental critical path state
   }
 
   // ---------------------------------------------------------------- protocol
@@ -150,6 +166,7 @@ export class TraceModel {
 
   _setTrace(trace, changes) {
     if (JSON.stringify(trace) === JSON.stringify(this.trace)) return;
+    if (Boolean(trace?.live) !== Boolean(this.trace?.live)) this._structure += 1;
     this.trace = trace;
     changes.trace = true;
     this.version += 1;
@@ -183,8 +200,10 @@ export class TraceModel {
       if (label.key === "mistake_step" && label.event_id != null) this._mistakeEvents.add(label.event_id);
       if (label.key === "mistake_agent") this._mistakeAgents.add(label.agent ?? String(label.value));
       changes.labels.push(label);
+      this._structure += 1;
     }
     if (this._lanes.size !== lanesBefore) changes.lanes = true;
+    if (changes.lanes || changes.agents.length) this._structure += 1;
     if (!this._lodCollapsed && this.events.size > this.lodThreshold) {
       this._lodCollapsed = true;
       this._autoCollapse();
@@ -292,20 +311,27 @@ export class TraceModel {
     const old = this.events.get(ev.id);
     this.events.set(ev.id, ev);
     this._searchCache.delete(ev.id);
-    if (finite(ev.t_end)) this._hasDurations = true;
+    if (finite(ev.t_end) && !this._hasDurations) {
+      this._hasDurations = true;
+      this._structure += 1;
+    }
+    this._tEnd = Math.max(this._tEnd, ev.t, finite(ev.t_end) ? ev.t_end : ev.t);
     changes.events.push(ev.id);
     if (old === undefined) {
       this._arrival.set(ev.id, this._arrival.size);
+      this._arrivalOrder.push(ev.id);
       this._lanes.get(ev.agent).events.push(ev.id);
       this._insertInTime(ev);
       return;
     }
+    this._rewrites += 1;
     if (old.agent !== ev.agent) {
       const list = this._lanes.get(old.agent).events;
       list.splice(list.indexOf(ev.id), 1);
       this._lanes.get(ev.agent).events.push(ev.id);
     }
     if (old.t !== ev.t) {
+      this._orderRewrites += 1;
       const at = this._timeOrder.indexOf(ev.id);
       this._timeOrder.splice(at, 1);
       this._stepValidTo = Math.min(this._stepValidTo, at);
@@ -328,6 +354,7 @@ export class TraceModel {
       if (before(order[mid])) lo = mid + 1;
       else hi = mid;
     }
+    if (lo < order.length) this._orderRewrites += 1;
     order.splice(lo, 0, ev.id);
     this._stepValidTo = Math.min(this._stepValidTo, lo);
   }
@@ -435,6 +462,7 @@ export class TraceModel {
   timeRange() {
     return this._memoise("timeRange", () => {
       if (this._timeOrder.length === 0) return [0, 0];
+      if (this._rewrites === 0) return [this.events.get(this._timeOrder[0]).t, this._tEnd];
       let end = -Infinity;
       for (const ev of this.events.values()) end = Math.max(end, finite(ev.t_end) ? ev.t_end : ev.t);
       return [this.events.get(this._timeOrder[0]).t, end];
@@ -596,71 +624,255 @@ export class TraceModel {
   /**
    * What the timeline draws, in natural units: `x` in seconds (`mode` "time") or steps
    * ("step"), `row` the lane's row. Event nodes are keyed by event id; bins by
-   * `bin:<lane>:<index>`. Edges of every type but `temporal` are drawn; an edge touching a bin
-   * is aggregated per (source node, target node, type) with `count`.
+   * `bin:<lane>:<index>` (`bin:<lane>:L<level>:<index>` for bins of unfolded lanes, see
+   * DEFAULT_NODE_BUDGET). Edges of every type but `temporal` are drawn; an edge touching a bin
+   * is aggregated per (source node, target node, type) with `count`. `nodeOf` maps each drawn
+   * event id to the node that shows it.
+   *
+   * Maintained incrementally: while only new events and edges arrive (appended, in known
+   * lanes, no filter or collapse change), they are added to the previous view (same object)
+   * and the keys they touched are reported by `takeViewChanges(mode)`.
    * @param {"time"|"step"} mode
-   * @returns {{nodes: Map<string, object>, edges: Map<string, object>, lanes: object[]}}
+   * @returns {{nodes: Map<string, object>, edges: Map<string, object>, lanes: object[],
+   *   nodeOf: Map<string, string>, budgeted: boolean, level: number}}
    */
   view(mode = "time") {
-    return this._memoise(`view:${mode}`, () => {
-      const lanes = this.lanes();
-      const rowOf = new Map(lanes.map((l) => [l.name, l.row]));
-      const display = this.displayLanes();
-      const critical = this.criticalPath();
-      const nodes = new Map();
-      const nodeOf = new Map(); // event id -> node key
-      const width = mode === "time" ? this._bins?.time ?? 1 : this._bins?.step ?? 1;
-      for (const ev of this.events.values()) {
-        const where = display.get(ev.agent);
-        if (!where || !this.passes(ev)) continue;
-        const x = mode === "time" ? ev.t : this.stepOf(ev.id);
-        const row = rowOf.get(where.lane);
-        if (!where.binned) {
-          nodes.set(ev.id, {
-            key: ev.id, kind: "event", eventId: ev.id, lane: where.lane, row, x, type: ev.type,
-            open: this.isOpen(ev), mistake: this._mistakeEvents.has(ev.id),
-            critical: critical.events.has(ev.id),
-          });
-          nodeOf.set(ev.id, ev.id);
-          continue;
-        }
-        const index = Math.floor(x / width);
-        const key = `bin:${where.lane}:${index}`;
-        let bin = nodes.get(key);
-        if (!bin) {
-          bin = {
-            key, kind: "bin", lane: where.lane, row, x: (index + 0.5) * width, count: 0,
-            types: {}, type: ev.type, open: false, mistake: false, critical: false, eventIds: [],
-          };
-          nodes.set(key, bin);
-        }
-        bin.count += 1;
-        bin.eventIds.push(ev.id);
-        bin.types[ev.type] = (bin.types[ev.type] ?? 0) + 1;
-        if (bin.types[ev.type] > bin.types[bin.type]) bin.type = ev.type;
-        bin.mistake ||= this._mistakeEvents.has(ev.id);
-        bin.critical ||= critical.events.has(ev.id);
-        nodeOf.set(ev.id, key);
+    let state = this._views.get(mode);
+    const stamp = `${this._viewVersion}:${this._structure}:${this._rewrites}`
+      + `:${mode === "step" ? this._orderRewrites : 0}`;
+    if (!state || state.stamp !== stamp || !this._extendView(state)) {
+      state = this._buildView(mode, stamp, state ? Math.max(0, state.level) : 0);
+      this._views.set(mode, state);
+    }
+    if (state.version !== this.version) {
+      state.version = this.version;
+      state.view.lanes = this.lanes();
+    }
+    return state.view;
+  }
+
+  /**
+   * What changed in `view(mode)` since the last call: `{full, nodes, edges}`; `full` when the
+   * view was rebuilt (every key may have changed), else the sets of node and edge keys added,
+   * changed or removed (a key absent from the view was removed).
+   */
+  takeViewChanges(mode = "time") {
+    const state = this._views.get(mode);
+    if (!state) return { full: true, nodes: new Set(), edges: new Set() };
+    const changes = state.changes;
+    state.changes = { full: false, nodes: new Set(), edges: new Set() };
+    return changes;
+  }
+
+  /**
+   * Build the view of `mode` from scratch; `minLevel` keeps a live trace's bins from shrinking.
+   * `exactLevel` (tests) bins at that level.
+   */
+  _buildView(mode, stamp, minLevel, exactLevel = undefined) {
+    const lanes = this.lanes();
+    const display = this.displayLanes();
+    const rowOf = new Map(lanes.map((l) => [l.name, l.row]));
+    const baseWidth = mode === "time" ? this._bins?.time ?? 1 : this._bins?.step ?? 1;
+    // Nodes at the lanes' own level of detail: unbinned events plus collapsed lanes' bins.
+    let single = 0;
+    const binKeys = new Set();
+    for (const ev of this.events.values()) {
+      const where = display.get(ev.agent);
+      if (!where || !this.passes(ev)) continue;
+      if (!where.binned) single += 1;
+      else binKeys.add(`${where.lane}:${Math.floor(this._x(mode, ev) / baseWidth)}`);
+    }
+    let level = -1; // -1: no budget binning
+    if (single + binKeys.size > this.nodeBudget) {
+      level = minLevel;
+      // A live trace keeps half the budget as room to grow (fewer re-binnings).
+      const target = this.trace?.live ? this.nodeBudget / 2 : this.nodeBudget;
+      while (level < 60 && this._binEstimate(mode, lanes.length, baseWidth * 2 ** level) > target) level += 1;
+    }
+    if (exactLevel !== undefined) level = exactLevel;
+    const state = {
+      mode, stamp, level, version: -1, display, rowOf, baseWidth,
+      width: level < 0 ? baseWidth : baseWidth * 2 ** level,
+      bins: new Map(), // bin key -> bin record (drawn as a bin, or as its one event)
+      edgeOf: new Map(), // model edge -> view edge key it counts in
+      eventCursor: 0, edgeCursor: 0, critical: null,
+      changes: { full: true, nodes: new Set(), edges: new Set() },
+      view: { nodes: new Map(), edges: new Map(), lanes, nodeOf: new Map(), budgeted: level >= 0, level },
+    };
+    state.critical = this.criticalPath();
+    this._extendView(state, true);
+    state.changes = { full: true, nodes: new Set(), edges: new Set() };
+    return state;
+  }
+
+  _x(mode, ev) {
+    return mode === "time" ? ev.t : this.stepOf(ev.id);
+  }
+
+  /** Upper bound of the bins of width `width` that `rows` lanes need over the whole extent. */
+  _binEstimate(mode, rows, width) {
+    const [x0, x1] = mode === "time" ? this.timeRange() : [0, Math.max(0, this.eventCount - 1)];
+    return rows * (Math.floor(x1 / width) - Math.floor(x0 / width) + 1);
+  }
+
+  /**
+   * Add the events and edges that arrived since `state` was last brought up to date, and the
+   * critical path's changes. Returns false when the view must be rebuilt instead (it outgrew
+   * the node budget).
+   */
+  _extendView(state, building = false) {
+    const { view } = state;
+    const touchedEvents = [];
+    const order = this._arrivalOrder;
+    for (; state.eventCursor < order.length; state.eventCursor += 1) {
+      const id = order[state.eventCursor];
+      if (this._placeEvent(state, this.events.get(id))) touchedEvents.push(id);
+    }
+    // Outgrew the budget: rebuild (at a coarser bin level when already binning).
+    if (!building && view.nodes.size > this.nodeBudget) return false;
+    const edges = this.edges;
+    for (; state.edgeCursor < edges.length; state.edgeCursor += 1) {
+      const e = edges[state.edgeCursor];
+      if (!state.edgeOf.has(e)) this._placeEdge(state, e);
+    }
+    // Edges that reached an event before it arrived.
+    for (const id of touchedEvents) {
+      for (const e of this._in.get(id) ?? []) if (!state.edgeOf.has(e)) this._placeEdge(state, e);
+      for (const e of this._out.get(id) ?? []) if (!state.edgeOf.has(e)) this._placeEdge(state, e);
+    }
+    this._updateCritical(state);
+    return true;
+  }
+
+  /** Put event `ev` into the view (its own node, or a bin). Returns true when it is drawn. */
+  _placeEvent(state, ev) {
+    const where = state.display.get(ev.agent);
+    if (!where || !this.passes(ev)) return false;
+    const { view } = state;
+    const x = this._x(state.mode, ev);
+    const row = state.rowOf.get(where.lane);
+    const critical = state.critical?.events.has(ev.id) ?? false;
+    const mistake = this._mistakeEvents.has(ev.id);
+    if (!where.binned && state.level < 0) {
+      view.nodes.set(ev.id, this._eventNode(ev, where.lane, row, x, critical));
+      view.nodeOf.set(ev.id, ev.id);
+      state.changes.nodes.add(ev.id);
+      return true;
+    }
+    const width = where.binned && state.level < 0 ? state.baseWidth : state.width;
+    const index = Math.floor(x / width);
+    const key = state.level < 0 ? `bin:${where.lane}:${index}` : `bin:${where.lane}:L${state.level}:${index}`;
+    let bin = state.bins.get(key);
+    if (!bin) {
+      bin = {
+        key, kind: "bin", lane: where.lane, row, x: (index + 0.5) * width, count: 0,
+        types: {}, type: ev.type, open: false, mistake: false, critical: false, eventIds: [],
+        folded: where.binned,
+      };
+      state.bins.set(key, bin);
+    }
+    bin.count += 1;
+    bin.eventIds.push(ev.id);
+    bin.types[ev.type] = (bin.types[ev.type] ?? 0) + 1;
+    if (bin.types[ev.type] > bin.types[bin.type]) bin.type = ev.type;
+    bin.mistake ||= mistake;
+    bin.critical ||= critical;
+    if (!bin.folded && bin.count === 1) {
+      // An unfolded lane's bin of one event draws the event itself.
+      view.nodes.set(ev.id, this._eventNode(ev, where.lane, row, x, critical));
+      view.nodeOf.set(ev.id, ev.id);
+      state.changes.nodes.add(ev.id);
+      return true;
+    }
+    if (!bin.folded && bin.count === 2) {
+      // Its second event: the first one's node becomes the bin (and its edges follow).
+      const first = bin.eventIds[0];
+      view.nodes.delete(first);
+      state.changes.nodes.add(first);
+      view.nodes.set(key, bin);
+      view.nodeOf.set(first, key);
+      this._replaceEdgesOf(state, first);
+    } else if (!view.nodes.has(key)) view.nodes.set(key, bin);
+    view.nodeOf.set(ev.id, key);
+    state.changes.nodes.add(key);
+    return true;
+  }
+
+  _eventNode(ev, lane, row, x, critical) {
+    return {
+      key: ev.id, kind: "event", eventId: ev.id, lane, row, x, type: ev.type,
+      open: this.isOpen(ev), mistake: this._mistakeEvents.has(ev.id), critical,
+    };
+  }
+
+  /** Count model edge `e` into the view edge between the nodes that show its events. */
+  _placeEdge(state, e) {
+    if (!isDependency(e)) return;
+    const { view } = state;
+    const source = view.nodeOf.get(e.src);
+    const target = view.nodeOf.get(e.dst);
+    if (source === undefined || target === undefined || source === target) return;
+    const aggregated = view.nodes.get(source).kind === "bin" || view.nodes.get(target).kind === "bin";
+    const key = aggregated ? `agg:${e.type}:${source}->${target}` : edgeKey(e);
+    const edge = view.edges.get(key);
+    if (edge) edge.count += 1;
+    else {
+      view.edges.set(key, {
+        key, source, target, type: e.type, count: 1, aggregated,
+        critical: !aggregated && (state.critical?.edges.has(`${e.src}\u0000${e.dst}`) ?? false),
+      });
+    }
+    state.edgeOf.set(e, key);
+    state.changes.edges.add(key);
+  }
+
+  /** Take model edge `e` out of the view edge it counts in. */
+  _unplaceEdge(state, e) {
+    const key = state.edgeOf.get(e);
+    if (key === undefined) return;
+    state.edgeOf.delete(e);
+    const edge = state.view.edges.get(key);
+    edge.count -= 1;
+    if (edge.count === 0) state.view.edges.delete(key);
+    state.changes.edges.add(key);
+  }
+
+  /** Re-count the (counted) edges of event `id`: its node changed. */
+  _replaceEdgesOf(state, id) {
+    const edges = [...(this._in.get(id) ?? []), ...(this._out.get(id) ?? [])].filter((e) => state.edgeOf.has(e));
+    for (const e of edges) this._unplaceEdge(state, e);
+    for (const e of edges) this._placeEdge(state, e);
+  }
+
+  /** Bring the nodes' and edges' `critical` flags in line with the current critical path. */
+  _updateCritical(state) {
+    const cp = this.criticalPath();
+    const old = state.critical;
+    state.critical = cp;
+    if (old === cp || old === null) return;
+    const { view } = state;
+    const nodes = new Set();
+    for (const id of cp.events) if (!old.events.has(id)) nodes.add(view.nodeOf.get(id));
+    for (const id of old.events) if (!cp.events.has(id)) nodes.add(view.nodeOf.get(id));
+    for (const key of nodes) {
+      const node = key === undefined ? undefined : view.nodes.get(key);
+      if (!node) continue;
+      node.critical = node.kind === "event" ? cp.events.has(node.eventId) : node.eventIds.some((id) => cp.events.has(id));
+      state.changes.nodes.add(key);
+    }
+    const flip = (pair) => {
+      const [src, dst] = pair.split("\u0000");
+      for (const e of this._out.get(src) ?? []) {
+        if (e.dst !== dst) continue;
+        const key = state.edgeOf.get(e);
+        const edge = key === undefined ? undefined : view.edges.get(key);
+        if (!edge || edge.aggregated) continue;
+        edge.critical = cp.edges.has(pair);
+        state.changes.edges.add(key);
       }
-      const edges = new Map();
-      for (const e of this.edges) {
-        if (!isDependency(e)) continue;
-        const source = nodeOf.get(e.src);
-        const target = nodeOf.get(e.dst);
-        if (source === undefined || target === undefined || source === target) continue;
-        const aggregated = nodes.get(source).kind === "bin" || nodes.get(target).kind === "bin";
-        const key = aggregated ? `agg:${e.type}:${source}->${target}` : edgeKey(e);
-        const edge = edges.get(key);
-        if (edge) edge.count += 1;
-        else {
-          edges.set(key, {
-            key, source, target, type: e.type, count: 1, aggregated,
-            critical: !aggregated && critical.edges.has(`${e.src}\u0000${e.dst}`),
-          });
-        }
-      }
-      return { nodes, edges, lanes };
-    });
+    };
+    for (const pair of cp.edges) if (!old.edges.has(pair)) flip(pair);
+    for (const pair of old.edges) if (!cp.edges.has(pair)) flip(pair);
   }
 
   /**
@@ -707,15 +919,33 @@ export class TraceModel {
    */
   criticalPath() {
     return this._memoise("critical", () => {
+      // Incremental while events only append to the time order and no known event or edge
+      // target changed: extend the longest-path table with the new events.
+      let cp = this._cp;
+      if (cp && (cp.rewrites !== this._rewrites || cp.orderRewrites !== this._orderRewrites
+        || cp.byDuration !== this._hasDurations)) cp = null;
+      if (cp) {
+        for (let i = cp.edgeCursor; i < this.edges.length; i += 1) {
+          if (cp.dist.has(this.edges[i].dst)) { cp = null; break; }
+        }
+      }
+      if (!cp) {
+        cp = {
+          dist: new Map(), prev: new Map(), lastOfAgent: new Map(), best: null, done: 0,
+          edgeCursor: 0, byDuration: this._hasDurations,
+        };
+      }
+      cp.rewrites = this._rewrites;
+      cp.orderRewrites = this._orderRewrites;
+      cp.edgeCursor = this.edges.length;
+      this._cp = cp;
       const order = this._timeOrder;
-      const byDuration = this._hasDurations;
+      const byDuration = cp.byDuration;
       const weight = (ev) => (byDuration ? Math.max(0, finite(ev.t_end) ? ev.t_end - ev.t : 0) : 1);
-      const dist = new Map();
-      const prev = new Map();
-      const lastOfAgent = new Map();
-      let best = null;
+      const { dist, prev, lastOfAgent } = cp;
       this._refreshSteps();
-      for (const id of order) {
+      for (; cp.done < order.length; cp.done += 1) {
+        const id = order[cp.done];
         const ev = this.events.get(id);
         let bestPred = null;
         let bestDist = 0;
@@ -734,8 +964,9 @@ export class TraceModel {
         dist.set(id, bestDist + weight(ev));
         prev.set(id, bestPred);
         lastOfAgent.set(ev.agent, id);
-        if (best === null || dist.get(id) > dist.get(best)) best = id;
+        if (cp.best === null || dist.get(id) > dist.get(cp.best)) cp.best = id;
       }
+      const best = cp.best;
       const ids = [];
       for (let cur = best; cur !== null; cur = prev.get(cur)) ids.push(cur);
       ids.reverse();

@@ -74,6 +74,50 @@ export function syncGraph(graph, nodes, edges, bulkAbove = BULK_CHANGES) {
   return { graph, changes };
 }
 
+/**
+ * Apply a known set of changes to `graph` in place: `nodes` / `edges` map keys to their
+ * wanted attributes (edges: `{source, target, attributes}`), or to null for items to drop.
+ * Unchanged attributes are left alone; edges whose endpoints are missing are skipped.
+ * @returns {number} how many items changed
+ */
+export function applyChanges(graph, nodes, edges) {
+  let changes = 0;
+  for (const [key, edge] of edges) {
+    if (edge === null && graph.hasEdge(key)) {
+      graph.dropEdge(key);
+      changes += 1;
+    }
+  }
+  for (const [key, attributes] of nodes) {
+    if (attributes === null) {
+      if (graph.hasNode(key)) {
+        graph.dropNode(key);
+        changes += 1;
+      }
+    } else if (!graph.hasNode(key)) {
+      graph.addNode(key, attributes);
+      changes += 1;
+    } else if (!sameAttributes(graph.getNodeAttributes(key), attributes)) {
+      graph.replaceNodeAttributes(key, attributes);
+      changes += 1;
+    }
+  }
+  for (const [key, edge] of edges) {
+    if (edge === null) continue;
+    const { source, target, attributes } = edge;
+    if (graph.hasEdge(key)) {
+      if (!sameAttributes(graph.getEdgeAttributes(key), attributes)) {
+        graph.replaceEdgeAttributes(key, attributes);
+        changes += 1;
+      }
+    } else if (graph.hasNode(source) && graph.hasNode(target)) {
+      graph.addDirectedEdgeWithKey(key, source, target, attributes);
+      changes += 1;
+    }
+  }
+  return changes;
+}
+
 /** Keep `node` of `sigma` in view: pan the camera to it when it is off screen. */
 export function panTo(sigma, node) {
   const data = sigma.getNodeDisplayData(node);

@@ -10,11 +10,13 @@
 
 import { formatSeconds } from "./format.js";
 import { eventColor, edgeColor, MARK_COLORS, fade } from "./palette.js";
-import { createGraph, panTo, syncGraph, vendor } from "./sigma_sync.js";
+import { applyChanges, createGraph, panTo, syncGraph, vendor } from "./sigma_sync.js";
 
 /** When fitted, a lane is at most this many pixels tall. */
 const MAX_LANE_PX = 34;
 const EVENT_SIZE = 4;
+/** When a live trace outgrows its x scale, the new scale fits this many times its extent. */
+const GROWTH_HEADROOM = 1.5;
 
 /**
  * "Nice" axis ticks (1, 2 or 5 times a power of ten) covering [min, max].
@@ -64,14 +66,54 @@ export class Timeline {
     this._selectedKey = null; // the drawn node showing the selected event
     this._bboxSignature = "";
     this._scaledSpan = 0;
+    this._view = null;
+    this._drawnView = null; // the view object the graph was last fully synced to
+    this._drawnCritical = true;
   }
 
-  /** Bring the drawing in line with the model (only what changed reaches sigma). */
+  /**
+   * Bring the drawing in line with the model. Only what changed reaches sigma: after a live
+   * delta, the nodes and edges the model reports as changed (`takeViewChanges`); after a
+   * rebuild of the view, a re-scale or a display option change, every node is compared.
+   */
   render() {
     const view = this.model.view(this.mode);
+    const changes = this.model.takeViewChanges(this.mode);
     this._viewNodes = view.nodes;
+    this._view = view;
+    const selectedBefore = this._selectedKey;
     this._selectedKey = this.selectedEvent === null ? null : this._nodeKeyOf(this.selectedEvent);
-    if (this.kx === null || (!this.userMoved && this._outgrown(view))) this.kx = this._scale(view);
+    let full = changes.full || view !== this._drawnView || this.showCritical !== this._drawnCritical;
+    if (this.kx === null) {
+      this.kx = this._scale(view);
+      full = true;
+    } else if (!this.userMoved && this._outgrown(view)) {
+      // A growing (live) trace: re-scale with room to grow, so that it is rarely re-scaled
+      // (each re-scale moves every node on screen).
+      this.kx = this._scale(view, GROWTH_HEADROOM);
+      full = true;
+    }
+    if (full) this._syncAll(view);
+    else {
+      if (selectedBefore !== this._selectedKey) {
+        for (const key of [selectedBefore, this._selectedKey]) {
+          if (key === null) continue;
+          changes.nodes.add(key);
+          if (this.graph.hasNode(key)) for (const edge of this.graph.edges(key)) changes.edges.add(edge);
+        }
+      }
+      this._syncChanged(view, changes);
+    }
+    this._drawnView = view;
+    this._drawnCritical = this.showCritical;
+    this._renderLanes(view.lanes);
+    if (!this.sigma) this._mount();
+    else if (!this.userMoved) this._frame(view, false);
+    this._scheduleOverlay();
+  }
+
+  /** Compare every node and edge of `view` with the graph (rebuilding it past BULK_CHANGES). */
+  _syncAll(view) {
     const nodes = new Map();
     for (const n of view.nodes.values()) nodes.set(n.key, this._nodeAttributes(n));
     const edges = new Map();
@@ -83,10 +125,22 @@ export class Timeline {
       this.graph = graph;
       this.sigma?.setGraph(graph);
     }
-    this._renderLanes(view.lanes);
-    if (!this.sigma) this._mount();
-    else if (!this.userMoved) this._frame(view, false);
-    this._scheduleOverlay();
+  }
+
+  /** Update only the nodes and edges whose keys are in `changes` (absent from the view: dropped). */
+  _syncChanged(view, changes) {
+    const nodes = new Map();
+    for (const key of changes.nodes) {
+      const n = view.nodes.get(key);
+      nodes.set(key, n === undefined ? null : this._nodeAttributes(n));
+    }
+    const edges = new Map();
+    for (const key of changes.edges) {
+      const e = view.edges.get(key);
+      edges.set(key, e === undefined ? null
+        : { source: e.source, target: e.target, attributes: this._edgeAttributes(e) });
+    }
+    applyChanges(this.graph, nodes, edges);
   }
 
   /** Switch the x axis between "time" and "step"; everything is laid out again. */
@@ -130,18 +184,16 @@ export class Timeline {
 
   /** The drawn node that shows event `id`: itself, or the bin it is folded into. */
   _nodeKeyOf(id) {
-    if (this._viewNodes.has(id)) return id;
-    for (const n of this._viewNodes.values()) if (n.kind === "bin" && n.eventIds.includes(id)) return n.key;
-    return null;
+    return this._view?.nodeOf.get(id) ?? null;
   }
 
   /** x scale so that, fitted, the trace fills the width and lanes fill the height. */
-  _scale(view) {
+  _scale(view, headroom = 1) {
     const [x0, x1] = this._xExtent(view);
     const { width, height } = this._size();
     const rows = Math.max(view.lanes.length, height / MAX_LANE_PX);
-    this._scaledSpan = x1 - x0;
-    return x1 > x0 ? (width / height) * rows / (x1 - x0) : 1;
+    this._scaledSpan = (x1 - x0) * headroom;
+    return x1 > x0 ? (width / height) * rows / this._scaledSpan : 1;
   }
 
   /**
@@ -233,8 +285,9 @@ export class Timeline {
    */
   eventClientPoint(id) {
     if (!this.sigma) return null;
-    for (const [key, node] of this._viewNodes) {
-      if (node.kind !== "event" || node.eventId !== id || !this.graph.hasNode(key)) continue;
+    const key = this._nodeKeyOf(id);
+    const node = key === null ? undefined : this._viewNodes.get(key);
+    if (node && node.kind === "event" && this.graph.hasNode(key)) {
       const { x, y } = this.graph.getNodeAttributes(key);
       const point = this.sigma.graphToViewport({ x, y });
       const box = this.canvas.getBoundingClientRect();

@@ -303,3 +303,121 @@ test("agent records without a parent are nested under the agent whose spawn even
     "a later spawn event moves the parentless lane under its spawner");
   assert.equal(model.parentOf("w2"), "w1");
 });
+
+/** A live stream in the shape of bench/bench_live.py: `n` events from `first`, over `agents` agents. */
+function liveDelta(seq, first, n, { agents = 20, rate = 1000 } = {}) {
+  const events = [];
+  const edges = [];
+  for (let k = first; k < first + n; k += 1) {
+    const [group, kind] = [Math.floor(k / 4), k % 4];
+    const agent = `worker-${(group + Math.max(0, kind - 1)) % agents}`;
+    const type = kind === 0 ? "tool_call" : kind === 1 ? "tool_result" : "message";
+    events.push({ id: `e${k}`, t: k / rate, agent, type });
+    if (kind === 1 && k - 1 >= first) edges.push({ src: `e${k - 1}`, dst: `e${k}`, type: "tool_dependency" });
+    if (kind === 2) edges.push({ src: `e${k - 2}`, dst: `e${k}`, type: "message" });
+  }
+  return { type: "delta", seq, events, edges };
+}
+
+/** Plain copies of a view's nodes and edges, for deep comparison. */
+const plain = (view) => ({
+  nodes: [...view.nodes.values()].map((n) => ({ ...n, eventIds: n.eventIds && [...n.eventIds].sort() }))
+    .sort((a, b) => (a.key < b.key ? -1 : 1)),
+  edges: [...view.edges.values()].map((e) => ({ ...e })).sort((a, b) => (a.key < b.key ? -1 : 1)),
+});
+
+test("node budget: a flat trace past the budget draws events of unfolded lanes in time bins", () => {
+  const model = new TraceModel({ nodeBudget: 400 });
+  model.applySnapshot({ type: "snapshot", seq: 0, trace: { live: true }, agents: [], events: [], edges: [], labels: [] });
+  model.applyDelta(liveDelta(1, 0, 50));
+  const small = model.view("time");
+  assert.equal(small.budgeted, false);
+  assert.equal(small.nodes.size, 50, "under the budget every event is a node");
+  for (let i = 1; i < 40; i += 1) model.applyDelta(liveDelta(i + 1, i * 50, 50));
+  const view = model.view("time");
+  assert.equal(view.budgeted, true);
+  assert.ok(view.nodes.size <= 400, `${view.nodes.size} nodes`);
+  assert.equal(view.lanes.length, 20, "no lane is folded");
+  const drawn = [...view.nodes.values()].reduce((n, node) => n + (node.count ?? 1), 0);
+  assert.equal(drawn, 2000, "every event is drawn, alone or in a bin");
+  for (const [id, key] of view.nodeOf) {
+    const node = view.nodes.get(key);
+    assert.ok(node.kind === "event" ? node.eventId === id : node.eventIds.includes(id));
+  }
+  // Selection and stepping are unaffected; an event inside a bin maps to its bin.
+  assert.equal(model.stepFrom("e10", 1), "e11");
+  assert.ok(view.nodeOf.get("e10").startsWith("bin:"));
+});
+
+test("node budget: single events stay events where they fit", () => {
+  const model = new TraceModel({ nodeBudget: 20 });
+  const events = [];
+  for (let i = 0; i < 30; i += 1) events.push({ id: `x${i}`, t: i < 25 ? i / 100 : (i - 24) * 1000, agent: "a", type: "message" });
+  model.applySnapshot({ type: "snapshot", seq: 1, trace: {}, agents: [], events, edges: [], labels: [] });
+  const view = model.view("time");
+  assert.equal(view.budgeted, true);
+  assert.equal(view.nodes.get("x29").kind, "event", "a lone late event is drawn as itself");
+  assert.equal(view.nodes.get(view.nodeOf.get("x0")).count, 25);
+});
+
+test("incremental view: deltas update the same view object and report only what changed", () => {
+  const model = new TraceModel({ nodeBudget: 600 });
+  model.applySnapshot({ type: "snapshot", seq: 0, trace: { live: true }, agents: [], events: [], edges: [], labels: [] });
+  model.applyDelta(liveDelta(1, 0, 50));
+  for (const mode of ["time", "step"]) {
+    model.view(mode);
+    assert.equal(model.takeViewChanges(mode).full, true);
+  }
+  let seq = 1;
+  let rebuilds = 0;
+  for (let first = 50; first < 4000; first += 50) {
+    seq += 1;
+    const before = model.view("time");
+    const beforeLevel = before.level;
+    model.applyDelta(liveDelta(seq, first, 50));
+    const view = model.view("time");
+    model.view("step");
+    const changes = model.takeViewChanges("time");
+    model.takeViewChanges("step");
+    if (view === before) {
+      assert.equal(changes.full, false);
+      assert.ok(changes.nodes.size <= 60, `${changes.nodes.size} nodes changed by a delta of 50 events`);
+    } else {
+      assert.equal(changes.full, true, "a rebuild is reported as full");
+      assert.ok(view.level >= beforeLevel, "bins never get finer while streaming");
+      rebuilds += 1;
+    }
+    assert.ok(view.nodes.size <= 600);
+  }
+  assert.ok(rebuilds <= 6, `${rebuilds} rebuilds over 79 deltas`);
+  for (const mode of ["time", "step"]) {
+    const view = model.view(mode);
+    const rebuilt = model._buildView(mode, "", 0, view.level).view;
+    assert.deepEqual(plain(view), plain(rebuilt), `${mode}: incremental = rebuilt`);
+  }
+  // The critical path maintained incrementally equals one computed from scratch.
+  const fresh = new TraceModel({ nodeBudget: 600 });
+  fresh.applySnapshot({ type: "snapshot", seq: 0, trace: { live: true }, agents: [], events: [...model.events.values()],
+    edges: model.edges, labels: [] });
+  assert.deepEqual(model.criticalPath().ids, fresh.criticalPath().ids);
+  assert.deepEqual(model.timeRange(), fresh.timeRange());
+});
+
+test("incremental view: an edge that arrives before its event, and a mistake label", () => {
+  const model = new TraceModel();
+  model.applySnapshot(smallSnapshot());
+  model.view("time");
+  model.takeViewChanges("time");
+  model.applyDelta({ type: "delta", seq: 2, events: [], edges: [{ src: "o4", dst: "late", type: "causal" }] });
+  model.view("time");
+  model.applyDelta({ type: "delta", seq: 3, events: [{ id: "late", t: 8, t_end: 9, type: "return", agent: "b" }] });
+  const view = model.view("time");
+  const changes = model.takeViewChanges("time");
+  assert.equal(changes.full, false);
+  assert.ok(changes.nodes.has("late"));
+  assert.ok(view.edges.has("o4\u0000late\u0000causal"));
+  assert.ok(changes.edges.has("o4\u0000late\u0000causal"));
+  model.applyDelta({ type: "delta", seq: 4, labels: [{ key: "mistake_step", event_id: "late", value: "8" }] });
+  assert.equal(model.view("time").nodes.get("late").mistake, true);
+  assert.equal(model.takeViewChanges("time").full, true);
+});
