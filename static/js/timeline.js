@@ -9,6 +9,7 @@
  */
 
 import { formatSeconds } from "./format.js";
+import { creditColor } from "./attribution.js";
 import { eventColor, edgeColor, MARK_COLORS, fade } from "./palette.js";
 import { applyChanges, createGraph, panTo, syncGraph, vendor } from "./sigma_sync.js";
 
@@ -69,6 +70,9 @@ export class Timeline {
     this._view = null;
     this._drawnView = null; // the view object the graph was last fully synced to
     this._drawnCritical = true;
+    /** event id -> credit in [-1, 1] ("Attribute this trace"): colours and sizes those events. */
+    this.credit = new Map();
+    this._drawnCredit = this.credit;
   }
 
   /**
@@ -83,7 +87,8 @@ export class Timeline {
     this._view = view;
     const selectedBefore = this._selectedKey;
     this._selectedKey = this.selectedEvent === null ? null : this._nodeKeyOf(this.selectedEvent);
-    let full = changes.full || view !== this._drawnView || this.showCritical !== this._drawnCritical;
+    let full = changes.full || view !== this._drawnView || this.showCritical !== this._drawnCritical
+      || this.credit !== this._drawnCredit;
     if (this.kx === null) {
       this.kx = this._scale(view);
       full = true;
@@ -106,6 +111,7 @@ export class Timeline {
     }
     this._drawnView = view;
     this._drawnCritical = this.showCritical;
+    this._drawnCredit = this.credit;
     this._renderLanes(view.lanes);
     if (!this.sigma) this._mount();
     else if (!this.userMoved) this._frame(view, false);
@@ -153,6 +159,12 @@ export class Timeline {
   /** Highlight the critical path or not. */
   setShowCritical(show) {
     this.showCritical = show;
+    this.render();
+  }
+
+  /** Paint events by credit: `credit` maps event id -> credit in [-1, 1] (a new Map each time). */
+  setCredit(credit) {
+    this.credit = credit;
     this.render();
   }
 
@@ -313,8 +325,10 @@ export class Timeline {
     const color = eventColor(n.type);
     const selected = n.key === this._selectedKey;
     let size = n.kind === "bin" ? Math.min(7, EVENT_SIZE + 0.6 * Math.log2(n.count)) : EVENT_SIZE;
-    let fill = color;
-    let borderColor = color;
+    const credit = n.kind === "event" ? this.credit.get(n.eventId) : undefined;
+    if (credit !== undefined) size *= 1 + Math.abs(credit);
+    let fill = credit === undefined ? color : creditColor(credit);
+    let borderColor = fill;
     let borderSize = 0;
     let zIndex = 0;
     if (n.open) {

@@ -16,6 +16,7 @@
  */
 
 import { AgentGraph } from "./agent_graph.js";
+import { AttributionPanel } from "./attribution.js";
 import { Counterfactual } from "./counterfactual.js";
 import { FiltersPanel } from "./filters.js";
 import { formatNumber } from "./format.js";
@@ -74,6 +75,11 @@ class TracePage {
     this.counterfactual = new Counterfactual(part("counterfactual-panel"), {
       traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"),
     });
+    this.attribution = new AttributionPanel(part("attribution-panel"), {
+      traceId: app.dataset.traceId,
+      onSelectEvent: (id) => this.selectEvent(id),
+      onCredit: (credit) => this.timeline.setCredit(credit),
+    });
     this.inspector = new Inspector(part("inspector"), {
       model: this.model,
       eventActions: (ev) => this.counterfactual.actionsFor(ev),
@@ -95,6 +101,7 @@ class TracePage {
     const { wsUrl, snapshotUrl } = this.app.dataset;
     document.addEventListener("keydown", (e) => this.onKey(e));
     this.app.querySelector('[data-action="fit-timeline"]')?.addEventListener("click", () => this.timeline.fit());
+    this.app.querySelector('[data-action="attribute"]')?.addEventListener("click", () => this.attribution.open());
     this.app.querySelector('[data-action="fit-graph"]')?.addEventListener("click", () => this.agentGraph.fit());
     this.app.querySelector('[data-action="size-by"]')?.addEventListener("change", (e) => this.agentGraph.setSizeBy(e.target.value));
     // The snapshot comes over HTTP when there is a URL for it (one request, no size limit);
@@ -141,7 +148,8 @@ class TracePage {
       return;
     }
     if (msg.type === "job") {
-      this.counterfactual.handleJob(msg.job);
+      if (msg.job.kind === "attribution") this.attribution.handleJob(msg.job);
+      else this.counterfactual.handleJob(msg.job);
       return;
     }
     if (msg.type === "snapshot") {

@@ -59,3 +59,41 @@ def test_what_if_removed_runs_32_samples_and_opens_the_branch(app, page, rollout
     page.get_by_test_id("open-branch").click()
     page.wait_for_url(f"{app.url}/traces/compare/?left={trace_id}&right=*")
     assert "remove(event:" in page.content()
+
+
+def test_attribute_this_trace_ranks_the_messages_and_paints_the_timeline(app, page, rollout_worker, tmp_path):
+    case = pivot12_case(0)
+    path = tmp_path / "swarmsim-pivot-12-0-attribution.json"
+    document = case.episode.trace.to_dict()
+    document["source_id"] = f"{document.get('source_id')}-attribution"
+    path.write_text(json.dumps(document))
+    trace_id = app.import_files(path)[path.name]
+    pivotal = next(f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds)
+                   if k == "pivotal")
+    open_trace(page, app, trace_id)
+    page.get_by_test_id("attribute").click()
+    panel = page.get_by_test_id("attribution-panel")
+    assert panel.is_visible()
+    assert page.evaluate("document.activeElement.name") == "method"
+    page.keyboard.press("Tab")  # to the budget: 32 seeds of 12 messages and the shared control
+    page.keyboard.press("Control+a")
+    page.keyboard.type(str(13 * 32))
+    page.keyboard.press("Enter")
+    table = page.get_by_test_id("attribution-table")
+    try:
+        table.wait_for(timeout=60_000)
+    except Exception:
+        pytest.fail("no attribution table:\n" + rollout_worker[1].read_text()[-3000:])
+    assert page.get_by_test_id("attribution-status").get_attribute("data-status") == "done"
+    assert page.get_by_test_id("attribution-progress").evaluate("p => [p.value, p.max]") == [32, 32]
+    rows = page.get_by_test_id("attribution-row")
+    assert rows.count() == 12
+    assert rows.first.get_attribute("data-target") == f"event:{pivotal}"
+    assert page.get_by_test_id("credit-legend").is_visible()
+    rows.nth(1).click()
+    assert page.evaluate("document.body.dataset.selected") == rows.nth(1).get_attribute("data-target")[len("event:"):]
+    rows.first.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"document.body.dataset.selected === {json.dumps(pivotal)}")
+    listed = app.api(f"/api/traces/{trace_id}/attributions/")["results"]
+    assert len(listed) == 12 and {a["method"] for a in listed} == {"paired_loo"}

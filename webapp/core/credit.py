@@ -101,6 +101,13 @@ def _attribution(target: str, method: str, values: np.ndarray, n_rollouts: int) 
     return Attribution(target, method, float(mean), float(mean - half), float(mean + half), n_rollouts, values)
 
 
+def from_samples(target: str, method: str, values: np.ndarray, n_rollouts: int) -> Attribution:
+    """The attribution whose estimate is the mean of n >= 2 independent sample `values` (n,), with
+    the t interval every estimator here uses: what an estimator's `samples` give back when they were
+    computed in chunks and stored. Raises ValueError for n < 2."""
+    return _attribution(target, method, np.asarray(values, float), n_rollouts)
+
+
 def paired_effect(rollout: Rollout, intervention: Intervention, n: int, first_seed: int = 0) -> Attribution:
     """Paired Δ = E[R | h] - E[R | do(intervention)] from n >= 2 pairs: control and intervention
     both at seeds first_seed .. first_seed + n - 1 (CRN). `samples` (n,): the per-seed differences;

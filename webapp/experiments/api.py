@@ -46,6 +46,34 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
     return JsonResponse(services.job_wire(job), status=202)
 
 
+@api_view("POST")
+def trace_attribution_run(request: HttpRequest, trace_id: int):
+    """"Attribute this trace": `{"method": "loo"|"shapley"|"kernelshap", "budget": rollouts,
+    "seed": 0, "backend": "sim"}` -> 202 with the job (its `results`, once done, one attribution
+    per message, highest credit first); 400 `{"error", "field"}` for what cannot run."""
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    try:
+        body = json.loads(request.body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return _error(400, f"invalid JSON: {exc}", field="body")
+    if not isinstance(body, dict):
+        return _error(400, "body must be a JSON object", field="body")
+    unknown = sorted(set(body) - {"method", "budget", "backend", "seed"})
+    if unknown:
+        return _error(400, "unknown field", field=unknown[0])
+    for required in ("method", "budget"):
+        if required not in body:
+            return _error(400, "is required", field=required)
+    try:
+        job = services.request_attribution(trace, body["method"], body["budget"], body.get("backend", "sim"),
+                                           body.get("seed", 0))
+    except services.JobRequestError as exc:
+        return _error(400, exc.message, field=exc.field)
+    return JsonResponse(services.job_wire(job), status=202)
+
+
 @api_view("GET")
 def job_detail(request: HttpRequest, job_id: int):
     job = services.get_job_for(job_id, request.project_ids)

@@ -4,6 +4,8 @@ Job and sample state live here, not in the broker (DESIGN.md "Job durability"): 
 twice finds its samples stored (unique per job and index) and counts none twice.
 """
 
+from __future__ import annotations
+
 from django.db import models
 
 from webapp.traces.models import Trace
@@ -13,6 +15,11 @@ class CounterfactualJob(models.Model):
     """N paired re-rollouts of one trace under one intervention: sample i runs the control (the
     factual history) and the intervention both at seed `seed + i` (common random numbers).
 
+    An `attribution` job ("Attribute this trace") credits every one of its `players` (message
+    event ids, each removed by `intervention`'s kind) with the estimator `method` (`loo`,
+    `shapley`, `kernelshap` of webapp.core.credit): its sample i is the estimator's sample i (a
+    seed, an antithetic permutation pair, a coalition pair), stored as one value per player.
+
     With `epsilon`, the job stops once the 95 % interval of Δ is narrower than it (reward units),
     `n_samples` being the cap. `heartbeat_at` is touched by every chunk; the reaper re-queues the
     missing chunks of jobs whose heartbeat is too old.
@@ -21,7 +28,12 @@ class CounterfactualJob(models.Model):
     QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
     STATUSES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED, CANCELLED)]
     ACTIVE = (QUEUED, RUNNING)
+    COUNTERFACTUAL, ATTRIBUTION = "counterfactual", "attribution"
+    KINDS = [(k, k) for k in (COUNTERFACTUAL, ATTRIBUTION)]
 
+    kind = models.CharField(max_length=20, choices=KINDS, default=COUNTERFACTUAL)
+    method = models.CharField(max_length=20, blank=True, help_text="attribution jobs: loo | shapley | kernelshap")
+    players = models.JSONField(default=list, blank=True, help_text="attribution jobs: the credited event ids")
     trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="counterfactual_jobs")
     intervention = models.JSONField(help_text="webapp.core.interventions.Intervention.to_dict()")
     backend = models.CharField(max_length=100, help_text="a key of SWARMSCOPE_ROLLOUT_BACKENDS")
@@ -39,15 +51,22 @@ class CounterfactualJob(models.Model):
     class Meta:
         indexes = [models.Index(fields=["status", "heartbeat_at"])]
 
+    @property
+    def attribution(self) -> Attribution | None:
+        """The attribution of a counterfactual job (None until it is done)."""
+        return self.attributions.first()
+
 
 class RolloutSample(models.Model):
-    """One paired sample: rewards of the control and of the intervention at `seed`."""
+    """One paired sample: rewards of the control and of the intervention at `seed`; of an
+    attribution job, `values`: the estimator's sample value of each player, in `players` order."""
 
     job = models.ForeignKey(CounterfactualJob, on_delete=models.CASCADE, related_name="samples")
     index = models.PositiveIntegerField()
     seed = models.BigIntegerField()
-    control_reward = models.FloatField()
-    intervention_reward = models.FloatField()
+    control_reward = models.FloatField(null=True, blank=True)
+    intervention_reward = models.FloatField(null=True, blank=True)
+    values = models.JSONField(null=True, blank=True)
     branch_trace = models.ForeignKey(Trace, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
@@ -63,8 +82,8 @@ class Attribution(models.Model):
     """
 
     trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="attributions")
-    job = models.OneToOneField(CounterfactualJob, null=True, blank=True, on_delete=models.SET_NULL,
-                               related_name="attribution")
+    job = models.ForeignKey(CounterfactualJob, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="attributions")
     target = models.CharField(max_length=500, help_text="`event:<id>` / `agent:<name>`, comma-separated")
     intervention = models.JSONField()
     method = models.CharField(max_length=100)

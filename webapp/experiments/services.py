@@ -32,7 +32,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from webapp.core.credit import Rollout, paired_effect
+from webapp.core.credit import (Rollout, coalition_game, from_samples, kernel_shap, leave_one_out, paired_effect,
+                                 shapley_permutation)
 from webapp.core.interventions import Intervention, InterventionError, check_intervention
 from webapp.live.broadcast import broadcast_job
 from webapp.traces.models import Trace
@@ -45,6 +46,16 @@ log = logging.getLogger(__name__)
 #: Most paired samples one job may request.
 MAX_SAMPLES = 4096
 METHOD = "paired_loo"
+#: Estimators of "Attribute this trace": request name -> (estimator, rollouts per sample given P players).
+ESTIMATORS = {
+    "loo": (leave_one_out, lambda players: players + 1),
+    "shapley": (shapley_permutation, lambda players: 2 * players),
+    "kernelshap": (kernel_shap, lambda players: 4),
+}
+#: The `method` each stores, as webapp.core.credit names it.
+METHOD_NAMES = {"loo": "paired_loo", "shapley": "shapley_permutation_antithetic", "kernelshap": "kernel_shap_paired"}
+#: Rollouts per sample that each stored attribution counts (as webapp.core.credit counts them).
+_COUNTED = {"loo": lambda players: 2, "shapley": lambda players: 2 * players, "kernelshap": lambda players: 4}
 
 
 class JobRequestError(ValueError):
@@ -62,8 +73,9 @@ class SampleResult:
     index: int
     seed: int
     control_reward: float
-    intervention_reward: float
+    intervention_reward: float | None
     branch_trace: Trace | None = None
+    values: list[float] | None = None
 
 
 @functools.cache
@@ -113,7 +125,12 @@ def job_wire(job: CounterfactualJob) -> dict[str, Any]:
         "created_at": job.created_at.isoformat(),
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
         "result": None, "samples": [], "branch_trace": None, "compare_url": None,
+        "kind": job.kind, "method": job.method, "players": len(job.players),
     }
+    if job.kind == CounterfactualJob.ATTRIBUTION:
+        wire["results"] = ([attribution_wire(a) for a in job.attributions.order_by("-estimate", "-ci_low", "target")]
+                           if job.status == CounterfactualJob.DONE else [])
+        return wire
     if job.status == CounterfactualJob.DONE:
         attribution = Attribution.objects.filter(job=job).first()
         wire["result"] = attribution_wire(attribution) if attribution else None
@@ -174,6 +191,44 @@ def request_counterfactual(trace: Trace, intervention: Intervention | dict, n: i
     return job
 
 
+def request_attribution(trace: Trace, method: str, budget: int, backend: str = "sim",
+                        seed: int = 0) -> CounterfactualJob:
+    """Create an "Attribute this trace" job: credit for every message event of `trace` by removal,
+    with the estimator `method` of ESTIMATORS and at most `budget` rollouts (its samples: budget //
+    rollouts per sample, at least 2, at most MAX_SAMPLES), seeds (and the estimator's sampling
+    seed) from `seed`; enqueue its chunks after commit. Raises JobRequestError naming the field."""
+    if not isinstance(method, str) or method not in ESTIMATORS:
+        raise JobRequestError(f"unknown method {method!r}; one of {sorted(ESTIMATORS)}", "method")
+    budget = _check_int(budget, "budget", 1, 10 ** 7)
+    seed = _check_int(seed, "seed", 0, 2 ** 62)
+    backend_class = get_backend_class(backend)
+    core_trace = to_core_trace(trace)
+    players = [event.id for event in core_trace.events if event.type == "message"]
+    if len(players) < 2:
+        raise JobRequestError("the trace needs at least 2 messages to attribute", "method")
+    try:
+        runner = backend_class.from_trace(core_trace)
+        for player in players:
+            runner.check(Intervention("remove", (player,)))
+    except InterventionError as exc:
+        raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
+    except ValueError as exc:
+        raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
+    per_sample = ESTIMATORS[method][1](len(players))
+    n = budget // per_sample
+    if not 2 <= n <= MAX_SAMPLES:
+        raise JobRequestError(f"{method} over {len(players)} messages needs {per_sample} rollouts per sample: "
+                              f"a budget in [{2 * per_sample}, {MAX_SAMPLES * per_sample}]", "budget")
+    with transaction.atomic():
+        job = CounterfactualJob.objects.create(
+            trace=trace, kind=CounterfactualJob.ATTRIBUTION, method=method, players=players,
+            intervention={"kind": "remove"}, backend=backend, backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend],
+            n_samples=n, seed=seed, heartbeat_at=timezone.now())
+        _enqueue_missing(job)
+        _notify(job)
+    return job
+
+
 def _missing_chunks(job: CounterfactualJob) -> list[tuple[int, int]]:
     """(start, stop) of every chunk of SWARMSCOPE_ROLLOUT_CHUNK indices with a sample not stored."""
     size = settings.SWARMSCOPE_ROLLOUT_CHUNK
@@ -225,6 +280,8 @@ def do_run_chunk(job_id: int, start: int, stop: int) -> int:
 
 def _run_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResult]:
     """The paired samples `indices` of `job` from its backend; sample 0's branch trace is stored."""
+    if job.kind == CounterfactualJob.ATTRIBUTION:
+        return _run_attribution_samples(job, indices)
     backend = _backend(job)
     intervention = Intervention.from_dict(job.intervention)
     seeds = np.array([job.seed + i for i in indices])
@@ -237,6 +294,27 @@ def _run_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResul
             for i, s, c, t in zip(indices, seeds, pairs.control, pairs.treated)]
 
 
+def _run_attribution_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResult]:
+    """Samples `indices` of an attribution job: the estimator over all `n_samples` samples (seeds
+    and sampling from `job.seed`, so a chunk draws what the one-shot call draws), with a game that
+    plays only the rows of these samples' seeds (every estimator here plays sample i at seed + i)."""
+    game = coalition_game(_backend(job), [Intervention(job.intervention["kind"], (p,)) for p in job.players])
+    wanted = np.array([job.seed + i for i in indices])
+
+    def chunk_game(kept: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        rewards = np.zeros(len(seeds))
+        rows = np.isin(seeds, wanted)
+        if rows.any():
+            rewards[rows] = game(np.asarray(kept)[rows], np.asarray(seeds)[rows])
+        return rewards
+
+    estimator = ESTIMATORS[job.method][0]
+    options = {} if job.method == "loo" else {"sampling_seed": job.seed}
+    results = estimator(chunk_game, len(job.players), job.n_samples, first_seed=job.seed, **options)
+    values = np.stack([r.samples for r in results], axis=1)  # (n_samples, players)
+    return [SampleResult(i, job.seed + i, None, None, values=values[i].tolist()) for i in indices]
+
+
 def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> int:
     """Store `samples` of `job`; a sample whose (job, index) is stored already is skipped (a
     re-delivered chunk counts nothing twice). Touches the heartbeat, updates the progress count and
@@ -246,7 +324,8 @@ def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> in
         before = job.samples.count()
         RolloutSample.objects.bulk_create(
             [RolloutSample(job=job, index=s.index, seed=s.seed, control_reward=s.control_reward,
-                           intervention_reward=s.intervention_reward, branch_trace=s.branch_trace)
+                           intervention_reward=s.intervention_reward, branch_trace=s.branch_trace,
+                           values=s.values)
              for s in samples], ignore_conflicts=True)
         job.done_count = job.samples.count()
         job.heartbeat_at = timezone.now()
@@ -296,14 +375,19 @@ def do_finish_job(job: CounterfactualJob, n: int | None = None) -> bool:
     """Mark `job` done and store its `Attribution`: paired leave-one-out Δ = E[R | h] - E[R | do(i)]
     (webapp.core.credit.paired_effect) over its stored samples 0 .. n - 1 (default all), with
     the backend's environment and this code's version. Only one caller finishes a job: returns
-    False when it was no longer queued or running."""
-    intervention = Intervention.from_dict(job.intervention)
+    False when it was no longer queued or running. An attribution job stores one attribution per
+    player instead, from the per-player sample values."""
     with transaction.atomic():
         finished = CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
             status=CounterfactualJob.DONE, finished_at=timezone.now())
         if not finished:
             return False
         samples = list(job.samples.order_by("index")[:n or job.n_samples])
+        if job.kind == CounterfactualJob.ATTRIBUTION:
+            _store_credit(job, samples)
+            _notify(job)
+            return True
+        intervention = Intervention.from_dict(job.intervention)
         effect = paired_effect(_stored_rollout(samples), intervention, len(samples), job.seed)
         Attribution.objects.create(
             trace=job.trace, job=job, target=", ".join(intervention.targets), intervention=job.intervention,
@@ -312,6 +396,23 @@ def do_finish_job(job: CounterfactualJob, n: int | None = None) -> bool:
             environment=_backend(job).environment(), code_version=code_version())
         _notify(job)
     return True
+
+
+def _store_credit(job: CounterfactualJob, samples: list[RolloutSample]) -> None:
+    """One Attribution per player of an attribution job, from its stored per-player sample values."""
+    values = np.array([s.values for s in samples], float)  # (n, players)
+    counted = _COUNTED[job.method](len(job.players)) * len(samples)
+    environment = _backend(job).environment()
+    method = METHOD_NAMES[job.method]
+    rows = []
+    for k, player in enumerate(job.players):
+        intervention = Intervention(job.intervention["kind"], (player,))
+        credit = from_samples(", ".join(intervention.targets), method, values[:, k], counted)
+        rows.append(Attribution(
+            trace=job.trace, job=job, target=credit.target, intervention=intervention.to_dict(), method=credit.method,
+            estimate=credit.estimate, ci_low=credit.ci_low, ci_high=credit.ci_high, n_rollouts=credit.n_rollouts,
+            backend=job.backend_path, seed=job.seed, environment=environment, code_version=code_version()))
+    Attribution.objects.bulk_create(rows)
 
 
 def do_fail_job(job: CounterfactualJob, reason: str) -> None:

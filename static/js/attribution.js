@@ -1,0 +1,225 @@
+/**
+ * "Attribute this trace": credit for every message with a chosen estimator and rollout budget.
+ *
+ * The header's "Attribute this trace" button reveals the "Attribution" panel and focuses its form
+ * (estimator, budget in rollouts, seed; Enter submits), which POSTs
+ * `/api/traces/<id>/attributions/run/`. The job's progress comes over the trace websocket
+ * (`{"type": "job", "job": {kind: "attribution", ...}}`, routed here by `handleJob`); once done,
+ * its `results` (one attribution per message, highest credit first) fill a ranked table — a
+ * row's click (or Enter) selects the event — and `onCredit(map)` hands the timeline event id ->
+ * credit in [-1, 1] (estimate / largest |estimate|) to paint, with a legend here. Server text is
+ * only ever set with `textContent`.
+ */
+
+import { formatNumber } from "./format.js";
+
+export const METHODS = [
+  ["loo", "Paired leave-one-out"],
+  ["shapley", "Shapley (permutations, antithetic)"],
+  ["kernelshap", "KernelSHAP (paired)"],
+];
+export const DEFAULT_BUDGET = 416;
+/** Colours of negative, zero and positive credit (the legend's and the timeline's). */
+export const CREDIT_COLORS = Object.freeze({ negative: [224, 49, 49], zero: [206, 212, 218], positive: [47, 158, 68] });
+
+/** The request body from the form's values; throws Error naming what is wrong. */
+export function attributionBody({ method, budget, seed }) {
+  if (!METHODS.some(([m]) => m === method)) throw new Error(`unknown method ${method}`);
+  const rollouts = Number(budget);
+  if (!Number.isInteger(rollouts) || rollouts < 1) throw new Error("the budget must be a positive number of rollouts");
+  const s = Number(seed || 0);
+  if (!Number.isInteger(s) || s < 0) throw new Error("the seed must be a non-negative integer");
+  return { method, budget: rollouts, seed: s };
+}
+
+/** The event id an attribution's target names (`event:<id>`), or null for another target. */
+export function targetEvent(target) {
+  return target.startsWith("event:") && !target.includes(", ") ? target.slice("event:".length) : null;
+}
+
+/** event id -> credit in [-1, 1]: each estimate over the largest |estimate| (all 0 when none is). */
+export function creditMap(results) {
+  const scale = Math.max(0, ...results.map((r) => Math.abs(r.estimate)));
+  const map = new Map();
+  for (const r of results) {
+    const id = targetEvent(r.target);
+    if (id !== null) map.set(id, scale > 0 ? r.estimate / scale : 0);
+  }
+  return map;
+}
+
+/** The colour of credit `c` in [-1, 1]: grey at 0, to green (positive) or red (negative). */
+export function creditColor(c) {
+  const v = Math.max(-1, Math.min(1, Number(c) || 0));
+  const to = v >= 0 ? CREDIT_COLORS.positive : CREDIT_COLORS.negative;
+  const mix = CREDIT_COLORS.zero.map((z, i) => Math.round(z + (to[i] - z) * Math.abs(v)));
+  return `#${mix.map((x) => x.toString(16).padStart(2, "0")).join("")}`;
+}
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+
+function csrfToken() {
+  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+  return match ? decodeURIComponent(match[1]) : "";
+}
+
+export class AttributionPanel {
+  /**
+   * @param {HTMLElement} panel the `[data-testid=attribution-panel]` section (hidden until opened)
+   * @param {{traceId: string, onSelectEvent: (id: string) => void, onCredit: (map: Map) => void}} options
+   */
+  constructor(panel, { traceId, onSelectEvent, onCredit }) {
+    this.panel = panel;
+    this.traceId = traceId;
+    this.onSelectEvent = onSelectEvent;
+    this.onCredit = onCredit;
+    this.job = null;
+    this._build();
+  }
+
+  /** Show the panel and focus the estimator. */
+  open() {
+    this.panel.hidden = false;
+    this.method.focus();
+  }
+
+  /** Apply an attribution job's state (websocket or API); only the latest job requested here. */
+  handleJob(job) {
+    if (this.job && job.id !== this.job.id) return;
+    const active = (j) => j.status === "queued" || j.status === "running";
+    if (this.job && active(job) && (!active(this.job) || job.done < this.job.done)) return;
+    this.job = job;
+    this._render();
+  }
+
+  _build() {
+    const form = el("form", null, "attribution-form");
+    form.dataset.testid = "attribution-form";
+    this.method = el("select");
+    this.method.name = "method";
+    for (const [value, label] of METHODS) this.method.append(new Option(label, value));
+    const budget = el("input");
+    Object.assign(budget, { name: "budget", type: "number", min: "1", value: String(DEFAULT_BUDGET) });
+    const seed = el("input");
+    Object.assign(seed, { name: "seed", type: "number", min: "0", value: "0" });
+    const run = el("button", "Run", "button primary small");
+    run.type = "submit";
+    run.dataset.testid = "attribution-run";
+    this.error = el("p", null, "notice");
+    this.error.setAttribute("role", "alert");
+    this.error.hidden = true;
+    const label = (text, control) => {
+      const l = el("label", text, "field");
+      l.append(control);
+      return l;
+    };
+    form.append(label("Estimator", this.method), label("Budget (rollouts)", budget), label("Seed", seed), run);
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      this._submit({ method: this.method.value, budget: budget.value, seed: seed.value });
+    });
+    // Keys typed here are the form's, not the page's shortcuts (arrows step, Esc clears).
+    form.addEventListener("keydown", (e) => e.stopPropagation());
+    this.status = el("div", null, "attribution-status");
+    this.status.setAttribute("aria-live", "polite");
+    this.table = el("div", null, "attribution-results");
+    this.panel.querySelector("[data-field=body]").append(form, this.error, this.status, this.table);
+  }
+
+  async _submit(values) {
+    let body;
+    try {
+      body = attributionBody(values);
+    } catch (err) {
+      this._setError(err.message);
+      return;
+    }
+    this._setError("");
+    const response = await fetch(`/api/traces/${this.traceId}/attributions/run/`, {
+      method: "POST", credentials: "same-origin", body: JSON.stringify(body),
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+    });
+    const answer = await response.json();
+    if (!response.ok) {
+      this._setError(`${answer.field ? `${answer.field}: ` : ""}${answer.error}`);
+      return;
+    }
+    this.job = null;
+    this.handleJob(answer);
+  }
+
+  _setError(text) {
+    this.error.textContent = text;
+    this.error.hidden = !text;
+  }
+
+  _render() {
+    const job = this.job;
+    const progress = el("progress");
+    progress.max = job.total;
+    progress.value = job.done;
+    progress.dataset.testid = "attribution-progress";
+    const line = el("p", `${job.method} · ${job.status} · ${job.done} / ${job.total} samples`, "muted");
+    line.dataset.testid = "attribution-status";
+    line.dataset.status = job.status;
+    const parts = [line, progress];
+    if (job.error) parts.push(el("p", job.error, "notice"));
+    this.status.replaceChildren(...parts);
+    if (job.status !== "done") {
+      this.table.replaceChildren();
+      return;
+    }
+    this._renderTable(job.results ?? []);
+    this.onCredit(creditMap(job.results ?? []));
+  }
+
+  _renderTable(results) {
+    const table = el("table", null, "attribution-table");
+    table.dataset.testid = "attribution-table";
+    const head = el("tr");
+    for (const h of ["#", "Message", "Credit", "95 % interval"]) head.append(el("th", h));
+    table.append(el("thead"), el("tbody"));
+    table.tHead.append(head);
+    results.forEach((r, i) => {
+      const row = el("tr");
+      row.dataset.testid = "attribution-row";
+      row.dataset.target = r.target;
+      row.tabIndex = 0;
+      const swatch = el("span", null, "credit-swatch");
+      swatch.style.background = creditColor(creditMap(results).get(targetEvent(r.target)) ?? 0);
+      const estimate = el("td");
+      estimate.append(swatch, formatNumber(r.estimate));
+      row.append(el("td", i + 1), el("td", targetEvent(r.target) ?? r.target), estimate,
+        el("td", `[${formatNumber(r.ci_low)}, ${formatNumber(r.ci_high)}]`));
+      row.title = `${r.method}, ${r.n_rollouts} rollouts, seed ${r.seed}`;
+      const select = () => {
+        const id = targetEvent(r.target);
+        if (id !== null) this.onSelectEvent(id);
+      };
+      row.addEventListener("click", select);
+      row.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === " ") {
+          e.preventDefault();
+          select();
+        }
+      });
+      table.tBodies[0].append(row);
+    });
+    const legend = el("p", null, "credit-legend");
+    legend.dataset.testid = "credit-legend";
+    legend.append(el("span", "negative"), el("span", null, "credit-ramp"), el("span", "positive credit"),
+      el("span", ` · largest |Δ| ${formatNumber(Math.max(0, ...results.map((r) => Math.abs(r.estimate))))}`, "muted"));
+    const exportLinks = el("p", null, "button-row");
+    for (const fmt of ["csv", "json"]) {
+      const a = el("a", `Export ${fmt.toUpperCase()}`, "button small");
+      a.href = `/api/traces/${this.traceId}/attributions/?format=${fmt}`;
+      exportLinks.append(a);
+    }
+    this.table.replaceChildren(legend, table, exportLinks);
+  }
+}
