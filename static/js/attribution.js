@@ -12,6 +12,7 @@
  */
 
 import { formatNumber } from "./format.js";
+import { csrfToken, el } from "./dom.js";
 
 export const METHODS = [
   ["loo", "Paired leave-one-out"],
@@ -54,18 +55,6 @@ export function creditColor(c) {
   const to = v >= 0 ? CREDIT_COLORS.positive : CREDIT_COLORS.negative;
   const mix = CREDIT_COLORS.zero.map((z, i) => Math.round(z + (to[i] - z) * Math.abs(v)));
   return `#${mix.map((x) => x.toString(16).padStart(2, "0")).join("")}`;
-}
-
-function el(tag, text, className) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  if (className) node.className = className;
-  return node;
-}
-
-function csrfToken() {
-  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-  return match ? decodeURIComponent(match[1]) : "";
 }
 
 export class AttributionPanel {

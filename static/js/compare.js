@@ -12,6 +12,7 @@
 import { TraceModel } from "./graph_model.js";
 import { renderContent } from "./inspector.js";
 import { eventColor } from "./palette.js";
+import { el } from "./dom.js";
 
 /** Above this many cells the middle of a diff is aligned by position instead of LCS. */
 const LCS_MAX_CELLS = 4_000_000;
@@ -157,13 +158,6 @@ const STATUS_TITLE = {
   same: "same in both traces", changed: "content differs", "left-only": "only in the left trace",
   "right-only": "only in the right trace",
 };
-
-function el(tag, text, className) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  if (className) node.className = className;
-  return node;
-}
 
 function excerpt(ev) {
   if (!ev) return el("span", "—", "muted");

@@ -11,6 +11,7 @@
  */
 
 import { formatNumber } from "./format.js";
+import { csrfToken, el } from "./dom.js";
 
 /** Event types an intervention may target (webapp.core.interventions.MESSAGE_LIKE_TYPES). */
 export const MESSAGE_LIKE_TYPES = ["message", "delegate", "return"];
@@ -44,18 +45,6 @@ export function requestBody(eventId, { kind, text, n, backend }) {
     intervention.text = text;
   }
   return { intervention, n: samples, backend };
-}
-
-function el(tag, text, className) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  if (className) node.className = className;
-  return node;
-}
-
-function csrfToken() {
-  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-  return match ? decodeURIComponent(match[1]) : "";
 }
 
 export class Counterfactual {

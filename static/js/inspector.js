@@ -10,6 +10,7 @@
 
 import { eventColor, roleColor } from "./palette.js";
 import { formatSeconds } from "./format.js";
+import { el } from "./dom.js";
 
 /** How many of an agent's events the inspector lists. */
 const AGENT_EVENTS_LISTED = 50;
@@ -78,13 +79,6 @@ export function renderContent(text) {
 }
 
 /** A small element with `textContent` and an optional class. */
-function el(tag, text, className) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  if (className) node.className = className;
-  return node;
-}
-
 export class Inspector {
   /**
    * @param {HTMLElement} root the `[data-testid=inspector]` element; its children are replaced

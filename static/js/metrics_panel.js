@@ -5,6 +5,7 @@
  */
 
 import { formatNumber, formatPercent, formatSeconds, formatValue } from "./format.js";
+import { el } from "./dom.js";
 
 /** Known computed metrics: label, how to format, and the source of the formula. */
 export const COMPUTED_METRICS = Object.freeze({
@@ -50,13 +51,6 @@ export function raisedFlags(flags) {
 }
 
 const humanise = (key) => key.replace(/_/g, " ").replace(/^\w/, (c) => c.toUpperCase());
-
-function el(tag, text, className) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  if (className) node.className = className;
-  return node;
-}
 
 export class MetricsPanel {
   /** @param {HTMLElement} root the `[data-testid=metrics-panel]` element */
