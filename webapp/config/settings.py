@@ -158,6 +158,14 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Counterfactual re-rollouts (webapp.experiments): backend name -> dotted path of its class, loaded
 # only by the experiments services (Django reaches `trainer` through these paths alone).
 SWARMSCOPE_ROLLOUT_BACKENDS = {"sim": "trainer.rollout.sim.SimRollout"}
+# LLM rollouts and judges: an OpenAI-compatible endpoint (e.g. `vllm serve`). The `openai` backend
+# (trainer.rollout.openai reads these from the environment itself) is offered only where one is set.
+SWARMSCOPE_OPENAI_BASE_URL = os.environ.get("SWARMSCOPE_OPENAI_BASE_URL", "")
+SWARMSCOPE_OPENAI_MODEL = os.environ.get("SWARMSCOPE_OPENAI_MODEL", "")
+if SWARMSCOPE_OPENAI_BASE_URL:
+    SWARMSCOPE_ROLLOUT_BACKENDS["openai"] = "trainer.rollout.openai.OpenAIRollout"
+#: Factory of the judge's chat client: called as f(base_url=..., model=...), has `.complete(messages)`.
+SWARMSCOPE_JUDGE_CLIENT = "trainer.rollout.openai.judge_client"
 #: Paired samples per Celery task (a chunk): the work a killed worker can lose.
 SWARMSCOPE_ROLLOUT_CHUNK = int(os.environ.get("SWARMSCOPE_ROLLOUT_CHUNK", 8))
 #: A running job whose heartbeat is older than this (seconds) has its missing chunks re-queued.
