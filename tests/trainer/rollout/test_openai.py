@@ -129,7 +129,7 @@ def test_from_trace_needs_an_endpoint_and_a_ground_truth(monkeypatch):
         OpenAIRollout.from_trace(trace)
 
 
-@pytest.mark.llm
+@pytest.mark.live_llm
 @pytest.mark.skipif(not os.environ.get("SWARMSCOPE_OPENAI_BASE_URL"),
                     reason="needs a live OpenAI-compatible endpoint: set SWARMSCOPE_OPENAI_BASE_URL (and _MODEL)")
 def test_a_live_endpoint_runs_paired_samples():
