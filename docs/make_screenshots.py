@@ -3,9 +3,11 @@
     .venv/bin/python docs/make_screenshots.py
 
 Starts `manage.py up` on a free port with a temporary data folder, imports the shared traces,
-and saves PNGs under docs/screenshots/ with Debian's Chromium.
+and saves PNGs under docs/screenshots/ with Debian's Chromium. A SwarmSim pivot-12 trace is
+added for the counterfactual and attribution views (the app's own Celery worker runs them).
 """
 
+import json
 import re
 import signal
 import sys
@@ -18,6 +20,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.servers import REPO, app_env, free_port, manage, start, stop, wait_http  # noqa: E402
+from trainer.sim.suites import pivot12_case  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 OUT = REPO / "docs" / "screenshots"
@@ -28,11 +31,16 @@ def main() -> None:
     env = app_env(root / "data")
     port = free_port()
     log = root / "up.log"
-    server = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker"], env, log)
+    server = start([sys.executable, "manage.py", "up", "--port", str(port)], env, log)
     try:
         wait_http(f"http://127.0.0.1:{port}/", server, log)
         password = re.search(r"password: (\S+)", log.read_text()).group(1)
-        imported = manage("import_traces", str(SHARED), env=env, timeout=600).stdout
+        case = pivot12_case(0)
+        swarmsim = root / "swarmsim-pivot-12-0.json"
+        swarmsim.write_text(json.dumps(case.episode.trace.to_dict()))
+        pivotal = next(f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds)
+                       if k == "pivotal")
+        imported = manage("import_traces", str(SHARED), str(swarmsim), env=env, timeout=600).stdout
         ids = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(.+): imported as trace (\d+)", imported, re.M)}
         whowhen = ids[str(SHARED / "who-and-when" / "Hand-Crafted" / "1.json")]
         whowhen_other = ids[str(SHARED / "who-and-when" / "Hand-Crafted" / "2.json")]
@@ -59,6 +67,23 @@ def main() -> None:
                     page.evaluate("(id) => window.swarmscope.selectEvent(id)", event_id)
                 page.wait_for_timeout(500)
                 page.screenshot(path=OUT / f"{name}.png")
+            page.goto(f"{url}/traces/{ids[str(swarmsim)]}/")
+            page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined")
+            page.evaluate("window.swarmscope.ready")
+            page.evaluate("(id) => window.swarmscope.selectEvent(id)", pivotal)
+            page.get_by_test_id("what-if").click()
+            page.get_by_test_id("what-if-dialog").locator("input[name=n]").fill("32")
+            page.get_by_test_id("what-if-dialog").locator("input[name=n]").press("Enter")
+            page.get_by_test_id("job-delta").wait_for(timeout=120_000)
+            page.screenshot(path=OUT / "counterfactual.png")
+            page.get_by_test_id("attribute").click()
+            page.keyboard.press("Tab")
+            page.keyboard.press("Control+a")
+            page.keyboard.type(str(13 * 32))
+            page.keyboard.press("Enter")
+            page.get_by_test_id("attribution-table").wait_for(timeout=120_000)
+            page.wait_for_timeout(500)
+            page.screenshot(path=OUT / "attribution.png")
             page.goto(f"{url}/traces/compare/?left={whowhen}&right={whowhen_other}")
             page.wait_for_timeout(1500)
             page.screenshot(path=OUT / "compare.png")
