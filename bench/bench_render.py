@@ -46,13 +46,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, save_admin_session  # noqa: E402
 from tests.servers import app_env, free_port, manage, start, stop, wait_http  # noqa: E402
 from webapp.core.synthetic import synthetic_trace  # noqa: E402
 
-CHROMIUM = os.environ.get("SWARMSCOPE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
 VIEWPORT = {"width": 1600, "height": 1000}
 #: (agents, events, first-render target in ms)
 SIZES = ((300, 4000, 2000.0), (1000, 20000, 5000.0))
@@ -277,17 +274,7 @@ def logged_in_browser(app: RunningApp, work: Path) -> Iterator[tuple[object, str
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            context = browser.new_context()
-            page = context.new_page()
-            page.goto(app.url + "/accounts/login/")
-            page.fill("input[name=username]", "admin")
-            page.fill("input[name=password]", app.password)
-            page.click("form.stack button")
-            page.wait_for_url(app.url + "/")
-            state = str(work / "state.json")
-            context.storage_state(path=state)
-            context.close()
-            yield browser, state
+            yield browser, save_admin_session(browser, app.url, app.password, str(work / "state.json"))
         finally:
             browser.close()
 

@@ -93,20 +93,24 @@ def browser(chromium_path):
         browser.close()
 
 
-@pytest.fixture(scope="session")
-def storage_state(app, browser, tmp_path_factory) -> str:
-    """A logged-in admin session, saved once for every page of the run."""
+def save_admin_session(browser, url: str, password: str, path: str) -> str:
+    """Log in as the local admin through the login page and save the session to `path`."""
     context = browser.new_context()
     page = context.new_page()
-    page.goto(app.url + "/accounts/login/")
+    page.goto(url + "/accounts/login/")
     page.fill("input[name=username]", "admin")
-    page.fill("input[name=password]", app.password)
+    page.fill("input[name=password]", password)
     page.click("form.stack button")
-    page.wait_for_url(app.url + "/")
-    path = str(tmp_path_factory.mktemp("state") / "state.json")
+    page.wait_for_url(url + "/")
     context.storage_state(path=path)
     context.close()
     return path
+
+
+@pytest.fixture(scope="session")
+def storage_state(app, browser, tmp_path_factory) -> str:
+    """A logged-in admin session, saved once for every page of the run."""
+    return save_admin_session(browser, app.url, app.password, str(tmp_path_factory.mktemp("state") / "state.json"))
 
 
 @pytest.fixture

@@ -74,28 +74,27 @@ def trace_attribution_run(request: HttpRequest, trace_id: int):
     return JsonResponse(services.job_wire(job), status=202)
 
 
-@api_view("GET")
-def job_detail(request: HttpRequest, job_id: int):
+def _job_response(request: HttpRequest, job_id: int, action=None) -> JsonResponse:
+    """The job (after `action(job)`, when given) as JSON, or 404 for an unknown or foreign id."""
     job = services.get_job_for(job_id, request.project_ids)
     if job is None:
         return _error(404, "no such job")
-    return JsonResponse(services.job_wire(job))
+    return JsonResponse(services.job_wire(action(job) if action else job))
+
+
+@api_view("GET")
+def job_detail(request: HttpRequest, job_id: int):
+    return _job_response(request, job_id)
 
 
 @api_view("POST")
 def job_cancel(request: HttpRequest, job_id: int):
-    job = services.get_job_for(job_id, request.project_ids)
-    if job is None:
-        return _error(404, "no such job")
-    return JsonResponse(services.job_wire(services.do_cancel_job(job)))
+    return _job_response(request, job_id, services.do_cancel_job)
 
 
 @api_view("POST")
 def job_retry(request: HttpRequest, job_id: int):
-    job = services.get_job_for(job_id, request.project_ids)
-    if job is None:
-        return _error(404, "no such job")
-    return JsonResponse(services.job_wire(services.do_retry_job(job)))
+    return _job_response(request, job_id, services.do_retry_job)
 
 
 @api_view("GET")
