@@ -8,12 +8,14 @@ import pytest
 from webapp.core.credit import (
     Attribution,
     coalition_game,
+    design_size,
     effect_until,
     kernel_shap,
     leave_one_out,
     paired_effect,
     rank,
     ranked_first,
+    shapley_2additive,
     shapley_kernel_matrix,
     shapley_permutation,
     t_quantile_975,
@@ -177,6 +179,55 @@ def test_shapley_of_a_noisy_game_with_crn():
             assert r.ci_low - 0.01 <= phi <= r.ci_high + 0.01
 
 
+def pairwise_game(kept, seeds):
+    """A 2-additive game: 0.1 + 0.3 [0] + 0.2 [1 and 2] (synergy) + 0.2 [3 or 4] (redundancy).
+    Shapley by hand: 0.3, the synergy halved (0.1, 0.1), the redundancy halved (0.1, 0.1)."""
+    x = np.asarray(kept, bool)
+    return 0.1 + 0.3 * x[:, 0] + 0.2 * (x[:, 1] & x[:, 2]) + 0.2 * (x[:, 3] | x[:, 4])
+
+
+def test_2additive_is_exact_per_sample_on_a_pairwise_game():
+    results = shapley_2additive(pairwise_game, 5, 6, sampling_seed=4, targets=list("abcde"))
+    assert design_size(5) == 8
+    for r, phi in zip(results, (0.3, 0.1, 0.1, 0.1, 0.1)):
+        assert r.samples == pytest.approx(np.full(6, phi))  # other players' effects cancel exactly
+        assert r.width == pytest.approx(0.0, abs=1e-12)
+    assert results[0].n_rollouts == 2 * 8 * 6 and results[0].method == "shapley_2additive"
+
+
+def test_2additive_plays_each_complement_pair_at_its_own_seed():
+    calls = []
+
+    def game(kept, seeds):
+        calls.append((np.asarray(kept).copy(), np.asarray(seeds).copy()))
+        return pairwise_game(kept, seeds)
+
+    shapley_2additive(game, 5, 3, first_seed=100)
+    kept, seeds = calls[0]
+    assert sorted(set(seeds.tolist())) == list(range(100, 100 + 3 * 8))
+    for seed in set(seeds.tolist()):  # each seed: one coalition and its complement
+        a, b = kept[seeds == seed]
+        assert (a == ~b).all()
+
+
+def test_2additive_gives_the_banzhaf_value_of_a_higher_order_game():
+    # glove has a 3rd-order term: Banzhaf (3/4, 1/4, 1/4) by hand, not Shapley (2/3, 1/6, 1/6)
+    results = shapley_2additive(glove, 3, 4000, sampling_seed=5)
+    assert [r.estimate for r in results] == pytest.approx([0.75, 0.25, 0.25], abs=0.03)
+    assert all(r.ci_low <= b <= r.ci_high for r, b in zip(results, (0.75, 0.25, 0.25)))
+
+
+def test_2additive_on_a_noisy_game_with_crn():
+    def noisy(kept, seeds):  # E[R | S] = 0.2 + 0.5 [0] + 0.2 [1]; player 2 null
+        kept = np.asarray(kept, bool)
+        u = np.array([uniform(s) for s in seeds])
+        return (u < 0.2 + 0.5 * kept[:, 0] + 0.2 * kept[:, 1]).astype(float)
+
+    results = shapley_2additive(noisy, 3, 400, sampling_seed=2)
+    for r, phi in zip(results, (0.5, 0.2, 0.0)):
+        assert r.ci_low - 0.01 <= phi <= r.ci_high + 0.01
+
+
 def test_kernel_matrix():
     assert shapley_kernel_matrix(2) == pytest.approx(np.eye(2) / 2)
     a = shapley_kernel_matrix(5)
@@ -190,6 +241,8 @@ def test_estimators_check_their_arguments():
         leave_one_out(glove, 3, 4, targets=["a", "b"])
     with pytest.raises(ValueError, match="at least 2 samples"):
         paired_effect(table_rollout([1], [0]), REMOVE_M, 1)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        shapley_2additive(glove, 3, 1)
 
 
 def attribution(target, estimate, low):
