@@ -81,3 +81,28 @@ def test_scoring_is_exact_equality_not_substring():
     assert not judge.agent_correct(judge.Prediction("x", "Surfer", 1, 1), "WebSurfer")
     assert judge.agent_correct(prediction, "websurfer")
     assert judge.accuracy([(prediction, ("websurfer", 12)), (None, ("a", 1))]) == (0.0, 0.5)
+
+
+def test_the_verifier_prompt_shows_the_task_the_reference_and_the_final_answer(trace):
+    system, user = judge.verifier_messages(trace, "FINAL ANSWER: 42")
+    assert system == {"role": "system", "content": judge.VERIFIER_SYSTEM}
+    assert user["content"].startswith("Task: What is 6 times 7?\nAnswer with a number.\nReference answer: 42\n"
+                                      "Final answer of the system (its last turn):\nFINAL ANSWER: 42\n\n")
+    trace.attributes.pop("ground_truth")
+    assert "Reference answer" not in judge.verifier_messages(trace, "42")[1]["content"]
+
+
+@pytest.mark.parametrize("answer, outcome", [
+    ('{"correct": true}', 1.0), (' {"correct": false, "reason": "off by one"}\n', 0.0),
+    ('```json\n{"score": 0.75}\n```', 0.75), ('{"score": 0}', 0.0), ('{"score": 1}', 1.0)])
+def test_parse_verdict(answer, outcome):
+    assert judge.parse_verdict(answer) == outcome
+
+
+@pytest.mark.parametrize("answer", [
+    "Correct.", '{"correct": "yes"}', '{"correct": 1}', '{"score": 1.01}', '{"score": -0.1}', '{"score": true}',
+    '{"score": NaN}', '{"correct": true, "score": 1}', '{"reason": "fine"}', '[true]',
+    'Verdict: {"correct": true}', '{"correct": true}\nI am sure.'])
+def test_malformed_verdicts_raise(answer):
+    with pytest.raises(judge.JudgeParseError):
+        judge.parse_verdict(answer)

@@ -10,12 +10,13 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from tests.fake_openai import FakeOpenAIServer
-from tests.trainer.rollout.test_openai import answer, make_trace
+from tests.trainer.rollout.test_openai import answer, magentic_one, make_trace, picks, verdicts
 from webapp.experiments import services, tasks
 from webapp.experiments.models import Attribution
 from webapp.traces.services import do_ingest
 
-BACKENDS = {"sim": "trainer.rollout.sim.SimRollout", "openai": "trainer.rollout.openai.OpenAIRollout"}
+BACKENDS = {"sim": "trainer.rollout.sim.SimRollout", "openai": "trainer.rollout.openai.OpenAIRollout",
+            "openai-verifier": "trainer.rollout.openai.OpenAIVerifierRollout"}
 
 
 @pytest.fixture
@@ -57,6 +58,53 @@ def test_endpoint_errors_fail_the_job_with_the_reason_and_store_nothing(project,
     trace = do_ingest(project, make_trace()).trace
     job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 4, backend="openai"))
     assert job.status == "failed" and "OpenAIError" in job.error and reason in job.error
+    assert not job.samples.exists() and not Attribution.objects.filter(job=job).exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=2)
+def test_a_job_on_a_trace_with_an_llm_orchestrator_records_its_speaker_order_and_fallbacks(project, fake):
+    fake.answer = picks({0: "Let me think.", 1: "WebSurfer", 2: "Orchestrator", 3: "FileSurfer"})
+    trace = do_ingest(project, magentic_one()).trace
+    job = run_all(services.request_counterfactual(trace, {"kind": "mask", "events": ["h3"]}, 4, backend="openai"))
+    assert job.status == "done" and job.done_count == 4
+    environment = Attribution.objects.get(job=job).environment
+    assert environment["speaker_order"] == "orchestrator" and environment["orchestrator"] == "Orchestrator"
+    assert environment["speakers"] == ["Orchestrator", "WebSurfer"]
+    branch = job.samples.get(index=0).branch_trace  # seed 0: "Let me think." names no speaker
+    assert branch.attributes["speaker_order"] == "orchestrator"
+    assert branch.attributes["speaker_choices"] == branch.attributes["speaker_fallbacks"] == 5
+    questions = [b for b in fake.requests if b["messages"][-1]["content"].startswith("Read the above conversation")]
+    assert {b["seed"] for b in questions} == {0, 1, 2, 3}
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
+def test_a_job_on_a_trace_without_ground_truth_is_scored_by_the_verifier(project, fake):
+    fake.answer = verdicts(lambda final: '{"correct": true}' if "42" in final else '{"correct": false}')
+    core = make_trace()
+    core.attributes.pop("ground_truth")
+    job = run_all(services.request_counterfactual(do_ingest(project, core).trace, {"kind": "remove", "events": ["h2"]},
+                                                  4, backend="openai"))
+    assert job.status == "done" and job.done_count == 4
+    attribution = Attribution.objects.get(job=job)
+    assert attribution.estimate == -1.0 and attribution.environment["scoring"] == "verifier"
+    # one verdict per sample and arm (8), and 2 more for sample 0's branch trace, which the job re-runs
+    assert sum(b["messages"][0]["content"].startswith("You are a strict verifier") for b in fake.requests) == 8 + 2
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
+def test_a_malformed_verdict_fails_the_job_with_the_reason_and_stores_nothing(project, fake):
+    fake.answer = verdicts(lambda final: "Looks right to me.")
+    trace = do_ingest(project, make_trace()).trace  # has a ground truth: the openai-verifier backend is the option
+    job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 4,
+                                                  backend="openai-verifier"))
+    assert job.status == "failed" and job.error.startswith("VerdictError: ")
+    assert "malformed" in job.error and "Looks right to me." in job.error
     assert not job.samples.exists() and not Attribution.objects.filter(job=job).exists()
 
 

@@ -164,6 +164,8 @@ SWARMSCOPE_OPENAI_BASE_URL = os.environ.get("SWARMSCOPE_OPENAI_BASE_URL", "")
 SWARMSCOPE_OPENAI_MODEL = os.environ.get("SWARMSCOPE_OPENAI_MODEL", "")
 if SWARMSCOPE_OPENAI_BASE_URL:
     SWARMSCOPE_ROLLOUT_BACKENDS["openai"] = "trainer.rollout.openai.OpenAIRollout"
+    # the same, scored by a verifier prompt even where the trace has a ground truth
+    SWARMSCOPE_ROLLOUT_BACKENDS["openai-verifier"] = "trainer.rollout.openai.OpenAIVerifierRollout"
 #: Factory of the judge's chat client: called as f(base_url=..., model=...), has `.complete(messages)`.
 SWARMSCOPE_JUDGE_CLIENT = "trainer.rollout.openai.judge_client"
 #: Paired samples per Celery task (a chunk): the work a killed worker can lose.

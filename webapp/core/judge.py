@@ -19,10 +19,16 @@ Answers that cannot be parsed raise `JudgeParseError` with the answer.
 Scoring is by exact equality (the benchmark's own scorer counts substrings, "1" in "12"): a step
 is correct when the predicted index equals the label's; an agent when the names are equal ignoring
 case (the data README: agent names compare case-insensitively).
+
+The outcome verifier (`verifier_messages`, `parse_verdict`) scores a rollout's final answer where
+exact match cannot (no ground truth, or free-form answers): the judge answers a strict JSON verdict,
+`{"correct": true|false}` (1.0 / 0.0) or `{"score": x}` with x in [0, 1].
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +44,8 @@ _AGENT = re.compile(r"agent\s*name\s*:\s*\**\s*([^\n*]+)", re.IGNORECASE)
 _STEP = re.compile(r"step\s*number\s*:\s*\**\s*(\d+)", re.IGNORECASE)
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _HALF = re.compile(r"\b(upper|lower)\s+half\b", re.IGNORECASE)
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
+VERIFIER_SYSTEM = "You are a strict verifier of the final answers of multi-agent systems."
 
 
 class JudgeParseError(ValueError):
@@ -221,3 +229,41 @@ def accuracy(pairs: list[tuple[Prediction | None, tuple[str | None, int | None]]
     steps = sum(p is not None and step_correct(p, s) for p, (_, s) in pairs)
     agents = sum(p is not None and agent_correct(p, a) for p, (a, _) in pairs)
     return steps / len(pairs), agents / len(pairs)
+
+
+def verifier_messages(trace: Trace, answer: str) -> list[dict[str, str]]:
+    """The chat messages asking whether `answer` (a rollout's final turn) solves the task of
+    `trace` (its `question` attribute, else its name), with its `ground_truth` as the reference
+    where it has one. The expected reply is the strict verdict of `parse_verdict`."""
+    reference = (f"Reference answer: {trace.attributes['ground_truth']}\n"
+                 if "ground_truth" in trace.attributes else "")
+    prompt = (f"Task: {trace.attributes.get('question', trace.name)}\n{reference}"
+              f"Final answer of the system (its last turn):\n{answer}\n\n"
+              "Is this final answer a correct solution of the task"
+              + (" (equivalent to the reference answer)" if reference else "") + "? "
+              'Reply with only a JSON object and nothing else: {"correct": true} or {"correct": false}.')
+    return [{"role": "system", "content": VERIFIER_SYSTEM}, {"role": "user", "content": prompt}]
+
+
+def parse_verdict(answer: str) -> float:
+    """The outcome in [0, 1] of a verifier's reply: a JSON object (alone, or alone in one ```json
+    fence) with exactly one of `correct` (a JSON boolean: 1.0 / 0.0) or `score` (a number in
+    [0, 1]); other keys (e.g. a reason) are ignored. Raises JudgeParseError for anything else."""
+    expected = 'expected a JSON verdict {"correct": true|false} or {"score": x in [0, 1]}'
+    text = answer.strip() if isinstance(answer, str) else ""
+    fenced = _FENCE.match(text)
+    try:
+        verdict = json.loads(fenced.group(1) if fenced else text)
+    except ValueError:
+        raise JudgeParseError(expected, str(answer)) from None
+    if not isinstance(verdict, dict) or ("correct" in verdict) == ("score" in verdict):
+        raise JudgeParseError(expected, str(answer))
+    if "correct" in verdict:
+        if not isinstance(verdict["correct"], bool):
+            raise JudgeParseError('"correct" must be true or false', str(answer))
+        return float(verdict["correct"])
+    value = verdict["score"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0.0 <= value <= 1.0:
+        raise JudgeParseError('"score" must be a number in [0, 1]', str(answer))
+    return float(value)
