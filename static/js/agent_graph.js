@@ -5,8 +5,15 @@
  *
  * The layout is a deterministic tree layout over the spawn tree (`treeLayout`, pure):
  * layered for small trees, radial when the tree has many leaves.
+ *
+ * With credit (`setCredit`, from attribution.js's `graphCredit`), nodes are coloured by their
+ * agent's credit and sender→receiver edges drawn with width by |credit| and colour by its sign
+ * (`creditEdgeStyle`, pure), with a legend under the graph; edges without credit stay thin.
  */
 
+import { creditColor } from "./attribution.js";
+import { el } from "./dom.js";
+import { formatNumber as formatCredit } from "./format.js";
 import { edgeColor, MARK_COLORS, roleColor, fade } from "./palette.js";
 import { createGraph, panTo, syncGraph, vendor } from "./sigma_sync.js";
 
@@ -60,6 +67,18 @@ export function treeLayout(roots, childrenOf, { radialAbove = RADIAL_ABOVE_LEAVE
   return out;
 }
 
+/** Widest credit edge, in sigma size units (an edge of credit c is 1 + (MAX - 1)·|c| wide). */
+export const CREDIT_EDGE_MAX = 9;
+
+/**
+ * Width and colour of an edge of credit `c` in [-1, 1] (clamped; not a number counts as 0).
+ * @returns {{size: number, color: string}}
+ */
+export function creditEdgeStyle(c) {
+  const v = Math.max(-1, Math.min(1, Number(c) || 0));
+  return { size: 1 + (CREDIT_EDGE_MAX - 1) * Math.abs(v), color: creditColor(v) };
+}
+
 export class AgentGraph {
   /**
    * @param {{container: HTMLElement, model: object, onSelectAgent: (name: string) => void}} options
@@ -73,6 +92,9 @@ export class AgentGraph {
     this.selected = null;
     this.graph = createGraph();
     this.sigma = null;
+    /** {nodes: Map, edges: Map, largest} of attribution.js's `graphCredit`, or null. */
+    this.credit = null;
+    this.legend = null;
     this._layoutVersion = -1;
     this._layout = new Map();
   }
@@ -98,7 +120,7 @@ export class AgentGraph {
       nodes.set(name, {
         x: at.x, y: at.y, label: name,
         size: (base + range * Math.sqrt(value / max)) * (selected ? 1.3 : 1),
-        color: roleColor(model.roleOf(name)),
+        color: this.credit?.nodes.size ? creditColor(this.credit.nodes.get(name) ?? 0) : roleColor(model.roleOf(name)),
         borderColor: selected ? MARK_COLORS.selected : MARK_COLORS.mistake,
         borderSize: selected || mistake ? 0.3 : 0,
         type: selected || mistake ? "ring" : "point", // points are much cheaper to draw
@@ -116,15 +138,26 @@ export class AgentGraph {
         });
       }
     }
+    const creditEdges = this.credit?.edges ?? new Map();
+    for (const [key, c] of creditEdges) {
+      const [source, target] = key.split("\u0000");
+      if (!nodes.has(source) || !nodes.has(target)) continue;
+      const touches = source === this.selected || target === this.selected;
+      edges.set(`pair:${source}->${target}`, {
+        source, target,
+        attributes: { type: "curve", curvature: 0.3, zIndex: touches ? 3 : 2, ...creditEdgeStyle(c), label: `credit ${formatCredit(c)}` },
+      });
+    }
     for (const pair of this._pairs()) {
       if (!nodes.has(pair.source) || !nodes.has(pair.target)) continue;
+      if (creditEdges.has(`${pair.source}\u0000${pair.target}`)) continue;
       const touches = pair.source === this.selected || pair.target === this.selected;
       edges.set(`pair:${pair.source}->${pair.target}`, {
         source: pair.source, target: pair.target,
         attributes: {
           type: "curve", curvature: 0.3, zIndex: touches ? 2 : 1,
-          size: Math.min(8, 1 + 1.5 * Math.log2(pair.count)),
-          color: fade(edgeColor(pair.type), touches ? 0.95 : 0.5),
+          size: creditEdges.size ? 1 : Math.min(8, 1 + 1.5 * Math.log2(pair.count)),
+          color: fade(edgeColor(pair.type), creditEdges.size ? 0.25 : touches ? 0.95 : 0.5),
           label: `${pair.count} ${pair.type}`,
         },
       });
@@ -152,6 +185,37 @@ export class AgentGraph {
       pairs.set(key, pair);
     }
     return pairs.values();
+  }
+
+  /**
+   * Paint credit (`graphCredit`'s {nodes, edges, largest}; null clears it) and show its legend.
+   * @param {{nodes: Map<string, number>, edges: Map<string, number>, largest: {nodes: number, edges: number}}|null} credit
+   */
+  setCredit(credit) {
+    this.credit = credit && (credit.nodes.size || credit.edges.size) ? credit : null;
+    this._renderLegend();
+    this.render();
+  }
+
+  _renderLegend() {
+    if (!this.legend) {
+      this.legend = el("p", null, "credit-legend graph-credit-legend");
+      this.legend.dataset.testid = "graph-credit-legend";
+      this.container.after(this.legend);
+    }
+    const credit = this.credit;
+    this.legend.hidden = !credit;
+    if (!credit) {
+      this.legend.replaceChildren();
+      return;
+    }
+    const parts = [el("span", "negative"), el("span", null, "credit-ramp"), el("span", "positive credit")];
+    parts.push(el("span", ` · node colour: agent credit (largest |Σ Δ| ${formatCredit(credit.largest.nodes)})`, "muted"));
+    if (credit.edges.size) {
+      parts.push(el("span", ` · edge width: message credit summed per sender→receiver (largest |Σ Δ| `
+        + `${formatCredit(credit.largest.edges)})`, "muted"));
+    }
+    this.legend.replaceChildren(...parts);
   }
 
   /** Size nodes by "events" or "tokens". */

@@ -1,14 +1,17 @@
 /**
- * "Attribute this trace": credit for every message with a chosen estimator and rollout budget.
+ * "Attribute this trace": credit for every message, or every agent, with a chosen estimator and
+ * rollout budget.
  *
  * The header's "Attribute this trace" button reveals the "Attribution" panel and focuses its form
- * (estimator, budget in rollouts, seed; Enter submits), which POSTs
+ * (estimator, players: messages | agents, budget in rollouts, seed; Enter submits), which POSTs
  * `/api/traces/<id>/attributions/run/`. The job's progress comes over the trace websocket
  * (`{"type": "job", "job": {kind: "attribution", ...}}`, routed here by `handleJob`); once done,
- * its `results` (one attribution per message, highest credit first) fill a ranked table — a
- * row's click (or Enter) selects the event — and `onCredit(map)` hands the timeline event id ->
- * credit in [-1, 1] (estimate / largest |estimate|) to paint, with a legend here. Server text is
- * only ever set with `textContent`.
+ * its `results` (one attribution per message or agent, highest credit first) fill a ranked table
+ * — a row's click (or Enter) selects the event or agent — and `onCredit(map)` hands the timeline
+ * event id -> credit in [-1, 1] (estimate / largest |estimate|) to paint, `onGraphCredit(credit)`
+ * the agent graph its node and edge credit (`graphCredit`), with a legend here. `show(job)`
+ * displays a stored job (after a reload, or from the history). Server text is only ever set with
+ * `textContent`.
  */
 
 import { formatNumber } from "./format.js";
@@ -18,24 +21,69 @@ export const METHODS = [
   ["loo", "Paired leave-one-out"],
   ["shapley", "Shapley (permutations, antithetic)"],
   ["kernelshap", "KernelSHAP (paired)"],
+  ["shapley2", "Shapley, pairwise interactions (orthogonal design; Banzhaf otherwise)"],
 ];
 export const DEFAULT_BUDGET = 416;
+/** Who is credited: every message event, or every agent that sends a message (removed with all its events). */
+export const PLAYER_KINDS = [["messages", "messages"], ["agents", "agents"]];
 /** Colours of negative, zero and positive credit (the legend's and the timeline's). */
 export const CREDIT_COLORS = Object.freeze({ negative: [224, 49, 49], zero: [206, 212, 218], positive: [47, 158, 68] });
 
 /** The request body from the form's values; throws Error naming what is wrong. */
-export function attributionBody({ method, budget, seed }) {
+export function attributionBody({ method, budget, seed, players = "messages" }) {
   if (!METHODS.some(([m]) => m === method)) throw new Error(`unknown method ${method}`);
+  if (!PLAYER_KINDS.some(([p]) => p === players)) throw new Error(`players must be messages or agents, not ${players}`);
   const rollouts = Number(budget);
   if (!Number.isInteger(rollouts) || rollouts < 1) throw new Error("the budget must be a positive number of rollouts");
   const s = Number(seed || 0);
   if (!Number.isInteger(s) || s < 0) throw new Error("the seed must be a non-negative integer");
-  return { method, budget: rollouts, seed: s };
+  return { method, budget: rollouts, seed: s, players };
 }
 
 /** The event id an attribution's target names (`event:<id>`), or null for another target. */
 export function targetEvent(target) {
   return target.startsWith("event:") && !target.includes(", ") ? target.slice("event:".length) : null;
+}
+
+/** The agent an attribution's target names (`agent:<name>`), or null for another target. */
+export function targetAgent(target) {
+  return target.startsWith("agent:") && !target.includes(", ") ? target.slice("agent:".length) : null;
+}
+
+/** Each value of `sums` over the largest |value| (all 0 when none is): credit in [-1, 1]. */
+function scaled(sums) {
+  const scale = Math.max(0, ...[...sums.values()].map(Math.abs));
+  return new Map([...sums].map(([k, v]) => [k, scale > 0 ? v / scale : 0]));
+}
+
+/**
+ * The agent graph's credit from one job's results (estimates in reward units).
+ * Agent targets credit their node. Message targets credit their sender's node (the sum of its
+ * messages' estimates) and the sender→receiver edge (the sum over the messages on it; `\u0000`
+ * joins the pair in the key). Each map is scaled by its own largest |sum| into [-1, 1];
+ * `largest` keeps those sums for the legend.
+ * @param {{target: string, estimate: number}[]} results
+ * @param {(id: string) => ({agent: string, to?: string}|undefined)} eventOf
+ * @returns {{nodes: Map<string, number>, edges: Map<string, number>, largest: {nodes: number, edges: number}}}
+ */
+export function graphCredit(results, eventOf) {
+  const nodes = new Map();
+  const edges = new Map();
+  const add = (map, key, value) => map.set(key, (map.get(key) ?? 0) + value);
+  for (const r of results) {
+    const agent = targetAgent(r.target);
+    if (agent !== null) {
+      add(nodes, agent, r.estimate);
+      continue;
+    }
+    const id = targetEvent(r.target);
+    const ev = id === null ? undefined : eventOf(id);
+    if (!ev) continue;
+    add(nodes, ev.agent, r.estimate);
+    if (typeof ev.to === "string" && ev.to && ev.to !== ev.agent) add(edges, `${ev.agent}\u0000${ev.to}`, r.estimate);
+  }
+  const largest = (map) => Math.max(0, ...[...map.values()].map(Math.abs));
+  return { nodes: scaled(nodes), edges: scaled(edges), largest: { nodes: largest(nodes), edges: largest(edges) } };
 }
 
 /** event id -> credit in [-1, 1]: each estimate over the largest |estimate| (all 0 when none is). */
@@ -60,13 +108,19 @@ export function creditColor(c) {
 export class AttributionPanel {
   /**
    * @param {HTMLElement} panel the `[data-testid=attribution-panel]` section (hidden until opened)
-   * @param {{traceId: string, onSelectEvent: (id: string) => void, onCredit: (map: Map) => void}} options
+   * @param {{traceId: string, onSelectEvent: (id: string) => void, onSelectAgent?: (name: string) => void,
+   *   onCredit: (map: Map) => void, onGraphCredit?: (credit: object|null) => void,
+   *   eventOf?: (id: string) => object|undefined}} options
    */
-  constructor(panel, { traceId, onSelectEvent, onCredit }) {
+  constructor(panel, { traceId, onSelectEvent, onCredit, onSelectAgent = () => {}, onGraphCredit = () => {},
+    eventOf = () => undefined }) {
     this.panel = panel;
     this.traceId = traceId;
     this.onSelectEvent = onSelectEvent;
+    this.onSelectAgent = onSelectAgent;
     this.onCredit = onCredit;
+    this.onGraphCredit = onGraphCredit;
+    this.eventOf = eventOf;
     this.job = null;
     this._build();
   }
@@ -75,6 +129,13 @@ export class AttributionPanel {
   open() {
     this.panel.hidden = false;
     this.method.focus();
+  }
+
+  /** Show the stored attribution job `job` (its full form, `/api/jobs/<id>/`), e.g. after a reload. */
+  show(job) {
+    this.panel.hidden = false;
+    this.job = null;
+    this.handleJob(job);
   }
 
   /** Apply an attribution job's state (websocket or API); only the latest job requested here. */
@@ -92,6 +153,10 @@ export class AttributionPanel {
     this.method = el("select");
     this.method.name = "method";
     for (const [value, label] of METHODS) this.method.append(new Option(label, value));
+    const players = el("select");
+    players.name = "players";
+    players.dataset.testid = "attribution-players";
+    for (const [value, label] of PLAYER_KINDS) players.append(new Option(label, value));
     const budget = el("input");
     Object.assign(budget, { name: "budget", type: "number", min: "1", value: String(DEFAULT_BUDGET) });
     const seed = el("input");
@@ -107,10 +172,11 @@ export class AttributionPanel {
       l.append(control);
       return l;
     };
-    form.append(label("Estimator", this.method), label("Budget (rollouts)", budget), label("Seed", seed), run);
+    form.append(label("Estimator", this.method), label("Players", players), label("Budget (rollouts)", budget),
+      label("Seed", seed), run);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      this._submit({ method: this.method.value, budget: budget.value, seed: seed.value });
+      this._submit({ method: this.method.value, budget: budget.value, seed: seed.value, players: players.value });
     });
     // Keys typed here are the form's, not the page's shortcuts (arrows step, Esc clears).
     form.addEventListener("keydown", (e) => e.stopPropagation());
@@ -153,7 +219,8 @@ export class AttributionPanel {
     progress.max = job.total;
     progress.value = job.done;
     progress.dataset.testid = "attribution-progress";
-    const line = el("p", `${job.method} · ${job.status} · ${job.done} / ${job.total} samples`, "muted");
+    const line = el("p", `${job.method} · ${job.player_kind ?? "messages"} · ${job.status} · `
+      + `${job.done} / ${job.total} samples`, "muted");
     line.dataset.testid = "attribution-status";
     line.dataset.status = job.status;
     const parts = [line, progress];
@@ -163,15 +230,20 @@ export class AttributionPanel {
       this.table.replaceChildren();
       return;
     }
-    this._renderTable(job.results ?? []);
-    this.onCredit(creditMap(job.results ?? []));
+    const results = job.results ?? [];
+    this._renderTable(results);
+    this.onCredit(creditMap(results));
+    this.onGraphCredit(graphCredit(results, this.eventOf));
   }
 
   _renderTable(results) {
     const table = el("table", null, "attribution-table");
     table.dataset.testid = "attribution-table";
     const head = el("tr");
-    for (const h of ["#", "Message", "Credit", "95 % interval"]) head.append(el("th", h));
+    const agents = results.some((r) => targetAgent(r.target) !== null);
+    for (const h of ["#", agents ? "Agent" : "Message", "Credit", "95 % interval"]) head.append(el("th", h));
+    const credit = agents ? new Map(results.map((r) => [r.target, r.estimate])) : null;
+    const scale = Math.max(0, ...results.map((r) => Math.abs(r.estimate)));
     table.append(el("thead"), el("tbody"));
     table.tHead.append(head);
     results.forEach((r, i) => {
@@ -180,15 +252,17 @@ export class AttributionPanel {
       row.dataset.target = r.target;
       row.tabIndex = 0;
       const swatch = el("span", null, "credit-swatch");
-      swatch.style.background = creditColor(creditMap(results).get(targetEvent(r.target)) ?? 0);
+      swatch.style.background = creditColor(scale > 0 ? (credit?.get(r.target) ?? r.estimate) / scale : 0);
       const estimate = el("td");
       estimate.append(swatch, formatNumber(r.estimate));
-      row.append(el("td", i + 1), el("td", targetEvent(r.target) ?? r.target), estimate,
+      row.append(el("td", i + 1), el("td", targetEvent(r.target) ?? targetAgent(r.target) ?? r.target), estimate,
         el("td", `[${formatNumber(r.ci_low)}, ${formatNumber(r.ci_high)}]`));
       row.title = `${r.method}, ${r.n_rollouts} rollouts, seed ${r.seed}`;
       const select = () => {
         const id = targetEvent(r.target);
+        const agent = targetAgent(r.target);
         if (id !== null) this.onSelectEvent(id);
+        else if (agent !== null) this.onSelectAgent(agent);
       };
       row.addEventListener("click", select);
       row.addEventListener("keydown", (e) => {

@@ -1,9 +1,13 @@
 /**
- * "What if removed?": counterfactual re-rollouts of a message-like event, from the inspector.
+ * "What if removed?": counterfactual re-rollouts of message-like events or agents, from the inspector.
  *
  * `Counterfactual.actionsFor(ev)` gives the inspector its button; the button opens a dialog
- * (intervention kind, replacement text, N paired samples, rollout backend; Enter submits, Esc
- * closes) that POSTs `/api/traces/<id>/counterfactuals/`. Jobs then show in the "Counterfactuals"
+ * (targets: the event, plus any other messages and agents checked there — one intervention on
+ * all of them; intervention kind, replacement text, N paired samples, rollout backend; Enter
+ * submits, Esc closes). Submitting first asks `/api/traces/<id>/counterfactuals/estimate/`; where
+ * the backend calls an LLM the dialog shows the estimated prompt and completion tokens and only
+ * a second press ("Confirm and run") POSTs `/api/traces/<id>/counterfactuals/` with
+ * `confirmed: true`; any change to the form asks again. Jobs then show in the "Counterfactuals"
  * panel: a progress bar fed by the trace websocket's `{"type": "job", "job": {...}}` messages
  * (`handleJob`), and once done Δ = E[R | h] − E[R | do(intervention)] with its 95 % interval and
  * rollout count, the per-sample outcomes (control → intervention reward) and a link that opens the
@@ -32,14 +36,21 @@ export function formatDelta(result) {
 }
 
 /**
- * The request body from the dialog's values; throws Error naming what is wrong.
- * @param {string} eventId @param {{kind: string, text: string, n: string|number, backend: string}} values
+ * The request body from the dialog's targets and values; throws Error naming what is wrong.
+ * @param {string|{events?: string[], agents?: string[]}} targets one event id, or the checked
+ *   events and agents (one intervention on all of them: a coalition removed together)
+ * @param {{kind: string, text: string, n: string|number, backend: string}} values
  */
-export function requestBody(eventId, { kind, text, n, backend }) {
+export function requestBody(targets, { kind, text, n, backend }) {
   if (!INTERVENTION_KINDS.includes(kind)) throw new Error(`unknown intervention ${kind}`);
+  const { events = [], agents = [] } = typeof targets === "string" ? { events: [targets] } : targets;
+  if (events.length + agents.length === 0) throw new Error("select at least one message or agent");
+  if (agents.length && kind !== "remove") throw new Error(`agents can only be removed, not ${kind}`);
   const samples = Number(n);
   if (!Number.isInteger(samples) || samples < 2) throw new Error("N must be an integer of at least 2");
-  const intervention = { kind, events: [eventId] };
+  const intervention = { kind };
+  if (events.length) intervention.events = [...events];
+  if (agents.length) intervention.agents = [...agents];
   if (kind === "replace") {
     if (!text.trim()) throw new Error("replace needs the replacement text");
     intervention.text = text;
@@ -47,18 +58,58 @@ export function requestBody(eventId, { kind, text, n, backend }) {
   return { intervention, n: samples, backend };
 }
 
+/**
+ * The dialog's line for a cost estimate (`POST .../counterfactuals/estimate/`):
+ * "≈ 17 prompt + 32 completion tokens (49 in all) in 2 requests: 2 arms × 4 samples from e2, 2 re-generated turns per pair".
+ */
+export function formatEstimate(e) {
+  return `≈ ${formatNumber(e.prompt_tokens)} prompt + ${formatNumber(e.completion_tokens)} completion tokens `
+    + `(${formatNumber(e.total_tokens)} in all) in ${formatNumber(e.requests)} requests: 2 arms × ${e.n} samples `
+    + `from ${e.fork_event}, ${e.turns} re-generated turns per pair`;
+}
+
+/**
+ * The message-like events of a trace that match `query` (in id, agent, receiver or content; case
+ * folded), in time order, at most `limit`.
+ * @param {Iterable<{id: string, type: string, t: number, agent: string, to?: string, content?: any}>} events
+ * @returns {{matches: object[], total: number}} `total`: all matches before the limit
+ */
+export function targetChoices(events, query = "", limit = 300) {
+  const q = query.trim().toLowerCase();
+  const matches = [...events].filter((ev) => MESSAGE_LIKE_TYPES.includes(ev.type)
+    && (!q || [ev.id, ev.agent, ev.to, typeof ev.content === "string" ? ev.content : ""]
+      .some((v) => typeof v === "string" && v.toLowerCase().includes(q))))
+    .sort((a, b) => a.t - b.t || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { matches: matches.slice(0, limit), total: matches.length };
+}
+
+/** POST `body` as JSON with the session's CSRF token: {ok, answer (the parsed JSON)}. */
+async function postJson(url, body) {
+  const response = await fetch(url, {
+    method: "POST", credentials: "same-origin", body: JSON.stringify(body),
+    headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+  });
+  return { ok: response.ok, answer: await response.json() };
+}
+
 export class Counterfactual {
   /**
    * @param {HTMLElement} panel the `[data-testid=counterfactual-panel]` section (hidden until a job)
-   * @param {{traceId: string, backends: string[]}} options
+   * @param {{traceId: string, backends: string[], model?: {events: Map, agents: Map}}} options
+   *   `model` (graph_model.js's TraceModel) lists the dialog's other targets
    */
-  constructor(panel, { traceId, backends }) {
+  constructor(panel, { traceId, backends, model = { events: new Map(), agents: new Map() } }) {
     this.panel = panel;
     this.traceId = traceId;
     this.backends = backends;
+    this.model = model;
     /** job id -> latest job state (websocket messages may arrive before the POST answers). */
     this.jobs = new Map();
     this.rows = new Map();
+    /** The checked targets of the dialog. */
+    this.checked = { events: new Set(), agents: new Set() };
+    /** The request body whose estimate is shown and awaits confirmation (JSON), or null. */
+    this.awaiting = null;
     this.dialog = this._buildDialog();
     document.body.append(this.dialog);
   }
@@ -73,11 +124,18 @@ export class Counterfactual {
     return button;
   }
 
-  /** Open the dialog for event `eventId`. */
-  open(eventId) {
-    this.eventId = eventId;
-    this.dialog.querySelector("[data-field=target]").textContent = eventId;
-    this.error.textContent = "";
+  /**
+   * Open the dialog with event `eventId` (or, given an object, the events and agents it lists)
+   * as the checked targets; more can be checked in the dialog.
+   * @param {string|{events?: string[], agents?: string[]}} targets
+   */
+  open(targets) {
+    const { events = [], agents = [] } = typeof targets === "string" ? { events: [targets] } : targets;
+    this.checked = { events: new Set(events), agents: new Set(agents) };
+    this.search.value = "";
+    this._setError("");
+    this._resetConfirmation();
+    this._renderTargets();
     this.dialog.showModal();
     this.dialog.querySelector("[name=kind]").focus();
   }
@@ -92,6 +150,18 @@ export class Counterfactual {
     this._renderJob(job);
   }
 
+  /** Show job `job` (its full form) and move the focus to it. */
+  reveal(job) {
+    this.handleJob(job);
+    const row = this.rows.get(job.id);
+    row?.scrollIntoView({ block: "nearest" });
+    row?.focus();
+  }
+
+  _targets() {
+    return { events: [...this.checked.events], agents: [...this.checked.agents] };
+  }
+
   _buildDialog() {
     const dialog = el("dialog", null, "counterfactual-dialog");
     dialog.dataset.testid = "what-if-dialog";
@@ -99,8 +169,23 @@ export class Counterfactual {
     form.method = "dialog";
     const title = el("h2", "What if it had not been sent?");
     const target = el("p", null, "muted");
-    target.append("Event ", el("code"));
+    target.append("Targets: ", el("code"));
     target.lastChild.dataset.field = "target";
+    target.lastChild.dataset.testid = "what-if-targets";
+    this.targetLine = target.lastChild;
+    const targets = el("fieldset", null, "field what-if-targets");
+    targets.append(el("legend", "Messages and agents (one intervention on all checked)"));
+    this.search = el("input");
+    Object.assign(this.search, { type: "search", placeholder: "Find a message…", autocomplete: "off" });
+    this.search.setAttribute("aria-label", "Find a message to add");
+    this.search.addEventListener("input", () => this._renderTargets());
+    this.eventList = el("div", null, "check-list scroll");
+    this.eventList.dataset.testid = "what-if-events";
+    this.agentList = el("div", null, "check-list scroll");
+    this.agentList.dataset.testid = "what-if-agents";
+    this.moreNote = el("p", null, "hint");
+    targets.append(this.search, this.eventList, this.moreNote, el("span", "Agents (remove all their events)", "hint"),
+      this.agentList);
     const kind = el("select");
     kind.name = "kind";
     for (const k of INTERVENTION_KINDS) kind.append(new Option(k, k));
@@ -110,33 +195,46 @@ export class Counterfactual {
     text.placeholder = "Replacement text";
     const textLabel = this._label("Replacement", text);
     textLabel.hidden = true;
-    kind.addEventListener("change", () => { textLabel.hidden = kind.value !== "replace"; });
+    kind.addEventListener("change", () => {
+      textLabel.hidden = kind.value !== "replace";
+      this._renderTargets();
+    });
+    this.kind = kind;
     const n = el("input");
     Object.assign(n, { name: "n", type: "number", min: "2", max: "4096", value: String(DEFAULT_SAMPLES) });
     const backend = el("select");
     backend.name = "backend";
     for (const b of this.backends) backend.append(new Option(b, b));
+    this.estimate = el("p", null, "what-if-estimate");
+    this.estimate.dataset.testid = "what-if-estimate";
+    this.estimate.setAttribute("role", "status");
+    this.estimate.hidden = true;
     this.error = el("p", null, "notice");
     this.error.setAttribute("role", "alert");
-    const run = el("button", "Run", "button primary");
-    run.type = "submit";
-    run.dataset.testid = "what-if-run";
+    this.error.hidden = true;
+    this.run = el("button", "Run", "button primary");
+    this.run.type = "submit";
+    this.run.dataset.testid = "what-if-run";
     const close = el("button", "Close", "button");
     close.type = "button";
     close.addEventListener("click", () => dialog.close());
     const buttons = el("div", null, "button-row");
-    buttons.append(run, close);
-    form.append(title, target, this._label("Intervention", kind), textLabel,
-      this._label("Paired samples N", n), this._label("Rollout backend", backend), this.error, buttons);
+    buttons.append(this.run, close);
+    form.append(title, target, targets, this._label("Intervention", kind), textLabel,
+      this._label("Paired samples N", n), this._label("Rollout backend", backend), this.estimate, this.error, buttons);
+    this._values = () => ({ kind: kind.value, text: text.value, n: n.value, backend: backend.value });
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      this._submit({ kind: kind.value, text: text.value, n: n.value, backend: backend.value });
+      this._submit(this._values());
     });
+    // A confirmation is for the request whose estimate was shown: any change to it asks again.
+    form.addEventListener("change", () => this._onFormChange());
+    for (const control of [text, n]) control.addEventListener("input", () => this._onFormChange());
     // Esc closes the dialog (the browser's `cancel`) and nothing else: the page's Esc would
     // clear the selection.
     dialog.addEventListener("keydown", (e) => {
       if (e.key === "Escape") e.stopPropagation();
-      if (e.key === "Enter" && e.target.tagName !== "TEXTAREA" && e.target.tagName !== "BUTTON") {
+      if (e.key === "Enter" && !["TEXTAREA", "BUTTON"].includes(e.target.tagName) && e.target.type !== "checkbox") {
         e.preventDefault();
         form.requestSubmit();
       }
@@ -151,23 +249,108 @@ export class Counterfactual {
     return label;
   }
 
+  _checkbox(set, value, text, disabled = false) {
+    const label = el("label", null, "check");
+    const box = el("input");
+    Object.assign(box, { type: "checkbox", value, checked: set.has(value), disabled });
+    box.addEventListener("change", () => {
+      if (box.checked) set.add(value);
+      else set.delete(value);
+      this._renderTargetLine();
+    });
+    label.append(box, el("span", text));
+    label.title = text;
+    return label;
+  }
+
+  /** The dialog's checklists: matching message-like events (checked first) and agents. */
+  _renderTargets() {
+    const { matches, total } = targetChoices(this.model.events.values(), this.search.value);
+    const checkedEvents = [...this.checked.events].map((id) => this.model.events.get(id) ?? { id, agent: "?" });
+    const shown = [...checkedEvents, ...matches.filter((ev) => !this.checked.events.has(ev.id))];
+    this.eventList.replaceChildren(...shown.map((ev) => {
+      const content = typeof ev.content === "string" ? ev.content.slice(0, 60) : "";
+      return this._checkbox(this.checked.events, ev.id,
+        `${ev.id} · ${ev.agent}${ev.to ? ` → ${ev.to}` : ""}${content ? ` · ${content}` : ""}`);
+    }));
+    this.moreNote.textContent = total > matches.length ? `${total - matches.length} more: type to narrow the list` : "";
+    const removable = this.kind.value === "remove";
+    if (!removable) this.checked.agents.clear();
+    this.agentList.replaceChildren(...[...this.model.agents.keys()].sort().map(
+      (name) => this._checkbox(this.checked.agents, name, name, !removable)));
+    this._renderTargetLine();
+  }
+
+  _renderTargetLine() {
+    const { events, agents } = this._targets();
+    this.targetLine.textContent = events.length + agents.length
+      ? describeIntervention({ kind: this.kind.value, events, agents }).replace(/^[a-z]+\(|\)$/g, "")
+      : "none selected";
+    this._onFormChange();
+  }
+
+  /** Drop a shown estimate when the request it was for has changed. */
+  _onFormChange() {
+    if (this.awaiting === null) return;
+    let key = null;
+    try {
+      key = JSON.stringify(requestBody(this._targets(), this._values()));
+    } catch {
+      // an invalid request is not the estimated one
+    }
+    if (key !== this.awaiting) this._resetConfirmation();
+  }
+
+  _setError(text) {
+    this.error.textContent = text;
+    this.error.hidden = !text;
+  }
+
+  _resetConfirmation() {
+    this.awaiting = null;
+    if (!this.estimate) return;
+    this.estimate.hidden = true;
+    this.estimate.textContent = "";
+    this.run.textContent = "Run";
+    delete this.run.dataset.confirm;
+  }
+
   async _submit(values) {
     let body;
     try {
-      body = requestBody(this.eventId, values);
+      body = requestBody(this._targets(), values);
     } catch (err) {
-      this.error.textContent = err.message;
+      this._setError(err.message);
       return;
     }
-    const response = await fetch(`/api/traces/${this.traceId}/counterfactuals/`, {
-      method: "POST", credentials: "same-origin", body: JSON.stringify(body),
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-    });
-    const answer = await response.json();
-    if (!response.ok) {
-      this.error.textContent = `${answer.field ? `${answer.field}: ` : ""}${answer.error}`;
+    this._setError("");
+    const key = JSON.stringify(body);
+    if (this.awaiting !== key) {
+      // First the cost: an LLM backend's job only starts once the user has seen and confirmed it.
+      const { ok, answer } = await postJson(`/api/traces/${this.traceId}/counterfactuals/estimate/`, body);
+      if (!ok) {
+        this._setError(`${answer.field ? `${answer.field}: ` : ""}${answer.error}`);
+        return;
+      }
+      if (answer.confirmation_required) {
+        this.estimate.textContent = `Estimated cost on ${answer.backend}: ${formatEstimate(answer)}. `
+          + "Press “Confirm and run” to start it.";
+        this.estimate.hidden = false;
+        this.run.textContent = "Confirm and run";
+        this.run.dataset.confirm = "true";
+        this.awaiting = key;
+        this.run.focus();
+        return;
+      }
+    } else {
+      body.confirmed = true;
+    }
+    const { ok, answer } = await postJson(`/api/traces/${this.traceId}/counterfactuals/`, body);
+    if (!ok) {
+      this._setError(`${answer.field ? `${answer.field}: ` : ""}${answer.error}`);
       return;
     }
+    this._resetConfirmation();
     this.dialog.close();
     this._renderJob(this.jobs.get(answer.id) ?? answer);
   }
@@ -186,8 +369,15 @@ export class Counterfactual {
       row = el("article", null, "counterfactual-job");
       row.dataset.testid = "job";
       row.dataset.jobId = String(job.id);
+      row.id = `job-${job.id}`;
+      row.tabIndex = -1;
       this.rows.set(job.id, row);
-      this.panel.querySelector("[data-field=jobs]").prepend(row);
+      // Newest first: a job lands above the ones requested before it (restored ones arrive in any order).
+      const later = [...this.rows.keys()].filter((id) => id > job.id && this.rows.get(id).isConnected)
+        .sort((a, b) => a - b)[0];
+      const list = this.panel.querySelector("[data-field=jobs]");
+      if (later === undefined) list.prepend(row);
+      else this.rows.get(later).after(row);
       this.panel.hidden = false;
     }
     row.dataset.status = job.status;

@@ -22,6 +22,7 @@ import { FiltersPanel } from "./filters.js";
 import { formatNumber } from "./format.js";
 import { TraceModel } from "./graph_model.js";
 import { Inspector } from "./inspector.js";
+import { JobHistory } from "./job_history.js";
 import { LiveConnection, websocketUrl, withParam } from "./live_connection.js";
 import { MetricsPanel } from "./metrics_panel.js";
 import { Timeline } from "./timeline.js";
@@ -73,12 +74,20 @@ class TracePage {
       onSelectAgent: (name) => this.selectAgent(name),
     });
     this.counterfactual = new Counterfactual(part("counterfactual-panel"), {
-      traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"),
+      traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"), model: this.model,
     });
     this.attribution = new AttributionPanel(part("attribution-panel"), {
       traceId: app.dataset.traceId,
       onSelectEvent: (id) => this.selectEvent(id),
       onCredit: (credit) => this.timeline.setCredit(credit),
+      onSelectAgent: (name) => this.selectAgent(name),
+      onGraphCredit: (credit) => this.agentGraph.setCredit(credit),
+      eventOf: (id) => this.model.events.get(id),
+    });
+    this.history = new JobHistory(part("job-history"), {
+      traceId: app.dataset.traceId,
+      onShowAttribution: (job) => this.attribution.show(job),
+      onShowCounterfactual: (job, { focus }) => (focus ? this.counterfactual.reveal(job) : this.counterfactual.handleJob(job)),
     });
     this.inspector = new Inspector(part("inspector"), {
       model: this.model,
@@ -110,6 +119,8 @@ class TracePage {
     const connect = () => wsUrl && this.connect(websocketUrl(wsUrl));
     if (snapshotUrl) this.fetchSnapshot(snapshotUrl).finally(connect);
     else connect();
+    // Stored jobs come back once the events are there (attribution credit paints them).
+    this.ready.then(() => this.history.load());
     this.updateBadge();
     setInterval(() => {
       this.updateRate();
@@ -148,6 +159,7 @@ class TracePage {
       return;
     }
     if (msg.type === "job") {
+      this.history.handleJob(msg.job);
       if (msg.job.kind === "attribution") this.attribution.handleJob(msg.job);
       else this.counterfactual.handleJob(msg.job);
       return;

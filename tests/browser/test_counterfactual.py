@@ -1,16 +1,24 @@
 """From a click to Δ: a SwarmSim trace, "What if removed?" on its pivotal message, 32 paired samples
 on a real Celery worker (the app's embedded Redis as broker), Δ with its interval, the branch trace
-side by side."""
+side by side; two messages checked in the dialog make one intervention; "Attribute this trace" per
+message and per agent; after a reload the stored results and the job history are shown again; and
+an LLM job (the `openai` backend against FakeOpenAIServer, a scripted local fake endpoint, on a real
+`rollouts-gpu` worker) shows its estimated cost and starts only once confirmed."""
 
 import json
+import re
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.browser.conftest import App, save_admin_session
 from tests.browser.test_trace_page import click_event, open_trace
-from tests.servers import start, stop
+from tests.fake_openai import FakeOpenAIServer
+from tests.servers import app_env, free_port, manage, start, stop, wait_http
 from trainer.sim.suites import pivot12_case
+from webapp.core.model import Agent, Event, Trace
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -56,7 +64,39 @@ def test_what_if_removed_runs_32_samples_and_opens_the_branch(app, page, rollout
     text = delta.inner_text()
     assert text.startswith("Δ = ") and "95 %" in text and "64 rollouts" in text
     assert page.get_by_test_id("job-samples").locator("li").count() == 32
-    page.get_by_test_id("open-branch").click()
+
+    # Two messages, one intervention: the pivotal one and another checked in the dialog.
+    other = next(f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds)
+                 if f"message:{case.episode.actions[c].item}" != pivotal)
+    page.get_by_test_id("what-if").click()
+    events = dialog.get_by_test_id("what-if-events")
+    assert events.locator(f"input[value='{pivotal}']").is_checked()
+    dialog.get_by_placeholder("Find a message…").fill(other)
+    events.locator(f"input[value='{other}']").check()
+    dialog.get_by_placeholder("Find a message…").fill("")
+    assert events.locator(f"input[value='{pivotal}']").is_checked()
+    assert events.locator(f"input[value='{other}']").is_checked()
+    assert dialog.get_by_test_id("what-if-targets").inner_text() == f"event:{pivotal}, event:{other}"
+    dialog.locator("input[name=n]").fill("8")
+    dialog.locator("input[name=n]").press("Enter")
+    both = page.locator("[data-testid=job][data-status=done]").filter(
+        has_text=f"remove(event:{pivotal}, event:{other})")
+    both.wait_for(timeout=60_000)
+    assert both.get_by_test_id("job-samples").locator("li").count() == 8
+
+    # A reload loses nothing: both jobs, newest first, and the history lists them.
+    page.reload()
+    page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
+    restored = page.locator("[data-testid=job][data-status=done]")
+    restored.nth(1).wait_for(timeout=30_000)
+    assert restored.first.locator("code").inner_text() == f"remove(event:{pivotal}, event:{other})"
+    assert restored.nth(1).locator("code").inner_text() == f"remove(event:{pivotal})"
+    assert restored.nth(1).get_by_test_id("job-delta").inner_text() == text
+    history = page.get_by_test_id("history-item")
+    assert history.count() == 2 and history.first.get_attribute("data-status") == "done"
+    assert "8 / 8 samples" in history.first.inner_text() and "32 / 32 samples" in history.nth(1).inner_text()
+
+    restored.nth(1).get_by_test_id("open-branch").click()
     page.wait_for_url(f"{app.url}/traces/compare/?left={trace_id}&right=*")
     assert "remove(event:" in page.content()
 
@@ -75,6 +115,8 @@ def test_attribute_this_trace_ranks_the_messages_and_paints_the_timeline(app, pa
     panel = page.get_by_test_id("attribution-panel")
     assert panel.is_visible()
     assert page.evaluate("document.activeElement.name") == "method"
+    page.keyboard.press("Tab")  # to the players (messages by default)
+    assert page.evaluate("[document.activeElement.name, document.activeElement.value]") == ["players", "messages"]
     page.keyboard.press("Tab")  # to the budget: 32 seeds of 12 messages and the shared control
     page.keyboard.press("Control+a")
     page.keyboard.type(str(13 * 32))
@@ -97,3 +139,124 @@ def test_attribute_this_trace_ranks_the_messages_and_paints_the_timeline(app, pa
     page.wait_for_function(f"document.body.dataset.selected === {json.dumps(pivotal)}")
     listed = app.api(f"/api/traces/{trace_id}/attributions/")["results"]
     assert len(listed) == 12 and {a["method"] for a in listed} == {"paired_loo"}
+    # Message credit also paints the agent graph: node colours and sender→receiver edge widths.
+    legend = page.get_by_test_id("graph-credit-legend")
+    assert legend.is_visible() and "edge width" in legend.inner_text()
+
+    # After a reload the stored attribution is shown again, ranked, with the history of the job.
+    page.reload()
+    page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
+    table.wait_for(timeout=30_000)
+    assert rows.count() == 12 and rows.first.get_attribute("data-target") == f"event:{pivotal}"
+    assert page.get_by_test_id("attribution-status").get_attribute("data-status") == "done"
+    assert page.get_by_test_id("graph-credit-legend").is_visible()
+    history = page.get_by_test_id("history-item")
+    assert history.count() == 1 and "attribution · loo · messages · 32 / 32 samples" in history.first.inner_text()
+
+    # Credit per agent: each agent that sends a message, removed with all its events.
+    page.get_by_test_id("attribute").click()
+    page.get_by_test_id("attribution-players").select_option("agents")
+    budget = page.get_by_test_id("attribution-form").locator("input[name=budget]")
+    budget.fill(str(4 * 16))
+    budget.press("Enter")
+    agent_rows = page.locator("[data-testid=attribution-row][data-target^='agent:']")
+    try:
+        agent_rows.first.wait_for(timeout=60_000)
+    except Exception:
+        pytest.fail("no agent attribution:\n" + rollout_worker[1].read_text()[-3000:])
+    senders = {e.agent for e in case.episode.trace.events if e.type == "message"}
+    assert {r.get_attribute("data-target") for r in agent_rows.all()} == {f"agent:{a}" for a in senders}
+    assert "node colour" in page.get_by_test_id("graph-credit-legend").inner_text()
+    agent_rows.first.click()
+    assert page.evaluate("document.body.dataset.selected") == agent_rows.first.get_attribute("data-target")
+    page.wait_for_function("document.querySelectorAll('[data-testid=history-item]').length === 2")
+    # The history shows the earlier job's result again.
+    page.get_by_test_id("history-item").nth(1).get_by_test_id("history-show").click()
+    page.wait_for_function("document.querySelector('[data-testid=attribution-row]')?.dataset.target"
+                           f" === {json.dumps('event:' + pivotal)}")
+
+
+@pytest.fixture
+def llm_app(chromium_path, tmp_path):
+    """The app with the `openai` backend pointed at a FakeOpenAIServer, and a `rollouts-gpu` worker."""
+    with FakeOpenAIServer(lambda body: "FINAL ANSWER: 42") as fake:
+        env = app_env(tmp_path / "data", SWARMSCOPE_OPENAI_BASE_URL=fake.base_url,
+                      SWARMSCOPE_OPENAI_MODEL="fake-model")
+        port = free_port()
+        log = tmp_path / "up.log"
+        process = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker"], env, log)
+        worker = None
+        try:
+            wait_http(f"http://127.0.0.1:{port}/", process, log)
+            password = re.search(r"password: (\S+)", log.read_text()).group(1)
+            token = manage("create_token", "admin", env=env).stdout.strip()
+            redis_url = (tmp_path / "data" / "redis" / "url").read_text().strip()
+            worker_log = tmp_path / "worker.log"
+            worker = start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q",
+                            "rollouts-gpu", "-P", "solo", "--without-heartbeat", "--without-gossip",
+                            "--without-mingle", "-l", "INFO"], {**env, "REDIS_URL": redis_url}, worker_log)
+            yield App(f"http://127.0.0.1:{port}", password, token, env), fake, worker_log
+        finally:
+            if worker is not None:
+                stop(worker)
+            stop(process, signal.SIGINT)
+
+
+def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_app, browser, tmp_path):
+    app, fake, worker_log = llm_app
+    # Hand-sized: 4 characters per token gives e1 2, e2 3, e3 2, e4 4 tokens, the planner's prompt 3.
+    events = [Event("e1", 0.0, "message", "planner", to="coder", content="a" * 8),
+              Event("e2", 1.0, "message", "coder", to="planner", content="b" * 10),
+              Event("e3", 2.0, "tool_result", "coder", content="c" * 7),
+              Event("e4", 3.0, "message", "planner", content="d" * 13)]
+    trace = Trace("native", "llm-cost", name="LLM cost", events=events,
+                  agents=[Agent("planner", system_prompt="s" * 9), Agent("coder")], attributes={"ground_truth": "42"})
+    path = tmp_path / "llm-cost.json"
+    path.write_text(json.dumps(trace.to_dict()))
+    trace_id = app.import_files(path)[path.name]
+    context = browser.new_context(storage_state=save_admin_session(browser, app.url, app.password,
+                                                                   str(tmp_path / "state.json")),
+                                  viewport={"width": 1600, "height": 1000})
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    open_trace(page, app, trace_id)
+    click_event(page, "e2")
+    page.get_by_test_id("what-if").click()
+    dialog = page.get_by_test_id("what-if-dialog")
+    dialog.locator("select[name=backend]").select_option("openai")
+    n = dialog.locator("input[name=n]")
+    n.fill("4")
+    n.press("Enter")
+    estimate = dialog.get_by_test_id("what-if-estimate")
+    try:
+        estimate.wait_for(timeout=15_000)
+    except Exception:
+        pytest.fail(f"no estimate; dialog says {dialog.locator('[role=alert]').inner_text()!r}")
+    # As tests/experiments/test_players_history_cost.py computes it by hand for this trace.
+    assert "≈ 34 prompt + 40 completion tokens (74 in all) in 4 requests: 2 arms × 4 samples from e2" in (
+        estimate.inner_text())
+    run = dialog.get_by_test_id("what-if-run")
+    assert run.inner_text() == "Confirm and run" and dialog.is_visible()
+    assert app.api(f"/api/traces/{trace_id}/jobs/")["results"] == [] and fake.requests == []
+    n.fill("5")  # a change asks again
+    assert estimate.is_hidden() and run.inner_text() == "Run"
+    n.fill("4")
+    n.press("Enter")
+    estimate.wait_for()
+    run.click()  # confirm
+    job = page.locator("[data-testid=job][data-status=done]")
+    try:
+        job.wait_for(timeout=60_000)
+    except Exception:
+        pytest.fail("the LLM job did not finish:\n" + worker_log.read_text()[-3000:])
+    assert job.locator("code").inner_text() == "remove(event:e2)" and "openai" in job.inner_text()
+    assert job.get_by_test_id("job-delta").inner_text().startswith("Δ = 0 ")
+    # The worker sent what the estimate counted: one request of n = 4 per arm, and both arms of
+    # sample 0 once more for its branch trace.
+    assert sorted((b["n"], b["seed"]) for b in fake.requests) == [(1, 0), (1, 0), (4, 0), (4, 0)]
+    listed = app.api(f"/api/traces/{trace_id}/jobs/")["results"]
+    assert [(j["backend"], j["status"], j["done"]) for j in listed] == [("openai", "done", 4)]
+    context.close()
+    assert errors == [], f"console errors: {errors}"

@@ -6,7 +6,8 @@ from django.test import override_settings
 
 from trainer.rollout.sim import SimRollout
 from webapp.accounts.services import do_add_member, do_create_token, do_get_or_create_project
-from webapp.core.credit import coalition_game, kernel_shap, leave_one_out, shapley_permutation
+from webapp.core.credit import (coalition_game, design_size, kernel_shap, leave_one_out, shapley_2additive,
+                                 shapley_permutation)
 from webapp.core.interventions import Intervention
 from webapp.experiments import services, tasks
 from webapp.experiments.models import Attribution, CounterfactualJob
@@ -51,7 +52,8 @@ def test_loo_ranks_the_pivotal_message_first_and_matches_the_estimator(sim_trace
 
 
 @pytest.mark.parametrize("method, estimator, per_sample", [
-    ("shapley", shapley_permutation, lambda p: 2 * p), ("kernelshap", kernel_shap, lambda p: 4)])
+    ("shapley", shapley_permutation, lambda p: 2 * p), ("kernelshap", kernel_shap, lambda p: 4),
+    ("shapley2", shapley_2additive, lambda p: 2 * design_size(p))])
 @override_settings(SWARMSCOPE_ROLLOUT_CHUNK=3)
 def test_chunked_shapley_estimates_equal_the_one_shot_estimator(sim_trace, case, method, estimator, per_sample):
     game, players = game_of(case)

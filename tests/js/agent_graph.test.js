@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { treeLayout } from "../../static/js/agent_graph.js";
+import { CREDIT_EDGE_MAX, creditEdgeStyle, treeLayout } from "../../static/js/agent_graph.js";
 
 const tree = { root: ["a", "b"], a: ["c", "d"], b: [], c: [], d: [] };
 
@@ -18,4 +18,13 @@ test("radial layout for many leaves: the root in the centre, leaves on a circle"
   assert.deepEqual(at.get("hub"), { x: 0, y: 0 });
   const radii = new Set([...at].filter(([k]) => k !== "hub").map(([, p]) => Math.hypot(p.x, p.y).toFixed(6)));
   assert.equal(radii.size, 1);
+});
+
+test("credit edges: width by |credit|, colour by its sign", () => {
+  assert.deepEqual(creditEdgeStyle(0), { size: 1, color: "#ced4da" });
+  assert.deepEqual(creditEdgeStyle(1), { size: CREDIT_EDGE_MAX, color: "#2f9e44" });
+  assert.deepEqual(creditEdgeStyle(-0.5), { size: 1 + (CREDIT_EDGE_MAX - 1) / 2, color: creditEdgeStyle(-0.5).color });
+  assert.equal(creditEdgeStyle(-1).color, "#e03131");
+  assert.equal(creditEdgeStyle(7).size, CREDIT_EDGE_MAX);
+  assert.equal(creditEdgeStyle("x").size, 1);
 });

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { describeIntervention, formatDelta, requestBody } from "../../static/js/counterfactual.js";
+import { describeIntervention, formatDelta, formatEstimate, requestBody, targetChoices } from "../../static/js/counterfactual.js";
 
 test("interventions read as webapp.core describes them", () => {
   assert.equal(describeIntervention({ kind: "remove", events: ["m3"], agents: ["critic"] }), "remove(event:m3, agent:critic)");
@@ -21,4 +21,37 @@ test("the request body from the dialog", () => {
   assert.throws(() => requestBody("m1", { kind: "replace", text: " ", n: 8, backend: "sim" }), /replacement text/);
   assert.throws(() => requestBody("m1", { kind: "remove", text: "", n: "1", backend: "sim" }), /at least 2/);
   assert.throws(() => requestBody("m1", { kind: "explode", text: "", n: 8, backend: "sim" }), /unknown/);
+});
+
+test("several messages and agents make one intervention", () => {
+  assert.deepEqual(requestBody({ events: ["m1", "m4"], agents: ["critic"] }, { kind: "remove", text: "", n: 8, backend: "sim" }),
+    { intervention: { kind: "remove", events: ["m1", "m4"], agents: ["critic"] }, n: 8, backend: "sim" });
+  assert.deepEqual(requestBody({ agents: ["critic"] }, { kind: "remove", text: "", n: 8, backend: "sim" }).intervention,
+    { kind: "remove", agents: ["critic"] });
+  assert.throws(() => requestBody({ events: [], agents: [] }, { kind: "remove", text: "", n: 8, backend: "sim" }), /at least one/);
+  assert.throws(() => requestBody({ events: ["m1"], agents: ["critic"] }, { kind: "mask", text: "", n: 8, backend: "sim" }),
+    /agents can only be removed/);
+});
+
+test("the cost estimate reads as tokens, requests, arms and samples", () => {
+  assert.equal(formatEstimate({ prompt_tokens: 17, completion_tokens: 32, total_tokens: 49, requests: 2, n: 4, turns: 2,
+    fork_event: "e2" }), "≈ 17 prompt + 32 completion tokens (49 in all) in 2 requests: 2 arms × 4 samples from e2, "
+    + "2 re-generated turns per pair");
+  assert.match(formatEstimate({ prompt_tokens: 1234567, completion_tokens: 0, total_tokens: 1234567, requests: 3, n: 2,
+    turns: 1, fork_event: "x" }), /^≈ 1,234,567 prompt/);
+});
+
+test("target choices: message-like events in time order, filtered, capped", () => {
+  const events = [
+    { id: "m2", type: "message", t: 2, agent: "b", to: "a", content: "Paris is the capital" },
+    { id: "s1", type: "spawn", t: 0, agent: "a", to: "b" },
+    { id: "d1", type: "delegate", t: 1, agent: "a", to: "b", content: "find it" },
+    { id: "r1", type: "return", t: 3, agent: "b", to: "a", content: { answer: 1 } },
+    { id: "t1", type: "tool_call", t: 1.5, agent: "b", content: "paris" },
+  ];
+  assert.deepEqual(targetChoices(events).matches.map((e) => e.id), ["d1", "m2", "r1"]);
+  assert.deepEqual(targetChoices(events, "PARIS").matches.map((e) => e.id), ["m2"]);
+  assert.deepEqual(targetChoices(events, "b").matches.map((e) => e.id), ["d1", "m2", "r1"]);
+  const capped = targetChoices(events, "", 2);
+  assert.deepEqual([capped.matches.length, capped.total], [2, 3]);
 });

@@ -20,25 +20,40 @@ CSV_COLUMNS = ("id", "trace", "job", "target", "method", "estimate", "ci_low", "
                "backend", "seed", "code_version", "created_at", "intervention", "environment")
 
 
-@api_view("POST")
-def trace_counterfactuals(request: HttpRequest, trace_id: int):
-    """Request a job: `{"intervention": {...}, "n": N, "backend": "sim", "seed": 0, "epsilon": ε?}`
-    -> 202 with the job; 400 `{"error", "field"}` for what cannot run."""
-    trace = _get_trace(request, trace_id)
-    if trace is None:
-        return _error(404, "no such trace")
+COUNTERFACTUAL_FIELDS = {"intervention", "n", "backend", "seed", "epsilon", "confirmed"}
+
+
+def _json_object(request: HttpRequest, fields: set[str], required: tuple[str, ...]) -> dict | JsonResponse:
+    """The request's JSON object body, or a 400 naming `body`, an unknown field or a missing one."""
     try:
         body = json.loads(request.body or b"{}")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         return _error(400, f"invalid JSON: {exc}", field="body")
     if not isinstance(body, dict):
         return _error(400, "body must be a JSON object", field="body")
-    unknown = sorted(set(body) - {"intervention", "n", "backend", "seed", "epsilon"})
+    unknown = sorted(set(body) - fields)
     if unknown:
         return _error(400, "unknown field", field=unknown[0])
-    if "intervention" not in body:
-        return _error(400, "is required", field="intervention")
+    for name in required:
+        if name not in body:
+            return _error(400, "is required", field=name)
+    return body
+
+
+@api_view("POST")
+def trace_counterfactuals(request: HttpRequest, trace_id: int):
+    """Request a job: `{"intervention": {...}, "n": N, "backend": "sim", "seed": 0, "epsilon": ε?,
+    "confirmed": bool}` -> 202 with the job; 400 `{"error", "field"}` for what cannot run. A job on
+    an LLM backend needs `"confirmed": true` (after `.../counterfactuals/estimate/`), else 400
+    naming `confirmed`."""
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    body = _json_object(request, COUNTERFACTUAL_FIELDS, ("intervention",))
+    if isinstance(body, JsonResponse):
+        return body
     try:
+        services.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
         job = services.request_counterfactual(trace, body["intervention"], body.get("n", 32),
                                               body.get("backend", "sim"), body.get("seed", 0), body.get("epsilon"))
     except services.JobRequestError as exc:
@@ -47,28 +62,57 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
 
 
 @api_view("POST")
-def trace_attribution_run(request: HttpRequest, trace_id: int):
-    """"Attribute this trace": `{"method": "loo"|"shapley"|"kernelshap", "budget": rollouts,
-    "seed": 0, "backend": "sim"}` -> 202 with the job (its `results`, once done, one attribution
-    per message, highest credit first); 400 `{"error", "field"}` for what cannot run."""
+def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
+    """The estimated cost of a job before it is requested: the body of `.../counterfactuals/`
+    (`seed` and `confirmed` are ignored) -> 200 with `services.estimate_cost` (prompt and
+    completion tokens, requests, whether confirmation is required); 400 naming the field."""
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    body = _json_object(request, COUNTERFACTUAL_FIELDS, ("intervention",))
+    if isinstance(body, JsonResponse):
+        return body
+    try:
+        estimate = services.estimate_cost(trace, body["intervention"], body.get("n", 32), body.get("backend", "sim"),
+                                          body.get("epsilon"))
+    except services.JobRequestError as exc:
+        return _error(400, exc.message, field=exc.field)
+    return JsonResponse(estimate)
+
+
+@api_view("GET")
+def trace_jobs(request: HttpRequest, trace_id: int):
+    """The trace's jobs, newest first (`?limit=`, default 50, at most 500): `{"results": [...]}`
+    of `services.job_summary_wire`."""
     trace = _get_trace(request, trace_id)
     if trace is None:
         return _error(404, "no such trace")
     try:
-        body = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return _error(400, f"invalid JSON: {exc}", field="body")
-    if not isinstance(body, dict):
-        return _error(400, "body must be a JSON object", field="body")
-    unknown = sorted(set(body) - {"method", "budget", "backend", "seed"})
-    if unknown:
-        return _error(400, "unknown field", field=unknown[0])
-    for required in ("method", "budget"):
-        if required not in body:
-            return _error(400, "is required", field=required)
+        limit = int(request.GET.get("limit", 50))
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= 500:
+        return _error(400, "limit must be an integer in [1, 500]", field="limit")
+    return JsonResponse({"results": [services.job_summary_wire(j) for j in services.list_jobs(trace, limit)]})
+
+
+@api_view("POST")
+def trace_attribution_run(request: HttpRequest, trace_id: int):
+    """"Attribute this trace": `{"method": "loo"|"shapley"|"kernelshap"|"shapley2", "budget": rollouts,
+    "seed": 0, "backend": "sim", "players": "messages"|"agents", "confirmed": bool}` -> 202 with
+    the job (its `results`, once done, one attribution per message or agent, highest credit
+    first); 400 `{"error", "field"}` for what cannot run (an LLM backend needs `"confirmed": true`)."""
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    body = _json_object(request, {"method", "budget", "backend", "seed", "players", "confirmed"},
+                        ("method", "budget"))
+    if isinstance(body, JsonResponse):
+        return body
     try:
+        services.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
         job = services.request_attribution(trace, body["method"], body["budget"], body.get("backend", "sim"),
-                                           body.get("seed", 0))
+                                           body.get("seed", 0), body.get("players", "messages"))
     except services.JobRequestError as exc:
         return _error(400, exc.message, field=exc.field)
     return JsonResponse(services.job_wire(job), status=202)

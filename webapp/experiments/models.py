@@ -15,10 +15,12 @@ class CounterfactualJob(models.Model):
     """N paired re-rollouts of one trace under one intervention: sample i runs the control (the
     factual history) and the intervention both at seed `seed + i` (common random numbers).
 
-    An `attribution` job ("Attribute this trace") credits every one of its `players` (message
-    event ids, each removed by `intervention`'s kind) with the estimator `method` (`loo`,
-    `shapley`, `kernelshap` of webapp.core.credit): its sample i is the estimator's sample i (a
-    seed, an antithetic permutation pair, a coalition pair), stored as one value per player.
+    An `attribution` job ("Attribute this trace") credits every one of its `players` with the
+    estimator `method` (`loo`, `shapley`, `kernelshap`, `shapley2` of webapp.core.credit): with `player_kind` `messages` the players are
+    message event ids, each removed by `intervention`'s kind; with `agents` they are agent names,
+    each removed with all its events (`Intervention("remove", agents=(name,))`). Its sample i is the estimator's sample i (a
+    seed, an antithetic permutation pair, a coalition pair, an orthogonal block of coalition pairs),
+    stored as one value per player.
 
     With `epsilon`, the job stops once the 95 % interval of Δ is narrower than it (reward units),
     `n_samples` being the cap. `heartbeat_at` is touched by every chunk; the reaper re-queues the
@@ -32,8 +34,11 @@ class CounterfactualJob(models.Model):
     KINDS = [(k, k) for k in (COUNTERFACTUAL, ATTRIBUTION)]
 
     kind = models.CharField(max_length=20, choices=KINDS, default=COUNTERFACTUAL)
-    method = models.CharField(max_length=20, blank=True, help_text="attribution jobs: loo | shapley | kernelshap")
-    players = models.JSONField(default=list, blank=True, help_text="attribution jobs: the credited event ids")
+    method = models.CharField(max_length=20, blank=True, help_text="attribution jobs: loo | shapley | kernelshap | shapley2")
+    players = models.JSONField(default=list, blank=True, help_text="attribution jobs: the credited event ids or agent names")
+    MESSAGES, AGENTS = "messages", "agents"
+    player_kind = models.CharField(max_length=10, choices=[(k, k) for k in (MESSAGES, AGENTS)], default=MESSAGES,
+                                   help_text="attribution jobs: players are message event ids or agent names")
     trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="counterfactual_jobs")
     intervention = models.JSONField(help_text="webapp.core.interventions.Intervention.to_dict()")
     backend = models.CharField(max_length=100, help_text="a key of SWARMSCOPE_ROLLOUT_BACKENDS")

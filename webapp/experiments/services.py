@@ -19,6 +19,7 @@ of what re-runs it. `trainer.rollout.sim.SimRollout` is the reference.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import subprocess
@@ -32,8 +33,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from webapp.core.credit import (Rollout, coalition_game, from_samples, kernel_shap, leave_one_out, paired_effect,
-                                 shapley_permutation)
+from webapp.core.credit import (Rollout, coalition_game, design_size, from_samples, kernel_shap, leave_one_out,
+                                 paired_effect, shapley_2additive, shapley_permutation)
 from webapp.core.interventions import Intervention, InterventionError, check_intervention
 from webapp.live.broadcast import broadcast_job
 from webapp.traces.models import Trace
@@ -46,16 +47,29 @@ log = logging.getLogger(__name__)
 #: Most paired samples one job may request.
 MAX_SAMPLES = 4096
 METHOD = "paired_loo"
-#: Estimators of "Attribute this trace": request name -> (estimator, rollouts per sample given P players).
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """One estimator of "Attribute this trace" (webapp.core.credit), for P players: `rollouts(P)`
+    per sample; `counted(P)` of them counted by each stored attribution (as the estimator counts);
+    `seeds(P)` consecutive seeds per sample (sample i plays seeds seed + i seeds(P) ..)."""
+
+    function: Any
+    method: str
+    rollouts: Any
+    counted: Any
+    seeds: Any = lambda players: 1
+
+
+#: Request name -> Estimator.
 ESTIMATORS = {
-    "loo": (leave_one_out, lambda players: players + 1),
-    "shapley": (shapley_permutation, lambda players: 2 * players),
-    "kernelshap": (kernel_shap, lambda players: 4),
+    "loo": Estimator(leave_one_out, "paired_loo", lambda p: p + 1, lambda p: 2),
+    "shapley": Estimator(shapley_permutation, "shapley_permutation_antithetic", lambda p: 2 * p, lambda p: 2 * p),
+    "kernelshap": Estimator(kernel_shap, "kernel_shap_paired", lambda p: 4, lambda p: 4),
+    "shapley2": Estimator(shapley_2additive, "shapley_2additive", lambda p: 2 * design_size(p),
+                          lambda p: 2 * design_size(p), design_size),
 }
-#: The `method` each stores, as webapp.core.credit names it.
-METHOD_NAMES = {"loo": "paired_loo", "shapley": "shapley_permutation_antithetic", "kernelshap": "kernel_shap_paired"}
-#: Rollouts per sample that each stored attribution counts (as webapp.core.credit counts them).
-_COUNTED = {"loo": lambda players: 2, "shapley": lambda players: 2 * players, "kernelshap": lambda players: 4}
 
 
 class JobRequestError(ValueError):
@@ -125,7 +139,7 @@ def job_wire(job: CounterfactualJob) -> dict[str, Any]:
         "created_at": job.created_at.isoformat(),
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
         "result": None, "samples": [], "branch_trace": None, "compare_url": None,
-        "kind": job.kind, "method": job.method, "players": len(job.players),
+        "kind": job.kind, "method": job.method, "players": len(job.players), "player_kind": job.player_kind,
     }
     if job.kind == CounterfactualJob.ATTRIBUTION:
         wire["results"] = ([attribution_wire(a) for a in job.attributions.order_by("-estimate", "-ci_low", "target")]
@@ -192,41 +206,60 @@ def request_counterfactual(trace: Trace, intervention: Intervention | dict, n: i
 
 
 def request_attribution(trace: Trace, method: str, budget: int, backend: str = "sim",
-                        seed: int = 0) -> CounterfactualJob:
-    """Create an "Attribute this trace" job: credit for every message event of `trace` by removal,
-    with the estimator `method` of ESTIMATORS and at most `budget` rollouts (its samples: budget //
+                        seed: int = 0, players: str = CounterfactualJob.MESSAGES) -> CounterfactualJob:
+    """Create an "Attribute this trace" job: credit for every player of `trace` by removal, with
+    the estimator `method` of ESTIMATORS and at most `budget` rollouts (its samples: budget //
     rollouts per sample, at least 2, at most MAX_SAMPLES), seeds (and the estimator's sampling
-    seed) from `seed`; enqueue its chunks after commit. Raises JobRequestError naming the field."""
+    seed) from `seed`; enqueue its chunks after commit. `players`: `messages` (every message
+    event, each removed alone) or `agents` (every agent that sends a message, each removed with all
+    its events: `Intervention("remove", agents=(name,))`, stored as target `agent:<name>`).
+    Raises JobRequestError naming the field."""
     if not isinstance(method, str) or method not in ESTIMATORS:
         raise JobRequestError(f"unknown method {method!r}; one of {sorted(ESTIMATORS)}", "method")
+    if players not in (CounterfactualJob.MESSAGES, CounterfactualJob.AGENTS):
+        raise JobRequestError(f"must be {CounterfactualJob.MESSAGES!r} or {CounterfactualJob.AGENTS!r}", "players")
     budget = _check_int(budget, "budget", 1, 10 ** 7)
     seed = _check_int(seed, "seed", 0, 2 ** 62)
     backend_class = get_backend_class(backend)
     core_trace = to_core_trace(trace)
-    players = [event.id for event in core_trace.events if event.type == "message"]
-    if len(players) < 2:
-        raise JobRequestError("the trace needs at least 2 messages to attribute", "method")
+    messages = [event for event in core_trace.events if event.type == "message"]
+    if players == CounterfactualJob.AGENTS:
+        names = list(dict.fromkeys(event.agent for event in messages))
+        if len(names) < 2:
+            raise JobRequestError("the trace needs at least 2 agents that send messages to attribute", "players")
+    else:
+        names = [event.id for event in messages]
+        if len(names) < 2:
+            raise JobRequestError("the trace needs at least 2 messages to attribute", "method")
     try:
         runner = backend_class.from_trace(core_trace)
-        for player in players:
-            runner.check(Intervention("remove", (player,)))
+        for name in names:
+            runner.check(player_intervention(players, name))
     except InterventionError as exc:
         raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
     except ValueError as exc:
         raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
-    per_sample = ESTIMATORS[method][1](len(players))
+    per_sample = ESTIMATORS[method].rollouts(len(names))
     n = budget // per_sample
     if not 2 <= n <= MAX_SAMPLES:
-        raise JobRequestError(f"{method} over {len(players)} messages needs {per_sample} rollouts per sample: "
+        raise JobRequestError(f"{method} over {len(names)} {players} needs {per_sample} rollouts per sample: "
                               f"a budget in [{2 * per_sample}, {MAX_SAMPLES * per_sample}]", "budget")
     with transaction.atomic():
         job = CounterfactualJob.objects.create(
-            trace=trace, kind=CounterfactualJob.ATTRIBUTION, method=method, players=players,
+            trace=trace, kind=CounterfactualJob.ATTRIBUTION, method=method, players=names, player_kind=players,
             intervention={"kind": "remove"}, backend=backend, backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend],
             n_samples=n, seed=seed, heartbeat_at=timezone.now())
         _enqueue_missing(job)
         _notify(job)
     return job
+
+
+def player_intervention(player_kind: str, player: str, kind: str = "remove") -> Intervention:
+    """The intervention that removes one player of an attribution job: message event `player`
+    (by `kind`), or every event of agent `player` (`player_kind` `agents`)."""
+    if player_kind == CounterfactualJob.AGENTS:
+        return Intervention("remove", agents=(player,))
+    return Intervention(kind, (player,))
 
 
 def _missing_chunks(job: CounterfactualJob) -> list[tuple[int, int]]:
@@ -297,22 +330,24 @@ def _run_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResul
 def _run_attribution_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResult]:
     """Samples `indices` of an attribution job: the estimator over all `n_samples` samples (seeds
     and sampling from `job.seed`, so a chunk draws what the one-shot call draws), with a game that
-    plays only the rows of these samples' seeds (every estimator here plays sample i at seed + i)."""
-    game = coalition_game(_backend(job), [Intervention(job.intervention["kind"], (p,)) for p in job.players])
-    wanted = np.array([job.seed + i for i in indices])
+    plays only the rows of these samples' seeds (every estimator here plays sample i at seeds
+    seed + i k .. seed + (i + 1) k - 1, k its seeds per sample)."""
+    game = coalition_game(_backend(job), [player_intervention(job.player_kind, p, job.intervention["kind"])
+                                          for p in job.players])
+    estimator = ESTIMATORS[job.method]
+    stride = estimator.seeds(len(job.players))
 
     def chunk_game(kept: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         rewards = np.zeros(len(seeds))
-        rows = np.isin(seeds, wanted)
+        rows = np.isin((np.asarray(seeds) - job.seed) // stride, indices)
         if rows.any():
             rewards[rows] = game(np.asarray(kept)[rows], np.asarray(seeds)[rows])
         return rewards
 
-    estimator = ESTIMATORS[job.method][0]
     options = {} if job.method == "loo" else {"sampling_seed": job.seed}
-    results = estimator(chunk_game, len(job.players), job.n_samples, first_seed=job.seed, **options)
+    results = estimator.function(chunk_game, len(job.players), job.n_samples, first_seed=job.seed, **options)
     values = np.stack([r.samples for r in results], axis=1)  # (n_samples, players)
-    return [SampleResult(i, job.seed + i, None, None, values=values[i].tolist()) for i in indices]
+    return [SampleResult(i, job.seed + i * stride, None, None, values=values[i].tolist()) for i in indices]
 
 
 def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> int:
@@ -401,13 +436,13 @@ def do_finish_job(job: CounterfactualJob, n: int | None = None) -> bool:
 def _store_credit(job: CounterfactualJob, samples: list[RolloutSample]) -> None:
     """One Attribution per player of an attribution job, from its stored per-player sample values."""
     values = np.array([s.values for s in samples], float)  # (n, players)
-    counted = _COUNTED[job.method](len(job.players)) * len(samples)
+    estimator = ESTIMATORS[job.method]
+    counted = estimator.counted(len(job.players)) * len(samples)
     environment = _backend(job).environment()
-    method = METHOD_NAMES[job.method]
     rows = []
     for k, player in enumerate(job.players):
-        intervention = Intervention(job.intervention["kind"], (player,))
-        credit = from_samples(", ".join(intervention.targets), method, values[:, k], counted)
+        intervention = player_intervention(job.player_kind, player, job.intervention["kind"])
+        credit = from_samples(", ".join(intervention.targets), estimator.method, values[:, k], counted)
         rows.append(Attribution(
             trace=job.trace, job=job, target=credit.target, intervention=intervention.to_dict(), method=credit.method,
             estimate=credit.estimate, ci_low=credit.ci_low, ci_high=credit.ci_high, n_rollouts=credit.n_rollouts,
@@ -473,3 +508,153 @@ def list_attributions(trace: Trace):
     """The trace's stored attributions, newest first."""
     return Attribution.objects.filter(trace=trace).order_by("-created_at", "-id")
 
+
+
+def list_jobs(trace: Trace, limit: int = 50):
+    """The trace's counterfactual and attribution jobs, newest first (at most `limit`)."""
+    return CounterfactualJob.objects.filter(trace=trace).order_by("-created_at", "-id")[:limit]
+
+
+def job_summary_wire(job: CounterfactualJob) -> dict[str, Any]:
+    """A job's line in the trace's history: what ran and how far, without samples or results;
+    `url` is the job's full form (`job_wire`)."""
+    return {"id": job.pk, "trace": job.trace_id, "kind": job.kind, "status": job.status, "method": job.method,
+            "player_kind": job.player_kind if job.kind == CounterfactualJob.ATTRIBUTION else None,
+            "players": len(job.players), "intervention": job.intervention, "backend": job.backend,
+            "n_samples": job.n_samples, "done": job.done_count, "total": job.n_samples, "seed": job.seed,
+            "error": job.error, "created_at": job.created_at.isoformat(),
+            "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+            "url": f"/api/jobs/{job.pk}/"}
+
+
+# --- cost of LLM jobs --------------------------------------------------------------------------
+
+#: Characters per token of the cost estimate: OpenAI's rule of thumb that one token is about 4
+#: characters of common English text (OpenAI Help Center, "What are tokens and how to count them?"),
+#: the estimate DESIGN.md uses wherever a trace has no token counts. No tokenizer is downloaded.
+CHARS_PER_TOKEN = 4
+#: Event types an LLM backend replays as recorded (no request), and the text of a masked event,
+#: as `trainer.rollout.openai` has them.
+REPLAYED_TYPES = ("tool_result", "human_intervention")
+MASK_TEXT = "[masked]"
+#: The queue of backends that call an LLM; their jobs need `confirmed: true` (DESIGN.md: LLM
+#: backends run on `rollouts-gpu`, SwarmSim on `rollouts-cpu`).
+LLM_QUEUE = "rollouts-gpu"
+
+
+def is_llm_backend(backend: str) -> bool:
+    """Whether backend `backend` (a key of SWARMSCOPE_ROLLOUT_BACKENDS) calls an LLM, i.e. runs on
+    LLM_QUEUE. Raises JobRequestError for an unknown name."""
+    return getattr(get_backend_class(backend), "queue", None) == LLM_QUEUE
+
+
+def check_cost_confirmed(backend: Any, confirmed: Any) -> None:
+    """Refuse a job on an LLM backend unless the caller confirmed its cost (`confirmed` is True,
+    after `estimate_cost`). Raises JobRequestError naming `confirmed` (or `backend` when unknown)."""
+    if not isinstance(backend, str):
+        raise JobRequestError("must be a string", "backend")
+    if is_llm_backend(backend) and confirmed is not True:
+        raise JobRequestError(f"the {backend} backend calls an LLM and costs tokens: ask for the estimate "
+                              "(POST .../counterfactuals/estimate/) and send confirmed: true", "confirmed")
+
+
+def _tokens(text: Any) -> int:
+    """ceil(characters / CHARS_PER_TOKEN) of `text` (JSON for a non-string, 0 for None)."""
+    if text is None:
+        return 0
+    if not isinstance(text, str):
+        text = json.dumps(text, sort_keys=True)
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _arm_cost(events: list, fork: int, intervention: Intervention, control: bool, prompts: dict[str, str],
+              n: int) -> dict[str, int]:
+    """Turns, requests, prompt and completion tokens of one arm of `n` samples (`estimate_cost`)."""
+    targeted, agents = set(intervention.events), set(intervention.agents)
+    history = sum(_tokens(e.content) for e in events[:fork])
+    turns, requests, prompt, completion = 0, 0, 0, 0
+    for event in events[fork:]:
+        size, regenerated = _tokens(event.content), event.type not in REPLAYED_TYPES
+        if event.id in targeted:
+            if control:
+                regenerated = False
+            elif intervention.kind == "remove":
+                continue
+            elif intervention.kind in ("mask", "replace"):
+                size = _tokens(MASK_TEXT if intervention.kind == "mask" else intervention.text)
+                regenerated = False
+            else:  # resample: re-generated
+                regenerated = True
+        elif event.agent in agents:
+            if not control:
+                continue
+            regenerated = event is not events[fork]
+        if regenerated:
+            # The first re-generated turn of all n samples is one request (`n` = n): its prompt is sent once.
+            prompt += (_tokens(prompts.get(event.agent)) + history) * (1 if turns == 0 else n)
+            completion += size * n
+            requests += 1 if turns == 0 else n
+            turns += 1
+        history += size
+    return {"turns": turns, "requests": requests, "prompt_tokens": prompt, "completion_tokens": completion}
+
+
+def estimate_cost(trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim",
+                  epsilon: float | None = None) -> dict[str, Any]:
+    """The estimated LLM cost of a counterfactual job of `n` paired samples, from the trace's
+    sizes (no request is made), following the `openai` backend's arms (trainer.rollout.openai, in
+    the original speaker order).
+
+    The fork point f is the first event the intervention changes (a targeted event, or the first
+    event of a removed agent). Per arm, every event from f on is a turn: replayed as recorded
+    (REPLAYED_TYPES; the control's targeted events and the first event of a removed agent; masked
+    and replaced text), dropped (removed events; a removed agent's events in the intervention
+    arm), or re-generated — prompted with its agent's system prompt and the whole history before
+    it, its answer the size of the recorded content (chat formatting — role markers, the
+    `[speaker] ` prefixes — is not counted). With tok(x) = ceil(len(x) / 4)
+    (CHARS_PER_TOKEN, OpenAI's rule of thumb) and, for a re-generated turn k,
+
+        prompt(k) = tok(system prompt of agent(k)) + Σ_{turns j before k} tok(content_j)
+        completion(k) = tok(recorded content_k)
+
+    an arm sends its first re-generated turn for all n samples in one request (`n` = n: prompt
+    once, n completions) and every later one once per sample, so per arm
+    prompt_tokens = prompt(k1) + n · Σ_{k > k1} prompt(k), completion_tokens = n · Σ_k completion(k),
+    requests = 1 + n · (turns - 1). The job also re-runs sample 0 once in both arms to store its
+    branch trace (`_run_samples`): the same with n = 1 (`branch`). Totals add the control and
+    intervention arms of both (with `epsilon`, n is the cap: an upper bound). A non-LLM backend
+    (SwarmSim) costs no tokens: zeros and `confirmation_required` False.
+
+    Returns {backend, llm, confirmation_required, n, fork_event, turns, requests, prompt_tokens,
+    completion_tokens, total_tokens, chars_per_token, arms and branch: {control, intervention:
+    {turns, requests, prompt_tokens, completion_tokens}}}; `turns` counts both arms' re-generated
+    turns of one sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown
+    backend, or an intervention that does not fit the trace."""
+    n = _check_int(n, "n", 2, MAX_SAMPLES)
+    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
+                                or not epsilon > 0):
+        raise JobRequestError("must be a positive number (reward units)", "epsilon")
+    llm = is_llm_backend(backend)
+    core_trace = to_core_trace(trace)
+    try:
+        if not isinstance(intervention, Intervention):
+            intervention = Intervention.from_dict(intervention)
+        check_intervention(core_trace, intervention)
+    except InterventionError as exc:
+        raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
+    events = core_trace.events
+    changed, agents = set(intervention.events), set(intervention.agents)
+    fork = next(i for i, e in enumerate(events) if e.id in changed or e.agent in agents)
+    prompts = {a.name: a.system_prompt for a in core_trace.agents if a.system_prompt}
+    parts = {}
+    for part, samples in (("arms", n), ("branch", 1)):
+        parts[part] = {arm: _arm_cost(events, fork, intervention, arm == "control", prompts, samples)
+                       for arm in ("control", "intervention")}
+        if not llm:
+            parts[part] = {arm: dict.fromkeys(cost, 0) for arm, cost in parts[part].items()}
+    total = {key: sum(cost[key] for part in ("arms", "branch") for cost in parts[part].values())
+             for key in ("requests", "prompt_tokens", "completion_tokens")}
+    return {"backend": backend, "llm": llm, "confirmation_required": llm, "n": n, "fork_event": events[fork].id,
+            "turns": sum(cost["turns"] for cost in parts["arms"].values()), **total,
+            "total_tokens": total["prompt_tokens"] + total["completion_tokens"], "chars_per_token": CHARS_PER_TOKEN,
+            **parts}
