@@ -3,8 +3,11 @@
  * rollout budget.
  *
  * The header's "Attribute this trace" button reveals the "Attribution" panel and focuses its form
- * (estimator, players: messages | agents, budget in rollouts, seed; Enter submits), which POSTs
- * `/api/traces/<id>/attributions/run/`. The job's progress comes over the trace websocket
+ * (estimator, players: messages | agents, budget in rollouts, seed, rollout backend; Enter submits).
+ * Submitting first asks `/api/traces/<id>/attributions/estimate/`; where the backend calls an LLM
+ * the panel shows the estimated requests and tokens and only a second press ("Confirm and run")
+ * POSTs `/api/traces/<id>/attributions/run/` with `confirmed: true`; any change to the form asks
+ * again (as the counterfactual dialog does). The job's progress comes over the trace websocket
  * (`{"type": "job", "job": {kind: "attribution", ...}}`, routed here by `handleJob`); once done,
  * its `results` (one attribution per message or agent, highest credit first) fill a ranked table
  * — a row's click (or Enter) selects the event or agent — and `onCredit(map)` hands the timeline
@@ -30,14 +33,27 @@ export const PLAYER_KINDS = [["messages", "messages"], ["agents", "agents"]];
 export const CREDIT_COLORS = Object.freeze({ negative: [224, 49, 49], zero: [206, 212, 218], positive: [47, 158, 68] });
 
 /** The request body from the form's values; throws Error naming what is wrong. */
-export function attributionBody({ method, budget, seed, players = "messages" }) {
+export function attributionBody({ method, budget, seed, players = "messages", backend = "sim" }) {
   if (!METHODS.some(([m]) => m === method)) throw new Error(`unknown method ${method}`);
   if (!PLAYER_KINDS.some(([p]) => p === players)) throw new Error(`players must be messages or agents, not ${players}`);
   const rollouts = Number(budget);
   if (!Number.isInteger(rollouts) || rollouts < 1) throw new Error("the budget must be a positive number of rollouts");
   const s = Number(seed || 0);
   if (!Number.isInteger(s) || s < 0) throw new Error("the seed must be a non-negative integer");
-  return { method, budget: rollouts, seed: s, players };
+  if (typeof backend !== "string" || !backend) throw new Error("choose a rollout backend");
+  return { method, budget: rollouts, seed: s, players, backend };
+}
+
+/**
+ * The panel's line for an attribution's cost estimate (`POST .../attributions/estimate/`):
+ * "≈ 1,200 prompt + 300 completion tokens (1,500 in all) in 52 requests: loo over 4 messages, 4 samples (20 rollouts)".
+ */
+export function formatAttributionEstimate(e) {
+  const picks = e.speaker_requests ? `, ${e.speaker_requests} speaker picks` : "";
+  const verdicts = e.verdict_requests ? `, ${e.verdict_requests} verdicts` : "";
+  return `≈ ${formatNumber(e.prompt_tokens)} prompt + ${formatNumber(e.completion_tokens)} completion tokens `
+    + `(${formatNumber(e.total_tokens)} in all) in ${formatNumber(e.requests)} requests${picks}${verdicts}: `
+    + `${e.method} over ${e.players} ${e.player_kind}, ${e.n} samples (${formatNumber(e.rollouts)} rollouts)`;
 }
 
 /** The event id an attribution's target names (`event:<id>`), or null for another target. */
@@ -110,12 +126,16 @@ export class AttributionPanel {
    * @param {HTMLElement} panel the `[data-testid=attribution-panel]` section (hidden until opened)
    * @param {{traceId: string, onSelectEvent: (id: string) => void, onSelectAgent?: (name: string) => void,
    *   onCredit: (map: Map) => void, onGraphCredit?: (credit: object|null) => void,
-   *   eventOf?: (id: string) => object|undefined}} options
+   *   eventOf?: (id: string) => object|undefined, backends?: string[]}} options
+   *   `backends`: the rollout backends offered (the page's `data-rollout-backends`)
    */
   constructor(panel, { traceId, onSelectEvent, onCredit, onSelectAgent = () => {}, onGraphCredit = () => {},
-    eventOf = () => undefined }) {
+    eventOf = () => undefined, backends = ["sim"] }) {
     this.panel = panel;
     this.traceId = traceId;
+    this.backends = backends.length ? backends : ["sim"];
+    /** The request body whose estimate is shown and awaits confirmation (JSON), or null. */
+    this.awaiting = null;
     this.onSelectEvent = onSelectEvent;
     this.onSelectAgent = onSelectAgent;
     this.onCredit = onCredit;
@@ -161,9 +181,18 @@ export class AttributionPanel {
     Object.assign(budget, { name: "budget", type: "number", min: "1", value: String(DEFAULT_BUDGET) });
     const seed = el("input");
     Object.assign(seed, { name: "seed", type: "number", min: "0", value: "0" });
+    const backend = el("select");
+    backend.name = "backend";
+    backend.dataset.testid = "attribution-backend";
+    for (const b of this.backends) backend.append(new Option(b, b));
     const run = el("button", "Run", "button primary small");
     run.type = "submit";
     run.dataset.testid = "attribution-run";
+    this.run = run;
+    this.estimate = el("p", null, "what-if-estimate");
+    this.estimate.dataset.testid = "attribution-estimate";
+    this.estimate.setAttribute("role", "status");
+    this.estimate.hidden = true;
     this.error = el("p", null, "notice");
     this.error.setAttribute("role", "alert");
     this.error.hidden = true;
@@ -173,17 +202,50 @@ export class AttributionPanel {
       return l;
     };
     form.append(label("Estimator", this.method), label("Players", players), label("Budget (rollouts)", budget),
-      label("Seed", seed), run);
+      label("Seed", seed), label("Rollout backend", backend), run);
+    this._values = () => ({ method: this.method.value, budget: budget.value, seed: seed.value, players: players.value,
+      backend: backend.value });
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      this._submit({ method: this.method.value, budget: budget.value, seed: seed.value, players: players.value });
+      this._submit(this._values());
     });
+    // A confirmation is for the request whose estimate was shown: any change to it asks again.
+    form.addEventListener("change", () => this._onFormChange());
+    for (const control of [budget, seed]) control.addEventListener("input", () => this._onFormChange());
     // Keys typed here are the form's, not the page's shortcuts (arrows step, Esc clears).
     form.addEventListener("keydown", (e) => e.stopPropagation());
     this.status = el("div", null, "attribution-status");
     this.status.setAttribute("aria-live", "polite");
     this.table = el("div", null, "attribution-results");
-    this.panel.querySelector("[data-field=body]").append(form, this.error, this.status, this.table);
+    this.panel.querySelector("[data-field=body]").append(form, this.estimate, this.error, this.status, this.table);
+  }
+
+  /** Drop a shown estimate when the request it was for has changed. */
+  _onFormChange() {
+    if (this.awaiting === null) return;
+    let key = null;
+    try {
+      key = JSON.stringify(attributionBody(this._values()));
+    } catch {
+      // an invalid request is not the estimated one
+    }
+    if (key !== this.awaiting) this._resetConfirmation();
+  }
+
+  _resetConfirmation() {
+    this.awaiting = null;
+    this.estimate.hidden = true;
+    this.estimate.textContent = "";
+    this.run.textContent = "Run";
+    delete this.run.dataset.confirm;
+  }
+
+  async _post(url, body) {
+    const response = await fetch(url, {
+      method: "POST", credentials: "same-origin", body: JSON.stringify(body),
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+    });
+    return { ok: response.ok, answer: await response.json() };
   }
 
   async _submit(values) {
@@ -195,15 +257,36 @@ export class AttributionPanel {
       return;
     }
     this._setError("");
-    const response = await fetch(`/api/traces/${this.traceId}/attributions/run/`, {
-      method: "POST", credentials: "same-origin", body: JSON.stringify(body),
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-    });
-    const answer = await response.json();
-    if (!response.ok) {
+    const key = JSON.stringify(body);
+    if (this.awaiting !== key) {
+      // First the cost: an LLM backend's job only starts once the user has seen and confirmed it.
+      this.estimate.hidden = false;
+      this.estimate.textContent = "Estimating the cost…";
+      const { ok, answer } = await this._post(`/api/traces/${this.traceId}/attributions/estimate/`, body);
+      if (!ok) {
+        this._resetConfirmation();
+        this._setError(`${answer.field ? `${answer.field}: ` : ""}${answer.error}`);
+        return;
+      }
+      if (answer.confirmation_required) {
+        this.estimate.textContent = `Estimated cost on ${answer.backend}: ${formatAttributionEstimate(answer)}. `
+          + "Press “Confirm and run” to start it.";
+        this.run.textContent = "Confirm and run";
+        this.run.dataset.confirm = "true";
+        this.awaiting = key;
+        this.run.focus();
+        return;
+      }
+      this._resetConfirmation();
+    } else {
+      body.confirmed = true;
+    }
+    const { ok, answer } = await this._post(`/api/traces/${this.traceId}/attributions/run/`, body);
+    if (!ok) {
       this._setError(`${answer.field ? `${answer.field}: ` : ""}${answer.error}`);
       return;
     }
+    this._resetConfirmation();
     this.job = null;
     this.handleJob(answer);
   }

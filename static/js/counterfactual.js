@@ -1,7 +1,10 @@
 /**
  * "What if removed?": counterfactual re-rollouts of message-like events or agents, from the inspector.
  *
- * `Counterfactual.actionsFor(ev)` gives the inspector its button; the button opens a dialog
+ * `Counterfactual.actionsFor(ev)` gives the inspector its button for an event, `agentActionsFor(name)`
+ * for an agent (the dialog opens with the agent checked). Events shift/ctrl-clicked on the timeline
+ * form a multi-selection (`toggleSelected`, `clearSelected`; the page keeps the timeline's rings in
+ * step) that the event's button pre-checks together with the event. The button opens a dialog
  * (targets: the event, plus any other messages and agents checked there — one intervention on
  * all of them; intervention kind, replacement text, N paired samples, rollout backend; Enter
  * submits, Esc closes). Submitting first asks `/api/traces/<id>/counterfactuals/estimate/`; where
@@ -59,13 +62,16 @@ export function requestBody(targets, { kind, text, n, backend }) {
 }
 
 /**
- * The dialog's line for a cost estimate (`POST .../counterfactuals/estimate/`):
+ * The dialog's line for a cost estimate (`POST .../counterfactuals/estimate/`; speaker picks of an
+ * LLM orchestrator and verifier verdicts are named when there are any):
  * "≈ 17 prompt + 32 completion tokens (49 in all) in 2 requests: 2 arms × 4 samples from e2, 2 re-generated turns per pair".
  */
 export function formatEstimate(e) {
+  const picks = e.speaker_requests ? `, ${formatNumber(e.speaker_requests)} of them speaker picks` : "";
+  const verdicts = e.verdict_requests ? `, ${formatNumber(e.verdict_requests)} verdicts` : "";
   return `≈ ${formatNumber(e.prompt_tokens)} prompt + ${formatNumber(e.completion_tokens)} completion tokens `
-    + `(${formatNumber(e.total_tokens)} in all) in ${formatNumber(e.requests)} requests: 2 arms × ${e.n} samples `
-    + `from ${e.fork_event}, ${e.turns} re-generated turns per pair`;
+    + `(${formatNumber(e.total_tokens)} in all) in ${formatNumber(e.requests)} requests${picks}${verdicts}: `
+    + `2 arms × ${e.n} samples from ${e.fork_event}, ${e.turns} re-generated turns per pair`;
 }
 
 /**
@@ -81,6 +87,33 @@ export function targetChoices(events, query = "", limit = 300) {
       .some((v) => typeof v === "string" && v.toLowerCase().includes(q))))
     .sort((a, b) => a.t - b.t || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return { matches: matches.slice(0, limit), total: matches.length };
+}
+
+/**
+ * `selection` (a Set of event ids) with `id` added, or removed when it is in it: a new Set.
+ * @param {Set<string>} selection
+ * @param {string} id
+ */
+export function toggleSelection(selection, id) {
+  const next = new Set(selection);
+  if (next.has(id)) next.delete(id);
+  else next.add(id);
+  return next;
+}
+
+/**
+ * The events the dialog opened from event `id` pre-checks: the multi-selection in the order it
+ * was made, then `id` when it is not in it — unless `id` was just toggled out of it
+ * (`toggledOff`), which leaves the selection alone (or `id`, when nothing else is selected).
+ * @param {Set<string>} selection
+ * @param {string} id
+ * @param {string|null} toggledOff
+ * @returns {string[]}
+ */
+export function selectedTargets(selection, id, toggledOff = null) {
+  if (selection.has(id)) return [...selection];
+  if (id === toggledOff) return selection.size ? [...selection] : [id];
+  return [...selection, id];
 }
 
 /** POST `body` as JSON with the session's CSRF token: {ok, answer (the parsed JSON)}. */
@@ -108,20 +141,61 @@ export class Counterfactual {
     this.rows = new Map();
     /** The checked targets of the dialog. */
     this.checked = { events: new Set(), agents: new Set() };
+    /** The multi-selected events (shift/ctrl-click on the timeline), in the order selected. */
+    this.selection = new Set();
+    /** The event the last toggle took out of the selection, else null. */
+    this.toggledOff = null;
     /** The request body whose estimate is shown and awaits confirmation (JSON), or null. */
     this.awaiting = null;
     this.dialog = this._buildDialog();
     document.body.append(this.dialog);
   }
 
-  /** The inspector's action for event `ev`: a "What if removed?" button, or null. */
+  /**
+   * The inspector's action for event `ev`: a "What if removed?" button that opens the dialog with
+   * the event and the multi-selection checked (`selectedTargets`), or null for an event no
+   * intervention can target.
+   */
   actionsFor(ev) {
     if (!MESSAGE_LIKE_TYPES.includes(ev.type)) return null;
-    const button = el("button", "What if removed?", "button small");
+    const targets = selectedTargets(this.selection, ev.id, this.toggledOff);
+    const button = el("button", targets.length > 1 ? `What if removed? (${targets.length} selected)`
+      : "What if removed?", "button small");
     button.type = "button";
     button.dataset.testid = "what-if";
-    button.addEventListener("click", () => this.open(ev.id));
+    button.title = "Shift- or Ctrl-click events on the timeline to select several";
+    button.addEventListener("click", () => this.open({ events: targets }));
     return button;
+  }
+
+  /** The inspector's action for agent `name`: a "What if removed?" button (the agent and all its events). */
+  agentActionsFor(name) {
+    const button = el("button", "What if removed?", "button small");
+    button.type = "button";
+    button.dataset.testid = "what-if-agent";
+    button.title = `Remove ${name} with all its events`;
+    button.addEventListener("click", () => this.open({ agents: [name] }));
+    return button;
+  }
+
+  /**
+   * Add message-like event `id` to the multi-selection, or remove it when it is in it (others
+   * are ignored). Returns the selection (a new Set).
+   */
+  toggleSelected(id) {
+    const ev = this.model.events.get(id);
+    if (ev && MESSAGE_LIKE_TYPES.includes(ev.type)) {
+      this.selection = toggleSelection(this.selection, id);
+      this.toggledOff = this.selection.has(id) ? null : id;
+    }
+    return this.selection;
+  }
+
+  /** Empty the multi-selection. Returns it (a new, empty Set). */
+  clearSelected() {
+    this.selection = new Set();
+    this.toggledOff = null;
+    return this.selection;
   }
 
   /**

@@ -5,7 +5,8 @@
  * For an event: its content (fenced code blocks and JSON formatted), the Who&When mistake flag,
  * metadata, tokens and timing, incoming and outgoing edges (buttons that select the other
  * event), labels and free attributes. For an agent: role, parent and children, spawn times,
- * totals, system prompt, labels and its first events.
+ * totals, system prompt, labels and its first events. Actions (e.g. "What if removed?") come
+ * from the page for both.
  */
 
 import { eventColor, roleColor } from "./palette.js";
@@ -84,12 +85,15 @@ export class Inspector {
    * @param {HTMLElement} root the `[data-testid=inspector]` element; its children are replaced
    * @param {{model: object, onSelectEvent: (id: string) => void,
    *   onSelectAgent: (name: string) => void, onClose: () => void,
-   *   eventActions?: (ev: object) => Node|null}} options `eventActions` adds controls under an
-   *   event's header (e.g. counterfactual.js's "What if removed?")
+   *   eventActions?: (ev: object) => Node|null, agentActions?: (name: string) => Node|null}} options
+   *   `eventActions` / `agentActions` add controls under an event's / an agent's header (e.g.
+   *   counterfactual.js's "What if removed?")
    */
-  constructor(root, { model, onSelectEvent, onSelectAgent, onClose, eventActions = () => null }) {
+  constructor(root, { model, onSelectEvent, onSelectAgent, onClose, eventActions = () => null,
+    agentActions = () => null }) {
     this.root = root;
     this.eventActions = eventActions;
+    this.agentActions = agentActions;
     this.model = model;
     this.onSelectEvent = onSelectEvent;
     this.onSelectAgent = onSelectAgent;
@@ -215,6 +219,8 @@ export class Inspector {
     const who = el("p", null, "inspector-who");
     who.append(chip, agent.implicit ? " (named by events only)" : "");
     out.push(who);
+    const actions = this.agentActions(name);
+    if (actions) out.push(actions);
     const stats = model.agentStats().get(name);
     const parent = model.parentOf(name);
     const children = model.childrenOf(name);

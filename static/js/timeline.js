@@ -5,7 +5,9 @@
  * by their count); edges are every dependency edge between them. Open events are drawn
  * hollow, the Who&When mistake step with a red ring, the critical path with a dark ring and
  * dark edges. The lane labels are an HTML column beside the canvas that follows the camera,
- * as does the axis; lane stripes are a CSS background with the same geometry.
+ * as does the axis; lane stripes are a CSS background with the same geometry. A click on an
+ * event hands `onSelectEvent` its modifier keys (`clickModifiers`: shift, ctrl or meta toggle the
+ * event in a multi-selection); `setMarked(ids)` rings the multi-selected events.
  */
 
 import { formatSeconds } from "./format.js";
@@ -18,6 +20,16 @@ const MAX_LANE_PX = 34;
 const EVENT_SIZE = 4;
 /** When a live trace outgrows its x scale, the new scale fits this many times its extent. */
 const GROWTH_HEADROOM = 1.5;
+
+/**
+ * What a click's modifier keys ask for: `toggle` (shift, ctrl or meta held) adds the clicked
+ * event to, or removes it from, the multi-selection; a plain click selects it alone.
+ * @param {{shiftKey?: boolean, ctrlKey?: boolean, metaKey?: boolean}|undefined} e the original mouse event
+ * @returns {{toggle: boolean}}
+ */
+export function clickModifiers(e) {
+  return { toggle: Boolean(e && (e.shiftKey || e.ctrlKey || e.metaKey)) };
+}
 
 /**
  * "Nice" axis ticks (1, 2 or 5 times a power of ten) covering [min, max].
@@ -38,7 +50,7 @@ export function niceTicks(min, max, count = 6) {
 export class Timeline {
   /**
    * @param {{canvas: HTMLElement, lanes: HTMLElement, axis: HTMLElement, model: object,
-   *   onSelectEvent: (id: string) => void, onSelectAgent: (name: string) => void,
+   *   onSelectEvent: (id: string, modifiers?: {toggle: boolean}) => void, onSelectAgent: (name: string) => void,
    *   onToggleLane: (name: string) => void}} options `canvas` holds the WebGL view,
    *   `lanes` the lane-label column, `axis` the tick labels; the three share a parent
    *   whose CSS variables `--lane-h` / `--lane-offset` they use.
@@ -73,6 +85,9 @@ export class Timeline {
     /** event id -> credit in [-1, 1] ("Attribute this trace"): colours and sizes those events. */
     this.credit = new Map();
     this._drawnCredit = this.credit;
+    /** Ids of the multi-selected events (shift/ctrl-click): ringed like the selected one. */
+    this.marked = new Set();
+    this._drawnMarked = this.marked;
   }
 
   /**
@@ -88,7 +103,7 @@ export class Timeline {
     const selectedBefore = this._selectedKey;
     this._selectedKey = this.selectedEvent === null ? null : this._nodeKeyOf(this.selectedEvent);
     let full = changes.full || view !== this._drawnView || this.showCritical !== this._drawnCritical
-      || this.credit !== this._drawnCredit;
+      || this.credit !== this._drawnCredit || this.marked !== this._drawnMarked;
     if (this.kx === null) {
       this.kx = this._scale(view);
       full = true;
@@ -112,6 +127,7 @@ export class Timeline {
     this._drawnView = view;
     this._drawnCritical = this.showCritical;
     this._drawnCredit = this.credit;
+    this._drawnMarked = this.marked;
     this._renderLanes(view.lanes);
     if (!this.sigma) this._mount();
     else if (!this.userMoved) this._frame(view, false);
@@ -159,6 +175,14 @@ export class Timeline {
   /** Highlight the critical path or not. */
   setShowCritical(show) {
     this.showCritical = show;
+    this.render();
+  }
+
+  /** Ring the multi-selected events `ids` (an iterable of event ids; a new Set each time). */
+  setMarked(ids) {
+    const next = new Set(ids);
+    if (next.size === this.marked.size && [...next].every((id) => this.marked.has(id))) return;
+    this.marked = next;
     this.render();
   }
 
@@ -277,7 +301,13 @@ export class Timeline {
       },
     });
     this._frame(this.model.view(this.mode), true);
-    this.sigma.on("clickNode", ({ node }) => this._clickNode(node));
+    this.sigma.on("clickNode", ({ node, event }) => this._clickNode(node, clickModifiers(event?.original)));
+    // Sigma reads a second click within its doubleClickTimeout as a double click, with no click
+    // event: quick clicks on two events (a multi-selection) must each count, not zoom.
+    this.sigma.on("doubleClickNode", ({ node, event }) => {
+      event?.preventSigmaDefault?.();
+      this._clickNode(node, clickModifiers(event?.original));
+    });
     this.sigma.on("enterNode", () => { this.canvas.style.cursor = "pointer"; });
     this.sigma.on("leaveNode", () => { this.canvas.style.cursor = ""; });
     this.sigma.getCamera().on("updated", () => this._scheduleOverlay());
@@ -309,11 +339,11 @@ export class Timeline {
     return null;
   }
 
-  _clickNode(key) {
+  _clickNode(key, modifiers = { toggle: false }) {
     const node = this._viewNodes.get(key);
     if (!node) return;
     if (node.kind === "event") {
-      this.onSelectEvent(node.eventId);
+      this.onSelectEvent(node.eventId, modifiers);
       return;
     }
     // A bin: unfold its lane and select the first event in it.
@@ -345,6 +375,12 @@ export class Timeline {
       borderSize = 0.5;
       size *= 1.5;
       zIndex = 2;
+    }
+    if (!selected && n.kind === "event" && this.marked.has(n.eventId)) {
+      borderColor = MARK_COLORS.selected;
+      borderSize = Math.max(borderSize, 0.4);
+      size *= 1.4;
+      zIndex = 3;
     }
     if (selected) {
       borderColor = MARK_COLORS.selected;

@@ -62,7 +62,7 @@ class TracePage {
     this.timeline = new Timeline({
       canvas: part("timeline-canvas"), lanes: part("lane-column"), axis: part("timeline-axis"),
       model: this.model,
-      onSelectEvent: (id) => this.selectEvent(id),
+      onSelectEvent: (id, modifiers) => this.selectEvent(id, modifiers),
       onSelectAgent: (name) => this.selectAgent(name),
       onToggleLane: (name) => {
         this.model.toggleCollapsed(name);
@@ -77,7 +77,7 @@ class TracePage {
       traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"), model: this.model,
     });
     this.attribution = new AttributionPanel(part("attribution-panel"), {
-      traceId: app.dataset.traceId,
+      traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"),
       onSelectEvent: (id) => this.selectEvent(id),
       onCredit: (credit) => this.timeline.setCredit(credit),
       onSelectAgent: (name) => this.selectAgent(name),
@@ -92,6 +92,7 @@ class TracePage {
     this.inspector = new Inspector(part("inspector"), {
       model: this.model,
       eventActions: (ev) => this.counterfactual.actionsFor(ev),
+      agentActions: (name) => this.counterfactual.agentActionsFor(name),
       onSelectEvent: (id) => this.selectEvent(id),
       onSelectAgent: (name) => this.selectAgent(name),
       onClose: () => this.clearSelection(),
@@ -241,11 +242,19 @@ class TracePage {
   /**
    * Select event `id` everywhere: timeline (the event, or the bin it is folded into: lanes do
    * not unfold by themselves, so stepping keeps the layout still), its agent in the graph, the
-   * inspector.
+   * inspector. From a timeline click (`modifiers`), a shift/ctrl-click toggles the event in the
+   * "What if removed?" multi-selection and a plain click empties it.
    */
-  selectEvent(id) {
+  selectEvent(id, modifiers = null) {
     const ev = this.model.events.get(id);
     if (!ev) return;
+    if (modifiers) {
+      const counterfactual = this.counterfactual;
+      // The first shift/ctrl-click also takes the event selected before it, as lists do.
+      if (modifiers.toggle && !counterfactual.selection.size && this.selection?.kind === "event"
+        && this.selection.id !== id) counterfactual.toggleSelected(this.selection.id);
+      this.timeline.setMarked(modifiers.toggle ? counterfactual.toggleSelected(id) : counterfactual.clearSelected());
+    }
     this.selection = { kind: "event", id };
     this.timeline.selectEvent(id);
     this.timeline.selectAgent(ev.agent);
@@ -267,6 +276,7 @@ class TracePage {
 
   clearSelection() {
     this.selection = null;
+    this.timeline.setMarked(this.counterfactual.clearSelected());
     this.timeline.selectEvent(null);
     this.timeline.selectAgent(null);
     this.agentGraph.select(null);

@@ -3,7 +3,9 @@ on a real Celery worker (the app's embedded Redis as broker), Δ with its interv
 side by side; two messages checked in the dialog make one intervention; "Attribute this trace" per
 message and per agent; after a reload the stored results and the job history are shown again; and
 an LLM job (the `openai` backend against FakeOpenAIServer, a scripted local fake endpoint, on a real
-`rollouts-gpu` worker) shows its estimated cost and starts only once confirmed."""
+`rollouts-gpu` worker) shows its estimated cost and starts only once confirmed, from the dialog and
+from the attribution panel; shift/ctrl-clicked timeline events and an inspected agent pre-check the
+dialog."""
 
 import json
 import re
@@ -258,5 +260,85 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
     assert sorted((b["n"], b["seed"]) for b in fake.requests) == [(1, 0), (1, 0), (4, 0), (4, 0)]
     listed = app.api(f"/api/traces/{trace_id}/jobs/")["results"]
     assert [(j["backend"], j["status"], j["done"]) for j in listed] == [("openai", "done", 4)]
+
+    # "Attribute this trace" on the LLM backend, from the panel: backend selector, estimate, confirm.
+    page.get_by_test_id("attribute").click()
+    form = page.get_by_test_id("attribution-form")
+    form.get_by_test_id("attribution-backend").select_option("openai")
+    budget = form.locator("input[name=budget]")
+    budget.fill(str(4 * 2))  # leave-one-out over e1, e2, e4: 4 rollouts per sample, 2 samples
+    sent_before = len(fake.requests)
+    budget.press("Enter")
+    run = page.get_by_test_id("attribution-run")
+    page.wait_for_function("document.querySelector('[data-testid=attribution-run]').dataset.confirm === 'true'",
+                           timeout=15_000)
+    expected = app.api(f"/api/traces/{trace_id}/attributions/estimate/",
+                       {"method": "loo", "budget": 8, "backend": "openai", "seed": 0, "players": "messages"})
+    line = page.get_by_test_id("attribution-estimate").inner_text()
+    assert f"in {expected['requests']} requests" in line and "loo over 3 messages, 2 samples (8 rollouts)" in line
+    assert run.inner_text() == "Confirm and run"
+    assert len(fake.requests) == sent_before and len(app.api(f"/api/traces/{trace_id}/jobs/")["results"]) == 1
+    run.click()  # confirm
+    table = page.get_by_test_id("attribution-table")
+    try:
+        table.wait_for(timeout=60_000)
+    except Exception:
+        pytest.fail("the LLM attribution did not finish:\n" + worker_log.read_text()[-3000:])
+    assert page.get_by_test_id("attribution-row").count() == 3
+    # The worker sent as many requests as the estimate planned.
+    assert len(fake.requests) - sent_before == expected["requests"] > 0
     context.close()
     assert errors == [], f"console errors: {errors}"
+
+
+def test_shift_and_ctrl_click_select_several_messages_and_an_agent_opens_its_own_what_if(app, page, tmp_path):
+    case = pivot12_case(0)
+    document = case.episode.trace.to_dict()
+    document["source_id"] = f"{document.get('source_id')}-multi-select"
+    path = tmp_path / "swarmsim-pivot-12-0-multi.json"
+    path.write_text(json.dumps(document))
+    trace_id = app.import_files(path)[path.name]
+    open_trace(page, app, trace_id)
+    messages = [e.id for e in case.episode.trace.events if e.type == "message"]
+    drawn = [m for m in messages if page.evaluate("(id) => window.swarmscope.eventClientPoint(id)", m)]
+    first, second, third = drawn[:3]
+    dialog = page.get_by_test_id("what-if-dialog")
+    events = dialog.get_by_test_id("what-if-events")
+
+    def checked():
+        return events.locator("input:checked").evaluate_all("els => els.map(e => e.value)")
+
+    def modified_click(key, event_id):
+        page.keyboard.down(key)
+        click_event(page, event_id)
+        page.keyboard.up(key)
+
+    # Shift-click two messages: the dialog opens with both checked.
+    modified_click("Shift", first)
+    modified_click("Shift", second)
+    what_if = page.get_by_test_id("what-if")
+    assert what_if.inner_text() == "What if removed? (2 selected)"
+    what_if.click()
+    assert dialog.is_visible() and checked() == [first, second]
+    assert dialog.get_by_test_id("what-if-targets").inner_text() == f"event:{first}, event:{second}"
+    page.keyboard.press("Escape")
+    # Ctrl-click adds a third and removes the second; a plain click then selects one alone.
+    modified_click("Control", third)
+    modified_click("Control", second)
+    page.get_by_test_id("what-if").click()
+    assert checked() == [first, third]
+    page.keyboard.press("Escape")
+    click_event(page, second)
+    assert page.get_by_test_id("what-if").inner_text() == "What if removed?"
+    page.get_by_test_id("what-if").click()
+    assert checked() == [second]
+    page.keyboard.press("Escape")
+
+    # An agent selected (its lane's name): "What if removed?" opens with the agent checked.
+    agent = next(e.agent for e in case.episode.trace.events if e.type == "message")
+    page.locator(f"[data-testid=lane][data-agent='{agent}'] .lane-name").click()
+    page.wait_for_function("(a) => document.body.dataset.selected === 'agent:' + a", arg=agent)
+    page.get_by_test_id("what-if-agent").click()
+    agents = dialog.get_by_test_id("what-if-agents")
+    assert agents.locator("input:checked").evaluate_all("els => els.map(e => e.value)") == [agent]
+    assert checked() == [] and dialog.get_by_test_id("what-if-targets").inner_text() == f"agent:{agent}"

@@ -140,8 +140,21 @@ def small_llm_trace() -> Trace:
                  attributes={"ground_truth": "42"})
 
 
+@pytest.fixture
+def endpoint(monkeypatch):
+    """An endpoint configured as a job's would be; the estimate never calls it."""
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_MODEL", "fake-model")
+
+
+def turns_only(turns, requests, prompt, completion):
+    """An arm's cost with only turn requests (original order, exact match)."""
+    return {"turns": turns, "requests": requests, "prompt_tokens": prompt, "completion_tokens": completion,
+            "turn_requests": requests, "speaker_requests": 0, "verdict_requests": 0}
+
+
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
-def test_the_estimate_matches_a_hand_computation(api_client, project):
+def test_the_estimate_matches_a_hand_computation(api_client, project, endpoint):
     trace = do_ingest(project, small_llm_trace()).trace
     response = post(api_client, f"/api/traces/{trace.pk}/counterfactuals/estimate/",
                     {"intervention": {"kind": "remove", "events": ["e2"]}, "n": 4, "backend": "openai"})
@@ -153,28 +166,25 @@ def test_the_estimate_matches_a_hand_computation(api_client, project):
     assert response.json() == {
         "backend": "openai", "llm": True, "confirmation_required": True, "n": 4, "fork_event": "e2", "turns": 2,
         "requests": 2 + 2, "prompt_tokens": 10 + 7 + 10 + 7, "completion_tokens": 16 + 16 + 4 + 4,
-        "total_tokens": 34 + 40, "chars_per_token": 4,
-        "arms": {"control": {"turns": 1, "requests": 1, "prompt_tokens": 10, "completion_tokens": 16},
-                 "intervention": {"turns": 1, "requests": 1, "prompt_tokens": 7, "completion_tokens": 16}},
-        "branch": {"control": {"turns": 1, "requests": 1, "prompt_tokens": 10, "completion_tokens": 4},
-                   "intervention": {"turns": 1, "requests": 1, "prompt_tokens": 7, "completion_tokens": 4}}}
+        "total_tokens": 34 + 40, "chars_per_token": 4, "speaker_order": "original", "scoring": "exact_match",
+        "turn_requests": 4, "speaker_requests": 0, "verdict_requests": 0,
+        "arms": {"control": turns_only(1, 1, 10, 16), "intervention": turns_only(1, 1, 7, 16)},
+        "branch": {"control": turns_only(1, 1, 10, 4), "intervention": turns_only(1, 1, 7, 4)}}
     # Removing the planner (2 samples) forks at e1. Control: e1 kept (2); e2 re-generated, prompt
     # 0 + 2 once, completion 3 × 2; e3 replayed; e4 re-generated per sample, prompt (3 + 7) × 2,
     # completion 4 × 2: prompt 22, completion 14, requests 1 + 2. Intervention: e1 and e4 dropped,
     # e2 re-generated with an empty history: prompt 0, completion 3 × 2, one request.
     agent = services.estimate_cost(trace, {"kind": "remove", "agents": ["planner"]}, 2, "openai")
     assert (agent["fork_event"], agent["turns"]) == ("e1", 3)
-    assert agent["arms"] == {"control": {"turns": 2, "requests": 3, "prompt_tokens": 22, "completion_tokens": 14},
-                             "intervention": {"turns": 1, "requests": 1, "prompt_tokens": 0, "completion_tokens": 6}}
+    assert agent["arms"] == {"control": turns_only(2, 3, 22, 14), "intervention": turns_only(1, 1, 0, 6)}
     # Its branch (n = 1): control prompt 2 + 10, completion 3 + 4, two requests; intervention 0, 3, one.
     assert (agent["requests"], agent["prompt_tokens"], agent["completion_tokens"]) == (4 + 3, 22 + 12, 20 + 10)
     # Masking e2 keeps its place with "[masked]" (2 tokens): intervention prompt 3 + 2 + 2 + 2 = 9.
     masked = services.estimate_cost(trace, {"kind": "mask", "events": ["e2"]}, 4, "openai")
-    assert masked["arms"]["intervention"] == {"turns": 1, "requests": 1, "prompt_tokens": 9, "completion_tokens": 16}
+    assert masked["arms"]["intervention"] == turns_only(1, 1, 9, 16)
     # Resampling e2 re-generates it in the intervention arm: e2 (prompt 2, once), then e4 per sample.
     resampled = services.estimate_cost(trace, {"kind": "resample", "events": ["e2"]}, 4, "openai")
-    assert resampled["arms"]["intervention"] == {"turns": 2, "requests": 5, "prompt_tokens": 2 + 4 * 10,
-                                                 "completion_tokens": 4 * 3 + 4 * 4}
+    assert resampled["arms"]["intervention"] == turns_only(2, 5, 2 + 4 * 10, 4 * 3 + 4 * 4)
     sim = post(api_client, f"/api/traces/{trace.pk}/counterfactuals/estimate/",
                {"intervention": {"kind": "remove", "events": ["e2"]}, "n": 4}).json()
     assert (sim["llm"], sim["confirmation_required"], sim["total_tokens"]) == (False, False, 0)

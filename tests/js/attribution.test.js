@@ -1,13 +1,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { attributionBody, creditColor, creditMap, graphCredit, targetAgent, targetEvent } from "../../static/js/attribution.js";
+import { attributionBody, creditColor, creditMap, formatAttributionEstimate, graphCredit, targetAgent, targetEvent }
+  from "../../static/js/attribution.js";
 
 test("the request body from the form", () => {
   assert.deepEqual(attributionBody({ method: "loo", budget: "416", seed: "" }),
-    { method: "loo", budget: 416, seed: 0, players: "messages" });
-  assert.deepEqual(attributionBody({ method: "kernelshap", budget: 64, seed: "3", players: "agents" }),
-    { method: "kernelshap", budget: 64, seed: 3, players: "agents" });
+    { method: "loo", budget: 416, seed: 0, players: "messages", backend: "sim" });
+  assert.deepEqual(attributionBody({ method: "kernelshap", budget: 64, seed: "3", players: "agents", backend: "openai" }),
+    { method: "kernelshap", budget: 64, seed: 3, players: "agents", backend: "openai" });
+  assert.throws(() => attributionBody({ method: "loo", budget: 10, seed: 0, backend: "" }), /backend/);
   assert.throws(() => attributionBody({ method: "loo", budget: 10, seed: 0, players: "events" }), /players/);
   assert.throws(() => attributionBody({ method: "vibes", budget: 10, seed: 0 }), /unknown method/);
   assert.throws(() => attributionBody({ method: "loo", budget: "0", seed: 0 }), /budget/);
@@ -64,4 +66,13 @@ test("graph credit of agent players colours nodes only", () => {
   assert.equal(credit.edges.size, 0);
   const none = graphCredit([{ target: "agent:x", estimate: 0 }], () => undefined);
   assert.deepEqual([...none.nodes], [["x", 0]]);
+});
+
+test("the attribution's cost estimate reads as tokens, requests, picks, verdicts and rollouts", () => {
+  const estimate = { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500, requests: 52, speaker_requests: 0,
+    verdict_requests: 20, method: "loo", players: 4, player_kind: "messages", n: 4, rollouts: 20 };
+  assert.equal(formatAttributionEstimate(estimate), "≈ 1,200 prompt + 300 completion tokens (1,500 in all) in 52 "
+    + "requests, 20 verdicts: loo over 4 messages, 4 samples (20 rollouts)");
+  assert.match(formatAttributionEstimate({ ...estimate, speaker_requests: 8, verdict_requests: 0 }),
+    /in 52 requests, 8 speaker picks: loo/);
 });

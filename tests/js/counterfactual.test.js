@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { describeIntervention, formatDelta, formatEstimate, requestBody, targetChoices } from "../../static/js/counterfactual.js";
+import { describeIntervention, formatDelta, formatEstimate, requestBody, selectedTargets, targetChoices, toggleSelection }
+  from "../../static/js/counterfactual.js";
 
 test("interventions read as webapp.core describes them", () => {
   assert.equal(describeIntervention({ kind: "remove", events: ["m3"], agents: ["critic"] }), "remove(event:m3, agent:critic)");
@@ -39,6 +40,9 @@ test("the cost estimate reads as tokens, requests, arms and samples", () => {
     + "2 re-generated turns per pair");
   assert.match(formatEstimate({ prompt_tokens: 1234567, completion_tokens: 0, total_tokens: 1234567, requests: 3, n: 2,
     turns: 1, fork_event: "x" }), /^≈ 1,234,567 prompt/);
+  assert.match(formatEstimate({ prompt_tokens: 9, completion_tokens: 9, total_tokens: 18, requests: 30, n: 2, turns: 3,
+    fork_event: "h3", speaker_requests: 10, verdict_requests: 6 }),
+  /in 30 requests, 10 of them speaker picks, 6 verdicts: 2 arms × 2 samples from h3/);
 });
 
 test("target choices: message-like events in time order, filtered, capped", () => {
@@ -54,4 +58,19 @@ test("target choices: message-like events in time order, filtered, capped", () =
   assert.deepEqual(targetChoices(events, "b").matches.map((e) => e.id), ["d1", "m2", "r1"]);
   const capped = targetChoices(events, "", 2);
   assert.deepEqual([capped.matches.length, capped.total], [2, 3]);
+});
+
+test("the multi-selection toggles events and pre-checks them with the inspected one", () => {
+  const empty = new Set();
+  const one = toggleSelection(empty, "m1");
+  const two = toggleSelection(one, "m4");
+  assert.deepEqual([...empty], []);  // a new Set each time
+  assert.deepEqual([...two], ["m1", "m4"]);
+  assert.deepEqual([...toggleSelection(two, "m1")], ["m4"]);
+  assert.deepEqual(selectedTargets(two, "m4"), ["m1", "m4"]);
+  assert.deepEqual(selectedTargets(two, "m7"), ["m1", "m4", "m7"]);
+  assert.deepEqual(selectedTargets(empty, "m7"), ["m7"]);
+  // An event just toggled out of the selection is not put back by the inspector showing it.
+  assert.deepEqual(selectedTargets(new Set(["m1"]), "m4", "m4"), ["m1"]);
+  assert.deepEqual(selectedTargets(empty, "m4", "m4"), ["m4"]);
 });

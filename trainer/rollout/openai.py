@@ -49,11 +49,18 @@ SWARMSCOPE_OPENAI_SCORING (`exact_match` | `verifier`) or the `openai-verifier` 
 (`OpenAIVerifierRollout`) choose. Any transport or protocol failure raises `OpenAIError` naming the
 cause (timeout, HTTP status, malformed JSON, a malformed verdict: `VerdictError`), so the job fails
 with that reason and stores nothing.
+
+Planning (`plan_paired`, `plan_call`): the requests a rollout will send, built by the same prompt
+builders without sending anything, each re-generated slot assumed to answer with its recorded
+content and each speaker pick to name the recorded speaker (`PlannedRequest`). The app's cost
+estimate of a job counts them (webapp.experiments.services.estimate_cost), so estimate and
+requests follow one set of rules.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import os
@@ -63,7 +70,7 @@ import string
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -270,6 +277,30 @@ class PairedRollouts:
     speaker_order: str = ORIGINAL
     choices: np.ndarray | None = None
     fallbacks: np.ndarray | None = None
+
+
+@dataclass
+class PlannedRequest:
+    """One request a rollout will send, planned without sending it (`OpenAIRollout.plan_paired`):
+    `kind` "turn" (an agent re-generates a slot), "speaker" (the orchestrator picks who speaks
+    next) or "verdict" (the verifier scores a final turn); the `agent` prompted ("verifier" for a
+    verdict), `n` completions at `seed` and `temperature`; `parts` the texts the prompt is made
+    of, without chat formatting (system prompt, each turn's content, the question or the verifier
+    prompt); `answer` the assumed text of each completion; `messages` (built when first read:
+    a plan of a long trace has tens of thousands of requests) the chat messages exactly as sent."""
+
+    kind: str
+    agent: str
+    n: int
+    seed: int
+    temperature: float
+    parts: list[str]
+    answer: str
+    build: Callable[[], list[dict[str, str]]] = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def messages(self) -> list[dict[str, str]]:
+        return self.build()
 
 
 class OpenAIRollout:
@@ -504,6 +535,95 @@ class OpenAIRollout:
             branch.attributes.update(orchestrator=self.orchestrator, speaker_choices=choices,
                                      speaker_fallbacks=fallbacks)
         return branch
+
+    # --- planning: the requests a rollout sends, without sending them ---------------------------
+
+    #: The verdict a plan assumes (the shortest strict verdict `parse_verdict` reads).
+    PLANNED_VERDICT = '{"correct": true}'
+
+    def _turn_parts(self, agent: str, history: list[tuple[Event, str]]) -> list[str]:
+        """The texts of `messages(agent, history)` without chat formatting."""
+        return ([self.prompts[agent]] if agent in self.prompts else []) + [content for _, content in history]
+
+    def plan_arm(self, intervention: Intervention, seeds: np.ndarray,
+                 control: bool) -> tuple[list[PlannedRequest], list[str]]:
+        """The requests `run_arm(intervention, seeds, control)` sends, in its order, assuming every
+        re-generated slot is answered with its recorded content and every speaker pick names the
+        slot's recorded speaker (the orchestrator keeps the original order); and each sample's
+        assumed final turn (N,). Built by the prompt builders `run_arm` uses (`script`,
+        `messages`, `speaker_messages`), so the plan follows the backend's rules."""
+        prefix, turns = self.script(intervention, control)
+        shared = [(e, e.content or "") for e in prefix]
+        samples: list[list[tuple[Event, str]]] = [[] for _ in seeds]
+        removed = () if control else intervention.agents
+        speakers = [name for name in self.speakers if name not in removed]
+        question = speaker_question(speakers)
+        temperature = self.client.temperature
+        requests: list[PlannedRequest] = []
+        batched = False
+        for turn in turns:
+            if turn.content is not None:
+                for history in samples:
+                    history.append((turn.event, turn.content))
+                continue
+            agent, answer = turn.event.agent, turn.event.content or ""
+            if not batched:
+                seen = shared + samples[0]
+                requests.append(PlannedRequest("turn", agent, len(seeds), int(seeds[0]), temperature,
+                                               self._turn_parts(agent, seen), answer,
+                                               functools.partial(self.messages, agent, seen)))
+                batched = True
+            else:
+                # Every sample has the same assumed history: one list of parts serves them all.
+                seen = shared + samples[0]
+                parts = self._turn_parts(agent, seen)
+                pick = self._turn_parts(self.orchestrator, seen) + [question] if self.orchestrator else None
+                for seed in seeds:
+                    if self.orchestrator:
+                        requests.append(PlannedRequest("speaker", self.orchestrator, 1, int(seed), 0.0, pick, agent,
+                                                       functools.partial(self.speaker_messages, seen, speakers)))
+                    requests.append(PlannedRequest("turn", agent, 1, int(seed), temperature, parts, answer,
+                                                   functools.partial(self.messages, agent, seen)))
+            for history in samples:
+                history.append((turn.event, answer))
+        return requests, [history[-1][1] if history else "" for history in samples]
+
+    def plan_verdicts(self, finals: list[str], seeds: np.ndarray) -> list[PlannedRequest]:
+        """The verifier requests `rewards` sends for samples whose final turns are `finals` (N,):
+        none under exact match, one per sample with a non-empty final turn under the verifier."""
+        if self.scoring != VERIFIER:
+            return []
+        requests = []
+        for text, seed in zip(finals, seeds):
+            if text.strip():
+                messages = verifier_messages(self.trace, text)
+                parts = [m["content"] for m in messages]
+                requests.append(PlannedRequest("verdict", "verifier", 1, int(seed), 0.0, parts, self.PLANNED_VERDICT,
+                                               functools.partial(list, messages)))
+        return requests
+
+    def plan_paired(self, intervention: Intervention, seeds: np.ndarray) -> dict[str, list[PlannedRequest]]:
+        """The requests `paired(intervention, seeds)` sends (with or without branch traces: they
+        send the same), per arm: {"control": [...], "intervention": [...]}, each arm's turns and
+        speaker picks then its verdicts (`plan_arm`, `plan_verdicts`). Sends nothing."""
+        seeds = np.asarray(seeds)
+        self.check(intervention)
+        plan = {}
+        for arm, control in (("control", True), ("intervention", False)):
+            requests, finals = self.plan_arm(intervention, seeds, control)
+            plan[arm] = requests + self.plan_verdicts(finals, seeds)
+        return plan
+
+    def plan_call(self, intervention: Intervention | None, seeds: np.ndarray) -> list[PlannedRequest]:
+        """The requests `self(intervention, seeds)` sends (one rollout call of an attribution's
+        coalition game): the intervention arm and its verdicts; for None, the verdict on the
+        recorded outcome (once, under the verifier). Sends nothing."""
+        seeds = np.asarray(seeds)
+        if intervention is None:
+            last = self.trace.events[-1].content if self.trace.events else ""
+            return self.plan_verdicts([last or ""], seeds[:1]) if len(seeds) else []
+        requests, finals = self.plan_arm(intervention, seeds, control=False)
+        return requests + self.plan_verdicts(finals, seeds)
 
 
 class OpenAIVerifierRollout(OpenAIRollout):

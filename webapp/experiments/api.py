@@ -80,6 +80,29 @@ def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
     return JsonResponse(estimate)
 
 
+ATTRIBUTION_FIELDS = {"method", "budget", "backend", "seed", "players", "confirmed"}
+
+
+@api_view("POST")
+def trace_attribution_estimate(request: HttpRequest, trace_id: int):
+    """The estimated cost of an "Attribute this trace" job before it is requested: the body of
+    `.../attributions/run/` (`confirmed` is ignored) -> 200 with `services.estimate_attribution_cost`
+    (requests, prompt and completion tokens, samples and rollouts, whether confirmation is
+    required); 400 naming the field."""
+    trace = _get_trace(request, trace_id)
+    if trace is None:
+        return _error(404, "no such trace")
+    body = _json_object(request, ATTRIBUTION_FIELDS, ("method", "budget"))
+    if isinstance(body, JsonResponse):
+        return body
+    try:
+        estimate = services.estimate_attribution_cost(trace, body["method"], body["budget"], body.get("backend", "sim"),
+                                                      body.get("seed", 0), body.get("players", "messages"))
+    except services.JobRequestError as exc:
+        return _error(400, exc.message, field=exc.field)
+    return JsonResponse(estimate)
+
+
 @api_view("GET")
 def trace_jobs(request: HttpRequest, trace_id: int):
     """The trace's jobs, newest first (`?limit=`, default 50, at most 500): `{"results": [...]}`
@@ -101,12 +124,12 @@ def trace_attribution_run(request: HttpRequest, trace_id: int):
     """"Attribute this trace": `{"method": "loo"|"shapley"|"kernelshap"|"shapley2", "budget": rollouts,
     "seed": 0, "backend": "sim", "players": "messages"|"agents", "confirmed": bool}` -> 202 with
     the job (its `results`, once done, one attribution per message or agent, highest credit
-    first); 400 `{"error", "field"}` for what cannot run (an LLM backend needs `"confirmed": true`)."""
+    first); 400 `{"error", "field"}` for what cannot run (an LLM backend needs `"confirmed": true`,
+    after `.../attributions/estimate/`)."""
     trace = _get_trace(request, trace_id)
     if trace is None:
         return _error(404, "no such trace")
-    body = _json_object(request, {"method", "budget", "backend", "seed", "players", "confirmed"},
-                        ("method", "budget"))
+    body = _json_object(request, ATTRIBUTION_FIELDS, ("method", "budget"))
     if isinstance(body, JsonResponse):
         return body
     try:

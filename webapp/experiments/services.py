@@ -214,12 +214,30 @@ def request_attribution(trace: Trace, method: str, budget: int, backend: str = "
     event, each removed alone) or `agents` (every agent that sends a message, each removed with all
     its events: `Intervention("remove", agents=(name,))`, stored as target `agent:<name>`).
     Raises JobRequestError naming the field."""
+    names, n, _ = check_attribution(trace, method, budget, backend, seed, players)
+    with transaction.atomic():
+        job = CounterfactualJob.objects.create(
+            trace=trace, kind=CounterfactualJob.ATTRIBUTION, method=method, players=names, player_kind=players,
+            intervention={"kind": "remove"}, backend=backend, backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend],
+            n_samples=n, seed=seed, heartbeat_at=timezone.now())
+        _enqueue_missing(job)
+        _notify(job)
+    return job
+
+
+def check_attribution(trace: Trace, method: Any, budget: Any, backend: Any = "sim", seed: Any = 0,
+                      players: Any = CounterfactualJob.MESSAGES) -> tuple[list[str], int, Any]:
+    """Validate an "Attribute this trace" request (`request_attribution`): its players (message
+    event ids or agent names), its number of samples n, and the backend instance that will run it.
+    Raises JobRequestError naming the field."""
     if not isinstance(method, str) or method not in ESTIMATORS:
         raise JobRequestError(f"unknown method {method!r}; one of {sorted(ESTIMATORS)}", "method")
     if players not in (CounterfactualJob.MESSAGES, CounterfactualJob.AGENTS):
         raise JobRequestError(f"must be {CounterfactualJob.MESSAGES!r} or {CounterfactualJob.AGENTS!r}", "players")
     budget = _check_int(budget, "budget", 1, 10 ** 7)
-    seed = _check_int(seed, "seed", 0, 2 ** 62)
+    _check_int(seed, "seed", 0, 2 ** 62)
+    if not isinstance(backend, str):
+        raise JobRequestError("must be a string", "backend")
     backend_class = get_backend_class(backend)
     core_trace = to_core_trace(trace)
     messages = [event for event in core_trace.events if event.type == "message"]
@@ -244,14 +262,7 @@ def request_attribution(trace: Trace, method: str, budget: int, backend: str = "
     if not 2 <= n <= MAX_SAMPLES:
         raise JobRequestError(f"{method} over {len(names)} {players} needs {per_sample} rollouts per sample: "
                               f"a budget in [{2 * per_sample}, {MAX_SAMPLES * per_sample}]", "budget")
-    with transaction.atomic():
-        job = CounterfactualJob.objects.create(
-            trace=trace, kind=CounterfactualJob.ATTRIBUTION, method=method, players=names, player_kind=players,
-            intervention={"kind": "remove"}, backend=backend, backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend],
-            n_samples=n, seed=seed, heartbeat_at=timezone.now())
-        _enqueue_missing(job)
-        _notify(job)
-    return job
+    return names, n, runner
 
 
 def player_intervention(player_kind: str, player: str, kind: str = "remove") -> Intervention:
@@ -328,26 +339,35 @@ def _run_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResul
 
 
 def _run_attribution_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResult]:
-    """Samples `indices` of an attribution job: the estimator over all `n_samples` samples (seeds
-    and sampling from `job.seed`, so a chunk draws what the one-shot call draws), with a game that
-    plays only the rows of these samples' seeds (every estimator here plays sample i at seeds
-    seed + i k .. seed + (i + 1) k - 1, k its seeds per sample)."""
-    game = coalition_game(_backend(job), [player_intervention(job.player_kind, p, job.intervention["kind"])
-                                          for p in job.players])
-    estimator = ESTIMATORS[job.method]
-    stride = estimator.seeds(len(job.players))
+    """Samples `indices` of an attribution job (`play_attribution_chunk` with its backend)."""
+    values = play_attribution_chunk(_backend(job), job.method, job.players, job.player_kind, job.n_samples, job.seed,
+                                    indices, job.intervention["kind"])
+    stride = ESTIMATORS[job.method].seeds(len(job.players))
+    return [SampleResult(i, job.seed + i * stride, None, None, values=values[i].tolist()) for i in indices]
+
+
+def play_attribution_chunk(rollout: Rollout, method: str, players: list[str], player_kind: str, n: int, seed: int,
+                           indices: list[int], kind: str = "remove") -> np.ndarray:
+    """The per-player sample values (n, players) of an attribution's estimator over all `n`
+    samples (seeds and sampling from `seed`, so a chunk draws what the one-shot call draws), with a
+    coalition game over `rollout` that plays only the rows of samples `indices` (every estimator
+    here plays sample i at seeds seed + i k .. seed + (i + 1) k - 1, k its seeds per sample); rows
+    of other samples are 0. One `rollout` call per distinct coalition among the played rows
+    (`coalition_game`): what a chunk task sends, and what `estimate_attribution_cost` plans."""
+    game = coalition_game(rollout, [player_intervention(player_kind, p, kind) for p in players])
+    estimator = ESTIMATORS[method]
+    stride = estimator.seeds(len(players))
 
     def chunk_game(kept: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         rewards = np.zeros(len(seeds))
-        rows = np.isin((np.asarray(seeds) - job.seed) // stride, indices)
+        rows = np.isin((np.asarray(seeds) - seed) // stride, indices)
         if rows.any():
             rewards[rows] = game(np.asarray(kept)[rows], np.asarray(seeds)[rows])
         return rewards
 
-    options = {} if job.method == "loo" else {"sampling_seed": job.seed}
-    results = estimator.function(chunk_game, len(job.players), job.n_samples, first_seed=job.seed, **options)
-    values = np.stack([r.samples for r in results], axis=1)  # (n_samples, players)
-    return [SampleResult(i, job.seed + i * stride, None, None, values=values[i].tolist()) for i in indices]
+    options = {} if method == "loo" else {"sampling_seed": seed}
+    results = estimator.function(chunk_game, len(players), n, first_seed=seed, **options)
+    return np.stack([r.samples for r in results], axis=1)
 
 
 def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> int:
@@ -533,13 +553,11 @@ def job_summary_wire(job: CounterfactualJob) -> dict[str, Any]:
 #: characters of common English text (OpenAI Help Center, "What are tokens and how to count them?"),
 #: the estimate DESIGN.md uses wherever a trace has no token counts. No tokenizer is downloaded.
 CHARS_PER_TOKEN = 4
-#: Event types an LLM backend replays as recorded (no request), and the text of a masked event,
-#: as `trainer.rollout.openai` has them.
-REPLAYED_TYPES = ("tool_result", "human_intervention")
-MASK_TEXT = "[masked]"
 #: The queue of backends that call an LLM; their jobs need `confirmed: true` (DESIGN.md: LLM
 #: backends run on `rollouts-gpu`, SwarmSim on `rollouts-cpu`).
 LLM_QUEUE = "rollouts-gpu"
+#: The request kinds of a backend's plan (`trainer.rollout.openai.PlannedRequest.kind`).
+REQUEST_KINDS = ("turn", "speaker", "verdict")
 
 
 def is_llm_backend(backend: str) -> bool:
@@ -550,12 +568,14 @@ def is_llm_backend(backend: str) -> bool:
 
 def check_cost_confirmed(backend: Any, confirmed: Any) -> None:
     """Refuse a job on an LLM backend unless the caller confirmed its cost (`confirmed` is True,
-    after `estimate_cost`). Raises JobRequestError naming `confirmed` (or `backend` when unknown)."""
+    after `estimate_cost` / `estimate_attribution_cost`). Raises JobRequestError naming
+    `confirmed` (or `backend` when unknown)."""
     if not isinstance(backend, str):
         raise JobRequestError("must be a string", "backend")
     if is_llm_backend(backend) and confirmed is not True:
         raise JobRequestError(f"the {backend} backend calls an LLM and costs tokens: ask for the estimate "
-                              "(POST .../counterfactuals/estimate/) and send confirmed: true", "confirmed")
+                              "(POST .../counterfactuals/estimate/ or .../attributions/estimate/) and send "
+                              "confirmed: true", "confirmed")
 
 
 def _tokens(text: Any) -> int:
@@ -567,69 +587,88 @@ def _tokens(text: Any) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def _arm_cost(events: list, fork: int, intervention: Intervention, control: bool, prompts: dict[str, str],
-              n: int) -> dict[str, int]:
-    """Turns, requests, prompt and completion tokens of one arm of `n` samples (`estimate_cost`)."""
-    targeted, agents = set(intervention.events), set(intervention.agents)
-    history = sum(_tokens(e.content) for e in events[:fork])
-    turns, requests, prompt, completion = 0, 0, 0, 0
-    for event in events[fork:]:
-        size, regenerated = _tokens(event.content), event.type not in REPLAYED_TYPES
-        if event.id in targeted:
-            if control:
-                regenerated = False
-            elif intervention.kind == "remove":
-                continue
-            elif intervention.kind in ("mask", "replace"):
-                size = _tokens(MASK_TEXT if intervention.kind == "mask" else intervention.text)
-                regenerated = False
-            else:  # resample: re-generated
-                regenerated = True
-        elif event.agent in agents:
-            if not control:
-                continue
-            regenerated = event is not events[fork]
-        if regenerated:
-            # The first re-generated turn of all n samples is one request (`n` = n): its prompt is sent once.
-            prompt += (_tokens(prompts.get(event.agent)) + history) * (1 if turns == 0 else n)
-            completion += size * n
-            requests += 1 if turns == 0 else n
-            turns += 1
-        history += size
-    return {"turns": turns, "requests": requests, "prompt_tokens": prompt, "completion_tokens": completion}
+def _cost(requests: list, first_seed: int | None = None) -> dict[str, int]:
+    """Requests, prompt and completion tokens of planned requests (`PlannedRequest`s): a request's
+    prompt is Σ tok(part) over its `parts`, sent once whatever its `n`; its completions n · tok(answer).
+    `turns`: the re-generated turns of the sample at `first_seed` (its "turn" requests; None: 0);
+    `<kind>_requests` per REQUEST_KINDS."""
+    sizes: dict[int, int] = {}  # requests of one slot share their parts list: each is counted once
+    for r in requests:
+        if id(r.parts) not in sizes:
+            sizes[id(r.parts)] = sum(_tokens(part) for part in r.parts)
+    cost = {"turns": sum(r.kind == "turn" and r.seed == first_seed for r in requests), "requests": len(requests),
+            "prompt_tokens": sum(sizes[id(r.parts)] for r in requests),
+            "completion_tokens": sum(r.n * _tokens(r.answer) for r in requests)}
+    cost.update({f"{kind}_requests": sum(r.kind == kind for r in requests) for kind in REQUEST_KINDS})
+    return cost
+
+
+def _add_cost(total: dict[str, int], cost: dict[str, int]) -> dict[str, int]:
+    """`total` with every count of `cost` added (in place; returns it)."""
+    for key, value in cost.items():
+        total[key] = total.get(key, 0) + value
+    return total
+
+
+def _planner(backend: str, core_trace):
+    """The backend instance whose plan is the estimate: `from_trace` (configured as a job's runner
+    is: endpoint, scoring, speaker order, max turns). Raises JobRequestError naming `backend` when
+    it cannot re-run the trace or cannot plan its requests."""
+    try:
+        runner = get_backend_class(backend).from_trace(core_trace)
+    except ValueError as exc:
+        raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
+    if not hasattr(runner, "plan_paired"):
+        raise JobRequestError(f"the {backend} backend calls an LLM but cannot plan its requests (no plan_paired): "
+                              "its cost cannot be estimated", "backend")
+    return runner
+
+
+def _chunks(n: int) -> list[tuple[int, int]]:
+    """(start, stop) of the chunks of a job of n samples, as `_missing_chunks` enqueues them."""
+    size = settings.SWARMSCOPE_ROLLOUT_CHUNK
+    return [(start, min(start + size, n)) for start in range(0, n, size)]
+
+
+def _totals(parts: dict[str, dict[str, dict[str, int]]]) -> dict[str, int]:
+    total = {key: sum(cost[key] for part in parts.values() for cost in part.values())
+             for key in ("requests", "prompt_tokens", "completion_tokens",
+                         *(f"{kind}_requests" for kind in REQUEST_KINDS))}
+    total["total_tokens"] = total["prompt_tokens"] + total["completion_tokens"]
+    return total
+
+
+def _zero_cost() -> dict[str, int]:
+    return {"turns": 0, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
+            **{f"{kind}_requests": 0 for kind in REQUEST_KINDS}}
 
 
 def estimate_cost(trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim",
                   epsilon: float | None = None) -> dict[str, Any]:
     """The estimated LLM cost of a counterfactual job of `n` paired samples, from the trace's
-    sizes (no request is made), following the `openai` backend's arms (trainer.rollout.openai, in
-    the original speaker order).
+    sizes: the requests the job's backend will send, as the backend itself plans them
+    (`plan_paired`, trainer.rollout.openai; nothing is sent), counted at tok(x) = ceil(len(x) / 4)
+    (CHARS_PER_TOKEN, OpenAI's rule of thumb).
 
-    The fork point f is the first event the intervention changes (a targeted event, or the first
-    event of a removed agent). Per arm, every event from f on is a turn: replayed as recorded
-    (REPLAYED_TYPES; the control's targeted events and the first event of a removed agent; masked
-    and replaced text), dropped (removed events; a removed agent's events in the intervention
-    arm), or re-generated — prompted with its agent's system prompt and the whole history before
-    it, its answer the size of the recorded content (chat formatting — role markers, the
-    `[speaker] ` prefixes — is not counted). With tok(x) = ceil(len(x) / 4)
-    (CHARS_PER_TOKEN, OpenAI's rule of thumb) and, for a re-generated turn k,
+    The plan follows the job: one `paired` call per chunk of SWARMSCOPE_ROLLOUT_CHUNK samples
+    (each arm's first re-generated turn is one request with `n` = the chunk's samples: its prompt
+    is sent once per chunk; every later turn one request per sample), and sample 0 re-run once in
+    both arms for its branch trace (`branch`). It assumes each re-generated turn answers with the
+    size of its recorded content and, where the trace's LLM orchestrator picks speakers, that it
+    picks the recorded speaker (one "who speaks next" request per sample before every re-generated
+    turn after the fork turn, its answer a name); under verifier scoring one verdict request per
+    sample and arm (answer `{"correct": true}`). A request's prompt counts the texts it is made
+    of — system prompt, the history's contents, the question or verifier prompt — not the chat
+    formatting (role markers, the `[speaker] ` prefixes). With `epsilon`, n is the cap: an upper
+    bound. A non-LLM backend (SwarmSim) costs no tokens: zeros and `confirmation_required` False.
 
-        prompt(k) = tok(system prompt of agent(k)) + Σ_{turns j before k} tok(content_j)
-        completion(k) = tok(recorded content_k)
-
-    an arm sends its first re-generated turn for all n samples in one request (`n` = n: prompt
-    once, n completions) and every later one once per sample, so per arm
-    prompt_tokens = prompt(k1) + n · Σ_{k > k1} prompt(k), completion_tokens = n · Σ_k completion(k),
-    requests = 1 + n · (turns - 1). The job also re-runs sample 0 once in both arms to store its
-    branch trace (`_run_samples`): the same with n = 1 (`branch`). Totals add the control and
-    intervention arms of both (with `epsilon`, n is the cap: an upper bound). A non-LLM backend
-    (SwarmSim) costs no tokens: zeros and `confirmation_required` False.
-
-    Returns {backend, llm, confirmation_required, n, fork_event, turns, requests, prompt_tokens,
-    completion_tokens, total_tokens, chars_per_token, arms and branch: {control, intervention:
-    {turns, requests, prompt_tokens, completion_tokens}}}; `turns` counts both arms' re-generated
-    turns of one sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown
-    backend, or an intervention that does not fit the trace."""
+    Returns {backend, llm, confirmation_required, n, fork_event, speaker_order, scoring, turns,
+    requests, prompt_tokens, completion_tokens, total_tokens, turn_requests, speaker_requests,
+    verdict_requests, chars_per_token, arms and branch:
+    {control, intervention: {turns, requests, prompt_tokens, completion_tokens, turn_requests,
+    speaker_requests, verdict_requests}}}; `turns` counts both arms' re-generated turns of one
+    sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown backend, an
+    intervention that does not fit the trace, or a trace the backend cannot re-run."""
     n = _check_int(n, "n", 2, MAX_SAMPLES)
     if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
                                 or not epsilon > 0):
@@ -645,16 +684,61 @@ def estimate_cost(trace: Trace, intervention: Intervention | dict, n: int, backe
     events = core_trace.events
     changed, agents = set(intervention.events), set(intervention.agents)
     fork = next(i for i, e in enumerate(events) if e.id in changed or e.agent in agents)
-    prompts = {a.name: a.system_prompt for a in core_trace.agents if a.system_prompt}
-    parts = {}
-    for part, samples in (("arms", n), ("branch", 1)):
-        parts[part] = {arm: _arm_cost(events, fork, intervention, arm == "control", prompts, samples)
-                       for arm in ("control", "intervention")}
-        if not llm:
-            parts[part] = {arm: dict.fromkeys(cost, 0) for arm, cost in parts[part].items()}
-    total = {key: sum(cost[key] for part in ("arms", "branch") for cost in parts[part].values())
-             for key in ("requests", "prompt_tokens", "completion_tokens")}
-    return {"backend": backend, "llm": llm, "confirmation_required": llm, "n": n, "fork_event": events[fork].id,
-            "turns": sum(cost["turns"] for cost in parts["arms"].values()), **total,
-            "total_tokens": total["prompt_tokens"] + total["completion_tokens"], "chars_per_token": CHARS_PER_TOKEN,
-            **parts}
+    arms = ("control", "intervention")
+    if not llm:
+        parts = {part: {arm: _zero_cost() for arm in arms} for part in ("arms", "branch")}
+        return {"backend": backend, "llm": False, "confirmation_required": False, "n": n,
+                "fork_event": events[fork].id, "speaker_order": None, "scoring": None, "turns": 0, **_totals(parts),
+                "chars_per_token": CHARS_PER_TOKEN, **parts}
+    runner = _planner(backend, core_trace)
+    try:
+        runner.check(intervention)
+    except InterventionError as exc:
+        raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
+    # Counted chunk by chunk, not kept: a long trace's plan has tens of thousands of requests.
+    parts = {part: {arm: _zero_cost() for arm in arms} for part in ("arms", "branch")}
+    for start, stop in _chunks(n):
+        for arm, requests in runner.plan_paired(intervention, np.arange(start, stop)).items():
+            _add_cost(parts["arms"][arm], _cost(requests, 0))
+    for arm, requests in runner.plan_paired(intervention, np.arange(1)).items():
+        _add_cost(parts["branch"][arm], _cost(requests, 0))
+    return {"backend": backend, "llm": True, "confirmation_required": True, "n": n, "fork_event": events[fork].id,
+            "speaker_order": getattr(runner, "speaker_order", None), "scoring": getattr(runner, "scoring", None),
+            "turns": sum(cost["turns"] for cost in parts["arms"].values()), **_totals(parts),
+            "chars_per_token": CHARS_PER_TOKEN, **parts}
+
+
+def estimate_attribution_cost(trace: Trace, method: Any, budget: Any, backend: Any = "sim", seed: Any = 0,
+                              players: Any = CounterfactualJob.MESSAGES) -> dict[str, Any]:
+    """The estimated LLM cost of an "Attribute this trace" job (`request_attribution`'s
+    arguments): the requests its chunk tasks will send, as the backend plans them (`plan_call`,
+    nothing sent) for every rollout call of the estimator's coalition game, chunk by chunk as the
+    job runs them (`play_attribution_chunk`: one call, so one batched fork request, per distinct
+    coalition of a chunk), with the assumptions and token rule of `estimate_cost`. No branch
+    traces are stored by attribution jobs. A non-LLM backend costs nothing.
+
+    Returns {kind: "attribution", backend, llm, confirmation_required, method, players,
+    player_kind, n (samples), rollouts (the budget used: n × rollouts per sample), speaker_order,
+    scoring, requests, prompt_tokens, completion_tokens, total_tokens, turn_requests,
+    speaker_requests, verdict_requests, chars_per_token}. Raises JobRequestError naming the field."""
+    names, n, runner = check_attribution(trace, method, budget, backend, seed, players)
+    llm = is_llm_backend(backend)
+    estimate = {"kind": "attribution", "backend": backend, "llm": llm, "confirmation_required": llm, "method": method,
+                "players": len(names), "player_kind": players, "n": n,
+                "rollouts": n * ESTIMATORS[method].rollouts(len(names)), "speaker_order": None, "scoring": None,
+                "chars_per_token": CHARS_PER_TOKEN}
+    cost = _zero_cost()
+    if llm:
+        if not hasattr(runner, "plan_call"):
+            raise JobRequestError(f"the {backend} backend calls an LLM but cannot plan its requests (no plan_call): "
+                                  "its cost cannot be estimated", "backend")
+        def planning_rollout(intervention: Intervention | None, seeds: np.ndarray) -> np.ndarray:
+            _add_cost(cost, _cost(runner.plan_call(intervention, seeds)))  # counted, not kept
+            return np.zeros(len(seeds))
+
+        for start, stop in _chunks(n):
+            play_attribution_chunk(planning_rollout, method, names, players, n, seed, list(range(start, stop)))
+        estimate.update(speaker_order=getattr(runner, "speaker_order", None), scoring=getattr(runner, "scoring", None))
+    cost.pop("turns")
+    estimate.update(cost, total_tokens=cost["prompt_tokens"] + cost["completion_tokens"])
+    return estimate

