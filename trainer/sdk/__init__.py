@@ -61,8 +61,11 @@ class SwarmscopeClient:
                     parsed = json.loads(payload)
                 except ValueError:
                     parsed = payload.decode("utf-8", "replace")
-                if exc.code < 500 or attempt == self.retries:
+                if (exc.code < 500 and exc.code != 429) or attempt == self.retries:
                     raise SwarmscopeError(exc.code, parsed) from None
+                if exc.code == 429:  # over the token's ingestion rate: wait as told, then resend
+                    time.sleep(float(exc.headers.get("Retry-After") or delay))
+                    continue
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 if attempt == self.retries:
                     raise
@@ -91,6 +94,26 @@ class SwarmscopeClient:
     def get_trace(self, trace_id: int) -> dict[str, Any]:
         """The trace resource: name, counts (`event_count`, `agent_count`), `seq`, rewards, ..."""
         return self._request("GET", f"/api/traces/{trace_id}/")
+
+    # --- training runs (issue 6: trainer/recipes/train_orchestrator.py reports here) -----------
+
+    def create_run(self, config: dict[str, Any], *, name: str = "") -> dict[str, Any]:
+        """Create the app's record of an external training run (`config`: a RunConfig dict);
+        returns the run resource (its `id` names it in the calls below)."""
+        return self._request("POST", "/api/runs/", json.dumps({"name": name, "config": config}).encode())
+
+    def post_iteration(self, run_id: int, iteration: dict[str, Any]) -> dict[str, Any]:
+        """Report one iteration (the recipe's iteration dict; its `episodes` become traces of the
+        run's project); returns `{iteration, seq, episodes}` (the traces' ids)."""
+        return self._request("POST", f"/api/runs/{run_id}/iterations/", json.dumps(iteration).encode())
+
+    def finish_run(self, run_id: int, *, status: str | None = None, error: str = "",
+                   summary: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Mark the run finished (or `status`, e.g. "failed" with an `error`); returns the run."""
+        body: dict[str, Any] = {"error": error, "summary": summary}
+        if status:
+            body["status"] = status
+        return self._request("POST", f"/api/runs/{run_id}/finish/", json.dumps(body).encode())
 
     def stream(self, name: str, *, batch_size: int = 500, flush_interval: float = 0.5,
                **trace_fields: Any) -> "TraceStream":

@@ -13,6 +13,8 @@ class Project(models.Model):
     name = models.CharField(max_length=200, unique=True)
     slug = models.SlugField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    retention_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="traces older than this many days are deleted; empty keeps them")
 
     def __str__(self) -> str:
         return self.name
@@ -30,6 +32,9 @@ class Membership(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "user"], name="one_membership_per_user")]
+
+    #: What each role may do, cumulative: viewers read, reviewers also review, admins also manage.
+    RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2}
 
 
 def hash_token(raw: str) -> str:
@@ -55,3 +60,22 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name or 'token'})"
+
+
+class Invitation(models.Model):
+    """A sign-up link for one project and role; the raw key is in the link only, stored hashed.
+
+    Used once: `accepted_at`/`accepted_by` record who signed up with it. Expires at `expires_at`.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=20, choices=Membership.Role.choices, default=Membership.Role.VIEWER)
+    key_hash = models.CharField(max_length=64, unique=True)
+    email = models.EmailField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")

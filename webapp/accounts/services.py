@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from .models import ApiToken, Membership, Project, hash_token
+from .models import ApiToken, Invitation, Membership, Project, hash_token
 
 DEFAULT_PROJECT = "Default"
 
@@ -72,3 +73,90 @@ def do_ensure_local_admin(username: str = "admin") -> tuple[object, str | None]:
         user = User.objects.create_superuser(username=username, email="", password=password)
     do_add_member(project, user, Membership.Role.ADMIN)
     return user, password
+
+
+# --- roles ---------------------------------------------------------------------------------------
+
+class PermissionRefused(Exception):
+    """The caller may read the project but their role does not allow this write (answered 403)."""
+
+
+def get_role(user, project_id: int) -> str | None:
+    """`user`'s role in the project: "viewer", "reviewer" or "admin"; "admin" for a superuser;
+    None when they are not a member (callers answer 404 then, as for an unknown project)."""
+    if user is None or not user.is_authenticated:
+        return None
+    if user.is_superuser:
+        return Membership.Role.ADMIN
+    return Membership.objects.filter(project_id=project_id, user=user).values_list("role", flat=True).first()
+
+
+def check_role(user, project_id: int, needed: str) -> str:
+    """The caller's role when it is at least `needed`; raises PermissionRefused otherwise."""
+    role = get_role(user, project_id)
+    if role is None or Membership.RANK[role] < Membership.RANK[needed]:
+        raise PermissionRefused(f"this needs the {needed} role in the project (yours: {role or 'none'})")
+    return role
+
+
+# --- invitations and members ---------------------------------------------------------------------
+
+INVITATION_DAYS = 7
+
+
+def do_create_invitation(project: Project, role: str, created_by, email: str = "") -> tuple[Invitation, str]:
+    """A sign-up link key for `project` and `role`, valid INVITATION_DAYS days; returns (row, raw
+    key). Only the key's SHA-256 is stored. Raises ValueError on an unknown role."""
+    if role not in Membership.RANK:
+        raise ValueError(f"unknown role {role!r}")
+    raw = secrets.token_urlsafe(32)
+    invitation = Invitation.objects.create(
+        project=project, role=role, key_hash=hash_token(raw), email=email, created_by=created_by,
+        expires_at=timezone.now() + timedelta(days=INVITATION_DAYS))
+    return invitation, raw
+
+
+def check_invitation(raw: str) -> Invitation | None:
+    """The open invitation for `raw`, or None when unknown, used or expired."""
+    return (Invitation.objects.select_related("project")
+            .filter(key_hash=hash_token(raw), accepted_at__isnull=True, expires_at__gt=timezone.now()).first())
+
+
+@transaction.atomic
+def do_accept_invitation(invitation: Invitation, user) -> Membership:
+    """Make `user` a member with the invitation's role and mark the invitation used (once)."""
+    updated = Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True).update(
+        accepted_at=timezone.now(), accepted_by=user)
+    if not updated:
+        raise ValueError("this invitation was already used")
+    return do_add_member(invitation.project, user, invitation.role)
+
+
+def _admins_left(project: Project, without_user_id: int) -> int:
+    return (Membership.objects.filter(project=project, role=Membership.Role.ADMIN)
+            .exclude(user_id=without_user_id).count())
+
+
+@transaction.atomic
+def do_change_role(membership: Membership, role: str) -> Membership:
+    """Set a member's role. Raises ValueError on an unknown role or when it would leave the project
+    without an admin."""
+    if role not in Membership.RANK:
+        raise ValueError(f"unknown role {role!r}")
+    if membership.role == Membership.Role.ADMIN and role != Membership.Role.ADMIN and not _admins_left(
+            membership.project, membership.user_id):
+        raise ValueError("a project needs at least one admin")
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def do_remove_member(membership: Membership) -> None:
+    """Remove a member and revoke their tokens for the project. Raises ValueError when it would
+    leave the project without an admin."""
+    if membership.role == Membership.Role.ADMIN and not _admins_left(membership.project, membership.user_id):
+        raise ValueError("a project needs at least one admin")
+    ApiToken.objects.filter(project=membership.project, user=membership.user, revoked_at__isnull=True).update(
+        revoked_at=timezone.now())
+    membership.delete()

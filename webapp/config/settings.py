@@ -4,6 +4,7 @@ Embedded default: SQLite under SWARMSCOPE_DATA_DIR and, when REDIS_URL is unset,
 Redis that `manage.py up` starts on a local socket (its URL is written to SWARMSCOPE_REDIS_URL_FILE).
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -42,6 +43,8 @@ INSTALLED_APPS = [
     "webapp.traces",
     "webapp.live",
     "webapp.experiments",
+    "webapp.runs",
+    "webapp.review",
 ]
 
 MIDDLEWARE = [
@@ -172,9 +175,53 @@ SWARMSCOPE_JUDGE_CLIENT = "trainer.rollout.openai.judge_client"
 SWARMSCOPE_ROLLOUT_CHUNK = int(os.environ.get("SWARMSCOPE_ROLLOUT_CHUNK", 8))
 #: A running job whose heartbeat is older than this (seconds) has its missing chunks re-queued.
 SWARMSCOPE_JOB_STALE_S = float(os.environ.get("SWARMSCOPE_JOB_STALE_S", 30))
+# Training runs (webapp.runs): the recipe module (exposes RunConfig and train), loaded by the
+# `training` worker; that worker's CPU priority (nice increment) and torch intra-op threads, so
+# that training on a small machine leaves the web app responsive (bench/bench_training_responsiveness.py).
+SWARMSCOPE_TRAINING_RECIPE = os.environ.get("SWARMSCOPE_TRAINING_RECIPE", "trainer.recipes.train_orchestrator")
+SWARMSCOPE_TRAINING_NICE = int(os.environ.get("SWARMSCOPE_TRAINING_NICE", 10))
+SWARMSCOPE_TRAINING_THREADS = int(os.environ.get("SWARMSCOPE_TRAINING_THREADS", 1))
+#: A running run whose task has not reported for this long (seconds) is marked failed (resumable).
+SWARMSCOPE_RUN_STALE_S = float(os.environ.get("SWARMSCOPE_RUN_STALE_S", 900))
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "webapp.experiments.tasks.reap_stale_jobs", "schedule": SWARMSCOPE_JOB_STALE_S},
+    "reap-stale-runs": {"task": "webapp.runs.tasks.reap_stale_runs", "schedule": 60.0},
+    # Retention (webapp.accounts): delete traces older than their project's retention period, hourly.
+    "delete-expired-traces": {"task": "webapp.accounts.tasks.delete_expired_traces", "schedule": 3600.0},
 }
+
+# Redaction at ingestion (webapp.core.redaction, called by webapp.traces.services.do_ingest): regular expressions whose matches in content
+# fields (event content, attributes, agents' system prompts; keys are kept) are replaced by
+# `[REDACTED]` before anything is stored. A JSON list in the environment replaces the defaults:
+# API keys (OpenAI/Anthropic `sk-`, Swarmscope `ssk_`, AWS access keys, bearer tokens) and e-mail addresses.
+SWARMSCOPE_REDACT_PATTERNS = (json.loads(os.environ["SWARMSCOPE_REDACT_PATTERNS"])
+                              if os.environ.get("SWARMSCOPE_REDACT_PATTERNS") else [
+    # Key patterns start with their literal prefix, then check the character before it with a
+    # lookbehind (a word boundary, written so that Python's regex engine can jump to the literal:
+    # about 10x faster than a leading \b; bench/bench_redaction.py).
+    r"sk-(?<![A-Za-z0-9_]sk-)(?:ant-|proj-)?[A-Za-z0-9_-]{16,}",
+    r"ssk_(?<![A-Za-z0-9_]ssk_)[A-Za-z0-9_-]{16,}",
+    r"AKIA(?<![A-Za-z0-9_]AKIA)[0-9A-Z]{16}\b",
+    r"(?:[Bb]earer|BEARER)\s+[A-Za-z0-9._~+/-]{16,}=*",
+    r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
+])
+
+# Ingestion rate per API token (webapp.accounts.ratelimit): at most this many ingestion requests
+# (trace create, event batches, uploads, OTLP) per window; over it the API answers 429 with Retry-After.
+SWARMSCOPE_INGEST_RATE = int(os.environ.get("SWARMSCOPE_INGEST_RATE", 6000))
+SWARMSCOPE_INGEST_RATE_WINDOW_S = int(os.environ.get("SWARMSCOPE_INGEST_RATE_WINDOW_S", 60))
+# The rate counters live in the cache: Redis when there is one (shared by every web process), else
+# this process's memory.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# E-mail (password reset links): printed to the console unless an SMTP server is configured.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "swarmscope@localhost")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", 25))
 
 LOGGING = {
     "version": 1,
@@ -192,5 +239,7 @@ if not DEBUG:
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = 31536000
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # container and load-balancer probes speak plain HTTP
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -1,11 +1,20 @@
-"""URL routes: pages, the REST API under /api/, OTLP/HTTP at /v1/traces, the admin."""
+"""URL routes: pages, the REST API under /api/, OTLP/HTTP at /v1/traces, the admin, /healthz."""
 
 from django.contrib import admin
 from django.urls import include, path
 
+from .health import healthz
+
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("", include("webapp.accounts.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("webapp.traces.urls")),
     path("", include("webapp.experiments.urls")),
+    path("", include("webapp.runs.urls")),
+    path("", include("webapp.review.urls")),
 ]
+
+# Unknown URLs under /api/ and /v1/ answer JSON, like unknown ids.
+handler404 = "webapp.traces.api.not_found"

@@ -6,6 +6,7 @@ committed; viewers catch up through `resume` (or a reload) when they reconnect.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -22,22 +23,37 @@ def trace_group(trace_id: int) -> str:
     return f"trace-{trace_id}"
 
 
-def _send(trace_id: int, message: dict[str, Any]) -> None:
+def run_group(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def _send_group(group: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(trace_group(trace_id), message)
+        async_to_sync(layer.group_send)(group, message)
     except Exception:  # noqa: BLE001 - a broken layer must not break the write path
-        log.warning("could not send %s to the viewers of trace %s", message["type"], trace_id, exc_info=True)
+        log.warning("could not send %s to the group %s", message["type"], group, exc_info=True)
+
+
+def _send(trace_id: int, message: dict[str, Any]) -> None:
+    _send_group(trace_group(trace_id), message)
+
+
+def _delta_message(kind: str, delta: dict[str, Any]) -> dict[str, Any]:
+    """A group message carrying `delta` as JSON text, encoded once here and forwarded as is by each
+    viewer's consumer (`SequencedConsumer.forward_delta`), rather than decoded and re-encoded
+    per viewer; past INLINE_EVENT_LIMIT events, only its seq (consumers read the database)."""
+    message: dict[str, Any] = {"type": kind, "seq": delta["seq"]}
+    if len(delta.get("events", ())) <= INLINE_EVENT_LIMIT:
+        message["text"] = json.dumps(delta)
+    return message
 
 
 def broadcast_trace_delta(trace_id: int, delta: dict[str, Any]) -> None:
     """Send batch `delta` (webapp.core.live format) to every viewer of the trace."""
-    message: dict[str, Any] = {"type": "trace.delta", "seq": delta["seq"]}
-    if len(delta.get("events", ())) <= INLINE_EVENT_LIMIT:
-        message["delta"] = delta
-    _send(trace_id, message)
+    _send(trace_id, _delta_message("trace.delta", delta))
 
 
 def broadcast_trace_reset(trace_id: int, seq: int) -> None:
@@ -49,3 +65,18 @@ def broadcast_job(trace_id: int, job: dict[str, Any]) -> None:
     """Send a counterfactual job's state (`webapp.experiments.services.job_wire`) to the viewers of
     its trace; the job's state is also in the database for a reload."""
     _send(trace_id, {"type": "job.progress", "job": job})
+
+
+def broadcast_run_delta(run_id: int, delta: dict[str, Any]) -> None:
+    """Send a training run's `delta` (webapp.runs.live format) to the viewers of `/ws/runs/<id>/`."""
+    _send_group(run_group(run_id), _delta_message("run.delta", delta))
+
+
+def project_group(project_id: int) -> str:
+    return f"project-{project_id}"
+
+
+def broadcast_project_activity(project_id: int, activity: dict[str, Any]) -> None:
+    """Send a review activity (`webapp.review.services.activity_wire`) to the project's viewers
+    (`/ws/projects/<id>/`); it is also in the database for the feed and for `resume`."""
+    _send_group(project_group(project_id), {"type": "review.activity", "activity": activity})

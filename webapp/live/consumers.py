@@ -1,4 +1,4 @@
-"""`/ws/traces/<id>/`: a snapshot, then numbered deltas; `resume` fills gaps (webapp.core.live)."""
+"""Websocket consumers: the shared snapshot + deltas + resume protocol, and `/ws/traces/<id>/` (webapp.core.live)."""
 
 from __future__ import annotations
 
@@ -16,28 +16,45 @@ from .broadcast import trace_group
 MAX_SOCKET_EVENTS = 3000
 
 
-class TraceConsumer(AsyncJsonWebsocketConsumer):
-    """One connection per viewer of one trace.
+class SequencedConsumer(AsyncJsonWebsocketConsumer):
+    """The snapshot + numbered deltas + resume protocol (DESIGN.md "Live protocol") for one object.
 
-    Authorised on connect (session user or `?token=`) and again on every message; unknown or
-    foreign traces close with code 4404. Bad client messages get an `error` message, never a crash.
+    Subclasses name the URL keyword (`url_kwarg`) and implement `get_authorised(pk)` (the object
+    if the session user or `?token=` may read it, else None; sync), `get_snapshot(obj)` and
+    `get_delta_since(obj, seq)` (sync), and `group_for(obj)`. Authorised on connect and again on
+    every message; unknown or foreign objects close with code 4404. A group message
+    `{"seq": N, "text": "<delta as JSON>"}` handled by `forward_delta` is sent as is when it is the
+    next one, and a gap (or a message without text) is filled from the database. Bad client messages get an `error` message, never a crash.
     """
 
-    trace = None
+    url_kwarg = "pk"
+    target = None
     last_seq = -1
 
+    def get_authorised(self, pk: int):
+        raise NotImplementedError
+
+    def get_snapshot(self, target) -> dict:
+        raise NotImplementedError
+
+    def get_delta_since(self, target, seq: int) -> dict:
+        raise NotImplementedError
+
+    def group_for(self, target) -> str:
+        raise NotImplementedError
+
     async def connect(self):
-        trace_id = self.scope["url_route"]["kwargs"]["trace_id"]
-        self.trace = await database_sync_to_async(self._authorised_trace)(trace_id)
-        if self.trace is None:
+        pk = self.scope["url_route"]["kwargs"][self.url_kwarg]
+        self.target = await database_sync_to_async(self.get_authorised)(pk)
+        if self.target is None:
             await self.accept()  # accept first, so the client sees close code 4404 rather than a bare 403
             await self.close(code=4404)
             return
-        self.group = trace_group(self.trace.pk)
+        self.group = self.group_for(self.target)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         seq = self._query("seq")
-        if seq is not None and seq.isdigit() and int(seq) <= self.trace.seq:
+        if seq is not None and seq.isdigit() and int(seq) <= self.target.seq:
             # The client loaded the snapshot over HTTP (large traces exceed a websocket frame):
             # it needs only what came after.
             self.last_seq = int(seq)
@@ -48,35 +65,26 @@ class TraceConsumer(AsyncJsonWebsocketConsumer):
     def _query(self, name: str) -> str | None:
         return parse_qs(self.scope.get("query_string", b"").decode()).get(name, [None])[0]
 
-    def _authorised_trace(self, trace_id: int):
-        return access.get_trace_for(trace_id, user=self.scope.get("user"), raw_token=self._query("token"))
-
     async def disconnect(self, code):
-        if self.trace is not None:
+        if self.target is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def _send_snapshot(self):
-        snapshot = await database_sync_to_async(services.get_snapshot)(self.trace)
+        snapshot = await database_sync_to_async(self.get_snapshot)(self.target)
         self.last_seq = snapshot["seq"]
         await self._send_or_refer(snapshot)
 
     async def _send_since(self, seq: int):
-        delta = await database_sync_to_async(services.get_delta_since)(self.trace, seq)
+        delta = await database_sync_to_async(self.get_delta_since)(self.target, seq)
         if delta["type"] == "snapshot" or delta["seq"] > seq:
             self.last_seq = max(self.last_seq, delta["seq"])
             await self._send_or_refer(delta)
 
     async def _send_or_refer(self, message: dict):
-        """Send a snapshot or catch-up delta, or, when it would exceed a websocket message, tell the
-        client to load the snapshot over HTTP (it then continues from that snapshot's seq)."""
-        if len(message["events"]) <= MAX_SOCKET_EVENTS:
-            await self.send_json(message)
-            return
-        await self.send_json({"type": "error", "code": "snapshot_too_large", "seq": message["seq"],
-                              "message": f"GET /api/traces/{self.trace.pk}/snapshot/, then connect with ?seq=N"})
+        await self.send_json(message)
 
     async def receive_json(self, content, **kwargs):
-        if await database_sync_to_async(self._authorised_trace)(self.trace.pk) is None:
+        if await database_sync_to_async(self.get_authorised)(self.target.pk) is None:
             await self.close(code=4404)
             return
         if not isinstance(content, dict) or content.get("type") != "resume":
@@ -94,16 +102,50 @@ class TraceConsumer(AsyncJsonWebsocketConsumer):
         except (ValueError, RecursionError):
             await self.send_json({"type": "error", "message": "messages must be JSON (not nested too deeply)"})
 
-    async def trace_delta(self, message):
+    async def forward_delta(self, message):
         seq = message["seq"]
         if seq <= self.last_seq:
             return
-        delta = message.get("delta")
-        if delta is not None and seq == self.last_seq + 1:
+        text = message.get("text")
+        if text is not None and seq == self.last_seq + 1:
             self.last_seq = seq
-            await self.send_json(delta)
+            await self.send(text_data=text)
         else:
             await self._send_since(self.last_seq)
+
+
+class TraceConsumer(SequencedConsumer):
+    """One connection per viewer of one trace (`/ws/traces/<id>/`, webapp.core.live messages)."""
+
+    url_kwarg = "trace_id"
+
+    @property
+    def trace(self):
+        return self.target
+
+    def get_authorised(self, pk: int):
+        return access.get_trace_for(pk, user=self.scope.get("user"), raw_token=self._query("token"))
+
+    def get_snapshot(self, target) -> dict:
+        return services.get_snapshot(target)
+
+    def get_delta_since(self, target, seq: int) -> dict:
+        return services.get_delta_since(target, seq)
+
+    def group_for(self, target) -> str:
+        return trace_group(target.pk)
+
+    async def _send_or_refer(self, message: dict):
+        """Send a snapshot or catch-up delta, or, when it would exceed a websocket message, tell the
+        client to load the snapshot over HTTP (it then continues from that snapshot's seq)."""
+        if len(message["events"]) <= MAX_SOCKET_EVENTS:
+            await self.send_json(message)
+            return
+        await self.send_json({"type": "error", "code": "snapshot_too_large", "seq": message["seq"],
+                              "message": f"GET /api/traces/{self.trace.pk}/snapshot/, then connect with ?seq=N"})
+
+    async def trace_delta(self, message):
+        await self.forward_delta(message)
 
     async def job_progress(self, message):
         """Forward a counterfactual job's progress as `{"type": "job", "job": {...}}` (no seq: jobs

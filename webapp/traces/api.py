@@ -7,17 +7,21 @@ browser session. Errors are JSON: `{"error": ..., "index": ..., "event_id": ...,
 from __future__ import annotations
 
 import functools
-import gzip
 import json
+import re
 import secrets
 import zlib
 from typing import Any, Callable
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.paginator import Paginator
 from django.middleware.csrf import CsrfViewMiddleware
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import page_not_found
 
+from webapp.accounts.ratelimit import check_ingest_rate
 from webapp.accounts.services import check_token
 from webapp.core import model as core
 from webapp.core.importers import SourceFile, TraceFormatError, decode, otlp
@@ -33,15 +37,44 @@ def _error(status: int, message: str, **extra: Any) -> JsonResponse:
     return JsonResponse({"error": message, **extra}, status=status)
 
 
-def api_view(*methods: str):
+def not_found(request: HttpRequest, exception=None) -> HttpResponse:
+    """The 404 handler (settings: `handler404`): JSON under /api/ and /v1/, so an API client that
+    sends a malformed id gets the same kind of answer as for an unknown one; pages elsewhere."""
+    if request.path.startswith(("/api/", "/v1/")):
+        return _error(404, "not found")
+    return page_not_found(request, exception)
+
+
+class BodyTooLarge(Exception):
+    """A request body (or its decompressed form) over SWARMSCOPE_MAX_UPLOAD_BYTES (answered 413)."""
+
+
+def _too_large() -> JsonResponse:
+    return _error(413, f"request body over {settings.SWARMSCOPE_MAX_UPLOAD_BYTES} bytes "
+                       "(SWARMSCOPE_MAX_UPLOAD_BYTES); send smaller batches")
+
+
+def api_view(*methods: str, ingest: bool = False):
     """Resolve the caller (token or session) into `request.token` / `request.project_ids`;
-    answer 401 without one, 405 for other methods. Token requests are exempt from CSRF."""
+    answer 401 without one, 405 for other methods. Token requests are exempt from CSRF.
+    Ids in the path beyond 64 bits answer 404; bodies over SWARMSCOPE_MAX_UPLOAD_BYTES 413.
+    `ingest` views count against the token's ingestion rate (over it: 429 with Retry-After)."""
 
     def decorate(view: Callable) -> Callable:
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args, **kwargs):
             if request.method not in methods:
                 return _error(405, f"method {request.method} not allowed", allowed=list(methods))
+            if any(isinstance(v, int) and v >= 2**63 for v in kwargs.values()):
+                return _error(404, "not found")
+            for name, value in request.GET.items():
+                if "\x00" in value:
+                    return _error(400, "must not contain a NUL character (U+0000)", field=name)
+            try:
+                if int(request.headers.get("Content-Length") or 0) > settings.SWARMSCOPE_MAX_UPLOAD_BYTES:
+                    return _too_large()
+            except ValueError:
+                return _error(400, "bad Content-Length header")
             request.token = None
             header = request.headers.get("Authorization", "")
             if header.startswith("Bearer "):
@@ -55,8 +88,19 @@ def api_view(*methods: str):
                 reason = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
                 if reason is not None:
                     return _error(403, "CSRF check failed")
+            if ingest and request.token is not None and request.method == "POST":
+                retry_after = check_ingest_rate(request.token.pk)
+                if retry_after is not None:
+                    response = _error(429, f"over the ingestion rate of {settings.SWARMSCOPE_INGEST_RATE} requests "
+                                           f"per {settings.SWARMSCOPE_INGEST_RATE_WINDOW_S} s for this token",
+                                      retry_after_s=retry_after)
+                    response["Retry-After"] = str(retry_after)
+                    return response
             request.project_ids = access.project_ids_for(request.user, request.token)
-            return view(request, *args, **kwargs)
+            try:
+                return view(request, *args, **kwargs)
+            except (BodyTooLarge, RequestDataTooBig):
+                return _too_large()
 
         return csrf_exempt(wrapper)
 
@@ -74,17 +118,42 @@ def _get_trace(request: HttpRequest, trace_id: int) -> Trace | None:
 
 
 def _read_body(request: HttpRequest) -> bytes:
+    """The body, decompressed (gzip, deflate) up to SWARMSCOPE_MAX_UPLOAD_BYTES; raises
+    BodyTooLarge past that (a small gzip body can expand a thousandfold)."""
     body = request.body
     encoding = request.headers.get("Content-Encoding", "").lower()
-    if encoding == "gzip":
-        return gzip.decompress(body)
-    if encoding == "deflate":
-        return zlib.decompress(body)
+    if encoding in ("gzip", "deflate"):
+        limit = settings.SWARMSCOPE_MAX_UPLOAD_BYTES
+        # wbits 16+15: a gzip member; 15: a zlib stream (what HTTP calls deflate).
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
+        data = decompressor.decompress(body, limit + 1)
+        if len(data) > limit or decompressor.unconsumed_tail:
+            raise BodyTooLarge()
+        if not decompressor.eof:
+            raise EOFError("compressed body ended early")
+        return data
     return body
+
+
+#: A JSON `\u0000` escape (not itself escaped): PostgreSQL text and jsonb cannot hold U+0000.
+NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def check_no_nul(source: SourceFile) -> None:
+    """Raise TraceFormatError (naming line and column) where the JSON text holds a NUL character,
+    which the database cannot store: refused up front instead of failing the write."""
+    escape, raw = NUL_ESCAPE.search(source.data), source.data.find(b"\x00")
+    if escape is not None or raw >= 0:
+        start = escape.end() - len(b"\\u0000") if escape is not None else raw
+        line = source.data.count(b"\n", 0, start) + 1
+        column = start - (source.data.rfind(b"\n", 0, start) + 1) + 1
+        raise TraceFormatError(source.name, "contains a NUL character (U+0000), which cannot be stored",
+                               line=line, column=column)
 
 
 def _parse_body(body: bytes) -> Any:
     """A JSON document, or the list of an NDJSON body's documents. Raises TraceFormatError."""
+    check_no_nul(SourceFile("request body", body))
     doc = decode(SourceFile("request body", body), strict=True)
     if doc is None:
         raise TraceFormatError("request body", "expected JSON or NDJSON")
@@ -103,6 +172,10 @@ def _bad_body(exc: Exception) -> JsonResponse:
 BODY_ERRORS = (TraceFormatError, core.TraceValidationError, OSError, EOFError, zlib.error)
 
 
+#: Keys of an object batch; an object with none of them is taken as a single event.
+BATCH_KEYS = frozenset({"events", "edges", "agents", "labels", "rewards", "costs", "metrics"})
+
+
 def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
     """An API batch (events array, or {events, edges, agents, labels}) as a trace fragment."""
     if isinstance(doc, list):
@@ -110,6 +183,9 @@ def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
     if not isinstance(doc, dict):
         raise core.TraceValidationError("body must be a JSON array of events or an object with 'events'",
                                         kind="body")
+    for name in ("events", "edges", "agents", "labels"):
+        if not isinstance(doc.get(name) or [], list):
+            raise core.TraceValidationError("must be an array", field=name, kind="body")
     fragment = core.Trace(source_format=trace.source_format, source_id=trace.source_id)
     fragment.events = [core.event_from_dict(e, i) for i, e in enumerate(doc.get("events") or [])]
     fragment.edges = [core.edge_from_dict(e, i) for i, e in enumerate(doc.get("edges") or [])]
@@ -136,7 +212,7 @@ def _ingest_response(project, fragment: core.Trace, trace: Trace | None = None, 
                         status=201 if result.created else status)
 
 
-@api_view("GET", "POST")
+@api_view("GET", "POST", ingest=True)
 def traces(request: HttpRequest):
     """GET: paginated list (`page`, `page_size`, `q`). POST: create a trace (`name`, `system`,
     `source_id`, `attributes`, and optionally a first batch of `events`/`edges`/`agents`)."""
@@ -182,7 +258,7 @@ def trace_detail(request: HttpRequest, trace_id: int):
     return JsonResponse(services.trace_summary(trace))
 
 
-@api_view("POST")
+@api_view("POST", ingest=True)
 def trace_events(request: HttpRequest, trace_id: int):
     """Append a batch: a JSON array of events, NDJSON, or {events, edges, agents, labels}.
     400 names the bad event's index and field; 409 when it contradicts stored events."""
@@ -190,7 +266,10 @@ def trace_events(request: HttpRequest, trace_id: int):
     if trace is None:
         return _error(404, "no such trace")
     try:
-        fragment = _fragment_from_batch(trace, _parse_body(_read_body(request)))
+        doc = _parse_body(_read_body(request))
+        if isinstance(doc, dict) and doc and not BATCH_KEYS & doc.keys():
+            doc = [doc]  # one event (a one-line NDJSON body): refused with its field if it is not one
+        fragment = _fragment_from_batch(trace, doc)
     except BODY_ERRORS as exc:
         return _bad_body(exc)
     return _ingest_response(trace.project, fragment, trace)
@@ -265,7 +344,7 @@ def outcome_json(outcome: services.FileOutcome) -> dict[str, Any]:
             "skipped": outcome.skipped, "error": outcome.error, "report": outcome.lines}
 
 
-@api_view("POST")
+@api_view("POST", ingest=True)
 def traces_upload(request: HttpRequest):
     """Import trace files in any supported format; 200 with a per-file report, 400 if any failed."""
     project = _write_project(request)
@@ -275,12 +354,20 @@ def traces_upload(request: HttpRequest):
         sources = upload_sources(request)
     except (OSError, EOFError, zlib.error) as exc:
         return _error(400, f"unreadable body: {exc}")
-    outcomes = services.do_import_sources(project, sources)
-    failed = any(o.error for o in outcomes)
-    return JsonResponse({"files": [outcome_json(o) for o in outcomes]}, status=400 if failed else 200)
+    refused = []
+    for source in list(sources):
+        try:
+            check_no_nul(source)
+        except TraceFormatError as exc:
+            sources.remove(source)
+            refused.append({"file": source.name, "traces": [], "skipped": None, "error": str(exc),
+                            "report": [f"{source.name}: failed: {exc.detail}"]})
+    outcomes = services.do_import_sources(project, sources) if sources else []
+    failed = bool(refused) or any(o.error for o in outcomes)
+    return JsonResponse({"files": refused + [outcome_json(o) for o in outcomes]}, status=400 if failed else 200)
 
 
-@api_view("POST")
+@api_view("POST", ingest=True)
 def otlp_traces(request: HttpRequest):
     """OTLP/HTTP trace export: JSON or protobuf (`application/x-protobuf`), optionally gzip."""
     project = _write_project(request)

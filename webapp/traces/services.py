@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -20,6 +21,7 @@ from webapp.accounts.models import Project
 from webapp.core import model as core
 from webapp.core.importers import SourceFile, read_files
 from webapp.core.metrics import compute_metrics
+from webapp.core.redaction import compiled, redact_trace, redact_value
 from webapp.live.broadcast import broadcast_trace_delta, broadcast_trace_reset
 
 from .models import Agent, Edge, Event, Label, SpanBatch, Trace
@@ -126,9 +128,12 @@ def is_live(trace: Trace) -> bool:
     return bool(trace.last_event_at and (timezone.now() - trace.last_event_at).total_seconds() < LIVE_WINDOW_S)
 
 
-def _collections_since(trace: Trace, after_seq: int) -> dict[str, list[dict[str, Any]]]:
+def _collections_since(trace: Trace, after_seq: int, upto_seq: int) -> dict[str, list[dict[str, Any]]]:
+    # Bounded above too: under READ COMMITTED (PostgreSQL) a batch committed after the trace row was
+    # read would otherwise ride along under the older seq, and its own delta would deliver it again.
     def rows(model, columns, order):
-        return model.objects.filter(trace=trace, seq__gt=after_seq).order_by(*order).values(*columns)
+        return (model.objects.filter(trace=trace, seq__gt=after_seq, seq__lte=upto_seq)
+                .order_by(*order).values(*columns))
 
     return {
         "agents": list(rows(Agent, _AGENT_COLUMNS + ("seq",), ("id",))),
@@ -143,7 +148,7 @@ def get_snapshot(trace: Trace, *, with_metrics: bool = True) -> dict[str, Any]:
     """The live protocol's snapshot (webapp.core.live) of `trace` as of its current seq."""
     with transaction.atomic():
         trace = Trace.objects.get(pk=trace.pk)
-        collections = _collections_since(trace, -1)
+        collections = _collections_since(trace, -1, trace.seq)
     summary = trace_summary(trace)
     if with_metrics:
         summary["computed_metrics"] = get_computed_metrics(trace)
@@ -160,7 +165,7 @@ def get_delta_since(trace: Trace, seq: int) -> dict[str, Any]:
         current, reset_seq = Trace.objects.values_list("seq", "reset_seq").get(pk=trace.pk)
         if reset_seq > seq:
             return get_snapshot(trace)
-        collections = _collections_since(trace, seq)
+        collections = _collections_since(trace, seq, current)
     return {"type": "delta", "seq": current, **collections}
 
 
@@ -278,7 +283,9 @@ def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = N
     created. Edges may name events stored by earlier batches. Raises IngestConflict (409) on a
     contradicting event and core.TraceValidationError (400) on an edge naming an unknown event.
     `live` marks events as arriving from a running swarm (the trace shows a live badge).
+    Content fields are redacted first by SWARMSCOPE_REDACT_PATTERNS (webapp.core.redaction).
     """
+    fragment = redact_trace(fragment, compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS)))
     with transaction.atomic():
         row, created = _find_or_create_trace(project, fragment, trace)
         new, updates = _merge_batch(None if created else row, fragment.events)
@@ -529,7 +536,8 @@ def do_ingest_spans(project: Project, module, trace_id: str, records: list[dict[
                 result = do_ingest(project, trace, trace=row, live=True)
         except IngestConflict:
             result = _do_rebuild(project, row, trace)
-        SpanBatch.objects.create(trace=result.trace, records=records)
+        SpanBatch.objects.create(trace=result.trace, records=redact_value(
+            records, compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS))))
         return result
 
 

@@ -1,0 +1,63 @@
+"""Cost of redaction at ingestion (webapp.core.redaction with the default SWARMSCOPE_REDACT_PATTERNS):
+`redact_trace` over every trace of ../shared/data, and over a synthetic 20,000-event trace.
+
+    .venv/bin/python bench/bench_redaction.py
+
+Prints, per source, traces, events, content characters, matches replaced, and the best of 5 runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
+
+from webapp.config.settings import SWARMSCOPE_REDACT_PATTERNS  # noqa: E402
+from webapp.core.importers import SourceFile, read_files  # noqa: E402
+from webapp.core.redaction import REDACTED, compile_patterns, redact_trace  # noqa: E402
+from webapp.core.synthetic import synthetic_trace  # noqa: E402
+
+SHARED = Path(os.environ.get("SWARMSCOPE_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def best_of(fn, runs=5) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def measure(name, traces, patterns):
+    events = sum(len(t.events) for t in traces)
+    chars = sum(len(e.content or "") for t in traces for e in t.events)
+    redacted = [redact_trace(t, patterns) for t in traces]
+    matches = sum((e.content or "").count(REDACTED) for t in redacted for e in t.events)
+    seconds = best_of(lambda: [redact_trace(t, patterns) for t in traces])
+    print(f"| {name} | {len(traces)} | {events:,} | {chars:,} | {matches} | {seconds * 1000:.1f} | "
+          f"{events / seconds:,.0f} | {chars / seconds / 1e6:.1f} |")
+
+
+def main():
+    patterns = compile_patterns(SWARMSCOPE_REDACT_PATTERNS)
+    print("| source | traces | events | content chars | matches | best ms | events/s | MB/s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    if SHARED.is_dir():
+        for folder in sorted(p for p in SHARED.iterdir() if p.is_dir()):
+            files = [SourceFile(str(p), p.read_bytes()) for p in sorted(folder.rglob("*")) if p.is_file()]
+            traces = read_files(files).traces
+            if traces:
+                measure(folder.name, traces, patterns)
+    else:
+        print(f"(../shared/data not found at {SHARED}: real traces skipped)")
+    measure("synthetic_trace(200, 20000)", [synthetic_trace(200, 20000, 0)], patterns)
+
+
+if __name__ == "__main__":
+    main()

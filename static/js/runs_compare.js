@@ -1,0 +1,73 @@
+/**
+ * The compare page: 2–4 runs or seed groups on one uPlot chart against environment steps; a seed
+ * group is its mean curve with a 95 % band (runs_model.groupBand).
+ */
+
+import { el } from "./dom.js";
+import { TRAINING_CHARTS, curveOf, groupBand, interpolate } from "./runs_model.js";
+
+const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9"];
+const METRICS = [...TRAINING_CHARTS.flatMap((c) => c.series)];
+const series = JSON.parse(document.getElementById("compare-data").textContent);
+const host = document.querySelector('[data-testid="compare-chart"]');
+const select = document.querySelector('[data-testid="compare-metric"]');
+const legend = document.querySelector('[data-testid="compare-legend"]');
+for (const key of METRICS) {
+  const option = el("option", key.replace(/_/g, " "));
+  option.value = key;
+  select.append(option);
+}
+let plot = null;
+
+function fade(hex, alpha) {
+  const n = parseInt(hex.slice(1), 16);
+  return `rgba(${n >> 16},${(n >> 8) & 255},${n & 255},${alpha})`;
+}
+
+function draw() {
+  const key = select.value;
+  const bands = series.map((s) => groupBand(s.runs.map((snap) => curveOf(snap.iterations, key))));
+  const xs = [...new Set(bands.flatMap((b) => b[0]))].sort((a, b) => a - b);
+  const data = [xs];
+  const specs = [{ label: "env steps" }];
+  const uBands = [];
+  series.forEach((s, i) => {
+    const color = COLORS[i % COLORS.length];
+    const at = (row) => xs.map((x) => interpolate(bands[i][0].map((bx, j) => [bx, bands[i][row][j]]).filter((p) => p[1] !== null), x));
+    data.push(at(1));
+    specs.push({ label: s.label, stroke: color, width: 2, spanGaps: true });
+    if (s.kind === "group" && s.runs.length > 1) {
+      const hi = data.length;
+      data.push(at(3), at(2));
+      specs.push({ label: `${s.label} 95 % high`, stroke: fade(color, 0.3), width: 1, spanGaps: true },
+        { label: `${s.label} 95 % low`, stroke: fade(color, 0.3), width: 1, spanGaps: true });
+      uBands.push({ series: [hi, hi + 1], fill: fade(color, 0.15) });
+    }
+  });
+  host.dataset.points = String(xs.length);
+  host.dataset.series = String(series.length);
+  plot?.destroy();
+  host.replaceChildren();
+  if (!xs.length) {
+    host.append(el("p", "No iterations with this metric yet.", "muted"));
+    return;
+  }
+  plot = new globalThis.uPlot({
+    width: Math.max(400, host.clientWidth || 900), height: 380, scales: { x: { time: false } },
+    series: specs, bands: uBands, axes: [{ label: "env steps" }, { label: key.replace(/_/g, " ") }],
+  }, data, host);
+  legend.replaceChildren(...series.map((s, i) => {
+    const li = el("li");
+    li.style.borderLeftColor = COLORS[i % COLORS.length];
+    li.append(el("strong", s.label), el("span", s.kind === "group" ? ` · mean of ${s.runs.length} seeds, 95 % band` : " · one run", "muted"));
+    for (const snap of s.runs) {
+      const a = el("a", ` #${snap.run.id}`);
+      a.href = `/runs/${snap.run.id}/`;
+      li.append(a);
+    }
+    return li;
+  }));
+}
+
+select.addEventListener("change", draw);
+draw();

@@ -1,0 +1,224 @@
+/**
+ * The run page: connects to `/ws/runs/<id>/` (snapshot, then numbered deltas; reconnects with
+ * `?seq=N`), and redraws the summary, the training charts, the stop-decision panel, the
+ * attribution panel and the sample episodes as iterations arrive. Model: runs_model.js.
+ */
+
+import { el } from "./dom.js";
+import { formatNumber } from "./format.js";
+import { LiveConnection, websocketUrl, withParam } from "./live_connection.js";
+import { TRAINING_CHARTS, applyRunDelta, formatEta, metricSeries, shareSeries, shouldApply, stopCurves } from "./runs_model.js";
+
+const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#c2255c", "#5c940d", "#868e96"];
+const ACTIVE = new Set(["queued", "running", "cancelling"]);
+
+/** A uPlot chart in `host` that is re-fed with `setData` and keeps its width to its host. */
+class Chart {
+  constructor(host, { labels, height = 170, xLabel = "env steps", rightAxis = null }) {
+    this.host = host;
+    this.labels = labels;
+    this.opts = { height, xLabel, rightAxis };
+    this.plot = null;
+    new ResizeObserver(() => this.plot?.setSize({ width: this._width(), height })).observe(host);
+  }
+
+  _width() {
+    return Math.max(220, this.host.clientWidth || 320);
+  }
+
+  setData(data, labels = this.labels) {
+    const { uPlot } = globalThis;
+    const empty = !data[0].length;
+    this.host.dataset.points = String(data[0].length);
+    if (!uPlot || empty) {
+      this.plot?.destroy();
+      this.plot = null;
+      this.host.replaceChildren(el("p", empty ? "No data yet." : "Chart unavailable: uPlot is not loaded.", "muted"));
+      return;
+    }
+    if (this.plot && labels.join("|") === this.labels.join("|")) {
+      this.plot.setData(data);
+      return;
+    }
+    this.labels = labels;
+    this.plot?.destroy();
+    this.host.replaceChildren();
+    const font = "11px system-ui, sans-serif";
+    this.plot = new uPlot({
+      width: this._width(), height: this.opts.height,
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: false } },
+      axes: [{ label: this.opts.xLabel, labelSize: 14, size: 30, font, labelFont: font }, { size: 56, font },
+        ...(this.opts.rightAxis ? [{ scale: "right", side: 1, size: 56, font, grid: { show: false },
+          label: this.opts.rightAxis, labelSize: 14, labelFont: font }] : [])],
+      series: [{ label: this.opts.xLabel }, ...labels.map((label, i) => ({
+        label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true,
+        ...(this.opts.rightAxis && i === labels.length - 1 ? { scale: "right" } : {}),
+        points: { show: data[0].length < 40 }, value: (u, v) => (v === null || v === undefined ? "–" : formatNumber(v)),
+      }))],
+    }, data, this.host);
+  }
+}
+
+class RunPage {
+  constructor(root) {
+    this.root = root;
+    this.snapshot = null;
+    this.charts = new Map();
+    this.q = (id) => root.querySelector(`[data-testid="${id}"]`);
+    const grid = this.q("training-charts");
+    for (const spec of TRAINING_CHARTS) {
+      const figure = el("figure");
+      figure.dataset.chart = spec.key;
+      const host = el("div", null, "plot");
+      host.dataset.testid = `chart-${spec.key}`;
+      figure.append(el("figcaption", spec.title), host);
+      grid.append(figure);
+      this.charts.set(spec.key, new Chart(host, { labels: spec.series.map((s) => s.replace(/_/g, " ")) }));
+    }
+    this.stopChart = new Chart(this.q("stop-chart"), { labels: ["p(stop)", "value of continuing"], xLabel: "decision step", rightAxis: "value of continuing" });
+    this.regretChart = new Chart(this.q("regret-chart"), { labels: ["premature stops", "late stops", "stop regret"],
+      rightAxis: "stop regret" });
+    this.roleChart = new Chart(this.q("credit-role-chart"), { labels: [] });
+    this.agentChart = new Chart(this.q("credit-agent-chart"), { labels: [] });
+    this.indexChart = new Chart(this.q("credit-index-chart"), { labels: ["free-rider index", "pseudo-parallelism index"] });
+    this.stopSelect = this.q("stop-iteration");
+    this.episodeSelect = this.q("episode-iteration");
+    this.stopSelect.addEventListener("change", () => this._renderStop(true));
+    this.episodeSelect.addEventListener("change", () => this._renderEpisodes(true));
+    this.connection = new LiveConnection(() => this._url(), {
+      onMessage: (msg) => this.receive(msg),
+      onState: (state) => this._badge(state),
+    });
+    this.connection.start();
+  }
+
+  _url() {
+    const base = websocketUrl(this.root.dataset.wsUrl);
+    return this.snapshot ? withParam(base, "seq", this.snapshot.seq) : base;
+  }
+
+  _badge(state) {
+    const badge = this.q("live-badge");
+    const status = this.snapshot?.run.status;
+    const shown = state === "open" ? (status && !ACTIVE.has(status) ? "closed" : "live") : state;
+    badge.dataset.state = shown === "closed" ? "offline" : shown;
+    badge.textContent = { live: "Live", closed: "Ended", connecting: "Connecting…", reconnecting: "Reconnecting…", open: "Live" }[shown] ?? shown;
+  }
+
+  receive(msg) {
+    if (msg.type === "error") {
+      if (msg.code === "snapshot_too_large") this._loadOverHttp();
+      return;
+    }
+    if (!shouldApply(this.snapshot ? this.snapshot.seq : null, msg)) return;
+    this.snapshot = msg.type === "snapshot" ? msg : applyRunDelta(this.snapshot, msg);
+    this.render();
+  }
+
+  /** A run too big for one websocket message: load its snapshot over HTTP, then reconnect with `?seq=N`. */
+  async _loadOverHttp() {
+    const response = await fetch(this.root.dataset.snapshotUrl, { credentials: "same-origin" });
+    if (!response.ok) return;
+    const snapshot = await response.json();
+    if (this.snapshot && snapshot.seq <= this.snapshot.seq) return;
+    this.snapshot = snapshot;
+    this.render();
+    this.connection.socket?.close(); // reconnects with ?seq=N and gets only what came after
+  }
+
+  render() {
+    const { run, iterations } = this.snapshot;
+    this.root.dataset.seq = String(this.snapshot.seq);
+    this.root.dataset.status = run.status;
+    const status = this.q("run-status");
+    status.textContent = run.status;
+    status.dataset.status = run.status;
+    const progress = this.q("run-progress");
+    progress.max = Math.max(1, run.budget_steps);
+    progress.value = run.env_steps;
+    this.q("run-steps").textContent = `${run.env_steps} / ${run.budget_steps} env steps`;
+    this.q("run-iterations").textContent = String(iterations.length);
+    this.q("run-best").textContent = run.best_reward === null ? "–" : formatNumber(run.best_reward);
+    this.q("run-eta").textContent = formatEta(run.eta_s);
+    const error = this.q("run-error");
+    error.hidden = !run.error;
+    error.textContent = run.error;
+    this.q("cancel-run").disabled = !(run.status === "queued" || run.status === "running") || run.external;
+    this.q("resume-run").disabled = run.external || !(run.status === "cancelled" || run.status === "failed");
+    this.q("run-waiting").hidden = iterations.length > 0 || !ACTIVE.has(run.status);
+    this._badge(this.connection.state);
+
+    for (const spec of TRAINING_CHARTS) this.charts.get(spec.key).setData(metricSeries(iterations, spec.series));
+    this._fillSelect(this.stopSelect, iterations);
+    this._fillSelect(this.episodeSelect, iterations);
+    this._renderStop(false);
+    this.regretChart.setData([iterations.map((it) => it.env_steps),
+      ...["premature", "late", "stop_regret"].map((k) => iterations.map((it) => it.stop?.[k] ?? null))]);
+    const roles = shareSeries(iterations, "by_role");
+    this.roleChart.setData(roles.data, roles.names);
+    const agents = shareSeries(iterations, "by_agent");
+    this.agentChart.setData(agents.data, agents.names);
+    this.indexChart.setData(metricSeries(iterations, ["free_rider_index", "pseudo_parallelism_index"], "credit"));
+    this._renderEpisodes(false);
+  }
+
+  /** Keep an iteration picker in step: new iterations are added; "latest" follows the newest. */
+  _fillSelect(select, iterations) {
+    const following = !select.value || select.value === "latest";
+    if (select.options.length !== iterations.length + 1) {
+      const options = [el("option", "latest")];
+      options[0].value = "latest";
+      for (const it of [...iterations].reverse()) {
+        const option = el("option", `${it.iteration} (${it.env_steps} steps)`);
+        option.value = String(it.iteration);
+        options.push(option);
+      }
+      const previous = select.value;
+      select.replaceChildren(...options);
+      select.value = following ? "latest" : previous;
+    }
+  }
+
+  _selected(select) {
+    const its = this.snapshot.iterations;
+    if (select.value === "latest" || !select.value) return its[its.length - 1] ?? null;
+    return its.find((it) => String(it.iteration) === select.value) ?? null;
+  }
+
+  _renderStop() {
+    const it = this._selected(this.stopSelect);
+    this.stopChart.setData(stopCurves(it));
+    const cards = this.q("stop-cards");
+    cards.dataset.iteration = it ? String(it.iteration) : "";
+    const entries = [["Iteration", it?.iteration], ["Stop regret", it?.stop?.stop_regret],
+      ["Premature stops", it?.stop?.premature], ["Late stops", it?.stop?.late],
+      ["Mean episode length", it?.metrics?.episode_length]];
+    cards.replaceChildren(...entries.map(([label, value]) => {
+      const card = el("div", null, "metric-card");
+      card.append(el("dt", label), el("dd", value === undefined || value === null ? "–" : formatNumber(value)));
+      return card;
+    }));
+  }
+
+  _renderEpisodes() {
+    const it = this._selected(this.episodeSelect);
+    const list = this.q("episode-list");
+    const ids = it?.episodes ?? [];
+    if (!ids.length) {
+      list.replaceChildren(el("li", it ? "This iteration kept no sample episodes." : "No iterations yet.", "muted"));
+      return;
+    }
+    list.replaceChildren(...ids.map((id, i) => {
+      const li = el("li");
+      const link = el("a", `Episode ${i + 1} of iteration ${it.iteration}`);
+      link.href = `/traces/${id}/`;
+      link.dataset.testid = "episode-link";
+      li.append(link, el("span", ` · trace ${id} · open in the trace debugger`, "muted"));
+      return li;
+    }));
+  }
+}
+
+const root = document.getElementById("run-app");
+if (root) window.runPage = new RunPage(root);

@@ -1,0 +1,82 @@
+import assert from "node:assert/strict";
+import test from "node:test";
+
+import {
+  applyRunDelta, curveOf, formatEta, groupBand, interpolate, metricSeries, shareSeries, shouldApply, stopCurves,
+  tQuantile975,
+} from "../../static/js/runs_model.js";
+
+const it = (n, steps, reward, extra = {}) => ({ iteration: n, env_steps: steps, metrics: { reward }, stop: {}, credit: {},
+  episodes: [], seq: n + 1, ...extra });
+
+test("applyRunDelta replaces the run, upserts iterations by number, and refuses old deltas", () => {
+  const snap = { type: "snapshot", seq: 2, run: { status: "running" }, iterations: [it(0, 100, 0.1), it(1, 200, 0.2)] };
+  const next = applyRunDelta(snap, { type: "delta", seq: 4, run: { status: "finished" },
+    iterations: [it(2, 300, 0.3), it(1, 200, 0.25)] });
+  assert.equal(next.seq, 4);
+  assert.equal(next.run.status, "finished");
+  assert.deepEqual(next.iterations.map((x) => [x.iteration, x.metrics.reward]), [[0, 0.1], [1, 0.25], [2, 0.3]]);
+  assert.equal(snap.iterations.length, 2, "the old snapshot is unchanged");
+  assert.throws(() => applyRunDelta(next, { type: "delta", seq: 3, run: {}, iterations: [] }));
+});
+
+test("shouldApply takes snapshots and newer deltas only", () => {
+  assert.equal(shouldApply(null, { type: "snapshot", seq: 5 }), true);
+  assert.equal(shouldApply(null, { type: "delta", seq: 5 }), false);
+  assert.equal(shouldApply(5, { type: "delta", seq: 5 }), false);
+  assert.equal(shouldApply(5, { type: "delta", seq: 9 }), true); // a folded catch-up
+  assert.equal(shouldApply(5, { type: "error" }), false);
+});
+
+test("metricSeries and curveOf put env steps on x and leave missing values out", () => {
+  const its = [it(0, 100, 0.5), it(1, 250, null), it(2, 400, 0.75)];
+  assert.deepEqual(metricSeries(its, ["reward"]), [[100, 250, 400], [0.5, null, 0.75]]);
+  assert.deepEqual(curveOf(its, "reward"), [[100, 0.5], [400, 0.75]]);
+});
+
+test("stopCurves aligns p(stop) and the value of continuing on their steps", () => {
+  const curves = stopCurves({ stop: { p_stop_by_step: [[0, 0.1], [10, 0.4]], continue_value_by_step: [[10, 0.2], [20, 0.1]] } });
+  assert.deepEqual(curves, [[0, 10, 20], [0.1, 0.4, null], [null, 0.2, 0.1]]);
+  assert.deepEqual(stopCurves(null), [[], [], []]);
+});
+
+test("shareSeries ranks names by total share and folds the rest into 'other'", () => {
+  const its = [it(0, 10, 0, { credit: { by_role: { a: 0.5, b: 0.3, c: 0.2 } } }),
+    it(1, 20, 0, { credit: { by_role: { a: 0.4, b: 0.1, c: 0.5 } } })];
+  const { names, data } = shareSeries(its, "by_role", 2);
+  assert.deepEqual(names, ["a", "c", "other"]);
+  assert.deepEqual(data, [[10, 20], [0.5, 0.4], [0.2, 0.5], [0.3, 0.1]]);
+});
+
+test("groupBand: mean ± t·sd/√n on the union grid, by hand", () => {
+  // Two seeds at x = 0 and 10; the second also at 5 (the first interpolates there).
+  const band = groupBand([[[0, 1], [10, 3]], [[0, 3], [5, 4], [10, 5]]]);
+  assert.deepEqual(band[0], [0, 5, 10]);
+  assert.deepEqual(band[1], [2, 3, 4]);
+  // At x = 0: ys 1 and 3, sd = √2, half = 12.706 · √2 / √2 = 12.706.
+  assert.ok(Math.abs(band[2][0] - (2 - 12.706)) < 1e-9 && Math.abs(band[3][0] - (2 + 12.706)) < 1e-9);
+  assert.deepEqual(band[4], [2, 2, 2]);
+  assert.equal(tQuantile975(2), 4.303);
+  assert.equal(tQuantile975(100), 1.96);
+});
+
+test("groupBand leaves out points that not every seed reaches, and one run is its own band", () => {
+  const band = groupBand([[[0, 1], [10, 2]], [[0, 3], [20, 5]]]);
+  assert.deepEqual(band[0], [0, 10, 20]);
+  assert.equal(band[1][2], null, "only the second seed reaches x = 20");
+  const one = groupBand([[[0, 1], [10, 2]]]);
+  assert.deepEqual([one[1], one[2], one[3]], [[1, 2], [1, 2], [1, 2]]);
+});
+
+test("interpolate is linear inside the curve and null outside", () => {
+  assert.equal(interpolate([[0, 0], [10, 5]], 4), 2);
+  assert.equal(interpolate([[0, 0], [10, 5]], 11), null);
+  assert.equal(interpolate([], 0), null);
+});
+
+test("formatEta", () => {
+  assert.equal(formatEta(null), "–");
+  assert.equal(formatEta(42.4), "42 s");
+  assert.equal(formatEta(185), "3 min 05 s");
+  assert.equal(formatEta(3720), "1 h 02 min");
+});

@@ -1,0 +1,86 @@
+"""Runs API (the contract external trainers report to): token auth, create, iterations, finish,
+read; bad input gets a 400 naming the field and writes nothing; foreign runs are 404."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.runs.conftest import TINY
+from webapp.runs.models import Run, RunIteration
+from webapp.traces.models import Trace
+
+pytestmark = pytest.mark.django_db
+
+
+def post(client, url, body):
+    return client.post(url, json.dumps(body) if not isinstance(body, bytes) else body, content_type="application/json")
+
+
+def test_an_external_run_reports_iterations_and_finishes(api_client, iterations):
+    created = post(api_client, "/api/runs/", {"name": "cluster run", "config": TINY})
+    assert created.status_code == 201, created.content
+    run = created.json()
+    assert run["external"] and run["status"] == "running" and run["budget_steps"] == TINY["budget_steps"]
+    for doc in iterations:
+        answer = post(api_client, f"/api/runs/{run['id']}/iterations/", doc)
+        assert answer.status_code == 201, answer.content
+        assert len(answer.json()["episodes"]) == len(doc["episodes"])
+    detail = api_client.get(f"/api/runs/{run['id']}/").json()
+    assert detail["iterations"] == len(iterations) and detail["env_steps"] == iterations[-1]["env_steps"]
+    assert detail["best_reward"] == max(d["metrics"]["reward"] for d in iterations)
+    episode_id = api_client.get(f"/api/runs/{run['id']}/snapshot/").json()["iterations"][0]["episodes"][0]
+    assert api_client.get(f"/api/traces/{episode_id}/").status_code == 200  # linked, readable as a trace
+    finished = post(api_client, f"/api/runs/{run['id']}/finish/", {"summary": {"status": "finished"}})
+    assert finished.status_code == 200 and finished.json()["status"] == "finished"
+    late = post(api_client, f"/api/runs/{run['id']}/iterations/", iterations[0])
+    assert late.status_code == 409 and late.json()["field"] == "status"
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"config": {**TINY, "credit": "vibes"}}, "config.credit"),
+    ({"config": {**TINY, "budget_steps": -5}}, "config.budget_steps"),
+    ({"config": []}, "config"),
+    ({"name": 7, "config": TINY}, "name"),
+    (b"{not json", "body"),
+])
+def test_bad_run_requests_name_the_field(api_client, body, field):
+    answer = post(api_client, "/api/runs/", body)
+    assert answer.status_code == 400 and answer.json()["field"] == field, answer.content
+    assert not Run.objects.exists()
+
+
+def test_a_bad_iteration_is_refused_whole(api_client, iterations):
+    run_id = post(api_client, "/api/runs/", {"config": TINY}).json()["id"]
+    doc = iterations[0]
+    doc["episodes"][0]["events"][3]["t"] = "later"  # the episode trace itself is invalid
+    answer = post(api_client, f"/api/runs/{run_id}/iterations/", doc)
+    assert answer.status_code == 400 and answer.json()["field"] == "episodes[0]", answer.content
+    assert not RunIteration.objects.exists() and not Trace.objects.exists()
+    doc = iterations[1]
+    del doc["env_steps"]
+    answer = post(api_client, f"/api/runs/{run_id}/iterations/", doc)
+    assert answer.status_code == 400 and answer.json()["field"] == "env_steps"
+    assert post(api_client, f"/api/runs/{run_id}/finish/", {"status": "exploded"}).json()["field"] == "status"
+    assert Run.objects.get(pk=run_id).status == "running"
+
+
+def test_tokens_see_only_their_project(api_client, iterations, django_user_model):
+    from django.test import Client
+
+    from webapp.accounts.services import do_add_member, do_create_token, do_get_or_create_project
+
+    client = Client()  # `api_client` is the test client with a token of the run's project
+
+    run_id = post(api_client, "/api/runs/", {"config": TINY}).json()["id"]
+    other = django_user_model.objects.create_user("mallory", password="mallory-password-1")
+    elsewhere = do_get_or_create_project("Elsewhere")
+    do_add_member(elsewhere, other, "admin")
+    foreign = do_create_token(other, elsewhere, "t")[1]
+    for url in (f"/api/runs/{run_id}/", f"/api/runs/{run_id}/snapshot/"):
+        assert client.get(url, HTTP_AUTHORIZATION=f"Bearer {foreign}").status_code == 404
+    assert client.post(f"/api/runs/{run_id}/iterations/", json.dumps(iterations[0]), content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Bearer {foreign}").status_code == 404
+    assert client.get(f"/api/runs/{run_id}/").status_code == 401
+    assert client.get(f"/api/runs/{run_id}/", HTTP_AUTHORIZATION="Bearer ssk_nope").status_code == 401

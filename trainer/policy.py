@@ -1,0 +1,253 @@
+"""The orchestrator policy for SwarmSim in PyTorch: observation features, masked action head, value
+head and value-of-continuation head, and a batched player of episodes (`play`).
+
+Action space (`MOVES`, survey §3 sub-decisions O1-O5): spawn a solver / an expert / a verifier;
+delegate the next open subtask (in id order, a topological order) to the live worker that is free
+first; message that worker (a null item: it costs time and tokens); aggregate; stop. The argument
+of a move is resolved by these rules, so the network chooses the kind of decision, and the masks
+(`legal_moves`) rule out the illegal ones. Stop modes: `learned` (stop is a move like the others),
+`rule` (stop and aggregate masked until every subtask is delegated, then aggregate and stop are
+forced: the survey's rule-based stop) and `none` (stop masked: the episode runs to the step limit).
+
+Sampling uses SwarmSim's counter-based randomness (`trainer.sim.rng`): decision t of the episode
+with seed s draws u = uniform(s, "policy/<t>") (with a `salt`, "policy/<t>/<salt>"), so a
+re-rollout that keeps the seed shares every draw it does not change (common random numbers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from trainer.sim.actions import ORCHESTRATOR, Action, aggregate, delegate, message, spawn, stop
+from trainer.sim.env import Episode, SimConfig, SwarmEnv
+from trainer.sim.rng import uniform
+from trainer.sim.tasks import Task
+
+#: Moves of the action head, in logit order.
+MOVES = ("spawn_solver", "spawn_expert", "spawn_verifier", "delegate", "message", "aggregate", "stop")
+SPAWN_SOLVER, SPAWN_EXPERT, SPAWN_VERIFIER, DELEGATE, MESSAGE, AGGREGATE, STOP = range(len(MOVES))
+#: The decision kind of each move (spawn / delegate / message / aggregate / stop).
+MOVE_KIND = ("spawn", "spawn", "spawn", "delegate", "message", "aggregate", "stop")
+STOP_MODES = ("learned", "rule", "none")
+#: Observation features (`features`), in order.
+FEATURES = ("delegated_share", "all_delegated", "next_difficulty", "solvers", "experts", "verifier_alive",
+            "workers_per_subtask", "workers_idle_share", "wait_s", "messages", "aggregated", "steps_share",
+            "clock_s", "events", "n_subtasks", "bias")
+#: Initial logit biases: delegate leans on, premature aggregates and stops are rare at first.
+INITIAL_BIAS = (0.0, 0.0, 0.0, 1.0, -1.0, -4.0, -5.0)
+
+
+class OrchestratorState:
+    """Book-keeping over one `SwarmEnv` that the features and the move rules read (O(1) per step)."""
+
+    def __init__(self, env: SwarmEnv, max_agents: int):
+        self.env, self.max_agents = env, max_agents
+        self.n = len(env.task.subtasks)
+        self.next_subtask = 0
+        self.workers: list[str] = []
+        self.roles = {"solver": 0, "expert": 0, "verifier": 0}
+        self.messages = 0
+
+    def target(self) -> str:
+        """The live worker that is free first (ties: spawn order)."""
+        agents = self.env.agents
+        return min(self.workers, key=lambda name: agents[name].free_at)
+
+    def legal(self, mode: str) -> np.ndarray:
+        """(len(MOVES),) bool mask of the legal moves under stop `mode`."""
+        mask = np.zeros(len(MOVES), dtype=bool)
+        room = len(self.workers) + self.roles["verifier"] < self.max_agents
+        mask[[SPAWN_SOLVER, SPAWN_EXPERT, SPAWN_VERIFIER]] = room
+        mask[DELEGATE] = bool(self.workers) and self.next_subtask < self.n
+        mask[MESSAGE] = bool(self.workers)
+        mask[AGGREGATE] = not self.env.aggregated
+        mask[STOP] = mode == "learned"
+        if mode == "rule":
+            mask[AGGREGATE] = False
+            if self.next_subtask == self.n:  # every subtask delegated: aggregate, then stop
+                mask[:] = False
+                mask[STOP if self.env.aggregated else AGGREGATE] = True
+        if not mask.any():  # nothing else is legal (no room, no worker, aggregated): stop
+            mask[STOP] = True
+        return mask
+
+    def features(self) -> np.ndarray:
+        """(len(FEATURES),) float32: the observation from the trace so far (agents alive by role,
+        subtask status, messages, budget left), scaled to about [0, 1]."""
+        env, n = self.env, self.n
+        agents = env.agents
+        idle = sum(agents[w].free_at <= env.t for w in self.workers)
+        wait = min((agents[w].free_at for w in self.workers), default=env.t) - env.t
+        steps = len(env.actions)
+        nxt = env.task.subtasks[self.next_subtask].difficulty if self.next_subtask < n else 0.0
+        return np.array([
+            self.next_subtask / n, float(self.next_subtask == n), nxt,
+            self.roles["solver"] / 32, self.roles["expert"] / 32, float(self.roles["verifier"] > 0),
+            len(self.workers) / n, idle / len(self.workers) if self.workers else 0.0, min(wait, 50.0) / 10,
+            self.messages / 32, float(env.aggregated), steps / env.config.max_steps, env.t / 100,
+            len(env.events) / 1000, n / 100, 1.0], dtype=np.float32)
+
+    def action(self, move: int) -> Action:
+        """The SwarmSim action of `move` (legal per `legal`)."""
+        if move <= SPAWN_VERIFIER:
+            return spawn(("solver", "expert", "verifier")[move])
+        if move == DELEGATE:
+            return delegate(self.next_subtask, self.target())
+        if move == MESSAGE:
+            return message(ORCHESTRATOR, self.target(), f"note/{len(self.env.actions)}")
+        return aggregate() if move == AGGREGATE else stop()
+
+    def apply(self, move: int) -> None:
+        """Step the environment with `move` and update the book-keeping."""
+        action = self.action(move)
+        self.env.step(action)
+        if move <= SPAWN_VERIFIER:
+            role = action.role
+            self.roles[role] += 1
+            if role != "verifier":
+                self.workers.append(f"{role}_{self.roles[role]}")
+        elif move == DELEGATE:
+            self.next_subtask += 1
+        elif move == MESSAGE:
+            self.messages += 1
+
+
+class OrchestratorPolicy(nn.Module):
+    """MLP torso over `FEATURES` with three heads: action logits (len(MOVES),), value V(s) (the
+    expected episode reward from s) and value of continuation C(s) (the expected reward when the
+    orchestrator does not stop at s and goes on under the policy). Input (B, F) float32."""
+
+    def __init__(self, hidden: int = 64):
+        super().__init__()
+        self.torso = nn.Sequential(nn.Linear(len(FEATURES), hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+        self.logits = nn.Linear(hidden, len(MOVES))
+        self.value = nn.Linear(hidden, 1)
+        self.continuation = nn.Linear(hidden, 1)
+        with torch.no_grad():
+            self.logits.weight.mul_(0.01)
+            self.logits.bias.copy_(torch.tensor(INITIAL_BIAS))
+
+    def forward(self, features: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(masked logits (B, M): -1e9 where `mask` (B, M) bool is False, V (B,), C (B,))."""
+        h = self.torso(features)
+        logits = self.logits(h).masked_fill(~mask, -1e9)
+        return logits, self.value(h).squeeze(-1), self.continuation(h).squeeze(-1)
+
+
+@dataclass
+class Played:
+    """One played episode: the final env, and per decision the policy's record (T decisions):
+    `features` (T, F), `masks` (T, M), `moves` (T,), `logp` (T,), `values` (T,), `continuation`
+    (T,), `p_stop` (T,); `sampled` (T,) bool: the move was drawn from the policy (not forced);
+    `env_steps`: steps simulated after the `fork` (the steps before it replay a known prefix)."""
+
+    env: SwarmEnv
+    state: OrchestratorState
+    features: list[np.ndarray] = field(default_factory=list)
+    masks: list[np.ndarray] = field(default_factory=list)
+    moves: list[int] = field(default_factory=list)
+    logp: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    continuation: list[float] = field(default_factory=list)
+    p_stop: list[float] = field(default_factory=list)
+    sampled: list[bool] = field(default_factory=list)
+    env_steps: int = 0
+    episode: Episode | None = None
+
+
+@dataclass(frozen=True)
+class Script:
+    """How to play one episode: `task`, env `seed`, and optionally `moves` (a factual move list)
+    with `keep(t) -> bool` per decision t: kept decisions replay the factual move when it is legal;
+    the others are drawn from the policy with `salt` (an independent draw, same env seed: CRN).
+    `fork`: the first decision that may differ from the factual episode (steps before it are a
+    replayed prefix and do not count in `env_steps`). `no_stop_at`: a decision where stop is masked
+    (the orchestrator continues: the stop decision's counterfactual)."""
+
+    task: Task
+    seed: int
+    moves: tuple[int, ...] = ()
+    kept: tuple[bool, ...] = ()
+    salt: int = 0
+    fork: int = 0
+    no_stop_at: int = -1
+
+
+def play(policy: OrchestratorPolicy, scripts: Sequence[Script], config: SimConfig, mode: str,
+         max_agents: int = 64, record: bool = True) -> list[Played]:
+    """Play every script to its end, one batched forward pass per decision over the live episodes.
+
+    Returns one `Played` per script, with its `episode` (trace, reward, p_success) built. A decision
+    t of script k with t < len(moves) and kept[t] replays moves[t] where legal (no forward pass);
+    the others are sampled from the masked policy with u = uniform(seed, "policy/<t>[/<salt>]").
+    Raises ValueError for an unknown stop `mode`.
+    """
+    if mode not in STOP_MODES:
+        raise ValueError(f"stop mode must be one of {STOP_MODES}, got {mode!r}")
+    games = []
+    for script in scripts:
+        env = SwarmEnv(script.task, config, script.seed)
+        games.append(Played(env, OrchestratorState(env, max_agents)))
+    live = list(range(len(scripts)))
+    while live:
+        asking = []
+        for k in live:
+            game, script = games[k], scripts[k]
+            while not game.env.done:
+                t = len(game.env.actions)
+                mask = game.state.legal(mode)
+                if t == script.no_stop_at and mask.sum() > 1:
+                    mask[STOP] = False
+                if t < len(script.moves) and script.kept[t] and mask[script.moves[t]]:
+                    game.state.apply(script.moves[t])
+                    game.env_steps += t >= script.fork
+                    game.sampled.append(False)
+                    continue
+                asking.append((k, mask))
+                break
+        if not asking:
+            break
+        features = torch.from_numpy(np.stack([games[k].state.features() for k, _ in asking]))
+        masks = torch.from_numpy(np.stack([mask for _, mask in asking]))
+        with torch.no_grad():
+            logits, values, cont = policy(features, masks)
+            probs = torch.softmax(logits, dim=-1).numpy().astype(np.float64)
+        for row, (k, mask) in enumerate(asking):
+            game, script = games[k], scripts[k]
+            t = len(game.env.actions)
+            u = uniform(script.seed, f"policy/{t}/{script.salt}" if script.salt else f"policy/{t}")
+            cumulative = np.cumsum(probs[row])
+            move = min(int(np.searchsorted(cumulative, u * cumulative[-1], side="right")), len(MOVES) - 1)
+            while not mask[move]:  # numerical tail: the last legal move at or below
+                move -= 1
+            if record:
+                game.features.append(features[row].numpy())
+                game.masks.append(mask)
+                game.moves.append(move)
+                game.logp.append(float(np.log(max(probs[row, move], 1e-30))))
+                game.values.append(float(values[row]))
+                game.continuation.append(float(cont[row]))
+                game.p_stop.append(float(probs[row, STOP]))
+            game.sampled.append(True)
+            game.state.apply(move)
+            game.env_steps += t >= script.fork
+        live = [k for k in live if not games[k].env.done]
+    for game in games:
+        game.episode = game.env.episode()
+    return games
+
+
+def moves_of(game: Played) -> tuple[int, ...]:
+    """The moves of a played episode, forced and sampled alike, in decision order."""
+    return tuple(_move_of(action) for action in game.env.actions)
+
+
+def _move_of(action: Action) -> int:
+    if action.kind == "spawn":
+        return ("solver", "expert", "verifier").index(action.role)
+    return {"delegate": DELEGATE, "message": MESSAGE, "aggregate": AGGREGATE, "stop": STOP}[action.kind]

@@ -1,0 +1,190 @@
+"""Pages of projects: list, members (invite, change role, remove), settings (retention), deleting
+projects and traces (with a confirm page listing what goes with them), and sign-up by invitation.
+
+Non-members get 404 for a project or trace (as for an unknown one); members whose role is too low
+for a change get 403.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import Http404, HttpRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from . import datacare, services
+from .models import Invitation, Membership, Project
+
+NEW_INVITE_KEY = "swarmscope_new_invitation"
+
+
+def _project_or_404(request: HttpRequest, project_id: int) -> tuple[Project, str]:
+    role = services.get_role(request.user, project_id)
+    project = Project.objects.filter(pk=project_id).first() if role else None
+    if project is None:
+        raise Http404("no such project")
+    return project, role
+
+
+def _pk(value: str | None) -> int:
+    """A posted id, or 0 (matches nothing) when it is not one."""
+    return int(value) if value and value.isdigit() and int(value) < 2**63 else 0
+
+
+def _require_admin(role: str) -> None:
+    if role != Membership.Role.ADMIN:
+        raise PermissionDenied("only a project admin may do this")
+
+
+@login_required
+def projects(request: HttpRequest):
+    rows = []
+    for project in (Project.objects.filter(pk__in=[p.pk for p in services.list_projects_of(request.user)])
+                    .annotate(n_traces=Count("traces", distinct=True), n_members=Count("memberships", distinct=True))
+                    .order_by("name")):
+        rows.append({"project": project, "role": services.get_role(request.user, project.pk)})
+    return render(request, "accounts/projects.html", {"rows": rows})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def members(request: HttpRequest, project_id: int):
+    """GET: members and open invitations (any member). POST (admins): `action` = invite (role,
+    email) | role (membership, role) | remove (membership) | cancel (invitation)."""
+    project, role = _project_or_404(request, project_id)
+    if request.method == "POST":
+        _require_admin(role)
+        action = request.POST.get("action")
+        try:
+            if action == "invite":
+                _, raw = services.do_create_invitation(project, request.POST.get("role", ""), request.user,
+                                                       request.POST.get("email", "")[:254])
+                request.session[NEW_INVITE_KEY] = request.build_absolute_uri(reverse("invitation", args=[raw]))
+            elif action in ("role", "remove"):
+                membership = Membership.objects.filter(project=project, pk=_pk(request.POST.get("membership"))).first()
+                if membership is None:
+                    raise Http404("no such member")
+                if action == "role":
+                    services.do_change_role(membership, request.POST.get("role", ""))
+                    messages.info(request, f"{membership.user.username} is now {membership.role}.")
+                else:
+                    services.do_remove_member(membership)
+                    messages.info(request, f"{membership.user.username} was removed; their tokens are revoked.")
+            elif action == "cancel":
+                Invitation.objects.filter(project=project, pk=_pk(request.POST.get("invitation")),
+                                          accepted_at__isnull=True).delete()
+            else:
+                messages.error(request, "Unknown action.")
+        except ValueError as exc:
+            messages.error(request, str(exc))
+        return redirect("project-members", project_id=project.pk)
+    return render(request, "accounts/members.html", {
+        "project": project, "role": role, "is_admin": role == Membership.Role.ADMIN,
+        "roles": Membership.Role.choices,
+        "memberships": project.memberships.select_related("user").order_by("user__username"),
+        "invitations": project.invitations.filter(accepted_at__isnull=True).order_by("-created_at"),
+        "new_invitation_url": request.session.pop(NEW_INVITE_KEY, None),
+    })
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_settings(request: HttpRequest, project_id: int):
+    """The retention period (admins change it; empty keeps traces)."""
+    project, role = _project_or_404(request, project_id)
+    if request.method == "POST":
+        _require_admin(role)
+        raw = request.POST.get("retention_days", "").strip()
+        try:
+            if raw and not raw.isdigit():
+                raise ValueError("retention must be a whole number of days")
+            datacare.do_set_retention(project, int(raw) if raw else None)
+            messages.info(request, "Retention saved." if raw else "Traces are kept until deleted.")
+        except ValueError as exc:
+            messages.error(request, str(exc))
+        return redirect("project-settings", project_id=project.pk)
+    return render(request, "accounts/project_settings.html",
+                  {"project": project, "is_admin": role == Membership.Role.ADMIN})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_delete(request: HttpRequest, project_id: int):
+    """Confirm page listing what goes with the project; POST with the project's name deletes it."""
+    project, role = _project_or_404(request, project_id)
+    _require_admin(role)
+    if request.method == "POST":
+        if request.POST.get("confirm_name") != project.name:
+            messages.error(request, "Type the project's name to confirm.")
+            return redirect("project-delete", project_id=project.pk)
+        name = project.name
+        datacare.do_delete_project(project)
+        messages.info(request, f"Project {name} and everything in it were deleted.")
+        return redirect("projects")
+    return render(request, "accounts/confirm_delete.html", {
+        "object": project, "kind": "project", "dependants": datacare.list_dependants(project),
+        "confirm_name": project.name, "cancel_url": reverse("project-members", args=[project.pk])})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def trace_delete(request: HttpRequest, trace_id: int):
+    """Confirm page listing what goes with the trace; POST deletes it (project admins)."""
+    from webapp.traces.models import Trace  # traces depend on accounts, not the other way round
+
+    trace = Trace.objects.filter(pk=trace_id).first()
+    role = services.get_role(request.user, trace.project_id) if trace else None
+    if trace is None or role is None:
+        raise Http404("no such trace")
+    _require_admin(role)
+    if request.method == "POST":
+        name = str(trace)
+        datacare.do_delete_trace(trace)
+        messages.info(request, f"Trace {name} was deleted.")
+        return redirect("trace-list")
+    return render(request, "accounts/confirm_delete.html", {
+        "object": trace, "kind": "trace", "dependants": datacare.list_dependants(trace),
+        "cancel_url": reverse("trace-detail", args=[trace.pk])})
+
+
+INVITE_SESSION_KEY = "swarmscope_invitation_key"
+INVITE_URL_TOKEN = "accept"
+
+
+@require_http_methods(["GET", "POST"])
+def invitation(request: HttpRequest, key: str):
+    """Sign up by invitation: a new user picks a user name and password; a logged-in user joins.
+
+    As Django's password reset does, the key moves from the URL into the session on first visit
+    and the browser is redirected to `/accounts/invite/accept/`, so the key does not linger in
+    the address bar, the history or Referer headers.
+    """
+    if key != INVITE_URL_TOKEN:
+        request.session[INVITE_SESSION_KEY] = key
+        return redirect("invitation", key=INVITE_URL_TOKEN)
+    raw = request.session.get(INVITE_SESSION_KEY, "")
+    invite = services.check_invitation(raw) if raw else None
+    if invite is None:
+        return render(request, "accounts/invitation.html", {"invalid": True}, status=404)
+    form = UserCreationForm(request.POST or None) if not request.user.is_authenticated else None
+    if request.method == "POST":
+        if request.user.is_authenticated:
+            services.do_accept_invitation(invite, request.user)
+            request.session.pop(INVITE_SESSION_KEY, None)
+            messages.info(request, f"You joined {invite.project.name} as {invite.role}.")
+            return redirect("projects")
+        if form.is_valid():
+            user = form.save(commit=False)
+            user.email = invite.email
+            user.save()
+            services.do_accept_invitation(invite, user)
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.info(request, f"Welcome, {user.username}: you joined {invite.project.name} as {invite.role}.")
+            return redirect("trace-list")
+    return render(request, "accounts/invitation.html", {"invite": invite, "form": form})

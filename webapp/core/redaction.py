@@ -1,0 +1,68 @@
+"""Redaction of content fields by patterns (API keys, e-mail addresses, ...), keeping the structure.
+
+Every match of a pattern in a content string is replaced by `[REDACTED]`; what is redacted:
+events' `content` and the string values of their `attributes` (at any depth, keys kept), agents'
+`system_prompt` and attribute values, label values, and the trace's attribute values. Ids, agent
+names, types, times and numbers are never touched, so the graph is the same before and after.
+Redaction is idempotent, so a re-sent event compares equal to the stored, redacted one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from typing import Any, Iterable, Pattern
+
+from .model import Trace
+
+REDACTED = "[REDACTED]"
+
+
+def compile_patterns(patterns: Iterable[str]) -> list[Pattern[str]]:
+    """Compile regular expressions; raises ValueError naming the bad pattern and its index."""
+    out = []
+    for i, pattern in enumerate(patterns):
+        try:
+            out.append(re.compile(pattern))
+        except re.error as exc:
+            raise ValueError(f"redaction pattern {i} ({pattern!r}) is not a valid regular expression: {exc}") from None
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def compiled(patterns: tuple[str, ...]) -> list[Pattern[str]]:
+    """`compile_patterns`, cached for a settings value (a tuple)."""
+    return compile_patterns(patterns)
+
+
+def redact_text(text: str, patterns: list[Pattern[str]]) -> str:
+    for pattern in patterns:
+        text = pattern.sub(REDACTED, text)
+    return text
+
+
+def redact_value(value: Any, patterns: list[Pattern[str]]) -> Any:
+    """`value` with every string inside it redacted; dicts keep their keys, lists their length."""
+    if isinstance(value, str):
+        return redact_text(value, patterns)
+    if isinstance(value, dict):
+        return {k: redact_value(v, patterns) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(v, patterns) for v in value]
+    return value
+
+
+def redact_trace(trace: Trace, patterns: list[Pattern[str]]) -> Trace:
+    """A copy of `trace` with its content fields redacted (see the module docstring); `trace` is
+    not changed. With no patterns, `trace` itself."""
+    if not patterns:
+        return trace
+    events = [dataclasses.replace(e, content=None if e.content is None else redact_text(e.content, patterns),
+                                  attributes=redact_value(e.attributes, patterns)) for e in trace.events]
+    agents = [dataclasses.replace(a, system_prompt=None if a.system_prompt is None
+                                  else redact_text(a.system_prompt, patterns),
+                                  attributes=redact_value(a.attributes, patterns)) for a in trace.agents]
+    labels = [dataclasses.replace(lb, value=redact_value(lb.value, patterns)) for lb in trace.labels]
+    return dataclasses.replace(trace, events=events, agents=agents, labels=labels,
+                               attributes=redact_value(trace.attributes, patterns))

@@ -1,0 +1,355 @@
+"""Writes and reads of the team review (`check_*` validate, `do_*` write, `get_*`/`list_*` read).
+
+Every write records an Activity and, after commit, sends it to the project's websocket group
+(webapp.live.broadcast). Callers authorise first (role checks: webapp.accounts.services.check_role);
+ownership (edit/delete one's own comment) is checked here. Bad input raises ReviewInputError naming
+the field; a write that is not the caller's to make raises PermissionRefused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import markdown
+import nh3
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from webapp.accounts.models import Membership
+from webapp.accounts.services import PermissionRefused, get_role
+from webapp.core.agreement import pairwise_kappa
+from webapp.experiments.models import Attribution
+from webapp.live.broadcast import broadcast_project_activity
+from webapp.traces.models import Agent, Event, Trace
+
+from .feed import activity_wire, iso, target_link
+from .models import Activity, Comment, MistakeLabel, TargetKind, TraceReview, Vote
+
+MAX_COMMENT_CHARS = 20_000
+MAX_REASON_CHARS = 5_000
+#: `@name` where name is a user name (Django's default validator: letters, digits and @.+-_).
+MENTION = re.compile(r"(?<![\w@.+-])@([\w.+-]+)")
+#: HTML the rendered Markdown may keep; everything else (scripts, styles, event handlers) is removed.
+ALLOWED_TAGS = {"p", "br", "hr", "em", "strong", "code", "pre", "blockquote", "ul", "ol", "li", "a",
+                "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "del"}
+
+
+class ReviewInputError(ValueError):
+    """Bad review input: `field` names what was wrong (answered 400)."""
+
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a comment is on: `kind`, `id` (a primary key, or an event's id within `trace`), its
+    project and, for traces, events and attributions, its trace."""
+
+    kind: str
+    id: str
+    project_id: int
+    trace: Trace | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, "trace": self.trace.pk if self.trace else None}
+
+
+# --- rendering -----------------------------------------------------------------------------------
+
+def render_markdown(body: str) -> str:
+    """Markdown (Python-Markdown, with fenced code and tables) as HTML sanitised by nh3 (Ammonia):
+    only ALLOWED_TAGS survive, links get `rel="noopener noreferrer nofollow"`, raw HTML is escaped."""
+    html = markdown.markdown(body, extensions=["fenced_code", "tables"], output_format="html")
+    return nh3.clean(html, tags=ALLOWED_TAGS, attributes={"a": {"href", "title"}, "code": {"class"}},
+                     url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer nofollow")
+
+
+def parse_mentions(body: str) -> list[str]:
+    """User names written as `@name` in `body`, in order of first appearance, without repeats."""
+    seen: dict[str, None] = {}
+    for name in MENTION.findall(body):
+        seen.setdefault(name.rstrip("."), None)
+    return list(seen)
+
+
+def _mentioned_members(project_id: int, body: str) -> list:
+    names = parse_mentions(body)
+    if not names:
+        return []
+    users = get_user_model().objects.filter(username__in=names, memberships__project_id=project_id)
+    return list(users.distinct())
+
+
+# --- targets -------------------------------------------------------------------------------------
+
+def _run_model():
+    try:
+        return apps.get_model("runs", "Run")
+    except LookupError:
+        return None
+
+
+def get_target(project_ids: Iterable[int], kind: str, target_id: Any, trace_id: Any = None) -> Target | None:
+    """The target if it exists in one of `project_ids`, else None (unknown and foreign look alike).
+
+    kind: "trace" (target_id: trace id), "event" (trace_id + target_id: the event's id),
+    "attribution" (attribution id), "run" (run id). Raises ReviewInputError on a malformed id.
+    """
+    ids = list(project_ids)
+    if kind not in TargetKind.values:
+        raise ReviewInputError(f"kind must be one of {', '.join(TargetKind.values)}", field="kind")
+    if kind == TargetKind.EVENT:
+        trace = Trace.objects.filter(pk=_pk(trace_id, "trace"), project_id__in=ids).first()
+        event_id = str(target_id or "")
+        if trace is None or not event_id or not Event.objects.filter(trace=trace, event_id=event_id).exists():
+            return None
+        return Target(kind, event_id, trace.project_id, trace)
+    pk = _pk(target_id, "id")
+    if kind == TargetKind.TRACE:
+        trace = Trace.objects.filter(pk=pk, project_id__in=ids).first()
+        return Target(kind, str(pk), trace.project_id, trace) if trace else None
+    if kind == TargetKind.ATTRIBUTION:
+        attribution = Attribution.objects.select_related("trace").filter(pk=pk, trace__project_id__in=ids).first()
+        return Target(kind, str(pk), attribution.trace.project_id, attribution.trace) if attribution else None
+    run_model = _run_model()
+    run = run_model.objects.filter(pk=pk, project_id__in=ids).first() if run_model else None
+    return Target(kind, str(pk), run.project_id, None) if run else None
+
+
+def _pk(value: Any, field: str) -> int:
+    try:
+        pk = int(value)
+    except (TypeError, ValueError):
+        raise ReviewInputError("must be a positive integer id", field=field) from None
+    if not 0 < pk < 2**63:
+        raise ReviewInputError("must be a positive integer id", field=field)
+    return pk
+
+
+# --- wire formats --------------------------------------------------------------------------------
+
+def comment_wire(comment: Comment) -> dict[str, Any]:
+    """A comment as the API and the websocket send it; a deleted one has `body: null`."""
+    deleted = comment.deleted_at is not None
+    return {
+        "id": comment.pk,
+        "target": {"kind": comment.target_kind, "id": comment.target_id, "trace": comment.trace_id},
+        "parent": comment.parent_id,
+        "author": comment.author.username,
+        "body": None if deleted else comment.body,
+        "body_html": "" if deleted else comment.body_html,
+        "mentions": [u.username for u in comment.mentions.all()],
+        "created_at": iso(comment.created_at),
+        "edited_at": iso(comment.edited_at),
+        "deleted": deleted,
+        "link": target_link(comment.target_kind, comment.target_id, comment.trace_id),
+    }
+
+
+def _record(project_id: int, actor, verb: str, kind: str, target_id: str, trace_id: int | None,
+            data: dict[str, Any], mentions: Iterable = ()) -> Activity:
+    activity = Activity.objects.create(project_id=project_id, actor=actor, verb=verb, trace_id=trace_id,
+                                       target_kind=kind, target_id=target_id, data=data)
+    if mentions:
+        activity.mentions.set(mentions)
+    transaction.on_commit(lambda: broadcast_project_activity(project_id, activity_wire(activity)))
+    return activity
+
+
+# --- comments ------------------------------------------------------------------------------------
+
+def check_comment_body(body: Any) -> str:
+    if not isinstance(body, str) or not body.strip():
+        raise ReviewInputError("a comment needs a non-empty text", field="body")
+    if len(body) > MAX_COMMENT_CHARS:
+        raise ReviewInputError(f"at most {MAX_COMMENT_CHARS} characters", field="body")
+    return body.strip()
+
+
+@transaction.atomic
+def do_comment(user, target: Target, body: Any, parent: Comment | None = None) -> Comment:
+    """Comment on `target` (a reply when `parent` is given: it must be on the same target)."""
+    body = check_comment_body(body)
+    if parent is not None and (parent.project_id != target.project_id or parent.target_kind != target.kind
+                               or parent.target_id != target.id or parent.trace_id != (
+                                   target.trace.pk if target.trace else None)):
+        raise ReviewInputError("a reply must be on the same target as the comment it answers", field="parent")
+    comment = Comment.objects.create(project_id=target.project_id, trace=target.trace, target_kind=target.kind,
+                                     target_id=target.id, parent=parent, author=user, body=body,
+                                     body_html=render_markdown(body))
+    mentioned = _mentioned_members(target.project_id, body)
+    comment.mentions.set(mentioned)
+    _record(target.project_id, user, Activity.Verb.COMMENTED, target.kind, target.id, comment.trace_id,
+            {"comment": comment_wire(comment)}, mentioned)
+    return comment
+
+
+def _own_or_admin(user, comment: Comment, *, admin_may: bool) -> None:
+    if comment.author_id == user.pk:
+        return
+    if admin_may and get_role(user, comment.project_id) == Membership.Role.ADMIN:
+        return
+    raise PermissionRefused("only the author may change this comment" + (" (or a project admin delete it)"
+                                                                         if admin_may else ""))
+
+
+@transaction.atomic
+def do_edit_comment(user, comment: Comment, body: Any) -> Comment:
+    """Replace the text of one's own comment (mentions are re-parsed)."""
+    _own_or_admin(user, comment, admin_may=False)
+    if comment.deleted_at is not None:
+        raise ReviewInputError("a deleted comment cannot be edited", field="body")
+    comment.body = check_comment_body(body)
+    comment.body_html = render_markdown(comment.body)
+    comment.edited_at = timezone.now()
+    comment.save(update_fields=["body", "body_html", "edited_at"])
+    mentioned = _mentioned_members(comment.project_id, comment.body)
+    comment.mentions.set(mentioned)
+    _record(comment.project_id, user, Activity.Verb.EDITED, comment.target_kind, comment.target_id,
+            comment.trace_id, {"comment": comment_wire(comment)}, mentioned)
+    return comment
+
+
+@transaction.atomic
+def do_delete_comment(user, comment: Comment) -> Comment:
+    """Delete one's own comment (a project admin may delete any). The row stays, blanked, so its
+    replies keep their thread."""
+    _own_or_admin(user, comment, admin_may=True)
+    if comment.deleted_at is None:
+        comment.deleted_at = timezone.now()
+        comment.body, comment.body_html = "", ""
+        comment.save(update_fields=["deleted_at", "body", "body_html"])
+        comment.mentions.clear()
+        _record(comment.project_id, user, Activity.Verb.DELETED, comment.target_kind, comment.target_id,
+                comment.trace_id, {"comment": comment_wire(comment)})
+    return comment
+
+
+def list_comments(project_ids: Iterable[int], *, trace_id: int | None = None,
+                  target: Target | None = None) -> list[Comment]:
+    """Comments on `target`, or on a trace and everything in it (`trace_id`), oldest first."""
+    qs = Comment.objects.filter(project_id__in=list(project_ids)).select_related("author").prefetch_related(
+        "mentions").order_by("created_at", "id")
+    if target is not None:
+        qs = qs.filter(target_kind=target.kind, target_id=target.id,
+                       trace_id=target.trace.pk if target.trace else None)
+    elif trace_id is not None:
+        qs = qs.filter(trace_id=trace_id)
+    return list(qs)
+
+
+def get_comment(project_ids: Iterable[int], comment_id: int) -> Comment | None:
+    return Comment.objects.select_related("author").filter(pk=comment_id, project_id__in=list(project_ids)).first()
+
+
+# --- votes ---------------------------------------------------------------------------------------
+
+def get_votes(attribution: Attribution) -> dict[str, Any]:
+    """{attribution, agree, disagree, votes: [{user, value, reason, updated_at}]}."""
+    votes = list(Vote.objects.filter(attribution=attribution).select_related("user").order_by("updated_at"))
+    return {
+        "attribution": attribution.pk,
+        "agree": sum(v.value == Vote.Value.AGREE for v in votes),
+        "disagree": sum(v.value == Vote.Value.DISAGREE for v in votes),
+        "votes": [{"user": v.user.username, "value": v.value, "reason": v.reason, "updated_at": iso(v.updated_at)}
+                  for v in votes],
+    }
+
+
+@transaction.atomic
+def do_vote(user, attribution: Attribution, value: Any, reason: Any = "") -> Vote:
+    """Agree or disagree with an attribution; a second vote by the same user replaces the first."""
+    if value not in Vote.Value.values:
+        raise ReviewInputError("must be 'agree' or 'disagree'", field="value")
+    if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
+        raise ReviewInputError(f"must be a text of at most {MAX_REASON_CHARS} characters", field="reason")
+    project_id = attribution.trace.project_id
+    vote, _ = Vote.objects.update_or_create(attribution=attribution, user=user,
+                                            defaults={"value": value, "reason": reason.strip(),
+                                                      "project_id": project_id})
+    _record(project_id, user, Activity.Verb.VOTED, TargetKind.ATTRIBUTION, str(attribution.pk),
+            attribution.trace_id, {"value": value, "reason": vote.reason, "votes": get_votes(attribution)})
+    return vote
+
+
+def get_attribution(project_ids: Iterable[int], attribution_id: int) -> Attribution | None:
+    return Attribution.objects.select_related("trace").filter(
+        pk=attribution_id, trace__project_id__in=list(project_ids)).first()
+
+
+# --- review status and mistake labels -------------------------------------------------------------
+
+def get_status(trace: Trace) -> dict[str, Any]:
+    review = TraceReview.objects.filter(trace=trace).select_related("updated_by").first()
+    if review is None:
+        return {"trace": trace.pk, "status": TraceReview.Status.OPEN, "updated_by": None, "updated_at": None}
+    return {"trace": trace.pk, "status": review.status,
+            "updated_by": review.updated_by.username if review.updated_by else None,
+            "updated_at": iso(review.updated_at)}
+
+
+@transaction.atomic
+def do_set_status(user, trace: Trace, status: Any) -> TraceReview:
+    """Set the trace's review status: open, in_review or settled."""
+    if status not in TraceReview.Status.values:
+        raise ReviewInputError(f"must be one of {', '.join(TraceReview.Status.values)}", field="status")
+    review, _ = TraceReview.objects.update_or_create(trace=trace, defaults={"status": status, "updated_by": user})
+    _record(trace.project_id, user, Activity.Verb.SET_STATUS, TargetKind.TRACE, str(trace.pk), trace.pk,
+            {"status": status})
+    return review
+
+
+def label_wire(label: MistakeLabel) -> dict[str, Any]:
+    return {"reviewer": label.reviewer.username, "agent": label.agent, "event_id": label.event_id,
+            "reason": label.reason, "updated_at": iso(label.updated_at)}
+
+
+def list_mistake_labels(trace: Trace) -> list[dict[str, Any]]:
+    return [label_wire(lb) for lb in
+            MistakeLabel.objects.filter(trace=trace).select_related("reviewer").order_by("reviewer__username")]
+
+
+@transaction.atomic
+def do_label_mistake(user, trace: Trace, agent: Any, event_id: Any, reason: Any = "") -> MistakeLabel:
+    """Record the caller's mistake agent and mistake step (an event of the trace) for `trace`.
+    The agent must be one of the trace's agents and the event one of its events."""
+    if not isinstance(agent, str) or not Agent.objects.filter(trace=trace, name=agent).exists():
+        raise ReviewInputError("must name an agent of the trace", field="agent")
+    if not isinstance(event_id, str) or not Event.objects.filter(trace=trace, event_id=event_id).exists():
+        raise ReviewInputError("must name an event of the trace (the mistake step)", field="event_id")
+    if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
+        raise ReviewInputError(f"must be a text of at most {MAX_REASON_CHARS} characters", field="reason")
+    label, _ = MistakeLabel.objects.update_or_create(
+        trace=trace, reviewer=user, defaults={"agent": agent, "event_id": event_id, "reason": reason.strip()})
+    _record(trace.project_id, user, Activity.Verb.LABELLED, TargetKind.TRACE, str(trace.pk), trace.pk,
+            {"agent": agent, "event_id": event_id})
+    return label
+
+
+def get_agreement(project_id: int) -> dict[str, Any]:
+    """Cohen's kappa between every pair of reviewers of the project, on the traces both labelled,
+    for the mistake agent and for the mistake step (webapp.core.agreement):
+    {"reviewers": [...], "traces_labelled": n, "pairs": [{a, b, n_traces, agent: {observed, kappa},
+    step: {observed, kappa}}]} (kappa null where undefined)."""
+    agents: dict[str, dict[int, str]] = {}
+    steps: dict[str, dict[int, str]] = {}
+    rows = MistakeLabel.objects.filter(trace__project_id=project_id).values_list(
+        "reviewer__username", "trace_id", "agent", "event_id")
+    for reviewer, trace_id, agent, event_id in rows:
+        agents.setdefault(reviewer, {})[trace_id] = agent
+        steps.setdefault(reviewer, {})[trace_id] = event_id
+    by_pair = {(p.rater_a, p.rater_b): p for p in pairwise_kappa(steps)}
+    pairs = []
+    for pair in pairwise_kappa(agents):
+        step = by_pair[(pair.rater_a, pair.rater_b)]
+        pairs.append({"a": pair.rater_a, "b": pair.rater_b, "n_traces": pair.n_items,
+                      "agent": {"observed": pair.observed, "kappa": pair.kappa},
+                      "step": {"observed": step.observed, "kappa": step.kappa}})
+    traces = {t for labels in agents.values() for t in labels}
+    return {"project": project_id, "reviewers": sorted(agents), "traces_labelled": len(traces), "pairs": pairs}

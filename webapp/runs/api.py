@@ -1,0 +1,120 @@
+"""Runs API (token or session auth, as webapp.traces.api): external trainers report runs here
+(trainer/sdk), and the run pages read snapshots.
+
+`POST /api/runs/` {name?, config} -> 201 run; `POST /api/runs/<id>/iterations/` one iteration dict
+(the contract of trainer/recipes/train_orchestrator.py) -> 201; `POST /api/runs/<id>/finish/`
+{status?, error?, summary?}; `GET /api/runs/<id>/`; `GET /api/runs/<id>/snapshot/`;
+`POST /api/runs/<id>/cancel/` and `/resume/`. Bad input: 400 `{"error", "field"}`, nothing stored.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+
+from webapp.traces.api import _error, _write_project, api_view
+
+from . import services
+from .models import Run
+
+
+def _body(request: HttpRequest) -> Any:
+    try:
+        return json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise services.RunInputError(f"not JSON: {exc}", "body") from None
+
+
+def _run(request: HttpRequest, run_id: int) -> Run | None:
+    return services.get_run_for(run_id, request.project_ids)
+
+
+@api_view("GET", "POST")
+def runs(request: HttpRequest):
+    """GET: the caller's runs (newest first, at most 200). POST: create an external run."""
+    if request.method == "GET":
+        return JsonResponse({"results": [services.run_summary(r) for r in services.list_runs(request.project_ids)[:200]]})
+    project = _write_project(request)
+    if project is None:
+        return _error(403, "you are not a member of any project")
+    try:
+        doc = _body(request)
+        if not isinstance(doc, dict):
+            raise services.RunInputError("must be a JSON object", "body")
+        if not isinstance(doc.get("name") or "", str):
+            raise services.RunInputError("must be a string", "name")
+        run = services.do_create_run(project, doc.get("config"), name=doc.get("name") or "", external=True)
+    except services.RunInputError as exc:
+        return JsonResponse(exc.as_dict(), status=400)
+    return JsonResponse(services.run_summary(run), status=201)
+
+
+@api_view("GET")
+def run_detail(request: HttpRequest, run_id: int):
+    run = _run(request, run_id)
+    if run is None:
+        return _error(404, "no such run")
+    return JsonResponse(services.run_summary(run))
+
+
+@api_view("GET")
+def run_snapshot(request: HttpRequest, run_id: int):
+    run = _run(request, run_id)
+    if run is None:
+        return _error(404, "no such run")
+    return JsonResponse(services.get_snapshot(run))
+
+
+@api_view("POST")
+def run_iterations(request: HttpRequest, run_id: int):
+    run = _run(request, run_id)
+    if run is None:
+        return _error(404, "no such run")
+    if run.status not in Run.ACTIVE:
+        return _error(409, f"the run is {run.status}; it takes no more iterations", field="status")
+    try:
+        row = services.do_record_iteration(run, _body(request))
+    except services.RunInputError as exc:
+        return JsonResponse(exc.as_dict(), status=400)
+    return JsonResponse({"iteration": row.iteration, "seq": row.seq,
+                         "episodes": list(row.episodes.values_list("pk", flat=True))}, status=201)
+
+
+@api_view("POST")
+def run_finish(request: HttpRequest, run_id: int):
+    run = _run(request, run_id)
+    if run is None:
+        return _error(404, "no such run")
+    try:
+        doc = _body(request)
+        if not isinstance(doc, dict):
+            raise services.RunInputError("must be a JSON object", "body")
+        if not isinstance(doc.get("error") or "", str):
+            raise services.RunInputError("must be a string", "error")
+        run = services.do_finish(run, status=doc.get("status") or Run.FINISHED, error=doc.get("error") or "",
+                                 summary=doc.get("summary"))
+    except services.RunInputError as exc:
+        return JsonResponse(exc.as_dict(), status=400)
+    return JsonResponse(services.run_summary(run))
+
+
+@api_view("POST")
+def run_cancel(request: HttpRequest, run_id: int):
+    run = _run(request, run_id)
+    if run is None:
+        return _error(404, "no such run")
+    return JsonResponse(services.run_summary(services.do_request_cancel(run)))
+
+
+@api_view("POST")
+def run_resume(request: HttpRequest, run_id: int):
+    run = _run(request, run_id)
+    if run is None:
+        return _error(404, "no such run")
+    try:
+        run = services.request_resume(run)
+    except services.RunInputError as exc:
+        return JsonResponse(exc.as_dict(), status=409)
+    return JsonResponse(services.run_summary(run))

@@ -1,0 +1,56 @@
+"""The "New run" form: the recipe's RunConfig fields a researcher sets, with its defaults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+ALGORITHMS = [("ppo", "PPO (clipped, value baseline)"), ("grpo", "GRPO (group baseline)")]
+CREDITS = [("shared", "Shared terminal reward"), ("counterfactual", "Paired counterfactual per decision"),
+           ("shapley", "Shapley over decisions")]
+STOPS = [("learned", "Learned (value of continuing)"), ("rule", "Rule-based"), ("none", "None (run to the step limit)")]
+#: Reward weight fields of the form -> keys of RunConfig.reward_weights.
+WEIGHTS = {"w_success": "success", "w_parallelism": "parallelism", "w_finish": "finish",
+           "w_critical_steps": "critical_steps"}
+
+
+class NewRunForm(forms.Form):
+    name = forms.CharField(required=False, max_length=300, help_text="optional; a name is made from the config")
+    level = forms.ChoiceField(choices=[], help_text="a SwarmSim level (`long`: at least 200 decisions per episode)")
+    algorithm = forms.ChoiceField(choices=ALGORITHMS)
+    credit = forms.ChoiceField(choices=CREDITS, label="Credit scheme")
+    stop = forms.ChoiceField(choices=STOPS, label="Stop decision")
+    w_success = forms.FloatField(label="Success weight")
+    w_parallelism = forms.FloatField(label="Parallelism weight", help_text="annealed orchestration term (Kimi PARL)")
+    w_finish = forms.FloatField(label="Finish weight", help_text="annealed orchestration term (Kimi PARL)")
+    w_critical_steps = forms.FloatField(label="Critical-steps cost", help_text="per critical step")
+    budget_steps = forms.IntegerField(min_value=1, label="Budget (environment steps)",
+                                      help_text="all of them, credit re-rollouts included")
+    seed = forms.IntegerField(min_value=0)
+
+    def __init__(self, *args, defaults: dict[str, Any], levels: list[str], **kwargs):
+        self.defaults = defaults
+        weights = defaults.get("reward_weights") or {}
+        initial = {k: defaults.get(k) for k in ("level", "algorithm", "credit", "stop", "budget_steps", "seed")}
+        initial.update({field: weights.get(key, 0.0) for field, key in WEIGHTS.items()})
+        super().__init__(*args, initial=initial, **kwargs)
+        self.fields["level"].choices = [(level, level) for level in levels]
+
+    def config(self) -> dict[str, Any]:
+        """The RunConfig dict of the cleaned form: the recipe's defaults with the form's values."""
+        data = self.cleaned_data
+        weights = dict(self.defaults.get("reward_weights") or {})
+        weights.update({key: data[field] for field, key in WEIGHTS.items()})
+        config = dict(self.defaults)
+        config.update({k: data[k] for k in ("level", "algorithm", "credit", "stop", "budget_steps", "seed")})
+        config["reward_weights"] = weights
+        return config
+
+    def add_config_error(self, field: str, message: str) -> None:
+        """Show the recipe's validation error next to the form field it names (`config.level`,
+        `config.reward_weights`, ...), else above the form."""
+        name = field.split(".", 1)[1] if field.startswith("config.") else ""
+        if name.startswith("reward_weights."):
+            name = next((f for f, k in WEIGHTS.items() if name == f"reward_weights.{k}"), "")
+        self.add_error(name if name in self.fields else None, message if name in self.fields else f"{field}: {message}")

@@ -1,0 +1,121 @@
+"""HTML pages: runs list, New run, run page (live), compare. Thin: parse, authorise, call services."""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from webapp.traces import access
+
+from . import services
+from .forms import NewRunForm
+
+log = logging.getLogger(__name__)
+MAX_COMPARE = 4
+
+
+def _run_or_404(request: HttpRequest, run_id: int):
+    run = services.get_run_for(run_id, access.project_ids_for(request.user))
+    if run is None:
+        raise Http404("no such run")
+    return run
+
+
+def _recipe_defaults() -> tuple[dict, list[str]]:
+    recipe = services.recipe()
+    defaults = recipe.RunConfig().to_dict()
+    levels = list(getattr(recipe, "LEVELS", None) or [defaults.get("level", "long")])
+    return defaults, levels
+
+
+@login_required
+def run_list(request: HttpRequest):
+    """Newest runs first (`?group=<seed group>` shows one seed group)."""
+    project_ids = access.project_ids_for(request.user)
+    qs = services.list_runs(project_ids)
+    group = request.GET.get("group", "").strip()
+    if group:
+        qs = qs.filter(seed_group=group)
+    runs = list(qs[:200])
+    sizes = services.seed_group_sizes([r.seed_group for r in runs], project_ids)
+    rows = [{"run": r, "summary": services.run_summary(r), "group_size": sizes.get(r.seed_group, 1)} for r in runs]
+    return render(request, "runs/run_list.html", {"rows": rows, "max_compare": MAX_COMPARE, "group": group})
+
+
+@login_required
+def run_new(request: HttpRequest):
+    defaults, levels = _recipe_defaults()
+    form = NewRunForm(request.POST or None, defaults=defaults, levels=levels)
+    if request.method == "POST" and form.is_valid():
+        project = access.default_project_for(request.user)
+        if project is None:
+            raise Http404("you are not a member of any project")
+        try:
+            run = services.do_start_run(project, form.config(), name=form.cleaned_data["name"])
+        except services.RunInputError as exc:
+            form.add_config_error(exc.field, exc.message)
+        else:
+            return redirect("run-detail", run.pk)
+    return render(request, "runs/run_new.html", {"form": form})
+
+
+@login_required
+def run_detail(request: HttpRequest, run_id: int):
+    run = _run_or_404(request, run_id)
+    return render(request, "runs/run_detail.html", {
+        "run": run, "ws_url": f"/ws/runs/{run.pk}/", "snapshot_url": reverse("api-run-snapshot", args=[run.pk])})
+
+
+@login_required
+@require_POST
+def run_cancel(request: HttpRequest, run_id: int):
+    run = services.do_request_cancel(_run_or_404(request, run_id))
+    messages.info(request, f"Run {run.pk}: {'cancelling at the end of this iteration' if run.status == 'cancelling' else run.status}.")
+    return redirect("run-detail", run.pk)
+
+
+@login_required
+@require_POST
+def run_resume(request: HttpRequest, run_id: int):
+    run = _run_or_404(request, run_id)
+    try:
+        services.request_resume(run)
+    except services.RunInputError as exc:
+        messages.error(request, f"Run {run.pk}: {exc.message}.")
+    else:
+        messages.info(request, f"Run {run.pk} resumes from its last checkpoint.")
+    return redirect("run-detail", run.pk)
+
+
+@login_required
+def run_compare(request: HttpRequest):
+    """`?runs=1&runs=2` (2–4 runs) or `?groups=<seed group>&groups=...`: each group is drawn as the
+    mean of its runs with a 95 % band (static/js/runs_model.js)."""
+    project_ids = access.project_ids_for(request.user)
+    try:
+        run_ids = list(dict.fromkeys(int(i) for i in request.GET.getlist("runs") if i.strip()))
+    except ValueError:
+        raise Http404("runs must be run ids") from None
+    group_keys = list(dict.fromkeys(g for g in request.GET.getlist("groups") if g.strip()))
+    series = []
+    for run_id in run_ids:
+        run = services.get_run_for(run_id, project_ids)
+        if run is None:
+            raise Http404(f"no such run {run_id}")
+        series.append({"label": run.name, "kind": "run", "runs": [services.get_snapshot(run)]})
+    for key in group_keys:
+        runs = list(services.list_runs(project_ids).filter(seed_group=key))
+        if not runs:
+            raise Http404(f"no such seed group {key}")
+        label = f"{runs[0].name.rsplit(' seed ', 1)[0]} ({len(runs)} seeds)"
+        series.append({"label": label, "kind": "group", "group": key,
+                       "runs": [services.get_snapshot(r) for r in runs]})
+    if not 2 <= len(series) <= MAX_COMPARE:
+        return render(request, "runs/run_compare.html", {"series": None, "count": len(series)}, status=400)
+    return render(request, "runs/run_compare.html", {"series": series, "count": len(series)})
