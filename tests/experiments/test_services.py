@@ -140,3 +140,15 @@ def test_the_reaper_requeues_only_the_missing_chunks_of_stale_jobs(sim_trace, pi
     with django_capture_on_commit_callbacks(execute=True):
         assert services.reap_stale_jobs(max_age_s=0) == [job.pk]
     assert sent == [((job.pk, 0, 4), "rollouts-cpu"), ((job.pk, 8, 12), "rollouts-cpu")]
+
+
+def test_a_chunk_rechecks_the_project_of_its_job(sim_trace, pivotal):
+    from webapp.accounts.services import do_get_or_create_project
+
+    job = services.request_counterfactual(sim_trace, {"kind": "remove", "events": [pivotal]}, 8, seed=1)
+    requested_in = sim_trace.project_id
+    Trace.objects.filter(pk=sim_trace.pk).update(project=do_get_or_create_project("elsewhere"))
+    assert tasks.run_counterfactual_chunk(job.pk, 0, 8, requested_in) == 0  # moved: nothing runs
+    assert not job.samples.exists()
+    Trace.objects.filter(pk=sim_trace.pk).update(project_id=requested_in)
+    assert tasks.run_counterfactual_chunk(job.pk, 0, 8, requested_in) == 8

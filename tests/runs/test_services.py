@@ -177,3 +177,15 @@ def test_runs_whose_worker_stopped_reporting_are_marked_failed(project, settings
     assert silent.status == Run.FAILED and "no heartbeat for 60 s" in silent.error
     assert Run.objects.get(pk=fresh.pk).status == Run.RUNNING
     assert Run.objects.get(pk=external.pk).status == Run.RUNNING  # an external trainer reports on its own
+
+
+def test_the_training_task_rechecks_the_project_of_its_run(project, settings, tmp_path, monkeypatch):
+    from webapp.accounts.services import do_get_or_create_project
+
+    settings.DATA_DIR = tmp_path
+    monkeypatch.setattr(services, "request_training", lambda run: None)
+    run = services.do_create_run(project, TINY)
+    assert tasks.train_run(run.pk, do_get_or_create_project("elsewhere").pk) == "missing"
+    run.refresh_from_db()
+    assert run.status == Run.QUEUED and run.iterations_done == 0
+    assert tasks.train_run(run.pk, project.pk) == Run.FINISHED

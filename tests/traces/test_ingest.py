@@ -118,3 +118,15 @@ def test_round_trip_native_export(project, native):
     assert exported["events"] == core.trace_from_dict(native).to_dict()["events"]
     assert {tuple(e.values()) for e in exported["edges"]} == {tuple(e.values()) for e in native["edges"]}
     assert exported["labels"] == native["labels"]
+
+
+@pytest.mark.parametrize("where, named", [
+    (lambda doc: doc["events"][1].update(content="before\u0000after"), "event 1, id 'e2', field 'content'"),
+    (lambda doc: doc["events"][0].setdefault("attributes", {}).update(note=["ok", "\u0000"]), "field 'attributes'"),
+    (lambda doc: doc.update(name="trace\u0000name"), "field 'name'")])
+def test_a_nul_character_is_refused_naming_where_and_nothing_is_stored(project, native, where, named):
+    # PostgreSQL's text and jsonb cannot hold U+0000: refused before any write, on every database.
+    where(native)
+    [outcome] = services.do_import_sources(project, [SourceFile("nul.json", json.dumps(native).encode())])
+    assert outcome.error and named in outcome.error and "NUL" in outcome.error
+    assert not Trace.objects.exists() and not Event.objects.exists()

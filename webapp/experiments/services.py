@@ -288,21 +288,26 @@ def _enqueue_missing(job: CounterfactualJob) -> int:
     queue = import_string(job.backend_path).queue
     chunks = _missing_chunks(job)
     for start, stop in chunks:
-        transaction.on_commit(functools.partial(run_counterfactual_chunk.apply_async, (job.pk, start, stop),
-                                                queue=queue))
+        transaction.on_commit(functools.partial(run_counterfactual_chunk.apply_async,
+                                                (job.pk, start, stop, job.trace.project_id), queue=queue))
     return len(chunks)
 
 
 # --- running -----------------------------------------------------------------------------------
 
-def do_run_chunk(job_id: int, start: int, stop: int) -> int:
+def do_run_chunk(job_id: int, start: int, stop: int, project_id: int | None = None) -> int:
     """Run the paired samples start .. stop - 1 of job `job_id` that are not stored yet, record
     them, and finish the job when it is complete. Returns the number of samples newly stored.
 
-    Does nothing for a job that is no longer queued or running. A backend error marks the job
+    Does nothing for a job that is no longer queued or running, nor for one whose trace is no
+    longer in project `project_id` (the project it was requested in, when given): a task re-checks
+    the project of what it works on rather than trusting its message. A backend error marks the job
     failed with the reason and stores nothing of the chunk. Sample 0 also stores its branch trace.
     """
-    job = CounterfactualJob.objects.select_related("trace__project").filter(pk=job_id).first()
+    jobs = CounterfactualJob.objects.select_related("trace__project").filter(pk=job_id)
+    if project_id is not None:
+        jobs = jobs.filter(trace__project_id=project_id)
+    job = jobs.first()
     if job is None or job.status not in CounterfactualJob.ACTIVE:
         return 0
     CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(

@@ -8,10 +8,11 @@ from . import services
 
 
 @shared_task(acks_late=True)
-def run_counterfactual_chunk(job_id: int, start: int, stop: int) -> int:
+def run_counterfactual_chunk(job_id: int, start: int, stop: int, project_id: int | None = None) -> int:
     """Run samples start .. stop - 1 of a job; enqueued on its backend's queue (`rollouts-cpu`
-    for SwarmSim, `rollouts-gpu` for LLM backends). Returns the number of samples newly stored."""
-    return services.do_run_chunk(job_id, start, stop)
+    for SwarmSim, `rollouts-gpu` for LLM backends) with the id of the project it was requested
+    in, which the task checks again. Returns the number of samples newly stored."""
+    return services.do_run_chunk(job_id, start, stop, project_id)
 
 
 @shared_task(queue="default")

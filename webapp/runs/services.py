@@ -367,7 +367,7 @@ def request_training(run: Run) -> None:
     """Enqueue the run's training task on the `training` queue, after commit."""
     from .tasks import train_run  # tasks import this module
 
-    transaction.on_commit(lambda: train_run.apply_async(args=[run.pk], queue="training"))
+    transaction.on_commit(lambda: train_run.apply_async(args=[run.pk, run.project_id], queue="training"))
 
 
 def request_resume(run: Run) -> Run:

@@ -36,13 +36,17 @@ def _be_gentle() -> None:
 
 
 @shared_task(acks_late=False)
-def train_run(run_id: int) -> str:
+def train_run(run_id: int, project_id: int | None = None) -> str:
     """Train run `run_id` with the recipe's `train(config, checkpoint_dir=..., resume=...,
     on_iteration=..., should_stop=...)`: each iteration is stored and broadcast, cancel is polled
     between iterations. Returns the run's final status. Acknowledged on receipt (acks_late off):
     a worker that dies mid-run must not restart hours of training by itself; the run is marked
-    failed and the user resumes it."""
-    run = Run.objects.filter(pk=run_id).first()
+    failed and the user resumes it. `project_id`: the project the run was started in, checked
+    again here (a run no longer in it is not trained)."""
+    runs = Run.objects.filter(pk=run_id)
+    if project_id is not None:
+        runs = runs.filter(project_id=project_id)
+    run = runs.first()
     if run is None or run.external:
         return "missing"
     if run.status == Run.CANCELLING:

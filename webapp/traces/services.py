@@ -275,6 +275,33 @@ def _label_key(label: dict[str, Any]) -> tuple:
     return (label["key"], repr(label["value"]), label.get("event_id"), label.get("agent"))
 
 
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
+
+
+def _check_storable(fragment: core.Trace) -> None:
+    """Raise core.TraceValidationError naming the event or agent (index, id, field) with a NUL
+    character (U+0000) in a string: PostgreSQL's text and jsonb cannot hold one, so it is refused
+    before any write, on every database alike (every way in: API, upload page, import, OTLP)."""
+    refusal = "must not contain a NUL character (U+0000)"
+    parts = {"event": fragment.events, "agent": fragment.agents, "edge": fragment.edges, "label": fragment.labels}
+    for kind, items in parts.items():
+        for index, item in enumerate(items):
+            for name, value in vars(item).items():
+                if _holds_nul(value):
+                    raise core.TraceValidationError(refusal, index=index, kind=kind, field=name.rstrip("_"),
+                                                    event_id=item.id if kind == "event" else None)
+    for name, value in vars(fragment).items():
+        if name not in ("events", "agents", "edges", "labels") and _holds_nul(value):
+            raise core.TraceValidationError(refusal, field=name, kind="trace")
+
+
 def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = None,
               live: bool = False, broadcast: bool = True) -> IngestResult:
     """Store `fragment` (a whole imported trace or an API batch) into its trace, all or nothing.
@@ -285,6 +312,7 @@ def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = N
     `live` marks events as arriving from a running swarm (the trace shows a live badge).
     Content fields are redacted first by SWARMSCOPE_REDACT_PATTERNS (webapp.core.redaction).
     """
+    _check_storable(fragment)
     fragment = redact_trace(fragment, compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS)))
     with transaction.atomic():
         row, created = _find_or_create_trace(project, fragment, trace)
@@ -498,8 +526,10 @@ def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[F
                 request_metrics(ingested.trace)
             else:
                 unchanged.add(ingested.trace.pk)
-        except (IngestConflict, core.TraceValidationError) as exc:
+        except IngestConflict as exc:
             errors[trace.identity_key] = f"conflicts with the stored trace {trace.identity_key}: {exc}"
+        except core.TraceValidationError as exc:
+            errors[trace.identity_key] = f"trace {trace.identity_key}: {exc}"
     outcomes = []
     for report in result.files:
         failure = report.error or next((errors[k] for k in report.trace_keys if k in errors), None)
