@@ -3,11 +3,15 @@
 
     .venv/bin/python bench/bench_redaction.py
 
-Prints, per source, traces, events, content characters, matches replaced, and the best of 5 runs.
+Prints, per source, traces, events, content characters, matches replaced, and the best of 5 runs;
+then the worst cases for a regular expression: one event whose content is a single 1 MB run of
+characters a pattern may take (`x` repeated, hex, dotted) with no match in it, which must cost about
+what 1 MB of prose costs (a pattern that backtracks quadratically takes minutes here).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -57,6 +61,11 @@ def main():
     else:
         print(f"(../shared/data not found at {SHARED}: real traces skipped)")
     measure("synthetic_trace(200, 20000)", [synthetic_trace(200, 20000, 0)], patterns)
+    for name, text in (("1 MB of 'x'", "x" * 1_000_000), ("1 MB of hex", os.urandom(500_000).hex()),
+                       ("1 MB of 'a.'", "a." * 500_000)):
+        trace = synthetic_trace(1, 3, 0)
+        trace.events[0] = dataclasses.replace(trace.events[0], content=text)
+        measure(f"one event: {name}", [trace], patterns)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from webapp.accounts import tasks
 from webapp.accounts.models import Project
-from webapp.core.redaction import REDACTED
+from webapp.core.redaction import REDACTED, compile_patterns, redact_text
 from webapp.experiments.models import Attribution
 from webapp.review import services as review
 from webapp.review.models import Comment
@@ -124,3 +124,17 @@ def test_real_who_and_when_traces_lose_their_e_mail_addresses_and_nothing_else(t
             assert (row.agent, row.type, row.t) == (event.agent, event.type, event.t)
             assert not email.search(row.content or "")
             assert row.content == email.sub(REDACTED, event.content or "") or (row.content is None and not event.content)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("mail ops@example.org now", f"mail {REDACTED} now"),
+    ("a.b+c@ex-ample.co.uk, x@y.io.", f"{REDACTED}, {REDACTED}."),
+    ("not an address: @z. or me@host", "not an address: @z. or me@host"),
+    ("x" * 5000 + " ops@example.org", "x" * 5000 + f" {REDACTED}"),
+    ("x" * 5000 + "@example.org", REDACTED),  # a long local part is still one address
+    ("deadbeef" * 1000, "deadbeef" * 1000),
+])
+def test_the_default_e_mail_pattern(settings, text, expected):
+    # Starts only at the beginning of a run of local-part characters (linear time on long runs
+    # without "@": bench/bench_redaction.py), yet matches what the plain pattern matched.
+    assert redact_text(text, compile_patterns(settings.SWARMSCOPE_REDACT_PATTERNS)) == expected

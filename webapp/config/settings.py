@@ -203,7 +203,9 @@ SWARMSCOPE_REDACT_PATTERNS = (json.loads(os.environ["SWARMSCOPE_REDACT_PATTERNS"
     r"ssk_(?<![A-Za-z0-9_]ssk_)[A-Za-z0-9_-]{16,}",
     r"AKIA(?<![A-Za-z0-9_]AKIA)[0-9A-Z]{16}\b",
     r"(?:[Bb]earer|BEARER)\s+[A-Za-z0-9._~+/-]{16,}=*",
-    r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
+    # E-mail: the local part only from the start of a run of its characters (lookbehind), taken
+    # possessively, so a long run without "@" (hex dumps, base64) costs linear time, not quadratic.
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]++@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
 ])
 
 # Ingestion rate per API token (webapp.accounts.ratelimit): at most this many ingestion requests
