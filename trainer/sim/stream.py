@@ -4,7 +4,11 @@
         [--episodes 3] [--level medium] [--policy fan-out] [--fan-out 4] [--seed 0] \\
         [--batch-size 20] [--speed 10]
 
-Each episode becomes one trace (source id `<task>/seed-<seed>`, so re-running finds it again).
+Each episode becomes one trace (source id `<task>/seed-<seed>/<policy>`, so re-running finds it
+again and another policy on the same task makes another trace). `--level pivot-12` streams traces
+of the pivot-12 suite instead (`trainer.sim.suites.pivot12_case(seed)`): a task whose 12 message
+events carry planted effects, for "What if removed?" and "Attribute this trace" (the baseline
+policies of the other levels send no message events; `--policy` does not apply there).
 Its events are sent in time order, each edge right after the later of its two events, in
 batches of `--batch-size`; `--speed` replays simulated seconds that many times faster (0: no
 waiting), so the trace page grows as the swarm runs. Rewards, costs and the closed-form
@@ -22,9 +26,11 @@ from typing import Any
 from trainer.sdk import SwarmscopeClient
 from trainer.sim.env import Episode, SwarmEnv
 from trainer.sim.policy import FixedFanOut, SpawnEverything, single_agent, run_policy
+from trainer.sim.suites import pivot12_case
 from trainer.sim.tasks import LEVELS, generate_task
 
 POLICIES = ("single", "fan-out", "spawn-everything")
+PIVOT12 = "pivot-12"
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -33,7 +39,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the app's base URL")
     parser.add_argument("--token", default=os.environ.get("SWARMSCOPE_TOKEN"), help="an API token")
     parser.add_argument("--episodes", type=int, default=1)
-    parser.add_argument("--level", choices=sorted(LEVELS), default="medium")
+    parser.add_argument("--level", choices=[*sorted(LEVELS), PIVOT12], default="medium",
+                        help=f"a SwarmSim level, or {PIVOT12} (messages with planted effects)")
     parser.add_argument("--policy", choices=POLICIES, default="fan-out")
     parser.add_argument("--fan-out", type=int, default=4, help="k of the fan-out policy")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode (then +1 each)")
@@ -71,10 +78,11 @@ def trace_attributes(episode: Episode) -> dict[str, Any]:
     return {**episode.trace.attributes, "rewards": episode.trace.rewards, "costs": episode.trace.costs}
 
 
-def stream_episode(client: SwarmscopeClient, episode: Episode, *, batch_size: int, speed: float) -> int:
-    """Send one episode as a new trace; returns the trace id."""
+def stream_episode(client: SwarmscopeClient, episode: Episode, *, batch_size: int, speed: float,
+                   source_id: str | None = None) -> int:
+    """Send one episode as a new trace (identity `source_id`, default the episode's); returns the trace id."""
     trace = episode.trace
-    with client.stream(trace.name, batch_size=batch_size, system=trace.system, source_id=trace.source_id,
+    with client.stream(trace.name, batch_size=batch_size, system=trace.system, source_id=source_id or trace.source_id,
                        attributes=trace_attributes(episode)) as live:
         started = time.monotonic()
         for event, edges in trace_payload(episode):
@@ -92,8 +100,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     policy = make_policy(args.policy, args.fan_out)
     for k in range(args.episodes):
         seed = args.seed + k
-        episode = run_policy(SwarmEnv(generate_task(args.level, seed), seed=seed), policy)
-        trace_id = stream_episode(client, episode, batch_size=args.batch_size, speed=args.speed)
+        if args.level == PIVOT12:
+            episode = pivot12_case(seed).episode
+            source_id = episode.trace.source_id
+        else:
+            episode = run_policy(SwarmEnv(generate_task(args.level, seed), seed=seed), policy)
+            source_id = f"{episode.trace.source_id}/{args.policy}"
+        trace_id = stream_episode(client, episode, batch_size=args.batch_size, speed=args.speed,
+                                  source_id=source_id)
         print(f"episode {k}: trace {trace_id}, {len(episode.trace.events)} events, "
               f"reward {episode.reward:.0f}, E[R] {episode.p_success:.3f}", flush=True)
 

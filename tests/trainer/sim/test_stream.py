@@ -87,6 +87,20 @@ def test_main_streams_each_episode(monkeypatch, capsys):
     assert sum(path == "/api/traces/" for _, path, _ in clients[0].requests) == 2
 
 
+def test_each_policy_streams_its_own_trace_and_pivot12_streams_messages(monkeypatch, capsys):
+    clients = []
+    monkeypatch.setattr(stream, "SwarmscopeClient", lambda url, token: clients.append(RecordingClient())
+                        or clients[-1])
+    for argv in (["--policy", "fan-out"], ["--policy", "single"], ["--level", "pivot-12"]):
+        stream.main(["--token", "t", "--level", "tiny", "--speed", "0", *argv])
+    created = [body for client in clients for _, path, body in client.requests if path == "/api/traces/"]
+    assert created[0]["source_id"].endswith("/fan-out") and created[1]["source_id"].endswith("/single")
+    assert created[0]["source_id"].rsplit("/", 1)[0] == created[1]["source_id"].rsplit("/", 1)[0]
+    pivot = [e for _, path, body in clients[2].requests if path != "/api/traces/" for e in body["events"]]
+    assert created[2]["source_id"].startswith("pivot-12/0")
+    assert sum(e["type"] == "message" for e in pivot) == 12
+
+
 @pytest.mark.services
 def test_cli_streams_into_a_running_app(tmp_path):
     """`python -m trainer.sim.stream` against `manage.py up` (embedded stack): every event arrives."""
