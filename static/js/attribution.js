@@ -14,7 +14,8 @@
  * event id -> credit in [-1, 1] (estimate / largest |estimate|) to paint, `onGraphCredit(credit)`
  * the agent graph its node and edge credit (`graphCredit`), with a legend here. `show(job)`
  * displays a stored job (after a reload, or from the history). Server text is only ever set with
- * `textContent`.
+ * `textContent`. For a viewer (`readOnly`: the reason) the form's Run is disabled with the reason
+ * as tooltip and a note, and stored results still show.
  */
 
 import { formatNumber } from "./format.js";
@@ -127,11 +128,13 @@ export class AttributionPanel {
    * @param {{traceId: string, onSelectEvent: (id: string) => void, onSelectAgent?: (name: string) => void,
    *   onCredit: (map: Map) => void, onGraphCredit?: (credit: object|null) => void,
    *   eventOf?: (id: string) => object|undefined, backends?: string[]}} options
-   *   `backends`: the rollout backends offered (the page's `data-rollout-backends`)
+   *   `backends`: the rollout backends offered (the page's `data-rollout-backends`); `readOnly`: why
+   *   the caller may not run attributions (a viewer), "" when they may
    */
   constructor(panel, { traceId, onSelectEvent, onCredit, onSelectAgent = () => {}, onGraphCredit = () => {},
-    eventOf = () => undefined, backends = ["sim"] }) {
+    eventOf = () => undefined, backends = ["sim"], readOnly = "" }) {
     this.panel = panel;
+    this.readOnly = readOnly;
     this.traceId = traceId;
     this.backends = backends.length ? backends : ["sim"];
     /** The request body whose estimate is shown and awaits confirmation (JSON), or null. */
@@ -207,8 +210,14 @@ export class AttributionPanel {
       backend: backend.value });
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      this._submit(this._values());
+      if (!this.readOnly) this._submit(this._values());
     });
+    if (this.readOnly) {
+      Object.assign(run, { disabled: true, title: this.readOnly });
+      const note = el("p", this.readOnly, "hint");
+      note.dataset.testid = "attribution-read-only";
+      form.append(note);
+    }
     // A confirmation is for the request whose estimate was shown: any change to it asks again.
     form.addEventListener("change", () => this._onFormChange());
     for (const control of [budget, seed]) control.addEventListener("input", () => this._onFormChange());

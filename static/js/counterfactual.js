@@ -15,6 +15,8 @@
  * (`handleJob`), and once done Δ = E[R | h] − E[R | do(intervention)] with its 95 % interval and
  * rollout count, the per-sample outcomes (control → intervention reward) and a link that opens the
  * branch trace side by side with the original. Server text is only ever set with `textContent`.
+ * For a viewer (`readOnly`: the reason, from the page's `data-read-only-hint`) the buttons and
+ * the jobs' Cancel are disabled with that reason as their tooltip; the server refuses them too.
  */
 
 import { formatNumber } from "./format.js";
@@ -129,10 +131,12 @@ export class Counterfactual {
   /**
    * @param {HTMLElement} panel the `[data-testid=counterfactual-panel]` section (hidden until a job)
    * @param {{traceId: string, backends: string[], model?: {events: Map, agents: Map}}} options
-   *   `model` (graph_model.js's TraceModel) lists the dialog's other targets
+   *   `model` (graph_model.js's TraceModel) lists the dialog's other targets; `readOnly`: why the
+   *   caller may not request or cancel jobs (a viewer), "" when they may
    */
-  constructor(panel, { traceId, backends, model = { events: new Map(), agents: new Map() } }) {
+  constructor(panel, { traceId, backends, model = { events: new Map(), agents: new Map() }, readOnly = "" }) {
     this.panel = panel;
+    this.readOnly = readOnly;
     this.traceId = traceId;
     this.backends = backends;
     this.model = model;
@@ -165,7 +169,7 @@ export class Counterfactual {
     button.dataset.testid = "what-if";
     button.title = "Shift- or Ctrl-click events on the timeline to select several";
     button.addEventListener("click", () => this.open({ events: targets }));
-    return button;
+    return this._guard(button);
   }
 
   /** The inspector's action for agent `name`: a "What if removed?" button (the agent and all its events). */
@@ -175,6 +179,12 @@ export class Counterfactual {
     button.dataset.testid = "what-if-agent";
     button.title = `Remove ${name} with all its events`;
     button.addEventListener("click", () => this.open({ agents: [name] }));
+    return this._guard(button);
+  }
+
+  /** `button`, disabled with the reason as its tooltip when the caller may only read. */
+  _guard(button) {
+    if (this.readOnly) Object.assign(button, { disabled: true, title: this.readOnly });
     return button;
   }
 
@@ -204,6 +214,7 @@ export class Counterfactual {
    * @param {string|{events?: string[], agents?: string[]}} targets
    */
   open(targets) {
+    if (this.readOnly) return;
     const { events = [], agents = [] } = typeof targets === "string" ? { events: [targets] } : targets;
     this.checked = { events: new Set(events), agents: new Set(agents) };
     this.search.value = "";
@@ -468,7 +479,7 @@ export class Counterfactual {
       const cancel = el("button", "Cancel", "button small");
       cancel.type = "button";
       cancel.addEventListener("click", () => this._cancel(job));
-      parts.push(cancel);
+      parts.push(this._guard(cancel));
     }
     if (job.error) parts.push(el("p", job.error, "notice"));
     if (job.result) {

@@ -144,8 +144,10 @@ class RunPage {
     const error = this.q("run-error");
     error.hidden = !run.error;
     error.textContent = run.error;
-    this.q("cancel-run").disabled = !(run.status === "queued" || run.status === "running") || run.external;
-    this.q("resume-run").disabled = run.external || !(run.status === "cancelled" || run.status === "failed");
+    // A viewer's buttons stay disabled (`data-can-write="false"`, the server's role check).
+    const readOnly = this.root.dataset.canWrite === "false";
+    this.q("cancel-run").disabled = readOnly || !(run.status === "queued" || run.status === "running") || run.external;
+    this.q("resume-run").disabled = readOnly || run.external || !(run.status === "cancelled" || run.status === "failed");
     this.q("run-waiting").hidden = iterations.length > 0 || !ACTIVE.has(run.status);
     this._badge(this.connection.state);
 

@@ -11,6 +11,9 @@
  * Keyboard: ArrowRight / ArrowLeft step through the visible events in time order, `/`
  * focuses the search, Esc closes the inspector.
  *
+ * `data-can-write="false"` (a viewer) with `data-read-only-hint` disables the counterfactual and
+ * attribution controls, the hint as their tooltip; the server refuses those writes as well.
+ *
  * For browser tests: `window.swarmscope` = {model, ready, selectEvent(id), selectAgent(name),
  * lastSeq(), eventCount()}; `<body data-seq data-event-count data-selected>` mirror the state.
  */
@@ -73,11 +76,12 @@ class TracePage {
       container: part("agent-graph-canvas"), model: this.model,
       onSelectAgent: (name) => this.selectAgent(name),
     });
+    const readOnly = app.dataset.canWrite === "false" ? (app.dataset.readOnlyHint || "Viewers only read") : "";
     this.counterfactual = new Counterfactual(part("counterfactual-panel"), {
-      traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"), model: this.model,
+      traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"), model: this.model, readOnly,
     });
     this.attribution = new AttributionPanel(part("attribution-panel"), {
-      traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"),
+      traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"), readOnly,
       onSelectEvent: (id) => this.selectEvent(id),
       onCredit: (credit) => this.timeline.setCredit(credit),
       onSelectAgent: (name) => this.selectAgent(name),

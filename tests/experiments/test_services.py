@@ -133,13 +133,15 @@ def test_the_reaper_requeues_only_the_missing_chunks_of_stale_jobs(sim_trace, pi
                         lambda args, queue: sent.append((args, queue)))
     with django_capture_on_commit_callbacks(execute=True):
         job = services.request_counterfactual(sim_trace, {"kind": "remove", "events": [pivotal]}, 12)
-    assert sent == [((job.pk, 0, 4), "rollouts-cpu"), ((job.pk, 4, 8), "rollouts-cpu"), ((job.pk, 8, 12), "rollouts-cpu")]
+    p = sim_trace.project_id  # chunk tasks carry the project they were requested in, to re-check it
+    assert sent == [((job.pk, 0, 4, p), "rollouts-cpu"), ((job.pk, 4, 8, p), "rollouts-cpu"),
+                    ((job.pk, 8, 12, p), "rollouts-cpu")]
     tasks.run_counterfactual_chunk(job.pk, 4, 8)
     sent.clear()
     assert services.reap_stale_jobs(max_age_s=3600) == []
     with django_capture_on_commit_callbacks(execute=True):
         assert services.reap_stale_jobs(max_age_s=0) == [job.pk]
-    assert sent == [((job.pk, 0, 4), "rollouts-cpu"), ((job.pk, 8, 12), "rollouts-cpu")]
+    assert sent == [((job.pk, 0, 4, p), "rollouts-cpu"), ((job.pk, 8, 12, p), "rollouts-cpu")]
 
 
 def test_a_chunk_rechecks_the_project_of_its_job(sim_trace, pivotal):

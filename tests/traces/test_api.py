@@ -6,7 +6,7 @@ import json
 import pytest
 
 from webapp.accounts.models import ApiToken
-from webapp.accounts.services import do_create_token, do_get_or_create_project, do_revoke_token
+from webapp.accounts.services import do_add_member, do_create_token, do_get_or_create_project, do_revoke_token
 from webapp.core.importers import SourceFile, read_files
 from webapp.traces.models import Event, Trace
 
@@ -68,6 +68,7 @@ def test_ndjson_batches_and_conflicts(api_client):
 
 def test_other_projects_traces_answer_404(api_client, member):
     other = do_get_or_create_project("Other")
+    do_add_member(other, member, "reviewer")  # a token writes with its user's role in its project
     _, foreign_token = do_create_token(member, other)
     foreign = post_json(api_client, "/api/traces/", {"name": "mine"}, HTTP_AUTHORIZATION=f"Bearer {foreign_token}")
     foreign_id = foreign.json()["trace"]["id"]

@@ -6,6 +6,7 @@ import secrets
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -77,8 +78,9 @@ def do_ensure_local_admin(username: str = "admin") -> tuple[object, str | None]:
 
 # --- roles ---------------------------------------------------------------------------------------
 
-class PermissionRefused(Exception):
-    """The caller may read the project but their role does not allow this write (answered 403)."""
+class PermissionRefused(PermissionDenied):
+    """The caller may read the project but their role does not allow this write (answered 403:
+    JSON by the API views, the 403 page, with this message, where a page raises it)."""
 
 
 def get_role(user, project_id: int) -> str | None:
@@ -91,11 +93,29 @@ def get_role(user, project_id: int) -> str | None:
     return Membership.objects.filter(project_id=project_id, user=user).values_list("role", flat=True).first()
 
 
-def check_role(user, project_id: int, needed: str) -> str:
-    """The caller's role when it is at least `needed`; raises PermissionRefused otherwise."""
+def has_role(user, project_id: int, needed: str) -> bool:
+    """Whether `user`'s role in the project is at least `needed` (Membership.RANK); False for
+    non-members. What pages use to show or disable a control (e.g. `can_write`)."""
+    role = get_role(user, project_id)
+    return role is not None and Membership.RANK[role] >= Membership.RANK[needed]
+
+
+#: The role that every write of work or data needs: starting, cancelling and retrying counterfactual
+#: and attribution jobs and training runs, and ingesting traces (API, upload page, OTLP). Viewers
+#: only read; deleting needs the admin role.
+WRITE_ROLE = Membership.Role.REVIEWER
+
+#: Tooltip of the write controls that pages show disabled to a viewer.
+READ_ONLY_HINT = "Viewers only read: this needs the reviewer or admin role in the project"
+
+
+def check_role(user, project_id: int, needed: str, action: str = "this") -> str:
+    """The caller's role when it is at least `needed`; raises PermissionRefused otherwise, naming
+    `action` (e.g. "cancelling a run"), the role needed and the caller's."""
     role = get_role(user, project_id)
     if role is None or Membership.RANK[role] < Membership.RANK[needed]:
-        raise PermissionRefused(f"this needs the {needed} role in the project (yours: {role or 'none'})")
+        allowed = " or ".join(r for r, rank in Membership.RANK.items() if rank >= Membership.RANK[needed])
+        raise PermissionRefused(f"{action} needs the {allowed} role in the project (yours: {role or 'none'})")
     return role
 
 

@@ -1,7 +1,9 @@
 """REST API of counterfactual jobs and attributions: parse, authorise, call services, serialise.
 
 Authorised like the rest of the API (`webapp.traces.api.api_view`); a job or trace of another
-project answers 404, like an unknown one.
+project answers 404, like an unknown one. Reading (jobs, attributions, cost estimates) needs
+membership; requesting, cancelling and retrying jobs need the reviewer or admin role
+(`check_write`): a viewer gets 403 naming the role.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from webapp.traces.api import _error, _get_trace, api_view
+from webapp.traces.api import _error, _get_trace, api_view, check_write
 
 from . import services
 
@@ -49,6 +51,7 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
     trace = _get_trace(request, trace_id)
     if trace is None:
         return _error(404, "no such trace")
+    check_write(request, trace.project_id, "requesting a counterfactual job")
     body = _json_object(request, COUNTERFACTUAL_FIELDS, ("intervention",))
     if isinstance(body, JsonResponse):
         return body
@@ -129,6 +132,7 @@ def trace_attribution_run(request: HttpRequest, trace_id: int):
     trace = _get_trace(request, trace_id)
     if trace is None:
         return _error(404, "no such trace")
+    check_write(request, trace.project_id, "attributing a trace")
     body = _json_object(request, ATTRIBUTION_FIELDS, ("method", "budget"))
     if isinstance(body, JsonResponse):
         return body
@@ -141,11 +145,14 @@ def trace_attribution_run(request: HttpRequest, trace_id: int):
     return JsonResponse(services.job_wire(job), status=202)
 
 
-def _job_response(request: HttpRequest, job_id: int, action=None) -> JsonResponse:
-    """The job (after `action(job)`, when given) as JSON, or 404 for an unknown or foreign id."""
+def _job_response(request: HttpRequest, job_id: int, action=None, what: str = "") -> JsonResponse:
+    """The job (after `action(job)`, when given: a write named `what`, which needs the reviewer
+    role) as JSON, or 404 for an unknown or foreign id."""
     job = services.get_job_for(job_id, request.project_ids)
     if job is None:
         return _error(404, "no such job")
+    if action is not None:
+        check_write(request, job.trace.project_id, what)
     return JsonResponse(services.job_wire(action(job) if action else job))
 
 
@@ -156,12 +163,12 @@ def job_detail(request: HttpRequest, job_id: int):
 
 @api_view("POST")
 def job_cancel(request: HttpRequest, job_id: int):
-    return _job_response(request, job_id, services.do_cancel_job)
+    return _job_response(request, job_id, services.do_cancel_job, "cancelling a job")
 
 
 @api_view("POST")
 def job_retry(request: HttpRequest, job_id: int):
-    return _job_response(request, job_id, services.do_retry_job)
+    return _job_response(request, job_id, services.do_retry_job, "retrying a job")
 
 
 @api_view("GET")

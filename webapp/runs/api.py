@@ -5,6 +5,9 @@
 (the contract of trainer/recipes/train_orchestrator.py) -> 201; `POST /api/runs/<id>/finish/`
 {status?, error?, summary?}; `GET /api/runs/<id>/`; `GET /api/runs/<id>/snapshot/`;
 `POST /api/runs/<id>/cancel/` and `/resume/`. Bad input: 400 `{"error", "field"}`, nothing stored.
+Reading needs membership; every POST needs the reviewer or admin role in the run's project (a
+token: its user's role in the token's project), else 403 naming the role; unknown and foreign
+runs answer 404 alike.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
-from webapp.traces.api import _error, _write_project, api_view
+from webapp.traces.api import _error, api_view, check_write, get_write_project
 
 from . import services
 from .models import Run
@@ -27,8 +30,13 @@ def _body(request: HttpRequest) -> Any:
         raise services.RunInputError(f"not JSON: {exc}", "body") from None
 
 
-def _run(request: HttpRequest, run_id: int) -> Run | None:
-    return services.get_run_for(run_id, request.project_ids)
+def _run(request: HttpRequest, run_id: int, write: str = "") -> Run | None:
+    """The run, or None for an unknown or foreign id; `write` names a write the caller must be
+    allowed (raises PermissionRefused, answered 403 by api_view)."""
+    run = services.get_run_for(run_id, request.project_ids)
+    if run is not None and write:
+        check_write(request, run.project_id, write)
+    return run
 
 
 @api_view("GET", "POST")
@@ -36,7 +44,7 @@ def runs(request: HttpRequest):
     """GET: the caller's runs (newest first, at most 200). POST: create an external run."""
     if request.method == "GET":
         return JsonResponse({"results": [services.run_summary(r) for r in services.list_runs(request.project_ids)[:200]]})
-    project = _write_project(request)
+    project = get_write_project(request, "reporting a run")
     if project is None:
         return _error(403, "you are not a member of any project")
     try:
@@ -69,7 +77,7 @@ def run_snapshot(request: HttpRequest, run_id: int):
 
 @api_view("POST")
 def run_iterations(request: HttpRequest, run_id: int):
-    run = _run(request, run_id)
+    run = _run(request, run_id, "reporting a run's iterations")
     if run is None:
         return _error(404, "no such run")
     if run.status not in Run.ACTIVE:
@@ -84,7 +92,7 @@ def run_iterations(request: HttpRequest, run_id: int):
 
 @api_view("POST")
 def run_finish(request: HttpRequest, run_id: int):
-    run = _run(request, run_id)
+    run = _run(request, run_id, "finishing a run")
     if run is None:
         return _error(404, "no such run")
     try:
@@ -102,7 +110,7 @@ def run_finish(request: HttpRequest, run_id: int):
 
 @api_view("POST")
 def run_cancel(request: HttpRequest, run_id: int):
-    run = _run(request, run_id)
+    run = _run(request, run_id, "cancelling a run")
     if run is None:
         return _error(404, "no such run")
     return JsonResponse(services.run_summary(services.do_request_cancel(run)))
@@ -110,7 +118,7 @@ def run_cancel(request: HttpRequest, run_id: int):
 
 @api_view("POST")
 def run_resume(request: HttpRequest, run_id: int):
-    run = _run(request, run_id)
+    run = _run(request, run_id, "resuming a run")
     if run is None:
         return _error(404, "no such run")
     try:

@@ -1,4 +1,7 @@
-"""HTML pages: runs list, New run, run page (live), compare. Thin: parse, authorise, call services."""
+"""HTML pages: runs list, New run, run page (live), compare. Thin: parse, authorise, call services.
+
+Members read; starting, cancelling and resuming runs need the reviewer or admin role (a viewer
+gets the 403 page naming it, and sees those controls disabled with READ_ONLY_HINT as tooltip)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from webapp.accounts.services import READ_ONLY_HINT, WRITE_ROLE, PermissionRefused, has_role
 from webapp.traces import access
+from webapp.traces.api import check_write, get_write_project
 
 from . import services
 from .forms import NewRunForm
@@ -45,37 +50,50 @@ def run_list(request: HttpRequest):
     runs = list(qs[:200])
     sizes = services.seed_group_sizes([r.seed_group for r in runs], project_ids)
     rows = [{"run": r, "summary": services.run_summary(r), "group_size": sizes.get(r.seed_group, 1)} for r in runs]
-    return render(request, "runs/run_list.html", {"rows": rows, "max_compare": MAX_COMPARE, "group": group})
+    can_write = any(has_role(request.user, pid, WRITE_ROLE) for pid in project_ids)
+    return render(request, "runs/run_list.html", {"rows": rows, "max_compare": MAX_COMPARE, "group": group,
+                                                  "can_write": can_write, "read_only_hint": READ_ONLY_HINT})
 
 
 @login_required
 def run_new(request: HttpRequest):
+    """GET: the form (disabled, with a notice, for a viewer). POST: start the run in the first
+    project where the user may write; 403 page for a viewer, 404 for a user of no project."""
+    if request.method == "POST":
+        project = get_write_project(request, "starting a run")  # raises PermissionRefused (403) for a viewer
+        if project is None:
+            raise Http404("you are not a member of any project")
     defaults, levels = _recipe_defaults()
     form = NewRunForm(request.POST or None, defaults=defaults, levels=levels)
     if request.method == "POST" and form.is_valid():
-        project = access.default_project_for(request.user)
-        if project is None:
-            raise Http404("you are not a member of any project")
         try:
             run = services.do_start_run(project, form.config(), name=form.cleaned_data["name"])
         except services.RunInputError as exc:
             form.add_config_error(exc.field, exc.message)
         else:
             return redirect("run-detail", run.pk)
-    return render(request, "runs/run_new.html", {"form": form})
+    try:
+        can_write = get_write_project(request, "starting a run") is not None
+    except PermissionRefused:
+        can_write = False
+    return render(request, "runs/run_new.html", {"form": form, "can_write": can_write,
+                                                 "read_only_hint": READ_ONLY_HINT})
 
 
 @login_required
 def run_detail(request: HttpRequest, run_id: int):
     run = _run_or_404(request, run_id)
     return render(request, "runs/run_detail.html", {
-        "run": run, "ws_url": f"/ws/runs/{run.pk}/", "snapshot_url": reverse("api-run-snapshot", args=[run.pk])})
+        "run": run, "ws_url": f"/ws/runs/{run.pk}/", "snapshot_url": reverse("api-run-snapshot", args=[run.pk]),
+        "can_write": has_role(request.user, run.project_id, WRITE_ROLE), "read_only_hint": READ_ONLY_HINT})
 
 
 @login_required
 @require_POST
 def run_cancel(request: HttpRequest, run_id: int):
-    run = services.do_request_cancel(_run_or_404(request, run_id))
+    run = _run_or_404(request, run_id)
+    check_write(request, run.project_id, "cancelling a run")
+    run = services.do_request_cancel(run)
     messages.info(request, f"Run {run.pk}: {'cancelling at the end of this iteration' if run.status == 'cancelling' else run.status}.")
     return redirect("run-detail", run.pk)
 
@@ -84,6 +102,7 @@ def run_cancel(request: HttpRequest, run_id: int):
 @require_POST
 def run_resume(request: HttpRequest, run_id: int):
     run = _run_or_404(request, run_id)
+    check_write(request, run.project_id, "resuming a run")
     try:
         services.request_resume(run)
     except services.RunInputError as exc:

@@ -5,7 +5,7 @@ Unknown and foreign objects look the same (None -> 404), so ids cannot be probed
 
 from __future__ import annotations
 
-from webapp.accounts.models import ApiToken, Project
+from webapp.accounts.models import ApiToken
 from webapp.accounts.services import check_token, list_projects_of
 
 from .models import Trace
@@ -26,8 +26,3 @@ def get_trace_for(trace_id: int, *, user=None, raw_token: str | None = None,
         token = check_token(raw_token)
     ids = project_ids_for(user, token)
     return Trace.objects.select_related("project").filter(pk=trace_id, project_id__in=ids).first()
-
-
-def default_project_for(user) -> Project | None:
-    projects = list_projects_of(user)
-    return projects[0] if projects else None

@@ -1,7 +1,10 @@
 """REST API under /api/ and OTLP/HTTP at /v1/traces: parse, authorise, call services, serialise.
 
-Authentication: `Authorization: Bearer <token>` (an API token, acting in its project) or the
-browser session. Errors are JSON: `{"error": ..., "index": ..., "event_id": ..., "field": ...}`.
+Authentication: `Authorization: Bearer <token>` (an API token, acting in its project with its
+user's role there) or the browser session. Reading needs membership; every write (creating a trace,
+adding events, uploads, OTLP) needs WRITE_ROLE (reviewer or admin): a viewer gets 403 naming the
+role, while unknown and foreign objects answer 404 alike. Errors are JSON:
+`{"error": ..., "index": ..., "event_id": ..., "field": ...}`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import page_not_found
 
 from webapp.accounts.ratelimit import check_ingest_rate
-from webapp.accounts.services import check_token
+from webapp.accounts.services import (WRITE_ROLE, PermissionRefused, check_role, check_token, has_role,
+                                      list_projects_of)
 from webapp.core import model as core
 from webapp.core.importers import SourceFile, TraceFormatError, decode, otlp
 from webapp.core.importers import survey
@@ -57,7 +61,8 @@ def _too_large() -> JsonResponse:
 def api_view(*methods: str, ingest: bool = False):
     """Resolve the caller (token or session) into `request.token` / `request.project_ids`;
     answer 401 without one, 405 for other methods. Token requests are exempt from CSRF.
-    Ids in the path beyond 64 bits answer 404; bodies over SWARMSCOPE_MAX_UPLOAD_BYTES 413.
+    Ids in the path beyond 64 bits answer 404; bodies over SWARMSCOPE_MAX_UPLOAD_BYTES 413;
+    a role too low for the write (PermissionRefused, e.g. from `check_write`) 403.
     `ingest` views count against the token's ingestion rate (over it: 429 with Retry-After)."""
 
     def decorate(view: Callable) -> Callable:
@@ -101,16 +106,39 @@ def api_view(*methods: str, ingest: bool = False):
                 return view(request, *args, **kwargs)
             except (BodyTooLarge, RequestDataTooBig):
                 return _too_large()
+            except PermissionRefused as exc:
+                return _error(403, str(exc))
 
         return csrf_exempt(wrapper)
 
     return decorate
 
 
-def _write_project(request: HttpRequest):
-    if request.token is not None:
+def check_write(request: HttpRequest, project_id: int, action: str) -> None:
+    """Raise PermissionRefused (api_view answers 403) unless the caller may write in the project:
+    WRITE_ROLE or above for the session user, or for a token's user (a token reads only its own
+    project, so this is their role there). `action` names the write in the message. Pages call it
+    too (no token there)."""
+    token = getattr(request, "token", None)
+    user = token.user if token is not None else request.user
+    check_role(user, project_id, WRITE_ROLE, action)
+
+
+def get_write_project(request: HttpRequest, action: str = "writing"):
+    """The project a new trace or run goes to: the token's project, else the first of the session
+    user's projects where they have WRITE_ROLE. None when the caller is a member of no project;
+    raises PermissionRefused when they may only read (a token of a viewer, a viewer everywhere).
+    Pages call it too (no token there)."""
+    if getattr(request, "token", None) is not None:
+        check_write(request, request.token.project_id, action)
         return request.token.project
-    return access.default_project_for(request.user)
+    projects = list_projects_of(request.user)
+    for project in projects:
+        if has_role(request.user, project.pk, WRITE_ROLE):
+            return project
+    if projects:
+        check_write(request, projects[0].pk, action)  # raises: the caller only reads there
+    return None
 
 
 def _get_trace(request: HttpRequest, trace_id: int) -> Trace | None:
@@ -225,7 +253,7 @@ def traces(request: HttpRequest):
         current = page.get_page(request.GET.get("page") or 1)
         return JsonResponse({"count": page.count, "page": current.number, "pages": page.num_pages,
                              "results": [services.trace_summary(t) for t in current.object_list]})
-    project = _write_project(request)
+    project = get_write_project(request, "creating a trace")
     if project is None:
         return _error(403, "you are not a member of any project")
     try:
@@ -265,6 +293,7 @@ def trace_events(request: HttpRequest, trace_id: int):
     trace = _get_trace(request, trace_id)
     if trace is None:
         return _error(404, "no such trace")
+    check_write(request, trace.project_id, "adding events to a trace")
     try:
         doc = _parse_body(_read_body(request))
         if isinstance(doc, dict) and doc and not BATCH_KEYS & doc.keys():
@@ -347,7 +376,7 @@ def outcome_json(outcome: services.FileOutcome) -> dict[str, Any]:
 @api_view("POST", ingest=True)
 def traces_upload(request: HttpRequest):
     """Import trace files in any supported format; 200 with a per-file report, 400 if any failed."""
-    project = _write_project(request)
+    project = get_write_project(request, "uploading traces")
     if project is None:
         return _error(403, "you are not a member of any project")
     try:
@@ -370,7 +399,7 @@ def traces_upload(request: HttpRequest):
 @api_view("POST", ingest=True)
 def otlp_traces(request: HttpRequest):
     """OTLP/HTTP trace export: JSON or protobuf (`application/x-protobuf`), optionally gzip."""
-    project = _write_project(request)
+    project = get_write_project(request, "sending OTLP traces")
     if project is None:
         return _error(403, "you are not a member of any project")
     protobuf = request.content_type == "application/x-protobuf"

@@ -1,4 +1,7 @@
-"""HTML pages: trace list, trace page, compare, upload, API tokens."""
+"""HTML pages: trace list, trace page, compare, upload, API tokens.
+
+Members read; uploading and the trace page's write controls (counterfactuals, attributions, job
+cancel) need the reviewer or admin role: `can_write` in the context, READ_ONLY_HINT as tooltip."""
 
 from __future__ import annotations
 
@@ -14,10 +17,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from webapp.accounts.models import ApiToken
-from webapp.accounts.services import do_create_token, do_revoke_token, list_projects_of
+from webapp.accounts.services import (READ_ONLY_HINT, WRITE_ROLE, PermissionRefused, do_create_token,
+                                      do_revoke_token, has_role, list_projects_of)
 
 from . import access, services
-from .api import upload_sources
+from .api import get_write_project, upload_sources
 
 PAGE_SIZE = 50
 NEW_TOKEN_KEY = "swarmscope_new_token"
@@ -51,7 +55,8 @@ def trace_list(request: HttpRequest):
 def trace_detail(request: HttpRequest, trace_id: int):
     trace = _trace_or_404(request, trace_id)
     return render(request, "traces/trace_detail.html", {
-        "trace": trace, **_trace_urls(trace), "rollout_backends_json": json.dumps(sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS))})
+        "trace": trace, **_trace_urls(trace), "rollout_backends_json": json.dumps(sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS)),
+        "can_write": has_role(request.user, trace.project_id, WRITE_ROLE), "read_only_hint": READ_ONLY_HINT})
 
 
 @login_required
@@ -69,13 +74,21 @@ def trace_compare(request: HttpRequest):
 
 @login_required
 def upload(request: HttpRequest):
+    """GET: the form (disabled, with a notice, for a viewer). POST: import the files into the first
+    project where the user may write; the 403 page for a viewer, 404 for a user of no project."""
     outcomes = None
-    if request.method == "POST" and request.FILES:
-        project = access.default_project_for(request.user)
+    if request.method == "POST":
+        project = get_write_project(request, "uploading traces")  # raises PermissionRefused (403) for a viewer
         if project is None:
             raise Http404("you are not a member of any project")
-        outcomes = services.do_import_sources(project, upload_sources(request))
-    return render(request, "traces/upload.html", {"outcomes": outcomes})
+        if request.FILES:
+            outcomes = services.do_import_sources(project, upload_sources(request))
+    try:
+        can_write = get_write_project(request, "uploading traces") is not None
+    except PermissionRefused:
+        can_write = False
+    return render(request, "traces/upload.html", {"outcomes": outcomes, "can_write": can_write,
+                                                  "read_only_hint": READ_ONLY_HINT})
 
 
 @login_required
