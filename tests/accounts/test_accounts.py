@@ -107,3 +107,25 @@ def test_members_page_refuses_bad_input_cleanly(team, client):
         assert client.post(f"/projects/{team.a.pk}/members/", data).status_code in (302, 404)
     response = client.post(f"/projects/{team.a.pk}/members/", {"action": "invite", "role": "owner"}, follow=True)
     assert "unknown role" in response.content.decode() and not team.a.invitations.exists()
+
+
+def test_any_member_creates_a_project_and_becomes_its_admin(team):
+    from django.test import Client
+
+    from webapp.accounts.models import Project
+
+    vic = Client()
+    vic.force_login(team.users["vic"])  # a viewer in project A
+    response = vic.post("/projects/", {"name": "  Vic's lab  "})
+    project = Project.objects.get(name="Vic's lab")
+    assert response.status_code == 302 and response["Location"] == f"/projects/{project.pk}/members/"
+    assert Membership.objects.get(project=project, user=team.users["vic"]).role == "admin"
+    assert "Vic&#x27;s lab" in vic.get("/projects/").content.decode()
+    again = vic.post("/projects/", {"name": "vic's LAB"})  # names are unique ignoring case
+    assert again.status_code == 400 and "exists already" in again.content.decode()
+    assert vic.post("/projects/", {"name": "   "}).status_code == 400
+    assert Project.objects.filter(name__iexact="vic's lab").count() == 1
+    zed = Client()
+    zed.force_login(team.users["zed"])
+    assert "Vic&#x27;s lab" not in zed.get("/projects/").content.decode()
+    assert zed.get(f"/projects/{project.pk}/members/").status_code == 404

@@ -21,6 +21,25 @@ def do_get_or_create_project(name: str = DEFAULT_PROJECT) -> Project:
     return project
 
 
+def do_create_project(name: str, creator) -> Project:
+    """A new project named `name` (stripped, 1-200 characters, unique ignoring case) with `creator`
+    as its admin. Raises ValueError with the reason."""
+    name = (name or "").strip()
+    if not 1 <= len(name) <= 200:
+        raise ValueError("a project needs a name of 1 to 200 characters")
+    with transaction.atomic():
+        if Project.objects.filter(name__iexact=name).exists():
+            raise ValueError(f"a project named {name!r} exists already")
+        base = slugify(name) or "project"
+        slug, n = base, 1
+        while Project.objects.filter(slug=slug).exists():
+            n += 1
+            slug = f"{base}-{n}"
+        project = Project.objects.create(name=name, slug=slug)
+        do_add_member(project, creator, Membership.Role.ADMIN)
+    return project
+
+
 def do_add_member(project: Project, user, role: str = Membership.Role.ADMIN) -> Membership:
     membership, _ = Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
     return membership

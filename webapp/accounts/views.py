@@ -43,13 +43,26 @@ def _require_admin(role: str) -> None:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def projects(request: HttpRequest):
+    """The user's projects; POST `name` creates one with the user as its admin."""
+    error = None
+    if request.method == "POST":
+        try:
+            project = services.do_create_project(request.POST.get("name", ""), request.user)
+        except ValueError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Created the project {project.name}: invite its members here.")
+            return redirect("project-members", project_id=project.pk)
     rows = []
     for project in (Project.objects.filter(pk__in=[p.pk for p in services.list_projects_of(request.user)])
                     .annotate(n_traces=Count("traces", distinct=True), n_members=Count("memberships", distinct=True))
                     .order_by("name")):
         rows.append({"project": project, "role": services.get_role(request.user, project.pk)})
-    return render(request, "accounts/projects.html", {"rows": rows})
+    return render(request, "accounts/projects.html", {"rows": rows, "error": error,
+                                                      "name": request.POST.get("name", "")},
+                  status=400 if error else 200)
 
 
 @login_required
