@@ -37,6 +37,14 @@ def start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
+def start_worker(queues: str, env: dict[str, str], log: Path, *options: str) -> subprocess.Popen:
+    """A Celery worker of the app on `queues` (comma-separated), with no heartbeat, gossip or mingle,
+    logging to `log`; `options` choose the pool and the like (default: `-P solo`)."""
+    return start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q", queues,
+                  *(options or ("-P", "solo")), "--without-heartbeat", "--without-gossip", "--without-mingle",
+                  "-l", "INFO"], env, log)
+
+
 def stop(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
     """Signal the whole process group, then kill it if it has not exited within `timeout`."""
     if process.poll() is None:

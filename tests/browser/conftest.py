@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import _require
-from tests.servers import app_env, free_port, manage, start, stop, wait_http
+from tests.servers import app_env, free_port, manage, start, start_worker, stop, wait_http
 
 CHROMIUM = os.environ.get("SWARMSCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -55,6 +55,11 @@ class App:
                                                   "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as response:
             return json.loads(response.read())
+
+    def start_worker(self, queue: str, log: Path):
+        """A Celery worker of this app's `queue`, with the app's environment (data folder, Redis)."""
+        redis_url = (Path(self.env["SWARMSCOPE_DATA_DIR"]) / "redis" / "url").read_text().strip()
+        return start_worker(queue, {**self.env, "REDIS_URL": redis_url}, log)
 
     def import_files(self, *paths: Path) -> dict[str, int]:
         """Import through the management command; returns {file name: trace id}."""

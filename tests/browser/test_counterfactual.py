@@ -11,14 +11,13 @@ import json
 import re
 import signal
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.browser.conftest import App, save_admin_session
 from tests.browser.test_trace_page import click_event, open_trace
 from tests.fake_openai import FakeOpenAIServer
-from tests.servers import app_env, free_port, manage, start, stop, wait_http
+from tests.servers import app_env, free_port, manage, start, start_worker, stop, wait_http
 from trainer.sim.suites import pivot12_case
 from webapp.core.model import Agent, Event, Trace
 
@@ -27,12 +26,9 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture
 def rollout_worker(app, tmp_path):
-    """A worker of the app's `rollouts-cpu` queue, with the app's environment (data folder, Redis)."""
-    redis_url = (Path(app.env["SWARMSCOPE_DATA_DIR"]) / "redis" / "url").read_text().strip()
+    """A worker of the app's `rollouts-cpu` queue."""
     log = tmp_path / "worker.log"
-    process = start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q", "rollouts-cpu",
-                     "-P", "solo", "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "INFO"],
-                    {**app.env, "REDIS_URL": redis_url}, log)
+    process = app.start_worker("rollouts-cpu", log)
     yield process, log
     stop(process)
 
@@ -194,9 +190,7 @@ def llm_app(chromium_path, tmp_path):
             token = manage("create_token", "admin", env=env).stdout.strip()
             redis_url = (tmp_path / "data" / "redis" / "url").read_text().strip()
             worker_log = tmp_path / "worker.log"
-            worker = start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q",
-                            "rollouts-gpu", "-P", "solo", "--without-heartbeat", "--without-gossip",
-                            "--without-mingle", "-l", "INFO"], {**env, "REDIS_URL": redis_url}, worker_log)
+            worker = start_worker("rollouts-gpu", {**env, "REDIS_URL": redis_url}, worker_log)
             yield App(f"http://127.0.0.1:{port}", password, token, env), fake, worker_log
         finally:
             if worker is not None:

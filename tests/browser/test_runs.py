@@ -5,24 +5,20 @@ panel updating live over `/ws/runs/<id>/`, cancel, and resume from the last chec
 Waits are on visible state (`data-points`, `data-status`, `data-iteration`), never sleeps.
 """
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.servers import start, stop
+from tests.servers import stop
 
 pytestmark = pytest.mark.timeout(420)
 
 
 @pytest.fixture
 def training_worker(app, tmp_path):
-    """A worker of the app's `training` queue, with the app's environment (data folder, Redis)."""
-    redis_url = (Path(app.env["SWARMSCOPE_DATA_DIR"]) / "redis" / "url").read_text().strip()
+    """A worker of the app's `training` queue."""
     log = tmp_path / "training-worker.log"
-    process = start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q", "training",
-                     "-P", "solo", "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "INFO"],
-                    {**app.env, "REDIS_URL": redis_url}, log)
+    process = app.start_worker("training", log)
     yield process, log
     stop(process)
 

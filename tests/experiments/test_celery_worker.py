@@ -4,13 +4,12 @@ Broker and database as in tests/traces/test_celery_worker.py (whose fixtures thi
 chunks go to the `rollouts-cpu` queue, which the worker consumes.
 """
 
-import sys
 import time
 
 import pytest
 from celery import Celery
 
-from tests.servers import app_env, start, stop
+from tests.servers import app_env, start_worker, stop
 from tests.traces.test_celery_worker import broker_url, database_url  # noqa: F401 - a fixture
 from webapp.experiments import services, tasks
 
@@ -21,9 +20,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pyt
 def rollout_worker(broker_url, tmp_path):  # noqa: F811 - the imported fixture
     env = app_env(tmp_path / "worker-data", DATABASE_URL=database_url(), CELERY_BROKER_URL=broker_url)
     log = tmp_path / "worker.log"
-    process = start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q", "rollouts-cpu",
-                     "-P", "solo", "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "INFO"],
-                    env, log)
+    process = start_worker("rollouts-cpu", env, log)
     yield process, log
     stop(process)
 

@@ -15,7 +15,6 @@ runs when it starts, brings that chunk back.
 
 import os
 import signal
-import sys
 import time
 from datetime import timedelta
 
@@ -24,7 +23,7 @@ import pytest
 from celery import Celery
 from django.utils import timezone
 
-from tests.servers import RedisServer, app_env, start, stop
+from tests.servers import RedisServer, app_env, start_worker, stop
 from tests.traces.test_celery_worker import database_url
 from trainer.rollout.sim import SimRollout
 from webapp.core.credit import paired_effect
@@ -66,9 +65,7 @@ def rollout_workers(broker_url, tmp_path):
 
     def spawn(name):
         log = tmp_path / f"{name}.log"
-        process = start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q", "rollouts-cpu",
-                         "--concurrency", "1", "--hostname", f"{name}-{os.getpid()}@%h", "--without-heartbeat",
-                         "--without-gossip", "--without-mingle", "-l", "INFO"], env, log)
+        process = start_worker("rollouts-cpu", env, log, "--concurrency", "1", "--hostname", f"{name}-{os.getpid()}@%h")
         started.append(process)
         return process, log
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 from celery import Celery
 
 from tests.runs.conftest import TINY
-from tests.servers import app_env, start, stop
+from tests.servers import app_env, start_worker, stop
 from tests.traces.test_celery_worker import broker_url, database_url  # noqa: F401 - a fixture
 from webapp.runs import services, tasks
 from webapp.runs.models import Run
@@ -29,9 +28,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pyt
 def training_worker(broker_url, tmp_path):  # noqa: F811 - the imported fixture
     env = app_env(tmp_path / "worker-data", DATABASE_URL=database_url(), CELERY_BROKER_URL=broker_url)
     log = tmp_path / "worker.log"
-    process = start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q", "training",
-                     "-P", "prefork", "-c", "1", "--without-heartbeat", "--without-gossip", "--without-mingle",
-                     "-l", "INFO"], env, log)
+    process = start_worker("training", env, log, "-P", "prefork", "-c", "1")
     yield process, log, tmp_path / "worker-data"
     stop(process)
 

