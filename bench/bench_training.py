@@ -2,7 +2,7 @@
 against the heuristic baselines, and the learned stop against running to the step limit and the
 rule-based stop. Prints a Markdown section for bench/RESULTS.md.
 
-    nice -n 10 .venv/bin/python bench/bench_training.py [--budget 150000] [--seeds 3] [--workers 2]
+    nice -n 19 .venv/bin/python bench/bench_training.py [--budget 150000] [--seeds 3] [--workers 2]
         [--eval-tasks 50] [--out /tmp/bench_training]
 
 1. For each credit scheme (shared, counterfactual, shapley) and seed 0..seeds-1: `train` on the
@@ -16,7 +16,9 @@ rule-based stop. Prints a Markdown section for bench/RESULTS.md.
    policy (learned stop) vs single agent, fixed fan-out (8 solvers + a verifier) and spawn-everything
    on task reward (w_success R - w_cs CS, anneal 0), E[R], success rate and critical steps.
 3. The shared runs' policies on the held-out tasks with stop modes learned / none (the step limit)
-   / rule: mean episode length, success, stop regret, premature and late counts.
+   / rule: mean episode length, success, stop regret, premature and late counts, pooled and per
+   seed, and the learned stop's length cut and success difference against the step limit per seed;
+   then every trained policy's critical steps per seed against fixed fan-out's.
 """
 
 from __future__ import annotations
@@ -163,7 +165,7 @@ def main() -> None:
     lines.append("")
     load = os.getloadavg()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    lines.append(f"`nice -n 10 .venv/bin/python bench/bench_training.py --budget {args.budget} --seeds {args.seeds} "
+    lines.append(f"`nice -n 19 .venv/bin/python bench/bench_training.py --budget {args.budget} --seeds {args.seeds} "
                  f"--workers {args.workers} --eval-tasks {args.eval_tasks}`, `date -u` = "
                  f"{time.strftime('%a %b %d %H:%M UTC %Y', time.gmtime())}, {platform.machine()}, "
                  f"{os.cpu_count()} CPUs shared (load average at the end {load[0]:.1f}), Python "
@@ -268,12 +270,29 @@ def main() -> None:
     lines.append("")
     lines += table_of(per_seed, keys)
     names = list(modes)
-    learned, limit = modes[names[0]], modes[names[1]]
-    cut = 1 - np.mean([e["length"] for e in learned]) / np.mean([e["length"] for e in limit])
-    diff = 100 * (np.mean([e["p_success"] for e in learned]) - np.mean([e["p_success"] for e in limit]))
+
+    def versus(learned: list[dict], limit: list[dict]) -> str:
+        cut = 1 - np.mean([e["length"] for e in learned]) / np.mean([e["length"] for e in limit])
+        diff = 100 * (np.mean([e["p_success"] for e in learned]) - np.mean([e["p_success"] for e in limit]))
+        rate = 100 * (np.mean([e["success"] for e in learned]) - np.mean([e["success"] for e in limit]))
+        return f"length cut {cut:.0%}, E[R] {diff:+.1f} points, success rate {rate:+.1f} points"
+
     lines.append("")
-    lines.append(f"Learned stop vs the step limit: mean episode length cut {cut:.0%}, E[R] difference "
-                 f"{diff:+.1f} points.")
+    seeds_line = "; ".join(f"seed {seed}: " + versus(per_seed[f"shared seed {seed}, stop = learned"],
+                                                     per_seed[f"shared seed {seed}, stop = none"])
+                           for seed in range(args.seeds))
+    lines.append(f"Learned stop vs the step limit, pooled: {versus(modes[names[0]], modes[names[1]])}; "
+                 f"per seed: {seeds_line}.")
+
+    def critical(credit: str, seed: int) -> float:
+        policy, config = policies[(credit, seed)]
+        return float(np.mean([e["critical_steps"] for e in evaluate(policy, tasks, config, seed=eval_seed)]))
+
+    fan_out = float(np.mean([e["critical_steps"] for e in rows["fixed fan-out (8 + verifier)"]]))
+    lines.append("")
+    lines.append(f"Critical steps per seed (learned stop; fixed fan-out {fan_out:.1f}): " + "; ".join(
+        f"{credit} " + ", ".join(f"{critical(credit, seed):.1f}" for seed in range(args.seeds)) for credit in CREDITS)
+        + ".")
     total = (time.monotonic() - started) / 60
     text = "\n".join(lines).replace("{total}", f"{total:.1f}")
     (out / "section.md").write_text(text)

@@ -3,11 +3,26 @@ head and value-of-continuation head, and a batched player of episodes (`play`).
 
 Action space (`MOVES`, survey §3 sub-decisions O1-O5): spawn a solver / an expert / a verifier;
 delegate the next open subtask (in id order, a topological order) to the live worker that is free
-first; message that worker (a null item: it costs time and tokens); aggregate; stop. The argument
+first; message that worker (a null item: it costs time and tokens); aggregate (legal once every
+subtask is delegated: an earlier answer is certainly wrong); stop. The argument
 of a move is resolved by these rules, so the network chooses the kind of decision, and the masks
-(`legal_moves`) rule out the illegal ones. Stop modes: `learned` (stop is a move like the others),
-`rule` (stop and aggregate masked until every subtask is delegated, then aggregate and stop are
-forced: the survey's rule-based stop) and `none` (stop masked: the episode runs to the step limit).
+(`legal_moves`) rule out the illegal ones. Stop modes: `learned` (stop is an optimal-stopping
+decision on the value heads, below), `rule` (stop and aggregate masked until every subtask is
+delegated, then aggregate and stop are forced: the survey's rule-based stop) and `none` (stop
+masked: the episode runs to the step limit).
+
+**The learned stop is optimal stopping** (Snell 1952; Chow, Robbins & Siegmund 1971, ch. 3), not
+a policy-gradient logit. Two heads estimate the value of stopping now, S(s) (the reward the episode
+gets when it stops at s), and the gain of continuing, G(s) = C(s) - S(s) (C: the reward when it
+goes on instead). The rule "stop when the value of continuing falls below the value of stopping
+now" is p(stop | s) = sigmoid(-G(s) / STOP_TEMPERATURE): a soft version of stop iff C(s) < S(s).
+The other moves share 1 - p(stop) by the action head's softmax over them. G is regressed on paired
+differences (both terms at the same seed, so the outcome noise they share cancels; see the recipe),
+which is what makes the small gain of stopping after the answer (a few critical steps) learnable
+under 0/1 outcome noise. Guards against the collapse into stopping at once: G starts optimistic
+(`INITIAL_GAIN`: continuing looks worth it until the data says otherwise), and stop is masked until
+the orchestrator has delegated a share `stop_after` of the subtasks (at least one: stopping before
+any work is never informative; the recipe's default is all of them, see its docstring).
 
 Sampling uses SwarmSim's counter-based randomness (`trainer.sim.rng`): decision t of the episode
 with seed s draws u = uniform(s, "policy/<t>") (with a `salt`, "policy/<t>/<salt>"), so a
@@ -16,8 +31,10 @@ re-rollout that keeps the seed shares every draw it does not change (common rand
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -38,16 +55,26 @@ STOP_MODES = ("learned", "rule", "none")
 FEATURES = ("delegated_share", "all_delegated", "next_difficulty", "solvers", "experts", "verifier_alive",
             "workers_per_subtask", "workers_idle_share", "wait_s", "messages", "aggregated", "steps_share",
             "clock_s", "events", "n_subtasks", "bias")
-#: Initial logit biases: delegate leans on, premature aggregates and stops are rare at first.
-INITIAL_BIAS = (0.0, 0.0, 0.0, 1.0, -1.0, -4.0, -5.0)
+#: Initial logit biases: delegate leans on; aggregate (legal only once every subtask is delegated)
+#: leans on too. (The stop logit is unused: p(stop) comes from the gain head, module docstring.)
+INITIAL_BIAS = (0.0, 0.0, 0.0, 1.0, -1.0, 1.0, -5.0)
+#: Temperature of the learned stop, in reward units: p(stop) = sigmoid(-G / STOP_TEMPERATURE).
+#: Small, because the stop is asked at every decision and the hazards add up: a gain of +0.02
+#: gives p(stop) = 5e-5 per decision (1 % over 200), a gain of -0.01 (10 critical steps at w_cs
+#: 0.001) gives 0.99.
+STOP_TEMPERATURE = 0.002
+#: Initial bias of the gain head G (reward units): p(stop) ~ sigmoid(-50) ~ 0 until trained.
+INITIAL_GAIN = 0.5
 
 
 class OrchestratorState:
     """Book-keeping over one `SwarmEnv` that the features and the move rules read (O(1) per step)."""
 
-    def __init__(self, env: SwarmEnv, max_agents: int):
+    def __init__(self, env: SwarmEnv, max_agents: int, stop_after: float = 0.0):
         self.env, self.max_agents = env, max_agents
         self.n = len(env.task.subtasks)
+        #: the learned stop's guard: stop is offered once this many subtasks are delegated (>= 1)
+        self.stop_from = max(1, math.ceil(stop_after * self.n))
         self.next_subtask = 0
         self.workers: list[str] = []
         self.roles = {"solver": 0, "expert": 0, "verifier": 0}
@@ -65,8 +92,9 @@ class OrchestratorState:
         mask[[SPAWN_SOLVER, SPAWN_EXPERT, SPAWN_VERIFIER]] = room
         mask[DELEGATE] = bool(self.workers) and self.next_subtask < self.n
         mask[MESSAGE] = bool(self.workers)
-        mask[AGGREGATE] = not self.env.aggregated
-        mask[STOP] = mode == "learned"
+        # an answer before every subtask is delegated is certainly wrong (E[R] = 0, `trainer.sim.env`)
+        mask[AGGREGATE] = not self.env.aggregated and self.next_subtask == self.n
+        mask[STOP] = mode == "learned" and self.next_subtask >= self.stop_from  # the guard
         if mode == "rule":
             mask[AGGREGATE] = False
             if self.next_subtask == self.n:  # every subtask delegated: aggregate, then stop
@@ -117,33 +145,71 @@ class OrchestratorState:
             self.messages += 1
 
 
+class Heads(NamedTuple):
+    """The policy's outputs for a batch of B decisions: `logits` (B, M) masked action logits,
+    `value` V(s) (B,) the expected reward from s on (the recipe's per-decision rewards),
+    `stop_value` S(s) (B,) the expected episode reward when the orchestrator stops at s, `gain`
+    G(s) (B,) the expected gain of continuing instead (reward units). The value of continuation
+    is C(s) = S(s) + G(s) (`continuation`)."""
+
+    logits: torch.Tensor
+    value: torch.Tensor
+    stop_value: torch.Tensor
+    gain: torch.Tensor
+
+    @property
+    def continuation(self) -> torch.Tensor:
+        return self.stop_value + self.gain
+
+
 class OrchestratorPolicy(nn.Module):
-    """MLP torso over `FEATURES` with three heads: action logits (len(MOVES),), value V(s) (the
-    expected episode reward from s) and value of continuation C(s) (the expected reward when the
-    orchestrator does not stop at s and goes on under the policy). Input (B, F) float32."""
+    """MLP torso over `FEATURES` with four heads (`Heads`): action logits (len(MOVES),), value V(s),
+    value of stopping now S(s) and gain of continuing G(s). Input (B, F) float32."""
 
     def __init__(self, hidden: int = 64):
         super().__init__()
         self.torso = nn.Sequential(nn.Linear(len(FEATURES), hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
         self.logits = nn.Linear(hidden, len(MOVES))
         self.value = nn.Linear(hidden, 1)
-        self.continuation = nn.Linear(hidden, 1)
+        self.stop_value = nn.Linear(hidden, 1)
+        self.gain = nn.Linear(hidden, 1)
         with torch.no_grad():
             self.logits.weight.mul_(0.01)
             self.logits.bias.copy_(torch.tensor(INITIAL_BIAS))
+            self.gain.weight.mul_(0.01)
+            self.gain.bias.fill_(INITIAL_GAIN)
 
-    def forward(self, features: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(masked logits (B, M): -1e9 where `mask` (B, M) bool is False, V (B,), C (B,))."""
+    def forward(self, features: torch.Tensor, mask: torch.Tensor) -> Heads:
+        """`Heads` of features (B, F); logits are -1e9 where `mask` (B, M) bool is False."""
         h = self.torso(features)
         logits = self.logits(h).masked_fill(~mask, -1e9)
-        return logits, self.value(h).squeeze(-1), self.continuation(h).squeeze(-1)
+        return Heads(logits, self.value(h).squeeze(-1), self.stop_value(h).squeeze(-1), self.gain(h).squeeze(-1))
+
+
+def move_probabilities(logits: torch.Tensor, gain: torch.Tensor, mask: torch.Tensor,
+                       mode: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(probabilities (B, M) of every move, log-probabilities (B, M) of the non-stop moves given
+    that the orchestrator does not stop). p(stop) is 1 where stop is the only legal move; under the
+    `learned` mode, where stop is legal among others, sigmoid(-gain / STOP_TEMPERATURE) (optimal
+    stopping, module docstring); else 0. The non-stop moves share 1 - p(stop) by the softmax of
+    `logits` (B, M) over the legal ones. `gain` (B,), `mask` (B, M) bool."""
+    others = mask.clone()
+    others[:, STOP] = False
+    conditional = torch.log_softmax(logits.masked_fill(~others, -1e9), dim=-1)
+    only_stop = mask[:, STOP] & ~others.any(-1)
+    learned = torch.sigmoid(-gain / STOP_TEMPERATURE) if mode == "learned" else torch.zeros_like(gain)
+    p_stop = torch.where(only_stop, torch.ones_like(gain), torch.where(mask[:, STOP], learned, torch.zeros_like(gain)))
+    probs = conditional.exp() * (1 - p_stop)[:, None] * others
+    probs[:, STOP] = p_stop
+    return probs, conditional
 
 
 @dataclass
 class Played:
     """One played episode: the final env, and per decision the policy's record (T decisions):
-    `features` (T, F), `masks` (T, M), `moves` (T,), `logp` (T,), `values` (T,), `continuation`
-    (T,), `p_stop` (T,); `sampled` (T,) bool: the move was drawn from the policy (not forced);
+    `features` (T, F), `masks` (T, M), `moves` (T,), `logp` (T,) (of a non-stop move: its
+    log-probability given no stop, what PPO's ratio uses; of a stop: log p(stop)), `values` (T,),
+    `continuation` (T,) C(s), `p_stop` (T,); `sampled` (T,) bool: drawn from the policy (not forced);
     `env_steps`: steps simulated after the `fork` (the steps before it replay a known prefix)."""
 
     env: SwarmEnv
@@ -167,7 +233,8 @@ class Script:
     the others are drawn from the policy with `salt` (an independent draw, same env seed: CRN).
     `fork`: the first decision that may differ from the factual episode (steps before it are a
     replayed prefix and do not count in `env_steps`). `no_stop_at`: a decision where stop is masked
-    (the orchestrator continues: the stop decision's counterfactual)."""
+    (the orchestrator continues: the stop decision's counterfactual); with `no_stop_after`, stop
+    stays masked from there on (the episode runs on to the step limit)."""
 
     task: Task
     seed: int
@@ -176,23 +243,25 @@ class Script:
     salt: int = 0
     fork: int = 0
     no_stop_at: int = -1
+    no_stop_after: bool = False
 
 
 def play(policy: OrchestratorPolicy, scripts: Sequence[Script], config: SimConfig, mode: str,
-         max_agents: int = 64, record: bool = True) -> list[Played]:
+         max_agents: int = 64, record: bool = True, stop_after: float = 0.0) -> list[Played]:
     """Play every script to its end, one batched forward pass per decision over the live episodes.
 
     Returns one `Played` per script, with its `episode` (trace, reward, p_success) built. A decision
     t of script k with t < len(moves) and kept[t] replays moves[t] where legal (no forward pass);
     the others are sampled from the masked policy with u = uniform(seed, "policy/<t>[/<salt>]").
-    Raises ValueError for an unknown stop `mode`.
+    `stop_after`: the learned stop's guard, the share of subtasks delegated before stop is offered
+    (at least one). Raises ValueError for an unknown stop `mode`.
     """
     if mode not in STOP_MODES:
         raise ValueError(f"stop mode must be one of {STOP_MODES}, got {mode!r}")
     games = []
     for script in scripts:
         env = SwarmEnv(script.task, config, script.seed)
-        games.append(Played(env, OrchestratorState(env, max_agents)))
+        games.append(Played(env, OrchestratorState(env, max_agents, stop_after)))
     live = list(range(len(scripts)))
     while live:
         asking = []
@@ -201,7 +270,8 @@ def play(policy: OrchestratorPolicy, scripts: Sequence[Script], config: SimConfi
             while not game.env.done:
                 t = len(game.env.actions)
                 mask = game.state.legal(mode)
-                if t == script.no_stop_at and mask.sum() > 1:
+                if (t == script.no_stop_at or script.no_stop_after and 0 <= script.no_stop_at <= t) \
+                        and mask.sum() > 1:
                     mask[STOP] = False
                 if t < len(script.moves) and script.kept[t] and mask[script.moves[t]]:
                     game.state.apply(script.moves[t])
@@ -215,8 +285,10 @@ def play(policy: OrchestratorPolicy, scripts: Sequence[Script], config: SimConfi
         features = torch.from_numpy(np.stack([games[k].state.features() for k, _ in asking]))
         masks = torch.from_numpy(np.stack([mask for _, mask in asking]))
         with torch.no_grad():
-            logits, values, cont = policy(features, masks)
-            probs = torch.softmax(logits, dim=-1).numpy().astype(np.float64)
+            heads = policy(features, masks)
+            probs_t, conditional = move_probabilities(heads.logits, heads.gain, masks, mode)
+            probs = probs_t.numpy().astype(np.float64)
+            values, cont = heads.value, heads.continuation
         for row, (k, mask) in enumerate(asking):
             game, script = games[k], scripts[k]
             t = len(game.env.actions)
@@ -229,7 +301,8 @@ def play(policy: OrchestratorPolicy, scripts: Sequence[Script], config: SimConfi
                 game.features.append(features[row].numpy())
                 game.masks.append(mask)
                 game.moves.append(move)
-                game.logp.append(float(np.log(max(probs[row, move], 1e-30))))
+                game.logp.append(float(np.log(max(probs[row, STOP], 1e-30))) if move == STOP
+                                 else float(conditional[row, move]))
                 game.values.append(float(values[row]))
                 game.continuation.append(float(cont[row]))
                 game.p_stop.append(float(probs[row, STOP]))

@@ -41,6 +41,8 @@ def test_an_external_run_reports_iterations_and_finishes(api_client, iterations)
 @pytest.mark.parametrize("body, field", [
     ({"config": {**TINY, "credit": "vibes"}}, "config.credit"),
     ({"config": {**TINY, "budget_steps": -5}}, "config.budget_steps"),
+    ({"config": {**TINY, "budget_steps": 10 ** 30}}, "config.budget_steps"),  # beyond 64 bits: no 500
+    ({"config": {**TINY, "hidden": 10 ** 9}}, "config.hidden"),  # a network no worker could hold
     ({"config": []}, "config"),
     ({"name": 7, "config": TINY}, "name"),
     (b"{not json", "body"),

@@ -8,10 +8,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from trainer.policy import (AGGREGATE, DELEGATE, MOVES, STOP, OrchestratorPolicy, Script, moves_of,  # noqa: E402
-                            play)
-from trainer.recipes.train_orchestrator import (DEFAULT_REWARD_WEIGHTS, RunConfig, block_of, episode_reward, gae, main,  # noqa: E402
-                                                stop_hindsight, train)
+from trainer.policy import (AGGREGATE, DELEGATE, MESSAGE, MOVES, STOP, STOP_TEMPERATURE,  # noqa: E402
+                            OrchestratorPolicy, Script, move_probabilities, moves_of, play)
+from trainer.recipes.train_orchestrator import (DEFAULT_REWARD_WEIGHTS, RunConfig, block_of,  # noqa: E402
+                                                decision_rewards, episode_reward, gae, main, reward_to_go,
+                                                stop_hindsight, stop_targets, train)
 from trainer.rollout.sim import SimRollout  # noqa: E402
 from trainer.sim.actions import ORCHESTRATOR, aggregate, delegate, message, spawn, stop  # noqa: E402
 from trainer.sim.env import SimConfig, simulate  # noqa: E402
@@ -70,6 +71,38 @@ def test_gae_with_terminal_reward():
     np.testing.assert_allclose(gae(np.array([0.2, 0.4]), 1.0, 0.5), [0.5, 0.6])
     # lambda = 1: Monte Carlo, A_t = R - V_t
     np.testing.assert_allclose(gae(np.array([0.2, 0.4, 0.9]), 1.0, 1.0), [0.8, 0.6, 0.1])
+
+
+def test_gae_with_per_decision_rewards():
+    # lambda = 0.5, V = (0.2, 0.4), r = (-0.1, 1.1): δ = (-0.1 + 0.4 - 0.2, 1.1 - 0.4) = (0.1, 0.7);
+    # A_1 = 0.7, A_0 = 0.1 + 0.5 * 0.7 = 0.45
+    np.testing.assert_allclose(gae(np.array([0.2, 0.4]), np.array([-0.1, 1.1]), 0.5), [0.45, 0.7])
+
+
+def test_decision_rewards_pay_each_decision_its_critical_step_and_keep_the_return():
+    weights = {"critical_steps": 0.01}
+    r = decision_rewards(0.5, 4, weights)
+    np.testing.assert_allclose(r, [-0.01, -0.01, -0.01, 0.5 + 0.03])
+    assert r.sum() == pytest.approx(0.5)
+    np.testing.assert_allclose(reward_to_go(0.5, 4, weights), np.cumsum(r[::-1])[::-1])
+
+
+def test_the_learned_stop_is_a_sigmoid_of_the_gain_of_continuing():
+    legal = torch.tensor([[True, False, False, True, True, True, True],    # stop and three others
+                          [False, False, False, False, False, False, True],  # only stop
+                          [True, False, False, True, True, True, True]])
+    logits = torch.tensor([[0.0, 0.0, 0.0, np.log(2.0), 0.0, 0.0, 5.0]] * 3)
+    gain = torch.tensor([-STOP_TEMPERATURE * np.log(3.0), 0.7, 1.0])  # p(stop) = sigmoid(log 3) = 0.75
+    probs, conditional = move_probabilities(logits, gain, legal, "learned")
+    # the stop logit (5.0) plays no part; the others share 1 - p(stop) by softmax (1 : 2 : 1 : 1)
+    np.testing.assert_allclose(probs[0].numpy(), [0.05, 0, 0, 0.1, 0.05, 0.05, 0.75], atol=1e-6)
+    np.testing.assert_allclose(conditional[0, [0, DELEGATE, MESSAGE, AGGREGATE]].exp().numpy(), [0.2, 0.4, 0.2, 0.2],
+                               atol=1e-6)
+    np.testing.assert_allclose(probs[1].numpy(), [0, 0, 0, 0, 0, 0, 1], atol=1e-6)  # forced
+    assert probs[2, STOP] < 1e-20  # a gain of 1.0: it goes on
+    # rule / none modes: stop has probability only where it is forced
+    probs, _ = move_probabilities(logits, gain, legal, "rule")
+    assert probs[0, STOP] == 0 and probs[1, STOP] == 1 and probs[0].sum() == pytest.approx(1.0)
 
 
 def test_blocks_are_contiguous_and_near_equal():
@@ -158,6 +191,41 @@ def test_the_stop_counterfactual_continues_from_the_same_state():
     assert moves[:4] == factual[:4] and moves[4] != STOP and len(moves) > 5
     assert going_on.env_steps == len(moves) - 4  # only the steps after the fork count
     assert going_on.episode.reward == stopped.episode.reward  # the answer was given before the fork
+
+
+def test_stop_is_masked_until_the_first_delegation():
+    torch.manual_seed(0)
+    policy = OrchestratorPolicy()
+    fresh = play(policy, [Script(EASY, 2)], SimConfig(max_steps=1), "learned")[0]
+    assert not fresh.masks[0][STOP]  # nothing delegated yet: stop is not offered
+    started = play(policy, [Script(EASY, 2, (0, DELEGATE), (True, True))], SimConfig(max_steps=3), "learned")[0]
+    assert started.masks[0][STOP]  # the first sampled decision, after one delegation
+
+
+def test_stop_targets_measure_the_exact_cost_of_going_on_after_the_answer():
+    # spawn, delegate both, aggregate, stop; the stop's continuation runs on to the step limit (12)
+    # with the answer already given: its gain is minus the cost of 8 more orchestrator events
+    torch.manual_seed(0)
+    policy = OrchestratorPolicy()
+    config = RunConfig.from_dict({**TINY, "max_steps": 12, "stop_points": 3,
+                                  "reward_weights": {"critical_steps": 0.01, "finish": 0.0, "parallelism": 0.0}})
+    factual = (0, DELEGATE, DELEGATE, AGGREGATE, STOP)
+    game = play(policy, [Script(EASY, 4, factual, (True,) * 5)], config.sim_config(), "learned")[0]
+    game.moves = list(factual)  # the record stop_targets reads, as if every decision had been sampled
+    game.masks = [np.array([True] * 6 + [t >= 2]) for t in range(5)]  # stop legal from the first delegation
+
+    def reward_of(episode):
+        return episode_reward(episode, config.reward_weights, 0.0)["total"]
+
+    reward = reward_of(game.episode)
+    values, gains, steps = stop_targets(policy, game, reward, config, reward_of, np.random.default_rng(0))
+    assert values[4] == reward and gains[4] == pytest.approx(-0.08)
+    # stopping at decisions 2 and 3 (before the answer) gives R = 0: going on gains the outcome
+    actions = [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1")]
+    for s in (2, 3):
+        assert values[s] == pytest.approx(reward_of(simulate(EASY, actions[:s] + [stop()], config.sim_config(), 4)))
+        assert gains[s] == pytest.approx(reward - values[s]) and gains[s] > 0.9
+    assert np.isnan(values[:2]).all() and steps == (12 - 4) + 2  # the continuation after its fork + 2 stops
 
 
 def test_stop_modes():

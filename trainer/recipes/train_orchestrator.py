@@ -28,12 +28,28 @@ hindsight (`stop_hindsight`), credit (`decision_credit`), the update (`ppo_updat
   r_finish) - w_critical_steps * CS, the Kimi K2.5 PARL orchestration terms (r_parallel: working
   sub-agents / parallel_target, capped at 1; r_finish: share of subtasks finished), annealed
   linearly to 0 over the first `anneal_fraction` of the budget, and the critical-steps cost (CS:
-  `webapp.core.metrics.critical_steps`, events).
-- **Stop** is a move of the action head. Its credit is paired: R(stop at t) - R(continue at t),
-  the latter one re-rollout at the same seed with stop masked at t and the policy onwards (its
-  steps count in the budget); the value-of-continuation head C(s) is regressed on the reward of
-  continuing (the episode's own reward where it did continue, that re-rollout where it stopped).
-  Logged per step: p(stop) and C(s); per episode the stop regret (`stop_hindsight`).
+  `webapp.core.metrics.critical_steps`, events). Under PPO the CS cost of each orchestrator event
+  is paid at its decision (`decision_rewards`; the same return).
+- **Stop** (`stop_targets`) is optimal stopping on two heads (`trainer.policy`): S(s), the value
+  of stopping now, and G(s) = C(s) - S(s), the gain of continuing; p(stop) = sigmoid(-G / τ), so
+  the orchestrator stops when the learned value of continuing falls below the value of stopping
+  now. Stop gets no policy gradient (its rows are left out of the surrogate): the heads are
+  regressed on paired outcomes at the episode's seed (common random numbers). Where the episode
+  stopped at t: S = its reward, G = R(continue) - R(stop), the continuation one re-rollout with stop
+  masked from t on, run to the step limit (the alternative the issue compares with). At
+  `stop_points` other decisions s drawn per episode (and the first decision after the answer):
+  G = R(factual, it went on) - R(stop at s), the latter the factual prefix replayed with a stop at
+  s (one step). Both re-rollouts count in the budget. Because both terms of G share the outcome
+  draws, its target after the answer is the exact, small, negative critical-steps cost of going on,
+  not buried in ±0.5 outcome noise as a reward difference across episodes would be. Guard against
+  the collapse into stopping at once (optimal stopping for a policy that cannot yet answer well):
+  stop is offered once a share `stop_after` of the subtasks is delegated (default: all; an answer
+  before that is masked anyway, `trainer.policy`). Logged per step: p(stop) and C(s); per episode
+  the stop regret (`stop_hindsight`).
+
+Earlier versions trained stop as an action-head logit with the paired credit as its advantage;
+after normalisation that ~0.03 signal was drowned by the outcome noise (the stop never fired), or,
+once the annealed terms faded, the policy collapsed into stopping at once (bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -52,8 +68,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.policy import (MOVES, STOP, STOP_MODES, OrchestratorPolicy, Played, Script, moves_of,
-                            play)
+from trainer.policy import (AGGREGATE, MOVES, STOP, STOP_MODES, OrchestratorPolicy, Played, Script,
+                            move_probabilities, moves_of, play)
 from trainer.sim.actions import aggregate, delegate, spawn, stop
 from trainer.sim.env import Episode, SimConfig, simulate
 from trainer.sim.tasks import LEVELS, Task, generate_task
@@ -89,6 +105,9 @@ class RunConfig:
     entropy_coef, value_coef, continuation_coef: loss weights. hidden: torso width.
     max_steps: decisions after which SwarmSim stops an episode (the step limit).
     max_agents: most sub-agents alive at once. credit_blocks, credit_samples: see the module docstring.
+    stop_points: decisions per episode at which the value of stopping is measured (`stop_targets`).
+    stop_after: the learned stop's guard: the share of subtasks delegated before stop is offered
+        (at least one subtask; `trainer.policy`). 1.0: only once all work is handed out.
     sample_episodes: episodes per iteration reported as traces. threads: torch CPU threads.
     """
 
@@ -114,6 +133,8 @@ class RunConfig:
     max_agents: int = 64
     credit_blocks: int = 4
     credit_samples: int = 2
+    stop_points: int = 4
+    stop_after: float = 1.0
     sample_episodes: int = 1
     threads: int = 1
 
@@ -134,17 +155,20 @@ class RunConfig:
         for name, allowed in choices.items():
             if name in data and data[name] not in allowed:
                 raise ValueError(f"{name}: must be one of {', '.join(allowed)}, got {data[name]!r}")
-        minimum = {"budget_steps": 1, "seed": 0, "episodes_per_iteration": 1, "group_size": 1, "epochs": 1,
-                   "minibatch_size": 1, "hidden": 1, "max_steps": 2, "max_agents": 1, "credit_blocks": 1,
-                   "credit_samples": 2, "sample_episodes": 0, "threads": 1}
-        for name, low in minimum.items():
+        # (low, high): high keeps a run storable (64-bit integers) and within what a worker can hold
+        bounds = {"budget_steps": (1, 10 ** 12), "seed": (0, 2 ** 62), "episodes_per_iteration": (1, 4096),
+                  "group_size": (1, 256), "epochs": (1, 100), "minibatch_size": (1, 65536), "hidden": (1, 4096),
+                  "max_steps": (2, 100_000), "max_agents": (1, 10_000), "credit_blocks": (1, 1000),
+                  "credit_samples": (2, 1000), "stop_points": (0, 1000), "sample_episodes": (0, 16),
+                  "threads": (1, 64)}
+        for name, (low, high) in bounds.items():
             if name in data:
                 value = data[name]
-                if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                    raise ValueError(f"{name}: must be an integer >= {low}, got {value!r}")
+                if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                    raise ValueError(f"{name}: must be an integer in [{low}, {high:,}], got {value!r}")
         positive = ("lr", "clip")
-        unit = ("gae_lambda",)
-        for name in ("lr", "clip", "gae_lambda", "entropy_coef", "value_coef", "continuation_coef"):
+        unit = ("gae_lambda", "stop_after")
+        for name in ("lr", "clip", "gae_lambda", "entropy_coef", "value_coef", "continuation_coef", "stop_after"):
             if name in data:
                 value = data[name]
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
@@ -205,6 +229,23 @@ def episode_reward(episode: Episode, weights: Mapping[str, float], anneal: float
     total = task + anneal * (weights["parallelism"] * r_parallel + weights["finish"] * r_finish)
     return {"success": episode.reward, "critical_steps": cs, "r_parallel": r_parallel, "r_finish": r_finish,
             "task": task, "expected_task": weights["success"] * episode.p_success - cost, "total": total}
+
+
+def decision_rewards(reward: float, n_decisions: int, weights: Mapping[str, float]) -> np.ndarray:
+    """The episode's `reward` spread over its T = `n_decisions` decisions (T,), summing to it: each
+    decision pays w_critical_steps at once for the critical step it adds as an orchestrator event
+    (CS = orchestrator events + Σ stage maxima of the sub-agent lanes, `webapp.core.metrics`; every
+    decision is one orchestrator event), the rest comes at the end. The same return, so the same
+    optimum; but PPO's GAE sees the cost of a needless message or spawn at that decision instead of
+    inferring it through V from the terminal reward, where ±0.5 of outcome noise hides it."""
+    out = np.full(n_decisions, -weights["critical_steps"])
+    out[-1] += reward + weights["critical_steps"] * n_decisions
+    return out
+
+
+def reward_to_go(reward: float, n_decisions: int, weights: Mapping[str, float]) -> np.ndarray:
+    """(T,) value targets under `decision_rewards`: the rewards from decision t on."""
+    return reward + weights["critical_steps"] * np.arange(n_decisions)
 
 
 def anneal_factor(env_steps: int, config: RunConfig) -> float:
@@ -281,6 +322,50 @@ def stop_hindsight(episode: Episode, weights: Mapping[str, float]) -> StopOutcom
     return StopOutcome(regret, best_point, answer_at, premature, late)
 
 
+# --- stop targets -----------------------------------------------------------------------------
+
+def stop_targets(policy: OrchestratorPolicy, game: Played, reward: float, config: RunConfig,
+                 reward_of: Callable[[Episode], float], rng: np.random.Generator
+                 ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Regression targets of the stop heads for one played episode (T recorded decisions): the value
+    of stopping S (T,) and the gain of continuing G (T,), NaN where not measured, and the
+    environment steps the measurements took. Units: reward (`reward_of`).
+
+    Paired at the episode's seed (common random numbers): where the episode stopped at t, S = its
+    `reward` and G = R(continue) - reward, the continuation a closed-loop re-rollout from t with stop
+    masked to the step limit (its steps after the fork count). At up to `config.stop_points`
+    decisions s where stop was legal but not taken (drawn by `rng`), plus the first such decision
+    after the answer (aggregate): S = R(the first s factual decisions, then stop) (one step after
+    the fork) and G = reward - S.
+    """
+    n = len(game.moves)
+    values, gains = np.full(n, np.nan), np.full(n, np.nan)
+    steps = 0
+    env, moves = game.env, moves_of(game)
+    if config.stop != "learned" or not n:
+        return values, gains, steps
+    t = n - 1
+    if game.moves[t] == STOP and game.masks[t].sum() > 1:
+        script = Script(env.task, env.seed, moves, (True,) * t + (False,), 0, t, t, no_stop_after=True)
+        [going_on] = play(policy, [script], config.sim_config(), config.stop, config.max_agents, record=False,
+                          stop_after=config.stop_after)
+        steps += going_on.env_steps
+        values[t], gains[t] = reward, reward_of(going_on.episode) - reward
+    open_points = [s for s in range(n) if game.masks[s][STOP] and game.moves[s] != STOP]
+    points = set(rng.choice(open_points, size=min(config.stop_points, len(open_points)), replace=False).tolist()) \
+        if open_points else set()
+    answered = next((s for s, m in enumerate(game.moves) if m == AGGREGATE), None)
+    after_answer = [s for s in open_points if answered is not None and s > answered]
+    if after_answer:
+        points.add(after_answer[0])
+    for s in sorted(points):
+        stopped = simulate(env.task, list(env.actions[:s]) + [stop()], config.sim_config(), env.seed)
+        steps += 1
+        values[s] = reward_of(stopped)
+        gains[s] = reward - values[s]
+    return values, gains, steps
+
+
 # --- credit -----------------------------------------------------------------------------------
 
 def block_of(n_decisions: int, n_blocks: int) -> np.ndarray:
@@ -318,7 +403,8 @@ def decision_credit(policy: OrchestratorPolicy, game: Played, reward: float, con
             scripts.append(Script(env.task, env.seed, moves, per_decision, int(salt), fork))
             rows.append(row)
         if scripts:
-            played = play(policy, scripts, config.sim_config(), config.stop, config.max_agents, record=False)
+            played = play(policy, scripts, config.sim_config(), config.stop, config.max_agents, record=False,
+                          stop_after=config.stop_after)
             steps += sum(p.env_steps for p in played)
             rewards[rows] = [reward_of(p.episode) for p in played]
         return rewards
@@ -384,12 +470,14 @@ def attribution(episodes: list[Episode], credits: list[np.ndarray]) -> dict[str,
 
 # --- advantages and update --------------------------------------------------------------------
 
-def gae(values: np.ndarray, reward: float, lam: float) -> np.ndarray:
-    """GAE (Schulman et al. 2016, eq. 16) with gamma = 1 and a terminal reward: values (T,) ->
-    advantages (T,), δ_t = V_{t+1} - V_t (t < T - 1), δ_{T-1} = reward - V_{T-1}."""
-    nxt = np.append(values[1:], reward)
-    deltas = nxt - values
-    deltas[-1] = reward - values[-1]
+def gae(values: np.ndarray, reward: float | np.ndarray, lam: float) -> np.ndarray:
+    """GAE (Schulman et al. 2016, eq. 16) with gamma = 1: values (T,) -> advantages (T,), with a
+    terminal `reward` (a float: δ_t = V_{t+1} - V_t for t < T - 1, δ_{T-1} = reward - V_{T-1}) or
+    per-decision rewards r (T,): δ_t = r_t + V_{t+1} - V_t, V_T = 0."""
+    rewards = np.asarray(reward, dtype=float)
+    if rewards.ndim == 0:
+        rewards = np.append(np.zeros(len(values) - 1), rewards)
+    deltas = rewards + np.append(values[1:], 0.0) - values
     out = np.zeros_like(deltas)
     running = 0.0
     for t in range(len(deltas) - 1, -1, -1):
@@ -401,10 +489,12 @@ def gae(values: np.ndarray, reward: float, lam: float) -> np.ndarray:
 def ppo_update(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor],
                config: RunConfig, generator: torch.Generator) -> dict[str, float]:
     """`epochs` passes of clipped PPO over `batch` (N decisions: features (N, F), masks (N, M),
-    moves, logp, advantages, returns (N,), continuation (N,): the reward of continuing from that
-    decision) in shuffled minibatches. Loss = -min(ρA, clip(ρ)A) + value_coef (V - R)^2
-    + continuation_coef (C - R_continue)^2 - entropy_coef H. Returns the last epoch's means: policy_loss, value_loss, stop_value_loss,
-    entropy, clip_fraction."""
+    moves, logp, advantages, returns (N,), and the stop heads' targets stop_value, gain (N,) where
+    stop_measured (N,) is 1, `stop_targets`) in shuffled minibatches. Loss = -min(ρA, clip(ρ)A)
+    over the non-stop decisions (ρ of the action head given no stop; stop is not a policy-gradient
+    action) + value_coef (V - R)^2 + continuation_coef ((S - S*)^2 + (G - G*)^2 over the measured
+    decisions) - entropy_coef H (of the non-stop moves). Returns the last epoch's means:
+    policy_loss, value_loss, stop_value_loss, entropy, clip_fraction."""
     n = len(batch["moves"])
     stats: dict[str, list[float]] = {}
     for _ in range(config.epochs):
@@ -412,15 +502,22 @@ def ppo_update(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, bat
         order = torch.randperm(n, generator=generator)
         for start in range(0, n, config.minibatch_size):
             rows = order[start:start + config.minibatch_size]
-            logits, values, cont = policy(batch["features"][rows], batch["masks"][rows])
-            logp_all = torch.log_softmax(logits, dim=-1)
-            logp = logp_all.gather(1, batch["moves"][rows, None]).squeeze(1)
-            ratio = torch.exp(logp - batch["logp"][rows])
+            masks, moves = batch["masks"][rows], batch["moves"][rows]
+            heads = policy(batch["features"][rows], masks)
+            _, logp_all = move_probabilities(heads.logits, heads.gain.detach(), masks, config.stop)
+            acting = (moves != STOP).float()  # stop rows: trained by the stop heads, not the surrogate
+            logp = logp_all.gather(1, torch.where(moves == STOP, 0, moves)[:, None]).squeeze(1)
+            ratio = torch.exp((logp - batch["logp"][rows]) * acting)
             adv = batch["advantages"][rows]
-            policy_loss = -torch.min(ratio * adv, ratio.clamp(1 - config.clip, 1 + config.clip) * adv).mean()
-            value_loss = ((values - batch["returns"][rows]) ** 2).mean()
-            stop_value_loss = ((cont - batch["continuation"][rows]) ** 2).mean()
-            probs = logp_all.exp()
+            surrogate = torch.min(ratio * adv, ratio.clamp(1 - config.clip, 1 + config.clip) * adv)
+            policy_loss = -(surrogate * acting).sum() / acting.sum().clamp(min=1)
+            value_loss = ((heads.value - batch["returns"][rows]) ** 2).mean()
+            measured = batch["stop_measured"][rows]
+            squared = (heads.stop_value - batch["stop_value"][rows]) ** 2 + (heads.gain - batch["gain"][rows]) ** 2
+            stop_value_loss = (squared * measured).sum() / measured.sum().clamp(min=1)
+            others = masks.clone()
+            others[:, STOP] = False
+            probs = logp_all.exp() * others
             entropy = -(probs * logp_all.clamp(min=-30)).sum(-1).mean()
             loss = (policy_loss + config.value_coef * value_loss + config.continuation_coef * stop_value_loss
                     - config.entropy_coef * entropy)
@@ -430,7 +527,8 @@ def ppo_update(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, bat
             optimizer.step()
             for key, value in (("policy_loss", policy_loss), ("value_loss", value_loss),
                                ("stop_value_loss", stop_value_loss), ("entropy", entropy),
-                               ("clip_fraction", ((ratio - 1).abs() > config.clip).float().mean())):
+                               ("clip_fraction", (((ratio - 1).abs() > config.clip).float() * acting).sum()
+                                / acting.sum().clamp(min=1))):
                 stats[key].append(value.item())
     return {key: float(np.mean(values)) for key, values in stats.items()}
 
@@ -463,7 +561,8 @@ def run_iteration(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, 
     `env_steps`, `budget_steps`, `wall_s`; environment steps this iteration took)."""
     weights = config.reward_weights
     anneal = anneal_factor(env_steps, config)
-    games = play(policy, iteration_scripts(config, iteration), config.sim_config(), config.stop, config.max_agents)
+    games = play(policy, iteration_scripts(config, iteration), config.sim_config(), config.stop, config.max_agents,
+                 stop_after=config.stop_after)
     steps = sum(g.env_steps for g in games)
     terms = [episode_reward(g.episode, weights, anneal) for g in games]
     rewards = np.array([t["total"] for t in terms])
@@ -471,14 +570,15 @@ def run_iteration(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, 
     def reward_of(episode: Episode) -> float:
         return episode_reward(episode, weights, anneal)["total"]
 
-    # credit -> advantages per decision
-    advantages, credits, continuation_targets = [], [], []
+    # credit -> advantages per decision; stop -> the stop heads' targets
+    advantages, credits, stop_values, gains = [], [], [], []
+    points_rng = np.random.default_rng([config.seed, iteration, 7])
     for k, game in enumerate(games):
         values = np.array(game.values)
         if config.credit == "shared":
             credit = np.full(len(game.moves), rewards[k])
             if config.algorithm == "ppo":
-                adv = gae(values, rewards[k], config.gae_lambda)
+                adv = gae(values, decision_rewards(rewards[k], len(game.moves), weights), config.gae_lambda)
             else:
                 group = rewards[k // config.group_size * config.group_size:][:config.group_size]
                 adv = np.full(len(game.moves), (rewards[k] - group.mean()) / (group.std() + 1e-6))
@@ -486,18 +586,14 @@ def run_iteration(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, 
             credit, extra = decision_credit(policy, game, rewards[k], config, reward_of)
             steps += extra
             adv = credit.copy()
-        continuing = np.full(len(game.moves), rewards[k])
-        if game.moves and game.moves[-1] == STOP and config.stop == "learned":
-            # the stop's paired counterfactual: continue instead (same seed), the policy onwards
-            t = len(game.moves) - 1
-            script = Script(game.env.task, game.env.seed, moves_of(game), (True,) * t + (False,), 0, t, t)
-            [going_on] = play(policy, [script], config.sim_config(), config.stop, config.max_agents, record=False)
-            steps += going_on.env_steps
-            continuing[t] = reward_of(going_on.episode)
-            adv[t] = credit[t] = rewards[k] - continuing[t]  # stopping now vs continuing
+        value, gain, extra = stop_targets(policy, game, rewards[k], config, reward_of, points_rng)
+        steps += extra
+        if game.moves and game.moves[-1] == STOP and not np.isnan(gain[-1]):
+            credit[-1] = -gain[-1]  # the stop's paired credit: stopping now vs continuing
         advantages.append(adv)
         credits.append(credit)
-        continuation_targets.append(continuing)
+        stop_values.append(value)
+        gains.append(gain)
     flat = np.concatenate(advantages)
     flat = (flat - flat.mean()) / (flat.std() + 1e-8)
     batch = {
@@ -506,9 +602,11 @@ def run_iteration(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, 
         "moves": torch.tensor(np.concatenate([g.moves for g in games]), dtype=torch.long),
         "logp": torch.tensor(np.concatenate([g.logp for g in games]), dtype=torch.float32),
         "advantages": torch.tensor(flat, dtype=torch.float32),
-        "returns": torch.tensor(np.concatenate([np.full(len(g.moves), r) for g, r in zip(games, rewards)]),
-                                dtype=torch.float32),
-        "continuation": torch.tensor(np.concatenate(continuation_targets), dtype=torch.float32),
+        "returns": torch.tensor(np.concatenate([reward_to_go(r, len(g.moves), weights)
+                                                for g, r in zip(games, rewards)]), dtype=torch.float32),
+        "stop_value": torch.tensor(np.nan_to_num(np.concatenate(stop_values)), dtype=torch.float32),
+        "gain": torch.tensor(np.nan_to_num(np.concatenate(gains)), dtype=torch.float32),
+        "stop_measured": torch.tensor(~np.isnan(np.concatenate(gains)), dtype=torch.float32),
     }
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + iteration)
     losses = ppo_update(policy, optimizer, batch, config, generator)
@@ -645,7 +743,8 @@ def evaluate(policy: OrchestratorPolicy, tasks: list[Task], config: RunConfig, s
     `stop_regret`, `premature`, `late`."""
     mode = stop_mode or config.stop
     scripts = [Script(task, seed + k) for k, task in enumerate(tasks)]
-    games = play(policy, scripts, config.sim_config(), mode, config.max_agents, record=False)
+    games = play(policy, scripts, config.sim_config(), mode, config.max_agents, record=False,
+                 stop_after=config.stop_after)
     return [episode_summary(g.episode, config.reward_weights) for g in games]
 
 
