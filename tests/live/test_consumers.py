@@ -97,6 +97,7 @@ async def test_unknown_or_foreign_trace_closes_4404(trace, api_token):
         connected, _ = await ws.connect()
         assert connected
         assert await ws.receive_output(timeout=10) == {"type": "websocket.close", "code": 4404}
+        await ws.disconnect()  # end the consumer, as a client's socket closing does
 
 
 async def test_token_clients_need_no_origin_but_session_clients_do(trace, api_token):
@@ -110,6 +111,7 @@ async def test_token_clients_need_no_origin_but_session_clients_do(trace, api_to
                                     headers=[(b"origin", b"http://evil.example"), (b"host", b"127.0.0.1")])
     connected, _ = await foreign.connect()
     assert not connected
+    await foreign.disconnect()
 
 
 async def test_deeply_nested_message_gets_an_error(trace, api_token):

@@ -54,6 +54,7 @@ async def test_foreign_unknown_project_and_revoked_token_close_4404(team):
         ws = connect(project_id, team.tokens["ann"])
         await ws.connect()
         assert (await ws.receive_output(timeout=10))["code"] == 4404
+        await ws.disconnect()
     # A token revoked while connected: the next message closes the socket.
     ws = connect(team.a.pk, team.tokens["rev"])
     assert (await ws.connect())[0]
@@ -62,3 +63,4 @@ async def test_foreign_unknown_project_and_revoked_token_close_4404(team):
         ApiToken.objects.get(token_hash=hash_token(team.tokens["rev"]))))()
     await ws.send_json_to({"type": "ping"})
     assert (await ws.receive_output(timeout=10))["code"] == 4404
+    await ws.disconnect()

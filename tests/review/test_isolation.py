@@ -120,6 +120,7 @@ async def test_websockets_of_another_project_close_4404(team):
                                    headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
         await ws.connect()
         assert (await ws.receive_output(timeout=10))["code"] == 4404, path
+        await ws.disconnect()
 
 
 @pytest.mark.django_db

@@ -90,6 +90,7 @@ async def test_bad_messages_and_foreign_runs(run, api_token, django_user_model):
         other = connect(run.pk, token)
         await other.connect()
         assert (await other.receive_output(timeout=10))["code"] == 4404
+        await other.disconnect()
 
 
 async def test_a_run_too_big_for_one_message_is_referred_to_http(run, api_token, iterations, monkeypatch):
