@@ -20,9 +20,12 @@ The other moves share 1 - p(stop) by the action head's softmax over them. G is r
 differences (both terms at the same seed, so the outcome noise they share cancels; see the recipe),
 which is what makes the small gain of stopping after the answer (a few critical steps) learnable
 under 0/1 outcome noise. Guards against the collapse into stopping at once: G starts optimistic
-(`INITIAL_GAIN`: continuing looks worth it until the data says otherwise), and stop is masked until
-the orchestrator has delegated a share `stop_after` of the subtasks (at least one: stopping before
-any work is never informative; the recipe's default is all of them, see its docstring).
+(`INITIAL_GAIN`: continuing looks worth it until the data says otherwise), and stop is offered only
+once the orchestrator has answered (aggregated). A stop without an answer scores R = 0 in SwarmSim;
+when it was offered as soon as every subtask was delegated, G was measured against an early
+policy's continuation full of filler moves (each paying the critical-steps cost), came out
+negative, and runs learned to stop without answering at all (bench/RESULTS.md). So the learned
+decision is when to end the episode once answered: at once, or after more moves.
 
 Sampling uses SwarmSim's counter-based randomness (`trainer.sim.rng`): decision t of the episode
 with seed s draws u = uniform(s, "policy/<t>") (with a `salt`, "policy/<t>/<salt>"), so a
@@ -31,7 +34,6 @@ re-rollout that keeps the seed shares every draw it does not change (common rand
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -52,9 +54,18 @@ SPAWN_SOLVER, SPAWN_EXPERT, SPAWN_VERIFIER, DELEGATE, MESSAGE, AGGREGATE, STOP =
 MOVE_KIND = ("spawn", "spawn", "spawn", "delegate", "message", "aggregate", "stop")
 STOP_MODES = ("learned", "rule", "none")
 #: Observation features (`features`), in order.
-FEATURES = ("delegated_share", "all_delegated", "next_difficulty", "solvers", "experts", "verifier_alive",
+FEATURES = ("delegated_share", "all_delegated", "next_difficulty", "solvers", "experts", "expert_share", "verifier_alive",
             "workers_per_subtask", "workers_idle_share", "wait_s", "messages", "aggregated", "steps_share",
             "clock_s", "events", "n_subtasks", "bias")
+#: The features the value head V(s) reads: task progress and the make-up of the worker pool (what
+#: the outcome depends on), not the clock or the pool's size. A move that makes no progress (a
+#: message, one more worker of a kind already there) leaves them unchanged, so its GAE advantage is
+#: its own cost. With the clock features (steps, time, events, messages) V learned "later is worth
+#: more" (the costs paid so far leave the reward-to-go) and credited a null move with progress it
+#: did not make; with worker counts, "more experts is worth more" (true of the first), and runs
+#: spawned an expert before nearly every delegation (bench/RESULTS.md).
+CRITIC_FEATURES = ("delegated_share", "all_delegated", "next_difficulty", "expert_share", "verifier_alive",
+                   "aggregated", "n_subtasks", "bias")
 #: Initial logit biases: delegate leans on; aggregate (legal only once every subtask is delegated)
 #: leans on too. (The stop logit is unused: p(stop) comes from the gain head, module docstring.)
 INITIAL_BIAS = (0.0, 0.0, 0.0, 1.0, -1.0, 1.0, -5.0)
@@ -70,11 +81,9 @@ INITIAL_GAIN = 0.5
 class OrchestratorState:
     """Book-keeping over one `SwarmEnv` that the features and the move rules read (O(1) per step)."""
 
-    def __init__(self, env: SwarmEnv, max_agents: int, stop_after: float = 0.0):
+    def __init__(self, env: SwarmEnv, max_agents: int):
         self.env, self.max_agents = env, max_agents
         self.n = len(env.task.subtasks)
-        #: the learned stop's guard: stop is offered once this many subtasks are delegated (>= 1)
-        self.stop_from = max(1, math.ceil(stop_after * self.n))
         self.next_subtask = 0
         self.workers: list[str] = []
         self.roles = {"solver": 0, "expert": 0, "verifier": 0}
@@ -94,7 +103,7 @@ class OrchestratorState:
         mask[MESSAGE] = bool(self.workers)
         # an answer before every subtask is delegated is certainly wrong (E[R] = 0, `trainer.sim.env`)
         mask[AGGREGATE] = not self.env.aggregated and self.next_subtask == self.n
-        mask[STOP] = mode == "learned" and self.next_subtask >= self.stop_from  # the guard
+        mask[STOP] = mode == "learned" and self.env.aggregated  # the guard (module docstring)
         if mode == "rule":
             mask[AGGREGATE] = False
             if self.next_subtask == self.n:  # every subtask delegated: aggregate, then stop
@@ -115,7 +124,8 @@ class OrchestratorState:
         nxt = env.task.subtasks[self.next_subtask].difficulty if self.next_subtask < n else 0.0
         return np.array([
             self.next_subtask / n, float(self.next_subtask == n), nxt,
-            self.roles["solver"] / 32, self.roles["expert"] / 32, float(self.roles["verifier"] > 0),
+            self.roles["solver"] / 32, self.roles["expert"] / 32,
+            self.roles["expert"] / len(self.workers) if self.workers else 0.0, float(self.roles["verifier"] > 0),
             len(self.workers) / n, idle / len(self.workers) if self.workers else 0.0, min(wait, 50.0) / 10,
             self.messages / 32, float(env.aggregated), steps / env.config.max_steps, env.t / 100,
             len(env.events) / 1000, n / 100, 1.0], dtype=np.float32)
@@ -163,14 +173,17 @@ class Heads(NamedTuple):
 
 
 class OrchestratorPolicy(nn.Module):
-    """MLP torso over `FEATURES` with four heads (`Heads`): action logits (len(MOVES),), value V(s),
-    value of stopping now S(s) and gain of continuing G(s). Input (B, F) float32."""
+    """MLP torso over `FEATURES` with three heads (`Heads`): action logits (len(MOVES),), value of
+    stopping now S(s) and gain of continuing G(s); and a separate MLP critic V(s) over
+    `CRITIC_FEATURES`. Input (B, F) float32."""
 
     def __init__(self, hidden: int = 64):
         super().__init__()
         self.torso = nn.Sequential(nn.Linear(len(FEATURES), hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
         self.logits = nn.Linear(hidden, len(MOVES))
-        self.value = nn.Linear(hidden, 1)
+        self.critic_columns = [FEATURES.index(name) for name in CRITIC_FEATURES]
+        self.value = nn.Sequential(nn.Linear(len(CRITIC_FEATURES), hidden), nn.Tanh(), nn.Linear(hidden, hidden),
+                                   nn.Tanh(), nn.Linear(hidden, 1))
         self.stop_value = nn.Linear(hidden, 1)
         self.gain = nn.Linear(hidden, 1)
         with torch.no_grad():
@@ -183,7 +196,8 @@ class OrchestratorPolicy(nn.Module):
         """`Heads` of features (B, F); logits are -1e9 where `mask` (B, M) bool is False."""
         h = self.torso(features)
         logits = self.logits(h).masked_fill(~mask, -1e9)
-        return Heads(logits, self.value(h).squeeze(-1), self.stop_value(h).squeeze(-1), self.gain(h).squeeze(-1))
+        value = self.value(features[:, self.critic_columns]).squeeze(-1)
+        return Heads(logits, value, self.stop_value(h).squeeze(-1), self.gain(h).squeeze(-1))
 
 
 def move_probabilities(logits: torch.Tensor, gain: torch.Tensor, mask: torch.Tensor,
@@ -247,21 +261,20 @@ class Script:
 
 
 def play(policy: OrchestratorPolicy, scripts: Sequence[Script], config: SimConfig, mode: str,
-         max_agents: int = 64, record: bool = True, stop_after: float = 0.0) -> list[Played]:
+         max_agents: int = 64, record: bool = True) -> list[Played]:
     """Play every script to its end, one batched forward pass per decision over the live episodes.
 
     Returns one `Played` per script, with its `episode` (trace, reward, p_success) built. A decision
     t of script k with t < len(moves) and kept[t] replays moves[t] where legal (no forward pass);
     the others are sampled from the masked policy with u = uniform(seed, "policy/<t>[/<salt>]").
-    `stop_after`: the learned stop's guard, the share of subtasks delegated before stop is offered
-    (at least one). Raises ValueError for an unknown stop `mode`.
+    Raises ValueError for an unknown stop `mode`.
     """
     if mode not in STOP_MODES:
         raise ValueError(f"stop mode must be one of {STOP_MODES}, got {mode!r}")
     games = []
     for script in scripts:
         env = SwarmEnv(script.task, config, script.seed)
-        games.append(Played(env, OrchestratorState(env, max_agents, stop_after)))
+        games.append(Played(env, OrchestratorState(env, max_agents)))
     live = list(range(len(scripts)))
     while live:
         asking = []

@@ -193,13 +193,17 @@ def test_the_stop_counterfactual_continues_from_the_same_state():
     assert going_on.episode.reward == stopped.episode.reward  # the answer was given before the fork
 
 
-def test_stop_is_masked_until_the_first_delegation():
+def test_stop_is_offered_only_once_the_orchestrator_has_answered():
     torch.manual_seed(0)
     policy = OrchestratorPolicy()
     fresh = play(policy, [Script(EASY, 2)], SimConfig(max_steps=1), "learned")[0]
-    assert not fresh.masks[0][STOP]  # nothing delegated yet: stop is not offered
-    started = play(policy, [Script(EASY, 2, (0, DELEGATE), (True, True))], SimConfig(max_steps=3), "learned")[0]
-    assert started.masks[0][STOP]  # the first sampled decision, after one delegation
+    assert not fresh.masks[0][STOP]  # nothing done yet
+    delegated = play(policy, [Script(EASY, 2, (0, DELEGATE, DELEGATE), (True,) * 3)], SimConfig(max_steps=4),
+                     "learned")[0]
+    assert not delegated.masks[0][STOP] and delegated.masks[0][AGGREGATE]  # all handed out, no answer yet
+    answered = play(policy, [Script(EASY, 2, (0, DELEGATE, DELEGATE, AGGREGATE), (True,) * 4)],
+                    SimConfig(max_steps=5), "learned")[0]
+    assert answered.masks[0][STOP]  # the first sampled decision, after the answer
 
 
 def test_stop_targets_measure_the_exact_cost_of_going_on_after_the_answer():

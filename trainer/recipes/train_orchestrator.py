@@ -42,10 +42,9 @@ hindsight (`stop_hindsight`), credit (`decision_credit`), the update (`ppo_updat
   s (one step). Both re-rollouts count in the budget. Because both terms of G share the outcome
   draws, its target after the answer is the exact, small, negative critical-steps cost of going on,
   not buried in ±0.5 outcome noise as a reward difference across episodes would be. Guard against
-  the collapse into stopping at once (optimal stopping for a policy that cannot yet answer well):
-  stop is offered once a share `stop_after` of the subtasks is delegated (default: all; an answer
-  before that is masked anyway, `trainer.policy`). Logged per step: p(stop) and C(s); per episode
-  the stop regret (`stop_hindsight`).
+  the collapse into stopping without an answer (optimal stopping for a policy that cannot yet
+  answer well): stop is offered once the orchestrator has answered (`trainer.policy`). Logged per
+  step: p(stop) and C(s); per episode the stop regret (`stop_hindsight`).
 
 Earlier versions trained stop as an action-head logit with the paired credit as its advantage;
 after normalisation that ~0.03 signal was drowned by the outcome noise (the stop never fired), or,
@@ -79,7 +78,7 @@ from webapp.core.metrics import parallelism_efficiency, pseudo_parallel_agents
 ALGORITHMS = ("ppo", "grpo")
 CREDITS = ("shared", "counterfactual", "shapley")
 #: Reward weights and their anneal settings (see `episode_reward`).
-DEFAULT_REWARD_WEIGHTS = {"success": 1.0, "parallelism": 0.1, "finish": 0.5, "critical_steps": 0.0003,
+DEFAULT_REWARD_WEIGHTS = {"success": 1.0, "parallelism": 0.1, "finish": 0.5, "critical_steps": 0.002,
                           "parallel_target": 8.0, "anneal_fraction": 1.0}
 #: Seed bases of training tasks and episodes (far from `trainer.sim.tasks.TEST_SET_SEED`'s range).
 TASK_SEED_BASE, EPISODE_SEED_BASE = 1_000_000_000, 2_000_000_000
@@ -102,12 +101,11 @@ class RunConfig:
     seed: seeds the network's initialisation, the tasks and the episodes.
     episodes_per_iteration: episodes played per iteration, in groups of `group_size` sharing a task.
     lr: Adam learning rate. epochs, minibatch_size, clip: PPO update. gae_lambda: GAE's lambda.
-    entropy_coef, value_coef, continuation_coef: loss weights. hidden: torso width.
+    entropy_coef, value_coef, continuation_coef: loss weights (the entropy bonus is annealed with the
+        orchestration terms, `anneal_factor`). hidden: torso width.
     max_steps: decisions after which SwarmSim stops an episode (the step limit).
     max_agents: most sub-agents alive at once. credit_blocks, credit_samples: see the module docstring.
     stop_points: decisions per episode at which the value of stopping is measured (`stop_targets`).
-    stop_after: the learned stop's guard: the share of subtasks delegated before stop is offered
-        (at least one subtask; `trainer.policy`). 1.0: only once all work is handed out.
     sample_episodes: episodes per iteration reported as traces. threads: torch CPU threads.
     """
 
@@ -134,7 +132,6 @@ class RunConfig:
     credit_blocks: int = 4
     credit_samples: int = 2
     stop_points: int = 4
-    stop_after: float = 1.0
     sample_episodes: int = 1
     threads: int = 1
 
@@ -167,8 +164,8 @@ class RunConfig:
                 if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                     raise ValueError(f"{name}: must be an integer in [{low}, {high:,}], got {value!r}")
         positive = ("lr", "clip")
-        unit = ("gae_lambda", "stop_after")
-        for name in ("lr", "clip", "gae_lambda", "entropy_coef", "value_coef", "continuation_coef", "stop_after"):
+        unit = ("gae_lambda",)
+        for name in ("lr", "clip", "gae_lambda", "entropy_coef", "value_coef", "continuation_coef"):
             if name in data:
                 value = data[name]
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
@@ -347,8 +344,7 @@ def stop_targets(policy: OrchestratorPolicy, game: Played, reward: float, config
     t = n - 1
     if game.moves[t] == STOP and game.masks[t].sum() > 1:
         script = Script(env.task, env.seed, moves, (True,) * t + (False,), 0, t, t, no_stop_after=True)
-        [going_on] = play(policy, [script], config.sim_config(), config.stop, config.max_agents, record=False,
-                          stop_after=config.stop_after)
+        [going_on] = play(policy, [script], config.sim_config(), config.stop, config.max_agents, record=False)
         steps += going_on.env_steps
         values[t], gains[t] = reward, reward_of(going_on.episode) - reward
     open_points = [s for s in range(n) if game.masks[s][STOP] and game.moves[s] != STOP]
@@ -403,8 +399,7 @@ def decision_credit(policy: OrchestratorPolicy, game: Played, reward: float, con
             scripts.append(Script(env.task, env.seed, moves, per_decision, int(salt), fork))
             rows.append(row)
         if scripts:
-            played = play(policy, scripts, config.sim_config(), config.stop, config.max_agents, record=False,
-                          stop_after=config.stop_after)
+            played = play(policy, scripts, config.sim_config(), config.stop, config.max_agents, record=False)
             steps += sum(p.env_steps for p in played)
             rewards[rows] = [reward_of(p.episode) for p in played]
         return rewards
@@ -487,13 +482,15 @@ def gae(values: np.ndarray, reward: float | np.ndarray, lam: float) -> np.ndarra
 
 
 def ppo_update(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor],
-               config: RunConfig, generator: torch.Generator) -> dict[str, float]:
+               config: RunConfig, generator: torch.Generator, anneal: float = 1.0) -> dict[str, float]:
     """`epochs` passes of clipped PPO over `batch` (N decisions: features (N, F), masks (N, M),
     moves, logp, advantages, returns (N,), and the stop heads' targets stop_value, gain (N,) where
     stop_measured (N,) is 1, `stop_targets`) in shuffled minibatches. Loss = -min(ρA, clip(ρ)A)
     over the non-stop decisions (ρ of the action head given no stop; stop is not a policy-gradient
     action) + value_coef (V - R)^2 + continuation_coef ((S - S*)^2 + (G - G*)^2 over the measured
-    decisions) - entropy_coef H (of the non-stop moves). Returns the last epoch's means:
+    decisions) - entropy_coef * anneal * H (of the non-stop moves; `anneal` in [0, 1]: exploration early,
+    none at the end, where a bonus of a fixed size kept needless moves about as likely as useful ones
+    whose edge is a few critical steps, bench/RESULTS.md). Returns the last epoch's means:
     policy_loss, value_loss, stop_value_loss, entropy, clip_fraction."""
     n = len(batch["moves"])
     stats: dict[str, list[float]] = {}
@@ -520,7 +517,7 @@ def ppo_update(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, bat
             probs = logp_all.exp() * others
             entropy = -(probs * logp_all.clamp(min=-30)).sum(-1).mean()
             loss = (policy_loss + config.value_coef * value_loss + config.continuation_coef * stop_value_loss
-                    - config.entropy_coef * entropy)
+                    - config.entropy_coef * anneal * entropy)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
@@ -561,8 +558,7 @@ def run_iteration(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, 
     `env_steps`, `budget_steps`, `wall_s`; environment steps this iteration took)."""
     weights = config.reward_weights
     anneal = anneal_factor(env_steps, config)
-    games = play(policy, iteration_scripts(config, iteration), config.sim_config(), config.stop, config.max_agents,
-                 stop_after=config.stop_after)
+    games = play(policy, iteration_scripts(config, iteration), config.sim_config(), config.stop, config.max_agents)
     steps = sum(g.env_steps for g in games)
     terms = [episode_reward(g.episode, weights, anneal) for g in games]
     rewards = np.array([t["total"] for t in terms])
@@ -609,7 +605,7 @@ def run_iteration(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, 
         "stop_measured": torch.tensor(~np.isnan(np.concatenate(gains)), dtype=torch.float32),
     }
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + iteration)
-    losses = ppo_update(policy, optimizer, batch, config, generator)
+    losses = ppo_update(policy, optimizer, batch, config, generator, anneal)
 
     # what the run page shows
     episodes = [g.episode for g in games]
@@ -743,8 +739,7 @@ def evaluate(policy: OrchestratorPolicy, tasks: list[Task], config: RunConfig, s
     `stop_regret`, `premature`, `late`."""
     mode = stop_mode or config.stop
     scripts = [Script(task, seed + k) for k, task in enumerate(tasks)]
-    games = play(policy, scripts, config.sim_config(), mode, config.max_agents, record=False,
-                 stop_after=config.stop_after)
+    games = play(policy, scripts, config.sim_config(), mode, config.max_agents, record=False)
     return [episode_summary(g.episode, config.reward_weights) for g in games]
 
 
