@@ -99,6 +99,28 @@ def baselines(tasks, config, seed0: int) -> dict[str, list[dict]]:
     return out
 
 
+def equal_updates(runs: list[dict], seeds: int) -> list[str]:
+    """Each credit scheme's final smoothed E[R] against the shared run's after as many iterations
+    (updates on as many factual episodes): the comparison with re-rollouts free."""
+    lines = ["**At equal updates** (re-rollouts free: each scheme's final smoothed E[R] against the shared run "
+             "of the same seed after as many iterations):", "",
+             "| credit | iterations per seed | its E[R] per seed | shared's E[R] then | difference ± 95 % |",
+             "|---|---|---|---|---:|"]
+    shared = {r["seed"]: smoothed(r["curve"])[1] for r in runs if r["credit"] == "shared"}
+    for credit in CREDITS[1:]:
+        own, then, iters = [], [], []
+        for seed in range(seeds):
+            r = next(x for x in runs if x["credit"] == credit and x["seed"] == seed)
+            values = smoothed(r["curve"])[1]
+            iters.append(len(values))
+            own.append(float(values[-1]))
+            then.append(float(shared[seed][min(len(values), len(shared[seed])) - 1]))
+        mean, half = t_interval([a - b for a, b in zip(own, then)])
+        lines.append(f"| {credit} | {', '.join(map(str, iters))} | {', '.join(f'{v:.3f}' for v in own)} | "
+                     f"{', '.join(f'{v:.3f}' for v in then)} | {mean:+.3f} ± {half:.3f} |")
+    return lines
+
+
 def table_of(rows: dict[str, list[dict]], keys: list[tuple[str, str, str]]) -> list[str]:
     lines = ["| policy | " + " | ".join(label for label, _, _ in keys) + " |",
              "|---|" + "---:|" * len(keys)]
@@ -165,12 +187,14 @@ def main() -> None:
     lines.append("")
     load = os.getloadavg()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "trainer", "bench"], capture_output=True,
+                           text=True).stdout.strip()
     lines.append(f"`nice -n 19 .venv/bin/python bench/bench_training.py --budget {args.budget} --seeds {args.seeds} "
                  f"--workers {args.workers} --eval-tasks {args.eval_tasks}`, `date -u` = "
                  f"{time.strftime('%a %b %d %H:%M UTC %Y', time.gmtime())}, {platform.machine()}, "
                  f"{os.cpu_count()} CPUs shared (load average at the end {load[0]:.1f}), Python "
-                 f"{platform.python_version()}, torch {torch.__version__}, code at `{commit}` plus the uncommitted "
-                 f"trainer/policy.py and trainer/recipes/. Training {train_wall / 60:.1f} min "
+                 f"{platform.python_version()}, torch {torch.__version__}, code at `{commit}`"
+                 f"{' plus uncommitted changes' if dirty else ''}. Training {train_wall / 60:.1f} min "
                  f"({args.workers} runs at a time, 1 thread each); all of it {{total}} min.")
     lines.append("")
     shared_final = {}
@@ -220,6 +244,8 @@ def main() -> None:
     lines.append("```")
     lines += ascii_curves(runs, args.budget)
     lines.append("```")
+    lines.append("")
+    lines += equal_updates(runs, args.seeds)
     lines.append("")
 
     # 2. trained vs heuristic baselines on held-out tasks
