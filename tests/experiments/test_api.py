@@ -2,6 +2,7 @@
 
 import csv
 import io
+import json
 
 import pytest
 
@@ -53,6 +54,26 @@ def test_request_then_read_the_job_and_its_attribution(api_client, sim_trace, pi
 def test_bad_requests_answer_400_naming_the_field(api_client, sim_trace, body, field):
     response = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/", body)
     assert response.status_code == 400 and response.json()["field"] == field
+
+
+@pytest.mark.parametrize("backend", [{}, [], 3, None])
+def test_an_estimate_with_a_backend_that_is_no_string_answers_400(api_client, sim_trace, pivotal, backend):
+    """Found by schemathesis: an unhashable backend was a 500 (a dict lookup in get_backend_class)."""
+    response = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/estimate/",
+                    {"intervention": {"kind": "remove", "events": [pivotal]}, "backend": backend})
+    assert response.status_code == 400 and response.json()["field"] == "backend"
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"epsilon": int("1" + "0" * 400)}, "epsilon"),  # beyond a float: was a 500 (float(epsilon))
+    ({"intervention": {"kind": "replace", "events": ["{pivotal}"], "text": "a\x00b"}}, "intervention"),  # no U+0000
+])
+def test_unstorable_job_requests_answer_400(api_client, sim_trace, pivotal, change, field):
+    body = {"intervention": {"kind": "remove", "events": [pivotal]}, **change}
+    body = json.loads(json.dumps(body).replace("{pivotal}", pivotal))
+    response = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/", body)
+    assert response.status_code == 400 and response.json()["field"] == field
+    assert not services.CounterfactualJob.objects.exists()
 
 
 def test_cancel_and_retry(api_client, sim_trace, pivotal):

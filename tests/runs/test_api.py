@@ -68,6 +68,35 @@ def test_a_bad_iteration_is_refused_whole(api_client, iterations):
     assert Run.objects.get(pk=run_id).status == "running"
 
 
+BIG = int("1" + "0" * 400)  # a JSON integer beyond a float's range
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"env_steps": 2 ** 63}, "env_steps"),  # beyond the 64-bit column: was a 500 (database overflow)
+    ({"budget_steps": 2 ** 63}, "budget_steps"),
+    ({"iteration": 2 ** 31}, "iteration"),  # a 32-bit column on PostgreSQL
+    ({"wall_s": BIG}, "wall_s"),  # beyond a float: was a 500 (math.isfinite)
+    ({"metrics": {"reward": BIG}}, "metrics.reward"),
+    ({"stop": {"p_stop_by_step": [[1, BIG]]}}, "stop.p_stop_by_step[0][1]"),
+    ({"metrics": {"reward": 1.0, "note": "a\x00b"}}, "metrics"),  # PostgreSQL cannot store U+0000
+])
+def test_iterations_too_large_or_unstorable_answer_400_naming_the_field(api_client, change, field):
+    """Found by schemathesis and by probing its cases: these were 500s."""
+    run_id = post(api_client, "/api/runs/", {"config": TINY}).json()["id"]
+    answer = post(api_client, f"/api/runs/{run_id}/iterations/",
+                  {"iteration": 0, "env_steps": 10, "metrics": {"reward": 1.0}, **change})
+    assert answer.status_code == 400 and answer.json()["field"] == field, answer.content
+    assert not RunIteration.objects.exists()
+
+
+def test_a_nul_character_in_a_run_is_refused(api_client):
+    assert post(api_client, "/api/runs/", {"name": "a\x00", "config": TINY}).json()["field"] == "name"
+    run_id = post(api_client, "/api/runs/", {"config": TINY}).json()["id"]
+    answer = post(api_client, f"/api/runs/{run_id}/finish/", {"error": "boom\x00"})
+    assert answer.status_code == 400 and answer.json()["field"] == "error"
+    assert Run.objects.get(pk=run_id).status == "running"
+
+
 def test_tokens_see_only_their_project(api_client, iterations, django_user_model):
     from django.test import Client
 

@@ -15,6 +15,7 @@ import json
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from webapp.traces.api import _error, _get_trace, api_view, check_write
+from webapp.traces.services import holds_nul
 
 from . import services
 
@@ -39,6 +40,9 @@ def _json_object(request: HttpRequest, fields: set[str], required: tuple[str, ..
     for name in required:
         if name not in body:
             return _error(400, "is required", field=name)
+    for name, value in body.items():  # PostgreSQL's text and jsonb cannot hold U+0000 (was a 500 there)
+        if holds_nul(value):
+            return _error(400, "must not contain a NUL character (U+0000)", field=name)
     return body
 
 

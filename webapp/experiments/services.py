@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -104,11 +105,18 @@ def code_version() -> str:
 
 def get_backend_class(name: str):
     """The backend class `name` of SWARMSCOPE_ROLLOUT_BACKENDS. Raises JobRequestError for an unknown name."""
-    path = settings.SWARMSCOPE_ROLLOUT_BACKENDS.get(name)
+    path = settings.SWARMSCOPE_ROLLOUT_BACKENDS.get(name) if isinstance(name, str) else None
     if path is None:
         raise JobRequestError(f"unknown backend {name!r}; one of {sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS)}",
                               "backend")
     return import_string(path)
+
+
+def _check_epsilon(epsilon: Any) -> None:
+    """Raise JobRequestError naming `epsilon` unless it is None or a number in (0, float max]."""
+    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
+                                or not 0 < epsilon <= sys.float_info.max):
+        raise JobRequestError("must be a positive number (reward units)", "epsilon")
 
 
 def _backend(job: CounterfactualJob):
@@ -181,9 +189,7 @@ def request_counterfactual(trace: Trace, intervention: Intervention | dict, n: i
     cannot re-run."""
     n = _check_int(n, "n", 2, MAX_SAMPLES)
     seed = _check_int(seed, "seed", 0, 2 ** 62)
-    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
-                                or not epsilon > 0):
-        raise JobRequestError("must be a positive number (reward units)", "epsilon")
+    _check_epsilon(epsilon)
     backend_class = get_backend_class(backend)
     try:
         if not isinstance(intervention, Intervention):
@@ -675,9 +681,7 @@ def estimate_cost(trace: Trace, intervention: Intervention | dict, n: int, backe
     sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown backend, an
     intervention that does not fit the trace, or a trace the backend cannot re-run."""
     n = _check_int(n, "n", 2, MAX_SAMPLES)
-    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
-                                or not epsilon > 0):
-        raise JobRequestError("must be a positive number (reward units)", "epsilon")
+    _check_epsilon(epsilon)
     llm = is_llm_backend(backend)
     core_trace = to_core_trace(trace)
     try:

@@ -18,16 +18,23 @@ from typing import Any
 from django.http import HttpRequest, JsonResponse
 
 from webapp.traces.api import _error, api_view, check_write, get_write_project
+from webapp.traces.services import holds_nul
 
 from . import services
 from .models import Run
 
 
 def _body(request: HttpRequest) -> Any:
+    """The JSON body. Raises RunInputError for bad JSON, or naming the top-level field with a NUL
+    character (U+0000), which PostgreSQL's text and jsonb cannot hold (was a 500 there)."""
     try:
-        return json.loads(request.body or b"{}")
+        doc = json.loads(request.body or b"{}")
     except (ValueError, UnicodeDecodeError) as exc:
         raise services.RunInputError(f"not JSON: {exc}", "body") from None
+    for name, value in doc.items() if isinstance(doc, dict) else ():
+        if holds_nul(name) or holds_nul(value):
+            raise services.RunInputError("must not contain a NUL character (U+0000)", name)
+    return doc
 
 
 def _run(request: HttpRequest, run_id: int, write: str = "") -> Run | None:

@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 from datetime import timedelta
 from typing import Any, Iterable
 
@@ -34,6 +35,8 @@ from .models import Run, RunIteration
 METRIC_FIELDS = ("reward", "success_rate", "critical_steps", "parallelism_efficiency", "tokens_per_episode",
                  "episode_length", "entropy", "policy_loss", "value_loss", "stop_value_loss")
 STOP_NUMBERS = ("stop_regret", "premature", "late")
+#: Largest values of the iteration's integer columns (RunIteration.iteration is 32-bit on PostgreSQL).
+INT32_MAX, INT64_MAX = 2 ** 31 - 1, 2 ** 63 - 1
 CREDIT_NUMBERS = ("free_rider_index", "pseudo_parallelism_index")
 MAX_EPISODES = 8
 
@@ -81,13 +84,18 @@ def seed_group_of(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _number(value: Any, field: str, *, integer: bool = False, minimum: float | None = None):
+def _number(value: Any, field: str, *, integer: bool = False, minimum: float | None = None,
+            maximum: float = sys.float_info.max):
+    """`value` if it is a finite number (an int with `integer`) in [minimum, maximum], else
+    RunInputError naming `field` (a JSON integer beyond a float's range included)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
         raise RunInputError("must be an integer" if integer else "must be a number", field)
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
         raise RunInputError("must be finite", field)
     if minimum is not None and value < minimum:
         raise RunInputError(f"must be at least {minimum}", field)
+    if value > maximum or -value > sys.float_info.max:
+        raise RunInputError(f"must be at most {maximum:.17g}", field)
     return value
 
 
@@ -116,12 +124,13 @@ def check_iteration(doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise RunInputError("must be a JSON object (one iteration)", "body")
     result: dict[str, Any] = {
-        "iteration": _number(doc.get("iteration"), "iteration", integer=True, minimum=0),
-        "env_steps": _number(doc.get("env_steps"), "env_steps", integer=True, minimum=0),
+        "iteration": _number(doc.get("iteration"), "iteration", integer=True, minimum=0, maximum=INT32_MAX),
+        "env_steps": _number(doc.get("env_steps"), "env_steps", integer=True, minimum=0, maximum=INT64_MAX),
         "wall_s": _number(doc.get("wall_s", 0.0), "wall_s", minimum=0),
     }
     if doc.get("budget_steps") is not None:
-        result["budget_steps"] = _number(doc["budget_steps"], "budget_steps", integer=True, minimum=1)
+        result["budget_steps"] = _number(doc["budget_steps"], "budget_steps", integer=True, minimum=1,
+                                         maximum=INT64_MAX)
     metrics = doc.get("metrics")
     if not isinstance(metrics, dict):
         raise RunInputError("must be an object", "metrics")

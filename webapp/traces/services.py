@@ -275,13 +275,13 @@ def _label_key(label: dict[str, Any]) -> tuple:
     return (label["key"], repr(label["value"]), label.get("event_id"), label.get("agent"))
 
 
-def _holds_nul(value: Any) -> bool:
+def holds_nul(value: Any) -> bool:
     if isinstance(value, str):
         return "\x00" in value
     if isinstance(value, dict):
-        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+        return any(holds_nul(k) or holds_nul(v) for k, v in value.items())
     if isinstance(value, list):
-        return any(_holds_nul(v) for v in value)
+        return any(holds_nul(v) for v in value)
     return False
 
 
@@ -294,11 +294,11 @@ def _check_storable(fragment: core.Trace) -> None:
     for kind, items in parts.items():
         for index, item in enumerate(items):
             for name, value in vars(item).items():
-                if _holds_nul(value):
+                if holds_nul(value):
                     raise core.TraceValidationError(refusal, index=index, kind=kind, field=name.rstrip("_"),
                                                     event_id=item.id if kind == "event" else None)
     for name, value in vars(fragment).items():
-        if name not in ("events", "agents", "edges", "labels") and _holds_nul(value):
+        if name not in ("events", "agents", "edges", "labels") and holds_nul(value):
             raise core.TraceValidationError(refusal, field=name, kind="trace")
 
 
