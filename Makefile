@@ -29,7 +29,7 @@ static/vendor/.copied: node_modules/.installed
 install: $(VENV)/.installed static/vendor/.copied
 
 run: install
-	$(PY) manage.py up
+	$(PY) manage.py up $(ARGS)
 
 test: install lint-imports test-js test-python
 

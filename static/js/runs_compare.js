@@ -65,6 +65,16 @@ function draw() {
       a.href = `/runs/${snap.run.id}/`;
       li.append(a);
     }
+    const leftOut = s.left_out ?? [];
+    if (leftOut.length) {
+      li.append(el("span", ` · ${leftOut.length} repeated run${leftOut.length === 1 ? "" : "s"} left out:`, "muted"));
+      for (const r of leftOut) {
+        const a = el("a", ` #${r.id}`);
+        a.href = `/runs/${r.id}/`;
+        a.title = `seed ${r.seed} again; #${r.kept} is kept`;
+        li.append(a);
+      }
+    }
     return li;
   }));
 }

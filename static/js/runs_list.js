@@ -1,7 +1,12 @@
 /**
- * The runs list: enables Compare when 2–4 runs or seed groups are selected, and refreshes the page
- * while runs are active (a cheap reload every few seconds; the run page itself is live).
+ * The runs list: formats each run's ETA as the run page does (runs_model.etaText), enables Compare
+ * when 2–4 runs or seed groups are selected, and refreshes the page while runs are active (a cheap
+ * reload every few seconds; the run page itself is live).
  */
+
+import { etaText } from "./runs_model.js";
+
+for (const cell of document.querySelectorAll("[data-eta]")) cell.textContent = etaText(cell.dataset.eta);
 
 const form = document.querySelector('[data-testid="run-compare-form"]');
 if (form) {

@@ -133,3 +133,13 @@ export function formatEta(s) {
   if (t >= 60) return `${Math.floor(t / 60)} min ${String(t % 60).padStart(2, "0")} s`;
   return `${t} s`;
 }
+
+/**
+ * The ETA text of a run from its `eta_s` as the pages hold it: a number, or the string of an HTML
+ * `data-eta` attribute (the runs list); "" / null / undefined (unknown) give "–". One formatter
+ * (formatEta) for the run page and the runs list.
+ */
+export function etaText(raw) {
+  if (raw === null || raw === undefined || (typeof raw === "string" && raw.trim() === "")) return "–";
+  return formatEta(Number(raw));
+}

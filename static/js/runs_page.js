@@ -146,7 +146,8 @@ class RunPage {
     error.textContent = run.error;
     // A viewer's buttons stay disabled (`data-can-write="false"`, the server's role check).
     const readOnly = this.root.dataset.canWrite === "false";
-    this.q("cancel-run").disabled = readOnly || !(run.status === "queued" || run.status === "running") || run.external;
+    // an external run can be cancelled too: its CLI stops at its next report
+    this.q("cancel-run").disabled = readOnly || !(run.status === "queued" || run.status === "running");
     this.q("resume-run").disabled = readOnly || run.external || !(run.status === "cancelled" || run.status === "failed");
     this.q("run-waiting").hidden = iterations.length > 0 || !ACTIVE.has(run.status);
     this._badge(this.connection.state);

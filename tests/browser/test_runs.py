@@ -5,11 +5,13 @@ panel updating live over `/ws/runs/<id>/`, cancel, and resume from the last chec
 Waits are on visible state (`data-points`, `data-status`, `data-iteration`), never sleeps.
 """
 
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.servers import stop
+from webapp.accounts.services import DEFAULT_PROJECT
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -55,6 +57,8 @@ def test_start_watch_cancel_resume(app, page, training_worker):
     page.goto(f"{app.url}/runs/")
     page.get_by_test_id("new-run").click()
     page.wait_for_url(f"{app.url}/runs/new/")
+    # The form says which project the run goes into (the admin has one: a read-only line).
+    assert page.get_by_test_id("run-project").inner_text().strip() == DEFAULT_PROJECT
     # A budget of 0 environment steps is refused next to its field, and nothing is started.
     fill_form(page, level="long", algorithm="ppo", credit="shared", stop="learned", budget_steps=0, seed=3)
     page.get_by_test_id("start-run").click()
@@ -75,6 +79,14 @@ def test_start_watch_cancel_resume(app, page, training_worker):
     assert int(page.get_by_test_id("stop-cards").get_attribute("data-iteration")) > first, "stop panel did not follow"
     assert points(page, "regret-chart") >= 3
     assert page.get_by_test_id("episode-link").count() >= 1
+
+    # The runs list formats the ETA as the run page does ("1 h 02 min", not "3720 s").
+    listing = page.context.new_page()
+    listing.goto(f"{app.url}/runs/")
+    eta = listing.locator(f"tr[data-run-id='{run_id}'] [data-testid=run-eta]")
+    assert eta.get_attribute("data-eta"), "a running run with iterations has an ETA"
+    assert re.fullmatch(r"\d+ h \d\d min|\d+ min \d\d s|\d+ s", eta.inner_text().strip()), eta.inner_text()
+    listing.close()
 
     # Cancel: the task stops at the end of the iteration; the page shows it live.
     page.get_by_test_id("cancel-run").click()

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import test from "node:test";
 
 import {
-  applyRunDelta, curveOf, formatEta, groupBand, interpolate, metricSeries, shareSeries, shouldApply, stopCurves,
+  applyRunDelta, curveOf, etaText, formatEta, groupBand, interpolate, metricSeries, shareSeries, shouldApply, stopCurves,
   tQuantile975,
 } from "../../static/js/runs_model.js";
 
@@ -79,4 +79,13 @@ test("formatEta", () => {
   assert.equal(formatEta(42.4), "42 s");
   assert.equal(formatEta(185), "3 min 05 s");
   assert.equal(formatEta(3720), "1 h 02 min");
+});
+
+test("etaText: the runs list's data-eta strings get the run page's formatter", () => {
+  // The trial's run: the list showed "303182727 s" while the run page showed "84217 h 25 min".
+  assert.equal(etaText("303182727.27"), "84217 h 25 min");
+  assert.equal(etaText("303182727.27"), formatEta(303182727.27));
+  assert.equal(etaText(185), "3 min 05 s");
+  assert.equal(etaText("0"), "0 s");
+  for (const unknown of ["", "  ", null, undefined, "n/a"]) assert.equal(etaText(unknown), "–");
 });

@@ -115,3 +115,48 @@ def test_tokens_see_only_their_project(api_client, iterations, django_user_model
                        HTTP_AUTHORIZATION=f"Bearer {foreign}").status_code == 404
     assert client.get(f"/api/runs/{run_id}/").status_code == 401
     assert client.get(f"/api/runs/{run_id}/", HTTP_AUTHORIZATION="Bearer ssk_nope").status_code == 401
+
+
+def test_only_external_open_runs_take_iterations_and_finish(api_client, iterations, project):
+    from webapp.runs import services
+    app_run = services.do_create_run(project, TINY)  # trained by the app's worker
+    injected = post(api_client, f"/api/runs/{app_run.pk}/iterations/", iterations[0])
+    assert injected.status_code == 409 and injected.json()["field"] == "run"
+    finished = post(api_client, f"/api/runs/{app_run.pk}/finish/", {"status": "finished"})
+    assert finished.status_code == 409 and Run.objects.get(pk=app_run.pk).status == Run.QUEUED
+    external = post(api_client, "/api/runs/", {"config": TINY}).json()["id"]
+    assert post(api_client, f"/api/runs/{external}/finish/", {"status": "failed", "error": "x"}).status_code == 200
+    again = post(api_client, f"/api/runs/{external}/finish/", {"status": "finished"})
+    assert again.status_code == 409 and again.json()["field"] == "status"
+    assert Run.objects.get(pk=external).status == Run.FAILED and not RunIteration.objects.exists()
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"metrics": {"reward": 1.0, "custom": float("nan")}}, "metrics.custom"),  # a recipe's own entry
+    ({"credit": {"by_role": {"solver": 0.5}, "extra": [1, float("inf")]}}, "credit.extra[1]"),
+])
+def test_non_finite_numbers_anywhere_in_an_iteration_are_refused(api_client, change, field):
+    run_id = post(api_client, "/api/runs/", {"config": TINY}).json()["id"]
+    answer = post(api_client, f"/api/runs/{run_id}/iterations/",
+                  {"iteration": 0, "env_steps": 10, "metrics": {"reward": 1.0}, **change})
+    assert answer.status_code == 400 and answer.json()["field"] == field, answer.content
+    finish = post(api_client, f"/api/runs/{run_id}/finish/", {"summary": {"best": float("nan")}})
+    assert finish.status_code == 400 and finish.json()["field"] == "summary.best"
+    assert Run.objects.get(pk=run_id).status == "running" and not RunIteration.objects.exists()
+
+
+def test_steps_never_go_back_and_a_replaced_iteration_recomputes_the_best_reward(api_client):
+    run_id = post(api_client, "/api/runs/", {"config": TINY}).json()["id"]
+    url = f"/api/runs/{run_id}/iterations/"
+    assert post(api_client, url, {"iteration": 0, "env_steps": 100, "metrics": {"reward": 99.0}}).status_code == 201
+    assert post(api_client, url, {"iteration": 1, "env_steps": 200, "metrics": {"reward": 0.5}}).status_code == 201
+    back = post(api_client, url, {"iteration": 2, "env_steps": 150, "metrics": {"reward": 0.5}})
+    assert back.status_code == 400 and back.json()["field"] == "env_steps" and "iteration 1" in back.json()["error"]
+    # a resumed recipe re-sends iteration 0: its old reward no longer counts
+    assert post(api_client, url, {"iteration": 0, "env_steps": 100, "metrics": {"reward": 0.2}}).status_code == 201
+    assert api_client.get(f"/api/runs/{run_id}/").json()["best_reward"] == 0.5
+
+
+def test_a_name_over_300_characters_is_refused(api_client):
+    answer = post(api_client, "/api/runs/", {"name": "n" * 301, "config": TINY})
+    assert answer.status_code == 400 and answer.json()["field"] == "name" and not Run.objects.exists()

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
 from tests.runs.conftest import TINY
 from tests.servers import REPO
+from webapp.runs import services
 from webapp.runs.models import Run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
@@ -44,3 +46,59 @@ def test_cli_with_a_bad_token_fails_clearly(live_server, tmp_path):
                           cwd=REPO, capture_output=True, text=True, timeout=150)
     assert done.returncode != 0 and "401" in done.stderr
     assert not Run.objects.exists()
+
+
+def _config(tmp_path, budget):
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({**TINY, "budget_steps": budget}))
+    return path
+
+
+def cli(tmp_path, url, token, *extra, budget=TINY["budget_steps"]):
+    return subprocess.run([sys.executable, "-m", "trainer.recipes.train_orchestrator",
+                           "--config", str(_config(tmp_path, budget)),
+                           "--out", str(tmp_path / "out"), "--url", url, "--token", token, *extra],
+                          cwd=REPO, capture_output=True, text=True, timeout=150)
+
+
+def test_a_resumed_cli_run_reports_to_the_same_app_run(live_server, api_token, tmp_path):
+    first = cli(tmp_path, live_server.url, api_token, budget=TINY["budget_steps"] // 2)
+    assert first.returncode == 0, first.stderr[-3000:]
+    run = Run.objects.get()
+    done_before = run.iterations.count()
+    # the first process finished its run; a resume with a larger budget reports as a new run ...
+    second = cli(tmp_path, live_server.url, api_token, "--resume")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "is finished: reporting as a new run" in second.stdout and Run.objects.count() == 2
+    resumed = Run.objects.latest("pk")
+    assert min(resumed.iterations.values_list("iteration", flat=True)) == done_before
+    # ... while one whose app run is still open (a killed process) goes on reporting to it
+    Run.objects.filter(pk=resumed.pk).update(status=Run.RUNNING)
+    third = cli(tmp_path, live_server.url, api_token, "--resume", budget=TINY["budget_steps"] * 2)
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert f"as run {resumed.pk} (resumed)" in third.stdout and Run.objects.count() == 2
+    resumed.refresh_from_db()
+    assert resumed.status == Run.FINISHED and resumed.env_steps >= TINY["budget_steps"] * 2
+
+
+def test_a_cli_run_cancelled_in_the_app_stops_and_keeps_its_checkpoint(live_server, api_token, tmp_path):
+    process = subprocess.Popen([sys.executable, "-m", "trainer.recipes.train_orchestrator", "--config",
+                                str(_config(tmp_path, 10 ** 9)), "--out", str(tmp_path / "out"),
+                                "--url", live_server.url, "--token", api_token],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not Run.objects.filter(iterations__isnull=False).exists():
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.2)
+        services.do_request_cancel(Run.objects.get())  # what Cancel on the run page does
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 1 and "was closed in the app" in err, err[-3000:]
+    assert Run.objects.get().status == Run.CANCELLED and (tmp_path / "out" / "last.pt").exists()
+
+
+def test_cli_with_an_unreachable_app_fails_in_one_line(tmp_path):
+    done = cli(tmp_path, "http://127.0.0.1:9", "ssk_any")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "http://127.0.0.1:9" in done.stderr

@@ -160,6 +160,25 @@ def test_a_failing_run_is_marked_failed_with_the_reason(project, settings, tmp_p
     assert run.status == Run.FAILED and "level" in run.error and "no-such-level" in run.error
 
 
+def test_an_iteration_the_app_cannot_store_fails_the_run_naming_the_field(project, settings, tmp_path,
+                                                                         monkeypatch):
+    from trainer.recipes import train_orchestrator as recipe
+    settings.DATA_DIR = tmp_path
+    monkeypatch.setattr(services, "request_training", lambda run: None)
+    run = services.do_create_run(project, TINY)
+    play = recipe.run_iteration
+
+    def overflowing(*args, **kwargs):  # a reward that overflowed (a recipe with no bound on its weights)
+        report, steps = play(*args, **kwargs)
+        report["metrics"]["reward"] = float("inf")
+        return report, steps
+
+    monkeypatch.setattr(recipe, "run_iteration", overflowing)
+    assert tasks.train_run(run.pk) == Run.FAILED
+    run.refresh_from_db()
+    assert "metrics.reward: must be finite" in run.error and run.iterations_done == 0
+
+
 def test_runs_whose_worker_stopped_reporting_are_marked_failed(project, settings):
     from datetime import timedelta
 

@@ -48,6 +48,7 @@ def run(config: dict, **kwargs) -> tuple[list[dict], dict]:
     ({"episodes_per_iteration": 6, "group_size": 4}, "group_size"),
     ({"reward_weights": {"speed": 1.0}}, "reward_weights.speed"),
     ({"reward_weights": {"finish": -1}}, "reward_weights.finish"),
+    ({"reward_weights": {"success": 1e308}}, "reward_weights.success"),  # R * 1e308 overflowed: no iteration stored
     ({"reward_weights": {"anneal_fraction": 0}}, "reward_weights.anneal_fraction"),
     ({"epochs_": 3}, "epochs_"),
 ])

@@ -69,6 +69,7 @@ import torch
 
 from trainer.policy import (AGGREGATE, MOVES, STOP, STOP_MODES, OrchestratorPolicy, Played, Script,
                             move_probabilities, moves_of, play)
+from trainer.sdk import SwarmscopeClient, SwarmscopeError
 from trainer.sim.actions import aggregate, delegate, spawn, stop
 from trainer.sim.env import Episode, SimConfig, simulate
 from trainer.sim.tasks import LEVELS, Task, generate_task
@@ -80,6 +81,8 @@ CREDITS = ("shared", "counterfactual", "shapley")
 #: Reward weights and their anneal settings (see `episode_reward`).
 DEFAULT_REWARD_WEIGHTS = {"success": 1.0, "parallelism": 0.1, "finish": 0.5, "critical_steps": 0.002,
                           "parallel_target": 8.0, "anneal_fraction": 1.0}
+#: Largest reward weight (or setting): a reward of 1e308 * R overflows to inf and no iteration can be stored.
+MAX_WEIGHT = 1e6
 #: Seed bases of training tasks and episodes (far from `trainer.sim.tasks.TEST_SET_SEED`'s range).
 TASK_SEED_BASE, EPISODE_SEED_BASE = 1_000_000_000, 2_000_000_000
 STOP_BINS = 40
@@ -179,8 +182,8 @@ class RunConfig:
         for key, value in given.items():
             if key not in DEFAULT_REWARD_WEIGHTS:
                 raise ValueError(f"reward_weights.{key}: unknown weight (known: {', '.join(DEFAULT_REWARD_WEIGHTS)})")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"reward_weights.{key}: must be a finite number >= 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_WEIGHT:
+                raise ValueError(f"reward_weights.{key}: must be a number in [0, {MAX_WEIGHT:g}], got {value!r}")
             weights[key] = float(value)
         if not 0 < weights["anneal_fraction"] <= 1:
             raise ValueError("reward_weights.anneal_fraction: must be in (0, 1]")
@@ -660,6 +663,16 @@ def _save(path: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def check_resumable(config: RunConfig, state: Mapping[str, Any]) -> None:
+    """Raise ValueError naming the first field in which `config` differs from the checkpoint
+    `state`'s (any but `budget_steps`, which a resume may raise)."""
+    stored = RunConfig.from_dict(state["config"])
+    for name in RunConfig.__dataclass_fields__:
+        if name != "budget_steps" and getattr(stored, name) != getattr(config, name):
+            raise ValueError(f"{name}: differs from the checkpoint's ({getattr(stored, name)!r}); "
+                             "resume with the same config")
+
+
 def train(config: RunConfig, *, checkpoint_dir: Path | None = None, resume: bool = False,
           on_iteration: Callable[[dict], None] | None = None,
           should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
@@ -682,11 +695,7 @@ def train(config: RunConfig, *, checkpoint_dir: Path | None = None, resume: bool
     checkpoint = Path(checkpoint_dir) / "last.pt" if checkpoint_dir is not None else None
     if resume and checkpoint is not None and checkpoint.exists():
         state = _load(checkpoint)
-        stored = RunConfig.from_dict(state["config"])
-        for name in RunConfig.__dataclass_fields__:
-            if name != "budget_steps" and getattr(stored, name) != getattr(config, name):
-                raise ValueError(f"{name}: differs from the checkpoint's ({getattr(stored, name)!r}); "
-                                 "resume with the same config")
+        check_resumable(config, state)
         policy.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["torch_rng"])
@@ -757,11 +766,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="RunConfig as a JSON file")
     parser.add_argument("--out", default="runs/orchestrator", help="metrics.jsonl, episodes/ and last.pt go here")
-    parser.add_argument("--resume", action="store_true", help="continue from --out/last.pt")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from --out/last.pt (with --url: reporting to the same app run while it is open)")
     parser.add_argument("--url", help="the app's base URL: stream each iteration to its runs API")
     parser.add_argument("--token", default=os.environ.get("SWARMSCOPE_TOKEN"), help="API token (with --url)")
     parser.add_argument("--name", default="", help="the run's name in the app")
     return parser.parse_args(argv)
+
+
+def app_run(client: Any, out: Path, config: RunConfig, args: argparse.Namespace) -> int:
+    """The app run this process reports to: with --resume, the one recorded in OUT/app_run.json
+    for the same URL while it is still open; else a new one (recorded there). Raises SwarmscopeError
+    or OSError when the app refuses or cannot be reached."""
+    record = out / "app_run.json"
+    if args.resume and record.exists():
+        known = json.loads(record.read_text())
+        if known.get("url") == client.url:
+            run = client.get_run(known["run_id"])
+            if run["status"] in ("queued", "running"):
+                print(f"streaming to {client.url} as run {run['id']} (resumed)", flush=True)
+                return run["id"]
+            print(f"run {run['id']} in the app is {run['status']}: reporting as a new run", flush=True)
+    run_id = client.create_run(config.to_dict(), name=args.name)["id"]
+    record.write_text(json.dumps({"url": client.url, "run_id": run_id}))
+    print(f"streaming to {client.url} as run {run_id}", flush=True)
+    return run_id
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -776,14 +805,23 @@ def main(argv: list[str] | None = None) -> int:
         print("--token (or SWARMSCOPE_TOKEN) is required with --url", file=sys.stderr)
         return 2
     out = Path(args.out)
+    if args.resume and (out / "last.pt").exists():
+        try:
+            check_resumable(config, _load(out / "last.pt"))
+        except ValueError as exc:
+            print(f"{args.config}: {exc}", file=sys.stderr)
+            return 2
     (out / "episodes").mkdir(parents=True, exist_ok=True)
     client = run_id = None
     if args.url:
-        from trainer.sdk import SwarmscopeClient
-        client = SwarmscopeClient(args.url, args.token)
-        run_id = client.create_run(config.to_dict(), name=args.name)["id"]
-        print(f"streaming to {args.url} as run {run_id}", flush=True)
+        client = SwarmscopeClient(args.url, args.token, retries=2)
+        try:
+            run_id = app_run(client, out, config, args)
+        except (SwarmscopeError, OSError) as exc:  # OSError: URLError, refused, timed out
+            print(f"{args.url}: {exc}", file=sys.stderr)
+            return 2
     metrics = (out / "metrics.jsonl").open("a")
+    closed = []  # the app's answer when it closed the run (cancelled there)
 
     def on_iteration(report: dict) -> None:
         for k, trace in enumerate(report["episodes"]):
@@ -791,21 +829,34 @@ def main(argv: list[str] | None = None) -> int:
         metrics.write(json.dumps({key: value for key, value in report.items() if key != "episodes"}) + "\n")
         metrics.flush()
         if client is not None:
-            client.post_iteration(run_id, report)
+            try:
+                client.post_iteration(run_id, report)
+            except SwarmscopeError as exc:
+                if exc.status != 409:
+                    raise
+                closed.append(exc)
         m = report["metrics"]
         print(f"iteration {report['iteration']}: env steps {report['env_steps']}/{report['budget_steps']}, "
               f"reward {m['reward']:.3f}, success {m['success_rate']:.2f}, length {m['episode_length']:.0f}, "
               f"stop regret {report['stop']['stop_regret']:.3f}", flush=True)
 
     try:
-        summary = train(config, checkpoint_dir=out, resume=args.resume, on_iteration=on_iteration)
+        summary = train(config, checkpoint_dir=out, resume=args.resume, on_iteration=on_iteration,
+                        should_stop=lambda: bool(closed))
     except BaseException as exc:
         if client is not None:
-            client.finish_run(run_id, status="failed", error=repr(exc))
+            try:
+                client.finish_run(run_id, status="failed", error=repr(exc))
+            except (SwarmscopeError, OSError) as report_error:
+                print(f"{args.url}: could not mark run {run_id} failed: {report_error}", file=sys.stderr)
         raise
     finally:
         metrics.close()
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    if closed:
+        print(f"{args.url}: run {run_id} was closed in the app ({closed[0]}); stopped after iteration "
+              f"{summary['iterations'] - 1}, checkpoint kept: --resume continues as a new run", file=sys.stderr)
+        return 1
     if client is not None:
         client.finish_run(run_id, summary=summary)
     print(json.dumps(summary), flush=True)

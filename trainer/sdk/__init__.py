@@ -102,6 +102,10 @@ class SwarmscopeClient:
         returns the run resource (its `id` names it in the calls below)."""
         return self._request("POST", "/api/runs/", json.dumps({"name": name, "config": config}).encode())
 
+    def get_run(self, run_id: int) -> dict[str, Any]:
+        """The run resource: status, iterations_done, env_steps, best_reward, config, ..."""
+        return self._request("GET", f"/api/runs/{run_id}/")
+
     def post_iteration(self, run_id: int, iteration: dict[str, Any]) -> dict[str, Any]:
         """Report one iteration (the recipe's iteration dict; its `episodes` become traces of the
         run's project); returns `{iteration, seq, episodes}` (the traces' ids)."""

@@ -15,7 +15,7 @@ def run_counterfactual_chunk(job_id: int, start: int, stop: int, project_id: int
     return services.do_run_chunk(job_id, start, stop, project_id)
 
 
-@shared_task(queue="default")
+@shared_task  # on CELERY_TASK_DEFAULT_QUEUE
 def reap_stale_jobs() -> list[int]:
     """Re-queue the missing chunks of jobs whose heartbeat stopped (every SWARMSCOPE_JOB_STALE_S
     seconds under Celery beat, and when a worker starts). Returns the re-queued job ids."""

@@ -419,7 +419,8 @@ PATHS: dict[str, Any] = {
                                                             "episodes": {"type": "array",
                                                                          "items": {"type": "integer"}}}},
                                             "stored: the iteration, the run's new seq, the episodes' trace ids"),
-                               "409": _json(ERROR, "the run is not active (`field`: status)"),
+                               "409": _json(ERROR, "the app trains this run (`field`: run), or it is not active "
+                                                   "(`field`: status)"),
                                **_errors(400, 401, 403, 404, 413)}},
     },
     "/api/runs/{run_id}/finish/": {
@@ -430,12 +431,17 @@ PATHS: dict[str, Any] = {
                                                                  "enum": ["finished", "cancelled", "failed", None]},
                                                       "error": {"type": ["string", "null"]},
                                                       "summary": {"type": ["object", "null"]}}}, required=False),
-                 "responses": {"200": _json(RUN, "the run, closed"), **_errors(400, 401, 403, 404, 413)}},
+                 "responses": {"200": _json(RUN, "the run, closed"),
+                               "409": _json(ERROR, "the app trains this run (`field`: run), or it is already closed "
+                                                   "(`field`: status)"),
+                               **_errors(400, 401, 403, 404, 413)}},
     },
     "/api/runs/{run_id}/cancel/": {
-        "post": {"summary": "Cancel a queued or running run (others stay as they are)", "operationId": "cancelRun",
+        "post": {"summary": "Cancel a queued or running run", "operationId": "cancelRun",
                  "parameters": [_path_id("run_id")],
-                 "responses": {"200": _json(RUN, "the run after the cancel"), **_errors(401, 403, 404)}},
+                 "responses": {"200": _json(RUN, "the run after the cancel"),
+                               "409": _json(ERROR, "not active: finished, failed or cancelled (`field`: status)"),
+                               **_errors(401, 403, 404)}},
     },
     "/api/runs/{run_id}/resume/": {
         "post": {"summary": "Re-queue a cancelled or failed run of the app from its last checkpoint",

@@ -87,6 +87,8 @@ def run_iterations(request: HttpRequest, run_id: int):
     run = _run(request, run_id, "reporting a run's iterations")
     if run is None:
         return _error(404, "no such run")
+    if not run.external:
+        return _error(409, "the app trains this run; only runs created through this API take iterations", field="run")
     if run.status not in Run.ACTIVE:
         return _error(409, f"the run is {run.status}; it takes no more iterations", field="status")
     try:
@@ -102,6 +104,10 @@ def run_finish(request: HttpRequest, run_id: int):
     run = _run(request, run_id, "finishing a run")
     if run is None:
         return _error(404, "no such run")
+    if not run.external:
+        return _error(409, "the app trains this run; cancel it instead", field="run")
+    if run.status not in Run.ACTIVE:
+        return _error(409, f"the run is already {run.status}", field="status")
     try:
         doc = _body(request)
         if not isinstance(doc, dict):
@@ -120,7 +126,11 @@ def run_cancel(request: HttpRequest, run_id: int):
     run = _run(request, run_id, "cancelling a run")
     if run is None:
         return _error(404, "no such run")
-    return JsonResponse(services.run_summary(services.do_request_cancel(run)))
+    try:
+        run = services.do_request_cancel(run)
+    except services.RunInputError as exc:
+        return JsonResponse(exc.as_dict(), status=409)
+    return JsonResponse(services.run_summary(run))
 
 
 @api_view("POST")

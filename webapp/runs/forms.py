@@ -1,10 +1,13 @@
-"""The "New run" form: the recipe's RunConfig fields a researcher sets, with its defaults."""
+"""The "New run" form: the project the run goes to, and the recipe's RunConfig fields a researcher
+sets, with its defaults."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
+
+from webapp.accounts.models import Project
 
 ALGORITHMS = [("ppo", "PPO (clipped, value baseline)"), ("grpo", "GRPO (group baseline)")]
 CREDITS = [("shared", "Shared terminal reward"), ("counterfactual", "Paired counterfactual per decision"),
@@ -16,6 +19,12 @@ WEIGHTS = {"w_success": "success", "w_parallelism": "parallelism", "w_finish": "
 
 
 class NewRunForm(forms.Form):
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.none(), empty_label=None,
+        help_text="the run, its checkpoints and its sample episodes belong to this project",
+        error_messages={"invalid_choice": "you cannot start runs in that project: it needs the reviewer or admin "
+                                          "role there",
+                        "required": "choose the project the run goes into"})
     name = forms.CharField(required=False, max_length=300, help_text="optional; a name is made from the config")
     level = forms.ChoiceField(choices=[], help_text="a SwarmSim level (`long`: at least 200 decisions per episode)")
     algorithm = forms.ChoiceField(choices=ALGORITHMS)
@@ -29,13 +38,25 @@ class NewRunForm(forms.Form):
                                       help_text="all of them, credit re-rollouts included")
     seed = forms.IntegerField(min_value=0)
 
-    def __init__(self, *args, defaults: dict[str, Any], levels: list[str], **kwargs):
+    def __init__(self, *args, defaults: dict[str, Any], levels: list[str], projects: list[Project],
+                 project: Project | None = None, **kwargs):
+        """`projects`: those the user may start runs in (reviewer or admin), the only valid choices
+        (with just one, a form that leaves `project` out means that one); `project`: the one
+        preselected (default: the first)."""
         self.defaults = defaults
         weights = defaults.get("reward_weights") or {}
         initial = {k: defaults.get(k) for k in ("level", "algorithm", "credit", "stop", "budget_steps", "seed")}
         initial.update({field: weights.get(key, 0.0) for field, key in WEIGHTS.items()})
+        chosen = project or (projects[0] if projects else None)
+        initial["project"] = chosen.pk if chosen else None
         super().__init__(*args, initial=initial, **kwargs)
+        self.fields["project"].queryset = Project.objects.filter(pk__in=[p.pk for p in projects]).order_by("name")
+        self.fields["project"].required = len(projects) != 1
+        self.projects = projects
         self.fields["level"].choices = [(level, level) for level in levels]
+
+    def clean_project(self) -> Project:
+        return self.cleaned_data.get("project") or self.projects[0]
 
     def config(self) -> dict[str, Any]:
         """The RunConfig dict of the cleaned form: the recipe's defaults with the form's values."""

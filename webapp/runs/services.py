@@ -14,12 +14,13 @@ import json
 import math
 import re
 import sys
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Iterable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import F
 from django.utils import timezone
 from django.utils.module_loading import import_module
 
@@ -99,6 +100,23 @@ def _number(value: Any, field: str, *, integer: bool = False, minimum: float | N
     return value
 
 
+def check_finite_json(value: Any, field: str) -> Any:
+    """`value` (decoded JSON) if every number in it is finite and within a float's range, else
+    RunInputError naming the first offending path (`field.key[i]`): NaN, Infinity and such
+    integers decode in Python but are not JSON, so the database refuses them (was a 500)."""
+    stack = [(field, value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{key}", sub) for key, sub in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", sub) for i, sub in enumerate(item))
+        elif isinstance(item, float) and not math.isfinite(item) or \
+                isinstance(item, int) and not isinstance(item, bool) and abs(item) > sys.float_info.max:
+            raise RunInputError("must be a finite number", path)
+    return value
+
+
 def _pairs(value: Any, field: str) -> list[list[float]]:
     if not isinstance(value, list):
         raise RunInputError("must be a list of [step, value] pairs", field)
@@ -166,6 +184,8 @@ def check_iteration(doc: Any) -> dict[str, Any]:
         if not isinstance(episode, dict):
             raise RunInputError("must be a trace object", f"episodes[{i}]")
     result["episodes"] = episodes
+    for name in ("metrics", "stop", "credit"):  # a recipe's own entries (any JSON) too
+        check_finite_json(result[name], name)
     return result
 
 
@@ -226,13 +246,6 @@ def list_runs(project_ids: Iterable[int]):
     return Run.objects.filter(project_id__in=list(project_ids)).order_by("-created_at")
 
 
-def seed_group_sizes(keys: Iterable[str], project_ids: Iterable[int]) -> dict[str, int]:
-    """Runs per seed group (of the given keys) in `project_ids`."""
-    rows = (Run.objects.filter(seed_group__in=set(keys), project_id__in=list(project_ids))
-            .values("seed_group").annotate(n=Count("id")))
-    return {row["seed_group"]: row["n"] for row in rows}
-
-
 def get_run_for(run_id: int, project_ids: Iterable[int]) -> Run | None:
     """The run if it is in one of `project_ids`, else None (unknown and foreign look the same)."""
     return Run.objects.filter(pk=run_id, project_id__in=list(project_ids)).first()
@@ -262,9 +275,11 @@ def _save(run: Run, **fields: Any) -> Run:
 def do_create_run(project: Project, config: dict[str, Any], *, name: str = "", external: bool = False) -> Run:
     """Create a queued run of `config` (validated by the recipe). Raises RunInputError."""
     config = check_config(config)
+    if len(name) > 300:
+        raise RunInputError("must be at most 300 characters", "name")
     budget = int(config.get("budget_steps") or 0)
     with transaction.atomic():
-        run = Run.objects.create(project=project, name=name[:300], config=config, seed_group=seed_group_of(config),
+        run = Run.objects.create(project=project, name=name, config=config, seed_group=seed_group_of(config),
                                  budget_steps=budget, external=external,
                                  status=Run.RUNNING if external else Run.QUEUED,
                                  started_at=timezone.now() if external else None)
@@ -311,6 +326,10 @@ def do_record_iteration(run: Run, doc: Any) -> RunIteration:
     data = check_iteration(doc)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
+        earlier = RunIteration.objects.filter(run=run, iteration__lt=data["iteration"],
+                                              env_steps__gt=data["env_steps"]).order_by("iteration").first()
+        if earlier is not None:
+            raise RunInputError(f"must not be below iteration {earlier.iteration}'s ({earlier.env_steps})", "env_steps")
         trace_ids = []
         for i, episode in enumerate(data["episodes"]):
             name = f"run {run.pk} iteration {data['iteration']} episode {i}.json"
@@ -320,14 +339,18 @@ def do_record_iteration(run: Run, doc: Any) -> RunIteration:
                 raise RunInputError(outcome.error or outcome.skipped or "holds no trace", f"episodes[{i}]")
             trace_ids.extend(t.pk for t in outcome.traces)
         seq = _next_seq(run)
-        row, _ = RunIteration.objects.update_or_create(
+        row, created = RunIteration.objects.update_or_create(
             run=run, iteration=data["iteration"],
             defaults={"env_steps": data["env_steps"], "wall_s": data["wall_s"], "metrics": data["metrics"],
                       "stop": data["stop"], "credit": data["credit"], "seq": seq})
         row.episodes.set(trace_ids)
         reward = data["metrics"].get("reward")
-        best = run.best_reward if reward is None or (run.best_reward is not None and run.best_reward >= reward) \
-            else reward
+        if created:
+            best = run.best_reward if reward is None or (run.best_reward is not None and run.best_reward >= reward) \
+                else reward
+        else:  # a re-sent iteration replaces the stored one: its old reward may have been the best
+            rewards = [m.get("reward") for m in RunIteration.objects.filter(run=run).values_list("metrics", flat=True)]
+            best = max((r for r in rewards if isinstance(r, (int, float))), default=None)
         fields = {"env_steps": max(run.env_steps, data["env_steps"]), "best_reward": best, "heartbeat_at": timezone.now(),
                   "iterations_done": RunIteration.objects.filter(run=run).count(),
                   "wall_s": max(run.wall_s, data["wall_s"])}
@@ -339,9 +362,12 @@ def do_record_iteration(run: Run, doc: Any) -> RunIteration:
 
 def do_request_cancel(run: Run) -> Run:
     """Ask a queued or running run to stop: queued runs stop at once, running ones at the end of
-    the current iteration (the task polls). No-op for runs that are not active."""
+    the current iteration (the task polls); a cancelling run stays as it is. Raises RunInputError
+    (field `status`; the page and the API answer 409) when the run is not active."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.status not in Run.ACTIVE:
+            raise RunInputError(f"the run is {run.status}; only a queued or running run can be cancelled", "status")
         if run.status == Run.QUEUED:
             return _save(run, status=Run.CANCELLED, finished_at=timezone.now())
         if run.status == Run.RUNNING:
@@ -362,6 +388,7 @@ def do_finish(run: Run, *, status: str = Run.FINISHED, error: str = "", summary:
         raise RunInputError("must be 'finished', 'cancelled' or 'failed'", "status")
     if summary is not None and not isinstance(summary, dict):
         raise RunInputError("must be an object", "summary")
+    check_finite_json(summary, "summary")
     fields: dict[str, Any] = {"status": status, "error": error[:5000], "finished_at": timezone.now()}
     if summary is not None:
         fields["summary"] = summary
@@ -406,3 +433,54 @@ def series(iterations: list[dict[str, Any]], metric: str) -> list[list[float]]:
     """`[[env_steps, value], ...]` of `metrics[metric]` over iterations (None values left out)."""
     return [[it["env_steps"], it["metrics"][metric]] for it in iterations
             if isinstance(it.get("metrics", {}).get(metric), (int, float))]
+
+
+@dataclass(frozen=True)
+class SeedGroup:
+    """The runs of one seed group, one per seed: `runs` are drawn as the group's mean and 95 % band
+    and counted as its seeds; `repeats` are the other runs of an already kept seed, left out
+    (`kept_for[repeat id]` = the id of the run kept for its seed). Both newest first."""
+
+    key: str
+    runs: list[Run]
+    repeats: list[Run]
+    kept_for: dict[int, int]
+
+    @property
+    def seeds(self) -> int:
+        return len(self.runs)
+
+    def describe(self) -> str:
+        """"3 seeds", "3 seeds (1 repeated run left out)"."""
+        text = f"{self.seeds} seed{'s' if self.seeds != 1 else ''}"
+        if self.repeats:
+            n = len(self.repeats)
+            text += f" ({n} repeated run{'s' if n != 1 else ''} left out)"
+        return text
+
+
+def _seed_of(run: Run) -> str:
+    return json.dumps((run.config or {}).get("seed"), sort_keys=True)
+
+
+def pick_seed_runs(runs: Iterable[Run]) -> tuple[list[Run], list[Run], dict[int, int]]:
+    """One run per seed (`config["seed"]`) of a seed group: the most recent one with iterations,
+    else the most recent one. Returns (kept, repeats left out, {repeat id: kept id}), newest first."""
+    newest_first = sorted(runs, key=lambda r: (r.created_at, r.pk), reverse=True)
+    kept: dict[str, Run] = {}
+    for run in newest_first:
+        seed = _seed_of(run)
+        if seed not in kept or kept[seed].iterations_done <= 0 < run.iterations_done:
+            kept[seed] = run
+    kept_ids = {r.pk for r in kept.values()}
+    repeats = [r for r in newest_first if r.pk not in kept_ids]
+    return ([r for r in newest_first if r.pk in kept_ids], repeats,
+            {r.pk: kept[_seed_of(r)].pk for r in repeats})
+
+
+def list_seed_groups(keys: Iterable[str], project_ids: Iterable[int]) -> dict[str, SeedGroup]:
+    """The seed groups of the given keys in `project_ids` (a key with no run there is absent)."""
+    members: dict[str, list[Run]] = {}
+    for run in Run.objects.filter(seed_group__in=set(keys), project_id__in=list(project_ids)):
+        members.setdefault(run.seed_group, []).append(run)
+    return {key: SeedGroup(key, *pick_seed_runs(runs)) for key, runs in members.items()}

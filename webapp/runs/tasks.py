@@ -68,10 +68,9 @@ def train_run(run_id: int, project_id: int | None = None) -> str:
 
     def on_iteration(doc: dict) -> None:
         _be_gentle()
-        try:
-            services.do_record_iteration(run, doc)
-        except services.RunInputError:
-            log.exception("run %s: iteration %s was not stored", run_id, doc.get("iteration"))
+        # an iteration the app cannot store (a reward that overflowed to inf) fails the run, with
+        # the field named, rather than training on unseen
+        services.do_record_iteration(run, doc)
         services.do_set_checkpoint(run, str(checkpoint))
 
     try:
@@ -87,7 +86,11 @@ def train_run(run_id: int, project_id: int | None = None) -> str:
                                                                    and summary.get("status") == "cancelled")
     status = Run.CANCELLED if cancelled else Run.FINISHED
     summary = json.loads(json.dumps(summary, default=str)) if isinstance(summary, dict) else {}
-    services.do_finish(run, status=status, summary=summary)
+    try:
+        services.do_finish(run, status=status, summary=summary)
+    except services.RunInputError as exc:
+        services.do_finish(run, status=Run.FAILED, error=f"the recipe's summary: {exc}")
+        return Run.FAILED
     return status
 
 

@@ -6,7 +6,7 @@ from .models import Trace
 from .services import get_computed_metrics
 
 
-@shared_task(queue="default", acks_late=True)
+@shared_task(acks_late=True)  # on CELERY_TASK_DEFAULT_QUEUE
 def refresh_metrics(trace_id: int) -> dict | None:
     """Compute and cache webapp.core.metrics for a trace (after an import), so its page opens fast."""
     trace = Trace.objects.filter(pk=trace_id).first()
