@@ -54,9 +54,9 @@ SPAWN_SOLVER, SPAWN_EXPERT, SPAWN_VERIFIER, DELEGATE, MESSAGE, AGGREGATE, STOP =
 MOVE_KIND = ("spawn", "spawn", "spawn", "delegate", "message", "aggregate", "stop")
 STOP_MODES = ("learned", "rule", "none")
 #: Observation features (`features`), in order.
-FEATURES = ("delegated_share", "all_delegated", "next_difficulty", "solvers", "experts", "expert_share", "verifier_alive",
-            "workers_per_subtask", "workers_idle_share", "wait_s", "messages", "aggregated", "steps_share",
-            "clock_s", "events", "n_subtasks", "bias")
+FEATURES = ("delegated_share", "all_delegated", "next_difficulty", "solvers", "experts", "expert_share",
+            "verifier_alive", "workers_per_subtask", "workers_idle_share", "wait_s", "messages", "aggregated",
+            "steps_share", "clock_s", "events", "n_subtasks", "bias")
 #: The features the value head V(s) reads: task progress and the make-up of the worker pool (what
 #: the outcome depends on), not the clock or the pool's size. A move that makes no progress (a
 #: message, one more worker of a kind already there) leaves them unchanged, so its GAE advantage is

@@ -35,7 +35,8 @@ class NewRunForm(forms.Form):
     w_finish = forms.FloatField(label="Finish weight", help_text="annealed orchestration term (Kimi PARL)")
     w_critical_steps = forms.FloatField(label="Critical-steps cost", help_text="per critical step")
     budget_steps = forms.IntegerField(min_value=1, label="Budget (environment steps)",
-                                      help_text="all of them, credit re-rollouts included; the run stops at the first iteration boundary past it")
+                                      help_text="all of them, credit re-rollouts included; the run stops at the first "
+                                                "iteration boundary past it")
     seed = forms.IntegerField(min_value=0)
 
     def __init__(self, *args, defaults: dict[str, Any], levels: list[str], projects: list[Project],
