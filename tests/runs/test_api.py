@@ -155,6 +155,8 @@ def test_steps_never_go_back_and_a_replaced_iteration_recomputes_the_best_reward
     # a resumed recipe re-sends iteration 0: its old reward no longer counts
     assert post(api_client, url, {"iteration": 0, "env_steps": 100, "metrics": {"reward": 0.2}}).status_code == 201
     assert api_client.get(f"/api/runs/{run_id}/").json()["best_reward"] == 0.5
+    ahead = post(api_client, url, {"iteration": 0, "env_steps": 250, "metrics": {"reward": 0.2}})
+    assert ahead.status_code == 400 and ahead.json()["field"] == "env_steps" and "iteration 1" in ahead.json()["error"]
 
 
 def test_a_name_over_300_characters_is_refused(api_client):

@@ -5,6 +5,7 @@ same iterations the CLI wrote to metrics.jsonl, their episodes as traces, and th
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -97,6 +98,28 @@ def test_a_cli_run_cancelled_in_the_app_stops_and_keeps_its_checkpoint(live_serv
         process.kill()
     assert process.returncode == 1 and "was closed in the app" in err, err[-3000:]
     assert Run.objects.get().status == Run.CANCELLED and (tmp_path / "out" / "last.pt").exists()
+
+
+def test_ctrl_c_leaves_the_app_run_open_for_resume(live_server, api_token, tmp_path):
+    process = subprocess.Popen([sys.executable, "-m", "trainer.recipes.train_orchestrator", "--config",
+                                str(_config(tmp_path, 10 ** 9)), "--out", str(tmp_path / "out"),
+                                "--url", live_server.url, "--token", api_token],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not Run.objects.filter(iterations__isnull=False).exists():
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    run = Run.objects.get()
+    assert process.returncode == 130 and "Traceback" not in err and f"reporting to run {run.pk}" in err, err[-3000:]
+    assert run.status == Run.RUNNING
+    again = cli(tmp_path, live_server.url, api_token, "--resume", budget=run.env_steps + 1)
+    assert again.returncode == 0 and f"as run {run.pk} (resumed)" in again.stdout, again.stderr[-3000:]
+    assert Run.objects.get().status == Run.FINISHED
 
 
 def test_cli_with_an_unreachable_app_fails_in_one_line(tmp_path):

@@ -136,23 +136,25 @@ def test_with_one_project_to_start_runs_in_the_form_names_it(browser_client, pro
 
 
 def test_a_seed_group_counts_each_seed_once_and_says_what_it_left_out(browser_client, project):
-    def run(seed, iterations):
+    def run(seed, env_steps, status=Run.RUNNING):
         made = services.do_create_run(project, {**TINY, "seed": seed}, external=True)
-        Run.objects.filter(pk=made.pk).update(iterations_done=iterations)
+        Run.objects.filter(pk=made.pk).update(env_steps=env_steps, status=status)
         return made
 
-    s0_old, s1, s2, s0_new, s0_empty = run(0, 3), run(1, 3), run(2, 3), run(0, 2), run(0, 0)
+    done = Run.FINISHED
+    s0_old, s1, s2 = run(0, 300, done), run(1, 300, done), run(2, 300, done)
+    s0_new, s0_empty = run(0, 500), run(0, 0)  # a newer run of seed 0 whose CLI was killed, and one never reported
     other = services.do_create_run(project, {**TINY, "credit": "counterfactual"}, external=True)
     html = browser_client.get(f"/runs/compare/?groups={s1.seed_group}&runs={other.pk}").content.decode()
     data = json.loads(re.search(r'id="compare-data" type="application/json">(.*?)</script>', html, re.S).group(1))
     group = data[1]
-    # seed 0: the most recent run with iterations is kept; the older one and the empty newer one are not
-    assert sorted(snap["run"]["id"] for snap in group["runs"]) == sorted([s0_new.pk, s1.pk, s2.pk])
+    # seed 0: the finished run stands for it, not the newer ones that never finished
+    assert sorted(snap["run"]["id"] for snap in group["runs"]) == sorted([s0_old.pk, s1.pk, s2.pk])
     assert group["label"].endswith("(3 seeds)") and group["description"] == "3 seeds (2 repeated runs left out)"
     assert sorted((r["id"], r["kept"]) for r in group["left_out"]) == sorted(
-        [(s0_old.pk, s0_new.pk), (s0_empty.pk, s0_new.pk)])
+        [(s0_new.pk, s0_old.pk), (s0_empty.pk, s0_old.pk)])
     notice = re.search(r'data-testid="compare-repeats">(.*?)</p>', html, re.S).group(1)
-    assert "3 seeds (2 repeated runs left out)" in notice and f"#{s0_old.pk}</a> repeats seed 0" in notice
+    assert "3 seeds (2 repeated runs left out)" in notice and f"#{s0_new.pk}</a> repeats seed 0" in notice
     listing = browser_client.get("/runs/").content.decode()
     assert "3 seeds (2 repeated runs left out)" in listing
     assert listing.count('data-testid="repeat-run"') == 2

@@ -780,13 +780,24 @@ def app_run(client: Any, out: Path, config: RunConfig, args: argparse.Namespace)
     or OSError when the app refuses or cannot be reached."""
     record = out / "app_run.json"
     if args.resume and record.exists():
-        known = json.loads(record.read_text())
-        if known.get("url") == client.url:
-            run = client.get_run(known["run_id"])
-            if run["status"] in ("queued", "running"):
-                print(f"streaming to {client.url} as run {run['id']} (resumed)", flush=True)
-                return run["id"]
-            print(f"run {run['id']} in the app is {run['status']}: reporting as a new run", flush=True)
+        try:
+            known = json.loads(record.read_text())
+            known = known if isinstance(known, dict) and isinstance(known.get("run_id"), int) else {}
+        except ValueError:
+            known = {}
+        if not known:
+            print(f"{record}: unreadable, reporting as a new run", flush=True)
+        elif known.get("url") == client.url:
+            try:
+                status = client.get_run(known["run_id"])["status"]
+            except SwarmscopeError as exc:
+                if exc.status != 404:
+                    raise
+                status = "gone"
+            if status in ("queued", "running"):
+                print(f"streaming to {client.url} as run {known['run_id']} (resumed)", flush=True)
+                return known["run_id"]
+            print(f"run {known['run_id']} in the app is {status}: reporting as a new run", flush=True)
     run_id = client.create_run(config.to_dict(), name=args.name)["id"]
     record.write_text(json.dumps({"url": client.url, "run_id": run_id}))
     print(f"streaming to {client.url} as run {run_id}", flush=True)
@@ -807,7 +818,12 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if args.resume and (out / "last.pt").exists():
         try:
-            check_resumable(config, _load(out / "last.pt"))
+            state = _load(out / "last.pt")
+        except Exception as exc:  # noqa: BLE001 - whatever torch.load makes of a damaged file
+            print(f"{out / 'last.pt'}: not a checkpoint of this recipe ({exc})", file=sys.stderr)
+            return 2
+        try:
+            check_resumable(config, state)
         except ValueError as exc:
             print(f"{args.config}: {exc}", file=sys.stderr)
             return 2
@@ -843,6 +859,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = train(config, checkpoint_dir=out, resume=args.resume, on_iteration=on_iteration,
                         should_stop=lambda: bool(closed))
+    except KeyboardInterrupt:  # Ctrl-C: the app run stays open, so --resume goes on reporting to it
+        where = f"; --resume continues, reporting to run {run_id}" if client is not None else "; --resume continues"
+        print(f"interrupted: checkpoint {out / 'last.pt'} kept{where}", file=sys.stderr)
+        return 130
     except BaseException as exc:
         if client is not None:
             try:

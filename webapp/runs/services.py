@@ -329,7 +329,12 @@ def do_record_iteration(run: Run, doc: Any) -> RunIteration:
         earlier = RunIteration.objects.filter(run=run, iteration__lt=data["iteration"],
                                               env_steps__gt=data["env_steps"]).order_by("iteration").first()
         if earlier is not None:
-            raise RunInputError(f"must not be below iteration {earlier.iteration}'s ({earlier.env_steps})", "env_steps")
+            raise RunInputError(f"must not be below iteration {earlier.iteration}'s ({earlier.env_steps})",
+                                "env_steps")
+        later = RunIteration.objects.filter(run=run, iteration__gt=data["iteration"],
+                                            env_steps__lt=data["env_steps"]).order_by("iteration").first()
+        if later is not None:
+            raise RunInputError(f"must not be above iteration {later.iteration}'s ({later.env_steps})", "env_steps")
         trace_ids = []
         for i, episode in enumerate(data["episodes"]):
             name = f"run {run.pk} iteration {data['iteration']} episode {i}.json"
@@ -412,7 +417,7 @@ def request_resume(run: Run) -> Run:
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         if run.external or run.status not in Run.RESUMABLE:
-            raise RunInputError(f"a {'external ' if run.external else ''}{run.status} run cannot be resumed",
+            raise RunInputError(f"{'an external' if run.external else 'a'} {run.status} run cannot be resumed",
                                 "status")
         _save(run, status=Run.QUEUED, error="", finished_at=None)
         request_training(run)
@@ -464,14 +469,13 @@ def _seed_of(run: Run) -> str:
 
 
 def pick_seed_runs(runs: Iterable[Run]) -> tuple[list[Run], list[Run], dict[int, int]]:
-    """One run per seed (`config["seed"]`) of a seed group: the most recent one with iterations,
-    else the most recent one. Returns (kept, repeats left out, {repeat id: kept id}), newest first."""
+    """One run per seed (`config["seed"]`) of a seed group: a finished one before others, then the
+    one that got furthest (env steps), then the most recent — so a run killed early does not stand
+    for its seed. Returns (kept, repeats left out, {repeat id: kept id}), newest first."""
     newest_first = sorted(runs, key=lambda r: (r.created_at, r.pk), reverse=True)
     kept: dict[str, Run] = {}
-    for run in newest_first:
-        seed = _seed_of(run)
-        if seed not in kept or kept[seed].iterations_done <= 0 < run.iterations_done:
-            kept[seed] = run
+    for run in sorted(newest_first, key=lambda r: (r.status == Run.FINISHED, r.env_steps), reverse=True):
+        kept.setdefault(_seed_of(run), run)
     kept_ids = {r.pk for r in kept.values()}
     repeats = [r for r in newest_first if r.pk not in kept_ids]
     return ([r for r in newest_first if r.pk in kept_ids], repeats,
