@@ -82,40 +82,38 @@ def test_a_resumed_cli_run_reports_to_the_same_app_run(live_server, api_token, t
     assert resumed.status == Run.FINISHED and resumed.env_steps >= TINY["budget_steps"] * 2
 
 
-def test_a_cli_run_cancelled_in_the_app_stops_and_keeps_its_checkpoint(live_server, api_token, tmp_path):
+def interrupted_cli(tmp_path, url, token, interrupt) -> tuple[int, str]:
+    """Start an endless CLI run, call `interrupt(process)` once the app holds its first iteration;
+    returns its exit code and stderr."""
     process = subprocess.Popen([sys.executable, "-m", "trainer.recipes.train_orchestrator", "--config",
                                 str(_config(tmp_path, 10 ** 9)), "--out", str(tmp_path / "out"),
-                                "--url", live_server.url, "--token", api_token],
+                                "--url", url, "--token", token],
                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while not Run.objects.filter(iterations__isnull=False).exists():
             assert time.monotonic() < deadline and process.poll() is None
             time.sleep(0.2)
-        services.do_request_cancel(Run.objects.get())  # what Cancel on the run page does
+        interrupt(process)
         _, err = process.communicate(timeout=120)
     finally:
         process.kill()
-    assert process.returncode == 1 and "was closed in the app" in err, err[-3000:]
+    return process.returncode, err
+
+
+def test_a_cli_run_cancelled_in_the_app_stops_and_keeps_its_checkpoint(live_server, api_token, tmp_path):
+    # what Cancel on the run page does
+    code, err = interrupted_cli(tmp_path, live_server.url, api_token,
+                                lambda process: services.do_request_cancel(Run.objects.get()))
+    assert code == 1 and "was closed in the app" in err, err[-3000:]
     assert Run.objects.get().status == Run.CANCELLED and (tmp_path / "out" / "last.pt").exists()
 
 
 def test_ctrl_c_leaves_the_app_run_open_for_resume(live_server, api_token, tmp_path):
-    process = subprocess.Popen([sys.executable, "-m", "trainer.recipes.train_orchestrator", "--config",
-                                str(_config(tmp_path, 10 ** 9)), "--out", str(tmp_path / "out"),
-                                "--url", live_server.url, "--token", api_token],
-                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not Run.objects.filter(iterations__isnull=False).exists():
-            assert time.monotonic() < deadline and process.poll() is None
-            time.sleep(0.2)
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=120)
-    finally:
-        process.kill()
+    code, err = interrupted_cli(tmp_path, live_server.url, api_token,
+                                lambda process: process.send_signal(signal.SIGINT))
     run = Run.objects.get()
-    assert process.returncode == 130 and "Traceback" not in err and f"reporting to run {run.pk}" in err, err[-3000:]
+    assert code == 130 and "Traceback" not in err and f"reporting to run {run.pk}" in err, err[-3000:]
     assert run.status == Run.RUNNING
     again = cli(tmp_path, live_server.url, api_token, "--resume", budget=run.env_steps + 1)
     assert again.returncode == 0 and f"as run {run.pk} (resumed)" in again.stdout, again.stderr[-3000:]
