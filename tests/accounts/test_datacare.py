@@ -13,7 +13,7 @@ from webapp.core.redaction import REDACTED, compile_patterns, redact_text
 from webapp.experiments.models import Attribution
 from webapp.review import services as review
 from webapp.review.models import Comment
-from webapp.traces.models import Event, SpanBatch, Trace
+from webapp.traces.models import Event, StoredSpan, Trace
 
 from tests.review.conftest import ingest
 
@@ -89,7 +89,7 @@ def test_otlp_spans_are_redacted_also_where_they_are_kept_raw(team, fixtures):
     span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
     span.setdefault("attributes", []).append({"key": "gen_ai.prompt", "value": {"stringValue": "ping eve@corp.example.com"}})
     assert team.client("ann").post("/v1/traces", data=json.dumps(doc), content_type="application/json").status_code == 200
-    raw = json.dumps(list(SpanBatch.objects.values_list("records", flat=True)))
+    raw = json.dumps(list(StoredSpan.objects.values_list("data", flat=True)))
     assert "eve@corp.example.com" not in raw and REDACTED in raw
     assert not Event.objects.filter(content__contains="eve@corp").exists()
 

@@ -11,7 +11,7 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from webapp.accounts.models import Project
-from webapp.traces.models import Agent, Edge, Event, Label, SpanBatch, Trace
+from webapp.traces.models import Agent, Edge, Event, Label, StoredSpan, Trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services, pytest.mark.timeout(600)]
 
@@ -56,7 +56,7 @@ batches = st.one_of(
 def state():
     """Everything ingestion may write, as comparable values."""
     return {"traces": sorted(Trace.objects.values_list("id", "seq", "event_count", "agent_count")),
-            **{model.__name__: model.objects.count() for model in (Event, Edge, Agent, Label, SpanBatch, Project)}}
+            **{model.__name__: model.objects.count() for model in (Event, Edge, Agent, Label, StoredSpan, Project)}}
 
 
 def body_of(doc, draw_raw):

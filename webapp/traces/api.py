@@ -19,6 +19,7 @@ from typing import Any, Callable
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.middleware.csrf import CsrfViewMiddleware
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -405,14 +406,16 @@ def otlp_traces(request: HttpRequest):
     protobuf = request.content_type == "application/x-protobuf"
     try:
         body = _read_body(request)
-        doc = otlp.decode_protobuf(body) if protobuf else _parse_body(body)
+        doc = None if protobuf else _parse_body(body)
     except (ValueError, OSError, EOFError, zlib.error) as exc:
         return _error(400, f"unreadable OTLP request: {exc.detail if isinstance(exc, TraceFormatError) else exc}")
-    if not otlp.sniff(doc):
+    if doc is not None and not otlp.sniff(doc):
         return _error(400, "not an OTLP ExportTraceServiceRequest (no resourceSpans)")
     try:
-        for trace_id, records in otlp.split(doc).items():
-            services.do_ingest_spans(project, otlp, trace_id, records, source="OTLP/HTTP")
+        chunks = otlp.decode_protobuf(body) if protobuf else otlp.split(doc)
+        with transaction.atomic():  # every trace of the request, or none
+            for trace_id, spans in chunks.items():
+                services.do_ingest_spans(project, otlp, trace_id, spans, source="OTLP/HTTP")
     except (core.TraceValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
         return _error(400, f"invalid spans: {exc!r}" if isinstance(exc, KeyError) else f"invalid spans: {exc}")
     if protobuf:

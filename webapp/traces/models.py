@@ -106,13 +106,17 @@ class Label(models.Model):
         indexes = [models.Index(fields=["trace", "seq"])]
 
 
-class SpanBatch(models.Model):
-    """Raw span records of a trace that arrives over OTLP in many requests.
+class StoredSpan(models.Model):
+    """One span of a trace that arrives over OTLP, as decoded (`Span.to_dict`) and redacted.
 
-    OTLP exporters send finished spans in batches, so the root (which ends last) usually arrives
-    last: the orchestration structure is re-derived from all of a trace's spans on each request.
+    Exporters send finished spans in batches, children before their parents, so the orchestration
+    structure is re-derived from all of a trace's spans when more arrive; a re-sent span (same
+    span id) is stored once.
     """
 
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="span_batches")
-    records = models.JSONField()
-    created_at = models.DateTimeField(auto_now_add=True)
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="spans")
+    span_id = models.CharField(max_length=16)
+    data = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trace", "span_id"], name="span_identity")]

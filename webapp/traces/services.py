@@ -14,17 +14,18 @@ from typing import Any, Iterable
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from webapp.accounts.models import Project
 from webapp.core import model as core
 from webapp.core.importers import SourceFile, read_files
+from webapp.core.importers.spans import Span
 from webapp.core.metrics import compute_metrics
 from webapp.core.redaction import compiled, redact_trace, redact_value
 from webapp.live.broadcast import broadcast_trace_delta, broadcast_trace_reset
 
-from .models import Agent, Edge, Event, Label, SpanBatch, Trace
+from .models import Agent, Edge, Event, Label, StoredSpan, Trace
 
 #: SQLite allows 32,766 bound variables; stay far below for `IN (...)` look-ups.
 LOOKUP_CHUNK = 900
@@ -401,20 +402,46 @@ def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = N
         if live:
             row.last_event_at = timezone.now()
         row.save()
-        delta = {
-            "type": "delta",
-            "seq": seq,
-            "agents": [{**{k: getattr(a, k) for k in _AGENT_COLUMNS}, "seq": seq}
-                       for a in list(agent_creates.values()) + agent_updates],
-            "events": [_event_wire({**_core_event_columns(e), "seq": seq}) for e in touched],
-            "edges": [{**e.to_dict(), "seq": seq} for e in new_edges],
-            "labels": [_label_wire({"event_id": None, "agent": None, "source": None, **lb.to_dict(), "seq": seq})
-                       for lb in new_labels],
-            "trace": trace_summary(row),
-        }
+        delta = _delta(row, seq, list(agent_creates.values()) + agent_updates, touched, new_edges, new_labels)
         if broadcast:
             transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
         return IngestResult(row, created, seq, len(new), len(updates))
+
+
+def _delta(row: Trace, seq: int, agents: list, events: list[core.Event], edges: list[core.Edge],
+           labels: list[core.Label]) -> dict[str, Any]:
+    """The live protocol's delta for what one write under `seq` added or changed."""
+    return {
+        "type": "delta",
+        "seq": seq,
+        "agents": [{**{k: getattr(a, k) for k in _AGENT_COLUMNS}, "seq": seq} for a in agents],
+        "events": [_event_wire({**_core_event_columns(e), "seq": seq}) for e in events],
+        "edges": [{**e.to_dict(), "seq": seq} for e in edges],
+        "labels": [_label_wire({"event_id": None, "agent": None, "source": None, **lb.to_dict(), "seq": seq})
+                   for lb in labels],
+        "trace": trace_summary(row),
+    }
+
+
+def new_trace_agents(trace: core.Trace) -> dict[str, core.Agent]:
+    """The agents `do_ingest` stores for `trace` as a new trace: its own (the first of a name), then
+    each agent acting in an event; spawns give parents and spawn times (`_apply_spawns`)."""
+    agents: dict[str, core.Agent] = {}
+    for agent in trace.agents:
+        agents.setdefault(agent.name, agent)
+    for event in trace.events:
+        if event.agent not in agents:
+            agents[event.agent] = core.Agent(name=event.agent, role=event.role)
+    _apply_spawns(trace.events, {}, agents, [])
+    return agents
+
+
+def _fills_in(before: core.Event, after: core.Event) -> bool:
+    """Whether `after` only adds to `before` by the identity rules (`core.merge_event`)."""
+    try:
+        return core.merge_event(before, after) in (None, after)
+    except core.TraceValidationError:
+        return False
 
 
 _COPY_COLUMNS = ("trace_id", "position", "seq") + _EVENT_COLUMNS[:-1]
@@ -545,39 +572,107 @@ def request_metrics(trace: Trace) -> None:
     transaction.on_commit(lambda: refresh_metrics.delay(trace.pk))
 
 
-def do_ingest_spans(project: Project, module, trace_id: str, records: list[dict[str, Any]],
-                    source: str) -> IngestResult:
-    """Store span `records` of one trace id (from an OTLP request) and re-derive the trace.
+def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], source: str) -> IngestResult:
+    """Store the `spans` of one trace id (from an OTLP request) and re-derive the trace, all or nothing.
 
-    `module` is the span format (webapp.core.importers.otlp). The trace is rebuilt from all its
-    spans so far; when the new spans only add, viewers get a delta; when they change what was
-    derived before (a parent that arrived late), the trace is rebuilt in place and viewers get a
-    fresh snapshot. Raises core.TraceValidationError when the spans do not form a valid trace.
+    `module` is the span format (webapp.core.importers.otlp). Spans already stored (same span id)
+    are ignored. The trace is rebuilt from all its spans, so it does not depend on how they were
+    batched or ordered, and the stored trace is made equal to that build (`_store_build`). Raises
+    core.TraceValidationError or ValueError when the spans do not form a valid trace.
     """
+    patterns = compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS))
+    incoming: dict[str, Span] = {}
+    for span in spans:
+        if not span.span_id:
+            raise core.TraceValidationError(f"span {span.name!r} has no span id", kind="span", field="span_id")
+        incoming.setdefault(span.span_id, span)
     with transaction.atomic():
         key = f"{module.FORMAT}:{trace_id}"
         row = Trace.objects.select_for_update().filter(project=project, identity_key=key).first()
-        stored = ([r for batch in row.span_batches.order_by("id").values_list("records", flat=True) for r in batch]
-                  if row is not None else [])
-        trace = module.build(trace_id, stored + records, [source])
+        known = set() if row is None else {
+            i for chunk in _in_chunks(incoming) for i in row.spans.filter(span_id__in=chunk)
+            .values_list("span_id", flat=True)}
+        new = [Span.from_dict(redact_value(s.to_dict(), patterns)) for sid, s in incoming.items() if sid not in known]
+        if row is not None and not new:
+            return IngestResult(row, False, row.seq, 0, 0)
+        stored = [] if row is None else [Span.from_dict(d) for d in row.spans.values_list("data", flat=True)]
+        trace = module.build(trace_id, stored + new, [source])
         core.validate_trace(trace)
-        try:
-            with transaction.atomic():
-                result = do_ingest(project, trace, trace=row, live=True)
-        except IngestConflict:
-            result = _do_rebuild(project, row, trace)
-        SpanBatch.objects.create(trace=result.trace, records=redact_value(
-            records, compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS))))
+        result = do_ingest(project, trace, live=True) if row is None else _store_build(row, trace)
+        StoredSpan.objects.bulk_create([StoredSpan(trace=result.trace, span_id=s.span_id, data=s.to_dict())
+                                        for s in new], batch_size=BULK_BATCH)
         return result
 
 
-def _do_rebuild(project: Project, row: Trace, trace: core.Trace) -> IngestResult:
-    """Replace everything derived for `row` by `trace`; viewers are sent a new snapshot."""
-    for model in (Event, Edge, Agent, Label):
-        model.objects.filter(trace=row).delete()
-    Trace.objects.filter(pk=row.pk).update(event_count=0, agent_count=0, total_tokens=0, duration_s=0.0,
-                                           label_summary="", reset_seq=row.seq + 1)
-    row.refresh_from_db()
-    result = do_ingest(project, trace, trace=row, live=True, broadcast=False)
-    transaction.on_commit(lambda: broadcast_trace_reset(row.pk, result.seq))
-    return result
+def _store_build(row: Trace, build: core.Trace) -> IngestResult:
+    """Make `row`'s events, edges, agents and labels equal to what `do_ingest` would store for
+    `build` in a new trace, writing only the difference under the next seq. Viewers get a delta
+    when the difference only adds or fills in; else (something removed or changed) a new snapshot."""
+    _check_storable(build)
+    build = redact_trace(build, compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS)))
+    seq = row.seq + 1
+    events = {e.id: e for e in build.events}
+    stored_events = {r["event_id"]: r for r in row.events.values("id", *_EVENT_COLUMNS)}
+    removed = [r["id"] for i, r in stored_events.items() if i not in events]
+    changed, compatible = [], True
+    for event_id, event in events.items():
+        before = stored_events.get(event_id)
+        if before is not None and _core_event_columns(event) != {c: before[c] for c in _EVENT_COLUMNS[:-1]}:
+            changed.append(Event(pk=before["id"], seq=seq, **_core_event_columns(event)))
+            compatible &= _fills_in(_event_row_to_core(before), event)
+    added = [e for i, e in events.items() if i not in stored_events]
+    edges = {(e.src, e.dst, e.type): e for e in build.edges}
+    stored_edges = {(r["src"], r["dst"], r["type"]): r["id"] for r in row.edges.values("id", "src", "dst", "type")}
+    agents = new_trace_agents(build)
+    stored_agents = {a.name: a for a in row.agents.all()}
+    changed_agents = []
+    for name, agent in agents.items():
+        before = stored_agents.get(name)
+        if before is not None and any(getattr(before, f) != getattr(agent, f) for f in _AGENT_COLUMNS):
+            compatible &= all(getattr(before, f) in (None, getattr(agent, f)) for f in _AGENT_COLUMNS
+                              if f != "attributes") and before.attributes.items() <= agent.attributes.items()
+            for f in _AGENT_COLUMNS:
+                setattr(before, f, getattr(agent, f))
+            before.seq = seq
+            changed_agents.append(before)
+    labels = {_label_key(lb.to_dict()): lb for lb in build.labels}
+    stored_labels = {_label_key(r): r["id"] for r in row.labels.values()}
+    gone = (removed or stored_edges.keys() - edges.keys() or stored_agents.keys() - agents.keys()
+            or stored_labels.keys() - labels.keys())
+    Event.objects.filter(pk__in=removed).delete()
+    Event.objects.bulk_update(changed, list(_EVENT_COLUMNS[5:]) + ["t", "t_end", "type", "agent"],
+                              batch_size=BULK_BATCH)
+    _insert_events(row, added, (row.events.aggregate(last=Max("position"))["last"] or 0) + 1, seq)
+    Edge.objects.filter(pk__in=[pk for k, pk in stored_edges.items() if k not in edges]).delete()
+    new_edges = [e for k, e in edges.items() if k not in stored_edges]
+    Edge.objects.bulk_create([Edge(trace=row, seq=seq, src=e.src, dst=e.dst, type=e.type) for e in new_edges],
+                             batch_size=BULK_BATCH)
+    Agent.objects.filter(trace=row, name__in=list(stored_agents.keys() - agents.keys())).delete()
+    Agent.objects.bulk_update(changed_agents, list(_AGENT_COLUMNS) + ["seq"], batch_size=BULK_BATCH)
+    new_agents = [a for name, a in agents.items() if name not in stored_agents]
+    Agent.objects.bulk_create([Agent(trace=row, seq=seq, **{f: getattr(a, f) for f in _AGENT_COLUMNS})
+                               for a in new_agents], batch_size=BULK_BATCH)
+    Label.objects.filter(pk__in=[pk for k, pk in stored_labels.items() if k not in labels]).delete()
+    new_labels = [lb for k, lb in labels.items() if k not in stored_labels]
+    Label.objects.bulk_create([Label(trace=row, seq=seq, key=lb.key, value=lb.value, event_id=lb.event_id,
+                                     agent=lb.agent, source=lb.source) for lb in new_labels])
+    for name in ("name", "system", "topology", "task_id"):
+        setattr(row, name, getattr(build, name) or (build.source_id[:200] if name == "name" else ""))
+    row.attributes, row.costs = build.attributes, build.costs
+    row.rewards, row.metrics = {**row.rewards, **build.rewards}, {**row.metrics, **build.metrics}
+    row.reward = _headline_reward(row.rewards)
+    row.seq, row.event_count, row.agent_count = seq, len(events), len(agents)
+    row.total_tokens = sum(e.tokens or 0 for e in build.events)
+    row.duration_s = max((e.t_end if e.t_end is not None else e.t for e in build.events), default=0.0)
+    row.label_summary = _label_summary(Trace(label_summary=""), build.labels)
+    row.last_event_at = timezone.now()
+    if gone or not compatible:
+        row.reset_seq = seq
+        row.save()
+        transaction.on_commit(lambda: broadcast_trace_reset(row.pk, seq))
+    else:
+        row.save()
+        delta = _delta(row, seq, new_agents + changed_agents, added + [events[e.event_id] for e in changed],
+                       new_edges, new_labels)
+        transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
+    return IngestResult(row, False, seq, len(added), len(changed))

@@ -6,6 +6,7 @@ import copy
 import json
 
 import pytest
+from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from webapp.core.importers import SourceFile, otlp, read_files
@@ -150,10 +151,14 @@ def _request():
 
 
 def test_protobuf_round_trip():
-    doc = otlp.decode_protobuf(_request().SerializeToString())
-    assert otlp.sniff(doc)
-    assert _spans(doc)[0]["startTimeUnixNano"] == "1767225601100000000"  # 64-bit integers as strings
-    trace = _read("request.json", doc).traces[0]
+    request = _request()
+    chunks = otlp.decode_protobuf(request.SerializeToString())
+    assert list(chunks) == ["0af7651916cd43dd8448eb211c80319c"]
+    spans = chunks["0af7651916cd43dd8448eb211c80319c"]
+    assert spans[0].start_ns == 1767225601100000000 and spans[0].span_id == _sid("05")
+    # the protobuf JSON mapping of the same request (ids in base64, 64-bit integers as strings) decodes alike
+    assert otlp.split(MessageToDict(request)) == chunks
+    trace = otlp.build("0af7651916cd43dd8448eb211c80319c", spans, ["request"])
     assert trace.identity_key == "otlp:0af7651916cd43dd8448eb211c80319c" and trace.system == "research-svc"
     assert [(a.name, a.parent) for a in trace.agents] == [("Lead", None), ("Researcher", "Lead")]
     # the tool span runs another agent: it is the delegation, not a tool call
@@ -170,9 +175,23 @@ def test_protobuf_round_trip():
 
 
 def test_an_empty_export_request_is_otlp_without_traces():
-    doc = otlp.decode_protobuf(ExportTraceServiceRequest().SerializeToString())
-    result = _read("empty", doc)
+    assert otlp.decode_protobuf(ExportTraceServiceRequest().SerializeToString()) == {}
+    result = _read("empty", MessageToDict(ExportTraceServiceRequest()) | {"resourceSpans": []})
     assert (result.files[0].format, result.traces) == ("otlp", [])
+
+
+def test_protobuf_ids_are_bytes():
+    """A protobuf id is read as its bytes, whatever its base64 text looks like; a wrong length names the span."""
+    request = _request()
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[1].span_id = bytes.fromhex("d31c0ffee0ddf00d")  # base64 "0xwP/uDd8A0="
+    assert _sid("01") not in {s.span_id for s in otlp.decode_protobuf(request.SerializeToString())[
+        "0af7651916cd43dd8448eb211c80319c"]}
+    assert "d31c0ffee0ddf00d" in {s.span_id for s in otlp.decode_protobuf(request.SerializeToString())[
+        "0af7651916cd43dd8448eb211c80319c"]}
+    spans[1].span_id = bytes(7) + b"\x01\x02"
+    with pytest.raises(ValueError, match=r"span 1 \('invoke_agent Lead'\): id .* is 9 bytes, expected 8"):
+        otlp.decode_protobuf(request.SerializeToString())
 
 
 def test_decode_protobuf_rejects_other_bytes():

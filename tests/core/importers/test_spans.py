@@ -1,10 +1,13 @@
 """The span -> orchestration trace mapping shared by the OpenTelemetry importers
 (webapp.core.importers.spans), on spans written out by hand."""
 
+import base64
+
 import pytest
 
 from webapp.core.importers.chatlog import TOKENS_ESTIMATED
-from webapp.core.importers.spans import Span, SpanEvent, build_trace, normalise_id, render
+from webapp.core.importers.otlp import json_id
+from webapp.core.importers.spans import Span, SpanEvent, build_trace, bytes_id, hex_id, render
 from webapp.core.model import validate_trace
 
 TRACE = "0" * 31 + "1"
@@ -24,17 +27,37 @@ def build(*spans):
     return trace
 
 
-def test_normalise_id():
-    assert normalise_id("0xABCDEF0123456789", 8) == "abcdef0123456789"
-    assert normalise_id("b4", 8) == "00000000000000b4"  # Jaeger drops leading zeros
-    assert normalise_id("AAECAwQFBgc=", 8) == "0001020304050607"  # protobuf JSON: base64 bytes
-    assert normalise_id("AAECAwQFBgcICQoLDA0ODw==", 16) == "000102030405060708090a0b0c0d0e0f"
-    assert normalise_id("", 8) is None and normalise_id(None, 8) is None
-    assert normalise_id("0000000000000000", 8) is None  # the all-zero id means "no parent"
-    with pytest.raises(ValueError):
-        normalise_id("not an id!", 8)
-    with pytest.raises(ValueError):
-        normalise_id("AAECAw==", 8)  # valid base64, wrong length
+def test_hex_id():
+    assert hex_id("0xABCDEF0123456789", 8, prefix=True) == "abcdef0123456789"  # the OTel SDK's JSON
+    assert hex_id("b4", 8) == "00000000000000b4"  # Jaeger drops leading zeros
+    assert hex_id("", 8) is None and hex_id(None, 8) is None
+    assert hex_id("0000000000000000", 8) is None  # the all-zero id means "no parent"
+    for text in ("not an id!", "0xABCDEF0123456789", "AAECAwQFBgc=", "1" * 17):
+        with pytest.raises(ValueError):
+            hex_id(text, 8)  # a "0x" only where the format writes one; never base64; never too long
+
+
+def test_bytes_id():
+    assert bytes_id(bytes(range(8)), 8) == "0001020304050607"
+    assert bytes_id(b"", 8) is None and bytes_id(bytes(8), 8) is None
+    with pytest.raises(ValueError, match="7 bytes"):
+        bytes_id(bytes(7), 8)
+
+
+def test_json_id_hex_or_base64_by_length():
+    """OTLP/JSON writes hex (the spec); the plain protobuf JSON mapping base64. The lengths differ,
+    so nothing is guessed: a base64 id whose text starts with "0x" is base64 (the bug that refused
+    one protobuf batch in four)."""
+    assert json_id("AAECAwQFBgc=", 8, "spanId") == "0001020304050607"  # protobuf JSON: base64 bytes
+    assert json_id("AAECAwQFBgcICQoLDA0ODw==", 16, "traceId") == "000102030405060708090a0b0c0d0e0f"
+    raw = bytes.fromhex("d31c0ffee0ddf00d")
+    assert base64.b64encode(raw).decode().startswith("0x")
+    assert json_id(base64.b64encode(raw).decode(), 8, "spanId") == raw.hex()
+    assert json_id("ABCDEF0123456789", 8, "spanId") == "abcdef0123456789"
+    assert json_id("", 8, "parentSpanId") is None and json_id("0" * 16, 8, "parentSpanId") is None
+    for text in ("not an id!", "AAECAw==", "b4", "0xabcdef01234567", "abcdef012345678g"):
+        with pytest.raises(ValueError, match="spanId"):
+            json_id(text, 8, "spanId")  # valid base64 of the wrong length, short hex, "0x", not hex
 
 
 def test_render_chat_messages():

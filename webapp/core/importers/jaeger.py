@@ -22,7 +22,7 @@ from typing import Any
 
 from webapp.core.model import Trace
 
-from .spans import Span, SpanEvent, build_trace, normalise_id
+from .spans import Span, SpanEvent, build_trace, hex_id
 
 FORMAT = "jaeger"
 MICROSECOND_NS = 1_000
@@ -49,7 +49,7 @@ def split(doc: Any) -> dict[str, list[dict]]:
     for trace in _traces(doc) or []:
         processes = trace["processes"] if isinstance(trace.get("processes"), dict) else {}
         for span in trace["spans"]:
-            trace_id = normalise_id(span.get("traceID") or trace.get("traceID"), 16)
+            trace_id = hex_id(span.get("traceID") or trace.get("traceID"), 16)
             process = span.get("process") or processes.get(str(span.get("processID")))
             chunks.setdefault(trace_id, []).append({"span": span, "process": process})
     return chunks
@@ -79,11 +79,11 @@ def _values(fields: Any) -> dict[str, Any]:
 
 def _parent(trace_id: str, references: Any) -> str | None:
     refs = [r for r in references if isinstance(r, dict) and "spanID" in r
-            and normalise_id(r.get("traceID") or trace_id, 16) == trace_id] if isinstance(references, list) else []
+            and hex_id(r.get("traceID") or trace_id, 16) == trace_id] if isinstance(references, list) else []
     for kind in ("CHILD_OF", "FOLLOWS_FROM"):
         ref = next((r for r in refs if r.get("refType") == kind), None)
         if ref is not None:
-            return normalise_id(ref["spanID"], 8)
+            return hex_id(ref["spanID"], 8)
     return None
 
 
@@ -103,8 +103,8 @@ def _span(trace_id: str, span: dict, process: dict | None) -> Span:
                                     time_ns=timestamp * MICROSECOND_NS if isinstance(timestamp, int) else None))
     return Span(
         trace_id=trace_id,
-        span_id=normalise_id(span["spanID"], 8),
-        parent_id=_parent(trace_id, span.get("references")) or normalise_id(span.get("parentSpanID"), 8),
+        span_id=hex_id(span["spanID"], 8),
+        parent_id=_parent(trace_id, span.get("references")) or hex_id(span.get("parentSpanID"), 8),
         name=str(span.get("operationName", "")),
         start_ns=start,
         end_ns=start + int(span.get("duration") or 0) * MICROSECOND_NS,

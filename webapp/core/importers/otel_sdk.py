@@ -20,7 +20,7 @@ from typing import Any
 
 from webapp.core.model import Trace
 
-from .spans import Span, SpanEvent, build_trace, normalise_id
+from .spans import Span, SpanEvent, build_trace, hex_id
 
 FORMAT = "otel_sdk"
 ISO_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:?\d\d)?$")
@@ -41,7 +41,7 @@ def split(doc: Any) -> dict[str, list[dict]]:
     """Trace id (hex) -> the span records of that trace, in file order."""
     chunks: dict[str, list[dict]] = {}
     for record in doc if isinstance(doc, list) else [doc]:
-        chunks.setdefault(normalise_id(record["context"]["trace_id"], 16), []).append(record)
+        chunks.setdefault(hex_id(record["context"]["trace_id"], 16, prefix=True), []).append(record)
     return chunks
 
 
@@ -89,8 +89,8 @@ def _span(trace_id: str, record: dict) -> Span:
     kind = record.get("kind")
     return Span(
         trace_id=trace_id,
-        span_id=normalise_id(record["context"]["span_id"], 8),
-        parent_id=normalise_id(record.get("parent_id"), 8),
+        span_id=hex_id(record["context"]["span_id"], 8, prefix=True),
+        parent_id=hex_id(record.get("parent_id"), 8, prefix=True),
         name=str(record.get("name", "")),
         start_ns=start,
         end_ns=max(end, start),

@@ -8,8 +8,9 @@ Shape (the protobuf JSON mapping):
                attributes, events: [{timeUnixNano, name, attributes}], status: {code, message}}]}]}]}
 
 Attributes are `[{key, value: {stringValue | intValue | doubleValue | boolValue | bytesValue |
-arrayValue: {values} | kvlistValue: {values}}}]`; 64-bit integers may be strings. Ids are hex or,
-as the protobuf JSON mapping writes bytes, base64. snake_case keys (`resource_spans`) and the older
+arrayValue: {values} | kvlistValue: {values}}}]`; 64-bit integers may be strings. Ids are hex as the
+OTLP spec writes them (or base64, as the plain protobuf JSON mapping writes bytes: `json_id`); in
+protobuf they are bytes (`decode_protobuf`). snake_case keys (`resource_spans`) and the older
 `instrumentationLibrarySpans` are accepted. Ids and start times are required; malformed
 attributes and events are skipped. Spans may come in any order and any number of requests
 (children before their parents): `build` links them once all have arrived. The GenAI semantic
@@ -19,11 +20,13 @@ read by `spans.build_trace`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from webapp.core.model import Trace
 
-from .spans import Span, SpanEvent, as_int, build_trace, normalise_id
+from .spans import Span, SpanEvent, as_int, build_trace, bytes_id, hex_id
 
 FORMAT = "otlp"
 SPAN_KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
@@ -74,25 +77,56 @@ def attributes(items: list[dict] | None) -> dict[str, Any]:
             for item in (items if isinstance(items, list) else []) if isinstance(item, dict) and "key" in item}
 
 
-def split(doc: Any) -> dict[str, list[dict]]:
-    """Trace id (hex) -> records `{"span": <OTLP span>, "resource": <its resource's attributes>}`."""
-    chunks: dict[str, list[dict]] = {}
+def split(doc: Any) -> dict[str, list[Span]]:
+    """Trace id (hex) -> its spans, decoded (`build` maps them). Raises ValueError naming the span
+    and field of a malformed id or time."""
+    chunks: dict[str, list[Span]] = {}
     for request in _requests(doc) or []:
         for resource_spans in _get(request, "resourceSpans"):
             resource = resource_spans.get("resource")
             resource = attributes(resource.get("attributes")) if isinstance(resource, dict) else {}
             scopes = _get(resource_spans, "scopeSpans") or _get(resource_spans, "instrumentationLibrarySpans") or []
             for scope_spans in scopes:
-                for span in scope_spans.get("spans") or []:
-                    trace_id = normalise_id(_get(span, "traceId"), 16)
-                    chunks.setdefault(trace_id, []).append({"span": span, "resource": resource})
+                for index, span in enumerate(scope_spans.get("spans") or []):
+                    try:
+                        decoded = span_from_json(span, resource)
+                    except (KeyError, TypeError, ValueError) as exc:
+                        name = span.get("name") if isinstance(span, dict) else None
+                        raise ValueError(f"span {index} ({name!r}): {_reason(exc)}") from None
+                    chunks.setdefault(decoded.trace_id, []).append(decoded)
     return chunks
 
 
-def build(trace_id: str, records: list[dict], sources: list[str]) -> Trace:
-    """One orchestration trace from the records of `split` (possibly from several requests/files)."""
-    return build_trace([_span(trace_id, r) for r in records], source_format=FORMAT, trace_id=trace_id,
-                       sources=sources)
+def build(trace_id: str, spans: list[Span], sources: list[str]) -> Trace:
+    """One orchestration trace from the spans of `split` (possibly from several requests/files)."""
+    return build_trace(spans, source_format=FORMAT, trace_id=trace_id, sources=sources)
+
+
+def _reason(exc: Exception) -> str:
+    return f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+
+
+def json_id(value: Any, size: int, field: str) -> str | None:
+    """An id of OTLP/JSON as lower-case hex: `2 * size` hex digits as the OTLP spec writes them, or
+    the base64 of `size` bytes as the plain protobuf JSON mapping does (4 * ceil(size / 3)
+    characters: the two forms never have the same length). None when empty or all zeros.
+
+    Raises ValueError naming `field` for any other text.
+    """
+    if value is None or value == "":
+        return None
+    text = str(value)
+    if len(text) == 2 * size:
+        try:
+            return hex_id(text, size)
+        except ValueError:
+            pass
+    elif len(text) == 4 * -(-size // 3):
+        try:
+            return bytes_id(base64.b64decode(text, validate=True), size)
+        except (binascii.Error, ValueError):
+            pass
+    raise ValueError(f"{field} {value!r} is neither {2 * size} hex digits nor the base64 of {size} bytes")
 
 
 def _kind(value: Any) -> str | None:
@@ -101,40 +135,46 @@ def _kind(value: Any) -> str | None:
     return str(value).removeprefix("SPAN_KIND_").lower() if value else None
 
 
-def _span(trace_id: str, record: dict) -> Span:
-    span = record["span"]
-    status = span.get("status") if isinstance(span.get("status"), dict) else {}
-    code = status.get("code")
-    error = None
-    if code in (STATUS_ERROR, str(STATUS_ERROR), "STATUS_CODE_ERROR"):
-        error = str(status.get("message") or "")
+def _error(status: Any) -> str | None:
+    """The status description when the status code is ERROR ("" when it gave none), else None."""
+    status = status if isinstance(status, dict) else {}
+    if status.get("code") in (STATUS_ERROR, str(STATUS_ERROR), "STATUS_CODE_ERROR"):
+        return str(status.get("message") or "")
+    return None
+
+
+def span_from_json(span: dict, resource: dict[str, Any]) -> Span:
+    """One OTLP/JSON span (with its resource's attributes) decoded. Raises KeyError, TypeError or
+    ValueError on a missing or malformed id or time."""
     start = int(_get(span, "startTimeUnixNano"))
     end = int(_get(span, "endTimeUnixNano") or start)
     events = span.get("events") if isinstance(span.get("events"), list) else []
+    trace_id = json_id(_get(span, "traceId"), 16, "traceId")
+    if trace_id is None:
+        raise ValueError("traceId is empty")
     return Span(
         trace_id=trace_id,
-        span_id=normalise_id(_get(span, "spanId"), 8),
-        parent_id=normalise_id(_get(span, "parentSpanId"), 8),
+        span_id=json_id(_get(span, "spanId"), 8, "spanId"),
+        parent_id=json_id(_get(span, "parentSpanId"), 8, "parentSpanId"),
         name=str(span.get("name", "")),
         start_ns=start,
         end_ns=max(end, start),
         attributes=attributes(span.get("attributes")),
-        events=[SpanEvent(name=str(e.get("name", "")), time_ns=as_int(_get(e, "timeUnixNano")),
+        events=[SpanEvent(name=str(e.get("name", "")), time_ns=as_int(_get(e, "timeUnixNano")) or None,
                           attributes=attributes(e.get("attributes")))
                 for e in events if isinstance(e, dict)],
-        service=record["resource"].get("service.name"),
+        service=resource.get("service.name"),
         kind=_kind(span.get("kind")),
-        error=error,
+        error=_error(span.get("status")),
     )
 
 
-def decode_protobuf(data: bytes) -> dict:
-    """An `application/x-protobuf` ExportTraceServiceRequest as the OTLP/JSON dict `sniff` reads
-    (camelCase keys, 64-bit integers as strings, ids in base64). Gzip is the caller's to undo.
+def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
+    """An `application/x-protobuf` ExportTraceServiceRequest as `split` gives it: trace id (hex)
+    -> spans. Ids are bytes there (OTLP spec), read as such. Gzip is the caller's to undo.
 
-    Raises ValueError when `data` is not such a message.
+    Raises ValueError when `data` is not such a message, or naming the span of a malformed id.
     """
-    from google.protobuf.json_format import MessageToDict
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -142,4 +182,114 @@ def decode_protobuf(data: bytes) -> dict:
         request = ExportTraceServiceRequest.FromString(data)
     except DecodeError as exc:
         raise ValueError(f"not an OTLP ExportTraceServiceRequest: {exc}") from None
-    return {"resourceSpans": [], **MessageToDict(request)}  # an empty export request is valid OTLP
+    chunks: dict[str, list[Span]] = {}
+    for resource_spans in request.resource_spans:
+        resource = _pb_attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            for index, span in enumerate(scope_spans.spans):
+                try:
+                    trace_id = bytes_id(span.trace_id, 16)
+                    if trace_id is None or not span.start_time_unix_nano:
+                        raise ValueError("trace_id and start_time_unix_nano are required")
+                    decoded = Span(
+                        trace_id=trace_id, span_id=bytes_id(span.span_id, 8),
+                        parent_id=bytes_id(span.parent_span_id, 8), name=span.name,
+                        start_ns=span.start_time_unix_nano,
+                        end_ns=max(span.end_time_unix_nano or span.start_time_unix_nano, span.start_time_unix_nano),
+                        attributes=_pb_attributes(span.attributes),
+                        events=[SpanEvent(name=e.name, time_ns=e.time_unix_nano or None,
+                                          attributes=_pb_attributes(e.attributes)) for e in span.events],
+                        service=resource.get("service.name"), kind=SPAN_KINDS.get(span.kind),
+                        error=span.status.message if span.status.code == STATUS_ERROR else None)
+                except ValueError as exc:
+                    raise ValueError(f"span {index} ({span.name!r}): {exc}") from None
+                chunks.setdefault(trace_id, []).append(decoded)
+    return chunks
+
+
+def _pb_value(value) -> Any:
+    """A protobuf `AnyValue` as `any_value` reads its JSON form (bytes as base64 text)."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_pb_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return _pb_attributes(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()
+    return getattr(value, kind)
+
+
+def _pb_attributes(items) -> dict[str, Any]:
+    return {item.key: _pb_value(item.value) for item in items}
+
+
+# --- encoding (the inverse of the decoders: tests, benchmarks and exports) -------------------------
+
+KIND_NUMBERS = {kind: number for number, kind in SPAN_KINDS.items()}
+
+
+def _json_value(value: Any) -> dict[str, Any]:
+    """A plain value as an OTLP/JSON `AnyValue` (64-bit integers as strings)."""
+    if value is None:
+        return {}
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [_json_value(v) for v in value]}}
+    if isinstance(value, dict):
+        return {"kvlistValue": {"values": _json_attributes(value)}}
+    return {"stringValue": str(value)}
+
+
+def _json_attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": key, "value": _json_value(value)} for key, value in values.items()]
+
+
+def _by_service(spans: list[Span]) -> dict[str | None, list[Span]]:
+    groups: dict[str | None, list[Span]] = {}
+    for span in spans:
+        groups.setdefault(span.service, []).append(span)
+    return groups
+
+
+def encode_json(spans: list[Span]) -> dict[str, Any]:
+    """`spans` as one OTLP/JSON ExportTraceServiceRequest (ids in hex, per the OTLP spec), one
+    resource per service; `split` reads it back to the same spans (bytes values stay text)."""
+    resource_spans = []
+    for service, group in _by_service(spans).items():
+        encoded = []
+        for span in group:
+            item = {"traceId": span.trace_id, "spanId": span.span_id, "name": span.name,
+                    "kind": KIND_NUMBERS.get(span.kind or "", 0),
+                    "startTimeUnixNano": str(span.start_ns), "endTimeUnixNano": str(span.end_ns),
+                    "attributes": _json_attributes(span.attributes),
+                    "events": [{"timeUnixNano": str(e.time_ns or 0), "name": e.name,
+                                "attributes": _json_attributes(e.attributes)} for e in span.events],
+                    "status": {} if span.error is None else {"code": STATUS_ERROR, "message": span.error}}
+            if span.parent_id:
+                item["parentSpanId"] = span.parent_id
+            encoded.append(item)
+        resource = {"attributes": _json_attributes({"service.name": service} if service else {})}
+        resource_spans.append({"resource": resource, "scopeSpans": [{"spans": encoded}]})
+    return {"resourceSpans": resource_spans}
+
+
+def encode_protobuf(spans: list[Span]) -> bytes:
+    """`spans` as one serialised OTLP/protobuf ExportTraceServiceRequest (ids as bytes);
+    `decode_protobuf` reads it back to the same spans."""
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    doc = encode_json(spans)
+    for resource_spans in doc["resourceSpans"]:
+        for span in resource_spans["scopeSpans"][0]["spans"]:
+            for key in ("traceId", "spanId", "parentSpanId"):
+                if key in span:  # the protobuf JSON mapping writes bytes in base64
+                    span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+    return ParseDict(doc, ExportTraceServiceRequest()).SerializeToString()

@@ -63,8 +63,6 @@ Mapping to the orchestration trace (DESIGN.md "Domain"):
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 from bisect import bisect_left
@@ -174,6 +172,22 @@ class Span:
         if not isinstance(self.service, str) or not self.service:
             self.service = None  # a service name that is not text names nothing
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (how OTLP spans are stored between requests); `from_dict` reads it."""
+        data = {name: getattr(self, name) for name in SPAN_FIELDS}
+        data["attributes"] = self.attributes
+        data["events"] = [{"name": e.name, "time_ns": e.time_ns, "attributes": e.attributes} for e in self.events]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Span":
+        return cls(**{name: data.get(name) for name in SPAN_FIELDS}, attributes=data.get("attributes") or {},
+                   events=[SpanEvent(e["name"], e.get("time_ns"), e.get("attributes") or {})
+                           for e in data.get("events") or []])
+
+
+SPAN_FIELDS = ("trace_id", "span_id", "parent_id", "name", "start_ns", "end_ns", "service", "kind", "error")
+
 
 @dataclass(frozen=True)
 class Message:
@@ -201,28 +215,37 @@ class Delivery:
 # --- ids and values -------------------------------------------------------------------------------
 
 
-def normalise_id(value: Any, size: int) -> str | None:
-    """A trace (`size` 16 bytes) or span (8 bytes) id as lower-case hex, or None when empty/zero.
+HEX_ID = re.compile(r"[0-9a-f]+")
 
-    Accepts hex (with or without "0x", leading zeros dropped), and base64 as the protobuf JSON
-    mapping writes bytes. Raises ValueError for anything else.
+
+def hex_id(value: Any, size: int, *, prefix: bool = False) -> str | None:
+    """A trace (`size` 16 bytes) or span (8 bytes) id written as hex text, as lower-case hex of
+    `2 * size` digits (shorter text is left-padded: Jaeger writes 64-bit trace ids); None when
+    empty or all zeros (no id, OTLP spec). `prefix` allows the "0x" the OTel SDK's JSON writes.
+
+    Raises ValueError naming the value when it is not hex of at most `2 * size` digits.
     """
     if value is None or value == "":
         return None
-    text = str(value).strip()
-    if text.lower().startswith("0x"):
+    text = str(value).strip().lower()
+    if prefix and text.startswith("0x"):
         text = text[2:]
-    if re.fullmatch(r"[0-9a-fA-F]+", text) and len(text) <= 2 * size:
-        hex_id = text.lower().zfill(2 * size)
-    else:
-        try:
-            raw = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            raise ValueError(f"id {value!r} is neither hex nor base64") from None
-        if len(raw) != size:
-            raise ValueError(f"id {value!r} decodes to {len(raw)} bytes, expected {size}")
-        hex_id = raw.hex()
-    return None if set(hex_id) == {"0"} else hex_id
+    if not HEX_ID.fullmatch(text) or len(text) > 2 * size:
+        raise ValueError(f"id {value!r} is not hex of at most {2 * size} digits")
+    text = text.zfill(2 * size)
+    return None if text.count("0") == len(text) else text
+
+
+def bytes_id(raw: bytes, size: int) -> str | None:
+    """An id given as bytes (OTLP/protobuf) as lower-case hex; None when empty or all zeros.
+
+    Raises ValueError when it is not `size` bytes long.
+    """
+    if not raw:
+        return None
+    if len(raw) != size:
+        raise ValueError(f"id {raw.hex()!r} is {len(raw)} bytes, expected {size}")
+    return None if raw.count(0) == size else raw.hex()
 
 
 def as_int(value: Any) -> int | None:
@@ -455,7 +478,7 @@ def received_message(span: Span) -> Message | None:
     else Monocle `entity.N.from_agent`), or None."""
     chained = next((e for e in entities(span) if e.get("from_agent") or e.get("from_agent_span_id")), {})
     try:
-        from_span = normalise_id(chained.get("from_agent_span_id"), 8)
+        from_span = hex_id(chained.get("from_agent_span_id"), 8)
     except ValueError:
         from_span = None
     text, _ = span_io(span)
@@ -484,7 +507,8 @@ def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str,
     """The orchestration trace of one trace id's spans, given in any order (chunks merged).
 
     `trace_id` (hex) becomes `source_id`; `sources` names the files, kept in the trace attributes.
-    A span id seen twice keeps its first record. Raises ValueError when there are no spans or a
+    The result depends on the set of spans only, not on their order; a span id seen twice keeps
+    its earliest-starting record. Raises ValueError when there are no spans or a
     span has no id.
     """
     return _TraceBuilder(list(spans), source_format, trace_id, list(sources)).build()
@@ -502,7 +526,7 @@ class _TraceBuilder:
     def __init__(self, spans: list[Span], source_format: str, trace_id: str, sources: list[str]):
         self.source_format, self.trace_id, self.sources = source_format, trace_id, sources
         self.by_id: dict[str, Span] = {}
-        for span in spans:
+        for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id or "", s.end_ns, s.name)):
             if not span.span_id:
                 raise ValueError(f"span {span.name!r} has no span id")
             self.by_id.setdefault(span.span_id, span)
@@ -513,8 +537,8 @@ class _TraceBuilder:
         self.parent: dict[str, str | None] = {s.span_id: s.parent_id for s in self.real}
         self._add_placeholders()
         self.depth = self._depths()
-        self.order = sorted(self.by_id.values(), key=lambda s: (s.start_ns, self.depth[s.span_id]))
-        self.top_down = sorted(self.by_id.values(), key=lambda s: self.depth[s.span_id])
+        self.order = sorted(self.by_id.values(), key=lambda s: (s.start_ns, self.depth[s.span_id], s.span_id))
+        self.top_down = sorted(self.by_id.values(), key=lambda s: (self.depth[s.span_id], s.start_ns, s.span_id))
         self.children: dict[str, list[Span]] = defaultdict(list)
         for span in self.order:
             if self.parent[span.span_id]:
