@@ -239,3 +239,18 @@ def test_agent_spans_without_llm_or_tool_children():
     assert (worker_turn.tokens, worker_turn.attributes["input_tokens"]) == (14, 11)
     assert _edges(trace, "spawn") == {(_sid("2") + ":spawn", _sid("2"))}
     assert _edges(trace, "message") == {(_sid("2") + ":delegate", _sid("2"))}
+
+
+def test_autogen_round_robin_turns_are_messages_to_the_next_speaker(fixtures):
+    """AutoGen's RoundRobinGroupChat: nobody invokes `assistant` or `critic` (the manager is a runtime
+    span, no agent), they take turns; the next speaker receives each turn (assistant -> critic x2,
+    critic -> assistant x2, the last turn to nobody)."""
+    (trace,) = _read("otlp_autogen_round_robin.json",
+                     json.loads((fixtures / "otlp_autogen_round_robin.json").read_text())).traces
+    assert [(a.name, a.parent) for a in trace.agents] == [("assistant", None), ("critic", None)]
+    turns = [(e.id, e.type, e.agent, e.to) for e in trace.events]
+    assert turns == [(f"d00000000000000{i}", "message", agent, to) for i, agent, to in (
+        (1, "assistant", "critic"), (2, "critic", "assistant"), (3, "assistant", "critic"),
+        (4, "critic", "assistant"), (5, "assistant", None))]
+    assert _edges(trace, "message") == {(f"d00000000000000{i}", f"d00000000000000{i + 1}") for i in range(1, 5)}
+    assert trace.events[0].content.startswith("Here is a haiku") and trace.events[0].tokens == 100 + 21

@@ -7,8 +7,9 @@ Each format module exposes:
   its line documents) is in this format;
 - either `parse(doc, source) -> list[Trace]` for formats whose records are whole traces, or
   `split(doc) -> dict[trace_id, list[record]]` plus `build(trace_id, records, sources) -> Trace`
-  for span formats, whose traces can arrive in chunks spread over several files: all chunks of one
-  trace id given to one `read_files` call are merged into one trace.
+  (and `to_spans(trace_id, records)`, the records as `spans.Span`) for span formats, whose traces
+  can arrive in chunks spread over several files: all chunks of one trace id given to one
+  `read_files` call are merged into one trace.
 
 `read_files` is the single entry point; it never raises on bad input, it reports it per file.
 """

@@ -45,10 +45,14 @@ def split(doc: Any) -> dict[str, list[dict]]:
     return chunks
 
 
+def to_spans(trace_id: str, records: list[dict]) -> list[Span]:
+    """The records of `split` decoded as spans."""
+    return [_span(trace_id, r) for r in records]
+
+
 def build(trace_id: str, records: list[dict], sources: list[str]) -> Trace:
     """One orchestration trace from the records of `split` (possibly from several files)."""
-    return build_trace([_span(trace_id, r) for r in records], source_format=FORMAT, trace_id=trace_id,
-                       sources=sources)
+    return build_trace(to_spans(trace_id, records), source_format=FORMAT, trace_id=trace_id, sources=sources)
 
 
 def iso_ns(text: str) -> int:

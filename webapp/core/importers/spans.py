@@ -520,7 +520,8 @@ class _TraceBuilder:
     State by span id: `parent` (placeholders added, cycles cut), `role`, `message`, `owner` (the
     acting agent), `invocation` (its root span id). By event id: `rank` (sort key after `t`),
     `event_span`, `event_inv` (the invocation the event belongs to, for the invoked agent's own
-    events). Delegations: `deliveries` (resolved), `pending_handoffs`, `pending_broadcasts`.
+    events). Delegations: `deliveries` (resolved), `pending_handoffs`, `pending_broadcasts`;
+    `uninvoked` (span tree root id -> invocation roots nobody invoked: group chat turns).
     """
 
     def __init__(self, spans: list[Span], source_format: str, trace_id: str, sources: list[str]):
@@ -562,6 +563,7 @@ class _TraceBuilder:
         self.deliveries: list[Delivery] = []
         self.pending_handoffs: list[Delivery] = []
         self.pending_broadcasts: dict[tuple[str, str], Delivery] = {}
+        self.uninvoked: dict[str | None, list[Span]] = defaultdict(list)
         self.broadcast_keys: set[tuple[str, str]] = set()
         self.tool_results: list[tuple[Event, Event]] = []
         self.spawns: list[tuple[Event, str]] = []
@@ -882,12 +884,23 @@ class _TraceBuilder:
         elif enclosing not in (None, agent) and (enclosing in self.acting or self.named_by[enclosing] != "service"):
             self._delegate(enclosing, agent, root)
         else:
+            delivered = False
             for key, delivery in list(self.pending_broadcasts.items()):
                 if delivery.sender != agent and delivery.event.t <= start:
                     del self.pending_broadcasts[key]
                     delivery.event.to = agent
                     self._deliver(delivery, agent, root)
+                    delivered = True
+            if not delivered:
+                self.uninvoked[self._tree_root(root)].append(root)
         self.appeared.setdefault(agent, start)
+
+    def _tree_root(self, span: Span) -> str:
+        """The id of the top span of the span tree holding `span`."""
+        sid = span.span_id
+        while self.parent[sid] is not None:
+            sid = self.parent[sid]
+        return sid
 
     def _delegate(self, sender: str, receiver: str, root: Span) -> None:
         """A delegate event of `sender` at the start of `receiver`'s invocation; its content is the
@@ -968,6 +981,7 @@ class _TraceBuilder:
         for call, result in self.tool_results:
             self._add(call, result, "tool_dependency")
         self._chained_turns()
+        self._group_chat_turns()
         for delivery in self.pending_broadcasts.values():
             delivery.event.type = "message"
         return [Edge(src, dst, type_) for (src, dst), type_ in self.edge_types.items()]
@@ -1021,6 +1035,28 @@ class _TraceBuilder:
             after = delivered.get(sid) or (turns[sid][0] if turns.get(sid) else None)
             if before and after is not None:
                 self._add(max(before, key=lambda e: (self._end(e), *self.rank[e.id])), after, "causal")
+
+    def _group_chat_turns(self) -> None:
+        """Invocations in one span tree that nobody invoked (under a team, workflow or runtime
+        span that is no agent) are the turns of a group chat when two or more agents take them
+        one after another: the next speaker receives each turn (AutoGen's round robin). The last
+        event of a turn gets a `message` edge to the next turn's first event, and a `message`
+        event its receiver in `to`; a turn that starts before the previous one ends is no reply."""
+        for roots in self.uninvoked.values():
+            if len({self.owner[r.span_id] for r in roots}) < 2:
+                continue
+            for before, after in zip(roots, roots[1:]):
+                sender, receiver = self.owner[before.span_id], self.owner[after.span_id]
+                if sender == receiver or after.start_ns < before.end_ns:
+                    continue
+                said = [e for e in self.lanes.get(sender or "", []) if self.event_inv[e.id] == before.span_id]
+                heard = [e for e in self.lanes.get(receiver or "", []) if self.event_inv[e.id] == after.span_id]
+                if not said or not heard:
+                    continue
+                last = max(said, key=lambda e: (self._end(e), *self.rank[e.id]))
+                self._add(last, heard[0], "message")
+                if last.type == "message" and last.to is None:
+                    last.to = receiver
 
     # -- trace-level fields
 
