@@ -110,6 +110,10 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 # Uploads: the API and upload form take whole trace files; cap what one request may hold.
 SWARMSCOPE_MAX_UPLOAD_BYTES = int(os.environ.get("SWARMSCOPE_MAX_UPLOAD_BYTES", 200 * 1024 * 1024))
+# An OTLP trace with more stored spans than this is re-derived by a worker task after the request
+# (coalesced: one rebuild for all the requests that arrived while the last one ran), so a request
+# costs what its own spans cost; a smaller one is re-derived within the request.
+SWARMSCOPE_OTLP_SYNC_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_SYNC_SPANS", 2000))
 DATA_UPLOAD_MAX_MEMORY_SIZE = SWARMSCOPE_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
@@ -186,6 +190,8 @@ SWARMSCOPE_RUN_STALE_S = float(os.environ.get("SWARMSCOPE_RUN_STALE_S", 900))
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "webapp.experiments.tasks.reap_stale_jobs", "schedule": SWARMSCOPE_JOB_STALE_S},
     "reap-stale-runs": {"task": "webapp.runs.tasks.reap_stale_runs", "schedule": 60.0},
+    # OTLP traces whose re-derivation could not be enqueued (broker down) are asked for again.
+    "derive-pending-spans": {"task": "webapp.traces.tasks.derive_pending_spans", "schedule": 60.0},
     # Retention (webapp.accounts): delete traces older than their project's retention period, hourly.
     "delete-expired-traces": {"task": "webapp.accounts.tasks.delete_expired_traces", "schedule": 3600.0},
 }

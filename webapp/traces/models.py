@@ -30,6 +30,7 @@ class Trace(models.Model):
     reward = models.FloatField(null=True, blank=True)
     label_summary = models.CharField(max_length=500, blank=True)
     last_event_at = models.DateTimeField(null=True, blank=True)
+    spans_pending = models.BooleanField(default=False, help_text="stored spans not yet derived (OTLP)")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -9,12 +9,13 @@ commit (webapp.live.broadcast).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from webapp.accounts.models import Project
@@ -26,6 +27,8 @@ from webapp.core.redaction import compiled, redact_trace, redact_value
 from webapp.live.broadcast import broadcast_trace_delta, broadcast_trace_reset
 
 from .models import Agent, Edge, Event, Label, StoredSpan, Trace
+
+logger = logging.getLogger(__name__)
 
 #: SQLite allows 32,766 bound variables; stay far below for `IN (...)` look-ups.
 LOOKUP_CHUNK = 900
@@ -364,7 +367,7 @@ def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = N
 
         seq = row.seq + 1
         position = row.event_count
-        _insert_events(row, list(new.values()), position, seq)
+        _insert_events(row, list(new.values()), range(position, position + len(new)), seq)
         if updates:
             rows = []
             for pk, event in updates.values():
@@ -436,6 +439,11 @@ def new_trace_agents(trace: core.Trace) -> dict[str, core.Agent]:
     return agents
 
 
+def _delete(model, pks: list[int]) -> None:
+    for chunk in _in_chunks(pks):
+        model.objects.filter(pk__in=chunk).delete()
+
+
 def _fills_in(before: core.Event, after: core.Event) -> bool:
     """Whether `after` only adds to `before` by the identity rules (`core.merge_event`)."""
     try:
@@ -447,23 +455,24 @@ def _fills_in(before: core.Event, after: core.Event) -> bool:
 _COPY_COLUMNS = ("trace_id", "position", "seq") + _EVENT_COLUMNS[:-1]
 
 
-def _insert_events(trace: Trace, events: list[core.Event], position: int, seq: int) -> None:
-    """Insert new events: PostgreSQL's COPY (4x faster than INSERT for live batches), else bulk_create."""
+def _insert_events(trace: Trace, events: list[core.Event], positions: Iterable[int], seq: int) -> None:
+    """Insert events at `positions` (one each): PostgreSQL's COPY (4x faster than INSERT for live
+    batches), else bulk_create."""
     if not events:
         return
     if connection.vendor != "postgresql":
-        Event.objects.bulk_create([Event(trace=trace, position=position + i, seq=seq, **_core_event_columns(e))
-                                   for i, e in enumerate(events)], batch_size=BULK_BATCH)
+        Event.objects.bulk_create([Event(trace=trace, position=p, seq=seq, **_core_event_columns(e))
+                                   for p, e in zip(positions, events)], batch_size=BULK_BATCH)
         return
     from psycopg.types.json import Jsonb  # only on PostgreSQL
 
     table = Event._meta.db_table
     with connection.cursor() as cursor, cursor.cursor.copy(
             f"COPY {table} ({', '.join(connection.ops.quote_name(c) for c in _COPY_COLUMNS)}) FROM STDIN") as copy:
-        for i, event in enumerate(events):
+        for p, event in zip(positions, events):
             columns = _core_event_columns(event)
             columns["attributes"] = Jsonb(columns["attributes"])
-            copy.write_row((trace.pk, position + i, seq, *(columns[c] for c in _EVENT_COLUMNS[:-1])))
+            copy.write_row((trace.pk, p, seq, *(columns[c] for c in _EVENT_COLUMNS[:-1])))
 
 
 def _apply_spawns(events, existing: dict[str, Agent], creates: dict[str, core.Agent],
@@ -577,8 +586,10 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
 
     `module` is the span format (webapp.core.importers.otlp). Spans already stored (same span id)
     are ignored. The trace is rebuilt from all its spans, so it does not depend on how they were
-    batched or ordered, and the stored trace is made equal to that build (`_store_build`). Raises
-    core.TraceValidationError or ValueError when the spans do not form a valid trace.
+    batched or ordered, and the stored trace is made equal to that build (`_store_build`): within
+    the request while the trace has at most SWARMSCOPE_OTLP_SYNC_SPANS spans, else by the
+    `derive_spans` task after commit. Raises core.TraceValidationError or ValueError when the spans
+    do not form a valid trace (checked on the request's own spans when the build is deferred).
     """
     patterns = compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS))
     incoming: dict[str, Span] = {}
@@ -595,13 +606,51 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
         new = [Span.from_dict(redact_value(s.to_dict(), patterns)) for sid, s in incoming.items() if sid not in known]
         if row is not None and not new:
             return IngestResult(row, False, row.seq, 0, 0)
-        stored = [] if row is None else [Span.from_dict(d) for d in row.spans.values_list("data", flat=True)]
-        trace = module.build(trace_id, stored + new, [source])
-        core.validate_trace(trace)
-        result = do_ingest(project, trace, live=True) if row is None else _store_build(row, trace)
+        stored = 0 if row is None else row.spans.count()
+        if row is None or stored + len(new) <= settings.SWARMSCOPE_OTLP_SYNC_SPANS:
+            spans_now = new if row is None else _stored_spans(row) + new
+            trace = module.build(trace_id, spans_now, [source])
+            core.validate_trace(trace)
+            result = do_ingest(project, trace, live=True) if row is None else _store_build(row, trace)
+        else:
+            core.validate_trace(module.build(trace_id, new, [source]))
+            Trace.objects.filter(pk=row.pk).update(spans_pending=True)
+            transaction.on_commit(lambda: _enqueue_derive(row.pk, source))
+            result = IngestResult(row, False, row.seq, 0, 0)
         StoredSpan.objects.bulk_create([StoredSpan(trace=result.trace, span_id=s.span_id, data=s.to_dict())
                                         for s in new], batch_size=BULK_BATCH)
         return result
+
+
+def _stored_spans(row: Trace) -> list[Span]:
+    return [Span.from_dict(d) for d in row.spans.values_list("data", flat=True)]
+
+
+def _enqueue_derive(trace_pk: int, source: str) -> None:
+    """Ask a worker to re-derive a trace; a broker that cannot be reached never fails the committed
+    request: the trace keeps `spans_pending` and the next request or the periodic `derive_pending_spans` asks again."""
+    from .tasks import derive_spans  # tasks import this module
+
+    try:
+        derive_spans.delay(trace_pk, source)
+    except Exception:  # noqa: BLE001 - any broker error
+        logger.warning("could not enqueue derive_spans(%s); it stays pending", trace_pk, exc_info=True)
+
+
+def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
+    """Re-derive a trace from all its stored spans if requests left it `spans_pending`; None when
+    there was nothing to do. The build runs outside any transaction (SQLite's write lock is held
+    only while the difference is written); a build older than the stored one is dropped."""
+    if not Trace.objects.filter(pk=trace_pk, spans_pending=True).update(spans_pending=False):
+        return None
+    row = Trace.objects.get(pk=trace_pk)
+    trace = module.build(row.source_id, _stored_spans(row), [source])
+    core.validate_trace(trace)
+    with transaction.atomic():
+        row = Trace.objects.select_for_update().get(pk=trace_pk)
+        if row.attributes.get("spans", 0) > trace.attributes["spans"]:
+            return None
+        return _store_build(row, trace)
 
 
 def _store_build(row: Trace, build: core.Trace) -> IngestResult:
@@ -612,13 +661,14 @@ def _store_build(row: Trace, build: core.Trace) -> IngestResult:
     build = redact_trace(build, compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS)))
     seq = row.seq + 1
     events = {e.id: e for e in build.events}
-    stored_events = {r["event_id"]: r for r in row.events.values("id", *_EVENT_COLUMNS)}
+    stored_events = {r["event_id"]: r for r in row.events.values("id", "position", *_EVENT_COLUMNS)}
     removed = [r["id"] for i, r in stored_events.items() if i not in events]
-    changed, compatible = [], True
+    changed: list[tuple[dict[str, Any], core.Event]] = []  # (stored row, new form)
+    compatible = True
     for event_id, event in events.items():
         before = stored_events.get(event_id)
         if before is not None and _core_event_columns(event) != {c: before[c] for c in _EVENT_COLUMNS[:-1]}:
-            changed.append(Event(pk=before["id"], seq=seq, **_core_event_columns(event)))
+            changed.append((before, event))
             compatible &= _fills_in(_event_row_to_core(before), event)
     added = [e for i, e in events.items() if i not in stored_events]
     edges = {(e.src, e.dst, e.type): e for e in build.edges}
@@ -639,20 +689,22 @@ def _store_build(row: Trace, build: core.Trace) -> IngestResult:
     stored_labels = {_label_key(r): r["id"] for r in row.labels.values()}
     gone = (removed or stored_edges.keys() - edges.keys() or stored_agents.keys() - agents.keys()
             or stored_labels.keys() - labels.keys())
-    Event.objects.filter(pk__in=removed).delete()
-    Event.objects.bulk_update(changed, list(_EVENT_COLUMNS[5:]) + ["t", "t_end", "type", "agent"],
-                              batch_size=BULK_BATCH)
-    _insert_events(row, added, (row.events.aggregate(last=Max("position"))["last"] or 0) + 1, seq)
-    Edge.objects.filter(pk__in=[pk for k, pk in stored_edges.items() if k not in edges]).delete()
+    # A changed event is deleted and inserted again at its position: bulk_update's CASE per row
+    # costs seconds for a few thousand rows.
+    _delete(Event, removed + [before["id"] for before, _ in changed])
+    _insert_events(row, [event for _, event in changed], [before["position"] for before, _ in changed], seq)
+    last = max((r["position"] for r in stored_events.values()), default=-1)
+    _insert_events(row, added, range(last + 1, last + 1 + len(added)), seq)
+    _delete(Edge, [pk for k, pk in stored_edges.items() if k not in edges])
     new_edges = [e for k, e in edges.items() if k not in stored_edges]
     Edge.objects.bulk_create([Edge(trace=row, seq=seq, src=e.src, dst=e.dst, type=e.type) for e in new_edges],
                              batch_size=BULK_BATCH)
-    Agent.objects.filter(trace=row, name__in=list(stored_agents.keys() - agents.keys())).delete()
+    _delete(Agent, [a.pk for name, a in stored_agents.items() if name not in agents])
     Agent.objects.bulk_update(changed_agents, list(_AGENT_COLUMNS) + ["seq"], batch_size=BULK_BATCH)
     new_agents = [a for name, a in agents.items() if name not in stored_agents]
     Agent.objects.bulk_create([Agent(trace=row, seq=seq, **{f: getattr(a, f) for f in _AGENT_COLUMNS})
                                for a in new_agents], batch_size=BULK_BATCH)
-    Label.objects.filter(pk__in=[pk for k, pk in stored_labels.items() if k not in labels]).delete()
+    _delete(Label, [pk for k, pk in stored_labels.items() if k not in labels])
     new_labels = [lb for k, lb in labels.items() if k not in stored_labels]
     Label.objects.bulk_create([Label(trace=row, seq=seq, key=lb.key, value=lb.value, event_id=lb.event_id,
                                      agent=lb.agent, source=lb.source) for lb in new_labels])
@@ -672,7 +724,7 @@ def _store_build(row: Trace, build: core.Trace) -> IngestResult:
         transaction.on_commit(lambda: broadcast_trace_reset(row.pk, seq))
     else:
         row.save()
-        delta = _delta(row, seq, new_agents + changed_agents, added + [events[e.event_id] for e in changed],
+        delta = _delta(row, seq, new_agents + changed_agents, added + [event for _, event in changed],
                        new_edges, new_labels)
         transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
     return IngestResult(row, False, seq, len(added), len(changed))

@@ -36,6 +36,8 @@ class Migration(migrations.Migration):
             ],
             options={"constraints": [models.UniqueConstraint(fields=("trace", "span_id"), name="span_identity")]},
         ),
+        migrations.AddField(model_name="trace", name="spans_pending",
+                            field=models.BooleanField(default=False, help_text="stored spans not yet derived (OTLP)")),
         migrations.RunPython(batches_to_spans, migrations.RunPython.noop),
         migrations.DeleteModel(name="SpanBatch"),
     ]

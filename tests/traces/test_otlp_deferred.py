@@ -1,0 +1,49 @@
+"""OTLP traces past SWARMSCOPE_OTLP_SYNC_SPANS are re-derived by the `derive_spans` task after the
+request (here run eagerly, as on the embedded default without a worker), to the same trace."""
+
+import json
+
+from webapp.core.importers import otlp
+from webapp.traces.models import Trace
+from webapp.traces.services import do_derive_spans
+from webapp.traces.tasks import derive_pending_spans
+
+from tests.traces.test_otlp_streaming import _file_traces, import_once, stored_form, stream
+
+
+def test_deferred_derivation_gives_the_same_trace(api_client, fixtures, settings,
+                                                 django_capture_on_commit_callbacks):
+    settings.SWARMSCOPE_OTLP_SYNC_SPANS = 2
+    (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
+    batches = [spans[i:i + 2] for i in range(0, len(spans), 2)]
+    assert len(batches) >= 3
+    with django_capture_on_commit_callbacks(execute=True):  # the tasks run after commit
+        before = stream(api_client, batches, ["protobuf", "json"] * len(batches))
+    expected = import_once(spans)
+    assert before != expected  # not yet derived
+    assert stored_form(Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}", project__name="Test project")) \
+        == expected
+    assert not Trace.objects.filter(spans_pending=True).exists()
+
+
+def test_a_lost_task_is_asked_again(api_client, fixtures, settings, monkeypatch):
+    """With the broker down the request still answers 200 (its spans are committed); the periodic
+    sweep derives the trace later."""
+    settings.SWARMSCOPE_OTLP_SYNC_SPANS = 2
+    (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr("webapp.traces.tasks.derive_spans.delay", broker_down)  # fault injection
+    for batch in (spans[:2], spans[2:]):
+        response = api_client.post("/v1/traces", data=json.dumps(otlp.encode_json(batch)),
+                                   content_type="application/json")
+        assert response.status_code == 200, response.content
+    trace = Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}")
+    assert trace.spans_pending and trace.spans.count() == len(spans)
+    assert trace.attributes["spans"] == 2  # derived from the first request's spans only
+    assert derive_pending_spans() == 1
+    trace.refresh_from_db()
+    assert not trace.spans_pending and trace.attributes["spans"] == len(spans)
+    assert do_derive_spans(trace.pk, otlp, "OTLP/HTTP") is None  # nothing left to do
