@@ -38,7 +38,8 @@ Mapping to the orchestration trace (DESIGN.md "Domain"):
   event, else to the next event of the agent whose span encloses the invocation. An event that
   receives returns from two or more agents is an `aggregate`. Agents known only as message
   senders (the group chat orchestrator, a dispatcher) have no spans that say who started them:
-  they are roots.
+  they are roots. Invocations in one span tree that nobody invoked, taken by two or more agents
+  one after another, are group chat turns: each is a message to the next speaker.
 - LLM spans are the agents' turns: a `message` event (content: the output, else the input,
   flagged `content_from: "input"`; model and token usage kept), innermost span where calls nest.
   Tool spans: `tool_call` (arguments) and, where there is a result or an error, `tool_result`,

@@ -1,0 +1,377 @@
+"""Benchmark: end-to-end OTLP/HTTP trace ingest into Swarmscope and into Arize Phoenix, side by side.
+
+Both tools get the same traces (bench/otlp_cases.py: four multi-agent cases as OpenTelemetry GenAI
+spans, deterministic by `--seed`, from a 12-span AutoGen-style round robin to a 33,012-span fan-out
+over 301 agents) as an OpenTelemetry SDK's batch exporter sends them: finished spans in end-time
+order, `--batch` spans per ExportTraceServiceRequest, each request encoded before the clock starts
+and POSTed in order to `http://127.0.0.1:<port>/v1/traces` over one keep-alive connection. 503 and
+429 answers (and dropped connections) are retried after Retry-After (else 1 s) for up to
+RETRY_DEADLINE_S; other non-2xx answers are counted and that batch is not sent again. Before the
+cases, one small warm-up trace (not reported) goes to each server.
+
+- Swarmscope: `manage.py up` on the embedded default (SQLite, embedded Redis, its Celery workers;
+  DJANGO_DEBUG=0) in a temporary SWARMSCOPE_DATA_DIR, with a token from `manage.py create_token
+  admin`; once with OTLP/protobuf (`application/x-protobuf`), then, with a fresh data folder, with
+  OTLP/JSON. It stores a batch's spans before answering; a trace past SWARMSCOPE_OTLP_SYNC_SPANS
+  spans is re-derived by its worker after the answer, so it counts as persisted once that is done.
+- Phoenix: `phoenix serve` of arize-phoenix `--phoenix-version`, installed into its own venv
+  (`--phoenix-venv`, git-ignored) when that is missing or holds another version; embedded SQLite in
+  a temporary PHOENIX_WORKING_DIR, bound to 127.0.0.1 (its gRPC port, unused here, listens on all
+  interfaces). OTLP/protobuf only: Phoenix refuses OTLP/JSON (415). It answers before storing.
+
+A case is persisted when the answer to its last batch has arrived and the tool's own read API
+shows every accepted span of its trace: Swarmscope `GET /api/traces/` (the trace whose `source_id`
+is the trace id; `attributes.spans`), Phoenix GraphQL `trace(traceId) { numSpans }` in the default
+project, polled every POLL_INTERVAL_S for up to SWARMSCOPE_PERSIST_TIMEOUT_S or `--phoenix-timeout`.
+
+Reported per case and tool, and in total: spans sent and stored, requests, seconds from the first
+request to the last answer (ack) and to persisted, spans/s (sent / persisted seconds), request
+latency p50/p99/max in ms (every request, retries included) and non-2xx answers by status (the
+first answer of each kept in the JSON). Prints a Markdown table and writes JSON (machine, date,
+command, git commit and the working tree's changes, Phoenix version and install time, the figures,
+every request's latency) to `--out`. Every server is stopped by process group in `finally`.
+Client and servers share the machine's CPUs.
+
+    .venv/bin/python bench/bench_otlp_vs_phoenix.py [--cases supervisor,roundrobin,fanout100,fanout-33k]
+        [--batch 500] [--seed 0] [--skip-swarmscope] [--skip-phoenix] [--phoenix-timeout 1200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import platform
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench_fanout import percentile  # noqa: E402
+from otlp_cases import CASES, requests, to_json  # noqa: E402
+from tests.servers import app_env, free_port, manage, start, stop, wait_http  # noqa: E402
+
+PHOENIX_VERSION = "20.26.1"
+PHOENIX_VENV = REPO / "var" / "bench" / "phoenix-venv"
+OUT = REPO / "bench" / "out" / "otlp_vs_phoenix.json"
+CONTENT_TYPES = {"protobuf": "application/x-protobuf", "json": "application/json"}
+#: One HTTP request; a batch refused with 503/429 (or a dropped connection) is retried this long.
+REQUEST_TIMEOUT_S = 600
+RETRY_DEADLINE_S = 600
+#: A server must answer this soon after it is started.
+START_TIMEOUT_S = 300
+INSTALL_TIMEOUT_S = 1800
+POLL_INTERVAL_S = 0.5
+#: The derived trace must show every span this soon after the last answer.
+SWARMSCOPE_PERSIST_TIMEOUT_S = 300
+PHOENIX_SPANS_QUERY = "query ($t: ID!) { projects { edges { node { name trace(traceId: $t) { numSpans } } } } }"
+
+
+@dataclass
+class Batch:
+    """One ExportTraceServiceRequest in both encodings, and how many spans it carries."""
+
+    bodies: dict[str, bytes]
+    spans: int
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection to a server on 127.0.0.1, with fixed headers."""
+
+    def __init__(self, port: int, headers: dict[str, str]):
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
+        self.headers = headers
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                content_type: str = "application/json") -> tuple[int, str | None, bytes]:
+        """(status, Retry-After header, body) of one request."""
+        self.connection.request(method, path, body=body, headers={**self.headers, "Content-Type": content_type})
+        response = self.connection.getresponse()
+        return response.status, response.getheader("Retry-After"), response.read()
+
+    def json(self, method: str, path: str, doc: Any = None) -> Any:
+        status, _, body = self.request(method, path, None if doc is None else json.dumps(doc).encode())
+        if status != 200:
+            raise RuntimeError(f"{method} {path} answered {status}: {body[:500]!r}")
+        return json.loads(body)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+@dataclass
+class Server:
+    """A started tool: its port, the headers its requests need, how it encodes OTLP, how long its
+    spans may take to become readable, and `stored(client, trace id hex)` -> (spans, details)."""
+
+    tool: str
+    encoding: str
+    port: int
+    headers: dict[str, str]
+    persist_timeout_s: float
+    stored: Callable[[Client, str], tuple[int, dict[str, Any]]]
+    log: Path
+
+
+def swarmscope_stored(client: Client, trace_hex: str) -> tuple[int, dict[str, Any]]:
+    doc = client.json("GET", "/api/traces/?q=otlp&page_size=200")
+    trace = next((t for t in doc["results"] if t["source_id"] == trace_hex), None)
+    if trace is None:
+        return 0, {}
+    return trace["attributes"].get("spans", 0), {key: trace[key] for key in ("id", "event_count", "agent_count")}
+
+
+def phoenix_stored(client: Client, trace_hex: str) -> tuple[int, dict[str, Any]]:
+    doc = client.json("POST", "/graphql", {"query": PHOENIX_SPANS_QUERY, "variables": {"t": trace_hex}})
+    if doc.get("errors"):
+        raise RuntimeError(f"Phoenix GraphQL: {doc['errors']}")
+    traces = [edge["node"]["trace"] for edge in doc["data"]["projects"]["edges"] if edge["node"]["name"] == "default"]
+    return (traces[0]["numSpans"] if traces and traces[0] else 0), {}
+
+
+@contextlib.contextmanager
+def swarmscope(workdir: Path, encoding: str) -> Iterator[Server]:
+    """`manage.py up` on the embedded default in a fresh data folder, and an API token of its admin."""
+    env = app_env(workdir / f"swarmscope-{encoding}", SWARMSCOPE_LOG_LEVEL="WARNING", DJANGO_DEBUG="0",
+                  DJANGO_SECRET_KEY="bench-only-secret", SECURE_SSL_REDIRECT="0")
+    port, log = free_port(), workdir / f"swarmscope-{encoding}.log"
+    process = start([sys.executable, "manage.py", "up", "--port", str(port)], env, log)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", process, log, timeout=START_TIMEOUT_S)
+        result = manage("create_token", "admin", env=env)
+        if result.returncode != 0:
+            raise RuntimeError(f"manage.py create_token admin: {result.stderr[-2000:]}")
+        token = result.stdout.strip().splitlines()[-1]
+        yield Server("Swarmscope", encoding, port, {"Authorization": f"Bearer {token}"},
+                     SWARMSCOPE_PERSIST_TIMEOUT_S, swarmscope_stored, log)
+    finally:
+        stop(process)
+
+
+@contextlib.contextmanager
+def phoenix(venv: Path, workdir: Path, persist_timeout_s: float) -> Iterator[Server]:
+    """`phoenix serve` on loopback ports with a fresh working folder (embedded SQLite)."""
+    port = free_port()
+    grpc_port = free_port()
+    while grpc_port == port:
+        grpc_port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PHOENIX_")}
+    env.update(PHOENIX_HOST="127.0.0.1", PHOENIX_PORT=str(port), PHOENIX_GRPC_PORT=str(grpc_port),
+               PHOENIX_WORKING_DIR=str(workdir / "phoenix"), PHOENIX_TELEMETRY_ENABLED="false",
+               PHOENIX_ALLOW_EXTERNAL_RESOURCES="false")
+    log = workdir / "phoenix.log"
+    process = start([str(venv / "bin" / "phoenix"), "serve"], env, log)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", process, log, timeout=START_TIMEOUT_S)
+        yield Server("Phoenix", "protobuf", port, {}, persist_timeout_s, phoenix_stored, log)
+    finally:
+        stop(process)
+
+
+def installed_phoenix(venv: Path) -> str | None:
+    python = venv / "bin" / "python"
+    if not python.exists():
+        return None
+    result = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('arize-phoenix'))"],
+                            capture_output=True, text=True, timeout=120)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def ensure_phoenix(venv: Path, version: str) -> float | None:
+    """Install arize-phoenix==`version` into `venv` unless it is there; the seconds it took, or None."""
+    if installed_phoenix(venv) == version:
+        return None
+    print(f"installing arize-phoenix=={version} into {venv} ...", flush=True)
+    began = time.perf_counter()
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    result = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                             f"arize-phoenix=={version}"], capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+    if result.returncode != 0 or installed_phoenix(venv) != version:
+        raise RuntimeError(f"pip install arize-phoenix=={version} failed:\n{result.stderr[-3000:]}")
+    return time.perf_counter() - began
+
+
+def send(client: Client, body: bytes, content_type: str, latency_ms: list[float], refused: Counter,
+         first_error: dict[str, str]) -> bool:
+    """POST one batch to /v1/traces, retrying 503, 429 and dropped connections; True once a 2xx
+    answer came. Appends every request's latency in ms; counts non-2xx answers by status."""
+    deadline = time.monotonic() + RETRY_DEADLINE_S
+    while True:
+        began = time.perf_counter()
+        retry_after = None
+        try:
+            status, retry_after, answer = client.request("POST", "/v1/traces", body, content_type)
+            retry = status in (429, 503)
+        except (http.client.HTTPException, OSError) as exc:
+            client.close()  # the next request opens a new connection
+            status, answer = type(exc).__name__, str(exc).encode()
+            retry = isinstance(exc, ConnectionError)
+        latency_ms.append(round((time.perf_counter() - began) * 1000, 1))
+        if isinstance(status, int) and 200 <= status < 300:
+            return True
+        refused[str(status)] += 1
+        first_error.setdefault(str(status), answer[:500].decode("utf-8", "replace"))
+        if not retry or time.monotonic() > deadline:
+            return False
+        try:
+            wait = float(retry_after) if retry_after else 1.0
+        except ValueError:
+            wait = 1.0
+        time.sleep(min(max(wait, 0.1), 60.0))
+
+
+def run_case(server: Server, client: Client, name: str, trace_hex: str, batches: list[Batch]) -> dict[str, Any]:
+    """Send `batches` in order, then poll until the trace holds every accepted span (or time is up)."""
+    latency_ms: list[float] = []
+    refused: Counter = Counter()
+    first_error: dict[str, str] = {}
+    accepted = 0
+    began = time.perf_counter()
+    for batch in batches:
+        if send(client, batch.bodies[server.encoding], CONTENT_TYPES[server.encoding], latency_ms, refused,
+                first_error):
+            accepted += batch.spans
+    acked_s = time.perf_counter() - began
+    deadline = time.monotonic() + server.persist_timeout_s
+    while True:
+        stored, details = server.stored(client, trace_hex)
+        if stored >= accepted or time.monotonic() > deadline:
+            break
+        time.sleep(POLL_INTERVAL_S)
+    persisted_s = time.perf_counter() - began if stored >= accepted else None
+    spans = sum(b.spans for b in batches)
+    return {"tool": server.tool, "encoding": server.encoding, "case": name, "trace_id": trace_hex,
+            "spans": spans, "accepted": accepted, "stored": stored, "requests": len(latency_ms),
+            "acked_s": acked_s, "persisted_s": persisted_s, **figures(spans, persisted_s, latency_ms),
+            "non_2xx": dict(refused), "first_error": first_error, "stored_trace": details,
+            "latency_ms": latency_ms}
+
+
+def figures(spans: int, seconds: float | None, latency_ms: list[float]) -> dict[str, float | None]:
+    return {"spans_per_s": spans / seconds if seconds else None, "p50_ms": statistics.median(latency_ms),
+            "p99_ms": percentile(latency_ms, 0.99), "max_ms": max(latency_ms)}
+
+
+def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cases of one tool and encoding added up (latency figures over all their requests)."""
+    latency_ms = [x for row in rows for x in row["latency_ms"]]
+    spans = sum(row["spans"] for row in rows)
+    persisted = None if any(row["persisted_s"] is None for row in rows) else sum(row["persisted_s"] for row in rows)
+    refused = sum((Counter(row["non_2xx"]) for row in rows), Counter())
+    return {"tool": rows[0]["tool"], "encoding": rows[0]["encoding"], "case": "total", "spans": spans,
+            "accepted": sum(row["accepted"] for row in rows), "stored": sum(row["stored"] for row in rows),
+            "requests": len(latency_ms), "acked_s": sum(row["acked_s"] for row in rows), "persisted_s": persisted,
+            **figures(spans, persisted, latency_ms), "non_2xx": dict(refused)}
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    def number(value: float | None, digits: int) -> str:
+        return "timeout" if value is None else f"{value:,.{digits}f}"
+
+    lines = ["| tool | encoding | case | spans | stored | requests | ack s | persisted s | spans/s | p50 ms "
+             "| p99 ms | max ms | non-2xx |", "|" + "---|" * 13]
+    for r in rows:
+        refused = ", ".join(f"{status}: {n}" for status, n in sorted(r["non_2xx"].items())) or "0"
+        case = f"**{r['case']}**" if r["case"] == "total" else r["case"]
+        lines.append(f"| {r['tool']} | {r['encoding']} | {case} | {r['spans']:,} | {r['stored']:,} | {r['requests']} "
+                     f"| {r['acked_s']:.2f} | {number(r['persisted_s'], 2)} | {number(r['spans_per_s'], 0)} "
+                     f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['max_ms']:.0f} | {refused} |")
+    return "\n".join(lines)
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30).stdout.strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
+    parser.add_argument("--batch", type=int, default=500, help="spans per ExportTraceServiceRequest")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-swarmscope", action="store_true")
+    parser.add_argument("--skip-phoenix", action="store_true")
+    parser.add_argument("--phoenix-version", default=PHOENIX_VERSION)
+    parser.add_argument("--phoenix-venv", type=Path, default=PHOENIX_VENV)
+    parser.add_argument("--phoenix-timeout", type=float, default=1200,
+                        help="seconds after its last answer for Phoenix to store a case's spans")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    names = args.cases.split(",")
+    if unknown := [n for n in names if n not in CASES]:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
+
+    # SIGTERM (run_all's timeout) unwinds through the `finally` blocks that stop the servers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "command": shlex.join([sys.executable, *sys.argv]), "git_commit": git("rev-parse", "HEAD"),
+               "git_modified": git("status", "--porcelain").splitlines()}  # the code the servers start with
+    warm_up = CASES["roundrobin"](args.seed + 1)
+    cases = {name: CASES[name](args.seed) for name in names}
+    encoded = {name: [Batch({"protobuf": r.SerializeToString(), "json": to_json(r)},
+                            len(r.resource_spans[0].scope_spans[0].spans)) for r in requests(case, args.batch)]
+               for name, case in [("warm-up", warm_up), *cases.items()]}
+    phoenix_install_s = None if args.skip_phoenix else ensure_phoenix(args.phoenix_venv, args.phoenix_version)
+    phoenix_version = None if args.skip_phoenix else installed_phoenix(args.phoenix_venv)
+    described = {name: {"trace_id": cases[name].trace_id.hex(), "spans": len(cases[name].spans),
+                        "agents": len(cases[name].agents), "requests": len(encoded[name]),
+                        "protobuf_bytes": sum(len(b.bodies["protobuf"]) for b in encoded[name]),
+                        "json_bytes": sum(len(b.bodies["json"]) for b in encoded[name])} for name in names}
+    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs (client and servers "
+          f"share them); Phoenix {phoenix_version or 'skipped'}; batches of {args.batch} spans; "
+          + "; ".join(f"{name}: {d['spans']:,} spans, {d['agents']} agents, {d['requests']} requests, "
+                      f"{d['protobuf_bytes'] / 2**20:.1f} MiB protobuf / {d['json_bytes'] / 2**20:.1f} MiB JSON"
+                      for name, d in described.items()), flush=True)
+
+    rows: list[dict[str, Any]] = []
+    logs: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-otlp-") as tmp:
+        workdir = Path(tmp)
+        servers = ([] if args.skip_swarmscope else [lambda: swarmscope(workdir, "protobuf"),
+                                                     lambda: swarmscope(workdir, "json")])
+        servers += [] if args.skip_phoenix else [lambda: phoenix(args.phoenix_venv, workdir, args.phoenix_timeout)]
+        for open_server in servers:
+            with open_server() as server:
+                client = Client(server.port, server.headers)
+                try:
+                    run_case(server, client, "warm-up", warm_up.trace_id.hex(), encoded["warm-up"])
+                    done = []
+                    for name in names:
+                        done.append(run_case(server, client, name, cases[name].trace_id.hex(), encoded[name]))
+                        print(markdown(done[-1:]).splitlines()[-1], flush=True)
+                finally:
+                    client.close()
+                rows += [*done, total(done)]
+                if any(row["non_2xx"] for row in done):
+                    logs[f"{server.tool} {server.encoding}"] = server.log.read_text(errors="replace")[-4000:]
+
+    print()
+    print(markdown(rows))
+    report = {
+        "benchmark": "bench_otlp_vs_phoenix", **started,
+        "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "python": platform.python_version()},
+        "phoenix": {"version": phoenix_version, "venv": str(args.phoenix_venv), "install_s": phoenix_install_s},
+        "seed": args.seed, "batch": args.batch,
+        "cases": described,
+        "results": rows, "server_log_tails": logs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1))
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
