@@ -63,8 +63,8 @@ def multi_agent_traces(draw) -> list[Span]:
             chat(root, agent, t, f"{agent} turn {turn}")
             t += draw(st.integers(0, 40))
             if draw(st.booleans()):
-                tool = add(root, "execute_tool search", t, t + draw(st.integers(1, 20)), gen_ai__operation__name="execute_tool",
-                           gen_ai__tool__name="search", gen_ai__tool__call__arguments='{"q": "x"}',
+                tool = add(root, "execute_tool search", t, t + draw(st.integers(1, 20)),
+                           gen_ai__operation__name="execute_tool", gen_ai__tool__name="search", gen_ai__tool__call__arguments='{"q": "x"}',
                            gen_ai__tool__call__result="found")
                 t = (tool.end_ns - EPOCH_NS) // MS + draw(st.integers(0, 5))
             if depth < 2 and draw(st.integers(0, 4)) == 0:

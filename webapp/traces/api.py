@@ -399,25 +399,32 @@ def traces_upload(request: HttpRequest):
 
 @api_view("POST", ingest=True)
 def otlp_traces(request: HttpRequest):
-    """OTLP/HTTP trace export: JSON or protobuf (`application/x-protobuf`), optionally gzip."""
+    """OTLP/HTTP trace export: JSON or protobuf (`application/x-protobuf`), optionally gzip. Spans
+    whose id is stored with other content are counted in `partialSuccess.rejectedSpans`."""
     project = get_write_project(request, "sending OTLP traces")
     if project is None:
         return _error(403, "you are not a member of any project")
-    protobuf = request.content_type == "application/x-protobuf"
+    protobuf = request.content_type in ("application/x-protobuf", "application/protobuf")
     try:
         body = _read_body(request)
         doc = None if protobuf else _parse_body(body)
     except (ValueError, OSError, EOFError, zlib.error) as exc:
         return _error(400, f"unreadable OTLP request: {exc.detail if isinstance(exc, TraceFormatError) else exc}")
+    if doc == {}:
+        doc = {"resourceSpans": []}  # an empty ExportTraceServiceRequest
     if doc is not None and not otlp.sniff(doc):
         return _error(400, "not an OTLP ExportTraceServiceRequest (no resourceSpans)")
+    rejected = 0
     try:
         chunks = otlp.decode_protobuf(body) if protobuf else otlp.split(doc)
         with transaction.atomic():  # every trace of the request, or none
             for trace_id, spans in chunks.items():
-                services.do_ingest_spans(project, otlp, trace_id, spans, source="OTLP/HTTP")
+                rejected += services.do_ingest_spans(project, otlp, trace_id, spans, source="OTLP/HTTP").rejected
     except (core.TraceValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
         return _error(400, f"invalid spans: {exc!r}" if isinstance(exc, KeyError) else f"invalid spans: {exc}")
+    message = f"{rejected} span(s) reuse a stored span id with other content; the stored span is kept" \
+        if rejected else ""
     if protobuf:
-        return HttpResponse(b"", content_type="application/x-protobuf")
-    return JsonResponse({"partialSuccess": {}})
+        return HttpResponse(otlp.encode_response(rejected, message), content_type="application/x-protobuf")
+    return JsonResponse({"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": message}
+                         if rejected else {}})

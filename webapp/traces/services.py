@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -51,6 +51,7 @@ class IngestResult:
     seq: int
     events_added: int
     events_updated: int
+    rejected: int = 0  # OTLP spans refused (an id already stored with other content)
 
     @property
     def changed(self) -> bool:
@@ -584,42 +585,64 @@ def request_metrics(trace: Trace) -> None:
 def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], source: str) -> IngestResult:
     """Store the `spans` of one trace id (from an OTLP request) and re-derive the trace, all or nothing.
 
-    `module` is the span format (webapp.core.importers.otlp). Spans already stored (same span id)
-    are ignored. The trace is rebuilt from all its spans, so it does not depend on how they were
-    batched or ordered, and the stored trace is made equal to that build (`_store_build`): within
-    the request while the trace has at most SWARMSCOPE_OTLP_SYNC_SPANS spans, else by the
-    `derive_spans` task after commit. Raises core.TraceValidationError or ValueError when the spans
-    do not form a valid trace (checked on the request's own spans when the build is deferred).
+    `module` is the span format (webapp.core.importers.otlp). A span id already stored is ignored
+    when the span is the same (an exporter's retry) and counted in `rejected` when it is not. The
+    trace is rebuilt from all its spans, so it does not depend on how they were batched or ordered,
+    and the stored trace is made equal to that build (`_store_build`): within the request while the
+    trace has at most SWARMSCOPE_OTLP_SYNC_SPANS spans, else by the `derive_spans` task after
+    commit. Raises core.TraceValidationError or ValueError, naming the span, when the spans do not
+    form a valid trace (checked on the request's own spans when the build is deferred).
     """
     patterns = compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS))
-    incoming: dict[str, Span] = {}
-    for span in spans:
+    incoming: dict[str, dict[str, Any]] = {}
+    rejected = 0
+    for index, span in enumerate(spans):
         if not span.span_id:
-            raise core.TraceValidationError(f"span {span.name!r} has no span id", kind="span", field="span_id")
-        incoming.setdefault(span.span_id, span)
+            raise core.TraceValidationError(f"span {span.name!r} has no span id", index=index, kind="span",
+                                            field="span_id")
+        data = span.to_dict()
+        if holds_nul(data):
+            raise core.TraceValidationError(f"span {span.span_id} ({span.name!r}) must not contain a NUL "
+                                            "character (U+0000)", index=index, kind="span")
+        data = redact_value(data, patterns)
+        rejected += incoming.setdefault(span.span_id, data) != data
     with transaction.atomic():
-        key = f"{module.FORMAT}:{trace_id}"
-        row = Trace.objects.select_for_update().filter(project=project, identity_key=key).first()
-        known = set() if row is None else {
-            i for chunk in _in_chunks(incoming) for i in row.spans.filter(span_id__in=chunk)
-            .values_list("span_id", flat=True)}
-        new = [Span.from_dict(redact_value(s.to_dict(), patterns)) for sid, s in incoming.items() if sid not in known]
-        if row is not None and not new:
-            return IngestResult(row, False, row.seq, 0, 0)
-        stored = 0 if row is None else row.spans.count()
-        if row is None or stored + len(new) <= settings.SWARMSCOPE_OTLP_SYNC_SPANS:
-            spans_now = new if row is None else _stored_spans(row) + new
-            trace = module.build(trace_id, spans_now, [source])
+        row = _lock_or_create_span_trace(project, module, trace_id)
+        known = {i: d for chunk in _in_chunks(incoming)
+                 for i, d in row.spans.filter(span_id__in=chunk).values_list("span_id", "data")}
+        rejected += sum(known[i] != d for i, d in incoming.items() if i in known)
+        new = [Span.from_dict(d) for i, d in incoming.items() if i not in known]
+        if not new:
+            return IngestResult(row, False, row.seq, 0, 0, rejected)
+        stored = row.spans.count()
+        if stored + len(new) <= settings.SWARMSCOPE_OTLP_SYNC_SPANS:
+            trace = module.build(trace_id, _stored_spans(row) + new, [source])
             core.validate_trace(trace)
-            result = do_ingest(project, trace, live=True) if row is None else _store_build(row, trace)
+            result = _store_build(row, trace)
+            result.created, result.rejected = stored == 0, rejected
         else:
             core.validate_trace(module.build(trace_id, new, [source]))
             Trace.objects.filter(pk=row.pk).update(spans_pending=True)
             transaction.on_commit(lambda: _enqueue_derive(row.pk, source))
-            result = IngestResult(row, False, row.seq, 0, 0)
-        StoredSpan.objects.bulk_create([StoredSpan(trace=result.trace, span_id=s.span_id, data=s.to_dict())
-                                        for s in new], batch_size=BULK_BATCH)
+            result = IngestResult(row, False, row.seq, 0, 0, rejected)
+        StoredSpan.objects.bulk_create([StoredSpan(trace=row, span_id=s.span_id, data=s.to_dict()) for s in new],
+                                       batch_size=BULK_BATCH)
         return result
+
+
+def _lock_or_create_span_trace(project: Project, module, trace_id: str) -> Trace:
+    """The locked row of a span trace, created (empty) when missing. Two first requests of one
+    trace at once: the second insert waits for the first to commit, fails, and locks its row."""
+    key = f"{module.FORMAT}:{trace_id}"
+    row = Trace.objects.select_for_update().filter(project=project, identity_key=key).first()
+    if row is not None:
+        return row
+    try:
+        with transaction.atomic():
+            return Trace.objects.create(project=project, identity_key=key, source_format=module.FORMAT,
+                                        source_id=trace_id, name=trace_id)
+    except IntegrityError:
+        return Trace.objects.select_for_update().get(project=project, identity_key=key)
 
 
 def _stored_spans(row: Trace) -> list[Span]:
@@ -627,8 +650,9 @@ def _stored_spans(row: Trace) -> list[Span]:
 
 
 def _enqueue_derive(trace_pk: int, source: str) -> None:
-    """Ask a worker to re-derive a trace; a broker that cannot be reached never fails the committed
-    request: the trace keeps `spans_pending` and the next request or the periodic `derive_pending_spans` asks again."""
+    """Ask a worker to re-derive a trace. A broker that cannot be reached never fails the committed
+    request: the trace keeps `spans_pending`, and the next request or the periodic
+    `derive_pending_spans` asks again."""
     from .tasks import derive_spans  # tasks import this module
 
     try:
@@ -644,8 +668,12 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
     if not Trace.objects.filter(pk=trace_pk, spans_pending=True).update(spans_pending=False):
         return None
     row = Trace.objects.get(pk=trace_pk)
-    trace = module.build(row.source_id, _stored_spans(row), [source])
-    core.validate_trace(trace)
+    try:
+        trace = module.build(row.source_id, _stored_spans(row), [source])
+        core.validate_trace(trace)
+    except (core.TraceValidationError, ValueError):  # its spans were checked when they came: a bug
+        logger.exception("trace %s: its stored spans do not form a valid trace; kept as derived before", trace_pk)
+        return None
     with transaction.atomic():
         row = Trace.objects.select_for_update().get(pk=trace_pk)
         if row.attributes.get("spans", 0) > trace.attributes["spans"]:

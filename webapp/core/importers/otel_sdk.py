@@ -7,8 +7,9 @@ A span:
      start_time, end_time (ISO 8601, UTC), status: {status_code: OK | ERROR | UNSET, description},
      attributes: {...}, events: [{name, timestamp, attributes}], links, resource: {attributes}}
 
-Ids are hex, with or without "0x"; ids and start times are required, malformed attributes and
-events are skipped. Exporters that roll files split one trace id over several files: `split` keys records by trace id so `read_files` merges the chunks. The orchestration
+Ids are hex, with or without the "0x" the SDK writes; ids and start times are required, malformed
+attributes and events are skipped. Exporters that roll files split one trace id over several
+files: `split` keys records by trace id so `read_files` merges the chunks. The orchestration
 mapping (agents from Monocle entities, Agent Framework workflow messages) is `spans.build_trace`.
 """
 

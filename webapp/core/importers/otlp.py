@@ -78,23 +78,31 @@ def attributes(items: list[dict] | None) -> dict[str, Any]:
 
 
 def split(doc: Any) -> dict[str, list[Span]]:
-    """Trace id (hex) -> its spans, decoded (`build` maps them). Raises ValueError naming the span
-    and field of a malformed id or time."""
+    """Trace id (hex) -> its spans, decoded (`build` maps them). Raises ValueError naming where a
+    part is not an object or list, or the span and field of a malformed id or time."""
     chunks: dict[str, list[Span]] = {}
-    for request in _requests(doc) or []:
-        for resource_spans in _get(request, "resourceSpans"):
+    for r, request in enumerate(_requests(doc) or []):
+        for i, resource_spans in enumerate(_objects(_get(request, "resourceSpans"), f"request {r}: resourceSpans")):
+            where = f"resourceSpans[{i}]"
             resource = resource_spans.get("resource")
             resource = attributes(resource.get("attributes")) if isinstance(resource, dict) else {}
             scopes = _get(resource_spans, "scopeSpans") or _get(resource_spans, "instrumentationLibrarySpans") or []
-            for scope_spans in scopes:
-                for index, span in enumerate(scope_spans.get("spans") or []):
+            for j, scope_spans in enumerate(_objects(scopes, f"{where}.scopeSpans")):
+                for k, span in enumerate(_objects(scope_spans.get("spans") or [], f"{where}.scopeSpans[{j}].spans")):
                     try:
                         decoded = span_from_json(span, resource)
                     except (KeyError, TypeError, ValueError) as exc:
-                        name = span.get("name") if isinstance(span, dict) else None
-                        raise ValueError(f"span {index} ({name!r}): {_reason(exc)}") from None
+                        raise ValueError(f"{where}.scopeSpans[{j}].spans[{k}] ({span.get('name')!r}): "
+                                         f"{_reason(exc)}") from None
                     chunks.setdefault(decoded.trace_id, []).append(decoded)
     return chunks
+
+
+def _objects(value: Any, where: str) -> list[dict]:
+    """`value` when it is a list of JSON objects; raises ValueError naming `where` otherwise."""
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ValueError(f"{where} must be a list of objects")
+    return value
 
 
 def to_spans(trace_id: str, spans: list[Span]) -> list[Span]:
@@ -134,6 +142,15 @@ def json_id(value: Any, size: int, field: str) -> str | None:
     raise ValueError(f"{field} {value!r} is neither {2 * size} hex digits nor the base64 of {size} bytes")
 
 
+def unix_nano(value: Any, field: str) -> int:
+    """A time in nanoseconds since the Unix epoch (an integer, or its decimal text as OTLP/JSON
+    writes 64-bit integers), 1 .. 2**64 - 1 as protobuf's fixed64 holds it; 0 means unset."""
+    number = as_int(value)
+    if number is None or not 0 < number < 2**64:
+        raise ValueError(f"{field} {value!r} is not a time in nanoseconds since the epoch (required)")
+    return number
+
+
 def _kind(value: Any) -> str | None:
     if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
         return SPAN_KINDS.get(int(value))
@@ -151,8 +168,8 @@ def _error(status: Any) -> str | None:
 def span_from_json(span: dict, resource: dict[str, Any]) -> Span:
     """One OTLP/JSON span (with its resource's attributes) decoded. Raises KeyError, TypeError or
     ValueError on a missing or malformed id or time."""
-    start = int(_get(span, "startTimeUnixNano"))
-    end = int(_get(span, "endTimeUnixNano") or start)
+    start = unix_nano(_get(span, "startTimeUnixNano"), "startTimeUnixNano")
+    end = unix_nano(_get(span, "endTimeUnixNano") or start, "endTimeUnixNano")
     events = span.get("events") if isinstance(span.get("events"), list) else []
     trace_id = json_id(_get(span, "traceId"), 16, "traceId")
     if trace_id is None:
@@ -194,8 +211,9 @@ def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
             for index, span in enumerate(scope_spans.spans):
                 try:
                     trace_id = bytes_id(span.trace_id, 16)
-                    if trace_id is None or not span.start_time_unix_nano:
-                        raise ValueError("trace_id and start_time_unix_nano are required")
+                    if trace_id is None:
+                        raise ValueError("trace_id is required")
+                    unix_nano(span.start_time_unix_nano, "start_time_unix_nano")
                     decoded = Span(
                         trace_id=trace_id, span_id=bytes_id(span.span_id, 8),
                         parent_id=bytes_id(span.parent_span_id, 8), name=span.name,
@@ -210,6 +228,17 @@ def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
                     raise ValueError(f"span {index} ({span.name!r}): {exc}") from None
                 chunks.setdefault(trace_id, []).append(decoded)
     return chunks
+
+
+def encode_response(rejected: int, message: str) -> bytes:
+    """A serialised ExportTraceServiceResponse; `partial_success` set when spans were rejected."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    response = ExportTraceServiceResponse()
+    if rejected:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    return response.SerializeToString()
 
 
 def _pb_value(value) -> Any:
