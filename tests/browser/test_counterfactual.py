@@ -13,6 +13,7 @@ import signal
 import sys
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.conftest import App, save_admin_session
 from tests.browser.test_trace_page import click_event, open_trace
@@ -278,7 +279,7 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
         table.wait_for(timeout=60_000)
     except Exception:
         pytest.fail("the LLM attribution did not finish:\n" + worker_log.read_text()[-3000:])
-    assert page.get_by_test_id("attribution-row").count() == 3
+    expect(page.get_by_test_id("attribution-row")).to_have_count(3)  # rows render after the table
     # The worker sent as many requests as the estimate planned.
     assert len(fake.requests) - sent_before == expected["requests"] > 0
     context.close()

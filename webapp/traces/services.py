@@ -427,7 +427,7 @@ def _delta(row: Trace, seq: int, agents: list, events: list[core.Event], edges: 
     }
 
 
-def new_trace_agents(trace: core.Trace) -> dict[str, core.Agent]:
+def _new_trace_agents(trace: core.Trace) -> dict[str, core.Agent]:
     """The agents `do_ingest` stores for `trace` as a new trace: its own (the first of a name), then
     each agent acting in an event; spawns give parents and spawn times (`_apply_spawns`)."""
     agents: dict[str, core.Agent] = {}
@@ -701,7 +701,7 @@ def _store_build(row: Trace, build: core.Trace) -> IngestResult:
     added = [e for i, e in events.items() if i not in stored_events]
     edges = {(e.src, e.dst, e.type): e for e in build.edges}
     stored_edges = {(r["src"], r["dst"], r["type"]): r["id"] for r in row.edges.values("id", "src", "dst", "type")}
-    agents = new_trace_agents(build)
+    agents = _new_trace_agents(build)
     stored_agents = {a.name: a for a in row.agents.all()}
     changed_agents = []
     for name, agent in agents.items():
