@@ -591,7 +591,7 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
     and the stored trace is made equal to that build (`_store_build`): within the request while the
     trace has at most SWARMSCOPE_OTLP_SYNC_SPANS spans, else by the `derive_spans` task after
     commit. Raises core.TraceValidationError or ValueError, naming the span, when the spans do not
-    form a valid trace (checked on the request's own spans when the build is deferred).
+    form a valid trace (when the build is deferred: a span without an id or with a NUL character).
     """
     patterns = compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS))
     incoming: dict[str, dict[str, Any]] = {}
@@ -620,8 +620,7 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
             core.validate_trace(trace)
             result = _store_build(row, trace)
             result.created, result.rejected = stored == 0, rejected
-        else:
-            core.validate_trace(module.build(trace_id, new, [source]))
+        else:  # the spans were checked as they were decoded (ids, times) and above (NUL)
             Trace.objects.filter(pk=row.pk).update(spans_pending=True)
             transaction.on_commit(lambda: _enqueue_derive(row.pk, source))
             result = IngestResult(row, False, row.seq, 0, 0, rejected)
