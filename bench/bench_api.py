@@ -39,9 +39,9 @@ sys.path.insert(0, str(REPO))
 import psycopg  # noqa: E402
 import redis  # noqa: E402
 
+from swarmscope.model import Trace  # noqa: E402
 from tests.servers import app_env, free_port, manage, start, stop, wait_http  # noqa: E402
-from webapp.core.model import Trace  # noqa: E402
-from webapp.core.synthetic import synthetic_trace  # noqa: E402
+from tests.synthetic import synthetic_trace  # noqa: E402
 
 DATABASE = "swarmscope_bench"
 TARGET_EVENTS_PER_S = 5000

@@ -3,7 +3,7 @@
 For each Hand-Crafted log in ../shared/data/who-and-when (15 logs; the Orchestrator picks speakers,
 so each re-generated turn after the fork also plans a "who speaks next" request), the backend plans
 (`OpenAIRollout.plan_paired` / `plan_call`, counted chunk by chunk as
-`webapp.experiments.services.estimate_cost` and `estimate_attribution_cost` count them; nothing is
+`webapp.counterfactuals.services.estimate_cost` and `estimate_attribution_cost` count them; nothing is
 sent):
 
 - a counterfactual job: the first WebSurfer turn masked, N = 32 paired samples in chunks of
@@ -40,10 +40,10 @@ django.setup()
 import numpy as np  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from swarmscope.importers import SourceFile, read_files  # noqa: E402
+from swarmscope.interventions import Intervention  # noqa: E402
 from trainer.rollout.openai import ChatClient, OpenAIRollout  # noqa: E402
-from webapp.core.importers import SourceFile, read_files  # noqa: E402
-from webapp.core.interventions import Intervention  # noqa: E402
-from webapp.experiments import services  # noqa: E402
+from webapp.counterfactuals import services  # noqa: E402
 
 
 def main() -> None:

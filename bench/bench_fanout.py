@@ -48,7 +48,15 @@ sys.path.insert(0, str(REPO))
 import psycopg  # noqa: E402
 
 from tests.deploy.live_client import ResumingViewer  # noqa: E402
-from tests.servers import RedisServer, app_env, free_port, manage, start, stop, wait_http  # noqa: E402
+from tests.servers import (  # noqa: E402
+    RedisServer,
+    app_env,
+    free_port,
+    manage,
+    start,
+    stop,
+    wait_http,
+)
 
 PG_SERVER = "postgres://postgres@127.0.0.1:5432"
 #: After the last batch, every viewer has this long to hold every event.

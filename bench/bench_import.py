@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.servers import app_env, manage  # noqa: E402
-from webapp.core.synthetic import synthetic_trace  # noqa: E402
+from tests.synthetic import synthetic_trace  # noqa: E402
 
 #: (agents, events, end-to-end target in seconds)
 SIZES = ((300, 4000, 5.0), (1000, 20000, 20.0))
@@ -96,8 +96,8 @@ def bench_command(path: Path, work: Path, repeat: int) -> dict[str, list[float]]
 
 def bench_service(path: Path, repeat: int) -> dict[str, list[float]]:
     """`read_files` alone, `do_import_sources` into a fresh trace, then re-imports (in this process)."""
+    from swarmscope.importers import SourceFile, read_files
     from webapp.accounts.services import do_get_or_create_project
-    from webapp.core.importers import SourceFile, read_files
     from webapp.traces.models import Trace
     from webapp.traces.services import do_import_sources
 

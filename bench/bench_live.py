@@ -37,7 +37,15 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bench_render import RENDERER_JS, load, logged_in_browser, machine, new_page, percentile, running_app
+from bench_render import (
+    RENDERER_JS,
+    load,
+    logged_in_browser,
+    machine,
+    new_page,
+    percentile,
+    running_app,
+)
 
 TARGET_P99_MS = 250.0
 #: A request slower than this is a failure, not a data point.

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from webapp.core import metrics  # noqa: E402
-from webapp.core.graph import TraceGraph  # noqa: E402
-from webapp.core.synthetic import synthetic_trace  # noqa: E402
+from swarmscope import metrics  # noqa: E402
+from swarmscope.graph import TraceGraph  # noqa: E402
+from tests.synthetic import synthetic_trace  # noqa: E402
 
 METRICS = (
     metrics.critical_steps,

@@ -62,6 +62,7 @@ sys.path.insert(0, str(REPO))
 
 from bench_fanout import percentile  # noqa: E402
 from otlp_cases import CASES, requests, to_json  # noqa: E402
+
 from tests.servers import app_env, free_port, manage, start, stop, wait_http  # noqa: E402
 
 PHOENIX_VERSION = "20.26.1"

@@ -1,4 +1,4 @@
-"""Cost of redaction at ingestion (webapp.core.redaction with the default SWARMSCOPE_REDACT_PATTERNS):
+"""Cost of redaction at ingestion (swarmscope.redaction with the default SWARMSCOPE_REDACT_PATTERNS):
 `redact_trace` over every trace of ../shared/data, and over a synthetic 20,000-event trace.
 
     .venv/bin/python bench/bench_redaction.py
@@ -21,10 +21,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
 
+from swarmscope.importers import SourceFile, read_files  # noqa: E402
+from swarmscope.redaction import REDACTED, compile_patterns, redact_trace  # noqa: E402
+from tests.synthetic import synthetic_trace  # noqa: E402
 from webapp.config.settings import SWARMSCOPE_REDACT_PATTERNS  # noqa: E402
-from webapp.core.importers import SourceFile, read_files  # noqa: E402
-from webapp.core.redaction import REDACTED, compile_patterns, redact_trace  # noqa: E402
-from webapp.core.synthetic import synthetic_trace  # noqa: E402
 
 SHARED = Path(os.environ.get("SWARMSCOPE_SHARED_DATA", REPO.parent / "shared" / "data"))
 

@@ -48,7 +48,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, save_admin_session  # noqa: E402
 from tests.servers import app_env, free_port, manage, start, stop, wait_http  # noqa: E402
-from webapp.core.synthetic import synthetic_trace  # noqa: E402
+from tests.synthetic import synthetic_trace  # noqa: E402
 
 VIEWPORT = {"width": 1600, "height": 1000}
 #: (agents, events, first-render target in ms)

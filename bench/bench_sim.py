@@ -28,8 +28,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from trainer.sim.baselines import (  # noqa: E402
+    BatchedFanOut,
+    BatchedSwarmEnv,
+    FixedFanOut,
+    run_policy,
+)
 from trainer.sim.env import SwarmEnv, rollout, simulate  # noqa: E402
-from trainer.sim.policy import BatchedFanOut, BatchedSwarmEnv, FixedFanOut, run_policy  # noqa: E402
 from trainer.sim.suites import envelope_actions  # noqa: E402
 from trainer.sim.tasks import generate_task  # noqa: E402
 

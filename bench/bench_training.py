@@ -78,8 +78,8 @@ def smoothed(curve: list[dict], window: int = 3) -> tuple[np.ndarray, np.ndarray
 
 
 def t_interval(values: list[float]) -> tuple[float, float]:
-    """Mean and the 95 % t half-width (webapp.core.credit's t quantile)."""
-    from webapp.core.credit import t_quantile_975
+    """Mean and the 95 % t half-width (swarmscope.credit's t quantile)."""
+    from swarmscope.credit import t_quantile_975
     v = np.asarray(values, float)
     if len(v) < 2:
         return float(v.mean()), float("nan")
@@ -88,8 +88,13 @@ def t_interval(values: list[float]) -> tuple[float, float]:
 
 def baselines(tasks, config, seed0: int) -> dict[str, list[dict]]:
     from trainer.recipes.train_orchestrator import episode_summary
+    from trainer.sim.baselines import (
+        FixedFanOut,
+        SpawnEverything,
+        run_policy,
+        single_agent,
+    )
     from trainer.sim.env import SwarmEnv
-    from trainer.sim.policy import FixedFanOut, SpawnEverything, run_policy, single_agent
     policies = {"single agent": single_agent(), "fixed fan-out (8 + verifier)": FixedFanOut(8, verifier=True),
                 "spawn-everything": SpawnEverything()}
     out = {}
@@ -183,7 +188,7 @@ def main() -> None:
 
     # 1. steps to the shared run's final success
     lines: list[str] = []
-    lines.append(f"## bench_training: orchestrator RL on the long level (issue 6)")
+    lines.append("## bench_training: orchestrator RL on the long level (issue 6)")
     lines.append("")
     load = os.getloadavg()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()

@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_render import machine, percentile, running_app  # noqa: E402
+
 from tests.servers import start, stop  # noqa: E402
 
 TARGET_P95_MS = 200.0
@@ -158,7 +159,8 @@ def main() -> None:
         session = Session(app.url, app.password)
         trace = app.import_file(REPO / "tests" / "fixtures" / "native_small.json")
         # An external run with one real iteration: the target of the API's write requests.
-        from tests.runs.conftest import TINY
+        from tests.training.conftest import TINY
+
         from trainer.recipes import train_orchestrator as recipe
 
         reports: list[dict] = []

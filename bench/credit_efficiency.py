@@ -35,9 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trainer.rollout.sim import AggregateRollout, SimRollout  # noqa: E402
-from trainer.sim.suites import pivot12_case  # noqa: E402
-from webapp.core.credit import (  # noqa: E402
+from swarmscope.credit import (  # noqa: E402
     coalition_game,
     design_size,
     kernel_shap,
@@ -47,7 +45,9 @@ from webapp.core.credit import (  # noqa: E402
     shapley_permutation,
     unpaired_effect,
 )
-from webapp.core.interventions import Intervention  # noqa: E402
+from swarmscope.interventions import Intervention  # noqa: E402
+from trainer.rollout.sim import AggregateRollout, SimRollout  # noqa: E402
+from trainer.sim.suites import pivot12_case  # noqa: E402
 
 PAIRS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 TARGET_RMSE = 0.05

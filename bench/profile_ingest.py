@@ -28,9 +28,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import psycopg  # noqa: E402
-
 from bench_api import encode_batches  # noqa: E402
-from webapp.core.synthetic import synthetic_trace  # noqa: E402
+
+from tests.synthetic import synthetic_trace  # noqa: E402
 
 DATABASE = "swarmscope_bench_profile"
 SERVICE_PARTS = ("do_ingest", "_merge_batch", "_known_event_ids", "_find_or_create_trace", "broadcast_trace_delta")
@@ -88,7 +88,11 @@ def setup_django(database_url: str, data_dir: str) -> str:
 
     django.setup()
     call_command("migrate", interactive=False, verbosity=0)
-    from webapp.accounts.services import do_add_member, do_create_token, do_get_or_create_project
+    from webapp.accounts.services import (
+        do_add_member,
+        do_create_token,
+        do_get_or_create_project,
+    )
 
     user = get_user_model().objects.create_superuser("admin", "admin@localhost", "bench-password")
     project = do_get_or_create_project()

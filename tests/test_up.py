@@ -17,9 +17,16 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import websockets
 
-from trainer.sdk import SwarmscopeClient, SwarmscopeError
-
-from tests.servers import app_env, free_port, manage, processes_mentioning, start, stop, wait_http
+from swarmscope.client import SwarmscopeClient, SwarmscopeError
+from tests.servers import (
+    app_env,
+    free_port,
+    manage,
+    processes_mentioning,
+    start,
+    stop,
+    wait_http,
+)
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -42,7 +42,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainer.sim.actions import ORCHESTRATOR, Action, aggregate, delegate, message, spawn, stop
+from trainer.sim.actions import (
+    ORCHESTRATOR,
+    Action,
+    aggregate,
+    delegate,
+    message,
+    spawn,
+    stop,
+)
 from trainer.sim.env import Episode, SimConfig, SwarmEnv
 from trainer.sim.rng import uniform
 from trainer.sim.tasks import Task

@@ -22,12 +22,12 @@
 import { formatNumber } from "./format.js";
 import { csrfToken, el } from "./dom.js";
 
-/** Event types an intervention may target (webapp.core.interventions.MESSAGE_LIKE_TYPES). */
+/** Event types an intervention may target (swarmscope.interventions.MESSAGE_LIKE_TYPES). */
 export const MESSAGE_LIKE_TYPES = ["message", "delegate", "return"];
 export const INTERVENTION_KINDS = ["remove", "mask", "resample", "replace"];
 export const DEFAULT_SAMPLES = 32;
 
-/** The one-line form of an intervention, as webapp.core's `describe()`: "remove(event:m3)". */
+/** The one-line form of an intervention, as swarmscope's `describe()`: "remove(event:m3)". */
 export function describeIntervention(intervention) {
   const targets = [...(intervention.events ?? []).map((e) => `event:${e}`),
     ...(intervention.agents ?? []).map((a) => `agent:${a}`)];

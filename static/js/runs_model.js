@@ -1,6 +1,6 @@
 /**
  * The pure model of a training run's page (no DOM): apply the numbered deltas of `/ws/runs/<id>/`
- * (webapp/runs/live.py), derive chart series from iterations, and the mean curve with a 95 %
+ * (swarmscope/protocol.py), derive chart series from iterations, and the mean curve with a 95 %
  * band of a seed group. Unit-tested with `node --test` (tests/js/runs_model.test.js).
  */
 

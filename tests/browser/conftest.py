@@ -18,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import _require
-from tests.servers import app_env, free_port, manage, start, start_worker, stop, wait_http
+from tests.servers import (
+    app_env,
+    free_port,
+    manage,
+    start,
+    start_worker,
+    stop,
+    wait_http,
+)
 
 CHROMIUM = os.environ.get("SWARMSCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

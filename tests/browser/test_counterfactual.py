@@ -15,12 +15,20 @@ import sys
 import pytest
 from playwright.sync_api import expect
 
+from swarmscope.model import Agent, Event, Trace
 from tests.browser.conftest import App, save_admin_session
 from tests.browser.test_trace_page import click_event, open_trace
 from tests.fake_openai import FakeOpenAIServer
-from tests.servers import app_env, free_port, manage, start, start_worker, stop, wait_http
+from tests.servers import (
+    app_env,
+    free_port,
+    manage,
+    start,
+    start_worker,
+    stop,
+    wait_http,
+)
 from trainer.sim.suites import pivot12_case
-from webapp.core.model import Agent, Event, Trace
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -231,7 +239,7 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
         estimate.wait_for(timeout=15_000)
     except Exception:
         pytest.fail(f"no estimate; dialog says {dialog.locator('[role=alert]').inner_text()!r}")
-    # As tests/experiments/test_players_history_cost.py computes it by hand for this trace.
+    # As tests/counterfactuals/test_players_history_cost.py computes it by hand for this trace.
     assert "≈ 34 prompt + 40 completion tokens (74 in all) in 4 requests: 2 arms × 4 samples from e2" in (
         estimate.inner_text())
     run = dialog.get_by_test_id("what-if-run")

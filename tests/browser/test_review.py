@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 SETUP = """
 from django.contrib.auth import get_user_model
 from webapp.accounts.services import do_add_member, do_get_or_create_project
-from webapp.experiments.models import Attribution
+from webapp.counterfactuals.models import Attribution
 from webapp.traces.models import Trace
 project = do_get_or_create_project()
 for name in ("ada", "ben"):

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import RedisServer, app_env, free_port, manage, start, stop, wait_http
+from tests.servers import (
+    RedisServer,
+    app_env,
+    free_port,
+    manage,
+    start,
+    stop,
+    wait_http,
+)
 
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
 

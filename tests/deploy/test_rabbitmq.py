@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import websockets
 
-from trainer.sdk import SwarmscopeClient
+from swarmscope.client import SwarmscopeClient
 
 from .conftest import wait_for
 

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 import websockets
 
-from trainer.sdk import SwarmscopeClient
+from swarmscope.client import SwarmscopeClient
 
 from .conftest import wait_for
 

@@ -9,10 +9,14 @@ import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
-from schemathesis.checks import (content_type_conformance, not_a_server_error, response_schema_conformance,
-                                 status_code_conformance)
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
-from webapp.review.openapi import document
+from webapp.web.openapi import document
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services, pytest.mark.timeout(900)]
 
@@ -44,8 +48,8 @@ def jobs_and_runs(team):
     Nothing they enqueue runs: on_commit callbacks wait for the test transaction, which never commits."""
     from django.utils import timezone
 
-    from webapp.experiments.models import Attribution, CounterfactualJob
-    from webapp.runs import services as runs
+    from webapp.counterfactuals.models import Attribution, CounterfactualJob
+    from webapp.training import services as runs
 
     config = {"level": "tiny", "budget_steps": 600, "max_steps": 60, "episodes_per_iteration": 4, "group_size": 4}
     runs.do_create_run(team.a, config, name="external", external=True)
@@ -76,8 +80,8 @@ def test_api_conforms_to_its_openapi_document(case, app, team, jobs_and_runs):
 def test_job_requests_and_estimates_conform(app, team, path, body, status):
     """The fuzzer cannot guess a re-runnable trace and its event ids: valid requests on a SwarmSim
     trace, checked against the document as the fuzzer checks (their jobs never run: see above)."""
+    from swarmscope import model as core
     from trainer.sim.suites import pivot12_case
-    from webapp.core import model as core
     from webapp.traces import services
 
     sim = pivot12_case(0)

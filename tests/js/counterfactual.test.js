@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { describeIntervention, formatDelta, formatEstimate, requestBody, selectedTargets, targetChoices, toggleSelection }
   from "../../static/js/counterfactual.js";
 
-test("interventions read as webapp.core describes them", () => {
+test("interventions read as swarmscope describes them", () => {
   assert.equal(describeIntervention({ kind: "remove", events: ["m3"], agents: ["critic"] }), "remove(event:m3, agent:critic)");
   assert.equal(describeIntervention({ kind: "mask", events: ["m1"] }), "mask(event:m1)");
 });

@@ -4,9 +4,13 @@ import json
 
 import pytest
 
-from webapp.accounts.services import do_add_member, do_create_token, do_get_or_create_project
-from webapp.core import model as core
-from webapp.experiments.models import Attribution
+from swarmscope import model as core
+from webapp.accounts.services import (
+    do_add_member,
+    do_create_token,
+    do_get_or_create_project,
+)
+from webapp.counterfactuals.models import Attribution
 from webapp.traces import services
 
 

@@ -161,7 +161,7 @@ def test_session_writes_need_csrf(team, client):
 
 def test_comments_on_a_run_and_they_go_with_it(team):
     from webapp.review.models import Activity, Comment
-    from webapp.runs.models import Run
+    from webapp.training.models import Run
 
     run_a = Run.objects.create(project=team.a, name="ppo", config={}, seed_group="g")
     run_b = Run.objects.create(project=team.b, name="ppo", config={}, seed_group="g")

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
+from swarmscope import model as core
 from trainer.sim.suites import pivot12_case
-from webapp.core import model as core
-from webapp.experiments.models import CounterfactualJob
-from webapp.runs import services as runs
-from webapp.runs.models import Run
+from webapp.counterfactuals.models import CounterfactualJob
 from webapp.traces import services as traces
 from webapp.traces.models import Event, Trace
+from webapp.training import services as runs
+from webapp.training.models import Run
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 

@@ -5,9 +5,14 @@ import json
 
 import pytest
 
+from swarmscope.importers import SourceFile, otlp, read_files
 from webapp.accounts.models import ApiToken
-from webapp.accounts.services import do_add_member, do_create_token, do_get_or_create_project, do_revoke_token
-from webapp.core.importers import SourceFile, otlp, read_files
+from webapp.accounts.services import (
+    do_add_member,
+    do_create_token,
+    do_get_or_create_project,
+    do_revoke_token,
+)
 from webapp.traces.models import Event, Trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]

@@ -13,12 +13,12 @@ from celery import Celery
 from django.conf import settings
 from django.db import connection
 
-from webapp.core.importers import SourceFile, otlp
+from swarmscope.importers import SourceFile, otlp
+from tests.servers import app_env, start_worker, stop
 from webapp.traces import services
 from webapp.traces.models import Trace
 from webapp.traces.tasks import derive_spans, refresh_metrics
-
-from tests.servers import app_env, start_worker, stop
+from webapp.web.jobs import enqueue
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.timeout(180)]
 
@@ -63,7 +63,7 @@ def test_worker_computes_metrics_of_an_imported_trace(worker, broker_url, projec
     outcome = services.do_import_sources(project, [SourceFile("n.json", (fixtures / "native_small.json").read_bytes())])
     trace = outcome[0].traces[0]
     Trace.objects.filter(pk=trace.pk).update(computed_metrics={}, computed_metrics_seq=-1)
-    with Celery(broker=broker_url) as client:  # a producer on the same broker, not eager
+    with Celery(broker=broker_url, set_as_current=False) as client:  # a producer on the same broker, not eager
         client.send_task(refresh_metrics.name, args=[trace.pk], queue="default")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -78,17 +78,23 @@ def test_worker_computes_metrics_of_an_imported_trace(worker, broker_url, projec
     assert "refresh_metrics" in log.read_text() and "succeeded" in log.read_text()
 
 
-def test_worker_derives_an_otlp_trace_left_pending(worker, broker_url, project, fixtures, settings):
+def test_worker_derives_an_otlp_trace_left_pending(worker, broker_url, project, fixtures, settings, monkeypatch):
     from tests.traces.test_otlp_streaming import _file_traces, import_once, stored_form
+
+    def broker_down(name, *args, **kwargs):  # fault injection: the request cannot hand the rebuild over
+        if name.endswith(".derive_spans"):
+            raise OSError("broker unreachable")
+        return enqueue(name, *args, **kwargs)
 
     process, log = worker
     settings.SWARMSCOPE_OTLP_SYNC_SPANS = 2
+    monkeypatch.setattr(services, "enqueue", broker_down)
     (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
     for batch in (spans[:2], spans[2:]):
         services.do_ingest_spans(project, otlp, spans[0].trace_id, batch, "OTLP/HTTP")
     trace = Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}")
     assert trace.spans_pending
-    with Celery(broker=broker_url) as client:
+    with Celery(broker=broker_url, set_as_current=False) as client:
         client.send_task(derive_spans.name, args=[trace.pk], queue="default")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

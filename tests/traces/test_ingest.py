@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from webapp.core import live, model as core
-from webapp.core.importers import SourceFile
+from swarmscope import model as core
+from swarmscope import protocol
+from swarmscope.importers import SourceFile
 from webapp.traces import services
 from webapp.traces.models import Event, Trace
 
@@ -96,10 +97,10 @@ def test_snapshot_plus_deltas_equals_later_snapshot(project, native, deltas, dja
     snapshot1 = services.get_snapshot(trace, with_metrics=False)
     applied = snapshot0
     for delta in deltas[1:]:
-        applied = live.apply_delta(applied, delta)
-    strip = lambda s: live.canonical({k: v for k, v in s.items() if k != "trace"})  # noqa: E731
+        applied = protocol.apply_delta(applied, delta)
+    strip = lambda s: protocol.canonical({k: v for k, v in s.items() if k != "trace"})  # noqa: E731
     assert strip(applied) == strip(snapshot1)
-    assert strip(live.apply_delta(snapshot0, resumed)) == strip(snapshot1)
+    assert strip(protocol.apply_delta(snapshot0, resumed)) == strip(snapshot1)
     assert snapshot1["seq"] == 4 and len(snapshot1["events"]) == 11
 
 

@@ -3,12 +3,16 @@ request (here run eagerly, as on the embedded default without a worker), to the 
 
 import json
 
-from webapp.core.importers import otlp
+from swarmscope.importers import otlp
+from tests.traces.test_otlp_streaming import (
+    _file_traces,
+    import_once,
+    stored_form,
+    stream,
+)
 from webapp.traces.models import Trace
 from webapp.traces.services import do_derive_spans
 from webapp.traces.tasks import derive_pending_spans, derive_spans
-
-from tests.traces.test_otlp_streaming import _file_traces, import_once, stored_form, stream
 
 
 def test_deferred_derivation_gives_the_same_trace(api_client, fixtures, settings, monkeypatch,

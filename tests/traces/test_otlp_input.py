@@ -6,15 +6,16 @@ import json
 
 import pytest
 from django.db.models import QuerySet
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (ExportTraceServiceRequest,
-                                                                    ExportTraceServiceResponse)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
-from webapp.core.importers import otlp
-from webapp.core.importers.spans import Span
+from swarmscope.importers import otlp
+from swarmscope.importers.spans import Span
+from tests.traces.test_otlp_streaming import _file_traces
 from webapp.traces import services
 from webapp.traces.models import StoredSpan, Trace
-
-from tests.traces.test_otlp_streaming import _file_traces
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from swarmscope.importers import SourceFile, decode, detect, otlp
+from swarmscope.importers.spans import Span
 from webapp.accounts.services import do_get_or_create_project
-from webapp.core.importers import SourceFile, decode, detect, otlp
-from webapp.core.importers.spans import Span
 from webapp.traces.models import Trace
 from webapp.traces.services import do_import_sources
 

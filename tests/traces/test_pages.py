@@ -2,7 +2,7 @@
 
 import pytest
 
-from webapp.core.importers import SourceFile
+from swarmscope.importers import SourceFile
 from webapp.traces import services
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]

@@ -8,17 +8,38 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from trainer.policy import (AGGREGATE, DELEGATE, MESSAGE, MOVES, STOP, STOP_TEMPERATURE,  # noqa: E402
-                            OrchestratorPolicy, Script, move_probabilities, moves_of, play)
-from trainer.recipes.train_orchestrator import (DEFAULT_REWARD_WEIGHTS, RunConfig, block_of,  # noqa: E402
-                                                decision_rewards, episode_reward, gae, main, reward_to_go,
-                                                stop_hindsight, stop_targets, train)
+from swarmscope.importers import SourceFile, read_files  # noqa: E402
+from swarmscope.metrics import critical_steps  # noqa: E402
+from trainer.policy import (  # noqa: E402
+    AGGREGATE,
+    DELEGATE,
+    MESSAGE,
+    MOVES,
+    STOP,
+    STOP_TEMPERATURE,
+    OrchestratorPolicy,
+    Script,
+    move_probabilities,
+    moves_of,
+    play,
+)
+from trainer.recipes.train_orchestrator import (  # noqa: E402
+    DEFAULT_REWARD_WEIGHTS,
+    RunConfig,
+    block_of,
+    decision_rewards,
+    episode_reward,
+    gae,
+    main,
+    reward_to_go,
+    stop_hindsight,
+    stop_targets,
+    train,
+)
 from trainer.rollout.sim import SimRollout  # noqa: E402
 from trainer.sim.actions import ORCHESTRATOR, aggregate, delegate, message, spawn, stop  # noqa: E402
 from trainer.sim.env import SimConfig, simulate  # noqa: E402
 from trainer.sim.tasks import Subtask, Task, generate_task  # noqa: E402
-from webapp.core.importers import SourceFile, read_files  # noqa: E402
-from webapp.core.metrics import critical_steps  # noqa: E402
 
 TINY = {"level": "small", "budget_steps": 400, "episodes_per_iteration": 4, "group_size": 2, "max_steps": 40,
         "sample_episodes": 2}

@@ -19,16 +19,16 @@ hindsight (`stop_hindsight`), credit (`decision_credit`), the update (`ppo_updat
   terminal reward (through the algorithm's baseline); `counterfactual`: paired leave-one-out
   Δ_k = R(h) - R(h with block k redrawn from the policy), `credit_samples` redraws per block,
   each a closed-loop re-rollout at the episode's seed (common random numbers, DESIGN.md "Credit"),
-  by `webapp.core.credit.leave_one_out`; `shapley`: Shapley values of the blocks in the same
+  by `swarmscope.credit.leave_one_out`; `shapley`: Shapley values of the blocks in the same
   coalition game (absent blocks redrawn), `credit_samples` antithetic permutation pairs
-  (`webapp.core.credit.shapley_permutation`). The block's credit is the advantage of each of its
+  (`swarmscope.credit.shapley_permutation`). The block's credit is the advantage of each of its
   decisions. Every re-rollout step after the fork counts in `env_steps` and in `budget_steps`
   (the replayed prefix before the fork does not: it is the factual episode's, restored).
 - **Reward** (`episode_reward`): w_success * R + anneal * (w_parallelism * r_parallel + w_finish *
   r_finish) - w_critical_steps * CS, the Kimi K2.5 PARL orchestration terms (r_parallel: working
   sub-agents / parallel_target, capped at 1; r_finish: share of subtasks finished), annealed
   linearly to 0 over the first `anneal_fraction` of the budget, and the critical-steps cost (CS:
-  `webapp.core.metrics.critical_steps`, events). Under PPO the CS cost of each orchestrator event
+  `swarmscope.metrics.critical_steps`, events). Under PPO the CS cost of each orchestrator event
   is paid at its decision (`decision_rewards`; the same return).
 - **Stop** (`stop_targets`) is optimal stopping on two heads (`trainer.policy`): S(s), the value
   of stopping now, and G(s) = C(s) - S(s), the gain of continuing; p(stop) = sigmoid(-G / τ), so
@@ -67,14 +67,24 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.policy import (AGGREGATE, MOVES, STOP, STOP_MODES, OrchestratorPolicy, Played, Script,
-                            move_probabilities, moves_of, play)
-from trainer.sdk import SwarmscopeClient, SwarmscopeError
+from swarmscope.client import SwarmscopeClient, SwarmscopeError
+from swarmscope.credit import leave_one_out, shapley_permutation
+from swarmscope.metrics import parallelism_efficiency, pseudo_parallel_agents
+from trainer.policy import (
+    AGGREGATE,
+    MOVES,
+    STOP,
+    STOP_MODES,
+    OrchestratorPolicy,
+    Played,
+    Script,
+    move_probabilities,
+    moves_of,
+    play,
+)
 from trainer.sim.actions import aggregate, delegate, spawn, stop
 from trainer.sim.env import Episode, SimConfig, simulate
 from trainer.sim.tasks import LEVELS, Task, generate_task
-from webapp.core.credit import leave_one_out, shapley_permutation
-from webapp.core.metrics import parallelism_efficiency, pseudo_parallel_agents
 
 ALGORITHMS = ("ppo", "grpo")
 CREDITS = ("shared", "counterfactual", "shapley")
@@ -234,7 +244,7 @@ def episode_reward(episode: Episode, weights: Mapping[str, float], anneal: float
 def decision_rewards(reward: float, n_decisions: int, weights: Mapping[str, float]) -> np.ndarray:
     """The episode's `reward` spread over its T = `n_decisions` decisions (T,), summing to it: each
     decision pays w_critical_steps at once for the critical step it adds as an orchestrator event
-    (CS = orchestrator events + Σ stage maxima of the sub-agent lanes, `webapp.core.metrics`; every
+    (CS = orchestrator events + Σ stage maxima of the sub-agent lanes, `swarmscope.metrics`; every
     decision is one orchestrator event), the rest comes at the end. The same return, so the same
     optimum; but PPO's GAE sees the cost of a needless message or spawn at that decision instead of
     inferring it through V from the terminal reward, where ±0.5 of outcome noise hides it."""
@@ -438,7 +448,7 @@ def attribution(episodes: list[Episode], credits: list[np.ndarray]) -> dict[str,
     """The iteration's attribution panel: credit share (of |credit|) by role and by agent (top 20
     agents), `free_rider_index`: share of spawned sub-agents credited with less than half an equal
     share, `pseudo_parallelism_index`: share of spawned sub-agents none of whose events reaches the
-    final answer (`webapp.core.metrics.pseudo_parallel_agents`), both averaged over episodes."""
+    final answer (`swarmscope.metrics.pseudo_parallel_agents`), both averaged over episodes."""
     by_agent: dict[str, float] = {}
     free, pseudo = [], []
     for episode, credit in zip(episodes, credits):

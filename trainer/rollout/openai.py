@@ -42,7 +42,7 @@ requests (same seeds, same `n`); samples are reproducible as far as the server's
 Scoring (`scoring`): `"exact_match"` gives 1.0 when a sample's final turn's answer (the text after
 the last "FINAL ANSWER:", else the whole turn) equals the trace's `ground_truth` attribute after
 `normalise_answer`, else 0.0; `"verifier"` asks the same endpoint (temperature 0, the sample's
-seed) the verifier prompt of `webapp.core.judge.verifier_messages` and reads its strict JSON
+seed) the verifier prompt of `swarmscope.judge.verifier_messages` and reads its strict JSON
 verdict (`parse_verdict`: `{"correct": true|false}` or `{"score": x in [0, 1]}`). The default is
 exact match where the trace has a ground truth, the verifier where it has none;
 SWARMSCOPE_OPENAI_SCORING (`exact_match` | `verifier`) or the `openai-verifier` backend
@@ -53,7 +53,7 @@ with that reason and stores nothing.
 Planning (`plan_paired`, `plan_call`): the requests a rollout will send, built by the same prompt
 builders without sending anything, each re-generated slot assumed to answer with its recorded
 content and each speaker pick to name the recorded speaker (`PlannedRequest`). The app's cost
-estimate of a job counts them (webapp.experiments.services.estimate_cost), so estimate and
+estimate of a job counts them (webapp.counterfactuals.services.estimate_cost), so estimate and
 requests follow one set of rules.
 """
 
@@ -74,9 +74,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from webapp.core.interventions import Intervention, check_intervention
-from webapp.core.judge import JudgeParseError, parse_verdict, verifier_messages
-from webapp.core.model import Edge, Event, Trace
+from swarmscope.interventions import Intervention, check_intervention
+from swarmscope.judge import JudgeParseError, parse_verdict, verifier_messages
+from swarmscope.model import Edge, Event, Trace
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ class ChatClient:
 
 
 def judge_client(base_url: str | None = None, model: str | None = None) -> ChatClient:
-    """The client of `webapp.core.judge` (SWARMSCOPE_JUDGE_CLIENT): `ChatClient.from_env`."""
+    """The client of `swarmscope.judge` (SWARMSCOPE_JUDGE_CLIENT): `ChatClient.from_env`."""
     return ChatClient.from_env(base_url, model)
 
 

@@ -1,6 +1,6 @@
 """The `sim` rollout backend: counterfactual re-rollouts of a SwarmSim episode (DESIGN.md "Credit").
 
-`SimRollout` adapts `webapp.core.interventions.Intervention` to `trainer.sim.interventions`: a
+`SimRollout` adapts `swarmscope.interventions.Intervention` to `trainer.sim.episode_interventions`: a
 targeted event must be a `message` event (the k-th message event of the trace is the k-th
 message action), an agent must be a spawned one; SwarmSim's message content is its item, so the
 text of `replace` becomes the new item. Several targets are applied in turn: message edits from
@@ -22,15 +22,15 @@ from dataclasses import replace as copy
 
 import numpy as np
 
+from swarmscope.credit import CoalitionGame
+from swarmscope.interventions import Intervention, InterventionError, check_intervention
+from swarmscope.model import Trace
 from trainer.sim.actions import Action
 from trainer.sim.env import Episode, replay_trace, rollout, simulate
+from trainer.sim.episode_interventions import Intervention as SimIntervention
+from trainer.sim.episode_interventions import intervene, message_indices
 from trainer.sim.exact import aggregate_coalition_values
-from trainer.sim.interventions import Intervention as SimIntervention
-from trainer.sim.interventions import intervene, message_indices
 from trainer.sim.rng import key_hash, uniforms
-from webapp.core.credit import CoalitionGame
-from webapp.core.interventions import Intervention, InterventionError, check_intervention
-from webapp.core.model import Trace
 
 
 def message_events(episode: Episode) -> dict[str, int]:
@@ -52,7 +52,7 @@ class PairedRollouts:
 
 
 class SimRollout:
-    """Re-rollouts of `episode` under interventions: a `webapp.core.credit.Rollout`.
+    """Re-rollouts of `episode` under interventions: a `swarmscope.credit.Rollout`.
 
     `rollout(intervention, seeds)` -> (N,) rewards (0 or 1) for seeds (N,) ints >= 0; None is the
     factual history. Raises InterventionError for a target the trace lacks or SwarmSim cannot edit.

@@ -2,7 +2,7 @@
 
 A Dynamic Dec-POMDP (survey arXiv 2605.02801, §3): an orchestrator spawns sub-agents with roles
 and skills, delegates the subtasks of a task DAG to them, routes messages and aggregates; every
-episode is an orchestration trace in the `webapp.core.model` form. numpy and the standard library
+episode is an orchestration trace in the `swarmscope.model` form. numpy and the standard library
 only (no torch, no Django). Modules, inward first:
 
 - `rng`: counter-based randomness (common random numbers across interventions);

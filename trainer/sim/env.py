@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from swarmscope.model import Agent, Edge, Event, Label, Trace
 from trainer.sim.actions import ORCHESTRATOR, Action
 from trainer.sim.effects import Effect, gain
 from trainer.sim.rewards import record_rewards
 from trainer.sim.rng import uniform
 from trainer.sim.tasks import Task
-from webapp.core.model import Agent, Edge, Event, Label, Trace
 
 #: Skill of each role in [0, 1] (probability scale of `solve_probability`).
 ROLE_SKILLS = {"solver": 0.6, "expert": 0.9, "verifier": 0.0, "free_rider": 0.0, "scout": 0.0}

@@ -22,7 +22,7 @@ import numpy as np
 from trainer.sim.actions import ORCHESTRATOR, Action
 from trainer.sim.effects import gain
 from trainer.sim.env import Episode, SimConfig, rollout
-from trainer.sim.interventions import message_indices
+from trainer.sim.episode_interventions import message_indices
 from trainer.sim.tasks import Task
 
 #: Largest number of candidate messages for exact Shapley values (2^12 coalitions).

@@ -10,7 +10,7 @@ event's `correct`, the solve results' `correct`, the delegations' `inputs_ready`
 - tool: the share of tool calls (solve attempts and verifier checks) that did their job (a correct
   result; a verdict matching the result checked);
 - orchestration: parallel speedup = all steps / critical steps (Kimi K2.5 PARL, via
-  `webapp.core.metrics.critical_steps`), split correctness = share of delegations whose inputs were
+  `swarmscope.metrics.critical_steps`), split correctness = share of delegations whose inputs were
   delegated first, aggregation quality = share of subtasks whose correct result reached the
   aggregate; `orchestration` is the mean of the last two (both in [0, 1]);
 - hybrid: a weighted sum of channels (`hybrid`, weights from `DEFAULT_WEIGHTS`).
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from webapp.core.metrics import critical_steps
-from webapp.core.model import Trace
+from swarmscope.metrics import critical_steps
+from swarmscope.model import Trace
 
 #: Default weights of `hybrid`: the outcome, shaped by process and orchestration rewards.
 DEFAULT_WEIGHTS = {"outcome": 1.0, "process": 0.1, "orchestration": 0.1}

@@ -1,4 +1,4 @@
-"""Stream SwarmSim episodes into a running Swarmscope app, live, through `trainer.sdk`.
+"""Stream SwarmSim episodes into a running Swarmscope app, live, through `swarmscope.client`.
 
     python -m trainer.sim.stream --url http://127.0.0.1:8000 --token ssk_... \\
         [--episodes 3] [--level medium] [--policy fan-out] [--fan-out 4] [--seed 0] \\
@@ -23,9 +23,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from trainer.sdk import SwarmscopeClient
+from swarmscope.client import SwarmscopeClient
+from trainer.sim.baselines import FixedFanOut, SpawnEverything, run_policy, single_agent
 from trainer.sim.env import Episode, SwarmEnv
-from trainer.sim.policy import FixedFanOut, SpawnEverything, single_agent, run_policy
 from trainer.sim.suites import pivot12_case
 from trainer.sim.tasks import LEVELS, generate_task
 

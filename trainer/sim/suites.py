@@ -33,12 +33,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainer.sim.actions import ORCHESTRATOR, Action, aggregate, delegate, message, spawn, stop
+from trainer.sim.actions import (
+    ORCHESTRATOR,
+    Action,
+    aggregate,
+    delegate,
+    message,
+    spawn,
+    stop,
+)
+from trainer.sim.baselines import SpawnEverything, run_policy
 from trainer.sim.effects import harmful, null, pivotal, redundant, synergistic
 from trainer.sim.env import Episode, SimConfig, SwarmEnv, simulate
+from trainer.sim.episode_interventions import message_indices
 from trainer.sim.exact import aggregate_coalition_values, leave_one_out, shapley_values
-from trainer.sim.interventions import message_indices
-from trainer.sim.policy import SpawnEverything, run_policy
 from trainer.sim.tasks import Level, Task, generate_task
 
 PIVOT12_SEED = 12_000

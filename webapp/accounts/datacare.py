@@ -1,4 +1,4 @@
-"""Deleting traces and projects with what depends on them, and the retention period per project.
+"""Deleting projects with what depends on them, and the retention period per project.
 
 What a deletion takes along is listed before it happens (the confirm page) with Django's own
 collector, the one the admin uses, so the list is what the database cascade will delete.
@@ -6,16 +6,10 @@ collector, the one the admin uses, so the list is what the database cascade will
 
 from __future__ import annotations
 
-import logging
-from datetime import timedelta
-
 from django.contrib.admin.utils import NestedObjects
 from django.db import DEFAULT_DB_ALIAS, transaction
-from django.utils import timezone
 
 from .models import Project
-
-log = logging.getLogger(__name__)
 
 #: A century: longer means "keep", and larger numbers overflow the column on PostgreSQL.
 MAX_RETENTION_DAYS = 36500
@@ -28,14 +22,6 @@ def list_dependants(obj) -> list[tuple[str, int]]:
     counts = [(str(model._meta.verbose_name_plural), len(objs)) for model, objs in collector.model_objs.items()]
     own = str(type(obj)._meta.verbose_name_plural)
     return sorted(counts, key=lambda item: (item[0] != own, item[0]))
-
-
-@transaction.atomic
-def do_delete_trace(trace) -> int:
-    """Delete a trace with its events, edges, agents, labels, jobs, attributions and review;
-    returns the number of rows deleted."""
-    deleted, _ = trace.delete()
-    return deleted
 
 
 @transaction.atomic
@@ -53,25 +39,3 @@ def do_set_retention(project: Project, days: int | None) -> Project:
     project.retention_days = days
     project.save(update_fields=["retention_days"])
     return project
-
-
-def do_delete_expired_traces(project_id: int, *, now=None) -> int:
-    """Delete the project's traces created more than its retention period ago; returns how many.
-
-    Re-reads the project (a task takes ids): a project deleted or without retention deletes nothing.
-    Deletes trace by trace, each in its own transaction, so a long purge never holds one big lock.
-    """
-    from webapp.traces.models import Trace  # traces depend on accounts, not the other way round
-
-    project = Project.objects.filter(pk=project_id).first()
-    if project is None or not project.retention_days:
-        return 0
-    cutoff = (now or timezone.now()) - timedelta(days=project.retention_days)
-    count = 0
-    for trace in Trace.objects.filter(project_id=project.pk, created_at__lt=cutoff).order_by("id").iterator():
-        do_delete_trace(trace)
-        count += 1
-    if count:
-        log.info("retention: deleted %d traces of project %s older than %d days", count, project.pk,
-                 project.retention_days)
-    return count

@@ -102,6 +102,15 @@ class PermissionRefused(PermissionDenied):
     JSON by the API views, the 403 page, with this message, where a page raises it)."""
 
 
+def project_ids_for(user=None, token: ApiToken | None = None) -> list[int]:
+    """The ids of the projects the caller reads: a token's own project, a user's memberships."""
+    if token is not None:
+        return [token.project_id]
+    if user is None or not user.is_authenticated:
+        return []
+    return [p.pk for p in list_projects_of(user)]
+
+
 def get_role(user, project_id: int) -> str | None:
     """`user`'s role in the project: "viewer", "reviewer" or "admin"; "admin" for a superuser;
     None when they are not a member (callers answer 404 then, as for an unknown project)."""

@@ -8,5 +8,6 @@ urlpatterns = [
     path("projects/<int:project_id>/members/", views.members, name="project-members"),
     path("projects/<int:project_id>/settings/", views.project_settings, name="project-settings"),
     path("projects/<int:project_id>/delete/", views.project_delete, name="project-delete"),
-    path("traces/<int:trace_id>/delete/", views.trace_delete, name="trace-delete"),
+    path("tokens/", views.tokens, name="tokens"),
+    path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
 ]

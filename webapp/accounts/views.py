@@ -1,5 +1,5 @@
 """Pages of projects: list, members (invite, change role, remove), settings (retention), deleting
-projects and traces (with a confirm page listing what goes with them), and sign-up by invitation.
+a project (with a confirm page listing what goes with it), sign-up by invitation, API tokens.
 
 Non-members get 404 for a project or trace (as for an unknown one); members whose role is too low
 for a change get 403.
@@ -16,12 +16,13 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from . import datacare, services
-from .models import Invitation, Membership, Project
+from .models import ApiToken, Invitation, Membership, Project
 
 NEW_INVITE_KEY = "swarmscope_new_invitation"
+NEW_TOKEN_KEY = "swarmscope_new_token"
 
 
 def _project_or_404(request: HttpRequest, project_id: int) -> tuple[Project, str]:
@@ -37,7 +38,7 @@ def _pk(value: str | None) -> int:
     return int(value) if value and value.isdigit() and int(value) < 2**63 else 0
 
 
-def _require_admin(role: str) -> None:
+def require_admin(role: str) -> None:
     if role != Membership.Role.ADMIN:
         raise PermissionDenied("only a project admin may do this")
 
@@ -72,7 +73,7 @@ def members(request: HttpRequest, project_id: int):
     email) | role (membership, role) | remove (membership) | cancel (invitation)."""
     project, role = _project_or_404(request, project_id)
     if request.method == "POST":
-        _require_admin(role)
+        require_admin(role)
         action = request.POST.get("action")
         try:
             if action == "invite":
@@ -112,7 +113,7 @@ def project_settings(request: HttpRequest, project_id: int):
     """The retention period (admins change it; empty keeps traces)."""
     project, role = _project_or_404(request, project_id)
     if request.method == "POST":
-        _require_admin(role)
+        require_admin(role)
         raw = request.POST.get("retention_days", "").strip()
         try:
             if raw and not raw.isdigit():
@@ -131,7 +132,7 @@ def project_settings(request: HttpRequest, project_id: int):
 def project_delete(request: HttpRequest, project_id: int):
     """Confirm page listing what goes with the project; POST with the project's name deletes it."""
     project, role = _project_or_404(request, project_id)
-    _require_admin(role)
+    require_admin(role)
     if request.method == "POST":
         if request.POST.get("confirm_name") != project.name:
             messages.error(request, "Type the project's name to confirm.")
@@ -143,27 +144,6 @@ def project_delete(request: HttpRequest, project_id: int):
     return render(request, "accounts/confirm_delete.html", {
         "object": project, "kind": "project", "dependants": datacare.list_dependants(project),
         "confirm_name": project.name, "cancel_url": reverse("project-members", args=[project.pk])})
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def trace_delete(request: HttpRequest, trace_id: int):
-    """Confirm page listing what goes with the trace; POST deletes it (project admins)."""
-    from webapp.traces.models import Trace  # traces depend on accounts, not the other way round
-
-    trace = Trace.objects.filter(pk=trace_id).first()
-    role = services.get_role(request.user, trace.project_id) if trace else None
-    if trace is None or role is None:
-        raise Http404("no such trace")
-    _require_admin(role)
-    if request.method == "POST":
-        name = str(trace)
-        datacare.do_delete_trace(trace)
-        messages.info(request, f"Trace {name} was deleted.")
-        return redirect("trace-list")
-    return render(request, "accounts/confirm_delete.html", {
-        "object": trace, "kind": "trace", "dependants": datacare.list_dependants(trace),
-        "cancel_url": reverse("trace-detail", args=[trace.pk])})
 
 
 INVITE_SESSION_KEY = "swarmscope_invitation_key"
@@ -201,3 +181,32 @@ def invitation(request: HttpRequest, key: str):
             messages.info(request, f"Welcome, {user.username}: you joined {invite.project.name} as {invite.role}.")
             return redirect("trace-list")
     return render(request, "accounts/invitation.html", {"invite": invite, "form": form})
+
+
+@login_required
+def tokens(request: HttpRequest):
+    if request.method == "POST":
+        projects = {str(p.pk): p for p in services.list_projects_of(request.user)}
+        project = projects.get(request.POST.get("project", ""))
+        if project is None:
+            raise Http404("no such project")
+        _, raw = services.do_create_token(request.user, project, request.POST.get("name", "")[:200])
+        # Post/redirect/get: the token is shown once, and reloading the page creates no other.
+        request.session[NEW_TOKEN_KEY] = raw
+        return redirect("tokens")
+    return render(request, "accounts/tokens.html", {
+        "raw_token": request.session.pop(NEW_TOKEN_KEY, None),
+        "projects": services.list_projects_of(request.user),
+        "tokens": ApiToken.objects.filter(user=request.user).select_related("project").order_by("-created_at"),
+    })
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, token_id: int):
+    token = ApiToken.objects.filter(pk=token_id, user=request.user).first()
+    if token is None:
+        raise Http404("no such token")
+    services.do_revoke_token(token)
+    messages.info(request, f"Token {token.prefix}… revoked.")
+    return redirect("tokens")

@@ -1,4 +1,4 @@
-"""ASGI entry: HTTP to Django, websockets to the Channels routes of webapp.live."""
+"""ASGI entry: HTTP to Django, websockets to the Channels routes of webapp.config.routing."""
 
 import os
 
@@ -10,8 +10,8 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from webapp.live.middleware import OriginValidatorUnlessToken  # noqa: E402
-from webapp.live.routing import websocket_urlpatterns  # noqa: E402
+from webapp.config.routing import websocket_urlpatterns  # noqa: E402
+from webapp.web.middleware import OriginValidatorUnlessToken  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

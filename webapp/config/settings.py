@@ -41,9 +41,9 @@ INSTALLED_APPS = [
     "channels",
     "webapp.accounts",
     "webapp.traces",
-    "webapp.live",
-    "webapp.experiments",
-    "webapp.runs",
+    "webapp.web",
+    "webapp.counterfactuals",
+    "webapp.training",
     "webapp.review",
 ]
 
@@ -162,7 +162,7 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
-# Counterfactual re-rollouts (webapp.experiments): backend name -> dotted path of its class, loaded
+# Counterfactual re-rollouts (webapp.counterfactuals): backend name -> dotted path of its class, loaded
 # only by the experiments services (Django reaches `trainer` through these paths alone).
 SWARMSCOPE_ROLLOUT_BACKENDS = {"sim": "trainer.rollout.sim.SimRollout"}
 # LLM rollouts and judges: an OpenAI-compatible endpoint (e.g. `vllm serve`). The `openai` backend
@@ -179,7 +179,7 @@ SWARMSCOPE_JUDGE_CLIENT = "trainer.rollout.openai.judge_client"
 SWARMSCOPE_ROLLOUT_CHUNK = int(os.environ.get("SWARMSCOPE_ROLLOUT_CHUNK", 8))
 #: A running job whose heartbeat is older than this (seconds) has its missing chunks re-queued.
 SWARMSCOPE_JOB_STALE_S = float(os.environ.get("SWARMSCOPE_JOB_STALE_S", 30))
-# Training runs (webapp.runs): the recipe module (exposes RunConfig and train), loaded by the
+# Training runs (webapp.training): the recipe module (exposes RunConfig and train), loaded by the
 # `training` worker; that worker's CPU priority (nice increment) and torch intra-op threads, so
 # that training on a small machine leaves the web app responsive (bench/bench_training_responsiveness.py).
 SWARMSCOPE_TRAINING_RECIPE = os.environ.get("SWARMSCOPE_TRAINING_RECIPE", "trainer.recipes.train_orchestrator")
@@ -188,15 +188,15 @@ SWARMSCOPE_TRAINING_THREADS = int(os.environ.get("SWARMSCOPE_TRAINING_THREADS", 
 #: A running run whose task has not reported for this long (seconds) is marked failed (resumable).
 SWARMSCOPE_RUN_STALE_S = float(os.environ.get("SWARMSCOPE_RUN_STALE_S", 900))
 CELERY_BEAT_SCHEDULE = {
-    "reap-stale-jobs": {"task": "webapp.experiments.tasks.reap_stale_jobs", "schedule": SWARMSCOPE_JOB_STALE_S},
-    "reap-stale-runs": {"task": "webapp.runs.tasks.reap_stale_runs", "schedule": 60.0},
+    "reap-stale-jobs": {"task": "webapp.counterfactuals.tasks.reap_stale_jobs", "schedule": SWARMSCOPE_JOB_STALE_S},
+    "reap-stale-runs": {"task": "webapp.training.tasks.reap_stale_runs", "schedule": 60.0},
     # OTLP traces whose re-derivation could not be enqueued (broker down) are asked for again.
     "derive-pending-spans": {"task": "webapp.traces.tasks.derive_pending_spans", "schedule": 60.0},
-    # Retention (webapp.accounts): delete traces older than their project's retention period, hourly.
-    "delete-expired-traces": {"task": "webapp.accounts.tasks.delete_expired_traces", "schedule": 3600.0},
+    # Retention (webapp.traces.datacare): delete traces older than their project's retention period, hourly.
+    "delete-expired-traces": {"task": "webapp.traces.tasks.delete_expired_traces", "schedule": 3600.0},
 }
 
-# Redaction at ingestion (webapp.core.redaction, called by webapp.traces.services.do_ingest): regular expressions whose matches in content
+# Redaction at ingestion (swarmscope.redaction, called by webapp.traces.services.do_ingest): regular expressions whose matches in content
 # fields (event content, attributes, agents' system prompts; keys are kept) are replaced by
 # `[REDACTED]` before anything is stored. A JSON list in the environment replaces the defaults:
 # API keys (OpenAI/Anthropic `sk-`, Swarmscope `ssk_`, AWS access keys, bearer tokens) and e-mail addresses.

@@ -4,7 +4,7 @@ Same authentication as the rest of the API (webapp.traces.api.api_view: a Bearer
 for its user in its project, or the session). Reading needs membership (viewer); commenting,
 voting, labelling and setting the review status need the reviewer role. Unknown and foreign
 objects answer 404 alike; a member whose role is too low gets 403. The OpenAPI document of these
-endpoints is webapp.review.openapi.
+endpoints is webapp.web.openapi.
 """
 
 from __future__ import annotations
@@ -14,20 +14,16 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
+from swarmscope.importers import SourceFile, TraceFormatError
 from webapp.accounts.models import Membership
 from webapp.accounts.services import PermissionRefused, check_role, get_role
-from webapp.core.importers import SourceFile, TraceFormatError
-from webapp.traces.api import api_view, check_no_nul
 from webapp.traces.models import Trace
+from webapp.web.api import api_view, check_no_nul, json_error
 
 from . import feed, services
 from .services import ReviewInputError
 
 MAX_ACTIVITY_PAGE = 200
-
-
-def _error(status: int, message: str, **extra: Any) -> JsonResponse:
-    return JsonResponse({"error": message, **extra}, status=status)
 
 
 def _caller(request: HttpRequest):
@@ -68,9 +64,9 @@ def reviewing(view):
         try:
             return view(request, *args, **kwargs)
         except ReviewInputError as exc:
-            return _error(400, str(exc), field=exc.field)
+            return json_error(400, str(exc), field=exc.field)
         except PermissionRefused as exc:
-            return _error(403, str(exc))
+            return json_error(403, str(exc))
 
     wrapper.__name__ = view.__name__
     wrapper.__doc__ = view.__doc__
@@ -88,7 +84,7 @@ def comments(request: HttpRequest):
             target = services.get_target(request.project_ids, request.GET["kind"], request.GET.get("id"),
                                          request.GET.get("trace"))
             if target is None:
-                return _error(404, "no such target")
+                return json_error(404, "no such target")
             rows, project_id = services.list_comments(request.project_ids, target=target), target.project_id
         else:
             trace_id = _int_param(request, "trace")
@@ -96,7 +92,7 @@ def comments(request: HttpRequest):
                 raise ReviewInputError("give ?trace=<id> or ?kind=&id=", field="trace")
             trace = _trace(request, trace_id)
             if trace is None:
-                return _error(404, "no such trace")
+                return json_error(404, "no such trace")
             rows, project_id = services.list_comments(request.project_ids, trace_id=trace_id), trace.project_id
         role = get_role(_caller(request), project_id)
         return JsonResponse({"results": [services.comment_wire(c) for c in rows], "user": _caller(request).username,
@@ -104,13 +100,13 @@ def comments(request: HttpRequest):
     doc = _json_body(request)
     target = services.get_target(request.project_ids, doc.get("kind"), doc.get("id"), doc.get("trace"))
     if target is None:
-        return _error(404, "no such target")
+        return json_error(404, "no such target")
     check_role(_caller(request), target.project_id, Membership.Role.REVIEWER)
     parent = None
     if doc.get("parent") is not None:
         parent = services.get_comment(request.project_ids, services._pk(doc["parent"], "parent"))
         if parent is None:
-            return _error(404, "no such parent comment", field="parent")
+            return json_error(404, "no such parent comment", field="parent")
     comment = services.do_comment(_caller(request), target, doc.get("body"), parent)
     return JsonResponse(services.comment_wire(comment), status=201)
 
@@ -121,7 +117,7 @@ def comment_detail(request: HttpRequest, comment_id: int):
     """GET one comment; PATCH {body} edits one's own; DELETE deletes one's own (admins: any)."""
     comment = services.get_comment(request.project_ids, comment_id)
     if comment is None:
-        return _error(404, "no such comment")
+        return json_error(404, "no such comment")
     if request.method == "GET":
         return JsonResponse(services.comment_wire(comment))
     check_role(_caller(request), comment.project_id, Membership.Role.REVIEWER)
@@ -138,7 +134,7 @@ def attribution_votes(request: HttpRequest, attribution_id: int):
     """GET the votes on an attribution; PUT {value: agree|disagree, reason} sets the caller's."""
     attribution = services.get_attribution(request.project_ids, attribution_id)
     if attribution is None:
-        return _error(404, "no such attribution")
+        return json_error(404, "no such attribution")
     if request.method == "PUT":
         check_role(_caller(request), attribution.trace.project_id, Membership.Role.REVIEWER)
         doc = _json_body(request)
@@ -152,7 +148,7 @@ def trace_status(request: HttpRequest, trace_id: int):
     """GET the trace's review status; PUT {status: open|in_review|settled}."""
     trace = _trace(request, trace_id)
     if trace is None:
-        return _error(404, "no such trace")
+        return json_error(404, "no such trace")
     if request.method == "PUT":
         check_role(_caller(request), trace.project_id, Membership.Role.REVIEWER)
         services.do_set_status(_caller(request), trace, _json_body(request).get("status"))
@@ -165,7 +161,7 @@ def trace_mistake_labels(request: HttpRequest, trace_id: int):
     """GET every reviewer's mistake label of the trace; PUT {agent, event_id, reason} sets the caller's."""
     trace = _trace(request, trace_id)
     if trace is None:
-        return _error(404, "no such trace")
+        return json_error(404, "no such trace")
     if request.method == "PUT":
         check_role(_caller(request), trace.project_id, Membership.Role.REVIEWER)
         doc = _json_body(request)
@@ -180,7 +176,7 @@ def project_activity(request: HttpRequest, project_id: int):
     """The project's activity feed, newest first: `?before=<id>` pages back, `?after=<id>` returns
     what came later (oldest first), `?limit=` (1..200, default 50)."""
     if project_id not in request.project_ids:
-        return _error(404, "no such project")
+        return json_error(404, "no such project")
     limit = _int_param(request, "limit") or 50
     if limit > MAX_ACTIVITY_PAGE:
         raise ReviewInputError(f"must be at most {MAX_ACTIVITY_PAGE}", field="limit")
@@ -194,5 +190,5 @@ def project_activity(request: HttpRequest, project_id: int):
 def project_agreement(request: HttpRequest, project_id: int):
     """Cohen's kappa between reviewer pairs on the project's mistake labels (agent and step)."""
     if project_id not in request.project_ids:
-        return _error(404, "no such project")
+        return json_error(404, "no such project")
     return JsonResponse(services.get_agreement(project_id))

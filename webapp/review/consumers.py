@@ -14,8 +14,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from webapp.accounts.services import check_token
-from webapp.live.broadcast import project_group
 from webapp.traces import access
+from webapp.web.broadcast import project_group
 
 from . import feed
 from .models import Activity
@@ -95,5 +95,5 @@ class ProjectConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "message": "messages must be JSON (not nested too deeply)"})
 
     async def review_activity(self, message):
-        """A group message from webapp.live.broadcast.broadcast_project_activity."""
+        """A group message from webapp.web.broadcast.broadcast_project_activity."""
         await self.send_json({"type": "activity", "activity": message["activity"]})

@@ -1,5 +1,5 @@
 """The review activity feed of a project, and links to review targets: what the websocket
-consumer needs, without the rest of the review (which depends on webapp.experiments)."""
+consumer needs, without the rest of the review (which depends on webapp.counterfactuals)."""
 
 from __future__ import annotations
 

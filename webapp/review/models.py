@@ -9,6 +9,8 @@ the trace deletes its review.
 
 from django.conf import settings
 from django.db import models
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 
 from webapp.accounts.models import Project
 from webapp.traces.models import Trace
@@ -113,3 +115,11 @@ class Activity(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["project", "-id"])]
+
+
+@receiver(post_delete, sender="runs.Run", dispatch_uid="review-run-delete")
+def _delete_run_review(sender, instance, **kwargs):
+    """Comments and activity on a run go with the run (runs have no foreign key from the review:
+    the review's target is generic)."""
+    Comment.objects.filter(project_id=instance.project_id, target_kind="run", target_id=str(instance.pk)).delete()
+    Activity.objects.filter(project_id=instance.project_id, target_kind="run", target_id=str(instance.pk)).delete()

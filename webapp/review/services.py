@@ -1,7 +1,7 @@
 """Writes and reads of the team review (`check_*` validate, `do_*` write, `get_*`/`list_*` read).
 
 Every write records an Activity and, after commit, sends it to the project's websocket group
-(webapp.live.broadcast). Callers authorise first (role checks: webapp.accounts.services.check_role);
+(webapp.web.broadcast). Callers authorise first (role checks: webapp.accounts.services.check_role);
 ownership (edit/delete one's own comment) is checked here. Bad input raises ReviewInputError naming
 the field; a write that is not the caller's to make raises PermissionRefused.
 """
@@ -19,12 +19,12 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from swarmscope.agreement import pairwise_kappa
 from webapp.accounts.models import Membership
 from webapp.accounts.services import PermissionRefused, get_role
-from webapp.core.agreement import pairwise_kappa
-from webapp.experiments.models import Attribution
-from webapp.live.broadcast import broadcast_project_activity
+from webapp.counterfactuals.models import Attribution
 from webapp.traces.models import Agent, Event, Trace
+from webapp.web.broadcast import broadcast_project_activity
 
 from .feed import activity_wire, iso, target_link
 from .models import Activity, Comment, MistakeLabel, TargetKind, TraceReview, Vote
@@ -334,7 +334,7 @@ def do_label_mistake(user, trace: Trace, agent: Any, event_id: Any, reason: Any 
 
 def get_agreement(project_id: int) -> dict[str, Any]:
     """Cohen's kappa between every pair of reviewers of the project, on the traces both labelled,
-    for the mistake agent and for the mistake step (webapp.core.agreement):
+    for the mistake agent and for the mistake step (swarmscope.agreement):
     {"reviewers": [...], "traces_labelled": n, "pairs": [{a, b, n_traces, agent: {observed, kappa},
     step: {observed, kappa}}]} (kappa null where undefined)."""
     agents: dict[str, dict[int, str]] = {}

@@ -1,10 +1,9 @@
 from django.urls import path
 
-from . import api, openapi, views
+from . import api, views
 
 urlpatterns = [
     path("projects/<int:project_id>/review/", views.project_review, name="project-review"),
-    path("api/openapi.json", openapi.openapi_document, name="api-openapi"),
     path("api/review/comments/", api.comments, name="api-review-comments"),
     path("api/review/comments/<int:comment_id>/", api.comment_detail, name="api-review-comment"),
     path("api/review/attributions/<int:attribution_id>/votes/", api.attribution_votes, name="api-review-votes"),

@@ -1,5 +1,5 @@
 """Trace, Agent, Event, Edge and Label rows. Every row carries the `seq` of the batch that last
-wrote it, so the live protocol's "everything after seq N" is a filter (webapp.core.live)."""
+wrote it, so the live protocol's "everything after seq N" is a filter (swarmscope.protocol)."""
 
 from django.db import models
 

@@ -4,7 +4,7 @@
 It applies DESIGN.md's identity rules (a re-sent event is a no-op, an event that adds `t_end` or
 attributes merges, a contradicting one refuses the whole batch), writes in one transaction with
 bulk inserts, gives the batch the trace's next sequence number, and broadcasts one delta after
-commit (webapp.live.broadcast).
+commit (webapp.web.broadcast).
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
+from swarmscope import model as core
+from swarmscope.importers import SourceFile, read_files
+from swarmscope.importers.spans import Span
+from swarmscope.metrics import compute_metrics
+from swarmscope.redaction import compiled, redact_trace, redact_value
 from webapp.accounts.models import Project
-from webapp.core import model as core
-from webapp.core.importers import SourceFile, read_files
-from webapp.core.importers.spans import Span
-from webapp.core.metrics import compute_metrics
-from webapp.core.redaction import compiled, redact_trace, redact_value
-from webapp.live.broadcast import broadcast_trace_delta, broadcast_trace_reset
+from webapp.web.broadcast import broadcast_trace_delta, broadcast_trace_reset
+from webapp.web.jobs import enqueue
 
 from .models import Agent, Edge, Event, Label, StoredSpan, Trace
 
@@ -150,7 +152,7 @@ def _collections_since(trace: Trace, after_seq: int, upto_seq: int) -> dict[str,
 
 
 def get_snapshot(trace: Trace, *, with_metrics: bool = True) -> dict[str, Any]:
-    """The live protocol's snapshot (webapp.core.live) of `trace` as of its current seq."""
+    """The live protocol's snapshot (swarmscope.protocol) of `trace` as of its current seq."""
     with transaction.atomic():
         trace = Trace.objects.get(pk=trace.pk)
         collections = _collections_since(trace, -1, trace.seq)
@@ -175,7 +177,7 @@ def get_delta_since(trace: Trace, seq: int) -> dict[str, Any]:
 
 
 def to_core_trace(trace: Trace) -> core.Trace:
-    """The stored trace as a webapp.core Trace (for metrics and exports)."""
+    """The stored trace as a swarmscope Trace (for metrics and exports)."""
     result = core.Trace(source_format=trace.source_format, source_id=trace.source_id, name=trace.name,
                         system=trace.system, topology=trace.topology, task_id=trace.task_id,
                         rewards=dict(trace.rewards), costs=dict(trace.costs), metrics=dict(trace.metrics),
@@ -194,7 +196,7 @@ def to_core_trace(trace: Trace) -> core.Trace:
 
 
 def get_computed_metrics(trace: Trace) -> dict[str, Any]:
-    """Metrics of webapp.core.metrics for the trace's current seq, cached on the row."""
+    """Metrics of swarmscope.metrics for the trace's current seq, cached on the row."""
     if trace.computed_metrics_seq == trace.seq and trace.computed_metrics:
         return trace.computed_metrics
     metrics = compute_metrics(to_core_trace(trace)) if trace.event_count else {}
@@ -315,7 +317,7 @@ def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = N
     created. Edges may name events stored by earlier batches. Raises IngestConflict (409) on a
     contradicting event and core.TraceValidationError (400) on an edge naming an unknown event.
     `live` marks events as arriving from a running swarm (the trace shows a live badge).
-    Content fields are redacted first by SWARMSCOPE_REDACT_PATTERNS (webapp.core.redaction).
+    Content fields are redacted first by SWARMSCOPE_REDACT_PATTERNS (swarmscope.redaction).
     """
     _check_storable(fragment)
     fragment = redact_trace(fragment, compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS)))
@@ -465,8 +467,6 @@ def _insert_events(trace: Trace, events: list[core.Event], positions: Iterable[i
         Event.objects.bulk_create([Event(trace=trace, position=p, seq=seq, **_core_event_columns(e))
                                    for p, e in zip(positions, events)], batch_size=BULK_BATCH)
         return
-    from psycopg.types.json import Jsonb  # only on PostgreSQL
-
     table = Event._meta.db_table
     with connection.cursor() as cursor, cursor.cursor.copy(
             f"COPY {table} ({', '.join(connection.ops.quote_name(c) for c in _COPY_COLUMNS)}) FROM STDIN") as copy:
@@ -577,15 +577,13 @@ def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[F
 
 def request_metrics(trace: Trace) -> None:
     """Enqueue the metrics computation of `trace` on the `default` queue, after commit."""
-    from .tasks import refresh_metrics  # tasks import this module
-
-    transaction.on_commit(lambda: refresh_metrics.delay(trace.pk))
+    transaction.on_commit(lambda: enqueue("webapp.traces.tasks.refresh_metrics", trace.pk))
 
 
 def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], source: str) -> IngestResult:
     """Store the `spans` of one trace id (from an OTLP request) and re-derive the trace, all or nothing.
 
-    `module` is the span format (webapp.core.importers.otlp). A span id already stored is ignored
+    `module` is the span format (swarmscope.importers.otlp). A span id already stored is ignored
     when the span is the same (an exporter's retry) and counted in `rejected` when it is not. The
     trace is rebuilt from all its spans, so it does not depend on how they were batched or ordered,
     and the stored trace is made equal to that build (`_store_build`): within the request while the
@@ -652,10 +650,8 @@ def _enqueue_derive(trace_pk: int, source: str) -> None:
     """Ask a worker to re-derive a trace. A broker that cannot be reached never fails the committed
     request: the trace keeps `spans_pending`, and the next request or the periodic
     `derive_pending_spans` asks again."""
-    from .tasks import derive_spans  # tasks import this module
-
     try:
-        derive_spans.delay(trace_pk, source)
+        enqueue("webapp.traces.tasks.derive_spans", trace_pk, source)
     except Exception:  # noqa: BLE001 - any broker error
         logger.warning("could not enqueue derive_spans(%s); it stays pending", trace_pk, exc_info=True)
 

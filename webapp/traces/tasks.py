@@ -2,15 +2,17 @@
 
 from celery import shared_task
 
-from webapp.core.importers import otlp
+from swarmscope.importers import otlp
+from webapp.accounts.models import Project
 
+from .datacare import do_delete_expired_traces
 from .models import Trace
 from .services import do_derive_spans, get_computed_metrics
 
 
 @shared_task(acks_late=True)  # on CELERY_TASK_DEFAULT_QUEUE
 def refresh_metrics(trace_id: int) -> dict | None:
-    """Compute and cache webapp.core.metrics for a trace (after an import), so its page opens fast."""
+    """Compute and cache swarmscope.metrics for a trace (after an import), so its page opens fast."""
     trace = Trace.objects.filter(pk=trace_id).first()
     if trace is None:
         return None
@@ -32,3 +34,12 @@ def derive_pending_spans() -> int:
     for pk in pending:
         derive_spans(pk)
     return len(pending)
+
+
+@shared_task
+def delete_expired_traces(project_id: int | None = None) -> dict[int, int]:
+    """Delete traces older than their project's retention period (Celery beat runs this hourly,
+    see CELERY_BEAT_SCHEDULE). With `project_id`, only that project. Returns {project id: deleted}."""
+    ids = [project_id] if project_id is not None else list(
+        Project.objects.filter(retention_days__isnull=False).values_list("pk", flat=True))
+    return {pk: do_delete_expired_traces(pk) for pk in ids}

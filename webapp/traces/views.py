@@ -1,4 +1,4 @@
-"""HTML pages: trace list, trace page, compare, upload, API tokens.
+"""HTML pages: trace list, trace page, compare, upload, deleting a trace (project admins).
 
 Members read; uploading and the trace page's write controls (counterfactuals, attributions, job
 cancel) need the reviewer or admin role: `can_write` in the context, READ_ONLY_HINT as tooltip."""
@@ -14,17 +14,24 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods
 
-from webapp.accounts.models import ApiToken
-from webapp.accounts.services import (READ_ONLY_HINT, WRITE_ROLE, PermissionRefused, do_create_token,
-                                      do_revoke_token, has_role, list_projects_of)
+from webapp.accounts.datacare import list_dependants
+from webapp.accounts.services import (
+    READ_ONLY_HINT,
+    WRITE_ROLE,
+    PermissionRefused,
+    get_role,
+    has_role,
+)
+from webapp.accounts.views import require_admin
+from webapp.web.api import get_write_project
 
-from . import access, services
-from .api import get_write_project, upload_sources
+from . import access, datacare, services
+from .api import upload_sources
+from .models import Trace
 
 PAGE_SIZE = 50
-NEW_TOKEN_KEY = "swarmscope_new_token"
 
 
 def _trace_or_404(request: HttpRequest, trace_id: int):
@@ -92,29 +99,19 @@ def upload(request: HttpRequest):
 
 
 @login_required
-def tokens(request: HttpRequest):
+@require_http_methods(["GET", "POST"])
+def trace_delete(request: HttpRequest, trace_id: int):
+    """Confirm page listing what goes with the trace; POST deletes it (project admins)."""
+    trace = Trace.objects.filter(pk=trace_id).first()
+    role = get_role(request.user, trace.project_id) if trace else None
+    if trace is None or role is None:
+        raise Http404("no such trace")
+    require_admin(role)
     if request.method == "POST":
-        projects = {str(p.pk): p for p in list_projects_of(request.user)}
-        project = projects.get(request.POST.get("project", ""))
-        if project is None:
-            raise Http404("no such project")
-        _, raw = do_create_token(request.user, project, request.POST.get("name", "")[:200])
-        # Post/redirect/get: the token is shown once, and reloading the page creates no other.
-        request.session[NEW_TOKEN_KEY] = raw
-        return redirect("tokens")
-    return render(request, "traces/tokens.html", {
-        "raw_token": request.session.pop(NEW_TOKEN_KEY, None),
-        "projects": list_projects_of(request.user),
-        "tokens": ApiToken.objects.filter(user=request.user).select_related("project").order_by("-created_at"),
-    })
-
-
-@login_required
-@require_POST
-def token_revoke(request: HttpRequest, token_id: int):
-    token = ApiToken.objects.filter(pk=token_id, user=request.user).first()
-    if token is None:
-        raise Http404("no such token")
-    do_revoke_token(token)
-    messages.info(request, f"Token {token.prefix}… revoked.")
-    return redirect("tokens")
+        name = str(trace)
+        datacare.do_delete_trace(trace)
+        messages.info(request, f"Trace {name} was deleted.")
+        return redirect("trace-list")
+    return render(request, "accounts/confirm_delete.html", {
+        "object": trace, "kind": "trace", "dependants": list_dependants(trace),
+        "cancel_url": reverse("trace-detail", args=[trace.pk])})

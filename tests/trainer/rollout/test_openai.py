@@ -5,13 +5,23 @@ import os
 import numpy as np
 import pytest
 
+from swarmscope.importers import SourceFile, read_files
+from swarmscope.interventions import Intervention
+from swarmscope.model import Agent, Event, Trace, validate_trace
 from tests.conftest import FIXTURES
 from tests.fake_openai import FakeOpenAIServer
-from trainer.rollout.openai import (ChatClient, OpenAIError, OpenAIRollout, OpenAIVerifierRollout, VerdictError,
-                                    find_orchestrator, normalise_answer, parse_speaker, score, speakers_of)
-from webapp.core.importers import SourceFile, read_files
-from webapp.core.interventions import Intervention
-from webapp.core.model import Agent, Event, Trace, validate_trace
+from trainer.rollout.openai import (
+    ChatClient,
+    OpenAIError,
+    OpenAIRollout,
+    OpenAIVerifierRollout,
+    VerdictError,
+    find_orchestrator,
+    normalise_answer,
+    parse_speaker,
+    score,
+    speakers_of,
+)
 
 
 def make_trace() -> Trace:

@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
+from swarmscope.credit import coalition_game, paired_effect
+from swarmscope.interventions import Intervention, InterventionError
 from trainer.rollout.sim import AggregateRollout, SimRollout
 from trainer.sim import actions as act
 from trainer.sim.env import SimConfig, simulate
 from trainer.sim.suites import pivot12_case
 from trainer.sim.tasks import generate_task
-from webapp.core.credit import coalition_game, paired_effect
-from webapp.core.interventions import Intervention, InterventionError
 
 SEEDS = np.arange(64)
 
@@ -132,7 +132,7 @@ def test_the_closed_form_refuses_what_it_does_not_cover(case):
 def test_a_stored_swarmsim_trace_rebuilds_its_backend(case):
     import json
 
-    from webapp.core.model import trace_from_dict
+    from swarmscope.model import trace_from_dict
 
     stored = trace_from_dict(json.loads(json.dumps(case.episode.trace.to_dict())))
     stored.events.sort(key=lambda e: (e.t, e.id))  # as stored and streamed: in time order

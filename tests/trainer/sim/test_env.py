@@ -3,13 +3,19 @@
 import numpy as np
 import pytest
 
+from swarmscope.metrics import compute_metrics
+from swarmscope.model import trace_from_dict, validate_trace
 from trainer.sim import actions as act
 from trainer.sim.effects import free_riders, pivotal, pseudo_parallel
-from trainer.sim.env import InvalidAction, SimConfig, SwarmEnv, simulate, solve_probability
+from trainer.sim.env import (
+    InvalidAction,
+    SimConfig,
+    SwarmEnv,
+    simulate,
+    solve_probability,
+)
 from trainer.sim.exact import enumerate_expected_reward
 from trainer.sim.tasks import generate_task
-from webapp.core.metrics import compute_metrics
-from webapp.core.model import trace_from_dict, validate_trace
 
 
 def plan(task, *extra, verifier=False):

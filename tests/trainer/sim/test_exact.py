@@ -6,8 +6,12 @@ import pytest
 from trainer.sim import actions as act
 from trainer.sim.effects import pivotal, redundant, synergistic
 from trainer.sim.env import SimConfig, simulate
-from trainer.sim.exact import (aggregate_coalition_values, coalition_values, leave_one_out,
-                               shapley_values)
+from trainer.sim.exact import (
+    aggregate_coalition_values,
+    coalition_values,
+    leave_one_out,
+    shapley_values,
+)
 
 
 def test_shapley_of_a_hand_computed_game():

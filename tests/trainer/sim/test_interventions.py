@@ -1,12 +1,18 @@
-"""Interventions and re-simulation (trainer/sim/interventions.py): common random numbers."""
+"""Interventions and re-simulation (trainer/sim/episode_interventions.py): common random numbers."""
 
 import pytest
 
 from trainer.sim import actions as act
+from trainer.sim.baselines import FixedFanOut
 from trainer.sim.effects import free_riders, pivotal
 from trainer.sim.env import SimConfig, simulate
-from trainer.sim.interventions import Intervention, intervene, message_indices, paired_effect, resimulate
-from trainer.sim.policy import FixedFanOut
+from trainer.sim.episode_interventions import (
+    Intervention,
+    intervene,
+    message_indices,
+    paired_effect,
+    resimulate,
+)
 from trainer.sim.tasks import generate_task
 
 

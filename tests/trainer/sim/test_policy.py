@@ -1,12 +1,23 @@
-"""Policies, baselines and the batched environment (trainer/sim/policy.py)."""
+"""Policies, baselines and the batched environment (trainer/sim/baselines.py)."""
 
 import numpy as np
 import pytest
 
+from trainer.sim.baselines import (
+    AGGREGATE,
+    DELEGATE,
+    SPAWN,
+    BatchedFanOut,
+    BatchedSwarmEnv,
+    FixedFanOut,
+    RandomPolicy,
+    RuleBasedStop,
+    SpawnEverything,
+    legal_actions,
+    run_policy,
+    single_agent,
+)
 from trainer.sim.env import SwarmEnv
-from trainer.sim.policy import (AGGREGATE, DELEGATE, SPAWN, BatchedFanOut, BatchedSwarmEnv, FixedFanOut,
-                                RandomPolicy, RuleBasedStop, SpawnEverything, legal_actions, run_policy,
-                                single_agent)
 from trainer.sim.tasks import generate_task
 
 

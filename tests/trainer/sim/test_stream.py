@@ -9,14 +9,13 @@ import sys
 
 import pytest
 
-from trainer.sdk import SwarmscopeClient
-from trainer.sim import stream
-from trainer.sim.env import SwarmEnv
-from trainer.sim.policy import FixedFanOut, run_policy
-from trainer.sim.tasks import generate_task
-from webapp.core.model import trace_from_dict
-
+from swarmscope.client import SwarmscopeClient
+from swarmscope.model import trace_from_dict
 from tests.servers import REPO, app_env, free_port, manage, start, stop, wait_http
+from trainer.sim import stream
+from trainer.sim.baselines import FixedFanOut, run_policy
+from trainer.sim.env import SwarmEnv
+from trainer.sim.tasks import generate_task
 
 
 @pytest.fixture

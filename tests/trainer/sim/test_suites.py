@@ -7,8 +7,17 @@ import pytest
 
 from trainer.sim.env import simulate
 from trainer.sim.exact import MAX_EXACT_MESSAGES
-from trainer.sim.suites import (ENVELOPE_AGENTS, ENVELOPE_STEPS, PIVOT12_BASE, PIVOT12_KINDS,
-                                PIVOT12_SIZE, envelope_actions, long_trace, pivot12, pivot12_case)
+from trainer.sim.suites import (
+    ENVELOPE_AGENTS,
+    ENVELOPE_STEPS,
+    PIVOT12_BASE,
+    PIVOT12_KINDS,
+    PIVOT12_SIZE,
+    envelope_actions,
+    long_trace,
+    pivot12,
+    pivot12_case,
+)
 
 SHAPLEY = {"pivotal": 0.30, "redundant": 0.10, "synergistic": 0.125, "harmful": -0.20, "null": 0.0}
 LOO = {"pivotal": 0.30, "redundant": 0.0, "synergistic": 0.25, "harmful": -0.20, "null": 0.0}

@@ -1,11 +1,11 @@
 """Span batches become one row per span (deduplicated by span id), decoded once."""
 
-from django.db import migrations, models
 import django.db.models.deletion
+from django.db import migrations, models
 
 
 def batches_to_spans(apps, schema_editor):
-    from webapp.core.importers import otlp
+    from swarmscope.importers import otlp
 
     SpanBatch = apps.get_model("traces", "SpanBatch")
     StoredSpan = apps.get_model("traces", "StoredSpan")

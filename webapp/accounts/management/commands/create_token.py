@@ -3,7 +3,12 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.accounts.services import DEFAULT_PROJECT, do_add_member, do_create_token, do_get_or_create_project
+from webapp.accounts.services import (
+    DEFAULT_PROJECT,
+    do_add_member,
+    do_create_token,
+    do_get_or_create_project,
+)
 
 
 class Command(BaseCommand):

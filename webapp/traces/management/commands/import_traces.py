@@ -5,8 +5,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from swarmscope.importers import SourceFile
 from webapp.accounts.services import DEFAULT_PROJECT, do_get_or_create_project
-from webapp.core.importers import SourceFile
 from webapp.traces.services import do_import_sources
 
 

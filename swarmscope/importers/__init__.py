@@ -1,0 +1,183 @@
+"""Trace importers, chosen by content (never by file name).
+
+Each format module exposes:
+
+- `FORMAT`: its name (stored as the trace's `source_format`);
+- `sniff(doc) -> bool`: whether a decoded JSON document (dict or list; a JSONL file is a list of
+  its line documents) is in this format;
+- either `parse(doc, source) -> list[Trace]` for formats whose records are whole traces, or
+  `split(doc) -> dict[trace_id, list[record]]` plus `build(trace_id, records, sources) -> Trace`
+  (and `to_spans(trace_id, records)`, the records as `spans.Span`) for span formats, whose traces
+  can arrive in chunks spread over several files: all chunks of one trace id given to one
+  `read_files` call are merged into one trace.
+
+`read_files` is the single entry point; it never raises on bad input, it reports it per file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from swarmscope.model import Trace, TraceValidationError, validate_trace
+
+from . import jaeger, mast, native, otel_sdk, otlp, survey, whowhen
+
+#: Order matters: the first module whose `sniff` accepts a document reads it.
+FORMATS = (native, survey, whowhen, mast, otlp, jaeger, otel_sdk)
+
+
+class TraceFormatError(ValueError):
+    """A file could not be read as a trace: names the file and, for JSON, the line and column."""
+
+    def __init__(self, source: str, message: str, line: int | None = None, column: int | None = None):
+        self.source, self.message, self.line, self.column = source, message, line, column
+        where = f" at line {line}, column {column}" if line is not None else ""
+        self.detail = f"{message}{where}"
+        super().__init__(f"{source}: {self.detail}")
+
+
+@dataclass
+class SourceFile:
+    """A named blob of bytes to import (a file on disk, an upload, a request body)."""
+
+    name: str
+    data: bytes
+
+
+@dataclass
+class FileReport:
+    """What became of one file: the identity keys of its traces, or why it was skipped/failed."""
+
+    name: str
+    format: str | None = None
+    trace_keys: list[str] = field(default_factory=list)
+    skipped: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class ImportResult:
+    """`traces` are complete, validated traces; `files` says per input file what happened."""
+
+    traces: list[Trace]
+    files: list[FileReport]
+
+    @property
+    def failed(self) -> list[FileReport]:
+        return [f for f in self.files if f.error]
+
+
+NOT_A_TRACE = "not a trace"
+
+
+def _loader(source: SourceFile, strict: bool):
+    """`json.loads` where NaN, Infinity and overflowing numbers (which no database JSON column
+    stores) become None, or, when `strict`, raise ValueError."""
+
+    def non_finite(text: str):
+        if strict:
+            raise ValueError(f"number {text} is not finite")
+        return None
+
+    def number(text: str):
+        value = float(text)
+        return value if math.isfinite(value) else non_finite(text)
+
+    return lambda text: json.loads(text, parse_constant=non_finite, parse_float=number)
+
+
+def decode(source: SourceFile, *, strict: bool = False) -> Any | None:
+    """Decode JSON or JSONL (NDJSON). Returns None for content that is not JSON at all (a README).
+
+    Non-finite numbers become None, or are refused when `strict` (API bodies). Raises
+    TraceFormatError naming the line and column where parsing stopped, or why it stopped.
+    """
+    try:
+        text = source.data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(source.name, f"not UTF-8 text (byte {exc.start})") from None
+    stripped = text.lstrip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    loads = _loader(source, strict)
+    try:
+        try:
+            return loads(text)
+        except json.JSONDecodeError as whole_error:
+            lines = [ln for ln in text.splitlines() if ln.strip()]
+            if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines[:2])):
+                raise TraceFormatError(source.name, f"invalid JSON: {whole_error.msg}",
+                                       whole_error.lineno, whole_error.colno) from None
+        docs = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    docs.append(loads(line))
+                except json.JSONDecodeError as exc:
+                    raise TraceFormatError(source.name, f"invalid JSON Lines record: {exc.msg}",
+                                           number, exc.colno) from None
+        return docs
+    except RecursionError:
+        raise TraceFormatError(source.name, "JSON nested too deeply") from None
+    except ValueError as exc:
+        if isinstance(exc, TraceFormatError):
+            raise
+        raise TraceFormatError(source.name, str(exc)) from None
+
+
+def detect(doc: Any):
+    """The format module that reads `doc`, or None."""
+    return next((module for module in FORMATS if module.sniff(doc)), None)
+
+
+def read_files(sources: Iterable[SourceFile]) -> ImportResult:
+    """Read many files; chunks of one span-format trace id across files merge into one trace.
+
+    A file that fails contributes nothing; the other chunks of its trace still form that trace.
+    """
+    reports: list[FileReport] = []
+    traces: list[Trace] = []
+    chunks: dict[tuple[Any, str], tuple[list[Any], list[str], list[FileReport]]] = {}
+    for source in sources:
+        report = FileReport(name=source.name)
+        reports.append(report)
+        try:
+            doc = decode(source)
+            module = detect(doc) if doc is not None else None
+            if module is None:
+                report.skipped = NOT_A_TRACE
+                continue
+            report.format = module.FORMAT
+            if hasattr(module, "split"):
+                for trace_id, records in module.split(doc).items():
+                    records_of, names, owners = chunks.setdefault((module, trace_id), ([], [], []))
+                    records_of.extend(records)
+                    names.append(source.name)
+                    owners.append(report)
+                continue
+            for trace in module.parse(doc, source.name):
+                validate_trace(trace)
+                traces.append(trace)
+                report.trace_keys.append(trace.identity_key)
+        except (TraceFormatError, TraceValidationError) as exc:
+            report.error = exc.detail if isinstance(exc, TraceFormatError) else str(exc)
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+            report.error = f"malformed {report.format or 'input'}: {exc!r}"
+    for (module, trace_id), (records, names, owners) in chunks.items():
+        try:
+            trace = module.build(trace_id, records, names)
+            validate_trace(trace)
+        except (TraceValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            for owner in owners:
+                owner.error = f"trace {trace_id}: {exc!r}" if isinstance(exc, KeyError) else f"trace {trace_id}: {exc}"
+            continue
+        traces.append(trace)
+        for owner in owners:
+            owner.trace_keys.append(trace.identity_key)
+    failed = {r.name for r in reports if r.error}
+    keep = {key for r in reports if not r.error for key in r.trace_keys}
+    return ImportResult(traces=[t for t in traces if t.identity_key in keep] if failed else traces,
+                        files=reports)

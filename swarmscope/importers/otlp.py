@@ -1,0 +1,335 @@
+"""OTLP/JSON: the OpenTelemetry protocol's `ExportTraceServiceRequest` (a collector's file exporter
+writes one per line), and `decode_protobuf` for its binary form (`application/x-protobuf`).
+
+Shape (the protobuf JSON mapping):
+
+    {resourceSpans: [{resource: {attributes}, scopeSpans: [{scope: {name, version},
+      spans: [{traceId, spanId, parentSpanId, name, kind, startTimeUnixNano, endTimeUnixNano,
+               attributes, events: [{timeUnixNano, name, attributes}], status: {code, message}}]}]}]}
+
+Attributes are `[{key, value: {stringValue | intValue | doubleValue | boolValue | bytesValue |
+arrayValue: {values} | kvlistValue: {values}}}]`; 64-bit integers may be strings. Ids are hex as the
+OTLP spec writes them (or base64, as the plain protobuf JSON mapping writes bytes: `json_id`); in
+protobuf they are bytes (`decode_protobuf`). snake_case keys (`resource_spans`) and the older
+`instrumentationLibrarySpans` are accepted. Ids and start times are required; malformed
+attributes and events are skipped. Spans may come in any order and any number of requests
+(children before their parents): `build` links them once all have arrived. The GenAI semantic
+conventions (`invoke_agent`, `execute_tool`, `chat`, `gen_ai.agent.name`, `gen_ai.usage.*`) are
+read by `spans.build_trace`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from swarmscope.model import Trace
+
+from .spans import Span, SpanEvent, as_int, build_trace, bytes_id, hex_id
+
+FORMAT = "otlp"
+SPAN_KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
+STATUS_ERROR = 2
+
+
+def _get(obj: dict, camel: str) -> Any:
+    """`obj[camel]`, else its snake_case spelling (protobuf JSON accepts both)."""
+    if camel in obj:
+        return obj[camel]
+    return obj.get("".join(f"_{c.lower()}" if c.isupper() else c for c in camel))
+
+
+def _requests(doc: Any) -> list[dict] | None:
+    requests = doc if isinstance(doc, list) else [doc]
+    if requests and all(isinstance(r, dict) and isinstance(_get(r, "resourceSpans"), list) for r in requests):
+        return requests
+    return None
+
+
+def sniff(doc: Any) -> bool:
+    return _requests(doc) is not None
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP `AnyValue` as a plain value: int for `intValue` (given as string or number), lists for
+    `arrayValue`, dicts for `kvlistValue`, the base64 text for `bytesValue`; None when empty."""
+    if not isinstance(value, dict) or not value:
+        return None
+    kind, inner = next(iter(value.items()))
+    try:
+        if kind in ("intValue", "int_value"):
+            return int(inner)
+        if kind in ("doubleValue", "double_value"):
+            return float(inner)
+    except (TypeError, ValueError):
+        return inner
+    if kind in ("arrayValue", "array_value", "kvlistValue", "kvlist_value"):
+        values = inner.get("values") if isinstance(inner, dict) else None
+        values = values if isinstance(values, list) else []
+        return [any_value(v) for v in values] if kind.startswith("array") else attributes(values)
+    return inner
+
+
+def attributes(items: list[dict] | None) -> dict[str, Any]:
+    """OTLP `[{key, value: AnyValue}]` as a dict; malformed items are skipped."""
+    return {str(item["key"]): any_value(item.get("value"))
+            for item in (items if isinstance(items, list) else []) if isinstance(item, dict) and "key" in item}
+
+
+def split(doc: Any) -> dict[str, list[Span]]:
+    """Trace id (hex) -> its spans, decoded (`build` maps them). Raises ValueError naming where a
+    part is not an object or list, or the span and field of a malformed id or time."""
+    chunks: dict[str, list[Span]] = {}
+    for r, request in enumerate(_requests(doc) or []):
+        for i, resource_spans in enumerate(_objects(_get(request, "resourceSpans"), f"request {r}: resourceSpans")):
+            where = f"resourceSpans[{i}]"
+            resource = resource_spans.get("resource")
+            resource = attributes(resource.get("attributes")) if isinstance(resource, dict) else {}
+            scopes = _get(resource_spans, "scopeSpans") or _get(resource_spans, "instrumentationLibrarySpans") or []
+            for j, scope_spans in enumerate(_objects(scopes, f"{where}.scopeSpans")):
+                for k, span in enumerate(_objects(scope_spans.get("spans") or [], f"{where}.scopeSpans[{j}].spans")):
+                    try:
+                        decoded = span_from_json(span, resource)
+                    except (KeyError, TypeError, ValueError) as exc:
+                        raise ValueError(f"{where}.scopeSpans[{j}].spans[{k}] ({span.get('name')!r}): "
+                                         f"{_reason(exc)}") from None
+                    chunks.setdefault(decoded.trace_id, []).append(decoded)
+    return chunks
+
+
+def _objects(value: Any, where: str) -> list[dict]:
+    """`value` when it is a list of JSON objects; raises ValueError naming `where` otherwise."""
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ValueError(f"{where} must be a list of objects")
+    return value
+
+
+def to_spans(trace_id: str, spans: list[Span]) -> list[Span]:
+    """The records of `split`: already spans."""
+    return spans
+
+
+def build(trace_id: str, spans: list[Span], sources: list[str]) -> Trace:
+    """One orchestration trace from the spans of `split` (possibly from several requests/files)."""
+    return build_trace(spans, source_format=FORMAT, trace_id=trace_id, sources=sources)
+
+
+def _reason(exc: Exception) -> str:
+    return f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+
+
+def json_id(value: Any, size: int, field: str) -> str | None:
+    """An id of OTLP/JSON as lower-case hex: `2 * size` hex digits as the OTLP spec writes them, or
+    the base64 of `size` bytes as the plain protobuf JSON mapping does (4 * ceil(size / 3)
+    characters: the two forms never have the same length). None when empty or all zeros.
+
+    Raises ValueError naming `field` for any other text.
+    """
+    if value is None or value == "":
+        return None
+    text = str(value)
+    if len(text) == 2 * size:
+        try:
+            return hex_id(text, size)
+        except ValueError:
+            pass
+    elif len(text) == 4 * -(-size // 3):
+        try:
+            return bytes_id(base64.b64decode(text, validate=True), size)
+        except (binascii.Error, ValueError):
+            pass
+    raise ValueError(f"{field} {value!r} is neither {2 * size} hex digits nor the base64 of {size} bytes")
+
+
+def unix_nano(value: Any, field: str) -> int:
+    """A time in nanoseconds since the Unix epoch (an integer, or its decimal text as OTLP/JSON
+    writes 64-bit integers), 1 .. 2**64 - 1 as protobuf's fixed64 holds it; 0 means unset."""
+    number = as_int(value)
+    if number is None or not 0 < number < 2**64:
+        raise ValueError(f"{field} {value!r} is not a time in nanoseconds since the epoch (required)")
+    return number
+
+
+def _kind(value: Any) -> str | None:
+    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        return SPAN_KINDS.get(int(value))
+    return str(value).removeprefix("SPAN_KIND_").lower() if value else None
+
+
+def _error(status: Any) -> str | None:
+    """The status description when the status code is ERROR ("" when it gave none), else None."""
+    status = status if isinstance(status, dict) else {}
+    if status.get("code") in (STATUS_ERROR, str(STATUS_ERROR), "STATUS_CODE_ERROR"):
+        return str(status.get("message") or "")
+    return None
+
+
+def span_from_json(span: dict, resource: dict[str, Any]) -> Span:
+    """One OTLP/JSON span (with its resource's attributes) decoded. Raises KeyError, TypeError or
+    ValueError on a missing or malformed id or time."""
+    start = unix_nano(_get(span, "startTimeUnixNano"), "startTimeUnixNano")
+    end = unix_nano(_get(span, "endTimeUnixNano") or start, "endTimeUnixNano")
+    events = span.get("events") if isinstance(span.get("events"), list) else []
+    trace_id = json_id(_get(span, "traceId"), 16, "traceId")
+    if trace_id is None:
+        raise ValueError("traceId is empty")
+    return Span(
+        trace_id=trace_id,
+        span_id=json_id(_get(span, "spanId"), 8, "spanId"),
+        parent_id=json_id(_get(span, "parentSpanId"), 8, "parentSpanId"),
+        name=str(span.get("name", "")),
+        start_ns=start,
+        end_ns=max(end, start),
+        attributes=attributes(span.get("attributes")),
+        events=[SpanEvent(name=str(e.get("name", "")), time_ns=as_int(_get(e, "timeUnixNano")) or None,
+                          attributes=attributes(e.get("attributes")))
+                for e in events if isinstance(e, dict)],
+        service=resource.get("service.name"),
+        kind=_kind(span.get("kind")),
+        error=_error(span.get("status")),
+    )
+
+
+def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
+    """An `application/x-protobuf` ExportTraceServiceRequest as `split` gives it: trace id (hex)
+    -> spans. Ids are bytes there (OTLP spec), read as such. Gzip is the caller's to undo.
+
+    Raises ValueError when `data` is not such a message, or naming the span of a malformed id.
+    """
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    try:
+        request = ExportTraceServiceRequest.FromString(data)
+    except DecodeError as exc:
+        raise ValueError(f"not an OTLP ExportTraceServiceRequest: {exc}") from None
+    chunks: dict[str, list[Span]] = {}
+    for resource_spans in request.resource_spans:
+        resource = _pb_attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            for index, span in enumerate(scope_spans.spans):
+                try:
+                    trace_id = bytes_id(span.trace_id, 16)
+                    if trace_id is None:
+                        raise ValueError("trace_id is required")
+                    unix_nano(span.start_time_unix_nano, "start_time_unix_nano")
+                    decoded = Span(
+                        trace_id=trace_id, span_id=bytes_id(span.span_id, 8),
+                        parent_id=bytes_id(span.parent_span_id, 8), name=span.name,
+                        start_ns=span.start_time_unix_nano,
+                        end_ns=max(span.end_time_unix_nano or span.start_time_unix_nano, span.start_time_unix_nano),
+                        attributes=_pb_attributes(span.attributes),
+                        events=[SpanEvent(name=e.name, time_ns=e.time_unix_nano or None,
+                                          attributes=_pb_attributes(e.attributes)) for e in span.events],
+                        service=resource.get("service.name"), kind=SPAN_KINDS.get(span.kind),
+                        error=span.status.message if span.status.code == STATUS_ERROR else None)
+                except ValueError as exc:
+                    raise ValueError(f"span {index} ({span.name!r}): {exc}") from None
+                chunks.setdefault(trace_id, []).append(decoded)
+    return chunks
+
+
+def encode_response(rejected: int, message: str) -> bytes:
+    """A serialised ExportTraceServiceResponse; `partial_success` set when spans were rejected."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
+    response = ExportTraceServiceResponse()
+    if rejected:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    return response.SerializeToString()
+
+
+def _pb_value(value) -> Any:
+    """A protobuf `AnyValue` as `any_value` reads its JSON form (bytes as base64 text)."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_pb_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return _pb_attributes(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()
+    return getattr(value, kind)
+
+
+def _pb_attributes(items) -> dict[str, Any]:
+    return {item.key: _pb_value(item.value) for item in items}
+
+
+# --- encoding (the inverse of the decoders: tests, benchmarks and exports) -------------------------
+
+KIND_NUMBERS = {kind: number for number, kind in SPAN_KINDS.items()}
+
+
+def _json_value(value: Any) -> dict[str, Any]:
+    """A plain value as an OTLP/JSON `AnyValue` (64-bit integers as strings)."""
+    if value is None:
+        return {}
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [_json_value(v) for v in value]}}
+    if isinstance(value, dict):
+        return {"kvlistValue": {"values": _json_attributes(value)}}
+    return {"stringValue": str(value)}
+
+
+def _json_attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": key, "value": _json_value(value)} for key, value in values.items()]
+
+
+def _by_service(spans: list[Span]) -> dict[str | None, list[Span]]:
+    groups: dict[str | None, list[Span]] = {}
+    for span in spans:
+        groups.setdefault(span.service, []).append(span)
+    return groups
+
+
+def encode_json(spans: list[Span]) -> dict[str, Any]:
+    """`spans` as one OTLP/JSON ExportTraceServiceRequest (ids in hex, per the OTLP spec), one
+    resource per service; `split` reads it back to the same spans (bytes values stay text)."""
+    resource_spans = []
+    for service, group in _by_service(spans).items():
+        encoded = []
+        for span in group:
+            item = {"traceId": span.trace_id, "spanId": span.span_id, "name": span.name,
+                    "kind": KIND_NUMBERS.get(span.kind or "", 0),
+                    "startTimeUnixNano": str(span.start_ns), "endTimeUnixNano": str(span.end_ns),
+                    "attributes": _json_attributes(span.attributes),
+                    "events": [{"timeUnixNano": str(e.time_ns or 0), "name": e.name,
+                                "attributes": _json_attributes(e.attributes)} for e in span.events],
+                    "status": {} if span.error is None else {"code": STATUS_ERROR, "message": span.error}}
+            if span.parent_id:
+                item["parentSpanId"] = span.parent_id
+            encoded.append(item)
+        resource = {"attributes": _json_attributes({"service.name": service} if service else {})}
+        resource_spans.append({"resource": resource, "scopeSpans": [{"spans": encoded}]})
+    return {"resourceSpans": resource_spans}
+
+
+def encode_protobuf(spans: list[Span]) -> bytes:
+    """`spans` as one serialised OTLP/protobuf ExportTraceServiceRequest (ids as bytes);
+    `decode_protobuf` reads it back to the same spans."""
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    doc = encode_json(spans)
+    for resource_spans in doc["resourceSpans"]:
+        for span in resource_spans["scopeSpans"][0]["spans"]:
+            for key in ("traceId", "spanId", "parentSpanId"):
+                if key in span:  # the protobuf JSON mapping writes bytes in base64
+                    span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+    return ParseDict(doc, ExportTraceServiceRequest()).SerializeToString()

@@ -1,0 +1,218 @@
+"""The cost estimate of LLM jobs against what the `openai` backend really sends: counterfactual and
+attribution jobs run through the job services on FakeOpenAIServer (a scripted local fake endpoint),
+and the estimate (planned by the backend itself, `OpenAIRollout.plan_paired` / `plan_call`) is
+checked against the requests the fake received: in the original order and in the order an LLM
+orchestrator picks, under exact match and under the verifier."""
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+from django.test import override_settings
+
+from swarmscope.interventions import Intervention
+from tests.counterfactuals.test_openai_backend import BACKENDS, run_all
+from tests.fake_openai import FakeOpenAIServer
+from tests.trainer.rollout.test_openai import (
+    answer,
+    magentic_one,
+    make_trace,
+    picks,
+    verdicts,
+)
+from trainer.rollout.openai import OpenAIRollout
+from webapp.counterfactuals import services
+from webapp.traces.services import do_ingest, to_core_trace
+
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    with FakeOpenAIServer(answer) as server:
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_MODEL", "fake-model")
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_TIMEOUT_S", "5")
+        yield server
+
+
+def key(n, seed, temperature, messages):
+    return json.dumps([n, seed, temperature, messages])
+
+
+def sent(body):
+    return key(body["n"], body["seed"], body["temperature"], body["messages"])
+
+
+def planned_requests(runner, intervention, n, chunk):
+    """Every request a job of n samples plans: per chunk both arms, then sample 0's branch re-run."""
+    requests = []
+    for start in range(0, n, chunk):
+        for arm in runner.plan_paired(intervention, np.arange(start, min(start + chunk, n))).values():
+            requests += arm
+    for arm in runner.plan_paired(intervention, np.arange(1)).values():
+        requests += arm
+    return requests
+
+
+def answer_as_planned(requests, fallback):
+    """A fake's answer function that answers each planned request with its assumed answer."""
+    answers = {key(r.n, r.seed, r.temperature, r.messages): r.answer for r in requests}
+    return lambda body: answers.get(sent(body), fallback)
+
+
+def tokens_sent(bodies, agents):
+    """Prompt tokens of the requests really sent, counted as the estimate counts them: each message's
+    content without the `[speaker] ` prefix, at 4 characters per token."""
+    total = 0
+    for body in bodies:
+        for message in body["messages"]:
+            content = message["content"]
+            for agent in agents:
+                if message["role"] == "user" and content.startswith(f"[{agent}] "):
+                    content = content[len(agent) + 3:]
+                    break
+            total += services._tokens(content)
+    return total
+
+
+def kinds_sent(bodies):
+    def kind(body):
+        if body["messages"][0]["content"].startswith("You are a strict verifier"):
+            return "verdict"
+        if body["messages"][-1]["content"].startswith("Read the above conversation"):
+            return "speaker"
+        return "turn"
+    return Counter(kind(b) for b in bodies)
+
+
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=2)
+def test_with_an_llm_orchestrator_the_estimate_counts_its_speaker_picks_as_sent(project, fake):
+    core = magentic_one()
+    trace = do_ingest(project, core).trace
+    intervention = {"kind": "mask", "events": ["h3"]}
+    estimate = services.estimate_cost(trace, intervention, 4, "openai")
+    assert (estimate["speaker_order"], estimate["scoring"]) == ("orchestrator", "exact_match")
+    # 2 chunks of 2 samples and the branch re-run of sample 0: per arm and chunk, the fork turn
+    # h4 is one request (n = 2), then each sample asks the orchestrator before each of the other 5
+    # re-generated slots (h6 is replayed) and re-generates it.
+    arms = estimate["arms"]
+    assert arms["control"] == arms["intervention"] | {"prompt_tokens": arms["control"]["prompt_tokens"]}
+    assert arms["intervention"]["turns"] == 6
+    assert arms["intervention"]["speaker_requests"] == 2 * 2 * 5 and arms["intervention"]["turn_requests"] == 2 * (
+        1 + 2 * 5)
+    assert estimate["branch"]["intervention"]["speaker_requests"] == 5
+    runner = OpenAIRollout.from_trace(to_core_trace(trace))
+    plan = planned_requests(runner, Intervention.from_dict(intervention), 4, 2)
+    fake.answer = answer_as_planned(plan, "UNPLANNED")
+    job = run_all(services.request_counterfactual(trace, intervention, 4, backend="openai"))
+    assert job.status == "done", job.error
+    # Answered as the plan assumed, the job sends exactly the planned requests, no more, no fewer.
+    assert Counter(sent(b) for b in fake.requests) == Counter(key(r.n, r.seed, r.temperature, r.messages)
+                                                               for r in plan)
+    agents = [a.name for a in core.agents]
+    assert estimate["requests"] == len(fake.requests)
+    assert kinds_sent(fake.requests) == {"turn": sum(estimate[p][a]["turn_requests"] for p in ("arms", "branch")
+                                                     for a in ("control", "intervention")),
+                                         "speaker": 2 * (20 + 5)}
+    assert estimate["prompt_tokens"] == tokens_sent(fake.requests, agents)
+    completions = sum(b["n"] * services._tokens(fake.answer(b)) for b in fake.requests)
+    assert estimate["completion_tokens"] == completions
+
+
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=2)
+def test_other_speaker_picks_change_the_tokens_but_not_the_number_of_requests(project, fake):
+    trace = do_ingest(project, magentic_one()).trace
+    intervention = {"kind": "mask", "events": ["h3"]}
+    estimate = services.estimate_cost(trace, intervention, 4, "openai")
+    fake.answer = picks({0: "WebSurfer", 1: "Orchestrator", 2: "nobody", 3: "WebSurfer"})
+    job = run_all(services.request_counterfactual(trace, intervention, 4, backend="openai"))
+    assert job.status == "done", job.error
+    assert estimate["requests"] == len(fake.requests)
+    assert kinds_sent(fake.requests)["speaker"] == sum(estimate[p][a]["speaker_requests"] for p in ("arms", "branch")
+                                                       for a in ("control", "intervention"))
+
+
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
+@pytest.mark.parametrize("backend, ground_truth", [("openai", False), ("openai-verifier", True)])
+def test_under_the_verifier_the_estimate_counts_two_verdicts_per_sample_as_sent(project, fake, backend,
+                                                                                 ground_truth):
+    core = make_trace()
+    if not ground_truth:
+        core.attributes.pop("ground_truth")
+    trace = do_ingest(project, core).trace
+    intervention = {"kind": "remove", "events": ["h2"]}
+    estimate = services.estimate_cost(trace, intervention, 6, backend)
+    assert (estimate["speaker_order"], estimate["scoring"]) == ("original", "verifier")
+    # 6 samples in chunks of 4 and 2: one verdict per sample and arm, 2 more for the branch re-run.
+    assert [estimate["arms"][a]["verdict_requests"] for a in ("control", "intervention")] == [6, 6]
+    assert [estimate["branch"][a]["verdict_requests"] for a in ("control", "intervention")] == [1, 1]
+    assert [estimate["arms"][a]["turn_requests"] for a in ("control", "intervention")] == [2, 2]  # one per chunk
+    runner = services.get_backend_class(backend).from_trace(to_core_trace(trace))
+    plan = planned_requests(runner, Intervention.from_dict(intervention), 6, 4)
+    planned_answers = answer_as_planned(plan, "UNPLANNED")
+    fake.answer = lambda body: planned_answers(body)
+    job = run_all(services.request_counterfactual(trace, intervention, 6, backend=backend))
+    assert job.status == "done", job.error
+    assert Counter(sent(b) for b in fake.requests) == Counter(key(r.n, r.seed, r.temperature, r.messages)
+                                                               for r in plan)
+    assert kinds_sent(fake.requests) == {"turn": 2 * 2 + 2, "verdict": 2 * 6 + 2}
+    assert estimate["requests"] == len(fake.requests)
+    assert estimate["prompt_tokens"] == tokens_sent(fake.requests, [a.name for a in core.agents])
+    assert estimate["completion_tokens"] == sum(b["n"] * services._tokens(fake.answer(b)) for b in fake.requests)
+    # With the fake's own answers (a verdict per final answer), the same requests are sent.
+    fake.requests.clear()
+    fake.answer = verdicts(lambda final: '{"correct": true}' if "42" in final else '{"correct": false}')
+    job = run_all(services.request_counterfactual(trace, intervention, 6, backend=backend, seed=50))
+    assert job.status == "done", job.error
+    assert estimate["requests"] == len(fake.requests)
+
+
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=3)
+@pytest.mark.parametrize("method, players, budget", [("loo", "messages", 5 * 4), ("shapley", "agents", 6 * 3),
+                                                     ("kernelshap", "messages", 4 * 4)])
+def test_the_attribution_estimate_counts_what_its_chunks_send(api_client, project, fake, method, players, budget):
+    core = make_trace()
+    core.attributes.pop("ground_truth")  # scored by the verifier: verdicts are counted too
+    trace = do_ingest(project, core).trace
+    body = {"method": method, "budget": budget, "backend": "openai", "players": players, "seed": 3}
+    response = api_client.post(f"/api/traces/{trace.pk}/attributions/estimate/", body,
+                               content_type="application/json")
+    assert response.status_code == 200, response.json()
+    estimate = response.json()
+    assert (estimate["kind"], estimate["llm"], estimate["confirmation_required"]) == ("attribution", True, True)
+    assert estimate["n"] == 4 if method != "shapley" else estimate["n"] == 3
+    fake.answer = verdicts(lambda final: '{"correct": true}' if "42" in final else '{"correct": false}')
+    run = api_client.post(f"/api/traces/{trace.pk}/attributions/run/", {**body, "confirmed": True},
+                          content_type="application/json")
+    assert run.status_code == 202, run.json()
+    job = run_all(services.CounterfactualJob.objects.get(pk=run.json()["id"]))
+    assert job.status == "done", job.error
+    assert estimate["requests"] == len(fake.requests) > 0
+    assert kinds_sent(fake.requests) == {k: estimate[f"{k}_requests"] for k in ("turn", "verdict")
+                                         if estimate[f"{k}_requests"]}
+
+
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
+def test_attribution_estimates_refuse_bad_requests_and_cost_nothing_on_swarmsim(api_client, project, sim_trace,
+                                                                                monkeypatch):
+    trace = do_ingest(project, make_trace()).trace
+    monkeypatch.delenv("SWARMSCOPE_OPENAI_BASE_URL", raising=False)
+    response = api_client.post(f"/api/traces/{trace.pk}/attributions/estimate/",  # no endpoint configured
+                               {"method": "loo", "budget": 100, "backend": "openai"}, content_type="application/json")
+    assert response.status_code == 400 and response.json()["field"] == "backend"
+    assert "SWARMSCOPE_OPENAI_BASE_URL" in response.json()["error"]
+    url = f"/api/traces/{sim_trace.pk}/attributions/estimate/"
+    for body, field in (({"method": "banzhaf", "budget": 100}, "method"),
+                        ({"method": "loo", "budget": 1}, "budget"),
+                        ({"method": "loo", "budget": 100, "players": "events"}, "players"),
+                        ({"method": "loo", "budget": 100, "backend": "gpt"}, "backend"),
+                        ({"method": "loo", "budget": 100, "price": 1}, "price"),
+                        ({"budget": 100}, "method")):
+        response = api_client.post(url, body, content_type="application/json")
+        assert response.status_code == 400 and response.json()["field"] == field, (body, response.json())
+    sim = api_client.post(f"/api/traces/{sim_trace.pk}/attributions/estimate/", {"method": "loo", "budget": 13 * 4},
+                          content_type="application/json").json()
+    assert (sim["llm"], sim["confirmation_required"], sim["total_tokens"], sim["requests"]) == (False, False, 0, 0)
+    assert (sim["n"], sim["rollouts"], sim["players"]) == (4, 13 * 4, 12)

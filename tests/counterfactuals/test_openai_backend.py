@@ -1,0 +1,143 @@
+"""The `openai` backend through the job services, and `manage.py eval_attribution`, against
+FakeOpenAIServer (a scripted local fake endpoint)."""
+
+import io
+import re
+import shutil
+
+import pytest
+from django.core.management import call_command
+from django.test import override_settings
+
+from tests.fake_openai import FakeOpenAIServer
+from tests.trainer.rollout.test_openai import (
+    answer,
+    magentic_one,
+    make_trace,
+    picks,
+    verdicts,
+)
+from webapp.counterfactuals import services, tasks
+from webapp.counterfactuals.models import Attribution
+from webapp.traces.services import do_ingest
+
+BACKENDS = {"sim": "trainer.rollout.sim.SimRollout", "openai": "trainer.rollout.openai.OpenAIRollout",
+            "openai-verifier": "trainer.rollout.openai.OpenAIVerifierRollout"}
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    with FakeOpenAIServer(answer) as server:
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_MODEL", "fake-model")
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_TIMEOUT_S", "0.5")
+        yield server
+
+
+def run_all(job):
+    for start, stop in services._missing_chunks(job):
+        tasks.run_counterfactual_chunk(job.pk, start, stop)
+    job.refresh_from_db()
+    return job
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
+def test_a_job_on_the_openai_backend_completes_and_records_the_model(project, fake):
+    trace = do_ingest(project, make_trace()).trace
+    job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 8, backend="openai"))
+    assert job.status == "done" and job.done_count == 8
+    attribution = Attribution.objects.get(job=job)
+    assert attribution.estimate == -1.0
+    assert attribution.environment["model"] == "fake-model" and attribution.environment["speaker_order"] == "original"
+    assert {(b["seed"], b["n"]) for b in fake.requests if b["n"] > 1} == {(0, 4), (4, 4)}
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
+@pytest.mark.parametrize("failure, reason", [("status", "HTTP 502"), ("raw", "malformed JSON"),
+                                             ("delay", "timed out")])
+def test_endpoint_errors_fail_the_job_with_the_reason_and_store_nothing(project, fake, failure, reason):
+    setattr(fake, failure, {"status": 502, "raw": b"<html>", "delay": 1.5}[failure])
+    trace = do_ingest(project, make_trace()).trace
+    job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 4, backend="openai"))
+    assert job.status == "failed" and "OpenAIError" in job.error and reason in job.error
+    assert not job.samples.exists() and not Attribution.objects.filter(job=job).exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=2)
+def test_a_job_on_a_trace_with_an_llm_orchestrator_records_its_speaker_order_and_fallbacks(project, fake):
+    fake.answer = picks({0: "Let me think.", 1: "WebSurfer", 2: "Orchestrator", 3: "FileSurfer"})
+    trace = do_ingest(project, magentic_one()).trace
+    job = run_all(services.request_counterfactual(trace, {"kind": "mask", "events": ["h3"]}, 4, backend="openai"))
+    assert job.status == "done" and job.done_count == 4
+    environment = Attribution.objects.get(job=job).environment
+    assert environment["speaker_order"] == "orchestrator" and environment["orchestrator"] == "Orchestrator"
+    assert environment["speakers"] == ["Orchestrator", "WebSurfer"]
+    branch = job.samples.get(index=0).branch_trace  # seed 0: "Let me think." names no speaker
+    assert branch.attributes["speaker_order"] == "orchestrator"
+    assert branch.attributes["speaker_choices"] == branch.attributes["speaker_fallbacks"] == 5
+    questions = [b for b in fake.requests if b["messages"][-1]["content"].startswith("Read the above conversation")]
+    assert {b["seed"] for b in questions} == {0, 1, 2, 3}
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
+def test_a_job_on_a_trace_without_ground_truth_is_scored_by_the_verifier(project, fake):
+    fake.answer = verdicts(lambda final: '{"correct": true}' if "42" in final else '{"correct": false}')
+    core = make_trace()
+    core.attributes.pop("ground_truth")
+    job = run_all(services.request_counterfactual(do_ingest(project, core).trace, {"kind": "remove", "events": ["h2"]},
+                                                  4, backend="openai"))
+    assert job.status == "done" and job.done_count == 4
+    attribution = Attribution.objects.get(job=job)
+    assert attribution.estimate == -1.0 and attribution.environment["scoring"] == "verifier"
+    # one verdict per sample and arm (8), and 2 more for sample 0's branch trace, which the job re-runs
+    assert sum(b["messages"][0]["content"].startswith("You are a strict verifier") for b in fake.requests) == 8 + 2
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
+def test_a_malformed_verdict_fails_the_job_with_the_reason_and_stores_nothing(project, fake):
+    fake.answer = verdicts(lambda final: "Looks right to me.")
+    trace = do_ingest(project, make_trace()).trace  # has a ground truth: the openai-verifier backend is the option
+    job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 4,
+                                                  backend="openai-verifier"))
+    assert job.status == "failed" and job.error.startswith("VerdictError: ")
+    assert "malformed" in job.error and "Looks right to me." in job.error
+    assert not job.samples.exists() and not Attribution.objects.filter(job=job).exists()
+
+
+def test_eval_attribution_prints_predictions_and_exact_equality_accuracy(tmp_path, fixtures):
+    for name in ("whowhen_hand_crafted.json", "whowhen_algorithm.json", "native_small.json"):
+        shutil.copy(fixtures / name, tmp_path / name)
+
+    def judge_answer(body):  # right for the hand-crafted log (websurfer, 3), a substring of the other's step
+        return "Agent Name: WebSurfer\nStep Number: 3"
+
+    with FakeOpenAIServer(judge_answer) as server:
+        out = io.StringIO()
+        call_command("eval_attribution", str(tmp_path), "--base-url", server.base_url, "--model", "judge",
+                     stdout=out)
+    text = out.getvalue()
+    assert len(server.requests) == 2 and all(b["temperature"] == 0.0 for b in server.requests)
+    assert re.search(r"whowhen_hand_crafted.json: predicted agent=WebSurfer step=3 .* step ok, agent ok", text)
+    assert re.search(r"whowhen_algorithm.json: predicted agent=WebSurfer step=3 .*step wrong, agent wrong", text)
+    assert "2 logs, exact equality: step accuracy 50.00 %, agent accuracy 50.00 %" in text
+
+
+def test_eval_attribution_limit_and_method(tmp_path, fixtures):
+    shutil.copy(fixtures / "whowhen_hand_crafted.json", tmp_path / "a.json")
+    shutil.copy(fixtures / "whowhen_algorithm.json", tmp_path / "b.json")
+    with FakeOpenAIServer(lambda body: "No") as server:
+        out = io.StringIO()
+        call_command("eval_attribution", str(tmp_path), "--method", "step_by_step", "--limit", "1",
+                     "--base-url", server.base_url, "--model", "judge", stdout=out)
+    assert "a.json: predicted agent=None step=None" in out.getvalue()
+    assert "1 logs, exact equality: step accuracy 0.00 %" in out.getvalue()

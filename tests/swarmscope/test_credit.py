@@ -1,0 +1,261 @@
+"""Credit estimators (swarmscope/credit.py) on hand-computed tiny games."""
+
+from math import sqrt
+
+import numpy as np
+import pytest
+
+from swarmscope.credit import (
+    Attribution,
+    coalition_game,
+    design_size,
+    effect_until,
+    kernel_shap,
+    leave_one_out,
+    paired_effect,
+    rank,
+    ranked_first,
+    shapley_2additive,
+    shapley_kernel_matrix,
+    shapley_permutation,
+    t_quantile_975,
+    unpaired_effect,
+)
+from swarmscope.interventions import Intervention
+
+REMOVE_M = Intervention("remove", ("m",))
+
+
+def table_rollout(control, treated):
+    """A rollout whose reward at seed s is control[s] (factual) or treated[s] (any intervention)."""
+    control, treated = np.asarray(control, float), np.asarray(treated, float)
+    return lambda intervention, seeds: (control if intervention is None else treated)[np.asarray(seeds)]
+
+
+def uniform(seed):
+    return np.random.default_rng([7, int(seed)]).random()
+
+
+def noisy_rollout(p_control, p_treated):
+    """Bernoulli rewards with one uniform per seed shared by every intervention (CRN)."""
+    return lambda intervention, seeds: np.array(
+        [float(uniform(s) < (p_control if intervention is None else p_treated)) for s in seeds])
+
+
+def glove(kept, seeds):
+    """The glove game: player 0 holds a left glove, players 1 and 2 right ones; v(S) = 1 when S
+    has a pair. Shapley (2/3, 1/6, 1/6); leave-one-out (1, 0, 0)."""
+    kept = np.asarray(kept, bool)
+    return (kept[:, 0] & (kept[:, 1] | kept[:, 2])).astype(float)
+
+
+def with_null(kept, seeds):
+    """The glove game plus a null player 3."""
+    return glove(np.asarray(kept)[:, :3], seeds)
+
+
+GLOVE_SHAPLEY = np.array([2 / 3, 1 / 6, 1 / 6])
+
+
+@pytest.mark.parametrize("df, table", [(1, 12.706), (2, 4.303), (4, 2.776), (10, 2.228), (30, 2.042)])
+def test_t_quantile_matches_the_table(df, table):
+    assert t_quantile_975(df) == pytest.approx(table, abs=1e-3)
+
+
+def test_t_quantile_needs_a_degree_of_freedom():
+    with pytest.raises(ValueError):
+        t_quantile_975(0)
+
+
+def test_paired_effect_by_hand():
+    result = paired_effect(table_rollout([1, 1, 0, 1], [0, 1, 0, 0]), REMOVE_M, 4)
+    # differences (1, 0, 0, 1): mean 1/2, sd sqrt(1/3), t(3) interval
+    half = t_quantile_975(3) * sqrt(1 / 3) / 2
+    assert (result.estimate, result.ci_low, result.ci_high) == pytest.approx((0.5, 0.5 - half, 0.5 + half))
+    assert result.samples.tolist() == [1, 0, 0, 1]
+    assert (result.n_rollouts, result.method, result.target) == (8, "paired_loo", "remove(event:m)")
+
+
+def test_paired_effect_of_a_deterministic_rollout_has_a_point_interval():
+    result = paired_effect(table_rollout([1.0] * 5, [0.25] * 5), REMOVE_M, 5)
+    assert (result.estimate, result.ci_low, result.ci_high) == (0.75, 0.75, 0.75)
+
+
+def test_unpaired_effect_uses_other_seeds_and_welch():
+    rollout = table_rollout([1, 0, 1, 1, 9, 9, 9, 9], [9, 9, 9, 9, 0, 0, 1, 0])
+    result = unpaired_effect(rollout, REMOVE_M, 4)
+    assert result.samples.tolist() == [[1, 0, 1, 1], [0, 0, 1, 0]]
+    # equal variances 1/4 per arm: se = sqrt(1/16 + 1/16), Welch df = 2 (n - 1) = 6
+    half = t_quantile_975(6) * sqrt(1 / 8)
+    assert (result.estimate, result.ci_low, result.ci_high) == pytest.approx((0.5, 0.5 - half, 0.5 + half))
+    assert result.n_rollouts == 8
+
+
+def test_common_random_numbers_narrow_the_interval():
+    rollout = noisy_rollout(0.7, 0.4)
+    paired, unpaired = paired_effect(rollout, REMOVE_M, 400), unpaired_effect(rollout, REMOVE_M, 400)
+    assert paired.ci_low <= 0.3 <= paired.ci_high and unpaired.ci_low <= 0.3 <= unpaired.ci_high
+    assert set(paired.samples.tolist()) == {0.0, 1.0}  # CRN: u in [0.4, 0.7) or not
+    assert paired.width < 0.8 * unpaired.width
+
+
+def test_effect_until_stops_at_epsilon_or_at_the_cap():
+    rollout = noisy_rollout(0.7, 0.4)
+    narrow = effect_until(rollout, REMOVE_M, epsilon=0.2, cap=1000, batch=16)
+    assert narrow.width < 0.2 and narrow.n_rollouts % 32 == 0
+    assert paired_effect(rollout, REMOVE_M, narrow.n_rollouts // 2 - 16).width >= 0.2
+    capped = effect_until(rollout, REMOVE_M, epsilon=0.01, cap=40, batch=16)
+    assert capped.n_rollouts == 80 and capped.width >= 0.01
+    assert effect_until(rollout, REMOVE_M, 0.2, 1000, 16, paired=False).method == "unpaired_loo"
+    with pytest.raises(ValueError):
+        effect_until(rollout, REMOVE_M, 0.1, cap=8, batch=16)
+
+
+def test_coalition_game_removes_the_union_of_absent_players():
+    calls = []
+
+    def rollout(intervention, seeds):
+        calls.append((intervention, list(seeds)))
+        return np.full(len(seeds), 0.0 if intervention is None else float(len(intervention.events)))
+
+    game = coalition_game(rollout, [Intervention("remove", ("a",)), Intervention("remove", ("b",))])
+    rewards = game(np.array([[1, 1], [0, 1], [0, 0], [1, 1]], bool), np.array([5, 6, 7, 8]))
+    assert rewards.tolist() == [0, 1, 2, 0]
+    assert sorted(calls, key=lambda c: c[1]) == [
+        (None, [5, 8]), (Intervention("remove", ("a",)), [6]), (Intervention("remove", ("a", "b")), [7])]
+
+
+def test_leave_one_out_of_the_glove_game():
+    results = leave_one_out(glove, 3, 4, targets=["left", "right 1", "right 2"])
+    assert [r.estimate for r in results] == [1, 0, 0]  # redundant right gloves: no single one matters
+    assert [r.target for r in results] == ["left", "right 1", "right 2"]
+    assert all(r.n_rollouts == 8 and r.samples.shape == (4,) for r in results)
+
+
+@pytest.mark.parametrize("estimator", [shapley_permutation, kernel_shap])
+def test_shapley_of_the_glove_game(estimator):
+    results = estimator(glove, 3, 3000, sampling_seed=1)
+    estimates = np.array([r.estimate for r in results])
+    assert estimates == pytest.approx(GLOVE_SHAPLEY, abs=0.03)
+    assert all(r.ci_low <= phi <= r.ci_high for r, phi in zip(results, GLOVE_SHAPLEY))
+    assert estimates.sum() == pytest.approx(1.0)  # efficiency: v(N) - v(empty)
+    assert estimates[1] == pytest.approx(estimates[2], abs=0.04)  # symmetry
+
+
+def test_two_player_antithetic_permutations_and_paired_kernel_shap_are_exact():
+    def game(kept, seeds):  # v(empty) 0, v({0}) 0.1, v({1}) 0.3, v(N) 1: Shapley (0.4, 0.6)
+        kept = np.asarray(kept, bool)
+        return 0.1 * kept[:, 0] + 0.3 * kept[:, 1] + 0.6 * (kept[:, 0] & kept[:, 1])
+
+    for estimator in (shapley_permutation, kernel_shap):
+        results = estimator(game, 2, 2)
+        assert [r.estimate for r in results] == pytest.approx([0.4, 0.6])
+        assert all(r.width == pytest.approx(0.0) for r in results)
+
+
+@pytest.mark.parametrize("estimator, per_pair", [(shapley_permutation, 8), (kernel_shap, 4)])
+def test_efficiency_per_sample_and_the_null_player(estimator, per_pair):
+    results = estimator(with_null, 4, 50, sampling_seed=3, targets=list("abcd"))
+    samples = np.stack([r.samples for r in results], axis=1)  # (pairs, players)
+    assert samples.sum(axis=1) == pytest.approx(np.ones(50))
+    assert abs(results[3].estimate) <= results[3].ci_high - results[3].ci_low + 1e-12
+    assert results[0].n_rollouts == per_pair * 50 and [r.target for r in results] == list("abcd")
+
+
+def test_permutation_sampling_gives_a_null_player_exactly_zero():
+    results = shapley_permutation(with_null, 4, 20)
+    assert results[3].samples.tolist() == [0.0] * 20
+
+
+def test_shapley_of_a_noisy_game_with_crn():
+    def noisy(kept, seeds):  # E[R | S] = 0.2 + 0.5 [0 in S] + 0.2 [1 in S]; player 2 null
+        kept = np.asarray(kept, bool)
+        u = np.array([uniform(s) for s in seeds])
+        return (u < 0.2 + 0.5 * kept[:, 0] + 0.2 * kept[:, 1]).astype(float)
+
+    for estimator in (shapley_permutation, kernel_shap):
+        results = estimator(noisy, 3, 1500, sampling_seed=2)
+        for r, phi in zip(results, (0.5, 0.2, 0.0)):
+            assert r.ci_low - 0.01 <= phi <= r.ci_high + 0.01
+
+
+def pairwise_game(kept, seeds):
+    """A 2-additive game: 0.1 + 0.3 [0] + 0.2 [1 and 2] (synergy) + 0.2 [3 or 4] (redundancy).
+    Shapley by hand: 0.3, the synergy halved (0.1, 0.1), the redundancy halved (0.1, 0.1)."""
+    x = np.asarray(kept, bool)
+    return 0.1 + 0.3 * x[:, 0] + 0.2 * (x[:, 1] & x[:, 2]) + 0.2 * (x[:, 3] | x[:, 4])
+
+
+def test_2additive_is_exact_per_sample_on_a_pairwise_game():
+    results = shapley_2additive(pairwise_game, 5, 6, sampling_seed=4, targets=list("abcde"))
+    assert design_size(5) == 8
+    for r, phi in zip(results, (0.3, 0.1, 0.1, 0.1, 0.1)):
+        assert r.samples == pytest.approx(np.full(6, phi))  # other players' effects cancel exactly
+        assert r.width == pytest.approx(0.0, abs=1e-12)
+    assert results[0].n_rollouts == 2 * 8 * 6 and results[0].method == "shapley_2additive"
+
+
+def test_2additive_plays_each_complement_pair_at_its_own_seed():
+    calls = []
+
+    def game(kept, seeds):
+        calls.append((np.asarray(kept).copy(), np.asarray(seeds).copy()))
+        return pairwise_game(kept, seeds)
+
+    shapley_2additive(game, 5, 3, first_seed=100)
+    kept, seeds = calls[0]
+    assert sorted(set(seeds.tolist())) == list(range(100, 100 + 3 * 8))
+    for seed in set(seeds.tolist()):  # each seed: one coalition and its complement
+        a, b = kept[seeds == seed]
+        assert (a == ~b).all()
+
+
+def test_2additive_gives_the_banzhaf_value_of_a_higher_order_game():
+    # glove has a 3rd-order term: Banzhaf (3/4, 1/4, 1/4) by hand, not Shapley (2/3, 1/6, 1/6)
+    results = shapley_2additive(glove, 3, 4000, sampling_seed=5)
+    assert [r.estimate for r in results] == pytest.approx([0.75, 0.25, 0.25], abs=0.03)
+    assert all(r.ci_low <= b <= r.ci_high for r, b in zip(results, (0.75, 0.25, 0.25)))
+
+
+def test_2additive_on_a_noisy_game_with_crn():
+    def noisy(kept, seeds):  # E[R | S] = 0.2 + 0.5 [0] + 0.2 [1]; player 2 null
+        kept = np.asarray(kept, bool)
+        u = np.array([uniform(s) for s in seeds])
+        return (u < 0.2 + 0.5 * kept[:, 0] + 0.2 * kept[:, 1]).astype(float)
+
+    results = shapley_2additive(noisy, 3, 400, sampling_seed=2)
+    for r, phi in zip(results, (0.5, 0.2, 0.0)):
+        assert r.ci_low - 0.01 <= phi <= r.ci_high + 0.01
+
+
+def test_kernel_matrix():
+    assert shapley_kernel_matrix(2) == pytest.approx(np.eye(2) / 2)
+    a = shapley_kernel_matrix(5)
+    assert np.diag(a) == pytest.approx([0.5] * 5) and a == pytest.approx(a.T)
+    with pytest.raises(ValueError):
+        shapley_kernel_matrix(1)
+
+
+def test_estimators_check_their_arguments():
+    with pytest.raises(ValueError, match="2 targets for 3 players"):
+        leave_one_out(glove, 3, 4, targets=["a", "b"])
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        paired_effect(table_rollout([1], [0]), REMOVE_M, 1)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        shapley_2additive(glove, 3, 1)
+
+
+def attribution(target, estimate, low):
+    return Attribution(target, "paired_loo", estimate, low, estimate + 0.1, 8, np.zeros(4))
+
+
+def test_ranking():
+    a, b, c = attribution("a", 0.2, 0.1), attribution("b", 0.3, 0.0), attribution("c", 0.3, 0.2)
+    assert [x.target for x in rank([a, b, c])] == ["c", "b", "a"]
+    assert ranked_first([a, c], "c") and not ranked_first([b, c], "c") and not ranked_first([a, c], "a")
+
+
+def test_attribution_to_dict():
+    d = attribution("a", 0.2, 0.1).to_dict()
+    assert d == {"target": "a", "method": "paired_loo", "estimate": 0.2, "ci_low": 0.1,
+                 "ci_high": pytest.approx(0.3), "n_rollouts": 8, "samples": [0.0] * 4}

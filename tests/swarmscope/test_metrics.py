@@ -1,0 +1,313 @@
+"""Metrics and the graphs behind them (swarmscope/metrics.py, swarmscope/graph.py), on tiny
+traces whose every figure is computed by hand in the comments."""
+
+import dataclasses
+import json
+import math
+
+import networkx as nx
+import pytest
+
+from swarmscope.graph import (
+    TraceGraph,
+    causal_dag,
+    final_answer,
+    orchestrators,
+    spawn_tree,
+    time_order,
+)
+from swarmscope.metrics import (
+    agents_alive,
+    compute_metrics,
+    critical_path,
+    critical_steps,
+    error_amplification,
+    fan_out,
+    message_redundancy,
+    parallelism_efficiency,
+    protocol_overhead,
+    pseudo_parallel_agents,
+    serial_collapse,
+    spawn_depth,
+    useful_agent_utilisation,
+)
+from swarmscope.model import Agent, Edge, Event, Label, Trace, trace_from_dict
+
+
+def event(id, t, type, agent, t_end=None, **fields):
+    return Event(id=id, t=t, t_end=t_end, type=type, agent=agent, **fields)
+
+
+@pytest.fixture
+def swarm():
+    """Orchestrator O with sub-agents A and B (C spawned, never acts); 3 orchestrator events.
+
+    time  O                      A                        B
+    0-1   o1 delegate->A (10)
+    1-3                          a1 tool_call (5)         b1 msg->A "Hello  A" (4), 1-2
+    2-3                                                   b2 msg->A "hello a" (4)
+    3-4                          a2 tool_result FAILED (20)
+    4-5   o2 decision (8)
+    5-7                          a3 return->O (6)         b3 tool_call (3), 5-6
+    6-7                                                   b4 msg->O "done" (4)
+    8-9   o3 aggregate (12)
+
+    Explicit edges: o1->a1 message, a1->a2 tool_dependency, b1->a2 message, a3->o3 return,
+    a3->o2 causal (backward in time: dropped). Lanes: o1-o2-o3, a1-a2-a3, b1-b2-b3-b4.
+    """
+    events = [
+        event("o1", 0, "delegate", "O", 1, from_="O", to="A", content="do x", tokens=10),
+        event("a1", 1, "tool_call", "A", 3, tool="search", tokens=5),
+        event("b1", 1, "message", "B", 2, from_="B", to="A", content="Hello  A", tokens=4),
+        event("b2", 2, "message", "B", 3, from_="B", to="A", content="hello a\n", tokens=4),
+        event("a2", 3, "tool_result", "A", 4, tool="search", tokens=20, attributes={"status": "Error"}),
+        event("o2", 4, "orchestrator_decision", "O", 5, tokens=8),
+        event("a3", 5, "return", "A", 7, from_="A", to="O", tokens=6),
+        event("b3", 5, "tool_call", "B", 6, tool="search", tokens=3),
+        event("b4", 6, "message", "B", 7, from_="B", to="O", content="done", tokens=4),
+        event("o3", 8, "aggregate", "O", 9, tokens=12),
+    ]
+    edges = [Edge("o1", "a1", "message"), Edge("a1", "a2", "tool_dependency"),
+             Edge("b1", "a2", "message"), Edge("a3", "o3", "return"), Edge("a3", "o2", "causal")]
+    agents = [Agent("O"), Agent("A", parent="O"), Agent("B", parent="O"),
+              Agent("C", parent="O", spawned_at=2.0, despawned_at=3.0)]
+    labels = [Label("mistake_step", 6, event_id="a3"), Label("corrupted", True, event_id="b3"),
+              Label("corrupted", False, event_id="o3"), Label("comment", "looks fine", event_id="o2"),
+              Label("mistake_agent", "B", agent="B")]
+    return Trace(source_format="native", source_id="swarm", agents=agents, events=events,
+                 edges=edges, labels=labels)
+
+
+def without_durations(trace):
+    return dataclasses.replace(trace, events=[dataclasses.replace(e, t_end=None) for e in trace.events])
+
+
+# --- graphs -----------------------------------------------------------------------------------
+
+def test_causal_dag_keeps_forward_edges_and_lanes_and_drops_backward_ones(swarm):
+    dag, dropped = causal_dag(swarm)
+    assert dropped == 1 and not dag.has_edge("a3", "o2")
+    assert nx.is_directed_acyclic_graph(dag)
+    assert dag.edges["o1", "o2"]["type"] == "lane" and dag.edges["b1", "a2"]["type"] == "message"
+    assert dag.edges["a1", "a2"]["type"] == "tool_dependency"  # an explicit edge names a lane arc
+    assert dag.number_of_edges() == 7 + 3  # lanes + forward explicit edges not on a lane
+    assert [e.id for e in time_order(swarm)] == ["o1", "a1", "b1", "b2", "a2", "o2", "a3", "b3", "b4", "o3"]
+
+
+def test_equal_times_keep_list_order_so_the_dag_stays_acyclic():
+    trace = Trace("native", "tie", events=[event("x", 1, "message", "X"), event("y", 1, "message", "Y")],
+                  edges=[Edge("x", "y", "message"), Edge("y", "x", "message")])
+    dag, dropped = causal_dag(trace)
+    assert list(dag.edges) == [("x", "y")] and dropped == 1
+
+
+def test_orchestrator_rule():
+    trace = Trace("native", "roles", agents=[Agent("lead"), Agent("worker", parent="lead"),
+                                             Agent("grandchild")], events=[
+        event("1", 0, "message", "lead", to="worker"),           # lead spawns by Agent.parent
+        event("2", 1, "spawn", "worker", to="grandchild"),       # a spawning sub-agent is no root
+        event("3", 2, "tool_result", "browser.search"),          # a tool modelled as an agent
+        event("4", 3, "orchestrator_decision", "planner"),       # a deciding root
+    ])
+    tree = spawn_tree(trace)
+    assert set(tree.edges) == {("lead", "worker"), ("worker", "grandchild")}
+    assert orchestrators(trace) == {"lead", "planner"}
+
+
+def test_final_answer_rule():
+    order = [event("1", 0, "aggregate", "O"), event("2", 1, "return", "A", to="O"),
+             event("3", 2, "aggregate", "A"), event("4", 3, "message", "A", to="O")]
+    assert final_answer(order, ["O"]) == (order[1], False)   # last return to a root
+    assert final_answer(order[2:], ["O"]) == (order[3], True)  # sub-agent aggregate: fallback
+    assert final_answer([], ["O"]) == (None, True)
+
+
+# --- metrics on the swarm ---------------------------------------------------------------------
+
+def test_critical_steps_by_hand(swarm):
+    # stage o1: 1 + max(A: a1 a2 = 2, B: b1 b2 = 2) = 3; stage o2: 1 + max(A: 1, B: b3 b4 = 2) = 3;
+    # stage o3: 1.  CS = 7 of 10 steps.
+    assert critical_steps(swarm) == 7
+
+
+def test_critical_steps_counts_sub_agent_events_before_the_first_orchestrator_event():
+    trace = Trace("native", "early", events=[
+        event("x1", 0, "message", "X"), event("x2", 1, "message", "X"), event("y1", 1, "message", "Y"),
+        event("o1", 2, "stop", "O"), event("x3", 3, "message", "X")])
+    assert critical_steps(trace) == 2 + (1 + 1)  # stage 0: max(2, 1); stage o1: 1 + 1
+
+
+def test_parallelism_efficiency_from_durations(swarm):
+    # T_serial = 1+2+1+1+1+1+2+1+1+1 = 12 s; longest path o1(1) a1(2) a2(1) a3(2) o3(1) = 7 s
+    assert critical_path(swarm) == (7.0, ["o1", "a1", "a2", "a3", "o3"])
+    assert parallelism_efficiency(swarm) == pytest.approx(12 / 7)
+
+
+def test_parallelism_efficiency_falls_back_to_counts_over_critical_steps(swarm):
+    trace = without_durations(swarm)
+    assert parallelism_efficiency(trace) == pytest.approx(10 / 7)
+    flags = compute_metrics(trace)["flags"]
+    assert flags["durations_missing"] and not flags["durations_partial"]
+
+
+def test_partial_durations_weigh_missing_ones_zero(swarm):
+    swarm.events[1].t_end = None  # a1: the path o1 a2 a3 o3 is now 1+1+2+1 = 5 s, serial 10 s
+    assert parallelism_efficiency(swarm) == pytest.approx(10 / 5)
+    assert compute_metrics(swarm)["flags"]["durations_partial"]
+
+
+def test_useful_agent_utilisation(swarm):
+    # upstream of o3: o2 o1 (lane), a3 (return), a2 a1 (lane), b1 (message to a2);
+    # sub-agent events: a1 a2 a3 b1 b2 b3 b4 -> 4 / 7
+    assert TraceGraph.of(swarm).useful_events == {"o1", "o2", "o3", "a1", "a2", "a3", "b1"}
+    assert useful_agent_utilisation(swarm) == pytest.approx(4 / 7)
+
+
+def test_protocol_overhead(swarm):
+    # protocol: delegate 10 + messages 4+4+4 + return 6 + aggregate 12 = 40 of 76 tokens
+    assert protocol_overhead(swarm) == pytest.approx(40 / 76)
+
+
+def test_protocol_overhead_estimates_missing_tokens():
+    trace = Trace("native", "est", events=[event("m", 0, "message", "A", content="abcdefghi"),
+                                           event("c", 1, "tool_call", "A", tokens=7)])
+    assert protocol_overhead(trace) == pytest.approx(3 / 10)  # ceil(9 chars / 4) = 3
+    assert compute_metrics(trace)["flags"]["tokens_estimated"]
+
+
+def test_message_redundancy(swarm):
+    # b2 "hello a" repeats b1 "Hello  A" to A after casefold + whitespace collapse; b4 is new
+    assert message_redundancy(swarm) == pytest.approx(1 / 3)
+
+
+def test_message_redundancy_is_per_receiver_and_uses_content_ref():
+    trace = Trace("native", "refs", events=[
+        event("1", 0, "message", "A", to="B", content="same"),
+        event("2", 1, "message", "A", to="C", content="same"),       # other receiver: new
+        event("3", 2, "message", "A", to="B", content_ref="h1"),
+        event("4", 3, "message", "A", to="B", content_ref="h1"),     # repeat by reference
+        event("5", 4, "message", "A", to="B"),                       # no content: never repeats
+        event("6", 5, "message", "A", to="B"),
+    ])
+    assert message_redundancy(trace) == pytest.approx(1 / 6)
+
+
+def test_error_amplification(swarm):
+    # corrupted: a2 (failed tool result), a3 (mistake_step), b3 (corrupted=True); o3's label is False.
+    # initial: a2 (descendants a3, o3 -> 1 corrupted), b3 (descendant b4 -> 0). Mean 0.5.
+    assert error_amplification(swarm) == pytest.approx(0.5)
+
+
+def test_error_amplification_counts_a_shared_descendant_for_each_origin():
+    trace = Trace("native", "merge", events=[
+        event("f1", 0, "tool_result", "A", attributes={"error": "timeout"}),
+        event("f2", 0, "tool_result", "B", attributes={"status": "error"}),
+        event("g", 1, "aggregate", "O"), event("h", 2, "stop", "O")],
+        edges=[Edge("f1", "g", "return"), Edge("f2", "g", "return")],
+        labels=[Label("mistake", True, event_id="g"), Label("mistake", True, event_id="h")])
+    assert error_amplification(trace) == pytest.approx(2.0)  # f1: g, h; f2: g, h
+
+
+def test_error_amplification_is_none_without_errors():
+    trace = Trace("native", "clean", events=[event("1", 0, "tool_result", "A", attributes={"status": "ok"})])
+    assert error_amplification(trace) is None
+
+
+def test_spawn_tree_shape(swarm):
+    assert fan_out(swarm) == (3, 3.0) and spawn_depth(swarm) == 1
+    deep = Trace("native", "deep", agents=[Agent("O"), Agent("A", parent="O"), Agent("B", parent="O"),
+                                           Agent("A1", parent="A")])
+    assert fan_out(deep) == (2, 1.5) and spawn_depth(deep) == 2
+
+
+def test_spawn_depth_survives_a_parent_cycle():
+    trace = Trace("native", "cycle", agents=[Agent("O"), Agent("X", parent="Y"), Agent("Y", parent="X")])
+    assert spawn_depth(trace) == 0 and fan_out(trace) == (1, 1.0)
+
+
+def test_agents_alive(swarm):
+    # O [0, 9) from its events; A [1, 7); B [1, 7); C [2, 3) from spawned_at / despawned_at
+    assert agents_alive(swarm) == [(0.0, 1), (1.0, 3), (2.0, 4), (3.0, 3), (7.0, 1), (9.0, 0)]
+
+
+def test_failure_modes(swarm):
+    assert pseudo_parallel_agents(swarm) == ["C"]  # B's b1 reaches the answer; C never acts
+    assert not serial_collapse(swarm)              # 7 < 0.9 x 10
+
+
+def test_serial_collapse_when_sub_agents_run_one_after_another():
+    events = [event("o1", 0, "delegate", "O", to="A")]
+    events += [event(f"a{i}", 1 + i, "tool_call", "A") for i in range(3)]
+    events += [event("o2", 4, "delegate", "O", to="B")]
+    events += [event(f"b{i}", 5 + i, "tool_call", "B") for i in range(3)]
+    events += [event("o3", 8, "stop", "O")]
+    trace = Trace("native", "serial", events=events)
+    assert critical_steps(trace) == 4 + 4 + 1 and serial_collapse(trace)  # 9 >= 0.9 x 9
+
+
+# --- edge cases -------------------------------------------------------------------------------
+
+def test_group_chat_without_orchestrator():
+    trace = Trace("native", "chat", events=[
+        event("x1", 0, "message", "X", to="Y", content="hi"),
+        event("y1", 1, "message", "Y", to="X", content="hello"),
+        event("x2", 2, "message", "X", to="Y", content="HI")])
+    metrics = compute_metrics(trace)
+    assert metrics["critical_steps"] is None and metrics["parallelism_efficiency"] is None
+    assert metrics["orchestrators"] == [] and metrics["flags"]["no_orchestrator"]
+    assert metrics["final_answer"] == "x2" and metrics["flags"]["final_answer_fallback"]
+    assert metrics["useful_agent_utilisation"] == pytest.approx(2 / 3)  # x1 x2 of all three
+    assert metrics["message_redundancy"] == pytest.approx(1 / 3)
+    assert metrics["failure_modes"] == {"pseudo_parallelism": False, "pseudo_parallel_agents": [],
+                                        "serial_collapse": False}
+
+
+def test_empty_trace():
+    metrics = compute_metrics(Trace("native", "empty"))
+    assert metrics["total_steps"] == 0 and metrics["final_answer"] is None
+    for name in ("critical_steps", "parallelism_efficiency", "useful_agent_utilisation",
+                 "protocol_overhead", "message_redundancy", "error_amplification"):
+        assert metrics[name] is None, name
+    assert (metrics["fan_out_max"], metrics["fan_out_mean"], metrics["spawn_depth"]) == (0, 0.0, 0)
+    assert metrics["agents_alive"] == []
+
+
+def test_lone_orchestrator_event():
+    metrics = compute_metrics(Trace("native", "one", events=[event("s", 0, "stop", "O")]))
+    assert metrics["critical_steps"] == 1 and metrics["parallelism_efficiency"] == 1.0
+    assert metrics["useful_agent_utilisation"] is None and metrics["sub_agents"] == 0
+
+
+# --- compute_metrics --------------------------------------------------------------------------
+
+def _plain(value):
+    """Whether `value` holds only JSON types, numbers as plain int/float (bool only where meant)."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or type(value) in (bool, int, str)
+
+
+def test_compute_metrics_is_plain_json(swarm):
+    metrics = compute_metrics(swarm)
+    assert _plain(metrics) and json.loads(json.dumps(metrics)) == metrics
+    assert metrics["critical_steps"] == 7 and metrics["total_steps"] == 10
+    assert metrics["orchestrators"] == ["O"] and metrics["final_answer"] == "o3"
+    assert metrics["flags"] == {"tokens_estimated": False, "durations_missing": False,
+                                "durations_partial": False, "no_orchestrator": False,
+                                "final_answer_fallback": False, "backward_edges": 1}
+    assert metrics["agents_alive"][0] == [0.0, 1]
+
+
+def test_survey_example_trace(shared_data):
+    """The survey's own example (arXiv 2605.02801 trace schema): CS and utilisation by hand."""
+    doc = json.loads((shared_data / "survey-trace-schema" / "example_trace.json").read_text())
+    metrics = compute_metrics(trace_from_dict(doc))
+    # stages e1 | e2 | e3: planner_1 1, executor_1 2 (e5, e7), browser.search 1 | e8  ->  1+1+3+1
+    assert metrics["critical_steps"] == 6 and metrics["parallelism_efficiency"] == pytest.approx(8 / 6)
+    assert metrics["orchestrators"] == ["orchestrator"] and metrics["final_answer"] == "e8"
+    assert metrics["useful_agent_utilisation"] == 1.0 and metrics["spawn_depth"] == 1
+    assert metrics["protocol_overhead"] is None  # only content_ref: no tokens to count

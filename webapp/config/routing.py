@@ -1,0 +1,13 @@
+"""Every websocket route of the app (the ASGI entry mounts them behind the origin check)."""
+
+from django.urls import path
+
+from webapp.review.consumers import ProjectConsumer
+from webapp.traces.consumers import TraceConsumer
+from webapp.training.consumers import RunConsumer
+
+websocket_urlpatterns = [
+    path("ws/traces/<int:trace_id>/", TraceConsumer.as_asgi()),
+    path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+    path("ws/projects/<int:project_id>/", ProjectConsumer.as_asgi()),
+]

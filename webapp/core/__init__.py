@@ -1,5 +1,0 @@
-"""The pure domain kernel: trace model, importers, metrics, live-delta protocol.
-
-Standard library, numpy and networkx only: no Django, Channels, Celery or torch (checked by
-import-linter and tests/core/test_purity.py).
-"""

@@ -1,0 +1,199 @@
+"""REST API of counterfactual jobs and attributions: parse, authorise, call services, serialise.
+
+Authorised like the rest of the API (`webapp.traces.api.api_view`); a job or trace of another
+project answers 404, like an unknown one. Reading (jobs, attributions, cost estimates) needs
+membership; requesting, cancelling and retrying jobs need the reviewer or admin role
+(`check_write`): a viewer gets 403 naming the role.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from webapp.traces.api import get_trace
+from webapp.traces.services import holds_nul
+from webapp.web.api import api_view, check_write, json_error
+
+from . import services
+
+CSV_COLUMNS = ("id", "trace", "job", "target", "method", "estimate", "ci_low", "ci_high", "n_rollouts",
+               "backend", "seed", "code_version", "created_at", "intervention", "environment")
+
+
+COUNTERFACTUAL_FIELDS = {"intervention", "n", "backend", "seed", "epsilon", "confirmed"}
+
+
+def _json_object(request: HttpRequest, fields: set[str], required: tuple[str, ...]) -> dict | JsonResponse:
+    """The request's JSON object body, or a 400 naming `body`, an unknown field or a missing one."""
+    try:
+        body = json.loads(request.body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return json_error(400, f"invalid JSON: {exc}", field="body")
+    if not isinstance(body, dict):
+        return json_error(400, "body must be a JSON object", field="body")
+    unknown = sorted(set(body) - fields)
+    if unknown:
+        return json_error(400, "unknown field", field=unknown[0])
+    for name in required:
+        if name not in body:
+            return json_error(400, "is required", field=name)
+    for name, value in body.items():  # PostgreSQL's text and jsonb cannot hold U+0000 (was a 500 there)
+        if holds_nul(value):
+            return json_error(400, "must not contain a NUL character (U+0000)", field=name)
+    return body
+
+
+@api_view("POST")
+def trace_counterfactuals(request: HttpRequest, trace_id: int):
+    """Request a job: `{"intervention": {...}, "n": N, "backend": "sim", "seed": 0, "epsilon": ε?,
+    "confirmed": bool}` -> 202 with the job; 400 `{"error", "field"}` for what cannot run. A job on
+    an LLM backend needs `"confirmed": true` (after `.../counterfactuals/estimate/`), else 400
+    naming `confirmed`."""
+    trace = get_trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    check_write(request, trace.project_id, "requesting a counterfactual job")
+    body = _json_object(request, COUNTERFACTUAL_FIELDS, ("intervention",))
+    if isinstance(body, JsonResponse):
+        return body
+    try:
+        services.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
+        job = services.request_counterfactual(trace, body["intervention"], body.get("n", 32),
+                                              body.get("backend", "sim"), body.get("seed", 0), body.get("epsilon"))
+    except services.JobRequestError as exc:
+        return json_error(400, exc.message, field=exc.field)
+    return JsonResponse(services.job_wire(job), status=202)
+
+
+@api_view("POST")
+def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
+    """The estimated cost of a job before it is requested: the body of `.../counterfactuals/`
+    (`seed` and `confirmed` are ignored) -> 200 with `services.estimate_cost` (prompt and
+    completion tokens, requests, whether confirmation is required); 400 naming the field."""
+    trace = get_trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    body = _json_object(request, COUNTERFACTUAL_FIELDS, ("intervention",))
+    if isinstance(body, JsonResponse):
+        return body
+    try:
+        estimate = services.estimate_cost(trace, body["intervention"], body.get("n", 32), body.get("backend", "sim"),
+                                          body.get("epsilon"))
+    except services.JobRequestError as exc:
+        return json_error(400, exc.message, field=exc.field)
+    return JsonResponse(estimate)
+
+
+ATTRIBUTION_FIELDS = {"method", "budget", "backend", "seed", "players", "confirmed"}
+
+
+@api_view("POST")
+def trace_attribution_estimate(request: HttpRequest, trace_id: int):
+    """The estimated cost of an "Attribute this trace" job before it is requested: the body of
+    `.../attributions/run/` (`confirmed` is ignored) -> 200 with `services.estimate_attribution_cost`
+    (requests, prompt and completion tokens, samples and rollouts, whether confirmation is
+    required); 400 naming the field."""
+    trace = get_trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    body = _json_object(request, ATTRIBUTION_FIELDS, ("method", "budget"))
+    if isinstance(body, JsonResponse):
+        return body
+    try:
+        estimate = services.estimate_attribution_cost(trace, body["method"], body["budget"], body.get("backend", "sim"),
+                                                      body.get("seed", 0), body.get("players", "messages"))
+    except services.JobRequestError as exc:
+        return json_error(400, exc.message, field=exc.field)
+    return JsonResponse(estimate)
+
+
+@api_view("GET")
+def trace_jobs(request: HttpRequest, trace_id: int):
+    """The trace's jobs, newest first (`?limit=`, default 50, at most 500): `{"results": [...]}`
+    of `services.job_summary_wire`."""
+    trace = get_trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    try:
+        limit = int(request.GET.get("limit", 50))
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= 500:
+        return json_error(400, "limit must be an integer in [1, 500]", field="limit")
+    return JsonResponse({"results": [services.job_summary_wire(j) for j in services.list_jobs(trace, limit)]})
+
+
+@api_view("POST")
+def trace_attribution_run(request: HttpRequest, trace_id: int):
+    """"Attribute this trace": `{"method": "loo"|"shapley"|"kernelshap"|"shapley2", "budget": rollouts,
+    "seed": 0, "backend": "sim", "players": "messages"|"agents", "confirmed": bool}` -> 202 with
+    the job (its `results`, once done, one attribution per message or agent, highest credit
+    first); 400 `{"error", "field"}` for what cannot run (an LLM backend needs `"confirmed": true`,
+    after `.../attributions/estimate/`)."""
+    trace = get_trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    check_write(request, trace.project_id, "attributing a trace")
+    body = _json_object(request, ATTRIBUTION_FIELDS, ("method", "budget"))
+    if isinstance(body, JsonResponse):
+        return body
+    try:
+        services.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
+        job = services.request_attribution(trace, body["method"], body["budget"], body.get("backend", "sim"),
+                                           body.get("seed", 0), body.get("players", "messages"))
+    except services.JobRequestError as exc:
+        return json_error(400, exc.message, field=exc.field)
+    return JsonResponse(services.job_wire(job), status=202)
+
+
+def _job_response(request: HttpRequest, job_id: int, action=None, what: str = "") -> JsonResponse:
+    """The job (after `action(job)`, when given: a write named `what`, which needs the reviewer
+    role) as JSON, or 404 for an unknown or foreign id."""
+    job = services.get_job_for(job_id, request.project_ids)
+    if job is None:
+        return json_error(404, "no such job")
+    if action is not None:
+        check_write(request, job.trace.project_id, what)
+    return JsonResponse(services.job_wire(action(job) if action else job))
+
+
+@api_view("GET")
+def job_detail(request: HttpRequest, job_id: int):
+    return _job_response(request, job_id)
+
+
+@api_view("POST")
+def job_cancel(request: HttpRequest, job_id: int):
+    return _job_response(request, job_id, services.do_cancel_job, "cancelling a job")
+
+
+@api_view("POST")
+def job_retry(request: HttpRequest, job_id: int):
+    return _job_response(request, job_id, services.do_retry_job, "retrying a job")
+
+
+@api_view("GET")
+def trace_attributions(request: HttpRequest, trace_id: int):
+    """The trace's attributions, newest first: JSON `{"results": [...]}`, or `?format=csv`."""
+    trace = get_trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    fmt = request.GET.get("format", "json")
+    if fmt not in ("json", "csv"):
+        return json_error(400, "format must be 'json' or 'csv'", field="format")
+    rows = [services.attribution_wire(a) for a in services.list_attributions(trace)]
+    if fmt == "json":
+        return JsonResponse({"results": rows})
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        writer.writerow([json.dumps(row[c], sort_keys=True) if isinstance(row[c], dict) else row[c]
+                         for c in CSV_COLUMNS])
+    response = HttpResponse(out.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="trace-{trace.pk}-attributions.csv"'
+    return response

@@ -1,0 +1,761 @@
+"""Counterfactual jobs: request, run in chunks, record samples, finish with an attribution.
+
+`request_counterfactual` validates and stores a job and enqueues its chunks on the backend's queue;
+`do_run_chunk` (the body of the Celery task) runs the chunk's missing paired samples and records
+them with `do_record_samples` (idempotent by (job, index)); the job finishes (`do_finish_job`) when
+its samples are all stored, or, with ε, when the 95 % interval of Δ is narrower than ε. Δ comes
+from `swarmscope.credit.paired_effect` over the stored samples. `reap_stale_jobs` re-queues the
+missing chunks of jobs whose heartbeat stopped (DESIGN.md "Job durability"). Every state change
+is broadcast after commit (`webapp.web.broadcast.broadcast_job`).
+
+Rollout backends are classes named by dotted paths in `SWARMSCOPE_ROLLOUT_BACKENDS`, loaded here
+only. A backend class has a `queue` (Celery queue name) and `from_trace(core trace)` (raises
+ValueError for a trace it cannot re-run); an instance has `check(intervention)` (raises
+InterventionError), `paired(intervention, seeds (N,), traces=bool)` -> object with `control` and
+`treated` (N,) rewards and `branches` (core traces, when asked), and `environment()` -> JSON dict
+of what re-runs it. `trainer.rollout.sim.SimRollout` is the reference.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from swarmscope.credit import (
+    Rollout,
+    coalition_game,
+    design_size,
+    from_samples,
+    kernel_shap,
+    leave_one_out,
+    paired_effect,
+    shapley_2additive,
+    shapley_permutation,
+)
+from swarmscope.interventions import Intervention, InterventionError, check_intervention
+from webapp.traces.models import Trace
+from webapp.traces.services import do_ingest, to_core_trace
+from webapp.web.broadcast import broadcast_job
+from webapp.web.jobs import enqueue
+
+from .models import Attribution, CounterfactualJob, RolloutSample
+
+log = logging.getLogger(__name__)
+
+#: Most paired samples one job may request.
+MAX_SAMPLES = 4096
+METHOD = "paired_loo"
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """One estimator of "Attribute this trace" (swarmscope.credit), for P players: `rollouts(P)`
+    per sample; `counted(P)` of them counted by each stored attribution (as the estimator counts);
+    `seeds(P)` consecutive seeds per sample (sample i plays seeds seed + i seeds(P) ..)."""
+
+    function: Any
+    method: str
+    rollouts: Any
+    counted: Any
+    seeds: Any = lambda players: 1
+
+
+#: Request name -> Estimator.
+ESTIMATORS = {
+    "loo": Estimator(leave_one_out, "paired_loo", lambda p: p + 1, lambda p: 2),
+    "shapley": Estimator(shapley_permutation, "shapley_permutation_antithetic", lambda p: 2 * p, lambda p: 2 * p),
+    "kernelshap": Estimator(kernel_shap, "kernel_shap_paired", lambda p: 4, lambda p: 4),
+    "shapley2": Estimator(shapley_2additive, "shapley_2additive", lambda p: 2 * design_size(p),
+                          lambda p: 2 * design_size(p), design_size),
+}
+
+
+class JobRequestError(ValueError):
+    """A counterfactual request that cannot run (HTTP 400); `field` names the offending field."""
+
+    def __init__(self, message: str, field: str):
+        self.message, self.field = message, field
+        super().__init__(f"field {field!r}: {message}")
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """One paired sample as a backend produced it: rewards at `seed`, and its branch trace (stored)."""
+
+    index: int
+    seed: int
+    control_reward: float
+    intervention_reward: float | None
+    branch_trace: Trace | None = None
+    values: list[float] | None = None
+
+
+@functools.cache
+def code_version() -> str:
+    """The git commit of this checkout (read once per process), else $SWARMSCOPE_CODE_VERSION or 'unknown'."""
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=settings.BASE_DIR, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("SWARMSCOPE_CODE_VERSION", "unknown")
+
+
+def get_backend_class(name: str):
+    """The backend class `name` of SWARMSCOPE_ROLLOUT_BACKENDS. Raises JobRequestError for an unknown name."""
+    path = settings.SWARMSCOPE_ROLLOUT_BACKENDS.get(name) if isinstance(name, str) else None
+    if path is None:
+        raise JobRequestError(f"unknown backend {name!r}; one of {sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS)}",
+                              "backend")
+    return import_string(path)
+
+
+def _check_epsilon(epsilon: Any) -> None:
+    """Raise JobRequestError naming `epsilon` unless it is None or a number in (0, float max]."""
+    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
+                                or not 0 < epsilon <= sys.float_info.max):
+        raise JobRequestError("must be a positive number (reward units)", "epsilon")
+
+
+def _backend(job: CounterfactualJob):
+    """The job's backend instance, built from its trace."""
+    return import_string(job.backend_path).from_trace(to_core_trace(job.trace))
+
+
+# --- serialising -------------------------------------------------------------------------------
+
+def attribution_wire(attribution: Attribution) -> dict[str, Any]:
+    """The API's form of a stored attribution."""
+    return {"id": attribution.pk, "trace": attribution.trace_id, "job": attribution.job_id,
+            "target": attribution.target, "intervention": attribution.intervention, "method": attribution.method,
+            "estimate": attribution.estimate, "ci_low": attribution.ci_low, "ci_high": attribution.ci_high,
+            "n_rollouts": attribution.n_rollouts, "backend": attribution.backend, "seed": attribution.seed,
+            "environment": attribution.environment, "code_version": attribution.code_version,
+            "created_at": attribution.created_at.isoformat()}
+
+
+def job_wire(job: CounterfactualJob) -> dict[str, Any]:
+    """The API's and the websocket's form of a job: progress (`done` of `total` samples) and, once
+    done, `result` (the attribution), `samples` (per-sample rewards) and the branch trace of sample 0
+    with the URL that compares it side by side with the original."""
+    wire: dict[str, Any] = {
+        "id": job.pk, "trace": job.trace_id, "status": job.status, "intervention": job.intervention,
+        "backend": job.backend, "n_samples": job.n_samples, "epsilon": job.epsilon, "seed": job.seed,
+        "done": job.done_count, "total": job.n_samples, "error": job.error,
+        "created_at": job.created_at.isoformat(),
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "result": None, "samples": [], "branch_trace": None, "compare_url": None,
+        "kind": job.kind, "method": job.method, "players": len(job.players), "player_kind": job.player_kind,
+    }
+    if job.kind == CounterfactualJob.ATTRIBUTION:
+        wire["results"] = ([attribution_wire(a) for a in job.attributions.order_by("-estimate", "-ci_low", "target")]
+                           if job.status == CounterfactualJob.DONE else [])
+        return wire
+    if job.status == CounterfactualJob.DONE:
+        attribution = Attribution.objects.filter(job=job).first()
+        wire["result"] = attribution_wire(attribution) if attribution else None
+        samples = list(job.samples.order_by("index").values("index", "seed", "control_reward",
+                                                            "intervention_reward", "branch_trace_id"))
+        wire["samples"] = [{"index": s["index"], "seed": s["seed"], "control": s["control_reward"],
+                            "intervention": s["intervention_reward"]} for s in samples]
+        branch = next((s["branch_trace_id"] for s in samples if s["branch_trace_id"]), None)
+        if branch:
+            wire["branch_trace"] = branch
+            wire["compare_url"] = f"/traces/compare/?left={job.trace_id}&right={branch}"
+    return wire
+
+
+def _notify(job: CounterfactualJob) -> None:
+    """Broadcast the job's state to the viewers of its trace, after commit."""
+    transaction.on_commit(lambda: broadcast_job(job.trace_id, job_wire(CounterfactualJob.objects.get(pk=job.pk))))
+
+
+# --- requesting --------------------------------------------------------------------------------
+
+def _check_int(value: Any, field: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise JobRequestError(f"must be an integer in [{low}, {high}]", field)
+    return value
+
+
+def request_counterfactual(trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim",
+                           seed: int = 0, epsilon: float | None = None) -> CounterfactualJob:
+    """Create a job of `n` paired samples (2 <= n <= MAX_SAMPLES; with `epsilon` > 0, n is the
+    cap) of `intervention` on `trace` with `backend`, seeds seed .. seed + n - 1, and enqueue its
+    chunks after commit. Raises JobRequestError (naming the field) for a bad number, an unknown
+    backend, a malformed intervention, one that does not fit the trace, or a trace the backend
+    cannot re-run."""
+    n = _check_int(n, "n", 2, MAX_SAMPLES)
+    seed = _check_int(seed, "seed", 0, 2 ** 62)
+    _check_epsilon(epsilon)
+    backend_class = get_backend_class(backend)
+    try:
+        if not isinstance(intervention, Intervention):
+            intervention = Intervention.from_dict(intervention)
+        core_trace = to_core_trace(trace)
+        check_intervention(core_trace, intervention)
+        backend_class.from_trace(core_trace).check(intervention)
+    except InterventionError as exc:
+        raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
+    except ValueError as exc:
+        raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
+    with transaction.atomic():
+        job = CounterfactualJob.objects.create(
+            trace=trace, intervention=intervention.to_dict(), backend=backend,
+            backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend], n_samples=n,
+            epsilon=None if epsilon is None else float(epsilon), seed=seed, heartbeat_at=timezone.now())
+        _enqueue_missing(job)
+        _notify(job)
+    return job
+
+
+def request_attribution(trace: Trace, method: str, budget: int, backend: str = "sim",
+                        seed: int = 0, players: str = CounterfactualJob.MESSAGES) -> CounterfactualJob:
+    """Create an "Attribute this trace" job: credit for every player of `trace` by removal, with
+    the estimator `method` of ESTIMATORS and at most `budget` rollouts (its samples: budget //
+    rollouts per sample, at least 2, at most MAX_SAMPLES), seeds (and the estimator's sampling
+    seed) from `seed`; enqueue its chunks after commit. `players`: `messages` (every message
+    event, each removed alone) or `agents` (every agent that sends a message, each removed with all
+    its events: `Intervention("remove", agents=(name,))`, stored as target `agent:<name>`).
+    Raises JobRequestError naming the field."""
+    names, n, _ = check_attribution(trace, method, budget, backend, seed, players)
+    with transaction.atomic():
+        job = CounterfactualJob.objects.create(
+            trace=trace, kind=CounterfactualJob.ATTRIBUTION, method=method, players=names, player_kind=players,
+            intervention={"kind": "remove"}, backend=backend, backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend],
+            n_samples=n, seed=seed, heartbeat_at=timezone.now())
+        _enqueue_missing(job)
+        _notify(job)
+    return job
+
+
+def check_attribution(trace: Trace, method: Any, budget: Any, backend: Any = "sim", seed: Any = 0,
+                      players: Any = CounterfactualJob.MESSAGES) -> tuple[list[str], int, Any]:
+    """Validate an "Attribute this trace" request (`request_attribution`): its players (message
+    event ids or agent names), its number of samples n, and the backend instance that will run it.
+    Raises JobRequestError naming the field."""
+    if not isinstance(method, str) or method not in ESTIMATORS:
+        raise JobRequestError(f"unknown method {method!r}; one of {sorted(ESTIMATORS)}", "method")
+    if players not in (CounterfactualJob.MESSAGES, CounterfactualJob.AGENTS):
+        raise JobRequestError(f"must be {CounterfactualJob.MESSAGES!r} or {CounterfactualJob.AGENTS!r}", "players")
+    budget = _check_int(budget, "budget", 1, 10 ** 7)
+    _check_int(seed, "seed", 0, 2 ** 62)
+    if not isinstance(backend, str):
+        raise JobRequestError("must be a string", "backend")
+    backend_class = get_backend_class(backend)
+    core_trace = to_core_trace(trace)
+    messages = [event for event in core_trace.events if event.type == "message"]
+    if players == CounterfactualJob.AGENTS:
+        names = list(dict.fromkeys(event.agent for event in messages))
+        if len(names) < 2:
+            raise JobRequestError("the trace needs at least 2 agents that send messages to attribute", "players")
+    else:
+        names = [event.id for event in messages]
+        if len(names) < 2:
+            raise JobRequestError("the trace needs at least 2 messages to attribute", "method")
+    try:
+        runner = backend_class.from_trace(core_trace)
+        for name in names:
+            runner.check(player_intervention(players, name))
+    except InterventionError as exc:
+        raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
+    except ValueError as exc:
+        raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
+    per_sample = ESTIMATORS[method].rollouts(len(names))
+    n = budget // per_sample
+    if not 2 <= n <= MAX_SAMPLES:
+        raise JobRequestError(f"{method} over {len(names)} {players} needs {per_sample} rollouts per sample: "
+                              f"a budget in [{2 * per_sample}, {MAX_SAMPLES * per_sample}]", "budget")
+    return names, n, runner
+
+
+def player_intervention(player_kind: str, player: str, kind: str = "remove") -> Intervention:
+    """The intervention that removes one player of an attribution job: message event `player`
+    (by `kind`), or every event of agent `player` (`player_kind` `agents`)."""
+    if player_kind == CounterfactualJob.AGENTS:
+        return Intervention("remove", agents=(player,))
+    return Intervention(kind, (player,))
+
+
+def _missing_chunks(job: CounterfactualJob) -> list[tuple[int, int]]:
+    """(start, stop) of every chunk of SWARMSCOPE_ROLLOUT_CHUNK indices with a sample not stored."""
+    size = settings.SWARMSCOPE_ROLLOUT_CHUNK
+    stored = set(job.samples.values_list("index", flat=True))
+    starts = sorted({i - i % size for i in range(job.n_samples) if i not in stored})
+    return [(start, min(start + size, job.n_samples)) for start in starts]
+
+
+def _enqueue_missing(job: CounterfactualJob) -> int:
+    """Enqueue, after commit, a chunk task for every chunk with missing samples; returns how many."""
+    queue = import_string(job.backend_path).queue
+    chunks = _missing_chunks(job)
+    for start, stop in chunks:
+        transaction.on_commit(functools.partial(enqueue, "webapp.counterfactuals.tasks.run_counterfactual_chunk",
+                                                job.pk, start, stop, job.trace.project_id, queue=queue))
+    return len(chunks)
+
+
+# --- running -----------------------------------------------------------------------------------
+
+def do_run_chunk(job_id: int, start: int, stop: int, project_id: int | None = None) -> int:
+    """Run the paired samples start .. stop - 1 of job `job_id` that are not stored yet, record
+    them, and finish the job when it is complete. Returns the number of samples newly stored.
+
+    Does nothing for a job that is no longer queued or running, nor for one whose trace is no
+    longer in project `project_id` (the project it was requested in, when given): a task re-checks
+    the project of what it works on rather than trusting its message. A backend error marks the job
+    failed with the reason and stores nothing of the chunk. Sample 0 also stores its branch trace.
+    """
+    jobs = CounterfactualJob.objects.select_related("trace__project").filter(pk=job_id)
+    if project_id is not None:
+        jobs = jobs.filter(trace__project_id=project_id)
+    job = jobs.first()
+    if job is None or job.status not in CounterfactualJob.ACTIVE:
+        return 0
+    CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
+        status=CounterfactualJob.RUNNING, heartbeat_at=timezone.now())
+    stored = set(job.samples.filter(index__gte=start, index__lt=stop).values_list("index", flat=True))
+    indices = [i for i in range(start, min(stop, job.n_samples)) if i not in stored]
+    results = []
+    if indices:
+        try:
+            results = _run_samples(job, indices)
+        except Exception as exc:  # noqa: BLE001 - any backend failure fails the job, with its reason
+            log.warning("counterfactual job %s failed", job.pk, exc_info=True)
+            do_fail_job(job, f"{type(exc).__name__}: {exc}")
+            return 0
+    added = do_record_samples(job, results)
+    maybe_finish_job(job)
+    return added
+
+
+def _run_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResult]:
+    """The paired samples `indices` of `job` from its backend; sample 0's branch trace is stored."""
+    if job.kind == CounterfactualJob.ATTRIBUTION:
+        return _run_attribution_samples(job, indices)
+    backend = _backend(job)
+    intervention = Intervention.from_dict(job.intervention)
+    seeds = np.array([job.seed + i for i in indices])
+    pairs = backend.paired(intervention, seeds)
+    branch = None
+    if 0 in indices:
+        branch_trace = backend.paired(intervention, seeds[:1], traces=True).branches[0]
+        branch = do_ingest(job.trace.project, branch_trace).trace
+    return [SampleResult(i, int(s), float(c), float(t), branch if i == 0 else None)
+            for i, s, c, t in zip(indices, seeds, pairs.control, pairs.treated)]
+
+
+def _run_attribution_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResult]:
+    """Samples `indices` of an attribution job (`play_attribution_chunk` with its backend)."""
+    values = play_attribution_chunk(_backend(job), job.method, job.players, job.player_kind, job.n_samples, job.seed,
+                                    indices, job.intervention["kind"])
+    stride = ESTIMATORS[job.method].seeds(len(job.players))
+    return [SampleResult(i, job.seed + i * stride, None, None, values=values[i].tolist()) for i in indices]
+
+
+def play_attribution_chunk(rollout: Rollout, method: str, players: list[str], player_kind: str, n: int, seed: int,
+                           indices: list[int], kind: str = "remove") -> np.ndarray:
+    """The per-player sample values (n, players) of an attribution's estimator over all `n`
+    samples (seeds and sampling from `seed`, so a chunk draws what the one-shot call draws), with a
+    coalition game over `rollout` that plays only the rows of samples `indices` (every estimator
+    here plays sample i at seeds seed + i k .. seed + (i + 1) k - 1, k its seeds per sample); rows
+    of other samples are 0. One `rollout` call per distinct coalition among the played rows
+    (`coalition_game`): what a chunk task sends, and what `estimate_attribution_cost` plans."""
+    game = coalition_game(rollout, [player_intervention(player_kind, p, kind) for p in players])
+    estimator = ESTIMATORS[method]
+    stride = estimator.seeds(len(players))
+
+    def chunk_game(kept: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        rewards = np.zeros(len(seeds))
+        rows = np.isin((np.asarray(seeds) - seed) // stride, indices)
+        if rows.any():
+            rewards[rows] = game(np.asarray(kept)[rows], np.asarray(seeds)[rows])
+        return rewards
+
+    options = {} if method == "loo" else {"sampling_seed": seed}
+    results = estimator.function(chunk_game, len(players), n, first_seed=seed, **options)
+    return np.stack([r.samples for r in results], axis=1)
+
+
+def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> int:
+    """Store `samples` of `job`; a sample whose (job, index) is stored already is skipped (a
+    re-delivered chunk counts nothing twice). Touches the heartbeat, updates the progress count and
+    broadcasts it. Returns the number of samples newly stored."""
+    with transaction.atomic():
+        job = CounterfactualJob.objects.select_for_update().get(pk=job.pk)
+        before = job.samples.count()
+        RolloutSample.objects.bulk_create(
+            [RolloutSample(job=job, index=s.index, seed=s.seed, control_reward=s.control_reward,
+                           intervention_reward=s.intervention_reward, branch_trace=s.branch_trace,
+                           values=s.values)
+             for s in samples], ignore_conflicts=True)
+        job.done_count = job.samples.count()
+        job.heartbeat_at = timezone.now()
+        job.save(update_fields=["done_count", "heartbeat_at"])
+        _notify(job)
+        return job.done_count - before
+
+
+def _stored_rollout(samples: list[RolloutSample]) -> Rollout:
+    """A `swarmscope.credit.Rollout` that answers from stored samples (by seed): None gives the
+    control rewards, any intervention the intervention rewards."""
+    rewards = {s.seed: (s.control_reward, s.intervention_reward) for s in samples}
+
+    def rollout(intervention: Intervention | None, seeds: np.ndarray) -> np.ndarray:
+        return np.array([rewards[int(seed)][0 if intervention is None else 1] for seed in seeds])
+
+    return rollout
+
+
+def _leading_samples(job: CounterfactualJob) -> list[RolloutSample]:
+    """The stored samples 0 .. k - 1 of `job`, k the first index not stored (seeds are consecutive)."""
+    samples = []
+    for sample in job.samples.order_by("index"):
+        if sample.index != len(samples):
+            break
+        samples.append(sample)
+    return samples
+
+
+def maybe_finish_job(job: CounterfactualJob) -> bool:
+    """Finish `job` when all its samples are stored, or (with ε) when the 95 % interval of Δ over
+    its leading samples is narrower than ε. Returns whether it finished now."""
+    samples = _leading_samples(job)
+    if len(samples) < 2:
+        return False
+    if len(samples) < job.n_samples:
+        if job.epsilon is None:
+            return False
+        effect = paired_effect(_stored_rollout(samples), Intervention.from_dict(job.intervention), len(samples),
+                               job.seed)
+        if effect.width >= job.epsilon:
+            return False
+    return do_finish_job(job, len(samples))
+
+
+def do_finish_job(job: CounterfactualJob, n: int | None = None) -> bool:
+    """Mark `job` done and store its `Attribution`: paired leave-one-out Δ = E[R | h] - E[R | do(i)]
+    (swarmscope.credit.paired_effect) over its stored samples 0 .. n - 1 (default all), with
+    the backend's environment and this code's version. Only one caller finishes a job: returns
+    False when it was no longer queued or running. An attribution job stores one attribution per
+    player instead, from the per-player sample values."""
+    with transaction.atomic():
+        finished = CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
+            status=CounterfactualJob.DONE, finished_at=timezone.now())
+        if not finished:
+            return False
+        samples = list(job.samples.order_by("index")[:n or job.n_samples])
+        if job.kind == CounterfactualJob.ATTRIBUTION:
+            _store_credit(job, samples)
+            _notify(job)
+            return True
+        intervention = Intervention.from_dict(job.intervention)
+        effect = paired_effect(_stored_rollout(samples), intervention, len(samples), job.seed)
+        Attribution.objects.create(
+            trace=job.trace, job=job, target=", ".join(intervention.targets), intervention=job.intervention,
+            method=METHOD, estimate=effect.estimate, ci_low=effect.ci_low, ci_high=effect.ci_high,
+            n_rollouts=effect.n_rollouts, backend=job.backend_path, seed=job.seed,
+            environment=_backend(job).environment(), code_version=code_version())
+        _notify(job)
+    return True
+
+
+def _store_credit(job: CounterfactualJob, samples: list[RolloutSample]) -> None:
+    """One Attribution per player of an attribution job, from its stored per-player sample values."""
+    values = np.array([s.values for s in samples], float)  # (n, players)
+    estimator = ESTIMATORS[job.method]
+    counted = estimator.counted(len(job.players)) * len(samples)
+    environment = _backend(job).environment()
+    rows = []
+    for k, player in enumerate(job.players):
+        intervention = player_intervention(job.player_kind, player, job.intervention["kind"])
+        credit = from_samples(", ".join(intervention.targets), estimator.method, values[:, k], counted)
+        rows.append(Attribution(
+            trace=job.trace, job=job, target=credit.target, intervention=intervention.to_dict(), method=credit.method,
+            estimate=credit.estimate, ci_low=credit.ci_low, ci_high=credit.ci_high, n_rollouts=credit.n_rollouts,
+            backend=job.backend_path, seed=job.seed, environment=environment, code_version=code_version()))
+    Attribution.objects.bulk_create(rows)
+
+
+def do_fail_job(job: CounterfactualJob, reason: str) -> None:
+    """Mark an active `job` failed with `reason`; its stored samples stay (a retry reuses them)."""
+    with transaction.atomic():
+        if CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
+                status=CounterfactualJob.FAILED, error=reason[:2000], finished_at=timezone.now()):
+            _notify(job)
+
+
+def do_cancel_job(job: CounterfactualJob) -> CounterfactualJob:
+    """Cancel an active `job` (its queued chunks then do nothing); a finished job stays as it is."""
+    with transaction.atomic():
+        if CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
+                status=CounterfactualJob.CANCELLED, finished_at=timezone.now()):
+            _notify(job)
+    job.refresh_from_db()
+    return job
+
+
+def do_retry_job(job: CounterfactualJob) -> CounterfactualJob:
+    """Re-queue a failed or cancelled `job`: its stored samples are kept, its missing chunks enqueued."""
+    with transaction.atomic():
+        if CounterfactualJob.objects.filter(
+                pk=job.pk, status__in=(CounterfactualJob.FAILED, CounterfactualJob.CANCELLED)).update(
+                status=CounterfactualJob.QUEUED, error="", finished_at=None, heartbeat_at=timezone.now()):
+            job.refresh_from_db()
+            if not _enqueue_missing(job):
+                maybe_finish_job(job)
+            _notify(job)
+    job.refresh_from_db()
+    return job
+
+
+def reap_stale_jobs(max_age_s: float | None = None) -> list[int]:
+    """Re-queue the missing chunks of every queued or running job whose heartbeat is older than
+    `max_age_s` seconds (default SWARMSCOPE_JOB_STALE_S): its worker died or its task was lost.
+    The heartbeat is reset, so the next reaper waits for it again. Returns the re-queued job ids."""
+    cutoff = timezone.now() - timedelta(seconds=settings.SWARMSCOPE_JOB_STALE_S if max_age_s is None else max_age_s)
+    reaped = []
+    for job in CounterfactualJob.objects.filter(status__in=CounterfactualJob.ACTIVE, heartbeat_at__lt=cutoff):
+        with transaction.atomic():
+            # Conditional on the heartbeat read: of two reapers, one re-queues.
+            if CounterfactualJob.objects.filter(pk=job.pk, heartbeat_at=job.heartbeat_at).update(
+                    heartbeat_at=timezone.now()):
+                if not _enqueue_missing(job):
+                    maybe_finish_job(job)
+                reaped.append(job.pk)
+    return reaped
+
+
+def get_job_for(job_id: int, project_ids: list[int]) -> CounterfactualJob | None:
+    """The job if its trace is in one of `project_ids`, else None (unknown and foreign look the same)."""
+    return CounterfactualJob.objects.filter(pk=job_id, trace__project_id__in=project_ids).first()
+
+
+def list_attributions(trace: Trace):
+    """The trace's stored attributions, newest first."""
+    return Attribution.objects.filter(trace=trace).order_by("-created_at", "-id")
+
+
+
+def list_jobs(trace: Trace, limit: int = 50):
+    """The trace's counterfactual and attribution jobs, newest first (at most `limit`)."""
+    return CounterfactualJob.objects.filter(trace=trace).order_by("-created_at", "-id")[:limit]
+
+
+def job_summary_wire(job: CounterfactualJob) -> dict[str, Any]:
+    """A job's line in the trace's history: what ran and how far, without samples or results;
+    `url` is the job's full form (`job_wire`)."""
+    return {"id": job.pk, "trace": job.trace_id, "kind": job.kind, "status": job.status, "method": job.method,
+            "player_kind": job.player_kind if job.kind == CounterfactualJob.ATTRIBUTION else None,
+            "players": len(job.players), "intervention": job.intervention, "backend": job.backend,
+            "n_samples": job.n_samples, "done": job.done_count, "total": job.n_samples, "seed": job.seed,
+            "error": job.error, "created_at": job.created_at.isoformat(),
+            "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+            "url": f"/api/jobs/{job.pk}/"}
+
+
+# --- cost of LLM jobs --------------------------------------------------------------------------
+
+#: Characters per token of the cost estimate: OpenAI's rule of thumb that one token is about 4
+#: characters of common English text (OpenAI Help Center, "What are tokens and how to count them?"),
+#: the estimate DESIGN.md uses wherever a trace has no token counts. No tokenizer is downloaded.
+CHARS_PER_TOKEN = 4
+#: The queue of backends that call an LLM; their jobs need `confirmed: true` (DESIGN.md: LLM
+#: backends run on `rollouts-gpu`, SwarmSim on `rollouts-cpu`).
+LLM_QUEUE = "rollouts-gpu"
+#: The request kinds of a backend's plan (`trainer.rollout.openai.PlannedRequest.kind`).
+REQUEST_KINDS = ("turn", "speaker", "verdict")
+
+
+def is_llm_backend(backend: str) -> bool:
+    """Whether backend `backend` (a key of SWARMSCOPE_ROLLOUT_BACKENDS) calls an LLM, i.e. runs on
+    LLM_QUEUE. Raises JobRequestError for an unknown name."""
+    return getattr(get_backend_class(backend), "queue", None) == LLM_QUEUE
+
+
+def check_cost_confirmed(backend: Any, confirmed: Any) -> None:
+    """Refuse a job on an LLM backend unless the caller confirmed its cost (`confirmed` is True,
+    after `estimate_cost` / `estimate_attribution_cost`). Raises JobRequestError naming
+    `confirmed` (or `backend` when unknown)."""
+    if not isinstance(backend, str):
+        raise JobRequestError("must be a string", "backend")
+    if is_llm_backend(backend) and confirmed is not True:
+        raise JobRequestError(f"the {backend} backend calls an LLM and costs tokens: ask for the estimate "
+                              "(POST .../counterfactuals/estimate/ or .../attributions/estimate/) and send "
+                              "confirmed: true", "confirmed")
+
+
+def _tokens(text: Any) -> int:
+    """ceil(characters / CHARS_PER_TOKEN) of `text` (JSON for a non-string, 0 for None)."""
+    if text is None:
+        return 0
+    if not isinstance(text, str):
+        text = json.dumps(text, sort_keys=True)
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _cost(requests: list, first_seed: int | None = None) -> dict[str, int]:
+    """Requests, prompt and completion tokens of planned requests (`PlannedRequest`s): a request's
+    prompt is Σ tok(part) over its `parts`, sent once whatever its `n`; its completions n · tok(answer).
+    `turns`: the re-generated turns of the sample at `first_seed` (its "turn" requests; None: 0);
+    `<kind>_requests` per REQUEST_KINDS."""
+    sizes: dict[int, int] = {}  # requests of one slot share their parts list: each is counted once
+    for r in requests:
+        if id(r.parts) not in sizes:
+            sizes[id(r.parts)] = sum(_tokens(part) for part in r.parts)
+    cost = {"turns": sum(r.kind == "turn" and r.seed == first_seed for r in requests), "requests": len(requests),
+            "prompt_tokens": sum(sizes[id(r.parts)] for r in requests),
+            "completion_tokens": sum(r.n * _tokens(r.answer) for r in requests)}
+    cost.update({f"{kind}_requests": sum(r.kind == kind for r in requests) for kind in REQUEST_KINDS})
+    return cost
+
+
+def _add_cost(total: dict[str, int], cost: dict[str, int]) -> dict[str, int]:
+    """`total` with every count of `cost` added (in place; returns it)."""
+    for key, value in cost.items():
+        total[key] = total.get(key, 0) + value
+    return total
+
+
+def _planner(backend: str, core_trace):
+    """The backend instance whose plan is the estimate: `from_trace` (configured as a job's runner
+    is: endpoint, scoring, speaker order, max turns). Raises JobRequestError naming `backend` when
+    it cannot re-run the trace or cannot plan its requests."""
+    try:
+        runner = get_backend_class(backend).from_trace(core_trace)
+    except ValueError as exc:
+        raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
+    if not hasattr(runner, "plan_paired"):
+        raise JobRequestError(f"the {backend} backend calls an LLM but cannot plan its requests (no plan_paired): "
+                              "its cost cannot be estimated", "backend")
+    return runner
+
+
+def _chunks(n: int) -> list[tuple[int, int]]:
+    """(start, stop) of the chunks of a job of n samples, as `_missing_chunks` enqueues them."""
+    size = settings.SWARMSCOPE_ROLLOUT_CHUNK
+    return [(start, min(start + size, n)) for start in range(0, n, size)]
+
+
+def _totals(parts: dict[str, dict[str, dict[str, int]]]) -> dict[str, int]:
+    total = {key: sum(cost[key] for part in parts.values() for cost in part.values())
+             for key in ("requests", "prompt_tokens", "completion_tokens",
+                         *(f"{kind}_requests" for kind in REQUEST_KINDS))}
+    total["total_tokens"] = total["prompt_tokens"] + total["completion_tokens"]
+    return total
+
+
+def _zero_cost() -> dict[str, int]:
+    return {"turns": 0, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
+            **{f"{kind}_requests": 0 for kind in REQUEST_KINDS}}
+
+
+def estimate_cost(trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim",
+                  epsilon: float | None = None) -> dict[str, Any]:
+    """The estimated LLM cost of a counterfactual job of `n` paired samples, from the trace's
+    sizes: the requests the job's backend will send, as the backend itself plans them
+    (`plan_paired`, trainer.rollout.openai; nothing is sent), counted at tok(x) = ceil(len(x) / 4)
+    (CHARS_PER_TOKEN, OpenAI's rule of thumb).
+
+    The plan follows the job: one `paired` call per chunk of SWARMSCOPE_ROLLOUT_CHUNK samples
+    (each arm's first re-generated turn is one request with `n` = the chunk's samples: its prompt
+    is sent once per chunk; every later turn one request per sample), and sample 0 re-run once in
+    both arms for its branch trace (`branch`). It assumes each re-generated turn answers with the
+    size of its recorded content and, where the trace's LLM orchestrator picks speakers, that it
+    picks the recorded speaker (one "who speaks next" request per sample before every re-generated
+    turn after the fork turn, its answer a name); under verifier scoring one verdict request per
+    sample and arm (answer `{"correct": true}`). A request's prompt counts the texts it is made
+    of — system prompt, the history's contents, the question or verifier prompt — not the chat
+    formatting (role markers, the `[speaker] ` prefixes). With `epsilon`, n is the cap: an upper
+    bound. A non-LLM backend (SwarmSim) costs no tokens: zeros and `confirmation_required` False.
+
+    Returns {backend, llm, confirmation_required, n, fork_event, speaker_order, scoring, turns,
+    requests, prompt_tokens, completion_tokens, total_tokens, turn_requests, speaker_requests,
+    verdict_requests, chars_per_token, arms and branch:
+    {control, intervention: {turns, requests, prompt_tokens, completion_tokens, turn_requests,
+    speaker_requests, verdict_requests}}}; `turns` counts both arms' re-generated turns of one
+    sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown backend, an
+    intervention that does not fit the trace, or a trace the backend cannot re-run."""
+    n = _check_int(n, "n", 2, MAX_SAMPLES)
+    _check_epsilon(epsilon)
+    llm = is_llm_backend(backend)
+    core_trace = to_core_trace(trace)
+    try:
+        if not isinstance(intervention, Intervention):
+            intervention = Intervention.from_dict(intervention)
+        check_intervention(core_trace, intervention)
+    except InterventionError as exc:
+        raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
+    events = core_trace.events
+    changed, agents = set(intervention.events), set(intervention.agents)
+    fork = next(i for i, e in enumerate(events) if e.id in changed or e.agent in agents)
+    arms = ("control", "intervention")
+    if not llm:
+        parts = {part: {arm: _zero_cost() for arm in arms} for part in ("arms", "branch")}
+        return {"backend": backend, "llm": False, "confirmation_required": False, "n": n,
+                "fork_event": events[fork].id, "speaker_order": None, "scoring": None, "turns": 0, **_totals(parts),
+                "chars_per_token": CHARS_PER_TOKEN, **parts}
+    runner = _planner(backend, core_trace)
+    try:
+        runner.check(intervention)
+    except InterventionError as exc:
+        raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
+    # Counted chunk by chunk, not kept: a long trace's plan has tens of thousands of requests.
+    parts = {part: {arm: _zero_cost() for arm in arms} for part in ("arms", "branch")}
+    for start, stop in _chunks(n):
+        for arm, requests in runner.plan_paired(intervention, np.arange(start, stop)).items():
+            _add_cost(parts["arms"][arm], _cost(requests, 0))
+    for arm, requests in runner.plan_paired(intervention, np.arange(1)).items():
+        _add_cost(parts["branch"][arm], _cost(requests, 0))
+    return {"backend": backend, "llm": True, "confirmation_required": True, "n": n, "fork_event": events[fork].id,
+            "speaker_order": getattr(runner, "speaker_order", None), "scoring": getattr(runner, "scoring", None),
+            "turns": sum(cost["turns"] for cost in parts["arms"].values()), **_totals(parts),
+            "chars_per_token": CHARS_PER_TOKEN, **parts}
+
+
+def estimate_attribution_cost(trace: Trace, method: Any, budget: Any, backend: Any = "sim", seed: Any = 0,
+                              players: Any = CounterfactualJob.MESSAGES) -> dict[str, Any]:
+    """The estimated LLM cost of an "Attribute this trace" job (`request_attribution`'s
+    arguments): the requests its chunk tasks will send, as the backend plans them (`plan_call`,
+    nothing sent) for every rollout call of the estimator's coalition game, chunk by chunk as the
+    job runs them (`play_attribution_chunk`: one call, so one batched fork request, per distinct
+    coalition of a chunk), with the assumptions and token rule of `estimate_cost`. No branch
+    traces are stored by attribution jobs. A non-LLM backend costs nothing.
+
+    Returns {kind: "attribution", backend, llm, confirmation_required, method, players,
+    player_kind, n (samples), rollouts (the budget used: n × rollouts per sample), speaker_order,
+    scoring, requests, prompt_tokens, completion_tokens, total_tokens, turn_requests,
+    speaker_requests, verdict_requests, chars_per_token}. Raises JobRequestError naming the field."""
+    names, n, runner = check_attribution(trace, method, budget, backend, seed, players)
+    llm = is_llm_backend(backend)
+    estimate = {"kind": "attribution", "backend": backend, "llm": llm, "confirmation_required": llm, "method": method,
+                "players": len(names), "player_kind": players, "n": n,
+                "rollouts": n * ESTIMATORS[method].rollouts(len(names)), "speaker_order": None, "scoring": None,
+                "chars_per_token": CHARS_PER_TOKEN}
+    cost = _zero_cost()
+    if llm:
+        if not hasattr(runner, "plan_call"):
+            raise JobRequestError(f"the {backend} backend calls an LLM but cannot plan its requests (no plan_call): "
+                                  "its cost cannot be estimated", "backend")
+        def planning_rollout(intervention: Intervention | None, seeds: np.ndarray) -> np.ndarray:
+            _add_cost(cost, _cost(runner.plan_call(intervention, seeds)))  # counted, not kept
+            return np.zeros(len(seeds))
+
+        for start, stop in _chunks(n):
+            play_attribution_chunk(planning_rollout, method, names, players, n, seed, list(range(start, stop)))
+        estimate.update(speaker_order=getattr(runner, "speaker_order", None), scoring=getattr(runner, "scoring", None))
+    cost.pop("turns")
+    estimate.update(cost, total_tokens=cost["prompt_tokens"] + cost["completion_tokens"])
+    return estimate

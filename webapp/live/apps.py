@@ -1,6 +1,0 @@
-from django.apps import AppConfig
-
-
-class LiveConfig(AppConfig):
-    name = "webapp.live"
-    label = "live"

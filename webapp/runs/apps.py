@@ -1,6 +1,0 @@
-from django.apps import AppConfig
-
-
-class RunsConfig(AppConfig):
-    name = "webapp.runs"
-    label = "runs"

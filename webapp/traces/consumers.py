@@ -1,0 +1,51 @@
+"""`/ws/traces/<id>/`: the live view of one trace (swarmscope.protocol messages)."""
+
+from __future__ import annotations
+
+from webapp.web.broadcast import trace_group
+from webapp.web.sockets import MAX_SOCKET_EVENTS, SequencedConsumer
+
+from . import access, services
+
+
+class TraceConsumer(SequencedConsumer):
+    """One connection per viewer of one trace (`/ws/traces/<id>/`, swarmscope.protocol messages)."""
+
+    url_kwarg = "trace_id"
+
+    @property
+    def trace(self):
+        return self.target
+
+    def get_authorised(self, pk: int):
+        return access.get_trace_for(pk, user=self.scope.get("user"), raw_token=self._query("token"))
+
+    def get_snapshot(self, target) -> dict:
+        return services.get_snapshot(target)
+
+    def get_delta_since(self, target, seq: int) -> dict:
+        return services.get_delta_since(target, seq)
+
+    def group_for(self, target) -> str:
+        return trace_group(target.pk)
+
+    async def _send_or_refer(self, message: dict):
+        """Send a snapshot or catch-up delta, or, when it would exceed a websocket message, tell the
+        client to load the snapshot over HTTP (it then continues from that snapshot's seq)."""
+        if len(message["events"]) <= MAX_SOCKET_EVENTS:
+            await self.send_json(message)
+            return
+        await self.send_json({"type": "error", "code": "snapshot_too_large", "seq": message["seq"],
+                              "message": f"GET /api/traces/{self.trace.pk}/snapshot/, then connect with ?seq=N"})
+
+    async def trace_delta(self, message):
+        await self.forward_delta(message)
+
+    async def job_progress(self, message):
+        """Forward a counterfactual job's progress as `{"type": "job", "job": {...}}` (no seq: jobs
+        are not part of the trace's delta stream; their state is re-read over HTTP)."""
+        await self.send_json({"type": "job", "job": message["job"]})
+
+    async def trace_reset(self, message):
+        if message["seq"] > self.last_seq:
+            await self._send_snapshot()

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TrainingConfig(AppConfig):
+    name = "webapp.training"
+    label = "runs"

@@ -1,0 +1,162 @@
+"""HTML pages: runs list, New run, run page (live), compare. Thin: parse, authorise, call services.
+
+Members read; starting, cancelling and resuming runs need the reviewer or admin role (a viewer
+gets the 403 page naming it, and sees those controls disabled with READ_ONLY_HINT as tooltip)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from webapp.accounts.services import (
+    READ_ONLY_HINT,
+    WRITE_ROLE,
+    has_role,
+    list_projects_of,
+)
+from webapp.traces import access
+from webapp.web.api import check_write, get_write_project
+
+from . import services
+from .forms import NewRunForm
+from .models import Run
+
+log = logging.getLogger(__name__)
+MAX_COMPARE = 4
+
+
+def _run_or_404(request: HttpRequest, run_id: int):
+    run = services.get_run_for(run_id, access.project_ids_for(request.user))
+    if run is None:
+        raise Http404("no such run")
+    return run
+
+
+def _recipe_defaults() -> tuple[dict, list[str]]:
+    recipe = services.recipe()
+    defaults = recipe.RunConfig().to_dict()
+    levels = list(getattr(recipe, "LEVELS", None) or [defaults.get("level", "long")])
+    return defaults, levels
+
+
+@login_required
+def run_list(request: HttpRequest):
+    """Newest runs first (`?group=<seed group>` shows one seed group); each row with its seed group
+    (one run per seed; a repeated seed's other runs are marked as left out of the group's mean)."""
+    project_ids = access.project_ids_for(request.user)
+    qs = services.list_runs(project_ids)
+    group = request.GET.get("group", "").strip()
+    if group:
+        qs = qs.filter(seed_group=group)
+    runs = list(qs[:200])
+    groups = services.list_seed_groups([r.seed_group for r in runs], project_ids)
+    rows = [{"run": r, "summary": services.run_summary(r), "group": groups[r.seed_group],
+             "repeat_of": groups[r.seed_group].kept_for.get(r.pk)} for r in runs]
+    can_write = any(has_role(request.user, pid, WRITE_ROLE) for pid in project_ids)
+    return render(request, "runs/run_list.html", {"rows": rows, "max_compare": MAX_COMPARE, "group": group,
+                                                  "can_write": can_write, "read_only_hint": READ_ONLY_HINT})
+
+
+def _startable_projects(request: HttpRequest) -> list:
+    """The session user's projects where they may start runs (WRITE_ROLE), by name."""
+    return [p for p in list_projects_of(request.user) if has_role(request.user, p.pk, WRITE_ROLE)]
+
+
+@login_required
+def run_new(request: HttpRequest):
+    """GET: the form, its Project preselected (`?project=<id>`, else the first project where the
+    user may start runs; disabled, with a notice, for a viewer). POST: start the run in the chosen
+    project (a form error on that field for one where they only read); 403 page for a viewer
+    everywhere, 404 for a user of no project."""
+    projects = _startable_projects(request)
+    if request.method == "POST" and not projects:
+        get_write_project(request, "starting a run")  # raises PermissionRefused (403) for a viewer
+        raise Http404("you are not a member of any project")
+    defaults, levels = _recipe_defaults()
+    wanted = request.GET.get("project", "")
+    preselected = next((p for p in projects if str(p.pk) == wanted), None)
+    form = NewRunForm(request.POST or None, defaults=defaults, levels=levels, projects=projects, project=preselected)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = services.do_start_run(form.cleaned_data["project"], form.config(), name=form.cleaned_data["name"])
+        except services.RunInputError as exc:
+            form.add_config_error(exc.field, exc.message)
+        else:
+            return redirect("run-detail", run.pk)
+    return render(request, "runs/run_new.html", {"form": form, "can_write": bool(projects),
+                                                 "read_only_hint": READ_ONLY_HINT})
+
+
+@login_required
+def run_detail(request: HttpRequest, run_id: int):
+    run = _run_or_404(request, run_id)
+    return render(request, "runs/run_detail.html", {
+        "run": run, "ws_url": f"/ws/runs/{run.pk}/", "snapshot_url": reverse("api-run-snapshot", args=[run.pk]),
+        "can_write": has_role(request.user, run.project_id, WRITE_ROLE), "read_only_hint": READ_ONLY_HINT})
+
+
+@login_required
+@require_POST
+def run_cancel(request: HttpRequest, run_id: int):
+    run = _run_or_404(request, run_id)
+    check_write(request, run.project_id, "cancelling a run")
+    try:
+        run = services.do_request_cancel(run)
+    except services.RunInputError as exc:  # not active: nothing to cancel
+        messages.error(request, f"Run {run.pk}: {exc.message}.")
+    else:
+        state = "cancelling at the end of this iteration" if run.status == Run.CANCELLING else run.status
+        messages.info(request, f"Run {run.pk}: {state}.")
+    return redirect("run-detail", run.pk)
+
+
+@login_required
+@require_POST
+def run_resume(request: HttpRequest, run_id: int):
+    run = _run_or_404(request, run_id)
+    check_write(request, run.project_id, "resuming a run")
+    try:
+        services.request_resume(run)
+    except services.RunInputError as exc:
+        messages.error(request, f"Run {run.pk}: {exc.message}.")
+    else:
+        messages.info(request, f"Run {run.pk} resumes from its last checkpoint.")
+    return redirect("run-detail", run.pk)
+
+
+@login_required
+def run_compare(request: HttpRequest):
+    """`?runs=1&runs=2` (2–4 runs) or `?groups=<seed group>&groups=...`: each group is drawn as the
+    mean of its runs, one per seed, with a 95 % band (static/js/runs_model.js); repeated runs of a
+    seed are left out and listed (`left_out`)."""
+    project_ids = access.project_ids_for(request.user)
+    try:
+        run_ids = list(dict.fromkeys(int(i) for i in request.GET.getlist("runs") if i.strip()))
+    except ValueError:
+        raise Http404("runs must be run ids") from None
+    group_keys = list(dict.fromkeys(g for g in request.GET.getlist("groups") if g.strip()))
+    series = []
+    for run_id in run_ids:
+        run = services.get_run_for(run_id, project_ids)
+        if run is None:
+            raise Http404(f"no such run {run_id}")
+        series.append({"label": run.name, "kind": "run", "runs": [services.get_snapshot(run)]})
+    groups = services.list_seed_groups(group_keys, project_ids)
+    for key in group_keys:
+        group = groups.get(key)
+        if group is None:
+            raise Http404(f"no such seed group {key}")
+        label = f"{group.runs[0].name.rsplit(' seed ', 1)[0]} ({group.seeds} seed{'s' if group.seeds != 1 else ''})"
+        series.append({"label": label, "kind": "group", "group": key, "description": group.describe(),
+                       "runs": [services.get_snapshot(r) for r in group.runs],
+                       "left_out": [{"id": r.pk, "seed": r.config.get("seed"), "kept": group.kept_for[r.pk]}
+                                    for r in group.repeats]})
+    if not 2 <= len(series) <= MAX_COMPARE:
+        return render(request, "runs/run_compare.html", {"series": None, "count": len(series)}, status=400)
+    return render(request, "runs/run_compare.html", {"series": series, "count": len(series)})

@@ -1,0 +1,194 @@
+"""The JSON API's plumbing, shared by every app: the `api_view` decorator (caller, limits, errors),
+body reading and parsing, write checks and the 404 handler.
+
+Authentication: `Authorization: Bearer <token>` (an API token, acting in its project with its
+user's role there) or the browser session. Reading needs membership; every write needs WRITE_ROLE
+(reviewer or admin): a viewer gets 403 naming the role, while unknown and foreign objects answer
+404 alike. Errors are JSON: `{"error": ..., "index": ..., "event_id": ..., "field": ...}`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import zlib
+from typing import Any, Callable
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import page_not_found
+
+from swarmscope import model as core
+from swarmscope.importers import SourceFile, TraceFormatError, decode
+from webapp.accounts.ratelimit import check_ingest_rate
+from webapp.accounts.services import (
+    WRITE_ROLE,
+    PermissionRefused,
+    check_role,
+    check_token,
+    has_role,
+    list_projects_of,
+    project_ids_for,
+)
+
+
+def json_error(status: int, message: str, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": message, **extra}, status=status)
+
+
+def not_found(request: HttpRequest, exception=None) -> HttpResponse:
+    """The 404 handler (settings: `handler404`): JSON under /api/ and /v1/, so an API client that
+    sends a malformed id gets the same kind of answer as for an unknown one; pages elsewhere."""
+    if request.path.startswith(("/api/", "/v1/")):
+        return json_error(404, "not found")
+    return page_not_found(request, exception)
+
+
+class BodyTooLarge(Exception):
+    """A request body (or its decompressed form) over SWARMSCOPE_MAX_UPLOAD_BYTES (answered 413)."""
+
+
+def too_large() -> JsonResponse:
+    return json_error(413, f"request body over {settings.SWARMSCOPE_MAX_UPLOAD_BYTES} bytes "
+                       "(SWARMSCOPE_MAX_UPLOAD_BYTES); send smaller batches")
+
+
+def api_view(*methods: str, ingest: bool = False):
+    """Resolve the caller (token or session) into `request.token` / `request.project_ids`;
+    answer 401 without one, 405 for other methods. Token requests are exempt from CSRF.
+    Ids in the path beyond 64 bits answer 404; bodies over SWARMSCOPE_MAX_UPLOAD_BYTES 413;
+    a role too low for the write (PermissionRefused, e.g. from `check_write`) 403.
+    `ingest` views count against the token's ingestion rate (over it: 429 with Retry-After)."""
+
+    def decorate(view: Callable) -> Callable:
+        @functools.wraps(view)
+        def wrapper(request: HttpRequest, *args, **kwargs):
+            if request.method not in methods:
+                return json_error(405, f"method {request.method} not allowed", allowed=list(methods))
+            if any(isinstance(v, int) and v >= 2**63 for v in kwargs.values()):
+                return json_error(404, "not found")
+            for name, value in request.GET.items():
+                if "\x00" in value:
+                    return json_error(400, "must not contain a NUL character (U+0000)", field=name)
+            try:
+                if int(request.headers.get("Content-Length") or 0) > settings.SWARMSCOPE_MAX_UPLOAD_BYTES:
+                    return too_large()
+            except ValueError:
+                return json_error(400, "bad Content-Length header")
+            request.token = None
+            header = request.headers.get("Authorization", "")
+            if header.startswith("Bearer "):
+                request.token = check_token(header[len("Bearer "):].strip())
+                if request.token is None:
+                    return json_error(401, "invalid or revoked API token")
+            elif not request.user.is_authenticated:
+                return json_error(401, "authentication required: send 'Authorization: Bearer <token>'")
+            elif request.method not in ("GET", "HEAD"):
+                # Session-authenticated writes go through Django's CSRF check.
+                reason = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
+                if reason is not None:
+                    return json_error(403, "CSRF check failed")
+            if ingest and request.token is not None and request.method == "POST":
+                retry_after = check_ingest_rate(request.token.pk)
+                if retry_after is not None:
+                    response = json_error(429, f"over the ingestion rate of {settings.SWARMSCOPE_INGEST_RATE} requests "
+                                           f"per {settings.SWARMSCOPE_INGEST_RATE_WINDOW_S} s for this token",
+                                      retry_after_s=retry_after)
+                    response["Retry-After"] = str(retry_after)
+                    return response
+            request.project_ids = project_ids_for(request.user, request.token)
+            try:
+                return view(request, *args, **kwargs)
+            except (BodyTooLarge, RequestDataTooBig):
+                return too_large()
+            except PermissionRefused as exc:
+                return json_error(403, str(exc))
+
+        return csrf_exempt(wrapper)
+
+    return decorate
+
+
+def check_write(request: HttpRequest, project_id: int, action: str) -> None:
+    """Raise PermissionRefused (api_view answers 403) unless the caller may write in the project:
+    WRITE_ROLE or above for the session user, or for a token's user (a token reads only its own
+    project, so this is their role there). `action` names the write in the message. Pages call it
+    too (no token there)."""
+    token = getattr(request, "token", None)
+    user = token.user if token is not None else request.user
+    check_role(user, project_id, WRITE_ROLE, action)
+
+
+def get_write_project(request: HttpRequest, action: str = "writing"):
+    """The project a new trace or run goes to: the token's project, else the first of the session
+    user's projects where they have WRITE_ROLE. None when the caller is a member of no project;
+    raises PermissionRefused when they may only read (a token of a viewer, a viewer everywhere).
+    Pages call it too (no token there)."""
+    if getattr(request, "token", None) is not None:
+        check_write(request, request.token.project_id, action)
+        return request.token.project
+    projects = list_projects_of(request.user)
+    for project in projects:
+        if has_role(request.user, project.pk, WRITE_ROLE):
+            return project
+    if projects:
+        check_write(request, projects[0].pk, action)  # raises: the caller only reads there
+    return None
+
+
+def read_body(request: HttpRequest) -> bytes:
+    """The body, decompressed (gzip, deflate) up to SWARMSCOPE_MAX_UPLOAD_BYTES; raises
+    BodyTooLarge past that (a small gzip body can expand a thousandfold)."""
+    body = request.body
+    encoding = request.headers.get("Content-Encoding", "").lower()
+    if encoding in ("gzip", "deflate"):
+        limit = settings.SWARMSCOPE_MAX_UPLOAD_BYTES
+        # wbits 16+15: a gzip member; 15: a zlib stream (what HTTP calls deflate).
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
+        data = decompressor.decompress(body, limit + 1)
+        if len(data) > limit or decompressor.unconsumed_tail:
+            raise BodyTooLarge()
+        if not decompressor.eof:
+            raise EOFError("compressed body ended early")
+        return data
+    return body
+
+
+#: A JSON `\u0000` escape (not itself escaped): PostgreSQL text and jsonb cannot hold U+0000.
+NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def check_no_nul(source: SourceFile) -> None:
+    """Raise TraceFormatError (naming line and column) where the JSON text holds a NUL character,
+    which the database cannot store: refused up front instead of failing the write."""
+    escape, raw = NUL_ESCAPE.search(source.data), source.data.find(b"\x00")
+    if escape is not None or raw >= 0:
+        start = escape.end() - len(b"\\u0000") if escape is not None else raw
+        line = source.data.count(b"\n", 0, start) + 1
+        column = start - (source.data.rfind(b"\n", 0, start) + 1) + 1
+        raise TraceFormatError(source.name, "contains a NUL character (U+0000), which cannot be stored",
+                               line=line, column=column)
+
+
+def parse_body(body: bytes) -> Any:
+    """A JSON document, or the list of an NDJSON body's documents. Raises TraceFormatError."""
+    check_no_nul(SourceFile("request body", body))
+    doc = decode(SourceFile("request body", body), strict=True)
+    if doc is None:
+        raise TraceFormatError("request body", "expected JSON or NDJSON")
+    return doc
+
+
+def bad_body(exc: Exception) -> JsonResponse:
+    if isinstance(exc, TraceFormatError):
+        return json_error(400, exc.detail, line=exc.line, column=exc.column)
+    if isinstance(exc, core.TraceValidationError):
+        return JsonResponse(exc.as_dict(), status=400)
+    return json_error(400, f"unreadable body: {exc}")
+
+
+#: What a request body can fail with before any write: parsing, validation, decompression.
+BODY_ERRORS = (TraceFormatError, core.TraceValidationError, OSError, EOFError, zlib.error)

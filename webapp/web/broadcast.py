@@ -1,0 +1,82 @@
+"""The only code that sends to channel groups (STYLE.md rule 3). Called after commit.
+
+Every function here never raises: a channel layer that is down must not fail a write that has
+committed; viewers catch up through `resume` (or a reload) when they reconnect.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+log = logging.getLogger(__name__)
+
+#: Deltas with more events than this travel as a reference; consumers read them from the database.
+INLINE_EVENT_LIMIT = 2000
+
+
+def trace_group(trace_id: int) -> str:
+    return f"trace-{trace_id}"
+
+
+def run_group(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def _send_group(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group, message)
+    except Exception:  # noqa: BLE001 - a broken layer must not break the write path
+        log.warning("could not send %s to the group %s", message["type"], group, exc_info=True)
+
+
+def _send(trace_id: int, message: dict[str, Any]) -> None:
+    _send_group(trace_group(trace_id), message)
+
+
+def _delta_message(kind: str, delta: dict[str, Any]) -> dict[str, Any]:
+    """A group message carrying `delta` as JSON text, encoded once here and forwarded as is by each
+    viewer's consumer (`SequencedConsumer.forward_delta`), rather than decoded and re-encoded
+    per viewer; past INLINE_EVENT_LIMIT events, only its seq (consumers read the database)."""
+    message: dict[str, Any] = {"type": kind, "seq": delta["seq"]}
+    if len(delta.get("events", ())) <= INLINE_EVENT_LIMIT:
+        message["text"] = json.dumps(delta)
+    return message
+
+
+def broadcast_trace_delta(trace_id: int, delta: dict[str, Any]) -> None:
+    """Send batch `delta` (swarmscope.protocol format) to every viewer of the trace."""
+    _send(trace_id, _delta_message("trace.delta", delta))
+
+
+def broadcast_trace_reset(trace_id: int, seq: int) -> None:
+    """Tell viewers the trace was rebuilt at `seq`: each is sent a fresh snapshot."""
+    _send(trace_id, {"type": "trace.reset", "seq": seq})
+
+
+def broadcast_job(trace_id: int, job: dict[str, Any]) -> None:
+    """Send a counterfactual job's state (`webapp.counterfactuals.services.job_wire`) to the viewers of
+    its trace; the job's state is also in the database for a reload."""
+    _send(trace_id, {"type": "job.progress", "job": job})
+
+
+def broadcast_run_delta(run_id: int, delta: dict[str, Any]) -> None:
+    """Send a training run's `delta` (swarmscope.protocol format) to the viewers of `/ws/runs/<id>/`."""
+    _send_group(run_group(run_id), _delta_message("run.delta", delta))
+
+
+def project_group(project_id: int) -> str:
+    return f"project-{project_id}"
+
+
+def broadcast_project_activity(project_id: int, activity: dict[str, Any]) -> None:
+    """Send a review activity (`webapp.review.services.activity_wire`) to the project's viewers
+    (`/ws/projects/<id>/`); it is also in the database for the feed and for `resume`."""
+    _send_group(project_group(project_id), {"type": "review.activity", "activity": activity})
