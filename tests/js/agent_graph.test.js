@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { CREDIT_EDGE_MAX, creditEdgeStyle, treeLayout } from "../../static/js/agent_graph.js";
+import { CREDIT_EDGE_MAX, creditEdgeStyle, treeLayout } from "../../static/js/views/agent_graph.js";
 
 const tree = { root: ["a", "b"], a: ["c", "d"], b: [], c: [], d: [] };
 

@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { attributionBody, creditColor, creditMap, formatAttributionEstimate, graphCredit, targetAgent, targetEvent }
-  from "../../static/js/attribution.js";
+import { attributionBody, creditMap, formatAttributionEstimate, graphCredit, targetAgent, targetEvent }
+  from "../../static/js/panels/attribution.js";
 
 test("the request body from the form", () => {
   assert.deepEqual(attributionBody({ method: "loo", budget: "416", seed: "" }),
@@ -28,14 +28,6 @@ test("credit is scaled by the largest |estimate|", () => {
     { target: "agent:x", estimate: 0.9 }, { target: "event:c", estimate: 0 }]);
   assert.deepEqual([...map], [["a", 0.4 / 0.9], ["b", -0.2 / 0.9], ["c", 0]]);
   assert.deepEqual([...creditMap([{ target: "event:a", estimate: 0 }])], [["a", 0]]);
-});
-
-test("credit colours run from red through grey to green", () => {
-  assert.equal(creditColor(0), "#ced4da");
-  assert.equal(creditColor(1), "#2f9e44");
-  assert.equal(creditColor(-1), "#e03131");
-  assert.equal(creditColor(5), "#2f9e44");
-  assert.equal(creditColor(Number.NaN), "#ced4da");
 });
 
 test("targets name agents", () => {

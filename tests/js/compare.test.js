@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { alignTraces, diffSequences, summarise } from "../../static/js/compare.js";
-import { TraceModel } from "../../static/js/graph_model.js";
+import { alignTraces, diffSequences, summarise } from "../../static/js/panels/compare.js";
+import { TraceModel } from "../../static/js/model/trace_model.js";
 
 const model = (events) => {
   const m = new TraceModel();

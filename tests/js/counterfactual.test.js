@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { describeIntervention, formatDelta, formatEstimate, requestBody, selectedTargets, targetChoices, toggleSelection }
-  from "../../static/js/counterfactual.js";
+  from "../../static/js/panels/counterfactual.js";
 
 test("interventions read as swarmscope describes them", () => {
   assert.equal(describeIntervention({ kind: "remove", events: ["m3"], agents: ["critic"] }), "remove(event:m3, agent:critic)");

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { formatNumber, formatPercent, formatSeconds, formatValue } from "../../static/js/format.js";
+import { formatNumber, formatPercent, formatSeconds, formatValue } from "../../static/js/lib/format.js";
 
 test("seconds read as ms, s or m:ss", () => {
   assert.equal(formatSeconds(0), "0 s");

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { splitCodeBlocks } from "../../static/js/inspector.js";
+import { splitCodeBlocks } from "../../static/js/panels/inspector.js";
 
 test("fenced code blocks are split from prose, with their language", () => {
   const parts = splitCodeBlocks("Run this:\n```python\nprint(1)\n```\nthen <b>stop</b>.");

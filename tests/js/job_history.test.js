@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { formatWhen, historyLine, restorePlan } from "../../static/js/job_history.js";
+import { formatWhen, historyLine, restorePlan } from "../../static/js/panels/job_history.js";
 
 const jobs = [ // newest first, as the API lists them
   { id: 9, kind: "attribution", status: "running" },

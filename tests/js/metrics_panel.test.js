@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { agentsAliveSeries, raisedFlags } from "../../static/js/metrics_panel.js";
+import { agentsAliveSeries, raisedFlags } from "../../static/js/panels/metrics_panel.js";
 
 test("agents alive pairs become sorted uPlot columns", () => {
   assert.deepEqual(agentsAliveSeries([[2, 3], [0, 1], [1, 2]]), [[0, 1, 2], [1, 2, 3]]);

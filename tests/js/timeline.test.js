@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { clickModifiers, niceTicks } from "../../static/js/timeline.js";
+import { clickModifiers, niceTicks } from "../../static/js/views/timeline.js";
 
 test("ticks are 1, 2 or 5 times a power of ten, inside the range", () => {
   assert.deepEqual(niceTicks(0, 10, 5), [0, 2, 4, 6, 8, 10]);

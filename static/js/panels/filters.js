@@ -5,8 +5,8 @@
  * the template (`data-filter` attributes); the lists are built here from the model.
  */
 
-import { EVENT_TYPES } from "./graph_model.js";
-import { eventColor, roleColor } from "./palette.js";
+import { EVENT_TYPES } from "../model/trace_model.js";
+import { eventColor, roleColor } from "../lib/palette.js";
 
 const SEARCH_DEBOUNCE_MS = 150;
 

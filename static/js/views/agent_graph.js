@@ -11,10 +11,9 @@
  * (`creditEdgeStyle`, pure), with a legend under the graph; edges without credit stay thin.
  */
 
-import { creditColor } from "./attribution.js";
-import { el } from "./dom.js";
-import { formatNumber as formatCredit } from "./format.js";
-import { edgeColor, MARK_COLORS, roleColor, fade } from "./palette.js";
+import { el } from "../lib/dom.js";
+import { formatNumber as formatCredit } from "../lib/format.js";
+import { creditColor, edgeColor, MARK_COLORS, roleColor, fade } from "../lib/palette.js";
 import { createGraph, panTo, syncGraph, vendor } from "./sigma_sync.js";
 
 /** Above this many leaves the tree is laid out radially. */

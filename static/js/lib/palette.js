@@ -1,6 +1,7 @@
 /**
- * Colours shared by the timeline, the agent graph, the filters' legend and the compare view.
- * Event and edge types use fixed colours; roles get one from a categorical palette by hash.
+ * Colours shared by the timeline, the agent graph, the filters' legend, the compare view and the
+ * attribution panel. Event and edge types use fixed colours; roles get one from a categorical
+ * palette by hash; credit a ramp from red through grey to green.
  */
 
 /** Event type -> colour (hex). */
@@ -30,6 +31,9 @@ export const EDGE_COLORS = Object.freeze({
   aggregate: "#ae3ec9",
   safety_flow: "#e03131",
 });
+
+/** Colours (RGB) of negative, zero and positive credit: the attribution legend's, the timeline's, the agent graph's. */
+export const CREDIT_COLORS = Object.freeze({ negative: [224, 49, 49], zero: [206, 212, 218], positive: [47, 158, 68] });
 
 /** Marks drawn over the type colours. */
 export const MARK_COLORS = Object.freeze({
@@ -68,4 +72,12 @@ export function eventColor(type) {
 /** Colour of edge type `type`. */
 export function edgeColor(type) {
   return EDGE_COLORS[type] ?? MARK_COLORS.unknown;
+}
+
+/** The colour of credit `c` in [-1, 1]: grey at 0, to green (positive) or red (negative). */
+export function creditColor(c) {
+  const v = Math.max(-1, Math.min(1, Number(c) || 0));
+  const to = v >= 0 ? CREDIT_COLORS.positive : CREDIT_COLORS.negative;
+  const mix = CREDIT_COLORS.zero.map((z, i) => Math.round(z + (to[i] - z) * Math.abs(v)));
+  return `#${mix.map((x) => x.toString(16).padStart(2, "0")).join("")}`;
 }

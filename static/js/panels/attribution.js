@@ -7,7 +7,7 @@
  * Submitting first asks `/api/traces/<id>/attributions/estimate/`; where the backend calls an LLM
  * the panel shows the estimated requests and tokens and only a second press ("Confirm and run")
  * POSTs `/api/traces/<id>/attributions/run/` with `confirmed: true`; any change to the form asks
- * again (as the counterfactual dialog does). The job's progress comes over the trace websocket
+ * again (estimated_run.js, as in the counterfactual dialog). The job's progress comes over the trace websocket
  * (`{"type": "job", "job": {kind: "attribution", ...}}`, routed here by `handleJob`); once done,
  * its `results` (one attribution per message or agent, highest credit first) fill a ranked table
  * — a row's click (or Enter) selects the event or agent — and `onCredit(map)` hands the timeline
@@ -18,8 +18,10 @@
  * as tooltip and a note, and stored results still show.
  */
 
-import { formatNumber } from "./format.js";
-import { csrfToken, el } from "./dom.js";
+import { formatNumber } from "../lib/format.js";
+import { el } from "../lib/dom.js";
+import { creditColor } from "../lib/palette.js";
+import { EstimatedRun } from "./estimated_run.js";
 
 export const METHODS = [
   ["loo", "Paired leave-one-out"],
@@ -30,8 +32,6 @@ export const METHODS = [
 export const DEFAULT_BUDGET = 416;
 /** Who is credited: every message event, or every agent that sends a message (removed with all its events). */
 export const PLAYER_KINDS = [["messages", "messages"], ["agents", "agents"]];
-/** Colours of negative, zero and positive credit (the legend's and the timeline's). */
-export const CREDIT_COLORS = Object.freeze({ negative: [224, 49, 49], zero: [206, 212, 218], positive: [47, 158, 68] });
 
 /** The request body from the form's values; throws Error naming what is wrong. */
 export function attributionBody({ method, budget, seed, players = "messages", backend = "sim" }) {
@@ -114,14 +114,6 @@ export function creditMap(results) {
   return map;
 }
 
-/** The colour of credit `c` in [-1, 1]: grey at 0, to green (positive) or red (negative). */
-export function creditColor(c) {
-  const v = Math.max(-1, Math.min(1, Number(c) || 0));
-  const to = v >= 0 ? CREDIT_COLORS.positive : CREDIT_COLORS.negative;
-  const mix = CREDIT_COLORS.zero.map((z, i) => Math.round(z + (to[i] - z) * Math.abs(v)));
-  return `#${mix.map((x) => x.toString(16).padStart(2, "0")).join("")}`;
-}
-
 export class AttributionPanel {
   /**
    * @param {HTMLElement} panel the `[data-testid=attribution-panel]` section (hidden until opened)
@@ -137,8 +129,6 @@ export class AttributionPanel {
     this.readOnly = readOnly;
     this.traceId = traceId;
     this.backends = backends.length ? backends : ["sim"];
-    /** The request body whose estimate is shown and awaits confirmation (JSON), or null. */
-    this.awaiting = null;
     this.onSelectEvent = onSelectEvent;
     this.onSelectAgent = onSelectAgent;
     this.onCredit = onCredit;
@@ -188,17 +178,22 @@ export class AttributionPanel {
     backend.name = "backend";
     backend.dataset.testid = "attribution-backend";
     for (const b of this.backends) backend.append(new Option(b, b));
-    const run = el("button", "Run", "button primary small");
-    run.type = "submit";
-    run.dataset.testid = "attribution-run";
-    this.run = run;
-    this.estimate = el("p", null, "what-if-estimate");
-    this.estimate.dataset.testid = "attribution-estimate";
-    this.estimate.setAttribute("role", "status");
-    this.estimate.hidden = true;
-    this.error = el("p", null, "notice");
-    this.error.setAttribute("role", "alert");
-    this.error.hidden = true;
+    this._values = () => ({ method: this.method.value, budget: budget.value, seed: seed.value, players: players.value,
+      backend: backend.value });
+    /** The estimate -> confirm -> run flow of the form. */
+    this.runner = new EstimatedRun({
+      estimateUrl: `/api/traces/${this.traceId}/attributions/estimate/`,
+      runUrl: `/api/traces/${this.traceId}/attributions/run/`,
+      body: () => attributionBody(this._values()),
+      describe: formatAttributionEstimate,
+      onStarted: (job) => {
+        this.job = null;
+        this.handleJob(job);
+      },
+      runClass: "button primary small", runTestid: "attribution-run", estimateTestid: "attribution-estimate",
+      pendingText: "Estimating the cost…",
+    });
+    const run = this.runner.run;
     const label = (text, control) => {
       const l = el("label", text, "field");
       l.append(control);
@@ -206,11 +201,9 @@ export class AttributionPanel {
     };
     form.append(label("Estimator", this.method), label("Players", players), label("Budget (rollouts)", budget),
       label("Seed", seed), label("Rollout backend", backend), run);
-    this._values = () => ({ method: this.method.value, budget: budget.value, seed: seed.value, players: players.value,
-      backend: backend.value });
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      if (!this.readOnly) this._submit(this._values());
+      if (!this.readOnly) this.runner.submit();
     });
     if (this.readOnly) {
       Object.assign(run, { disabled: true, title: this.readOnly });
@@ -219,90 +212,14 @@ export class AttributionPanel {
       form.append(note);
     }
     // A confirmation is for the request whose estimate was shown: any change to it asks again.
-    form.addEventListener("change", () => this._onFormChange());
-    for (const control of [budget, seed]) control.addEventListener("input", () => this._onFormChange());
+    this.runner.watch(form, [budget, seed]);
     // Keys typed here are the form's, not the page's shortcuts (arrows step, Esc clears).
     form.addEventListener("keydown", (e) => e.stopPropagation());
     this.status = el("div", null, "attribution-status");
     this.status.setAttribute("aria-live", "polite");
     this.table = el("div", null, "attribution-results");
-    this.panel.querySelector("[data-field=body]").append(form, this.estimate, this.error, this.status, this.table);
-  }
-
-  /** Drop a shown estimate when the request it was for has changed. */
-  _onFormChange() {
-    if (this.awaiting === null) return;
-    let key = null;
-    try {
-      key = JSON.stringify(attributionBody(this._values()));
-    } catch {
-      // an invalid request is not the estimated one
-    }
-    if (key !== this.awaiting) this._resetConfirmation();
-  }
-
-  _resetConfirmation() {
-    this.awaiting = null;
-    this.estimate.hidden = true;
-    this.estimate.textContent = "";
-    this.run.textContent = "Run";
-    delete this.run.dataset.confirm;
-  }
-
-  async _post(url, body) {
-    const response = await fetch(url, {
-      method: "POST", credentials: "same-origin", body: JSON.stringify(body),
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-    });
-    return { ok: response.ok, answer: await response.json() };
-  }
-
-  async _submit(values) {
-    let body;
-    try {
-      body = attributionBody(values);
-    } catch (err) {
-      this._setError(err.message);
-      return;
-    }
-    this._setError("");
-    const key = JSON.stringify(body);
-    if (this.awaiting !== key) {
-      // First the cost: an LLM backend's job only starts once the user has seen and confirmed it.
-      this.estimate.hidden = false;
-      this.estimate.textContent = "Estimating the cost…";
-      const { ok, answer } = await this._post(`/api/traces/${this.traceId}/attributions/estimate/`, body);
-      if (!ok) {
-        this._resetConfirmation();
-        this._setError(`${answer.field ? `${answer.field}: ` : ""}${answer.error}`);
-        return;
-      }
-      if (answer.confirmation_required) {
-        this.estimate.textContent = `Estimated cost on ${answer.backend}: ${formatAttributionEstimate(answer)}. `
-          + "Press “Confirm and run” to start it.";
-        this.run.textContent = "Confirm and run";
-        this.run.dataset.confirm = "true";
-        this.awaiting = key;
-        this.run.focus();
-        return;
-      }
-      this._resetConfirmation();
-    } else {
-      body.confirmed = true;
-    }
-    const { ok, answer } = await this._post(`/api/traces/${this.traceId}/attributions/run/`, body);
-    if (!ok) {
-      this._setError(`${answer.field ? `${answer.field}: ` : ""}${answer.error}`);
-      return;
-    }
-    this._resetConfirmation();
-    this.job = null;
-    this.handleJob(answer);
-  }
-
-  _setError(text) {
-    this.error.textContent = text;
-    this.error.hidden = !text;
+    this.panel.querySelector("[data-field=body]").append(form, this.runner.estimate, this.runner.error, this.status,
+      this.table);
   }
 
   _render() {

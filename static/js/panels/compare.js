@@ -1,18 +1,19 @@
 /**
- * The compare page (templates/traces/compare.html): two orchestration traces side by side,
- * aligned by step (the whole trace in time order) or by agent (each agent's events in time
- * order), with the differences marked: events present in one trace only, and events at the
- * same place whose content differs. Typical use: a trace and its counterfactual re-rollout.
+ * The compare view (templates/traces/compare.html, started by pages/compare_page.js): two
+ * orchestration traces side by side, aligned by step (the whole trace in time order) or by agent
+ * (each agent's events in time order), with the differences marked: events present in one trace
+ * only, and events at the same place whose content differs. Typical use: a trace and its
+ * counterfactual re-rollout.
  *
  * Alignment is a diff of event sequences: equal prefix and suffix are matched directly, the
  * middle by longest common subsequence (or position, when it is too large), and adjacent
  * removals and insertions of the same agent and type are paired as "changed".
  */
 
-import { TraceModel } from "./graph_model.js";
+import { TraceModel } from "../model/trace_model.js";
 import { renderContent } from "./inspector.js";
-import { eventColor } from "./palette.js";
-import { el } from "./dom.js";
+import { eventColor } from "../lib/palette.js";
+import { el } from "../lib/dom.js";
 
 /** Above this many cells the middle of a diff is aligned by position instead of LCS. */
 const LCS_MAX_CELLS = 4_000_000;
@@ -169,7 +170,8 @@ function excerpt(ev) {
   return cell;
 }
 
-class ComparePage {
+/** The compare page's view of its `#compare-app` element: loads both traces, aligns and renders the rows. */
+export class ComparePage {
   constructor(app) {
     this.app = app;
     this.left = new TraceModel();
@@ -286,10 +288,4 @@ class ComparePage {
     }
     tr.after(detail);
   }
-}
-
-const app = globalThis.document?.getElementById("compare-app");
-if (app) {
-  const page = new ComparePage(app);
-  window.swarmscopeCompare = { left: page.left, right: page.right, ready: page.ready, align: (mode) => alignTraces(page.left, page.right, mode) };
 }

@@ -9,7 +9,7 @@
  * with the trace websocket's job messages. Server text is only ever set with `textContent`.
  */
 
-import { el } from "./dom.js";
+import { el } from "../lib/dom.js";
 
 /** Counterfactual jobs shown again after a reload (the newest ones). */
 export const RESTORED_COUNTERFACTUALS = 10;

@@ -18,17 +18,17 @@
  * lastSeq(), eventCount()}; `<body data-seq data-event-count data-selected>` mirror the state.
  */
 
-import { AgentGraph } from "./agent_graph.js";
-import { AttributionPanel } from "./attribution.js";
-import { Counterfactual } from "./counterfactual.js";
-import { FiltersPanel } from "./filters.js";
-import { formatNumber } from "./format.js";
-import { TraceModel } from "./graph_model.js";
-import { Inspector } from "./inspector.js";
-import { JobHistory } from "./job_history.js";
-import { LiveConnection, websocketUrl, withParam } from "./live_connection.js";
-import { MetricsPanel } from "./metrics_panel.js";
-import { Timeline } from "./timeline.js";
+import { AgentGraph } from "../views/agent_graph.js";
+import { AttributionPanel } from "../panels/attribution.js";
+import { Counterfactual } from "../panels/counterfactual.js";
+import { FiltersPanel } from "../panels/filters.js";
+import { formatNumber } from "../lib/format.js";
+import { TraceModel } from "../model/trace_model.js";
+import { Inspector } from "../panels/inspector.js";
+import { JobHistory } from "../panels/job_history.js";
+import { LiveConnection, websocketUrl, withParam } from "../live_connection.js";
+import { MetricsPanel } from "../panels/metrics_panel.js";
+import { Timeline } from "../views/timeline.js";
 
 /** The events/s counter averages over this window. */
 const RATE_WINDOW_MS = 5000;

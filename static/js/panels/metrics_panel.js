@@ -1,11 +1,11 @@
 /**
- * The metrics panel: the server-computed metrics of a trace (DESIGN.md "Metrics"), its
+ * The metrics panel: the server-computed metrics of a trace (swarmscope.metrics), its
  * failure-mode flags, a uPlot chart of the agents alive over time, the trace-level labels, and
  * the imported metrics, rewards and costs as given. Computed and imported metrics are shown apart, as stored.
  */
 
-import { formatNumber, formatPercent, formatSeconds, formatValue } from "./format.js";
-import { el } from "./dom.js";
+import { formatNumber, formatPercent, formatSeconds, formatValue } from "../lib/format.js";
+import { el } from "../lib/dom.js";
 
 /** Known computed metrics: label, how to format, and the source of the formula. */
 export const COMPUTED_METRICS = Object.freeze({

@@ -10,9 +10,8 @@
  * event in a multi-selection); `setMarked(ids)` rings the multi-selected events.
  */
 
-import { formatSeconds } from "./format.js";
-import { creditColor } from "./attribution.js";
-import { eventColor, edgeColor, MARK_COLORS, fade } from "./palette.js";
+import { formatSeconds } from "../lib/format.js";
+import { creditColor, eventColor, edgeColor, MARK_COLORS, fade } from "../lib/palette.js";
 import { applyChanges, createGraph, panTo, syncGraph, vendor } from "./sigma_sync.js";
 
 /** When fitted, a lane is at most this many pixels tall. */

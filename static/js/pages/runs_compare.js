@@ -3,8 +3,8 @@
  * group is its mean curve with a 95 % band (runs_model.groupBand).
  */
 
-import { el } from "./dom.js";
-import { TRAINING_CHARTS, curveOf, groupBand, interpolate } from "./runs_model.js";
+import { el } from "../lib/dom.js";
+import { TRAINING_CHARTS, curveOf, groupBand, interpolate } from "../runs_model.js";
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9"];
 const METRICS = [...TRAINING_CHARTS.flatMap((c) => c.series)];

@@ -10,8 +10,8 @@
  * submits, Esc closes). Submitting first asks `/api/traces/<id>/counterfactuals/estimate/`; where
  * the backend calls an LLM the dialog shows the estimated prompt and completion tokens and only
  * a second press ("Confirm and run") POSTs `/api/traces/<id>/counterfactuals/` with
- * `confirmed: true`; any change to the form asks again. Jobs then show in the "Counterfactuals"
- * panel: a progress bar fed by the trace websocket's `{"type": "job", "job": {...}}` messages
+ * `confirmed: true`; any change to the form asks again (estimated_run.js). Jobs then show in the
+ * "Counterfactuals" panel: a progress bar fed by the trace websocket's `{"type": "job", "job": {...}}` messages
  * (`handleJob`), and once done Δ = E[R | h] − E[R | do(intervention)] with its 95 % interval and
  * rollout count, the per-sample outcomes (control → intervention reward) and a link that opens the
  * branch trace side by side with the original. Server text is only ever set with `textContent`.
@@ -19,8 +19,9 @@
  * the jobs' Cancel are disabled with that reason as their tooltip; the server refuses them too.
  */
 
-import { formatNumber } from "./format.js";
-import { csrfToken, el } from "./dom.js";
+import { formatNumber } from "../lib/format.js";
+import { csrfToken, el } from "../lib/dom.js";
+import { EstimatedRun } from "./estimated_run.js";
 
 /** Event types an intervention may target (swarmscope.interventions.MESSAGE_LIKE_TYPES). */
 export const MESSAGE_LIKE_TYPES = ["message", "delegate", "return"];
@@ -118,20 +119,11 @@ export function selectedTargets(selection, id, toggledOff = null) {
   return [...selection, id];
 }
 
-/** POST `body` as JSON with the session's CSRF token: {ok, answer (the parsed JSON)}. */
-async function postJson(url, body) {
-  const response = await fetch(url, {
-    method: "POST", credentials: "same-origin", body: JSON.stringify(body),
-    headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-  });
-  return { ok: response.ok, answer: await response.json() };
-}
-
 export class Counterfactual {
   /**
    * @param {HTMLElement} panel the `[data-testid=counterfactual-panel]` section (hidden until a job)
    * @param {{traceId: string, backends: string[], model?: {events: Map, agents: Map}}} options
-   *   `model` (graph_model.js's TraceModel) lists the dialog's other targets; `readOnly`: why the
+   *   `model` (model/trace_model.js's TraceModel) lists the dialog's other targets; `readOnly`: why the
    *   caller may not request or cancel jobs (a viewer), "" when they may
    */
   constructor(panel, { traceId, backends, model = { events: new Map(), agents: new Map() }, readOnly = "" }) {
@@ -149,8 +141,6 @@ export class Counterfactual {
     this.selection = new Set();
     /** The event the last toggle took out of the selection, else null. */
     this.toggledOff = null;
-    /** The request body whose estimate is shown and awaits confirmation (JSON), or null. */
-    this.awaiting = null;
     this.dialog = this._buildDialog();
     document.body.append(this.dialog);
   }
@@ -218,8 +208,8 @@ export class Counterfactual {
     const { events = [], agents = [] } = typeof targets === "string" ? { events: [targets] } : targets;
     this.checked = { events: new Set(events), agents: new Set(agents) };
     this.search.value = "";
-    this._setError("");
-    this._resetConfirmation();
+    this.runner.setError("");
+    this.runner.reset();
     this._renderTargets();
     this.dialog.showModal();
     this.dialog.querySelector("[name=kind]").focus();
@@ -290,31 +280,33 @@ export class Counterfactual {
     const backend = el("select");
     backend.name = "backend";
     for (const b of this.backends) backend.append(new Option(b, b));
-    this.estimate = el("p", null, "what-if-estimate");
-    this.estimate.dataset.testid = "what-if-estimate";
-    this.estimate.setAttribute("role", "status");
-    this.estimate.hidden = true;
-    this.error = el("p", null, "notice");
-    this.error.setAttribute("role", "alert");
-    this.error.hidden = true;
-    this.run = el("button", "Run", "button primary");
-    this.run.type = "submit";
-    this.run.dataset.testid = "what-if-run";
+    this._values = () => ({ kind: kind.value, text: text.value, n: n.value, backend: backend.value });
+    /** The estimate -> confirm -> run flow of the dialog's form. */
+    this.runner = new EstimatedRun({
+      estimateUrl: `/api/traces/${this.traceId}/counterfactuals/estimate/`,
+      runUrl: `/api/traces/${this.traceId}/counterfactuals/`,
+      body: () => requestBody(this._targets(), this._values()),
+      describe: formatEstimate,
+      onStarted: (job) => {
+        dialog.close();
+        this._renderJob(this.jobs.get(job.id) ?? job);
+      },
+      runClass: "button primary", runTestid: "what-if-run", estimateTestid: "what-if-estimate",
+    });
     const close = el("button", "Close", "button");
     close.type = "button";
     close.addEventListener("click", () => dialog.close());
     const buttons = el("div", null, "button-row");
-    buttons.append(this.run, close);
+    buttons.append(this.runner.run, close);
     form.append(title, target, targets, this._label("Intervention", kind), textLabel,
-      this._label("Paired samples N", n), this._label("Rollout backend", backend), this.estimate, this.error, buttons);
-    this._values = () => ({ kind: kind.value, text: text.value, n: n.value, backend: backend.value });
+      this._label("Paired samples N", n), this._label("Rollout backend", backend), this.runner.estimate,
+      this.runner.error, buttons);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      this._submit(this._values());
+      this.runner.submit();
     });
     // A confirmation is for the request whose estimate was shown: any change to it asks again.
-    form.addEventListener("change", () => this._onFormChange());
-    for (const control of [text, n]) control.addEventListener("input", () => this._onFormChange());
+    this.runner.watch(form, [text, n]);
     // Esc closes the dialog (the browser's `cancel`) and nothing else: the page's Esc would
     // clear the selection.
     dialog.addEventListener("keydown", (e) => {
@@ -371,73 +363,7 @@ export class Counterfactual {
     this.targetLine.textContent = events.length + agents.length
       ? describeIntervention({ kind: this.kind.value, events, agents }).replace(/^[a-z]+\(|\)$/g, "")
       : "none selected";
-    this._onFormChange();
-  }
-
-  /** Drop a shown estimate when the request it was for has changed. */
-  _onFormChange() {
-    if (this.awaiting === null) return;
-    let key = null;
-    try {
-      key = JSON.stringify(requestBody(this._targets(), this._values()));
-    } catch {
-      // an invalid request is not the estimated one
-    }
-    if (key !== this.awaiting) this._resetConfirmation();
-  }
-
-  _setError(text) {
-    this.error.textContent = text;
-    this.error.hidden = !text;
-  }
-
-  _resetConfirmation() {
-    this.awaiting = null;
-    if (!this.estimate) return;
-    this.estimate.hidden = true;
-    this.estimate.textContent = "";
-    this.run.textContent = "Run";
-    delete this.run.dataset.confirm;
-  }
-
-  async _submit(values) {
-    let body;
-    try {
-      body = requestBody(this._targets(), values);
-    } catch (err) {
-      this._setError(err.message);
-      return;
-    }
-    this._setError("");
-    const key = JSON.stringify(body);
-    if (this.awaiting !== key) {
-      // First the cost: an LLM backend's job only starts once the user has seen and confirmed it.
-      const { ok, answer } = await postJson(`/api/traces/${this.traceId}/counterfactuals/estimate/`, body);
-      if (!ok) {
-        this._setError(`${answer.field ? `${answer.field}: ` : ""}${answer.error}`);
-        return;
-      }
-      if (answer.confirmation_required) {
-        this.estimate.textContent = `Estimated cost on ${answer.backend}: ${formatEstimate(answer)}. `
-          + "Press “Confirm and run” to start it.";
-        this.estimate.hidden = false;
-        this.run.textContent = "Confirm and run";
-        this.run.dataset.confirm = "true";
-        this.awaiting = key;
-        this.run.focus();
-        return;
-      }
-    } else {
-      body.confirmed = true;
-    }
-    const { ok, answer } = await postJson(`/api/traces/${this.traceId}/counterfactuals/`, body);
-    if (!ok) {
-      this._setError(`${answer.field ? `${answer.field}: ` : ""}${answer.error}`);
-      return;
-    }
-    this._resetConfirmation();
-    this.dialog.close();
-    this._renderJob(this.jobs.get(answer.id) ?? answer);
+    this.runner.changed();
   }
 
   async _cancel(job) {

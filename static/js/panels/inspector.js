@@ -9,9 +9,9 @@
  * from the page for both.
  */
 
-import { eventColor, roleColor } from "./palette.js";
-import { formatSeconds } from "./format.js";
-import { el } from "./dom.js";
+import { eventColor, roleColor } from "../lib/palette.js";
+import { formatSeconds } from "../lib/format.js";
+import { el } from "../lib/dom.js";
 
 /** How many of an agent's events the inspector lists. */
 const AGENT_EVENTS_LISTED = 50;

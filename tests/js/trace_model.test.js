@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { TraceModel } from "../../static/js/graph_model.js";
+import { TraceModel } from "../../static/js/model/trace_model.js";
 import { syntheticSnapshot } from "./synthetic.js";
 
 /**

@@ -1,0 +1,134 @@
+/**
+ * Estimate -> confirm -> run: the submit flow of the forms that start rollout jobs (the
+ * counterfactual dialog, the attribution panel).
+ *
+ * A submit first POSTs the request body to `estimateUrl`. Where the backend calls an LLM the answer
+ * says `confirmation_required`: the estimate line shows its cost and the Run button turns into
+ * "Confirm and run" (`data-confirm="true"`); only a second submit of the same body POSTs it to
+ * `runUrl` with `confirmed: true`. Any change to the form that changes the body drops the shown
+ * estimate (`changed()`), so a confirmation is always for the request whose cost was shown. A
+ * backend that needs no confirmation starts at once. Errors (`{error, field?}` answers, or the
+ * body's own validation) show in the alert line. Server text is only ever set with `textContent`.
+ */
+
+import { csrfToken, el } from "../lib/dom.js";
+
+/** POST `body` as JSON with the session's CSRF token: {ok, answer (the parsed JSON)}. */
+export async function postJson(url, body) {
+  const response = await fetch(url, {
+    method: "POST", credentials: "same-origin", body: JSON.stringify(body),
+    headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+  });
+  return { ok: response.ok, answer: await response.json() };
+}
+
+/** An error answer (`{error, field?}`) as one line: "n: must be at least 2". */
+const errorText = (answer) => `${answer.field ? `${answer.field}: ` : ""}${answer.error}`;
+
+export class EstimatedRun {
+  /**
+   * The Run button, estimate line and error line are built here (`run`, `estimate`, `error`);
+   * the caller places them in its form.
+   * @param {{estimateUrl: string, runUrl: string, body: () => object, describe: (answer: object) => string,
+   *   onStarted: (job: object) => void, runClass: string, runTestid: string, estimateTestid: string,
+   *   pendingText?: string|null}} options
+   *   `body` returns the request body from the form (throws Error naming what is wrong);
+   *   `describe` words an estimate answer; `onStarted` gets the started job (the run answer);
+   *   `pendingText`, when given, shows in the estimate line while the estimate is asked for
+   */
+  constructor({ estimateUrl, runUrl, body, describe, onStarted, runClass, runTestid, estimateTestid,
+    pendingText = null }) {
+    Object.assign(this, { estimateUrl, runUrl, body, describe, onStarted, pendingText });
+    /** The request body whose estimate is shown and awaits confirmation (JSON), or null. */
+    this.awaiting = null;
+    this.run = el("button", "Run", runClass);
+    this.run.type = "submit";
+    this.run.dataset.testid = runTestid;
+    this.estimate = el("p", null, "what-if-estimate");
+    this.estimate.dataset.testid = estimateTestid;
+    this.estimate.setAttribute("role", "status");
+    this.estimate.hidden = true;
+    this.error = el("p", null, "notice");
+    this.error.setAttribute("role", "alert");
+    this.error.hidden = true;
+  }
+
+  /** Drop the estimate whenever `form` changes, or one of `inputs` is typed in. */
+  watch(form, inputs) {
+    form.addEventListener("change", () => this.changed());
+    for (const control of inputs) control.addEventListener("input", () => this.changed());
+  }
+
+  /** Drop a shown estimate when the request it was for has changed. */
+  changed() {
+    if (this.awaiting === null) return;
+    let key = null;
+    try {
+      key = JSON.stringify(this.body());
+    } catch {
+      // an invalid request is not the estimated one
+    }
+    if (key !== this.awaiting) this.reset();
+  }
+
+  /** Back to a plain Run: no estimate shown, nothing awaiting confirmation. */
+  reset() {
+    this.awaiting = null;
+    this.estimate.hidden = true;
+    this.estimate.textContent = "";
+    this.run.textContent = "Run";
+    delete this.run.dataset.confirm;
+  }
+
+  /** Show `text` in the error line (hidden when empty). */
+  setError(text) {
+    this.error.textContent = text;
+    this.error.hidden = !text;
+  }
+
+  /** The form's submit: estimate, or (the same body, confirmed) run. */
+  async submit() {
+    let body;
+    try {
+      body = this.body();
+    } catch (err) {
+      this.setError(err.message);
+      return;
+    }
+    this.setError("");
+    const key = JSON.stringify(body);
+    if (this.awaiting !== key) {
+      // First the cost: an LLM backend's job only starts once the user has seen and confirmed it.
+      if (this.pendingText) {
+        this.estimate.hidden = false;
+        this.estimate.textContent = this.pendingText;
+      }
+      const { ok, answer } = await postJson(this.estimateUrl, body);
+      if (!ok) {
+        this.reset();
+        this.setError(errorText(answer));
+        return;
+      }
+      if (answer.confirmation_required) {
+        this.estimate.textContent = `Estimated cost on ${answer.backend}: ${this.describe(answer)}. `
+          + "Press “Confirm and run” to start it.";
+        this.estimate.hidden = false;
+        this.run.textContent = "Confirm and run";
+        this.run.dataset.confirm = "true";
+        this.awaiting = key;
+        this.run.focus();
+        return;
+      }
+      this.reset();
+    } else {
+      body.confirmed = true;
+    }
+    const { ok, answer } = await postJson(this.runUrl, body);
+    if (!ok) {
+      this.setError(errorText(answer));
+      return;
+    }
+    this.reset();
+    this.onStarted(answer);
+  }
+}

@@ -1,0 +1,112 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import { EstimatedRun } from "../../static/js/panels/estimated_run.js";
+
+/** The few element features EstimatedRun uses, without a browser. */
+function fakeElement(tag) {
+  const listeners = {};
+  return {
+    tag, textContent: "", className: "", hidden: false, dataset: {}, attributes: {}, focused: false,
+    setAttribute(name, value) { this.attributes[name] = value; },
+    focus() { this.focused = true; },
+    addEventListener(type, fn) { (listeners[type] ??= []).push(fn); },
+    dispatch(type) { for (const fn of listeners[type] ?? []) fn(); },
+  };
+}
+
+/** A fake `document` and `fetch` answering each URL with `answers[url]` ({status, body}); returns the calls. */
+function fakeBrowser(answers) {
+  const calls = [];
+  globalThis.document = { createElement: fakeElement, cookie: "csrftoken=tok" };
+  globalThis.fetch = async (url, init) => {
+    calls.push({ url, body: JSON.parse(init.body), csrf: init.headers["X-CSRFToken"] });
+    const { status = 200, body } = answers[url];
+    return { ok: status < 400, json: async () => body };
+  };
+  return calls;
+}
+
+function runner(values, options = {}) {
+  const started = [];
+  const flow = new EstimatedRun({
+    estimateUrl: "/estimate/", runUrl: "/run/",
+    body: () => {
+      if (values.n < 2) throw new Error("N must be at least 2");
+      return { n: values.n, backend: values.backend };
+    },
+    describe: (answer) => `${answer.total_tokens} tokens`,
+    onStarted: (job) => started.push(job),
+    runClass: "button primary", runTestid: "x-run", estimateTestid: "x-estimate", ...options,
+  });
+  return { flow, started };
+}
+
+test("an LLM backend runs only after its estimate was shown and confirmed", async () => {
+  const calls = fakeBrowser({
+    "/estimate/": { body: { confirmation_required: true, backend: "llm", total_tokens: 49 } },
+    "/run/": { body: { id: 7, status: "queued" } },
+  });
+  const values = { n: 4, backend: "llm" };
+  const { flow, started } = runner(values);
+  assert.equal(flow.run.textContent, "Run");
+  assert.equal(flow.run.dataset.testid, "x-run");
+  assert.equal(flow.estimate.attributes.role, "status");
+  assert.equal(flow.error.attributes.role, "alert");
+  await flow.submit();
+  assert.deepEqual(calls.map((c) => c.url), ["/estimate/"]);
+  assert.equal(calls[0].csrf, "tok");
+  assert.equal(flow.estimate.hidden, false);
+  assert.equal(flow.estimate.textContent, "Estimated cost on llm: 49 tokens. Press “Confirm and run” to start it.");
+  assert.equal(flow.run.textContent, "Confirm and run");
+  assert.equal(flow.run.dataset.confirm, "true");
+  assert.ok(flow.run.focused);
+  // A change that leaves the request as it was keeps the confirmation; another one drops it.
+  const form = fakeElement("form");
+  const input = fakeElement("input");
+  flow.watch(form, [input]);
+  form.dispatch("change");
+  assert.equal(flow.run.dataset.confirm, "true");
+  values.n = 5;
+  input.dispatch("input");
+  assert.equal(flow.run.textContent, "Run");
+  assert.equal(flow.estimate.hidden, true);
+  assert.equal(flow.run.dataset.confirm, undefined);
+  await flow.submit();
+  await flow.submit();
+  assert.deepEqual(calls.map((c) => c.url), ["/estimate/", "/estimate/", "/run/"]);
+  assert.deepEqual(calls[2].body, { n: 5, backend: "llm", confirmed: true });
+  assert.deepEqual(started, [{ id: 7, status: "queued" }]);
+  assert.equal(flow.run.textContent, "Run");
+  assert.equal(flow.awaiting, null);
+});
+
+test("a backend that needs no confirmation starts at once; the pending text shows while estimating", async () => {
+  const calls = fakeBrowser({
+    "/estimate/": { body: { confirmation_required: false, backend: "sim" } },
+    "/run/": { body: { id: 8 } },
+  });
+  const { flow, started } = runner({ n: 4, backend: "sim" }, { pendingText: "Estimating the cost…" });
+  const submitted = flow.submit();
+  assert.equal(flow.estimate.textContent, "Estimating the cost…");
+  assert.equal(flow.estimate.hidden, false);
+  await submitted;
+  assert.deepEqual(calls.map((c) => [c.url, c.body.confirmed]), [["/estimate/", undefined], ["/run/", undefined]]);
+  assert.deepEqual(started, [{ id: 8 }]);
+  assert.equal(flow.estimate.hidden, true);
+});
+
+test("an invalid form or an error answer shows in the alert line", async () => {
+  const calls = fakeBrowser({ "/estimate/": { status: 400, body: { error: "too many", field: "n" } } });
+  const values = { n: 1, backend: "sim" };
+  const { flow, started } = runner(values, { pendingText: "Estimating the cost…" });
+  await flow.submit();
+  assert.equal(calls.length, 0);
+  assert.equal(flow.error.textContent, "N must be at least 2");
+  assert.equal(flow.error.hidden, false);
+  values.n = 3000;
+  await flow.submit();
+  assert.equal(flow.error.textContent, "n: too many");
+  assert.equal(flow.estimate.hidden, true, "the pending text is gone");
+  assert.deepEqual(started, []);
+});
