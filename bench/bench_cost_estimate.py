@@ -3,7 +3,7 @@
 For each Hand-Crafted log in ../shared/data/who-and-when (15 logs; the Orchestrator picks speakers,
 so each re-generated turn after the fork also plans a "who speaks next" request), the backend plans
 (`OpenAIRollout.plan_paired` / `plan_call`, counted chunk by chunk as
-`webapp.counterfactuals.services.estimate_cost` and `estimate_attribution_cost` count them; nothing is
+`webapp.counterfactuals.costs.estimate_cost` and `estimate_attribution_cost` count them; nothing is
 sent):
 
 - a counterfactual job: the first WebSurfer turn masked, N = 32 paired samples in chunks of
@@ -43,7 +43,7 @@ from django.conf import settings  # noqa: E402
 from swarmscope.importers import SourceFile, read_files  # noqa: E402
 from swarmscope.interventions import Intervention  # noqa: E402
 from trainer.rollout.openai import ChatClient, OpenAIRollout  # noqa: E402
-from webapp.counterfactuals import services  # noqa: E402
+from webapp.counterfactuals import costs, services  # noqa: E402
 
 
 def main() -> None:
@@ -67,20 +67,20 @@ def main() -> None:
         target = next(e.id for e in trace.events if e.agent == "WebSurfer" and e.type in ("message", "return"))
         intervention = Intervention("mask", (target,))
         start = time.perf_counter()
-        cost = services._zero_cost()
+        cost = costs._zero_cost()
         for first in range(0, args.samples, chunk):
             for arm in runner.plan_paired(intervention, np.arange(first, min(first + chunk, args.samples))).values():
-                services._add_cost(cost, services._cost(arm))
+                costs._add_cost(cost, costs._cost(arm))
         for arm in runner.plan_paired(intervention, np.arange(1)).values():
-            services._add_cost(cost, services._cost(arm))
+            costs._add_cost(cost, costs._cost(arm))
         counterfactual_ms = 1000 * (time.perf_counter() - start)
         players = [e.id for e in trace.events if e.type in ("message", "delegate", "return")]
         start = time.perf_counter()
-        credit = services._zero_cost()
+        credit = costs._zero_cost()
         n = args.attribution_samples
 
         def planning_rollout(intervention, seeds):
-            services._add_cost(credit, services._cost(runner.plan_call(intervention, seeds)))
+            costs._add_cost(credit, costs._cost(runner.plan_call(intervention, seeds)))
             return np.zeros(len(seeds))
 
         for first in range(0, n, chunk):

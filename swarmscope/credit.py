@@ -1,4 +1,4 @@
-"""Credit attribution from counterfactual re-rollouts (DESIGN.md "Credit"): pure estimators.
+"""Credit attribution from counterfactual re-rollouts (docs/architecture.md, "Credit"): pure estimators.
 
 Two interfaces to a rollout backend (`trainer.rollout`):
 
@@ -21,6 +21,9 @@ Estimators (each returns `Attribution`s, one per target):
   Shapley-kernel matrix: the unbiased estimator of Covert & Lee 2021 (§3), efficiency exact.
 - `shapley_2additive`: Shapley values of a game with at most pairwise interactions, from a
   randomised two-level orthogonal design in complement pairs; for any game, the Banzhaf value.
+
+`play_chunk` runs a game estimator on some of its samples only (a job's chunk), drawing what the
+one-shot call draws, so chunks stored apart give back the one-shot estimate (`from_samples`).
 
 Intervals are 95 %, Student t over independent samples (pairs, antithetic pairs, coalition pairs)
 with the Welch–Satterthwaite degrees of freedom for `unpaired_effect`. When every sample is equal
@@ -320,6 +323,31 @@ def shapley_2additive(game: CoalitionGame, n_players: int, n_samples: int, first
     v = np.asarray(game(rows.reshape(-1, n_players), seeds.ravel()), float).reshape(n_samples, 2, size)
     phi = np.einsum("jrk,jr->jk", z, v[:, 0] - v[:, 1]) / size  # (n_samples, n)
     return [_attribution(names[k], "shapley_2additive", phi[:, k], 2 * size * n_samples) for k in range(n_players)]
+
+
+def play_chunk(estimator: Callable[..., list[Attribution]], game: CoalitionGame, n_players: int, n: int,
+               indices: Sequence[int], first_seed: int = 0, seeds_per_sample: int = 1, **options: Any) -> np.ndarray:
+    """The per-player sample values (n, n_players) of `estimator(game, n_players, n, first_seed,
+    **options)` with `game` played only on the rows of samples `indices`: those rows are what the
+    one-shot call gives, the rows of other samples 0 (their coalitions answer 0 and are not played).
+
+    Serves the game estimators that play sample i at seeds first_seed + i k .. first_seed + (i + 1)
+    k - 1, k = `seeds_per_sample`, and draw their coalitions from `options` (`sampling_seed`) and n
+    alone: `leave_one_out`, `shapley_permutation` and `kernel_shap` (k = 1), `shapley_2additive`
+    (k = `design_size(n_players)`). One `game` call per chunk (none when no row is played); with
+    `coalition_game`, one rollout call per distinct coalition among the played rows."""
+    indices = np.asarray(indices)
+
+    def chunk_game(kept: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        seeds = np.asarray(seeds)
+        rewards = np.zeros(len(seeds))
+        rows = np.isin((seeds - first_seed) // seeds_per_sample, indices)
+        if rows.any():
+            rewards[rows] = game(np.asarray(kept)[rows], seeds[rows])
+        return rewards
+
+    results = estimator(chunk_game, n_players, n, first_seed=first_seed, **options)
+    return np.stack([r.samples for r in results], axis=1)
 
 
 def rank(attributions: Sequence[Attribution]) -> list[Attribution]:

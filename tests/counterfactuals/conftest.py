@@ -6,7 +6,7 @@ import pytest
 
 from swarmscope import model as core
 from trainer.sim.suites import pivot12_case
-from webapp.traces import services
+from webapp.traces import ingest
 
 
 @pytest.fixture(scope="session")
@@ -18,7 +18,7 @@ def case():
 def sim_trace(project, case):
     """The episode's trace after a JSON round trip (as an import stores it)."""
     document = json.loads(json.dumps(case.episode.trace.to_dict()))
-    return services.do_ingest(project, core.trace_from_dict(document)).trace
+    return ingest.do_ingest(project, core.trace_from_dict(document)).trace
 
 
 @pytest.fixture

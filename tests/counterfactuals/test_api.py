@@ -12,6 +12,7 @@ from webapp.accounts.services import (
     do_get_or_create_project,
 )
 from webapp.counterfactuals import services, tasks
+from webapp.counterfactuals.models import CounterfactualJob
 from webapp.traces.models import Trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
@@ -22,7 +23,7 @@ def post(client, url, body):
 
 
 def finish(job_id):
-    job = services.CounterfactualJob.objects.get(pk=job_id)
+    job = CounterfactualJob.objects.get(pk=job_id)
     for start, stop in services._missing_chunks(job):
         tasks.run_counterfactual_chunk(job.pk, start, stop)
 
@@ -77,7 +78,7 @@ def test_unstorable_job_requests_answer_400(api_client, sim_trace, pivotal, chan
     body = json.loads(json.dumps(body).replace("{pivotal}", pivotal))
     response = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/", body)
     assert response.status_code == 400 and response.json()["field"] == field
-    assert not services.CounterfactualJob.objects.exists()
+    assert not CounterfactualJob.objects.exists()
 
 
 def test_cancel_and_retry(api_client, sim_trace, pivotal):

@@ -21,6 +21,7 @@ from webapp.accounts.services import (
 )
 from webapp.counterfactuals import services, tasks
 from webapp.counterfactuals.models import Attribution, CounterfactualJob
+from webapp.counterfactuals.wire import job_wire
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -56,7 +57,7 @@ def test_loo_ranks_the_pivotal_message_first_and_matches_the_estimator(sim_trace
         assert a.backend == "trainer.rollout.sim.SimRollout" and a.code_version
         assert set(a.environment) == {"task", "action_list", "sim_config", "seed"}
         assert a.intervention == {"kind": "remove", "events": [a.target.removeprefix("event:")]}
-    wire = services.job_wire(job)
+    wire = job_wire(job)
     assert wire["kind"] == "attribution" and wire["results"][0]["target"] == f"event:{pivotal}"
     assert [r["estimate"] for r in wire["results"]] == sorted((r["estimate"] for r in wire["results"]), reverse=True)
 

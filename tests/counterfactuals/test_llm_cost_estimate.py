@@ -22,8 +22,10 @@ from tests.trainer.rollout.test_openai import (
     verdicts,
 )
 from trainer.rollout.openai import OpenAIRollout
-from webapp.counterfactuals import services
-from webapp.traces.services import do_ingest, to_core_trace
+from webapp.counterfactuals import costs, services
+from webapp.counterfactuals.models import CounterfactualJob
+from webapp.traces.ingest import do_ingest
+from webapp.traces.services import to_core_trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -73,7 +75,7 @@ def tokens_sent(bodies, agents):
                 if message["role"] == "user" and content.startswith(f"[{agent}] "):
                     content = content[len(agent) + 3:]
                     break
-            total += services._tokens(content)
+            total += costs._tokens(content)
     return total
 
 
@@ -92,7 +94,7 @@ def test_with_an_llm_orchestrator_the_estimate_counts_its_speaker_picks_as_sent(
     core = magentic_one()
     trace = do_ingest(project, core).trace
     intervention = {"kind": "mask", "events": ["h3"]}
-    estimate = services.estimate_cost(trace, intervention, 4, "openai")
+    estimate = costs.estimate_cost(trace, intervention, 4, "openai")
     assert (estimate["speaker_order"], estimate["scoring"]) == ("orchestrator", "exact_match")
     # 2 chunks of 2 samples and the branch re-run of sample 0: per arm and chunk, the fork turn
     # h4 is one request (n = 2), then each sample asks the orchestrator before each of the other 5
@@ -117,7 +119,7 @@ def test_with_an_llm_orchestrator_the_estimate_counts_its_speaker_picks_as_sent(
                                                      for a in ("control", "intervention")),
                                          "speaker": 2 * (20 + 5)}
     assert estimate["prompt_tokens"] == tokens_sent(fake.requests, agents)
-    completions = sum(b["n"] * services._tokens(fake.answer(b)) for b in fake.requests)
+    completions = sum(b["n"] * costs._tokens(fake.answer(b)) for b in fake.requests)
     assert estimate["completion_tokens"] == completions
 
 
@@ -125,7 +127,7 @@ def test_with_an_llm_orchestrator_the_estimate_counts_its_speaker_picks_as_sent(
 def test_other_speaker_picks_change_the_tokens_but_not_the_number_of_requests(project, fake):
     trace = do_ingest(project, magentic_one()).trace
     intervention = {"kind": "mask", "events": ["h3"]}
-    estimate = services.estimate_cost(trace, intervention, 4, "openai")
+    estimate = costs.estimate_cost(trace, intervention, 4, "openai")
     fake.answer = picks({0: "WebSurfer", 1: "Orchestrator", 2: "nobody", 3: "WebSurfer"})
     job = run_all(services.request_counterfactual(trace, intervention, 4, backend="openai"))
     assert job.status == "done", job.error
@@ -143,7 +145,7 @@ def test_under_the_verifier_the_estimate_counts_two_verdicts_per_sample_as_sent(
         core.attributes.pop("ground_truth")
     trace = do_ingest(project, core).trace
     intervention = {"kind": "remove", "events": ["h2"]}
-    estimate = services.estimate_cost(trace, intervention, 6, backend)
+    estimate = costs.estimate_cost(trace, intervention, 6, backend)
     assert (estimate["speaker_order"], estimate["scoring"]) == ("original", "verifier")
     # 6 samples in chunks of 4 and 2: one verdict per sample and arm, 2 more for the branch re-run.
     assert [estimate["arms"][a]["verdict_requests"] for a in ("control", "intervention")] == [6, 6]
@@ -160,7 +162,7 @@ def test_under_the_verifier_the_estimate_counts_two_verdicts_per_sample_as_sent(
     assert kinds_sent(fake.requests) == {"turn": 2 * 2 + 2, "verdict": 2 * 6 + 2}
     assert estimate["requests"] == len(fake.requests)
     assert estimate["prompt_tokens"] == tokens_sent(fake.requests, [a.name for a in core.agents])
-    assert estimate["completion_tokens"] == sum(b["n"] * services._tokens(fake.answer(b)) for b in fake.requests)
+    assert estimate["completion_tokens"] == sum(b["n"] * costs._tokens(fake.answer(b)) for b in fake.requests)
     # With the fake's own answers (a verdict per final answer), the same requests are sent.
     fake.requests.clear()
     fake.answer = verdicts(lambda final: '{"correct": true}' if "42" in final else '{"correct": false}')
@@ -187,7 +189,7 @@ def test_the_attribution_estimate_counts_what_its_chunks_send(api_client, projec
     run = api_client.post(f"/api/traces/{trace.pk}/attributions/run/", {**body, "confirmed": True},
                           content_type="application/json")
     assert run.status_code == 202, run.json()
-    job = run_all(services.CounterfactualJob.objects.get(pk=run.json()["id"]))
+    job = run_all(CounterfactualJob.objects.get(pk=run.json()["id"]))
     assert job.status == "done", job.error
     assert estimate["requests"] == len(fake.requests) > 0
     assert kinds_sent(fake.requests) == {k: estimate[f"{k}_requests"] for k in ("turn", "verdict")

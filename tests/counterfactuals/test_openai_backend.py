@@ -19,7 +19,7 @@ from tests.trainer.rollout.test_openai import (
 )
 from webapp.counterfactuals import services, tasks
 from webapp.counterfactuals.models import Attribution
-from webapp.traces.services import do_ingest
+from webapp.traces.ingest import do_ingest
 
 BACKENDS = {"sim": "trainer.rollout.sim.SimRollout", "openai": "trainer.rollout.openai.OpenAIRollout",
             "openai-verifier": "trainer.rollout.openai.OpenAIVerifierRollout"}

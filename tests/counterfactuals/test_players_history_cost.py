@@ -9,9 +9,10 @@ from swarmscope.interventions import Intervention
 from swarmscope.model import Agent, Event, Trace
 from trainer.rollout.sim import SimRollout
 from webapp.config.celery import app
-from webapp.counterfactuals import services, tasks
+from webapp.counterfactuals import costs, services, tasks
 from webapp.counterfactuals.models import Attribution, CounterfactualJob
-from webapp.traces.services import do_ingest
+from webapp.counterfactuals.wire import job_wire
+from webapp.traces.ingest import do_ingest
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -65,7 +66,7 @@ def test_agent_players_credit_each_agent_removed_with_all_its_events(sim_trace, 
     one = agents[0]
     alone = paired_effect(SimRollout(case.episode), Intervention("remove", agents=(one,)), 16, 2)
     assert stored[f"agent:{one}"].estimate == pytest.approx(alone.estimate)
-    wire = services.job_wire(job)
+    wire = job_wire(job)
     assert wire["player_kind"] == "agents" and wire["players"] == len(agents)
     assert [r["estimate"] for r in wire["results"]] == sorted((r["estimate"] for r in wire["results"]), reverse=True)
 
@@ -174,16 +175,16 @@ def test_the_estimate_matches_a_hand_computation(api_client, project, endpoint):
     # 0 + 2 once, completion 3 × 2; e3 replayed; e4 re-generated per sample, prompt (3 + 7) × 2,
     # completion 4 × 2: prompt 22, completion 14, requests 1 + 2. Intervention: e1 and e4 dropped,
     # e2 re-generated with an empty history: prompt 0, completion 3 × 2, one request.
-    agent = services.estimate_cost(trace, {"kind": "remove", "agents": ["planner"]}, 2, "openai")
+    agent = costs.estimate_cost(trace, {"kind": "remove", "agents": ["planner"]}, 2, "openai")
     assert (agent["fork_event"], agent["turns"]) == ("e1", 3)
     assert agent["arms"] == {"control": turns_only(2, 3, 22, 14), "intervention": turns_only(1, 1, 0, 6)}
     # Its branch (n = 1): control prompt 2 + 10, completion 3 + 4, two requests; intervention 0, 3, one.
     assert (agent["requests"], agent["prompt_tokens"], agent["completion_tokens"]) == (4 + 3, 22 + 12, 20 + 10)
     # Masking e2 keeps its place with "[masked]" (2 tokens): intervention prompt 3 + 2 + 2 + 2 = 9.
-    masked = services.estimate_cost(trace, {"kind": "mask", "events": ["e2"]}, 4, "openai")
+    masked = costs.estimate_cost(trace, {"kind": "mask", "events": ["e2"]}, 4, "openai")
     assert masked["arms"]["intervention"] == turns_only(1, 1, 9, 16)
     # Resampling e2 re-generates it in the intervention arm: e2 (prompt 2, once), then e4 per sample.
-    resampled = services.estimate_cost(trace, {"kind": "resample", "events": ["e2"]}, 4, "openai")
+    resampled = costs.estimate_cost(trace, {"kind": "resample", "events": ["e2"]}, 4, "openai")
     assert resampled["arms"]["intervention"] == turns_only(2, 5, 2 + 4 * 10, 4 * 3 + 4 * 4)
     sim = post(api_client, f"/api/traces/{trace.pk}/counterfactuals/estimate/",
                {"intervention": {"kind": "remove", "events": ["e2"]}, "n": 4}).json()
@@ -221,7 +222,7 @@ def test_an_llm_job_needs_confirmed_true(api_client, project, monkeypatch):
     response = post(api_client, url, {**body, "confirmed": True})
     assert response.status_code == 202 and response.json()["backend"] == "openai"
     # SwarmSim costs no tokens: no confirmation needed.
-    assert not services.is_llm_backend("sim")
+    assert not costs.is_llm_backend("sim")
 
 
 def test_history_and_estimate_need_auth_and_hide_foreign_traces(client, sim_trace, pivotal, django_user_model):

@@ -8,6 +8,7 @@ from swarmscope.interventions import Intervention
 from trainer.rollout.sim import SimRollout
 from webapp.counterfactuals import services, tasks
 from webapp.counterfactuals.models import Attribution, CounterfactualJob, RolloutSample
+from webapp.counterfactuals.wire import job_wire
 from webapp.traces.models import Trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
@@ -41,7 +42,7 @@ def test_a_job_stores_its_samples_and_the_paired_delta(sim_trace, pivotal, case)
 
 def test_the_branch_trace_of_sample_0_is_stored_in_the_project(sim_trace, pivotal):
     job = run_all(services.request_counterfactual(sim_trace, {"kind": "remove", "events": [pivotal]}, 8))
-    wire = services.job_wire(job)
+    wire = job_wire(job)
     branch = Trace.objects.get(pk=wire["branch_trace"])
     assert branch.project_id == sim_trace.project_id and branch.attributes["fork_event"] == pivotal
     assert not branch.events.filter(event_id=pivotal).exists()
@@ -93,7 +94,7 @@ def test_a_trace_that_is_not_swarmsim_cannot_be_rerun(project, fixtures):
     import json
 
     from swarmscope import model as core
-    from webapp.traces.services import do_ingest
+    from webapp.traces.ingest import do_ingest
 
     trace = do_ingest(project, core.trace_from_dict(json.loads((fixtures / "native_small.json").read_text()))).trace
     message = trace.events.filter(type="message").first()
@@ -126,8 +127,8 @@ def test_a_backend_error_fails_the_job_with_its_reason_and_stores_nothing(sim_tr
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_CHUNK=4)
-def test_the_reaper_requeues_only_the_missing_chunks_of_stale_jobs(sim_trace, pivotal, django_capture_on_commit_callbacks,
-                                                                   monkeypatch):
+def test_the_reaper_requeues_only_the_missing_chunks_of_stale_jobs(sim_trace, pivotal,
+                                                                   django_capture_on_commit_callbacks, monkeypatch):
     sent = []
     monkeypatch.setattr(tasks.run_counterfactual_chunk, "apply_async",
                         lambda args, queue: sent.append((args, queue)))

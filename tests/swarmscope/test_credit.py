@@ -10,9 +10,11 @@ from swarmscope.credit import (
     coalition_game,
     design_size,
     effect_until,
+    from_samples,
     kernel_shap,
     leave_one_out,
     paired_effect,
+    play_chunk,
     rank,
     ranked_first,
     shapley_2additive,
@@ -226,6 +228,42 @@ def test_2additive_on_a_noisy_game_with_crn():
     results = shapley_2additive(noisy, 3, 400, sampling_seed=2)
     for r, phi in zip(results, (0.5, 0.2, 0.0)):
         assert r.ci_low - 0.01 <= phi <= r.ci_high + 0.01
+
+
+def noisy_glove(kept, seeds):
+    """The glove game with a null player 3, plus noise shared by every coalition at a seed (CRN)."""
+    return with_null(kept, seeds) + 0.1 * np.array([uniform(s) for s in seeds])
+
+
+@pytest.mark.parametrize("estimator, options, per_sample", [
+    (leave_one_out, {}, 1), (shapley_permutation, {"sampling_seed": 3}, 1), (kernel_shap, {"sampling_seed": 3}, 1),
+    (shapley_2additive, {"sampling_seed": 3}, design_size(4))])
+def test_chunks_play_their_samples_only_and_add_up_to_the_one_shot_estimator(estimator, options, per_sample):
+    one_shot = estimator(noisy_glove, 4, 6, first_seed=10, **options)
+    expected = np.stack([r.samples for r in one_shot], axis=1)  # (6 samples, 4 players)
+    calls = []
+
+    def game(kept, seeds):
+        calls.append(np.asarray(seeds))
+        return noisy_glove(kept, seeds)
+
+    chunks = ([0, 1, 2], [3, 4], [5])
+    values = [play_chunk(estimator, game, 4, 6, chunk, 10, per_sample, **options) for chunk in chunks]
+    assert len(calls) == len(chunks)  # one game call per chunk, on its samples' seeds only
+    for chunk, played, got in zip(chunks, calls, values):
+        assert got.shape == (6, 4) and set((played - 10) // per_sample) == set(chunk)
+        assert got[chunk] == pytest.approx(expected[chunk])
+        assert not np.delete(got, chunk, axis=0).any()
+    stacked = sum(values)
+    for k, r in enumerate(one_shot):
+        back = from_samples(r.target, r.method, stacked[:, k], r.n_rollouts)
+        assert (back.estimate, back.ci_low, back.ci_high) == pytest.approx((r.estimate, r.ci_low, r.ci_high))
+
+
+def test_a_chunk_of_no_samples_plays_nothing():
+    calls = []
+    values = play_chunk(leave_one_out, lambda kept, seeds: calls.append(seeds), 3, 4, [], 0)
+    assert calls == [] and values.shape == (4, 3) and not values.any()
 
 
 def test_kernel_matrix():

@@ -53,7 +53,7 @@ with that reason and stores nothing.
 Planning (`plan_paired`, `plan_call`): the requests a rollout will send, built by the same prompt
 builders without sending anything, each re-generated slot assumed to answer with its recorded
 content and each speaker pick to name the recorded speaker (`PlannedRequest`). The app's cost
-estimate of a job counts them (webapp.counterfactuals.services.estimate_cost), so estimate and
+estimate of a job counts them (webapp.counterfactuals.costs.estimate_cost), so estimate and
 requests follow one set of rules.
 """
 
@@ -69,8 +69,9 @@ import socket
 import string
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -152,7 +153,7 @@ class ChatClient:
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode("utf-8", "replace")
             raise OpenAIError(f"OpenAI endpoint {url} answered HTTP {exc.code}: {detail}") from exc
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise OpenAIError(f"OpenAI endpoint {url} timed out after {self.timeout_s:g}s") from exc
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, (TimeoutError, socket.timeout)):

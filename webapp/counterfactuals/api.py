@@ -14,11 +14,11 @@ import json
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from swarmscope.ingest import holds_nul
 from webapp.traces.api import get_trace
-from webapp.traces.services import holds_nul
 from webapp.web.api import api_view, check_write, json_error
 
-from . import services
+from . import costs, services, wire
 
 CSV_COLUMNS = ("id", "trace", "job", "target", "method", "estimate", "ci_low", "ci_high", "n_rollouts",
                "backend", "seed", "code_version", "created_at", "intervention", "environment")
@@ -61,18 +61,18 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
     if isinstance(body, JsonResponse):
         return body
     try:
-        services.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
+        costs.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
         job = services.request_counterfactual(trace, body["intervention"], body.get("n", 32),
                                               body.get("backend", "sim"), body.get("seed", 0), body.get("epsilon"))
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
-    return JsonResponse(services.job_wire(job), status=202)
+    return JsonResponse(wire.job_wire(job), status=202)
 
 
 @api_view("POST")
 def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
     """The estimated cost of a job before it is requested: the body of `.../counterfactuals/`
-    (`seed` and `confirmed` are ignored) -> 200 with `services.estimate_cost` (prompt and
+    (`seed` and `confirmed` are ignored) -> 200 with `costs.estimate_cost` (prompt and
     completion tokens, requests, whether confirmation is required); 400 naming the field."""
     trace = get_trace(request, trace_id)
     if trace is None:
@@ -81,8 +81,8 @@ def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
     if isinstance(body, JsonResponse):
         return body
     try:
-        estimate = services.estimate_cost(trace, body["intervention"], body.get("n", 32), body.get("backend", "sim"),
-                                          body.get("epsilon"))
+        estimate = costs.estimate_cost(trace, body["intervention"], body.get("n", 32), body.get("backend", "sim"),
+                                       body.get("epsilon"))
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
     return JsonResponse(estimate)
@@ -94,7 +94,7 @@ ATTRIBUTION_FIELDS = {"method", "budget", "backend", "seed", "players", "confirm
 @api_view("POST")
 def trace_attribution_estimate(request: HttpRequest, trace_id: int):
     """The estimated cost of an "Attribute this trace" job before it is requested: the body of
-    `.../attributions/run/` (`confirmed` is ignored) -> 200 with `services.estimate_attribution_cost`
+    `.../attributions/run/` (`confirmed` is ignored) -> 200 with `costs.estimate_attribution_cost`
     (requests, prompt and completion tokens, samples and rollouts, whether confirmation is
     required); 400 naming the field."""
     trace = get_trace(request, trace_id)
@@ -104,8 +104,8 @@ def trace_attribution_estimate(request: HttpRequest, trace_id: int):
     if isinstance(body, JsonResponse):
         return body
     try:
-        estimate = services.estimate_attribution_cost(trace, body["method"], body["budget"], body.get("backend", "sim"),
-                                                      body.get("seed", 0), body.get("players", "messages"))
+        estimate = costs.estimate_attribution_cost(trace, body["method"], body["budget"], body.get("backend", "sim"),
+                                                   body.get("seed", 0), body.get("players", "messages"))
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
     return JsonResponse(estimate)
@@ -114,7 +114,7 @@ def trace_attribution_estimate(request: HttpRequest, trace_id: int):
 @api_view("GET")
 def trace_jobs(request: HttpRequest, trace_id: int):
     """The trace's jobs, newest first (`?limit=`, default 50, at most 500): `{"results": [...]}`
-    of `services.job_summary_wire`."""
+    of `wire.job_summary_wire`."""
     trace = get_trace(request, trace_id)
     if trace is None:
         return json_error(404, "no such trace")
@@ -124,7 +124,7 @@ def trace_jobs(request: HttpRequest, trace_id: int):
         limit = 0
     if not 1 <= limit <= 500:
         return json_error(400, "limit must be an integer in [1, 500]", field="limit")
-    return JsonResponse({"results": [services.job_summary_wire(j) for j in services.list_jobs(trace, limit)]})
+    return JsonResponse({"results": [wire.job_summary_wire(j) for j in services.list_jobs(trace, limit)]})
 
 
 @api_view("POST")
@@ -142,12 +142,12 @@ def trace_attribution_run(request: HttpRequest, trace_id: int):
     if isinstance(body, JsonResponse):
         return body
     try:
-        services.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
+        costs.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
         job = services.request_attribution(trace, body["method"], body["budget"], body.get("backend", "sim"),
                                            body.get("seed", 0), body.get("players", "messages"))
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
-    return JsonResponse(services.job_wire(job), status=202)
+    return JsonResponse(wire.job_wire(job), status=202)
 
 
 def _job_response(request: HttpRequest, job_id: int, action=None, what: str = "") -> JsonResponse:
@@ -158,7 +158,7 @@ def _job_response(request: HttpRequest, job_id: int, action=None, what: str = ""
         return json_error(404, "no such job")
     if action is not None:
         check_write(request, job.trace.project_id, what)
-    return JsonResponse(services.job_wire(action(job) if action else job))
+    return JsonResponse(wire.job_wire(action(job) if action else job))
 
 
 @api_view("GET")
@@ -185,7 +185,7 @@ def trace_attributions(request: HttpRequest, trace_id: int):
     fmt = request.GET.get("format", "json")
     if fmt not in ("json", "csv"):
         return json_error(400, "format must be 'json' or 'csv'", field="format")
-    rows = [services.attribution_wire(a) for a in services.list_attributions(trace)]
+    rows = [wire.attribution_wire(a) for a in services.list_attributions(trace)]
     if fmt == "json":
         return JsonResponse({"results": rows})
     out = io.StringIO()

@@ -1,7 +1,7 @@
 """Counterfactual jobs, their paired rollout samples, and the attributions they produce.
 
-Job and sample state live here, not in the broker (DESIGN.md "Job durability"): a chunk that runs
-twice finds its samples stored (unique per job and index) and counts none twice.
+Job and sample state live here, not in the broker (docs/architecture.md, "Job durability"): a chunk
+that runs twice finds its samples stored (unique per job and index) and counts none twice.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ class CounterfactualJob(models.Model):
     factual history) and the intervention both at seed `seed + i` (common random numbers).
 
     An `attribution` job ("Attribute this trace") credits every one of its `players` with the
-    estimator `method` (`loo`, `shapley`, `kernelshap`, `shapley2` of swarmscope.credit): with `player_kind` `messages` the players are
-    message event ids, each removed by `intervention`'s kind; with `agents` they are agent names,
-    each removed with all its events (`Intervention("remove", agents=(name,))`). Its sample i is the estimator's sample i (a
-    seed, an antithetic permutation pair, a coalition pair, an orthogonal block of coalition pairs),
+    estimator `method` (`loo`, `shapley`, `kernelshap`, `shapley2` of swarmscope.credit): with
+    `player_kind` `messages` the players are message event ids, each removed by `intervention`'s
+    kind; with `agents` they are agent names, each removed with all its events
+    (`Intervention("remove", agents=(name,))`). Its sample i is the estimator's sample i (a seed,
+    an antithetic permutation pair, a coalition pair, an orthogonal block of coalition pairs),
     stored as one value per player.
 
     With `epsilon`, the job stops once the 95 % interval of Δ is narrower than it (reward units),
@@ -34,8 +35,10 @@ class CounterfactualJob(models.Model):
     KINDS = [(k, k) for k in (COUNTERFACTUAL, ATTRIBUTION)]
 
     kind = models.CharField(max_length=20, choices=KINDS, default=COUNTERFACTUAL)
-    method = models.CharField(max_length=20, blank=True, help_text="attribution jobs: loo | shapley | kernelshap | shapley2")
-    players = models.JSONField(default=list, blank=True, help_text="attribution jobs: the credited event ids or agent names")
+    method = models.CharField(max_length=20, blank=True,
+                              help_text="attribution jobs: loo | shapley | kernelshap | shapley2")
+    players = models.JSONField(default=list, blank=True,
+                               help_text="attribution jobs: the credited event ids or agent names")
     MESSAGES, AGENTS = "messages", "agents"
     player_kind = models.CharField(max_length=10, choices=[(k, k) for k in (MESSAGES, AGENTS)], default=MESSAGES,
                                    help_text="attribution jobs: players are message event ids or agent names")

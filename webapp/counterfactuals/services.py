@@ -5,8 +5,9 @@
 them with `do_record_samples` (idempotent by (job, index)); the job finishes (`do_finish_job`) when
 its samples are all stored, or, with ε, when the 95 % interval of Δ is narrower than ε. Δ comes
 from `swarmscope.credit.paired_effect` over the stored samples. `reap_stale_jobs` re-queues the
-missing chunks of jobs whose heartbeat stopped (DESIGN.md "Job durability"). Every state change
-is broadcast after commit (`webapp.web.broadcast.broadcast_job`).
+missing chunks of jobs whose heartbeat stopped (docs/architecture.md, "Job durability"). Every state
+change is broadcast after commit (`webapp.web.broadcast.broadcast_job`, in the form of `wire.job_wire`).
+Cost estimates are in `costs`.
 
 Rollout backends are classes named by dotted paths in `SWARMSCOPE_ROLLOUT_BACKENDS`, loaded here
 only. A backend class has a `queue` (Celery queue name) and `from_trace(core trace)` (raises
@@ -19,7 +20,6 @@ of what re-runs it. `trainer.rollout.sim.SimRollout` is the reference.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import subprocess
@@ -42,16 +42,19 @@ from swarmscope.credit import (
     kernel_shap,
     leave_one_out,
     paired_effect,
+    play_chunk,
     shapley_2additive,
     shapley_permutation,
 )
 from swarmscope.interventions import Intervention, InterventionError, check_intervention
+from webapp.traces.ingest import do_ingest
 from webapp.traces.models import Trace
-from webapp.traces.services import do_ingest, to_core_trace
+from webapp.traces.services import to_core_trace
 from webapp.web.broadcast import broadcast_job
 from webapp.web.jobs import enqueue
 
 from .models import Attribution, CounterfactualJob, RolloutSample
+from .wire import job_wire
 
 log = logging.getLogger(__name__)
 
@@ -122,59 +125,9 @@ def get_backend_class(name: str):
     return import_string(path)
 
 
-def _check_epsilon(epsilon: Any) -> None:
-    """Raise JobRequestError naming `epsilon` unless it is None or a number in (0, float max]."""
-    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
-                                or not 0 < epsilon <= sys.float_info.max):
-        raise JobRequestError("must be a positive number (reward units)", "epsilon")
-
-
 def _backend(job: CounterfactualJob):
     """The job's backend instance, built from its trace."""
     return import_string(job.backend_path).from_trace(to_core_trace(job.trace))
-
-
-# --- serialising -------------------------------------------------------------------------------
-
-def attribution_wire(attribution: Attribution) -> dict[str, Any]:
-    """The API's form of a stored attribution."""
-    return {"id": attribution.pk, "trace": attribution.trace_id, "job": attribution.job_id,
-            "target": attribution.target, "intervention": attribution.intervention, "method": attribution.method,
-            "estimate": attribution.estimate, "ci_low": attribution.ci_low, "ci_high": attribution.ci_high,
-            "n_rollouts": attribution.n_rollouts, "backend": attribution.backend, "seed": attribution.seed,
-            "environment": attribution.environment, "code_version": attribution.code_version,
-            "created_at": attribution.created_at.isoformat()}
-
-
-def job_wire(job: CounterfactualJob) -> dict[str, Any]:
-    """The API's and the websocket's form of a job: progress (`done` of `total` samples) and, once
-    done, `result` (the attribution), `samples` (per-sample rewards) and the branch trace of sample 0
-    with the URL that compares it side by side with the original."""
-    wire: dict[str, Any] = {
-        "id": job.pk, "trace": job.trace_id, "status": job.status, "intervention": job.intervention,
-        "backend": job.backend, "n_samples": job.n_samples, "epsilon": job.epsilon, "seed": job.seed,
-        "done": job.done_count, "total": job.n_samples, "error": job.error,
-        "created_at": job.created_at.isoformat(),
-        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-        "result": None, "samples": [], "branch_trace": None, "compare_url": None,
-        "kind": job.kind, "method": job.method, "players": len(job.players), "player_kind": job.player_kind,
-    }
-    if job.kind == CounterfactualJob.ATTRIBUTION:
-        wire["results"] = ([attribution_wire(a) for a in job.attributions.order_by("-estimate", "-ci_low", "target")]
-                           if job.status == CounterfactualJob.DONE else [])
-        return wire
-    if job.status == CounterfactualJob.DONE:
-        attribution = Attribution.objects.filter(job=job).first()
-        wire["result"] = attribution_wire(attribution) if attribution else None
-        samples = list(job.samples.order_by("index").values("index", "seed", "control_reward",
-                                                            "intervention_reward", "branch_trace_id"))
-        wire["samples"] = [{"index": s["index"], "seed": s["seed"], "control": s["control_reward"],
-                            "intervention": s["intervention_reward"]} for s in samples]
-        branch = next((s["branch_trace_id"] for s in samples if s["branch_trace_id"]), None)
-        if branch:
-            wire["branch_trace"] = branch
-            wire["compare_url"] = f"/traces/compare/?left={job.trace_id}&right={branch}"
-    return wire
 
 
 def _notify(job: CounterfactualJob) -> None:
@@ -184,10 +137,18 @@ def _notify(job: CounterfactualJob) -> None:
 
 # --- requesting --------------------------------------------------------------------------------
 
-def _check_int(value: Any, field: str, low: int, high: int) -> int:
+def check_int(value: Any, field: str, low: int, high: int) -> int:
+    """`value` if it is an integer (not a bool) in [low, high], else JobRequestError naming `field`."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise JobRequestError(f"must be an integer in [{low}, {high}]", field)
     return value
+
+
+def check_epsilon(epsilon: Any) -> None:
+    """Raise JobRequestError naming `epsilon` unless it is None or a number in (0, float max]."""
+    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
+                                or not 0 < epsilon <= sys.float_info.max):
+        raise JobRequestError("must be a positive number (reward units)", "epsilon")
 
 
 def request_counterfactual(trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim",
@@ -197,9 +158,9 @@ def request_counterfactual(trace: Trace, intervention: Intervention | dict, n: i
     chunks after commit. Raises JobRequestError (naming the field) for a bad number, an unknown
     backend, a malformed intervention, one that does not fit the trace, or a trace the backend
     cannot re-run."""
-    n = _check_int(n, "n", 2, MAX_SAMPLES)
-    seed = _check_int(seed, "seed", 0, 2 ** 62)
-    _check_epsilon(epsilon)
+    n = check_int(n, "n", 2, MAX_SAMPLES)
+    seed = check_int(seed, "seed", 0, 2 ** 62)
+    check_epsilon(epsilon)
     backend_class = get_backend_class(backend)
     try:
         if not isinstance(intervention, Intervention):
@@ -234,8 +195,9 @@ def request_attribution(trace: Trace, method: str, budget: int, backend: str = "
     with transaction.atomic():
         job = CounterfactualJob.objects.create(
             trace=trace, kind=CounterfactualJob.ATTRIBUTION, method=method, players=names, player_kind=players,
-            intervention={"kind": "remove"}, backend=backend, backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend],
-            n_samples=n, seed=seed, heartbeat_at=timezone.now())
+            intervention={"kind": "remove"}, backend=backend,
+            backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend], n_samples=n, seed=seed,
+            heartbeat_at=timezone.now())
         _enqueue_missing(job)
         _notify(job)
     return job
@@ -250,8 +212,8 @@ def check_attribution(trace: Trace, method: Any, budget: Any, backend: Any = "si
         raise JobRequestError(f"unknown method {method!r}; one of {sorted(ESTIMATORS)}", "method")
     if players not in (CounterfactualJob.MESSAGES, CounterfactualJob.AGENTS):
         raise JobRequestError(f"must be {CounterfactualJob.MESSAGES!r} or {CounterfactualJob.AGENTS!r}", "players")
-    budget = _check_int(budget, "budget", 1, 10 ** 7)
-    _check_int(seed, "seed", 0, 2 ** 62)
+    budget = check_int(budget, "budget", 1, 10 ** 7)
+    check_int(seed, "seed", 0, 2 ** 62)
     if not isinstance(backend, str):
         raise JobRequestError("must be a string", "backend")
     backend_class = get_backend_class(backend)
@@ -367,26 +329,15 @@ def _run_attribution_samples(job: CounterfactualJob, indices: list[int]) -> list
 
 def play_attribution_chunk(rollout: Rollout, method: str, players: list[str], player_kind: str, n: int, seed: int,
                            indices: list[int], kind: str = "remove") -> np.ndarray:
-    """The per-player sample values (n, players) of an attribution's estimator over all `n`
-    samples (seeds and sampling from `seed`, so a chunk draws what the one-shot call draws), with a
-    coalition game over `rollout` that plays only the rows of samples `indices` (every estimator
-    here plays sample i at seeds seed + i k .. seed + (i + 1) k - 1, k its seeds per sample); rows
-    of other samples are 0. One `rollout` call per distinct coalition among the played rows
-    (`coalition_game`): what a chunk task sends, and what `estimate_attribution_cost` plans."""
+    """The per-player sample values (n, players) of an attribution's estimator (ESTIMATORS[method])
+    over all `n` samples, seeds and sampling from `seed`, with the coalition game of `players`
+    over `rollout` played only on samples `indices` (`swarmscope.credit.play_chunk`; rows of other
+    samples are 0): what a chunk task sends, and what `costs.estimate_attribution_cost` plans."""
     game = coalition_game(rollout, [player_intervention(player_kind, p, kind) for p in players])
     estimator = ESTIMATORS[method]
-    stride = estimator.seeds(len(players))
-
-    def chunk_game(kept: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-        rewards = np.zeros(len(seeds))
-        rows = np.isin((np.asarray(seeds) - seed) // stride, indices)
-        if rows.any():
-            rewards[rows] = game(np.asarray(kept)[rows], np.asarray(seeds)[rows])
-        return rewards
-
     options = {} if method == "loo" else {"sampling_seed": seed}
-    results = estimator.function(chunk_game, len(players), n, first_seed=seed, **options)
-    return np.stack([r.samples for r in results], axis=1)
+    return play_chunk(estimator.function, game, len(players), n, indices, seed, estimator.seeds(len(players)),
+                      **options)
 
 
 def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> int:
@@ -548,214 +499,6 @@ def list_attributions(trace: Trace):
     return Attribution.objects.filter(trace=trace).order_by("-created_at", "-id")
 
 
-
 def list_jobs(trace: Trace, limit: int = 50):
     """The trace's counterfactual and attribution jobs, newest first (at most `limit`)."""
     return CounterfactualJob.objects.filter(trace=trace).order_by("-created_at", "-id")[:limit]
-
-
-def job_summary_wire(job: CounterfactualJob) -> dict[str, Any]:
-    """A job's line in the trace's history: what ran and how far, without samples or results;
-    `url` is the job's full form (`job_wire`)."""
-    return {"id": job.pk, "trace": job.trace_id, "kind": job.kind, "status": job.status, "method": job.method,
-            "player_kind": job.player_kind if job.kind == CounterfactualJob.ATTRIBUTION else None,
-            "players": len(job.players), "intervention": job.intervention, "backend": job.backend,
-            "n_samples": job.n_samples, "done": job.done_count, "total": job.n_samples, "seed": job.seed,
-            "error": job.error, "created_at": job.created_at.isoformat(),
-            "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-            "url": f"/api/jobs/{job.pk}/"}
-
-
-# --- cost of LLM jobs --------------------------------------------------------------------------
-
-#: Characters per token of the cost estimate: OpenAI's rule of thumb that one token is about 4
-#: characters of common English text (OpenAI Help Center, "What are tokens and how to count them?"),
-#: the estimate DESIGN.md uses wherever a trace has no token counts. No tokenizer is downloaded.
-CHARS_PER_TOKEN = 4
-#: The queue of backends that call an LLM; their jobs need `confirmed: true` (DESIGN.md: LLM
-#: backends run on `rollouts-gpu`, SwarmSim on `rollouts-cpu`).
-LLM_QUEUE = "rollouts-gpu"
-#: The request kinds of a backend's plan (`trainer.rollout.openai.PlannedRequest.kind`).
-REQUEST_KINDS = ("turn", "speaker", "verdict")
-
-
-def is_llm_backend(backend: str) -> bool:
-    """Whether backend `backend` (a key of SWARMSCOPE_ROLLOUT_BACKENDS) calls an LLM, i.e. runs on
-    LLM_QUEUE. Raises JobRequestError for an unknown name."""
-    return getattr(get_backend_class(backend), "queue", None) == LLM_QUEUE
-
-
-def check_cost_confirmed(backend: Any, confirmed: Any) -> None:
-    """Refuse a job on an LLM backend unless the caller confirmed its cost (`confirmed` is True,
-    after `estimate_cost` / `estimate_attribution_cost`). Raises JobRequestError naming
-    `confirmed` (or `backend` when unknown)."""
-    if not isinstance(backend, str):
-        raise JobRequestError("must be a string", "backend")
-    if is_llm_backend(backend) and confirmed is not True:
-        raise JobRequestError(f"the {backend} backend calls an LLM and costs tokens: ask for the estimate "
-                              "(POST .../counterfactuals/estimate/ or .../attributions/estimate/) and send "
-                              "confirmed: true", "confirmed")
-
-
-def _tokens(text: Any) -> int:
-    """ceil(characters / CHARS_PER_TOKEN) of `text` (JSON for a non-string, 0 for None)."""
-    if text is None:
-        return 0
-    if not isinstance(text, str):
-        text = json.dumps(text, sort_keys=True)
-    return -(-len(text) // CHARS_PER_TOKEN)
-
-
-def _cost(requests: list, first_seed: int | None = None) -> dict[str, int]:
-    """Requests, prompt and completion tokens of planned requests (`PlannedRequest`s): a request's
-    prompt is Σ tok(part) over its `parts`, sent once whatever its `n`; its completions n · tok(answer).
-    `turns`: the re-generated turns of the sample at `first_seed` (its "turn" requests; None: 0);
-    `<kind>_requests` per REQUEST_KINDS."""
-    sizes: dict[int, int] = {}  # requests of one slot share their parts list: each is counted once
-    for r in requests:
-        if id(r.parts) not in sizes:
-            sizes[id(r.parts)] = sum(_tokens(part) for part in r.parts)
-    cost = {"turns": sum(r.kind == "turn" and r.seed == first_seed for r in requests), "requests": len(requests),
-            "prompt_tokens": sum(sizes[id(r.parts)] for r in requests),
-            "completion_tokens": sum(r.n * _tokens(r.answer) for r in requests)}
-    cost.update({f"{kind}_requests": sum(r.kind == kind for r in requests) for kind in REQUEST_KINDS})
-    return cost
-
-
-def _add_cost(total: dict[str, int], cost: dict[str, int]) -> dict[str, int]:
-    """`total` with every count of `cost` added (in place; returns it)."""
-    for key, value in cost.items():
-        total[key] = total.get(key, 0) + value
-    return total
-
-
-def _planner(backend: str, core_trace):
-    """The backend instance whose plan is the estimate: `from_trace` (configured as a job's runner
-    is: endpoint, scoring, speaker order, max turns). Raises JobRequestError naming `backend` when
-    it cannot re-run the trace or cannot plan its requests."""
-    try:
-        runner = get_backend_class(backend).from_trace(core_trace)
-    except ValueError as exc:
-        raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
-    if not hasattr(runner, "plan_paired"):
-        raise JobRequestError(f"the {backend} backend calls an LLM but cannot plan its requests (no plan_paired): "
-                              "its cost cannot be estimated", "backend")
-    return runner
-
-
-def _chunks(n: int) -> list[tuple[int, int]]:
-    """(start, stop) of the chunks of a job of n samples, as `_missing_chunks` enqueues them."""
-    size = settings.SWARMSCOPE_ROLLOUT_CHUNK
-    return [(start, min(start + size, n)) for start in range(0, n, size)]
-
-
-def _totals(parts: dict[str, dict[str, dict[str, int]]]) -> dict[str, int]:
-    total = {key: sum(cost[key] for part in parts.values() for cost in part.values())
-             for key in ("requests", "prompt_tokens", "completion_tokens",
-                         *(f"{kind}_requests" for kind in REQUEST_KINDS))}
-    total["total_tokens"] = total["prompt_tokens"] + total["completion_tokens"]
-    return total
-
-
-def _zero_cost() -> dict[str, int]:
-    return {"turns": 0, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
-            **{f"{kind}_requests": 0 for kind in REQUEST_KINDS}}
-
-
-def estimate_cost(trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim",
-                  epsilon: float | None = None) -> dict[str, Any]:
-    """The estimated LLM cost of a counterfactual job of `n` paired samples, from the trace's
-    sizes: the requests the job's backend will send, as the backend itself plans them
-    (`plan_paired`, trainer.rollout.openai; nothing is sent), counted at tok(x) = ceil(len(x) / 4)
-    (CHARS_PER_TOKEN, OpenAI's rule of thumb).
-
-    The plan follows the job: one `paired` call per chunk of SWARMSCOPE_ROLLOUT_CHUNK samples
-    (each arm's first re-generated turn is one request with `n` = the chunk's samples: its prompt
-    is sent once per chunk; every later turn one request per sample), and sample 0 re-run once in
-    both arms for its branch trace (`branch`). It assumes each re-generated turn answers with the
-    size of its recorded content and, where the trace's LLM orchestrator picks speakers, that it
-    picks the recorded speaker (one "who speaks next" request per sample before every re-generated
-    turn after the fork turn, its answer a name); under verifier scoring one verdict request per
-    sample and arm (answer `{"correct": true}`). A request's prompt counts the texts it is made
-    of — system prompt, the history's contents, the question or verifier prompt — not the chat
-    formatting (role markers, the `[speaker] ` prefixes). With `epsilon`, n is the cap: an upper
-    bound. A non-LLM backend (SwarmSim) costs no tokens: zeros and `confirmation_required` False.
-
-    Returns {backend, llm, confirmation_required, n, fork_event, speaker_order, scoring, turns,
-    requests, prompt_tokens, completion_tokens, total_tokens, turn_requests, speaker_requests,
-    verdict_requests, chars_per_token, arms and branch:
-    {control, intervention: {turns, requests, prompt_tokens, completion_tokens, turn_requests,
-    speaker_requests, verdict_requests}}}; `turns` counts both arms' re-generated turns of one
-    sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown backend, an
-    intervention that does not fit the trace, or a trace the backend cannot re-run."""
-    n = _check_int(n, "n", 2, MAX_SAMPLES)
-    _check_epsilon(epsilon)
-    llm = is_llm_backend(backend)
-    core_trace = to_core_trace(trace)
-    try:
-        if not isinstance(intervention, Intervention):
-            intervention = Intervention.from_dict(intervention)
-        check_intervention(core_trace, intervention)
-    except InterventionError as exc:
-        raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
-    events = core_trace.events
-    changed, agents = set(intervention.events), set(intervention.agents)
-    fork = next(i for i, e in enumerate(events) if e.id in changed or e.agent in agents)
-    arms = ("control", "intervention")
-    if not llm:
-        parts = {part: {arm: _zero_cost() for arm in arms} for part in ("arms", "branch")}
-        return {"backend": backend, "llm": False, "confirmation_required": False, "n": n,
-                "fork_event": events[fork].id, "speaker_order": None, "scoring": None, "turns": 0, **_totals(parts),
-                "chars_per_token": CHARS_PER_TOKEN, **parts}
-    runner = _planner(backend, core_trace)
-    try:
-        runner.check(intervention)
-    except InterventionError as exc:
-        raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
-    # Counted chunk by chunk, not kept: a long trace's plan has tens of thousands of requests.
-    parts = {part: {arm: _zero_cost() for arm in arms} for part in ("arms", "branch")}
-    for start, stop in _chunks(n):
-        for arm, requests in runner.plan_paired(intervention, np.arange(start, stop)).items():
-            _add_cost(parts["arms"][arm], _cost(requests, 0))
-    for arm, requests in runner.plan_paired(intervention, np.arange(1)).items():
-        _add_cost(parts["branch"][arm], _cost(requests, 0))
-    return {"backend": backend, "llm": True, "confirmation_required": True, "n": n, "fork_event": events[fork].id,
-            "speaker_order": getattr(runner, "speaker_order", None), "scoring": getattr(runner, "scoring", None),
-            "turns": sum(cost["turns"] for cost in parts["arms"].values()), **_totals(parts),
-            "chars_per_token": CHARS_PER_TOKEN, **parts}
-
-
-def estimate_attribution_cost(trace: Trace, method: Any, budget: Any, backend: Any = "sim", seed: Any = 0,
-                              players: Any = CounterfactualJob.MESSAGES) -> dict[str, Any]:
-    """The estimated LLM cost of an "Attribute this trace" job (`request_attribution`'s
-    arguments): the requests its chunk tasks will send, as the backend plans them (`plan_call`,
-    nothing sent) for every rollout call of the estimator's coalition game, chunk by chunk as the
-    job runs them (`play_attribution_chunk`: one call, so one batched fork request, per distinct
-    coalition of a chunk), with the assumptions and token rule of `estimate_cost`. No branch
-    traces are stored by attribution jobs. A non-LLM backend costs nothing.
-
-    Returns {kind: "attribution", backend, llm, confirmation_required, method, players,
-    player_kind, n (samples), rollouts (the budget used: n × rollouts per sample), speaker_order,
-    scoring, requests, prompt_tokens, completion_tokens, total_tokens, turn_requests,
-    speaker_requests, verdict_requests, chars_per_token}. Raises JobRequestError naming the field."""
-    names, n, runner = check_attribution(trace, method, budget, backend, seed, players)
-    llm = is_llm_backend(backend)
-    estimate = {"kind": "attribution", "backend": backend, "llm": llm, "confirmation_required": llm, "method": method,
-                "players": len(names), "player_kind": players, "n": n,
-                "rollouts": n * ESTIMATORS[method].rollouts(len(names)), "speaker_order": None, "scoring": None,
-                "chars_per_token": CHARS_PER_TOKEN}
-    cost = _zero_cost()
-    if llm:
-        if not hasattr(runner, "plan_call"):
-            raise JobRequestError(f"the {backend} backend calls an LLM but cannot plan its requests (no plan_call): "
-                                  "its cost cannot be estimated", "backend")
-        def planning_rollout(intervention: Intervention | None, seeds: np.ndarray) -> np.ndarray:
-            _add_cost(cost, _cost(runner.plan_call(intervention, seeds)))  # counted, not kept
-            return np.zeros(len(seeds))
-
-        for start, stop in _chunks(n):
-            play_attribution_chunk(planning_rollout, method, names, players, n, seed, list(range(start, stop)))
-        estimate.update(speaker_order=getattr(runner, "speaker_order", None), scoring=getattr(runner, "scoring", None))
-    cost.pop("turns")
-    estimate.update(cost, total_tokens=cost["prompt_tokens"] + cost["completion_tokens"])
-    return estimate

@@ -16,7 +16,7 @@ from django.utils.module_loading import import_string
 
 from swarmscope import judge
 from swarmscope.importers import SourceFile, read_files, whowhen
-from webapp.traces.management.commands.import_traces import iter_files
+from swarmscope.importers.files import iter_files
 
 
 class Command(BaseCommand):
