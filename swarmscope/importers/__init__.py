@@ -7,7 +7,7 @@ Each format module exposes:
   its line documents) is in this format;
 - either `parse(doc, source) -> list[Trace]` for formats whose records are whole traces, or
   `split(doc) -> dict[trace_id, list[record]]` plus `build(trace_id, records, sources) -> Trace`
-  (and `to_spans(trace_id, records)`, the records as `spans.Span`) for span formats, whose traces
+  (and `to_spans(trace_id, records)`, the records as `otel.Span`) for span formats, whose traces
   can arrive in chunks spread over several files: all chunks of one trace id given to one
   `read_files` call are merged into one trace.
 

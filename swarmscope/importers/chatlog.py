@@ -2,7 +2,7 @@
 
 Chat logs name their speakers inconsistently ("WebSurfer" / "Websurfer", "spotify Agent" /
 "Spotify Agent"), give no token counts and no clock: these helpers canonicalise names, estimate
-tokens (flagged, DESIGN.md "protocol overhead") and chain events in their logged order.
+tokens (flagged, docs/architecture.md) and chain events in their logged order.
 """
 
 from __future__ import annotations

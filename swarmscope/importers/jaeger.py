@@ -22,7 +22,7 @@ from typing import Any
 
 from swarmscope.model import Trace
 
-from .spans import Span, SpanEvent, build_trace, hex_id
+from .otel import Span, SpanEvent, build_trace, hex_id
 
 FORMAT = "jaeger"
 MICROSECOND_NS = 1_000

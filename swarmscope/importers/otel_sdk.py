@@ -16,16 +16,16 @@ mapping (agents from Monocle entities, Agent Framework workflow messages) is `sp
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from swarmscope.model import Trace
 
-from .spans import Span, SpanEvent, build_trace, hex_id
+from .otel import Span, SpanEvent, build_trace, hex_id
 
 FORMAT = "otel_sdk"
 ISO_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:?\d\d)?$")
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _is_span(record: Any) -> bool:

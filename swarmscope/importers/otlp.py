@@ -26,7 +26,7 @@ from typing import Any
 
 from swarmscope.model import Trace
 
-from .spans import Span, SpanEvent, as_int, build_trace, bytes_id, hex_id
+from .otel import Span, SpanEvent, as_int, build_trace, bytes_id, hex_id
 
 FORMAT = "otlp"
 SPAN_KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
@@ -197,8 +197,9 @@ def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
 
     Raises ValueError when `data` is not such a message, or naming the span of a malformed id.
     """
-    from google.protobuf.message import DecodeError
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    # protobuf is heavy: loaded on first use, not when the importers are imported
+    from google.protobuf.message import DecodeError  # noqa: PLC0415
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: PLC0415
         ExportTraceServiceRequest,
     )
 
@@ -234,7 +235,8 @@ def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
 
 def encode_response(rejected: int, message: str) -> bytes:
     """A serialised ExportTraceServiceResponse; `partial_success` set when spans were rejected."""
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    # protobuf is heavy: loaded on first use, not when the importers are imported
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: PLC0415
         ExportTraceServiceResponse,
     )
 
@@ -321,8 +323,9 @@ def encode_json(spans: list[Span]) -> dict[str, Any]:
 def encode_protobuf(spans: list[Span]) -> bytes:
     """`spans` as one serialised OTLP/protobuf ExportTraceServiceRequest (ids as bytes);
     `decode_protobuf` reads it back to the same spans."""
-    from google.protobuf.json_format import ParseDict
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    # protobuf is heavy: loaded on first use, not when the importers are imported
+    from google.protobuf.json_format import ParseDict  # noqa: PLC0415
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: PLC0415
         ExportTraceServiceRequest,
     )
 

@@ -1,4 +1,4 @@
-"""Jaeger JSON importer (swarmscope.importers.jaeger) with the span mapping of spans.py."""
+"""Jaeger JSON importer (swarmscope.importers.jaeger) with the span mapping of swarmscope.importers.otel."""
 
 import json
 from collections import Counter

@@ -1,5 +1,5 @@
 """OTel SDK span-list importer (swarmscope.importers.otel_sdk): Monocle dumps of Microsoft Agent
-Framework workflows, with the span mapping of spans.py."""
+Framework workflows, with the span mapping of swarmscope.importers.otel."""
 
 import json
 from collections import Counter
@@ -117,7 +117,8 @@ def _span(sid, name, parent, start, end, attributes, events=()):
     return {"name": name, "context": {"trace_id": "ab" * 16, "span_id": sid.rjust(16, "0")},
             "kind": "SpanKind.INTERNAL", "parent_id": parent.rjust(16, "0") if parent else None,
             "start_time": iso(start), "end_time": iso(end), "status": {"status_code": "OK"},
-            "attributes": attributes, "events": [{"name": n, "timestamp": iso(start), "attributes": a} for n, a in events],
+            "attributes": attributes,
+            "events": [{"name": n, "timestamp": iso(start), "attributes": a} for n, a in events],
             "resource": {"attributes": {"service.name": "desk_app"}}}
 
 

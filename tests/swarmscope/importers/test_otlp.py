@@ -1,5 +1,5 @@
 """OTLP/JSON importer and protobuf decoding (swarmscope.importers.otlp), GenAI semantic
-conventions, with the span mapping of spans.py."""
+conventions, with the span mapping of swarmscope.importers.otel."""
 
 import base64
 import copy
@@ -64,7 +64,8 @@ def test_small_agents_from_gen_ai_agent_name(small):
     """OpenAI Agents SDK style: Triage hands off to BillingAgent through transfer_to_billing_agent.
     The bare "Agent workflow" span of the service names no agent, so Triage is the root."""
     assert small.identity_key == f"otlp:{TRACE_ID}"
-    assert (small.name, small.system, small.attributes["conversation_id"]) == ("Agent workflow", "support-app", "conv-1")
+    assert (small.name, small.system, small.attributes["conversation_id"]) == (
+        "Agent workflow", "support-app", "conv-1")
     assert [(a.name, a.parent, a.attributes["named_by"]) for a in small.agents] == [
         ("Triage", None, "gen_ai.agent.name"), ("BillingAgent", "Triage", "gen_ai.agent.name")]
 

@@ -1,13 +1,12 @@
 """The span -> orchestration trace mapping shared by the OpenTelemetry importers
-(swarmscope.importers.spans), on spans written out by hand."""
+(swarmscope.importers.otel), on spans written out by hand."""
 
 import base64
 
 import pytest
 
 from swarmscope.importers.chatlog import TOKENS_ESTIMATED
-from swarmscope.importers.otlp import json_id
-from swarmscope.importers.spans import (
+from swarmscope.importers.otel import (
     Span,
     SpanEvent,
     build_trace,
@@ -15,6 +14,7 @@ from swarmscope.importers.spans import (
     hex_id,
     render,
 )
+from swarmscope.importers.otlp import json_id
 from swarmscope.model import validate_trace
 
 TRACE = "0" * 31 + "1"

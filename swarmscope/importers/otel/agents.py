@@ -1,0 +1,244 @@
+"""Agent assignment: the span tree of one trace and the agent acting in each of its spans.
+
+`SpanTree` adds placeholders for missing parents, cuts cycles, reads each span's role and received
+message, then assigns the acting agent (`owner`) and the invocation of each span; `build.py` extends
+it with events and edges. The rules: docs/otel-mapping.md, "Agent" and "Invocations and invokers".
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+from .semconv import (
+    AGENT,
+    HANDOFF,
+    LLM,
+    TOOL,
+    UNKNOWN_SERVICE,
+    Message,
+    agent_label,
+    received_message,
+    render,
+    span_io,
+    span_role,
+)
+from .span import Span, canonical_order
+
+
+def canonical_name(name: str) -> str:
+    """`name` case-folded with everything but letters and digits removed (to match agent names)."""
+    return re.sub(r"[^0-9a-z]", "", name.casefold())
+
+
+class SpanTree:
+    """The span tree of one trace id's spans, with the agent acting in each span (built on creation).
+
+    By span id: `by_id` (first record of each id in canonical order, placeholders added), `parent`
+    (cycles cut), `depth`, `children`, `role`, `message` (the message received), `owner` (the acting
+    agent, None where unknown), `invocation` (its root span id). By invocation root: `members`;
+    `productive` (those that will have events). By agent: `named_by` (where its name came from).
+    Raises ValueError when there are no spans or a span has no id.
+    """
+
+    def __init__(self, spans: list[Span], trace_id: str):
+        self.trace_id = trace_id
+        self.by_id: dict[str, Span] = {}
+        for span in canonical_order(spans):
+            if not span.span_id:
+                raise ValueError(f"span {span.name!r} has no span id")
+            self.by_id.setdefault(span.span_id, span)
+        if not self.by_id:
+            raise ValueError(f"trace {trace_id} has no spans")
+        self.real = list(self.by_id.values())
+        self.t0 = min(span.start_ns for span in self.real)
+        self.parent: dict[str, str | None] = {s.span_id: s.parent_id for s in self.real}
+        self._add_placeholders()
+        self.depth = self._depths()
+        self.order = sorted(self.by_id.values(), key=lambda s: (s.start_ns, self.depth[s.span_id], s.span_id))
+        self.top_down = sorted(self.by_id.values(), key=lambda s: (self.depth[s.span_id], s.start_ns, s.span_id))
+        self.children: dict[str, list[Span]] = defaultdict(list)
+        for span in self.order:
+            if self.parent[span.span_id]:
+                self.children[self.parent[span.span_id]].append(span)
+        self.role = {sid: span_role(s) for sid, s in self.by_id.items()}
+        self.message: dict[str, Message] = {sid: m for sid, s in self.by_id.items() if (m := received_message(s))}
+        self.texts: dict[str, tuple[str | None, str | None]] = {}
+        self.named_by: dict[str, str] = {}
+        self.owner: dict[str, str | None] = {}
+        self.invocation: dict[str, str | None] = {}
+        self.members: dict[str, list[Span]] = defaultdict(list)
+        self.productive: set[str] = set()
+        self.acting: set[str] = set()
+        self.agents_by_canonical: dict[str, str] = {}
+        self._assign_agents()
+
+    # -- the span tree
+
+    def _add_placeholders(self) -> None:
+        """A placeholder span for each parent id that never arrived, spanning its children."""
+        orphans: dict[str, list[Span]] = defaultdict(list)
+        for span in self.real:
+            if span.parent_id and span.parent_id not in self.by_id:
+                orphans[span.parent_id].append(span)
+        for parent_id, kids in orphans.items():
+            services = Counter(k.service for k in kids if k.service)
+            self.by_id[parent_id] = Span(
+                trace_id=self.trace_id, span_id=parent_id, parent_id=None, name="(missing span)",
+                start_ns=min(k.start_ns for k in kids), end_ns=max(k.end_ns for k in kids),
+                service=services.most_common(1)[0][0] if services else None, missing=True)
+            self.parent[parent_id] = None
+
+    def _depths(self) -> dict[str, int]:
+        """Depth of every span (roots 0); a parent link that closes a cycle is cut."""
+        depth: dict[str, int] = {}
+        for span_id in self.by_id:
+            path: list[str] = []
+            on_path: set[str] = set()
+            node: str | None = span_id
+            while node is not None and node not in depth:
+                if node in on_path:
+                    self.parent[path[-1]] = None
+                    node = None
+                    break
+                path.append(node)
+                on_path.add(node)
+                node = self.parent[node]
+            base = depth[node] + 1 if node is not None else 0
+            for offset, sid in enumerate(reversed(path)):
+                depth[sid] = base + offset
+        return depth
+
+    def _parent_span(self, span: Span) -> Span | None:
+        parent_id = self.parent[span.span_id]
+        return self.by_id[parent_id] if parent_id else None
+
+    def _text(self, span: Span) -> tuple[str | None, str | None]:
+        """(input, output) of `span` rendered as text, computed once."""
+        if span.span_id not in self.texts:
+            raw_input, raw_output = span_io(span)
+            self.texts[span.span_id] = (render(raw_input), render(raw_output))
+        return self.texts[span.span_id]
+
+    def _descendants(self, span: Span) -> Iterable[Span]:
+        stack = list(self.children.get(span.span_id, ()))
+        while stack:
+            kid = stack.pop()
+            yield kid
+            stack.extend(self.children.get(kid.span_id, ()))
+
+    def _tree_root(self, span: Span) -> str:
+        """The id of the top span of the span tree holding `span`."""
+        sid = span.span_id
+        while self.parent[sid] is not None:
+            sid = self.parent[sid]
+        return sid
+
+    # -- agents and invocations
+
+    def _assign_agents(self) -> None:
+        """Fill `owner` (span id -> acting agent, None where unknown), `invocation` (span id -> the
+        root of its invocation), `members` and `productive` (invocations that will have events: with
+        an LLM, tool or hand-off span, an output, or an agent span that names their agent: see
+        `_names_owner`)."""
+        labels = {sid: agent_label(s, self.role[sid]) for sid, s in self.by_id.items()}
+        for sid, label in labels.items():
+            if label:
+                named = self.by_id[sid].attributes.get("gen_ai.agent.name") == label
+                self.named_by.setdefault(label, "gen_ai.agent.name" if named else "entity")
+        for message in self.message.values():
+            for name in (message.sender, message.receiver):
+                if name:
+                    self.named_by.setdefault(name, "message")
+        self._assign_owners(labels)
+        self._assign_invocations()
+        self.acting = {self.owner[inv] for inv in self.productive}
+        self.agents_by_canonical = {canonical_name(name): name for name in self.named_by}
+
+    def _assign_owners(self, labels: dict[str, str | None]) -> None:
+        """Fill `owner`, top down, from the spans' `labels` (docs/otel-mapping.md, "Agent")."""
+        acting, workflow_labels = self._workflow_labels(labels)
+        claims = self._claims(labels)
+        in_tool: dict[str, bool] = {}
+        for span in self.top_down:
+            sid, parent = span.span_id, self._parent_span(span)
+            label = labels[sid] if labels[sid] not in workflow_labels else None
+            message = self.message.get(sid)
+            in_tool[sid] = parent is not None and (self.role[parent.span_id] == TOOL or in_tool[parent.span_id])
+            if sid in acting:
+                owner = acting[sid]
+            elif label:
+                owner = label
+            elif message is not None and message.workflow:
+                owner = message.receiver or claims.get(sid)
+            elif sid in claims:
+                owner = claims[sid]
+            elif span.missing:
+                owner = None
+            elif parent is not None and self.owner[parent.span_id] is not None and (
+                    in_tool[sid] or not parent.service or not span.service or parent.service == span.service):
+                owner = self.owner[parent.span_id]
+            else:
+                owner = span.service or UNKNOWN_SERVICE
+                self.named_by.setdefault(owner, "service")
+            self.owner[sid] = owner
+
+    def _assign_invocations(self) -> None:
+        """Fill `invocation`, then `members` and `productive` (see `_assign_agents`)."""
+        for span in self.top_down:
+            sid, parent = span.span_id, self._parent_span(span)
+            if self.owner[sid] is None:
+                self.invocation[sid] = None
+            elif parent is None or self.owner[parent.span_id] != self.owner[sid] or self._sender(span):
+                self.invocation[sid] = sid
+            else:
+                self.invocation[sid] = self.invocation[parent.span_id]
+        for span in self.order:
+            inv = self.invocation[span.span_id]
+            if inv is None:
+                continue
+            self.members[inv].append(span)
+            if not span.missing and (self.role[span.span_id] in (LLM, TOOL, HANDOFF)
+                                     or self._text(span)[1] is not None or self._names_owner(span)):
+                self.productive.add(inv)
+
+    def _workflow_labels(self, labels: dict[str, str | None]) -> tuple[dict[str, str], set[str]]:
+        """Executors Monocle labelled with the workflow's name: span id -> the agent that acted
+        there, and the labels that name workflows (docs/otel-mapping.md, "Messages between agents")."""
+        senders: dict[str, set[str]] = defaultdict(set)
+        for message in self.message.values():
+            if message.workflow and message.from_span and message.sender:
+                senders[message.from_span].add(message.sender)
+        acting: dict[str, str] = {}
+        workflow_labels: set[str] = set()
+        for sid, names in senders.items():
+            label = labels.get(sid)
+            if label and sid not in self.message and len(names) == 1 and label not in names:
+                acting[sid] = next(iter(names))
+                workflow_labels.add(label)
+        return acting, workflow_labels
+
+    def _claims(self, labels: dict[str, str | None]) -> dict[str, str]:
+        """Span id -> the one agent that its labelled LLM and tool children name (their caller)."""
+        claims = {}
+        for sid, kids in self.children.items():
+            named = {labels[k.span_id] for k in kids if self.role[k.span_id] in (LLM, TOOL) and labels[k.span_id]}
+            if len(named) == 1:
+                claims[sid] = named.pop()
+        return claims
+
+    def _names_owner(self, span: Span) -> bool:
+        """Whether `span` is an agent span (not an LLM, tool or hand-off span) whose
+        `gen_ai.agent.name` is the agent acting there: a GenAI `invoke_agent` span, a turn of that
+        agent even when nothing is instrumented below it. Monocle's agent entities do not count: an
+        Agent Framework executor span without inference below it only buffered a message."""
+        return (not span.missing and self.role[span.span_id] in (AGENT, None)
+                and span.attributes.get("gen_ai.agent.name") == self.owner[span.span_id])
+
+    def _sender(self, span: Span) -> str | None:
+        """The agent that sent the message `span` received, when another than the span's agent."""
+        message = self.message.get(span.span_id)
+        sender = message.sender if message else None
+        return sender if sender and sender != self.owner[span.span_id] else None
+

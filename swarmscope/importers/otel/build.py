@@ -1,0 +1,482 @@
+"""The event/edge builder: `build_trace` turns one trace id's spans into an orchestration trace.
+
+On the agents that `SpanTree` (agents.py) assigns, it makes the events of each span (LLM turns, tool
+calls, hand-offs), the delegations to each invocation (invoker, spawn), the spawn, message, return,
+tool_dependency and causal edges, and the trace-level fields. The rules: docs/otel-mapping.md.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from swarmscope.model import Agent, Edge, Event, Trace
+
+from ..chatlog import TOKENS_ESTIMATED, estimate_missing_tokens
+from .agents import SpanTree, canonical_name
+from .semconv import (
+    AGENT,
+    HANDOFF,
+    HANDOFF_TOOL_PREFIXES,
+    LLM,
+    TOOL,
+    TRACE_ATTRIBUTE_KEYS,
+    WORKFLOW_NAME_KEYS,
+    entities,
+    model_name,
+    render,
+    tool_name,
+    usage,
+)
+from .span import Span
+
+
+@dataclass
+class Delivery:
+    """A delegation: `event` (the sender's delegate event) reaching `receiver` in the invocation
+    rooted at `root` (None while a broadcast or hand-off waits for its receiver)."""
+
+    event: Event
+    sender: str
+    receiver: str | None
+    root: Span | None = None
+
+
+def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str,
+                sources: Iterable[str] = ()) -> Trace:
+    """The orchestration trace of one trace id's spans, given in any order (chunks merged).
+
+    `trace_id` (hex) becomes `source_id`; `sources` names the files, kept in the trace attributes.
+    The result depends on the set of spans only, not on their order; a span id seen twice keeps
+    its earliest-starting record. Raises ValueError when there are no spans or a
+    span has no id.
+    """
+    return _TraceBuilder(list(spans), source_format, trace_id, list(sources)).build()
+
+
+class _TraceBuilder(SpanTree):
+    """One use: `build()` creates the events of the span tree (agents assigned), then the edges.
+
+    By event id: `rank` (sort key after `t`), `event_span`, `event_inv` (the invocation the event
+    belongs to, for the invoked agent's own events). Delegations: `deliveries` (resolved),
+    `pending_handoffs`, `pending_broadcasts`; `uninvoked` (span tree root id -> invocation roots
+    nobody invoked: group chat turns). Span-level state: `SpanTree`.
+    """
+
+    def __init__(self, spans: list[Span], source_format: str, trace_id: str, sources: list[str]):
+        super().__init__(spans, trace_id)
+        self.source_format, self.sources = source_format, sources
+        self.events: list[Event] = []
+        self.rank: dict[str, tuple[int, int]] = {}
+        self.event_span: dict[str, Span] = {}
+        self.event_inv: dict[str, str | None] = {}
+        self.appeared: dict[str, float] = {}
+        self.parents: dict[str, str] = {}
+        self.deliveries: list[Delivery] = []
+        self.pending_handoffs: list[Delivery] = []
+        self.pending_broadcasts: dict[tuple[str, str], Delivery] = {}
+        self.uninvoked: dict[str | None, list[Span]] = defaultdict(list)
+        self.broadcast_keys: set[tuple[str, str]] = set()
+        self.tool_results: list[tuple[Event, Event]] = []
+        self.spawns: list[tuple[Event, str]] = []
+        self.position: dict[str, int] = {}
+        self.lanes: dict[str, list[Event]] = defaultdict(list)
+        self.lane_starts: dict[str, list[float]] = {}
+        self.edge_types: dict[tuple[str, str], str] = {}
+
+    def build(self) -> Trace:
+        for span in self.order:
+            sid = span.span_id
+            if self.invocation[sid] == sid:
+                self._invoke(span)
+            elif self.owner[sid] is None and sid in self.message:
+                self._broadcast(span)
+            self._span_events(span)
+        self._turn_events()
+        edges = self._edges()
+        root = self._root()
+        return Trace(source_format=self.source_format, source_id=self.trace_id, name=self._name(root),
+                     system=root.service or "", agents=self._agents(), events=self.events, edges=edges,
+                     costs=self._costs(), attributes=self._attributes())
+
+    # -- events
+
+    def _t(self, ns: int) -> float:
+        return round(max(ns - self.t0, 0) / 1e9, 6)
+
+    def _event(self, span: Span, agent: str, type_: str, event_id: str, *, t_ns: int | None = None,
+               end_ns: int | None = None, attributes: dict[str, Any] | None = None, **fields: Any) -> Event:
+        """Add an event made from `span` (its ids go to the attributes); tokens estimated if absent."""
+        t = self._t(span.start_ns if t_ns is None else t_ns)
+        span_attributes = {"span_id": span.span_id, "parent_span_id": self.parent[span.span_id],
+                           "trace_id": span.trace_id, "span_name": span.name}
+        if span.missing:
+            span_attributes["span_missing"] = True
+        event = estimate_missing_tokens(Event(
+            id=event_id, t=t, t_end=None if end_ns is None else max(self._t(end_ns), t), type=type_,
+            agent=agent, attributes={**span_attributes, **(attributes or {})}, **fields))
+        self.rank[event_id] = (0 if type_ == "spawn" else 1, len(self.events))
+        self.events.append(event)
+        self.event_span[event_id] = span
+        self.event_inv[event_id] = self.invocation[span.span_id] if self.owner[span.span_id] == agent else None
+        self.appeared.setdefault(agent, t)
+        return event
+
+    def _span_events(self, span: Span) -> None:
+        """The events of one span by its role (docs/otel-mapping.md, "Events")."""
+        agent, role = self.owner[span.span_id], self.role[span.span_id]
+        if agent is None or span.missing:
+            return
+        if role == LLM and not self._has_llm_below(span):
+            self._message_event(span, agent)
+        elif role == TOOL and not self._runs_other_agent(span) and not self._repeats_parent_tool(span):
+            target = self._handoff_tool_target(span)
+            if target:
+                self._handoff_event(span, agent, target)
+            else:
+                self._tool_events(span, agent)
+        elif role == HANDOFF:
+            target = next((e["to_agent"] for e in entities(span) if e.get("to_agent")), None)
+            if target:
+                self._handoff_event(span, agent, str(target))
+
+    def _has_llm_below(self, span: Span) -> bool:
+        """Whether an LLM span of the same agent nests inside this one (keep the innermost call)."""
+        return any(self.role[kid.span_id] == LLM and self.owner[kid.span_id] == self.owner[span.span_id]
+                   for kid in self._descendants(span))
+
+    def _runs_other_agent(self, span: Span) -> bool:
+        """Whether another agent acts inside this tool span (an agent called as a tool)."""
+        return any(self.owner[kid.span_id] not in (None, self.owner[span.span_id])
+                   for kid in self._descendants(span))
+
+    def _repeats_parent_tool(self, span: Span) -> bool:
+        parent = self._parent_span(span)
+        return (parent is not None and self.role[parent.span_id] == TOOL
+                and self.owner[parent.span_id] == self.owner[span.span_id]
+                and tool_name(parent) == tool_name(span))
+
+    def _handoff_tool_target(self, span: Span) -> str | None:
+        name = tool_name(span)
+        prefix = next((p for p in HANDOFF_TOOL_PREFIXES if name.startswith(p)), None)
+        return self.agents_by_canonical.get(canonical_name(name[len(prefix):])) if prefix else None
+
+    @staticmethod
+    def _usage_fields(span: Span) -> tuple[int | None, dict[str, Any]]:
+        """(tokens, attributes) from usage: tokens = input + output, else the reported total."""
+        n_in, n_out, n_total = usage(span)
+        attributes = {key: n for key, n in (("input_tokens", n_in), ("output_tokens", n_out)) if n is not None}
+        tokens = (n_in or 0) + (n_out or 0) if attributes else n_total
+        return tokens, attributes
+
+    @staticmethod
+    def _status(span: Span) -> dict[str, Any]:
+        return {} if span.error is None else {"status": "error", "error": span.error or True}
+
+    def _message_event(self, span: Span, agent: str, *, t_ns: int | None = None, end_ns: int | None = None) -> None:
+        """A `message` event of `span` (t, t_end: the span's unless given): content its output, else
+        its input flagged `content_from: "input"` (an input beside an output is kept as `input`);
+        model, token usage and error status kept."""
+        text_in, text_out = self._text(span)
+        tokens, attributes = self._usage_fields(span)
+        model = model_name(span)
+        if model:
+            attributes["model"] = model
+        if text_out is None and text_in is not None:
+            attributes["content_from"] = "input"
+        elif text_in is not None:
+            attributes["input"] = text_in
+        self._event(span, agent, "message", span.span_id, t_ns=t_ns, end_ns=span.end_ns if end_ns is None else end_ns,
+                    content=text_out if text_out is not None else text_in, tokens=tokens,
+                    attributes={**attributes, **self._status(span)})
+
+    def _tool_events(self, span: Span, agent: str) -> None:
+        text_in, text_out = self._text(span)
+        tool = tool_name(span)
+        call = self._event(span, agent, "tool_call", span.span_id, end_ns=span.end_ns, content=text_in, tool=tool)
+        if text_out is not None or span.error is not None:
+            result = self._event(span, agent, "tool_result", f"{span.span_id}:result", t_ns=span.end_ns,
+                                 content=text_out, tool=tool, attributes=self._status(span))
+            self.tool_results.append((call, result))
+
+    def _handoff_event(self, span: Span, agent: str, target: str) -> None:
+        """A hand-off span or tool: a delegate event waiting for the target's next invocation."""
+        event = self._event(span, agent, "delegate", span.span_id, end_ns=span.end_ns,
+                            content=self._text(span)[0], from_=agent, to=target,
+                            tool=tool_name(span) if self.role[span.span_id] == TOOL else None)
+        self.pending_handoffs.append(Delivery(event=event, sender=agent, receiver=target))
+
+    def _turn_events(self) -> None:
+        """An invocation without LLM or tool events is one turn: a `message` event spanning it, made
+        from its outermost span (not LLM or tool) with an output, else from its outermost agent span
+        that names its agent (`_names_owner`; content: that span's input). Agents instrumented only
+        at agent level (`invoke_agent` spans without chat or tool children) act by these turns."""
+        acted = set(filter(None, self.event_inv.values()))
+        for root in self.order:
+            root_id = root.span_id
+            if root_id not in self.productive or root_id in acted:
+                continue
+            spans = [s for s in self.members[root_id] if not s.missing and self.role[s.span_id] in (AGENT, None)]
+            turn = (next((s for s in spans if self._text(s)[1] is not None), None)
+                    or next((s for s in spans if self._names_owner(s)), None))
+            if turn is not None:
+                self._message_event(turn, self.owner[root_id], t_ns=root.start_ns, end_ns=root.end_ns)
+
+    # -- delegations
+
+    def _invoke(self, root: Span) -> None:
+        """Find who invoked the invocation rooted at `root` (docs/otel-mapping.md,
+        "Invocations and invokers")."""
+        agent, sender = self.owner[root.span_id], self._sender(root)
+        if root.span_id not in self.productive and not sender:
+            return
+        start = self._t(root.start_ns)
+        parent = self._parent_span(root)
+        enclosing = self.owner[parent.span_id] if parent is not None else None
+        handoffs = [d for d in self.pending_handoffs if d.receiver == agent and d.event.t <= start]
+        if sender:
+            self._delegate(sender, agent, root)
+        elif handoffs:
+            for delivery in handoffs:
+                self.pending_handoffs.remove(delivery)
+                self._deliver(delivery, agent, root)
+        elif enclosing not in (None, agent) and (enclosing in self.acting or self.named_by[enclosing] != "service"):
+            self._delegate(enclosing, agent, root)
+        else:
+            delivered = False
+            for key, delivery in list(self.pending_broadcasts.items()):
+                if delivery.sender != agent and delivery.event.t <= start:
+                    del self.pending_broadcasts[key]
+                    delivery.event.to = agent
+                    self._deliver(delivery, agent, root)
+                    delivered = True
+            if not delivered:
+                self.uninvoked[self._tree_root(root)].append(root)
+        self.appeared.setdefault(agent, start)
+
+    def _delegate(self, sender: str, receiver: str, root: Span) -> None:
+        """A delegate event of `sender` at the start of `receiver`'s invocation; its content is the
+        first input of the invocation's agent (not LLM or tool) spans, else the input of the span
+        that called it (see `_message_content` for Agent Framework messages)."""
+        content, attributes = self._message_content(root)
+        parent = self._parent_span(root)
+        if content is None and not attributes:
+            content = next((text for span in self.members[root.span_id]
+                            if self.role[span.span_id] in (AGENT, None) and (text := self._text(span)[0])),
+                           self._text(parent)[0] if parent is not None else None)
+        self.appeared.setdefault(sender, self._t(root.start_ns))
+        self._spawn(sender, receiver, root, root.start_ns)
+        event = self._event(root, sender, "delegate", f"{root.span_id}:delegate", content=content,
+                            from_=sender, to=receiver, attributes=attributes)
+        self.deliveries.append(Delivery(event=event, sender=sender, receiver=receiver, root=root))
+
+    def _deliver(self, delivery: Delivery, receiver: str, root: Span) -> None:
+        """A waiting hand-off or broadcast reaches `receiver`'s invocation at `root`."""
+        delivery.receiver, delivery.root = receiver, root
+        self._spawn(delivery.sender, receiver, root, self.event_span[delivery.event.id].start_ns)
+        self.deliveries.append(delivery)
+
+    def _broadcast(self, span: Span) -> None:
+        """A message to an executor that no name identifies: one waiting delegate per send."""
+        message = self.message[span.span_id]
+        key = (message.sender or "", message.key or span.span_id)
+        if not message.sender or key in self.broadcast_keys:
+            return
+        self.broadcast_keys.add(key)
+        content, attributes = self._message_content(span)
+        event = self._event(span, message.sender, "delegate", f"{span.span_id}:delegate", content=content,
+                            from_=message.sender, attributes=attributes)
+        self.pending_broadcasts[key] = Delivery(event=event, sender=message.sender, receiver=None)
+
+    def _message_content(self, span: Span) -> tuple[str | None, dict[str, Any]]:
+        """(content, attributes) of the message `span` received. An Agent Framework
+        `WorkflowMessage` is a Python repr naming objects, not their text: it is kept as the
+        attribute `message`, with no content."""
+        message = self.message.get(span.span_id)
+        if message is not None and message.workflow:
+            return None, {"message": self._text(span)[0]}
+        return None, {}
+
+    def _spawn(self, sender: str, receiver: str, root: Span, t_ns: int) -> None:
+        """The first invocation of `receiver` by another agent spawns it: a spawn event, a parent."""
+        if receiver in self.appeared or receiver == sender:
+            return
+        self.parents[receiver] = sender
+        event = self._event(root, sender, "spawn", f"{root.span_id}:spawn", t_ns=t_ns, from_=sender,
+                            to=receiver)
+        self.appeared[receiver] = event.t
+        self.spawns.append((event, receiver))
+
+    # -- edges
+
+    def _edges(self) -> list[Edge]:
+        """Sort the events, then add spawn, message, return, tool_dependency and causal edges
+        (the first type given to a pair wins); only edges pointing forward in that order are kept."""
+        self.events.sort(key=lambda e: (e.t, *self.rank[e.id]))
+        self.position = {e.id: i for i, e in enumerate(self.events)}
+        for event in self.events:
+            self.lanes[event.agent].append(event)
+        self.lane_starts = {agent: [e.t for e in lane] for agent, lane in self.lanes.items()}
+        for spawn, agent in self.spawns:
+            self._add(spawn, self._next_of(agent, spawn, spawn.t), "spawn")
+        returns: dict[str, set[str]] = defaultdict(set)
+        for delivery in self.deliveries:
+            own = [e for e in self.lanes.get(delivery.receiver or "", [])
+                   if self.event_inv[e.id] == delivery.root.span_id]
+            first = own[0] if own else self._next_of(delivery.receiver, delivery.event, delivery.event.t)
+            self._add(delivery.event, first, "message")
+            if own:
+                self._return(delivery, own, returns)
+        for event in self.events:
+            if event.type == "message" and len(returns.get(event.id, ())) >= 2:
+                event.type = "aggregate"
+        for call, result in self.tool_results:
+            self._add(call, result, "tool_dependency")
+        self._chained_turns()
+        self._group_chat_turns()
+        for delivery in self.pending_broadcasts.values():
+            delivery.event.type = "message"
+        return [Edge(src, dst, type_) for (src, dst), type_ in self.edge_types.items()]
+
+    def _add(self, src: Event, dst: Event | None, type_: str) -> None:
+        if dst is not None and self.position[src.id] < self.position[dst.id]:
+            self.edge_types.setdefault((src.id, dst.id), type_)
+
+    def _next_of(self, agent: str | None, after: Event, t: float) -> Event | None:
+        """The first event of `agent` starting at or after `t` that comes after `after`."""
+        lane = self.lanes.get(agent) if agent else None
+        if not lane:
+            return None
+        start = bisect_left(self.lane_starts[agent], t)
+        return next((e for e in lane[start:] if self.position[e.id] > self.position[after.id]), None)
+
+    @staticmethod
+    def _end(event: Event) -> float:
+        return event.t_end if event.t_end is not None else event.t
+
+    def _return(self, delivery: Delivery, own: list[Event], returns: dict[str, set[str]]) -> None:
+        """The invocation's last event returns to the sender's next event after it ends, else to the
+        next event of the agent whose span encloses it; a `message` becomes a `return` event.
+        `returns` collects, per receiving event, the agents that returned to it."""
+        last = max(own, key=lambda e: (self._end(e), *self.rank[e.id]))
+        end = self._t(delivery.root.end_ns)
+        parent = self._parent_span(delivery.root)
+        enclosing = self.owner[parent.span_id] if parent is not None else None
+        target = self._next_of(delivery.sender, last, end)
+        if target is None and enclosing not in (None, delivery.receiver):
+            target = self._next_of(enclosing, last, end)
+        if target is None:
+            return
+        self._add(last, target, "return")
+        returns[target.id].add(last.agent)
+        if last.type == "message":
+            last.type, last.from_, last.to = "return", last.agent, target.agent
+
+    def _chained_turns(self) -> None:
+        """`causal` edges along `from_agent_span_id`: the last event of the turn run at that span ->
+        the delegate delivered at the span that names it, else that span's first event."""
+        turns: dict[str, list[Event]] = defaultdict(list)
+        delivered: dict[str, Event] = {}
+        for event in self.events:
+            if self.event_inv[event.id]:
+                turns[self.event_inv[event.id]].append(event)
+            elif event.type == "delegate":
+                delivered.setdefault(self.event_span[event.id].span_id, event)
+        for sid, message in self.message.items():
+            before = turns.get(message.from_span or "")
+            after = delivered.get(sid) or (turns[sid][0] if turns.get(sid) else None)
+            if before and after is not None:
+                self._add(max(before, key=lambda e: (self._end(e), *self.rank[e.id])), after, "causal")
+
+    def _group_chat_turns(self) -> None:
+        """Invocations in one span tree that nobody invoked (under a team, workflow or runtime
+        span that is no agent) are the turns of a group chat when two or more agents take them
+        one after another: the next speaker receives each turn (AutoGen's round robin). The last
+        event of a turn gets a `message` edge to the next turn's first event, and a `message`
+        event its receiver in `to`; a turn that starts before the previous one ends is no reply."""
+        for roots in self.uninvoked.values():
+            if len({self.owner[r.span_id] for r in roots}) < 2:
+                continue
+            for before, after in zip(roots, roots[1:]):
+                sender, receiver = self.owner[before.span_id], self.owner[after.span_id]
+                if sender == receiver or after.start_ns < before.end_ns:
+                    continue
+                said = [e for e in self.lanes.get(sender or "", []) if self.event_inv[e.id] == before.span_id]
+                heard = [e for e in self.lanes.get(receiver or "", []) if self.event_inv[e.id] == after.span_id]
+                if not said or not heard:
+                    continue
+                last = max(said, key=lambda e: (self._end(e), *self.rank[e.id]))
+                self._add(last, heard[0], "message")
+                if last.type == "message" and last.to is None:
+                    last.to = receiver
+
+    # -- trace-level fields
+
+    def _root(self) -> Span:
+        """The earliest span without a (received) parent."""
+        return next((s for s in self.order if not s.missing and (
+            self.parent[s.span_id] is None or self.by_id[self.parent[s.span_id]].missing)), self.order[0])
+
+    def _name(self, root: Span) -> str:
+        for span in [root] + self.real:
+            name = next((span.attributes[key] for key in WORKFLOW_NAME_KEYS if span.attributes.get(key)), None)
+            if name:
+                return str(name)
+        return root.name
+
+    def _agents(self) -> list[Agent]:
+        """Agents that act or spawn, in order of appearance. Attributes: `named_by` (where the name
+        came from), `service` (when one), `id` / `description` (`gen_ai.agent.*`); the system
+        prompt from the first `gen_ai.system_instructions` of its spans."""
+        acting = {e.agent for e in self.events} | set(self.parents)
+        services: dict[str, set[str]] = defaultdict(set)
+        facts: dict[str, dict[str, Any]] = defaultdict(dict)
+        for span in self.order:
+            owner = self.owner[span.span_id]
+            if owner is None:
+                continue
+            if span.service:
+                services[owner].add(span.service)
+            for key, fact in (("gen_ai.agent.id", "id"), ("gen_ai.agent.description", "description"),
+                              ("gen_ai.system_instructions", "system_prompt")):
+                if span.attributes.get(key):
+                    facts[owner].setdefault(fact, span.attributes[key])
+        agents = []
+        for name, first in sorted(self.appeared.items(), key=lambda item: item[1]):
+            if name not in acting:
+                continue
+            known = facts[name]
+            attributes = {"named_by": self.named_by.get(name, "message"),
+                          **{key: str(known[key]) for key in ("id", "description") if key in known}}
+            if len(services[name]) == 1:
+                attributes["service"] = next(iter(services[name]))
+            agents.append(Agent(name=name, parent=self.parents.get(name), spawned_at=first,
+                                system_prompt=render(known.get("system_prompt")), attributes=attributes))
+        return agents
+
+    def _costs(self) -> dict[str, float]:
+        """tokens: the sum of reported usage (else of estimates), wall_clock_s, tool_calls."""
+        reported = [e.tokens for e in self.events if e.tokens is not None and not e.attributes.get(TOKENS_ESTIMATED)]
+        tokens = sum(reported) if reported else sum(e.tokens or 0 for e in self.events)
+        end = max(s.end_ns for s in self.real)
+        return {"tokens": tokens, "wall_clock_s": round((end - self.t0) / 1e9, 6),
+                "tool_calls": sum(e.type == "tool_call" for e in self.events)}
+
+    def _attributes(self) -> dict[str, Any]:
+        """trace_id, sources, spans (count), `start_time_unix_nano` (the origin of `t`),
+        conversation/session id, the first input, and `tokens_estimated` when no span reported usage."""
+        attributes: dict[str, Any] = {"trace_id": self.trace_id, "sources": self.sources, "spans": len(self.real),
+                                      "start_time_unix_nano": self.t0}
+        for name, key in TRACE_ATTRIBUTE_KEYS.items():
+            value = next((s.attributes[key] for s in self.order if s.attributes.get(key)), None)
+            if value is not None:
+                attributes[name] = value
+        first_input = next((text for s in self.order if not s.missing and (text := self._text(s)[0])), None)
+        if first_input is not None:
+            attributes["input"] = first_input
+        if not any(e.tokens is not None and not e.attributes.get(TOKENS_ESTIMATED) for e in self.events):
+            attributes[TOKENS_ESTIMATED] = True
+        return attributes

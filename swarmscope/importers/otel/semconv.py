@@ -1,0 +1,322 @@
+"""Attribute readers for the semantic conventions that agent exporters write: OpenTelemetry GenAI,
+Monocle, OpenInference, Traceloop and AGNTCY observe (role, agent name, tool, model, tokens,
+input/output content, received messages).
+
+Which attribute of which convention is read, and in what order: docs/otel-mapping.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from .span import Span, as_int, hex_id
+
+AGENT, LLM, TOOL, HANDOFF = "agent", "llm", "tool", "handoff"
+
+#: `gen_ai.operation.name` -> span role (GenAI semantic conventions).
+OPERATION_ROLES = {"invoke_agent": AGENT, "execute_tool": TOOL, "chat": LLM,
+                   "text_completion": LLM, "generate_content": LLM, "completion": LLM}
+#: Monocle `span.type` -> span role.
+MONOCLE_ROLES = {"agentic.invocation": AGENT, "agentic.turn": AGENT, "agentic.request": AGENT,
+                 "agentic.delegation": HANDOFF, "agentic.tool.invocation": TOOL,
+                 "agentic.mcp.invocation": TOOL, "retrieval": TOOL, "inference": LLM,
+                 "inference.framework": LLM, "inference.modelapi": LLM}
+#: `openinference.span.kind` -> span role.
+OPENINFERENCE_ROLES = {"AGENT": AGENT, "LLM": LLM, "TOOL": TOOL, "RETRIEVER": TOOL}
+#: `traceloop.span.kind` / `ioa_observe.span.kind` -> span role.
+KIND_ROLES = {"agent": AGENT, "tool": TOOL}
+#: Tool-name prefixes of hand-offs: OpenAI Agents SDK, Microsoft Agent Framework.
+HANDOFF_TOOL_PREFIXES = ("transfer_to_", "handoff_to_")
+#: Service name when a span has none (the OpenTelemetry SDK default).
+UNKNOWN_SERVICE = "unknown_service"
+#: Values that name no model.
+NO_MODEL = {"", "unknown", "none"}
+
+INPUT_KEYS = ("gen_ai.tool.call.arguments", "gen_ai.input.messages", "gen_ai.prompt", "input.value",
+              "traceloop.entity.input", "gen_ai.task.input", "ioa_observe.entity.input")
+OUTPUT_KEYS = ("gen_ai.tool.call.result", "gen_ai.output.messages", "gen_ai.completion",
+               "output.value", "traceloop.entity.output", "gen_ai.task.output",
+               "ioa_observe.entity.output")
+#: Span events carrying input / output: event name -> attribute keys, first found wins.
+INPUT_EVENTS = {"data.input": ("input",), "gen_ai.content.prompt": ("gen_ai.prompt",),
+                "gen_ai.client.inference.operation.details": ("gen_ai.input.messages",)}
+OUTPUT_EVENTS = {"data.output": ("response", "output"), "gen_ai.content.completion": ("gen_ai.completion",),
+                 "gen_ai.client.inference.operation.details": ("gen_ai.output.messages",),
+                 "gen_ai.choice": ("message", "content")}
+#: Older GenAI conventions: one span event per chat message, its text in `content`.
+MESSAGE_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
+                  "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+#: Roles of chat messages written as `{role: parts}` (Monocle's OpenAI Responses inputs).
+CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "model", "function"})
+INDEXED_PROMPT = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(role|content)$")
+INPUT_TOKEN_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
+                    "llm.usage.prompt_tokens", "prompt_tokens", "input_tokens")
+OUTPUT_TOKEN_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
+                     "llm.token_count.completion", "llm.usage.completion_tokens", "completion_tokens",
+                     "output_tokens")
+TOTAL_TOKEN_KEYS = ("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total",
+                    "total_tokens")
+#: Usage attributes that make a span without another role an LLM call.
+USAGE_ATTRIBUTE_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.prompt_tokens",
+                        "gen_ai.usage.completion_tokens", "llm.token_count.prompt", "llm.token_count.completion")
+#: Attributes naming the workflow, for the trace name (else the root span's name).
+WORKFLOW_NAME_KEYS = ("workflow.name", "gen_ai.workflow.name", "ioa_observe.workflow.name",
+                      "traceloop.workflow.name")
+#: Trace attribute <- first span attribute found (conversation / session ids).
+TRACE_ATTRIBUTE_KEYS = {"conversation_id": "gen_ai.conversation.id", "session_id": "session.id"}
+
+WORKFLOW_MESSAGE = "WorkflowMessage("
+MESSAGE_SOURCE = re.compile(r"\bsource_id='([^']+)'")
+MESSAGE_TARGET = re.compile(r"\btarget_id='([^']+)'")
+MESSAGE_KEY = re.compile(r"\bsource_span_ids=\[([^\]]*)\]")
+ENTITY_KEY = re.compile(r"^entity\.(\d+)\.(\w+)$")
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message a span received: from `sender` to `receiver` (None: not named), `key` identifying
+    one send delivered to several executors, and `from_span` the span whose turn came before."""
+
+    sender: str | None
+    receiver: str | None
+    key: str | None
+    from_span: str | None
+    workflow: bool
+
+
+
+
+def _json(text: str) -> Any:
+    """`text` decoded as JSON when it looks like JSON, else None."""
+    if not text or text[0] not in "[{\"":
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def render(value: Any) -> str | None:
+    """Readable text of an input or output value (None when empty).
+
+    Chat messages (GenAI `parts`, OpenAI `content`, Monocle `{role: parts}` strings) become
+    "role: text" lines (one message: its text), tool calls "name(arguments)", a list of parts
+    their texts; a JSON string literal its text; other JSON
+    stays as given (values that are not strings are dumped as JSON).
+    """
+    if value is None or value == "" or value == [] or value == {}:
+        return None
+    decoded = _json(value) if isinstance(value, str) else value
+    if isinstance(decoded, str):
+        return decoded
+    text = _chat_text(decoded) if decoded is not None else None
+    if text is None and isinstance(decoded, list) and decoded and all(
+            isinstance(part, dict) and "type" in part for part in decoded):
+        text = _parts_text(decoded, [])  # a bare list of parts (`gen_ai.system_instructions`)
+    if text is not None:
+        return text
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _chat_text(value: Any) -> str | None:
+    items = value if isinstance(value, list) else [value]
+    lines = []
+    for item in items:
+        line = _message_line(_json(item) if isinstance(item, str) else item)
+        if line is None:
+            return None
+        lines.append(line)
+    if len(lines) == 1:
+        return lines[0][1]
+    return "\n".join(f"{role}: {text}" for role, text in lines) if lines else None
+
+
+def _message_line(message: Any) -> tuple[str, str] | None:
+    """(role, text) of one chat message, or None when `message` is not one."""
+    if not isinstance(message, dict):
+        return None
+    call = _tool_call_text(message)
+    if "role" in message:
+        body = message.get("parts", message.get("content"))
+        calls = [call.get("function", call) for call in message.get("tool_calls") or [] if isinstance(call, dict)]
+        role, text = message["role"], _parts_text(body, calls)
+    elif call is not None:
+        role, text = "assistant", call
+    elif "call_id" in message and "output" in message:
+        role, text = "tool", _parts_text(message["output"], [])
+    elif len(message) == 1 and next(iter(message)) in CHAT_ROLES:
+        role, body = next(iter(message.items()))
+        text = _parts_text(body, [])
+    else:
+        return None
+    return None if text is None else (str(role), text)
+
+
+def _tool_call_text(item: dict) -> str | None:
+    """"name(arguments)" of a tool call (GenAI `tool_call` part, OpenAI function, Monocle
+    `tool_function`), else None."""
+    name = item.get("name", item.get("tool_function"))
+    arguments = item.get("arguments", item.get("tool_arguments"))
+    if not isinstance(name, str) or (arguments is None and item.get("type") not in ("tool_call", "function_call")):
+        return None
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+    return f"{name}({arguments})"
+
+
+def _parts_text(body: Any, calls: list[dict]) -> str | None:
+    """Text of a message body: a string or a list of parts (text, tool calls, tool results)."""
+    parts = [body] if isinstance(body, str) else [] if body is None else body
+    if not isinstance(parts, list):
+        return None
+    texts = []
+    for part in parts + calls:
+        if isinstance(part, str):
+            texts.append(part)
+        elif not isinstance(part, dict):
+            return None
+        elif (call := _tool_call_text(part)) is not None:
+            texts.append(call)
+        else:
+            text = next((part[key] for key in ("text", "content", "response", "result", "output")
+                         if isinstance(part.get(key), str)), None)
+            texts.append(text if text is not None else json.dumps(part, ensure_ascii=False, default=str))
+    return "\n".join(texts)
+
+
+# --- reading one span -----------------------------------------------------------------------------
+
+
+def entities(span: Span) -> list[dict[str, Any]]:
+    """Monocle's `entity.N.*` attributes as dicts ordered by N (`type`, `name`, `from_agent`, ...)."""
+    found: dict[int, dict[str, Any]] = defaultdict(dict)
+    for key, value in span.attributes.items():
+        match = ENTITY_KEY.match(key)
+        if match:
+            found[int(match.group(1))][match.group(2)] = value
+    return [found[number] for number in sorted(found)]
+
+
+def _entity_names(span: Span, prefix: str) -> list[str]:
+    return [str(e["name"]) for e in entities(span)
+            if str(e.get("type", "")).startswith(prefix) and e.get("name")]
+
+
+def span_role(span: Span) -> str | None:
+    """AGENT, LLM, TOOL, HANDOFF or None (docs/otel-mapping.md, "Role")."""
+    attributes = span.attributes
+    for key, roles in (("gen_ai.operation.name", OPERATION_ROLES), ("span.type", MONOCLE_ROLES),
+                       ("openinference.span.kind", OPENINFERENCE_ROLES), ("traceloop.span.kind", KIND_ROLES),
+                       ("ioa_observe.span.kind", KIND_ROLES)):
+        value = attributes.get(key)
+        if isinstance(value, str) and value in roles:
+            return roles[value]
+    if any(key in attributes for key in USAGE_ATTRIBUTE_KEYS):
+        return LLM
+    if "gen_ai.tool.name" in attributes:
+        return TOOL
+    return None
+
+
+def agent_label(span: Span, role: str | None) -> str | None:
+    """The agent a span names itself: `gen_ai.agent.name` unless it repeats the framework, else
+    (hand-off spans) `entity.N.from_agent`, else a Monocle agent entity; None when it names none."""
+    attributes = span.attributes
+    name = attributes.get("gen_ai.agent.name")
+    frameworks = {str(attributes.get(key, "")).casefold() for key in ("gen_ai.provider.name", "gen_ai.system")}
+    if isinstance(name, str) and name and name.casefold() not in frameworks:
+        return name
+    if role == HANDOFF:
+        sender = next((e["from_agent"] for e in entities(span) if e.get("from_agent")), None)
+        if sender:
+            return str(sender)
+    names = _entity_names(span, "agent")
+    return names[0] if names else None
+
+
+def tool_name(span: Span) -> str:
+    """`gen_ai.tool.name`, `tool.name`, a Monocle tool entity, else the span name without "execute_tool "."""
+    for key in ("gen_ai.tool.name", "tool.name"):
+        if span.attributes.get(key):
+            return str(span.attributes[key])
+    names = _entity_names(span, "tool")
+    if names:
+        return names[0]
+    if span.attributes.get("traceloop.span.kind") == "tool" and span.attributes.get("traceloop.entity.name"):
+        return str(span.attributes["traceloop.entity.name"])
+    return span.name.removeprefix("execute_tool ").strip() or span.name
+
+
+def model_name(span: Span) -> str | None:
+    """The model of an LLM span: response/request model, a Monocle model entity, else a LangChain
+    `ls_model_name` association property; None when unknown."""
+    candidates = [span.attributes.get(key) for key in ("gen_ai.response.model", "gen_ai.request.model",
+                                                       "llm.model_name")]
+    candidates += _entity_names(span, "model")
+    candidates += [value for key, value in span.attributes.items() if key.endswith(".ls_model_name")]
+    return next((str(c) for c in candidates if c is not None and str(c).casefold() not in NO_MODEL), None)
+
+
+def usage(span: Span) -> tuple[int | None, int | None, int | None]:
+    """(input, output, total) tokens from usage attributes or Monocle's `metadata` event."""
+    sources = [span.attributes] + [e.attributes for e in span.events if e.name == "metadata"]
+
+    def first(keys: tuple[str, ...]) -> int | None:
+        return next((n for source in sources for key in keys
+                     if (n := as_int(source.get(key))) is not None), None)
+
+    return first(INPUT_TOKEN_KEYS), first(OUTPUT_TOKEN_KEYS), first(TOTAL_TOKEN_KEYS)
+
+
+def span_io(span: Span) -> tuple[Any, Any]:
+    """(input, output) values of a span, raw (render them with `render`); None where absent."""
+    return _io(span, INPUT_KEYS, INPUT_EVENTS, "prompt"), _io(span, OUTPUT_KEYS, OUTPUT_EVENTS, "completion")
+
+
+def _io(span: Span, keys: tuple[str, ...], event_keys: dict[str, tuple[str, ...]], indexed: str) -> Any:
+    for key in keys:
+        if span.attributes.get(key) not in (None, "", [], {}):
+            return span.attributes[key]
+    numbered: dict[int, dict[str, Any]] = defaultdict(dict)
+    for key, value in span.attributes.items():
+        match = INDEXED_PROMPT.match(key)
+        if match and match.group(1) == indexed:
+            numbered[int(match.group(2))][match.group(3)] = value
+    if numbered:
+        return [numbered[n] for n in sorted(numbered)]
+    for event in span.events:
+        for key in event_keys.get(event.name, ()):
+            if event.attributes.get(key) not in (None, "", [], {}):
+                return event.attributes[key]
+    if indexed == "prompt":
+        chat = [{"role": MESSAGE_EVENTS[e.name], "content": e.attributes.get("content")}
+                for e in span.events if e.name in MESSAGE_EVENTS]
+        return chat or None
+    return None
+
+
+def received_message(span: Span) -> Message | None:
+    """The message an executor span received (Agent Framework `WorkflowMessage` in its input,
+    else Monocle `entity.N.from_agent`), or None."""
+    chained = next((e for e in entities(span) if e.get("from_agent") or e.get("from_agent_span_id")), {})
+    try:
+        from_span = hex_id(chained.get("from_agent_span_id"), 8)
+    except ValueError:
+        from_span = None
+    text, _ = span_io(span)
+    if isinstance(text, str) and text.startswith(WORKFLOW_MESSAGE):
+        source, target, key = (MESSAGE_SOURCE.search(text), MESSAGE_TARGET.search(text),
+                               MESSAGE_KEY.search(text))
+        return Message(sender=source.group(1) if source else None,
+                       receiver=target.group(1) if target else None,
+                       key=key.group(1) if key else None, from_span=from_span, workflow=True)
+    if chained:
+        sender = chained.get("from_agent")
+        return Message(sender=str(sender) if sender else None, receiver=None, key=None,
+                       from_span=from_span, workflow=False)
+    return None
+

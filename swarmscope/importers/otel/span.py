@@ -1,0 +1,126 @@
+"""The OpenTelemetry span record shared by the span importers (Jaeger, OTel SDK, OTLP).
+
+`Span` / `SpanEvent` hold one span decoded from any encoding; `hex_id` / `bytes_id` normalise ids,
+`as_int` reads integer attribute values, `canonical_order` fixes the order duplicates resolve in.
+How spans map to an orchestration trace: docs/otel-mapping.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SpanEvent:
+    """A span event (Jaeger: a log): `time_ns` in nanoseconds since the Unix epoch, or None."""
+
+    name: str
+    time_ns: int | None
+    attributes: dict[str, Any]
+
+
+@dataclass
+class Span:
+    """One OpenTelemetry span, decoded from any encoding.
+
+    Ids are lower-case hex (`trace_id` 32 digits, span ids 16). Times are integer nanoseconds
+    since the Unix epoch. `attributes` are flat key -> scalar/list/dict values. `service` is the
+    resource's `service.name`; `kind` the span kind in lower case ("client", "server", ...);
+    `error` the status description when the status is ERROR ("" when it gave none), else None.
+    `missing` marks a placeholder for a parent span that never arrived.
+    """
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+    events: list[SpanEvent] = field(default_factory=list)
+    service: str | None = None
+    kind: str | None = None
+    error: str | None = None
+    missing: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.service, str) or not self.service:
+            self.service = None  # a service name that is not text names nothing
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (how OTLP spans are stored between requests); `from_dict` reads it."""
+        data = {name: getattr(self, name) for name in SPAN_FIELDS}
+        data["attributes"] = self.attributes
+        data["events"] = [{"name": e.name, "time_ns": e.time_ns, "attributes": e.attributes} for e in self.events]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Span:
+        return cls(**{name: data.get(name) for name in SPAN_FIELDS}, attributes=data.get("attributes") or {},
+                   events=[SpanEvent(e["name"], e.get("time_ns"), e.get("attributes") or {})
+                           for e in data.get("events") or []])
+
+
+SPAN_FIELDS = ("trace_id", "span_id", "parent_id", "name", "start_ns", "end_ns", "service", "kind", "error")
+
+
+
+def canonical_order(spans: Iterable[Span]) -> list[Span]:
+    """`spans` sorted by (start, span id, end, name): an order that depends on the set of spans only.
+    Keeping the first record of each span id in it keeps the earliest-starting one."""
+    return sorted(spans, key=lambda s: (s.start_ns, s.span_id or "", s.end_ns, s.name))
+
+
+# --- ids and values -------------------------------------------------------------------------------
+
+
+HEX_ID = re.compile(r"[0-9a-f]+")
+
+
+def hex_id(value: Any, size: int, *, prefix: bool = False) -> str | None:
+    """A trace (`size` 16 bytes) or span (8 bytes) id written as hex text, as lower-case hex of
+    `2 * size` digits (shorter text is left-padded: Jaeger writes 64-bit trace ids); None when
+    empty or all zeros (no id, OTLP spec). `prefix` allows the "0x" the OTel SDK's JSON writes.
+
+    Raises ValueError naming the value when it is not hex of at most `2 * size` digits.
+    """
+    if value is None or value == "":
+        return None
+    text = str(value).strip().lower()
+    if prefix and text.startswith("0x"):
+        text = text[2:]
+    if not HEX_ID.fullmatch(text) or len(text) > 2 * size:
+        raise ValueError(f"id {value!r} is not hex of at most {2 * size} digits")
+    text = text.zfill(2 * size)
+    return None if text.count("0") == len(text) else text
+
+
+def bytes_id(raw: bytes, size: int) -> str | None:
+    """An id given as bytes (OTLP/protobuf) as lower-case hex; None when empty or all zeros.
+
+    Raises ValueError when it is not `size` bytes long.
+    """
+    if not raw:
+        return None
+    if len(raw) != size:
+        raise ValueError(f"id {raw.hex()!r} is {len(raw)} bytes, expected {size}")
+    return None if raw.count(0) == size else raw.hex()
+
+
+def as_int(value: Any) -> int | None:
+    """An integer attribute value (also given as a string or an integral float), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
