@@ -7,7 +7,7 @@ VENDOR_FILES := node_modules/sigma/dist/sigma.min.js node_modules/graphology/dis
 # A failing or hung test run must end: whole-suite wall clock limit, in seconds.
 TEST_TIMEOUT ?= 2400
 
-.PHONY: install run test test-python test-js lint-imports bench clean
+.PHONY: install run test test-fast test-python test-js lint lint-imports bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11 or run 'make PYTHON=python3 ...'"; exit 1; }
@@ -31,7 +31,17 @@ install: $(VENV)/.installed static/vendor/.copied
 run: install
 	$(PY) manage.py up $(ARGS)
 
-test: install lint-imports test-js test-python
+# Parallel pytest workers for the tests that start no processes of their own (pytest-xdist).
+WORKERS ?= auto
+
+test: install lint test-js test-python
+
+lint: $(VENV)/.installed node_modules/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	npm run lint --silent
+	$(VENV)/bin/lint-imports
 
 lint-imports: $(VENV)/.installed
 	$(VENV)/bin/lint-imports
@@ -39,8 +49,14 @@ lint-imports: $(VENV)/.installed
 test-js: node_modules/.installed
 	timeout 300 npm test --silent
 
+# The suite in two stages: in parallel what starts no processes, then, one at a time, the tests
+# that start Celery workers, Daphne, RabbitMQ, `manage.py up` or Chromium.
 test-python: install
-	timeout --kill-after=30 $(TEST_TIMEOUT) $(PY) -m pytest -q -ra
+	timeout --kill-after=30 $(TEST_TIMEOUT) $(PY) -m pytest -q -ra -n $(WORKERS) -m "not processes and not browser"
+	timeout --kill-after=30 $(TEST_TIMEOUT) $(PY) -m pytest -q -ra -m "processes or browser"
+
+test-fast: install
+	$(PY) -m pytest -q -n $(WORKERS) -m "not processes and not browser"
 
 bench: install
 	$(PY) bench/run_all.py

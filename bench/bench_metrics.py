@@ -2,7 +2,7 @@
 
 Generates `synthetic_trace(agents, events, seed)` (default 1,000 agents / 20,000 events), then
 times building the graphs, each metric on the built graphs, and `compute_metrics` end to end.
-Prints the best and median of `--repeat` runs in milliseconds. Target (DESIGN.md / brief):
+Prints the best and median of `--repeat` runs in milliseconds. Target (docs/architecture.md "Metrics"):
 `compute_metrics` well under 2 s on a slow 2-core machine.
 
     .venv/bin/python bench/bench_metrics.py [--agents 1000] [--events 20000] [--seed 0] [--repeat 5]

@@ -52,10 +52,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -317,7 +318,7 @@ def main() -> None:
 
     # SIGTERM (run_all's timeout) unwinds through the `finally` blocks that stop the servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    started = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    started = {"date": datetime.now(UTC).isoformat(timespec="seconds"),
                "command": shlex.join([sys.executable, *sys.argv]), "git_commit": git("rev-parse", "HEAD"),
                "git_modified": git("status", "--porcelain").splitlines()}  # the code the servers start with
     warm_up = CASES["roundrobin"](args.seed + 1)

@@ -160,7 +160,6 @@ def main() -> None:
         trace = app.import_file(REPO / "tests" / "fixtures" / "native_small.json")
         # An external run with one real iteration: the target of the API's write requests.
         from tests.training.conftest import TINY
-
         from trainer.recipes import train_orchestrator as recipe
 
         reports: list[dict] = []

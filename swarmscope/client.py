@@ -120,7 +120,7 @@ class SwarmscopeClient:
         return self._request("POST", f"/api/runs/{run_id}/finish/", json.dumps(body).encode())
 
     def stream(self, name: str, *, batch_size: int = 500, flush_interval: float = 0.5,
-               **trace_fields: Any) -> "TraceStream":
+               **trace_fields: Any) -> TraceStream:
         """A buffered stream into a new trace (`trace_fields` as for `create_trace`); use it as a
         context manager, which flushes on exit."""
         trace_id = self.create_trace(name, **trace_fields)["id"]
@@ -165,7 +165,7 @@ class TraceStream:
         if events or edges:
             self.client.send_batch(self.trace_id, events, edges=edges)
 
-    def __enter__(self) -> "TraceStream":
+    def __enter__(self) -> TraceStream:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

@@ -1,4 +1,4 @@
-"""Interventions on an orchestration trace: the counterfactual vocabulary (DESIGN.md "Credit").
+"""Interventions on an orchestration trace: the counterfactual vocabulary (docs/architecture.md "Credit").
 
 On message-like events (MESSAGE_LIKE_TYPES: what one agent sends another): `remove` them
 (everything after the first is re-generated), `mask` them (same position, placeholder content),

@@ -1,4 +1,4 @@
-"""LLM-judge failure attribution for traces that cannot be re-run (DESIGN.md "Credit"): the three
+"""LLM-judge failure attribution for traces that cannot be re-run (docs/architecture.md "Credit"): the three
 methods of Who&When ("Which Agent Causes Task Failures and When?", Zhang et al., ICML 2025), over
 any `complete(messages) -> str` callable (e.g. `trainer.rollout.openai.ChatClient.complete`).
 

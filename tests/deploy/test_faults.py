@@ -20,7 +20,7 @@ from swarmscope.client import SwarmscopeClient
 
 from .live_client import ResumingViewer
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(300)]
 
 
 def event(i: int) -> dict:

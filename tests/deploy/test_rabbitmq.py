@@ -24,7 +24,7 @@ from swarmscope.client import SwarmscopeClient
 
 from .conftest import wait_for
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(300)]
 
 AMQP_HOST, AMQP_PORT = "127.0.0.1", 5672
 

@@ -16,7 +16,7 @@ from swarmscope.client import SwarmscopeClient
 
 from .conftest import wait_for
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(300)]
 
 
 async def next_message(ws, kind, timeout=30):

@@ -1,4 +1,4 @@
-"""Rollout backends (DESIGN.md "Architecture"): re-rollouts of a trace under an intervention.
+"""Rollout backends (docs/architecture.md "Runtime"): re-rollouts of a trace under an intervention.
 
 Each backend implements the `swarmscope.credit.Rollout` interface, so the estimators of
 `swarmscope.credit` run on any of them:

@@ -1,6 +1,6 @@
 """The `openai` rollout backend: counterfactual re-rollouts of an LLM trace through any
 OpenAI-compatible chat endpoint (in production a `vllm serve` with prefix caching), standard
-library HTTP only (DESIGN.md "Credit").
+library HTTP only (docs/architecture.md "Credit").
 
 Configuration comes from the environment (trainer does not read Django settings):
 SWARMSCOPE_OPENAI_BASE_URL (e.g. http://127.0.0.1:8001/v1), SWARMSCOPE_OPENAI_API_KEY (optional),
@@ -90,7 +90,7 @@ ORIGINAL, ORCHESTRATOR = "original", "orchestrator"
 EXACT_MATCH, VERIFIER = "exact_match", "verifier"
 #: Agent roles that mark the orchestrator (importers: whowhen sets "orchestrator"), compared casefolded.
 ORCHESTRATOR_ROLES = ("orchestrator", "manager", "group_chat_manager", "chat_manager")
-#: Event types only an orchestrator emits (DESIGN.md: O2 delegate, O5 stop).
+#: Event types only an orchestrator emits (docs/architecture.md: O2 delegate, O5 stop).
 ORCHESTRATOR_TYPES = ("orchestrator_decision", "delegate", "stop")
 #: Agent roles whose turns no LLM writes, so they are never offered as speakers.
 NOT_SPEAKER_ROLES = ("human", "tool")

@@ -1,4 +1,4 @@
-"""The `sim` rollout backend: counterfactual re-rollouts of a SwarmSim episode (DESIGN.md "Credit").
+"""The `sim` rollout backend: counterfactual re-rollouts of a SwarmSim episode (docs/architecture.md "Credit").
 
 `SimRollout` adapts `swarmscope.interventions.Intervention` to `trainer.sim.episode_interventions`: a
 targeted event must be a `message` event (the k-th message event of the trace is the k-th

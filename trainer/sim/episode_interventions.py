@@ -1,4 +1,4 @@
-"""Interventions on an episode (DESIGN.md "Credit") and re-simulation from the fork point.
+"""Interventions on an episode (docs/architecture.md "Credit") and re-simulation from the fork point.
 
 On a message (the action at `index`, a `message` action): `remove` it; `mask` it (same position
 and cost, placeholder item without effect); `resample` it (a new item drawn, by key

@@ -3,7 +3,7 @@
 `uniform(seed, key)` hashes the key once (BLAKE2b, 64 bits, cached) and mixes it with the seed
 through the SplitMix64 finaliser (Steele, Lea & Flood 2014). No generator state is carried, so an
 intervention that re-simulates an episode draws the same number for every outcome it does not
-change: common random numbers (DESIGN.md "Credit"). Keys name what is drawn, never when:
+change: common random numbers (docs/architecture.md "Credit"). Keys name what is drawn, never when:
 "solve/3/0" is the first attempt at subtask 3 wherever it falls in the trace.
 """
 

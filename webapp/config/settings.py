@@ -1,4 +1,4 @@
-"""Settings from the environment (DESIGN.md "Settings"), with safe local defaults.
+"""Settings from the environment (docs/architecture.md "Settings"), with safe local defaults.
 
 Embedded default: SQLite under SWARMSCOPE_DATA_DIR and, when REDIS_URL is unset, the embedded
 Redis that `manage.py up` starts on a local socket (its URL is written to SWARMSCOPE_REDIS_URL_FILE).
@@ -196,7 +196,7 @@ CELERY_BEAT_SCHEDULE = {
     "delete-expired-traces": {"task": "webapp.traces.tasks.delete_expired_traces", "schedule": 3600.0},
 }
 
-# Redaction at ingestion (swarmscope.redaction, called by webapp.traces.services.do_ingest): regular expressions whose matches in content
+# Redaction at ingestion (swarmscope.redaction, called by webapp.traces.ingest.do_ingest): regular expressions whose matches in content
 # fields (event content, attributes, agents' system prompts; keys are kept) are replaced by
 # `[REDACTED]` before anything is stored. A JSON list in the environment replaces the defaults:
 # API keys (OpenAI/Anthropic `sk-`, Swarmscope `ssk_`, AWS access keys, bearer tokens) and e-mail addresses.

@@ -82,7 +82,7 @@ class RolloutSample(models.Model):
 
 
 class Attribution(models.Model):
-    """The credit of one target, with everything DESIGN.md "Credit" says re-runs it.
+    """The credit of one target, with everything docs/architecture.md "Credit" says re-runs it.
 
     `estimate`, `ci_low`, `ci_high`: Δ and its 95 % interval in reward units; `n_rollouts`: the
     rollouts behind it (2 per paired sample); `environment`: the backend's config (SwarmSim: task,

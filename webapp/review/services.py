@@ -9,8 +9,9 @@ the field; a write that is not the caller's to make raises PermissionRefused.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import markdown
 import nh3

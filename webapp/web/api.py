@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 import re
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -56,6 +57,54 @@ def too_large() -> JsonResponse:
                        "(SWARMSCOPE_MAX_UPLOAD_BYTES); send smaller batches")
 
 
+def _refuse_request(request: HttpRequest, methods: tuple[str, ...], kwargs: dict) -> JsonResponse | None:
+    """The answer to a request refused before anyone looks at the caller, else None."""
+    if request.method not in methods:
+        return json_error(405, f"method {request.method} not allowed", allowed=list(methods))
+    if any(isinstance(v, int) and v >= 2**63 for v in kwargs.values()):
+        return json_error(404, "not found")
+    for name, value in request.GET.items():
+        if "\x00" in value:
+            return json_error(400, "must not contain a NUL character (U+0000)", field=name)
+    try:
+        if int(request.headers.get("Content-Length") or 0) > settings.SWARMSCOPE_MAX_UPLOAD_BYTES:
+            return too_large()
+    except ValueError:
+        return json_error(400, "bad Content-Length header")
+    return None
+
+
+def _authenticate(request: HttpRequest) -> JsonResponse | None:
+    """Set `request.token` (None for a session); the 401/403 answer when the caller is not let in."""
+    request.token = None
+    header = request.headers.get("Authorization", "")
+    if header.startswith("Bearer "):
+        request.token = check_token(header[len("Bearer "):].strip())
+        if request.token is None:
+            return json_error(401, "invalid or revoked API token")
+    elif not request.user.is_authenticated:
+        return json_error(401, "authentication required: send 'Authorization: Bearer <token>'")
+    elif request.method not in ("GET", "HEAD"):
+        # Session-authenticated writes go through Django's CSRF check.
+        if CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None:
+            return json_error(403, "CSRF check failed")
+    return None
+
+
+def _over_ingest_rate(request: HttpRequest) -> JsonResponse | None:
+    """The 429 answer (with Retry-After) when the token is over its ingestion rate, else None."""
+    if request.token is None or request.method != "POST":
+        return None
+    retry_after = check_ingest_rate(request.token.pk)
+    if retry_after is None:
+        return None
+    response = json_error(429, f"over the ingestion rate of {settings.SWARMSCOPE_INGEST_RATE} requests "
+                               f"per {settings.SWARMSCOPE_INGEST_RATE_WINDOW_S} s for this token",
+                          retry_after_s=retry_after)
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
 def api_view(*methods: str, ingest: bool = False):
     """Resolve the caller (token or session) into `request.token` / `request.project_ids`;
     answer 401 without one, 405 for other methods. Token requests are exempt from CSRF.
@@ -66,39 +115,10 @@ def api_view(*methods: str, ingest: bool = False):
     def decorate(view: Callable) -> Callable:
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args, **kwargs):
-            if request.method not in methods:
-                return json_error(405, f"method {request.method} not allowed", allowed=list(methods))
-            if any(isinstance(v, int) and v >= 2**63 for v in kwargs.values()):
-                return json_error(404, "not found")
-            for name, value in request.GET.items():
-                if "\x00" in value:
-                    return json_error(400, "must not contain a NUL character (U+0000)", field=name)
-            try:
-                if int(request.headers.get("Content-Length") or 0) > settings.SWARMSCOPE_MAX_UPLOAD_BYTES:
-                    return too_large()
-            except ValueError:
-                return json_error(400, "bad Content-Length header")
-            request.token = None
-            header = request.headers.get("Authorization", "")
-            if header.startswith("Bearer "):
-                request.token = check_token(header[len("Bearer "):].strip())
-                if request.token is None:
-                    return json_error(401, "invalid or revoked API token")
-            elif not request.user.is_authenticated:
-                return json_error(401, "authentication required: send 'Authorization: Bearer <token>'")
-            elif request.method not in ("GET", "HEAD"):
-                # Session-authenticated writes go through Django's CSRF check.
-                reason = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
-                if reason is not None:
-                    return json_error(403, "CSRF check failed")
-            if ingest and request.token is not None and request.method == "POST":
-                retry_after = check_ingest_rate(request.token.pk)
-                if retry_after is not None:
-                    response = json_error(429, f"over the ingestion rate of {settings.SWARMSCOPE_INGEST_RATE} requests "
-                                           f"per {settings.SWARMSCOPE_INGEST_RATE_WINDOW_S} s for this token",
-                                      retry_after_s=retry_after)
-                    response["Retry-After"] = str(retry_after)
-                    return response
+            refused = (_refuse_request(request, methods, kwargs) or _authenticate(request)
+                       or (_over_ingest_rate(request) if ingest else None))
+            if refused is not None:
+                return refused
             request.project_ids = project_ids_for(request.user, request.token)
             try:
                 return view(request, *args, **kwargs)

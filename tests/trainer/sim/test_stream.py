@@ -101,6 +101,7 @@ def test_each_policy_streams_its_own_trace_and_pivot12_streams_messages(monkeypa
 
 
 @pytest.mark.services
+@pytest.mark.processes
 def test_cli_streams_into_a_running_app(tmp_path):
     """`python -m trainer.sim.stream` against `manage.py up` (embedded stack): every event arrives."""
     port, env, log = free_port(), app_env(tmp_path / "data"), tmp_path / "up.log"
