@@ -1,5 +1,6 @@
-"""The orchestrator training recipe (issue 6): config validation, the iteration contract, checkpoint
-and resume, credit re-rollouts in the budget, stop hindsight, the CLI. Tiny runs (seconds, CPU)."""
+"""The orchestrator training recipe: the policy's play and stop modes, the iteration contract,
+checkpoint and resume, credit re-rollouts in the budget, the CLI. Tiny runs (seconds, CPU). The
+recipe's pieces are tested in tests/trainer/rl/ and tests/trainer/recipes/."""
 
 import json
 
@@ -9,7 +10,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from swarmscope.importers import SourceFile, read_files  # noqa: E402
-from swarmscope.metrics import critical_steps  # noqa: E402
 from trainer.policy import (  # noqa: E402
     AGGREGATE,
     DELEGATE,
@@ -23,28 +23,15 @@ from trainer.policy import (  # noqa: E402
     moves_of,
     play,
 )
-from trainer.recipes.train_orchestrator import (  # noqa: E402
-    DEFAULT_REWARD_WEIGHTS,
-    RunConfig,
-    block_of,
-    decision_rewards,
-    episode_reward,
-    gae,
-    main,
-    reward_to_go,
-    stop_hindsight,
-    stop_targets,
-    train,
-)
+from trainer.recipes.config import RunConfig  # noqa: E402
+from trainer.recipes.train_orchestrator import main, train  # noqa: E402
 from trainer.rollout.sim import SimRollout  # noqa: E402
-from trainer.sim.actions import ORCHESTRATOR, aggregate, delegate, message, spawn, stop  # noqa: E402
-from trainer.sim.env import SimConfig, simulate  # noqa: E402
+from trainer.sim.env import SimConfig  # noqa: E402
 from trainer.sim.tasks import Subtask, Task, generate_task  # noqa: E402
 
 TINY = {"level": "small", "budget_steps": 400, "episodes_per_iteration": 4, "group_size": 2, "max_steps": 40,
         "sample_episodes": 2}
 EASY = Task("easy-2", (Subtask(0, 0.0), Subtask(1, 0.0)))
-WEIGHTS = {**DEFAULT_REWARD_WEIGHTS, "success": 1.0, "critical_steps": 0.001, "parallelism": 0.0, "finish": 0.0}
 
 
 def run(config: dict, **kwargs) -> tuple[list[dict], dict]:
@@ -53,61 +40,7 @@ def run(config: dict, **kwargs) -> tuple[list[dict], dict]:
     return seen, summary
 
 
-# --- config -------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("doc, field", [
-    ({"algorithm": "a2c"}, "algorithm"),
-    ({"credit": "loo"}, "credit"),
-    ({"stop": "never"}, "stop"),
-    ({"level": "huge"}, "level"),
-    ({"budget_steps": 0}, "budget_steps"),
-    ({"budget_steps": "100"}, "budget_steps"),
-    ({"seed": True}, "seed"),
-    ({"lr": 0}, "lr"),
-    ({"gae_lambda": 1.5}, "gae_lambda"),
-    ({"credit_samples": 1}, "credit_samples"),
-    ({"episodes_per_iteration": 6, "group_size": 4}, "group_size"),
-    ({"reward_weights": {"speed": 1.0}}, "reward_weights.speed"),
-    ({"reward_weights": {"finish": -1}}, "reward_weights.finish"),
-    ({"reward_weights": {"success": 1e308}}, "reward_weights.success"),  # R * 1e308 overflowed: no iteration stored
-    ({"reward_weights": {"anneal_fraction": 0}}, "reward_weights.anneal_fraction"),
-    ({"epochs_": 3}, "epochs_"),
-])
-def test_config_errors_name_the_field(doc, field):
-    with pytest.raises(ValueError) as error:
-        RunConfig.from_dict(doc)
-    assert str(error.value).startswith(f"{field}:")
-
-
-def test_config_round_trips_through_json_with_merged_weights():
-    config = RunConfig.from_dict({"credit": "shapley", "reward_weights": {"finish": 0.3}, "seed": 4})
-    again = RunConfig.from_dict(json.loads(json.dumps(config.to_dict())))
-    assert again == config
-    assert config.reward_weights["finish"] == 0.3 and config.reward_weights["success"] == 1.0
-
-
-# --- math on hand-computed inputs ---------------------------------------------------------------
-
-def test_gae_with_terminal_reward():
-    # lambda = 0.5, V = (0.2, 0.4), R = 1: δ = (0.2, 0.6); A_1 = 0.6, A_0 = 0.2 + 0.5 * 0.6 = 0.5
-    np.testing.assert_allclose(gae(np.array([0.2, 0.4]), 1.0, 0.5), [0.5, 0.6])
-    # lambda = 1: Monte Carlo, A_t = R - V_t
-    np.testing.assert_allclose(gae(np.array([0.2, 0.4, 0.9]), 1.0, 1.0), [0.8, 0.6, 0.1])
-
-
-def test_gae_with_per_decision_rewards():
-    # lambda = 0.5, V = (0.2, 0.4), r = (-0.1, 1.1): δ = (-0.1 + 0.4 - 0.2, 1.1 - 0.4) = (0.1, 0.7);
-    # A_1 = 0.7, A_0 = 0.1 + 0.5 * 0.7 = 0.45
-    np.testing.assert_allclose(gae(np.array([0.2, 0.4]), np.array([-0.1, 1.1]), 0.5), [0.45, 0.7])
-
-
-def test_decision_rewards_pay_each_decision_its_critical_step_and_keep_the_return():
-    weights = {"critical_steps": 0.01}
-    r = decision_rewards(0.5, 4, weights)
-    np.testing.assert_allclose(r, [-0.01, -0.01, -0.01, 0.5 + 0.03])
-    assert r.sum() == pytest.approx(0.5)
-    np.testing.assert_allclose(reward_to_go(0.5, 4, weights), np.cumsum(r[::-1])[::-1])
-
+# --- the policy ---------------------------------------------------------------------------------
 
 def test_the_learned_stop_is_a_sigmoid_of_the_gain_of_continuing():
     legal = torch.tensor([[True, False, False, True, True, True, True],    # stop and three others
@@ -126,64 +59,6 @@ def test_the_learned_stop_is_a_sigmoid_of_the_gain_of_continuing():
     probs, _ = move_probabilities(logits, gain, legal, "rule")
     assert probs[0, STOP] == 0 and probs[1, STOP] == 1 and probs[0].sum() == pytest.approx(1.0)
 
-
-def test_blocks_are_contiguous_and_near_equal():
-    assert block_of(7, 3).tolist() == [0, 0, 0, 1, 1, 2, 2]
-    assert block_of(2, 4).tolist() == [0, 1]  # at most one block per decision
-
-
-def test_episode_reward_terms():
-    episode = simulate(EASY, [spawn("solver"), spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_2"),
-                              aggregate(), stop()])
-    weights = {"success": 1.0, "parallelism": 0.2, "finish": 0.1, "critical_steps": 0.01, "parallel_target": 4.0}
-    terms = episode_reward(episode, weights, anneal=0.5)
-    cs = critical_steps(episode.trace)
-    assert terms["success"] == 1.0 and terms["critical_steps"] == cs
-    assert terms["r_parallel"] == 0.5  # 2 working sub-agents / target 4
-    assert terms["r_finish"] == 1.0
-    assert terms["task"] == pytest.approx(1.0 - 0.01 * cs)
-    assert terms["total"] == pytest.approx(1.0 - 0.01 * cs + 0.5 * (0.2 * 0.5 + 0.1 * 1.0))
-
-
-# --- stop hindsight -----------------------------------------------------------------------------
-
-def test_stopping_right_after_the_answer_has_no_regret():
-    outcome = stop_hindsight(simulate(EASY, [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1"),
-                                              aggregate(), stop()]), WEIGHTS)
-    assert outcome.regret == 0 and outcome.best_point == 3 and not outcome.premature and not outcome.late
-
-
-def test_stopping_late_costs_the_extra_critical_steps():
-    base = simulate(EASY, [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1"), aggregate(), stop()])
-    late = simulate(EASY, [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1"), aggregate(),
-                           message(ORCHESTRATOR, "solver_1", "x"), message(ORCHESTRATOR, "solver_1", "y"), stop()])
-    outcome = stop_hindsight(late, WEIGHTS)
-    assert critical_steps(late.trace) > critical_steps(base.trace)
-    assert outcome.regret == pytest.approx(0.001 * (critical_steps(late.trace) - critical_steps(base.trace)))
-    assert outcome.late and not outcome.premature
-
-
-def test_answering_before_every_subtask_is_delegated_is_premature():
-    episode = simulate(EASY, [spawn("solver"), delegate(0, "solver_1"), aggregate(), stop()])
-    outcome = stop_hindsight(episode, WEIGHTS)
-    assert episode.p_success == 0.0
-    completed = simulate(EASY, [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1"), aggregate(), stop()])
-    expected = (1.0 - 0.001 * critical_steps(completed.trace)) - (0.0 - 0.001 * critical_steps(episode.trace))
-    assert outcome.premature and not outcome.late
-    assert outcome.best_point == 3 and outcome.achieved_point == 2
-    assert outcome.regret == pytest.approx(expected)
-
-
-def test_a_doomed_answer_is_best_stopped_at_once():
-    # difficulty 1 and a solver of skill 0.6: p = 0.6 per subtask, E[R] = 0.36; with w_success 0.01
-    # answering cannot pay for its critical steps, so the best stop is the first decision
-    hard = Task("hard-2", (Subtask(0, 1.0), Subtask(1, 1.0)))
-    episode = simulate(hard, [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1"), aggregate(), stop()])
-    outcome = stop_hindsight(episode, {**WEIGHTS, "success": 0.01, "critical_steps": 0.01})
-    assert outcome.best_point == 0 and outcome.late and outcome.regret > 0
-
-
-# --- the policy ---------------------------------------------------------------------------------
 
 def test_play_is_deterministic_and_a_fully_kept_script_replays_the_episode():
     torch.manual_seed(0)
@@ -226,32 +101,6 @@ def test_stop_is_offered_only_once_the_orchestrator_has_answered():
     answered = play(policy, [Script(EASY, 2, (0, DELEGATE, DELEGATE, AGGREGATE), (True,) * 4)],
                     SimConfig(max_steps=5), "learned")[0]
     assert answered.masks[0][STOP]  # the first sampled decision, after the answer
-
-
-def test_stop_targets_measure_the_exact_cost_of_going_on_after_the_answer():
-    # spawn, delegate both, aggregate, stop; the stop's continuation runs on to the step limit (12)
-    # with the answer already given: its gain is minus the cost of 8 more orchestrator events
-    torch.manual_seed(0)
-    policy = OrchestratorPolicy()
-    config = RunConfig.from_dict({**TINY, "max_steps": 12, "stop_points": 3,
-                                  "reward_weights": {"critical_steps": 0.01, "finish": 0.0, "parallelism": 0.0}})
-    factual = (0, DELEGATE, DELEGATE, AGGREGATE, STOP)
-    game = play(policy, [Script(EASY, 4, factual, (True,) * 5)], config.sim_config(), "learned")[0]
-    game.moves = list(factual)  # the record stop_targets reads, as if every decision had been sampled
-    game.masks = [np.array([True] * 6 + [t >= 2]) for t in range(5)]  # stop legal from the first delegation
-
-    def reward_of(episode):
-        return episode_reward(episode, config.reward_weights, 0.0)["total"]
-
-    reward = reward_of(game.episode)
-    values, gains, steps = stop_targets(policy, game, reward, config, reward_of, np.random.default_rng(0))
-    assert values[4] == reward and gains[4] == pytest.approx(-0.08)
-    # stopping at decisions 2 and 3 (before the answer) gives R = 0: going on gains the outcome
-    actions = [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1")]
-    for s in (2, 3):
-        assert values[s] == pytest.approx(reward_of(simulate(EASY, actions[:s] + [stop()], config.sim_config(), 4)))
-        assert gains[s] == pytest.approx(reward - values[s]) and gains[s] > 0.9
-    assert np.isnan(values[:2]).all() and steps == (12 - 4) + 2  # the continuation after its fork + 2 stops
 
 
 def test_stop_modes():

@@ -1,1 +1,1 @@
-"""Training recipes: one readable script per workflow (STYLE.md 9), e.g. `train_orchestrator`."""
+"""Training recipes: one readable script per workflow, e.g. `train_orchestrator`, with its config and app reporting."""

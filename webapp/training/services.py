@@ -1,5 +1,6 @@
 """All writes to training runs (check_* validates, do_* writes, request_* enqueues), and the reads
-the pages, the API and the live protocol need.
+the pages, the API and the live protocol need. (Over 500 lines: the runs' one service layer, the
+iteration contract's checks and the training task's body, `do_train`, included.)
 
 Every write gives the run its next `seq` in one transaction and broadcasts one delta after commit
 (webapp.web.broadcast), so viewers of `/ws/runs/<id>/` see the run and its iterations as they
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import re
 import sys
+import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -26,11 +30,13 @@ from django.utils.module_loading import import_module
 
 from swarmscope.importers import SourceFile
 from webapp.accounts.models import Project
-from webapp.traces import services as trace_services
+from webapp.traces import ingest as trace_ingest
 from webapp.web.broadcast import broadcast_run_delta
 from webapp.web.jobs import enqueue
 
 from .models import Run, RunIteration
+
+log = logging.getLogger(__name__)
 
 #: The contract's iteration dict: top-level fields and the numeric fields of its parts.
 METRIC_FIELDS = ("reward", "success_rate", "critical_steps", "parallelism_efficiency", "tokens_per_episode",
@@ -292,7 +298,8 @@ def do_create_run(project: Project, config: dict[str, Any], *, name: str = "", e
 
 def _default_name(run: Run) -> str:
     c = run.config
-    return f"{c.get('algorithm', '?')}·{c.get('credit', '?')}·{c.get('stop', '?')} on {c.get('level', '?')} seed {c.get('seed', 0)} (#{run.pk})"
+    return (f"{c.get('algorithm', '?')}·{c.get('credit', '?')}·{c.get('stop', '?')} on {c.get('level', '?')} "
+            f"seed {c.get('seed', 0)} (#{run.pk})")
 
 
 def checkpoint_dir(run: Run):
@@ -314,7 +321,8 @@ def reap_stale_runs() -> list[int]:
     cutoff = timezone.now() - timedelta(seconds=limit)
     reaped = []
     for run in Run.objects.filter(status__in=(Run.RUNNING, Run.CANCELLING), external=False, heartbeat_at__lt=cutoff):
-        do_finish(run, status=Run.FAILED, error=f"the training worker stopped reporting (no heartbeat for {limit:.0f} s)")
+        do_finish(run, status=Run.FAILED,
+                  error=f"the training worker stopped reporting (no heartbeat for {limit:.0f} s)")
         reaped.append(run.pk)
     return reaped
 
@@ -338,7 +346,7 @@ def do_record_iteration(run: Run, doc: Any) -> RunIteration:
         trace_ids = []
         for i, episode in enumerate(data["episodes"]):
             name = f"run {run.pk} iteration {data['iteration']} episode {i}.json"
-            [outcome] = trace_services.do_import_sources(
+            [outcome] = trace_ingest.do_import_sources(
                 run.project, [SourceFile(name, json.dumps(episode).encode())])
             if outcome.error or outcome.skipped or not outcome.traces:
                 raise RunInputError(outcome.error or outcome.skipped or "holds no trace", f"episodes[{i}]")
@@ -356,8 +364,8 @@ def do_record_iteration(run: Run, doc: Any) -> RunIteration:
         else:  # a re-sent iteration replaces the stored one: its old reward may have been the best
             rewards = [m.get("reward") for m in RunIteration.objects.filter(run=run).values_list("metrics", flat=True)]
             best = max((r for r in rewards if isinstance(r, (int, float))), default=None)
-        fields = {"env_steps": max(run.env_steps, data["env_steps"]), "best_reward": best, "heartbeat_at": timezone.now(),
-                  "iterations_done": RunIteration.objects.filter(run=run).count(),
+        fields = {"env_steps": max(run.env_steps, data["env_steps"]), "best_reward": best,
+                  "heartbeat_at": timezone.now(), "iterations_done": RunIteration.objects.filter(run=run).count(),
                   "wall_s": max(run.wall_s, data["wall_s"])}
         if data.get("budget_steps"):
             fields["budget_steps"] = data["budget_steps"]
@@ -402,6 +410,70 @@ def do_finish(run: Run, *, status: str = Run.FINISHED, error: str = "", summary:
 
 def do_set_checkpoint(run: Run, path: str) -> None:
     Run.objects.filter(pk=run.pk).update(checkpoint_path=path)
+
+
+def do_train(run_id: int, project_id: int | None = None, *, pace: Callable[[], None] | None = None) -> str:
+    """Train run `run_id` with the recipe's `train(config, checkpoint_dir=..., resume=...,
+    on_iteration=..., should_stop=...)`: each iteration is stored and broadcast, cancel is polled
+    between iterations. Returns the run's final status ("missing" for no such run of `project_id`,
+    or an external one; a run neither queued nor cancelling keeps its status: a duplicate delivery).
+
+    Resumes only from the run's own checkpoint (SWARMSCOPE_DATA_DIR/runs/<id>/last.pt, recorded in
+    `checkpoint_path`); a file left there by something else is set aside as `stale-last.pt`. A
+    failing recipe, an iteration the app cannot store and a summary it cannot store fail the run
+    with the reason. `pace()` is called before training and before storing each iteration (the
+    worker's CPU priority, `webapp.training.tasks`)."""
+    runs = Run.objects.filter(pk=run_id)
+    if project_id is not None:
+        runs = runs.filter(project_id=project_id)
+    run = runs.first()
+    if run is None or run.external:
+        return "missing"
+    if run.status == Run.CANCELLING:
+        do_finish(run, status=Run.CANCELLED)
+        return Run.CANCELLED
+    if run.status != Run.QUEUED:
+        return run.status  # a duplicate delivery: the run already ran or is running elsewhere
+    training = recipe()
+    directory = checkpoint_dir(run)
+    directory.mkdir(parents=True, exist_ok=True)
+    checkpoint = directory / "last.pt"
+    # Resume only from this run's own checkpoint: a file left there by something else (a database
+    # that was reset while SWARMSCOPE_DATA_DIR was kept) is not this run's and is set aside.
+    resume = bool(run.checkpoint_path) and checkpoint.exists()
+    if checkpoint.exists() and not resume:
+        checkpoint.replace(directory / "stale-last.pt")
+    do_mark_running(run)
+    if pace is not None:
+        pace()
+
+    def on_iteration(doc: dict) -> None:
+        if pace is not None:
+            pace()
+        # an iteration the app cannot store (a reward that overflowed to inf) fails the run, with
+        # the field named, rather than training on unseen
+        do_record_iteration(run, doc)
+        do_set_checkpoint(run, str(checkpoint))
+
+    try:
+        summary = training.train(training.RunConfig.from_dict(run.config), checkpoint_dir=directory, resume=resume,
+                                 on_iteration=on_iteration, should_stop=lambda: is_cancel_requested(run_id))
+    except Exception as exc:  # noqa: BLE001 - the run records why; the worker lives on
+        log.exception("run %s failed", run_id)
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        do_finish(run, status=Run.FAILED, error=last)
+        return Run.FAILED
+    run.refresh_from_db()
+    cancelled = run.status in (Run.CANCELLING, Run.CANCELLED) or (isinstance(summary, dict)
+                                                                   and summary.get("status") == "cancelled")
+    status = Run.CANCELLED if cancelled else Run.FINISHED
+    summary = json.loads(json.dumps(summary, default=str)) if isinstance(summary, dict) else {}
+    try:
+        do_finish(run, status=status, summary=summary)
+    except RunInputError as exc:
+        do_finish(run, status=Run.FAILED, error=f"the recipe's summary: {exc}")
+        return Run.FAILED
+    return status
 
 
 def request_training(run: Run) -> None:

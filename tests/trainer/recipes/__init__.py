@@ -1,0 +1,1 @@
+"""Tests of trainer.recipes' modules besides the recipe itself: config, report, app reporting."""

@@ -1,0 +1,1 @@
+"""Tests of trainer.rl, the recipe's pieces, on tiny arrays, tensors and episodes."""

@@ -1,0 +1,178 @@
+"""`RunConfig`: every knob of the orchestrator training recipe, validated against one table of bounds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, NamedTuple
+
+from trainer.policy import STOP_MODES
+from trainer.sim.env import SimConfig
+from trainer.sim.tasks import LEVELS
+
+ALGORITHMS = ("ppo", "grpo")
+CREDITS = ("shared", "counterfactual", "shapley")
+#: Reward weights and their anneal settings (see `trainer.rl.rewards.episode_reward`).
+DEFAULT_REWARD_WEIGHTS = {"success": 1.0, "parallelism": 0.1, "finish": 0.5, "critical_steps": 0.002,
+                          "parallel_target": 8.0, "anneal_fraction": 1.0}
+#: Largest reward weight (or setting): a reward of 1e308 * R overflows to inf and no iteration can be stored.
+MAX_WEIGHT = 1e6
+
+#: The allowed values of the fields that name a choice, checked in this order.
+CHOICES = {"level": tuple(LEVELS), "algorithm": ALGORITHMS, "credit": CREDITS, "stop": STOP_MODES}
+
+
+class Bound(NamedTuple):
+    """A numeric field's range: `int` in [low, high]; `float` finite, in [low, high] (`(low, high]`
+    with `open_low`). The highs keep a run storable (64-bit integers) and within what a worker holds."""
+
+    field: str
+    type: type
+    low: float
+    high: float
+    open_low: bool = False
+
+
+#: The numeric fields' bounds, checked in this order (after `CHOICES`).
+BOUNDS = (
+    Bound("budget_steps", int, 1, 10 ** 12),
+    Bound("seed", int, 0, 2 ** 62),
+    Bound("episodes_per_iteration", int, 1, 4096),
+    Bound("group_size", int, 1, 256),
+    Bound("epochs", int, 1, 100),
+    Bound("minibatch_size", int, 1, 65536),
+    Bound("hidden", int, 1, 4096),
+    Bound("max_steps", int, 2, 100_000),
+    Bound("max_agents", int, 1, 10_000),
+    Bound("credit_blocks", int, 1, 1000),
+    Bound("credit_samples", int, 2, 1000),
+    Bound("stop_points", int, 0, 1000),
+    Bound("sample_episodes", int, 0, 16),
+    Bound("threads", int, 1, 64),
+    Bound("lr", float, 0, math.inf, open_low=True),
+    Bound("clip", float, 0, math.inf, open_low=True),
+    Bound("gae_lambda", float, 0, 1),
+    Bound("entropy_coef", float, 0, math.inf),
+    Bound("value_coef", float, 0, math.inf),
+    Bound("continuation_coef", float, 0, math.inf),
+)
+
+
+def check_bound(bound: Bound, value: Any) -> None:
+    """Raise ValueError "<field>: must be ..., got <value>" unless `value` is within `bound`
+    (a bool is no number)."""
+    if isinstance(value, bool):
+        ok = False
+    elif bound.type is int:
+        ok = isinstance(value, int) and bound.low <= value <= bound.high
+    else:
+        ok = isinstance(value, (int, float)) and math.isfinite(value) \
+            and (bound.low < value if bound.open_low else bound.low <= value) and value <= bound.high
+    if ok:
+        return
+    if bound.type is int:
+        raise ValueError(f"{bound.field}: must be an integer in [{bound.low}, {bound.high:,}], got {value!r}")
+    text = f"in [{bound.low:g}, {bound.high:g}]" if math.isfinite(bound.high) \
+        else f"> {bound.low:g}" if bound.open_low else f">= {bound.low:g}"
+    raise ValueError(f"{bound.field}: must be a finite number {text}, got {value!r}")
+
+
+def check_weights(given: Any) -> dict[str, float]:
+    """`DEFAULT_REWARD_WEIGHTS` updated with `given` (each in [0, MAX_WEIGHT]; anneal_fraction in
+    (0, 1], parallel_target >= 1). Raises ValueError naming `reward_weights.<key>`."""
+    if not isinstance(given, Mapping):
+        raise ValueError(f"reward_weights: must be an object of numbers, got {given!r}")
+    weights = dict(DEFAULT_REWARD_WEIGHTS)
+    for key, value in given.items():
+        if key not in DEFAULT_REWARD_WEIGHTS:
+            raise ValueError(f"reward_weights.{key}: unknown weight (known: {', '.join(DEFAULT_REWARD_WEIGHTS)})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_WEIGHT:
+            raise ValueError(f"reward_weights.{key}: must be a number in [0, {MAX_WEIGHT:g}], got {value!r}")
+        weights[key] = float(value)
+    if not 0 < weights["anneal_fraction"] <= 1:
+        raise ValueError("reward_weights.anneal_fraction: must be in (0, 1]")
+    if weights["parallel_target"] < 1:
+        raise ValueError("reward_weights.parallel_target: must be >= 1")
+    return weights
+
+
+@dataclass
+class RunConfig:
+    """One training run; JSON-serialisable (`to_dict`), validated by `from_dict`.
+
+    level: a SwarmSim level of `trainer.sim.tasks.LEVELS` (`long`: >= 200 decisions per episode).
+    algorithm: "ppo" | "grpo". credit: "shared" | "counterfactual" | "shapley".
+    stop: "learned" | "rule" | "none" (`trainer.policy` stop modes).
+    reward_weights: weights of `episode_reward` (success, parallelism, finish, critical_steps per
+        critical step) and its settings parallel_target (sub-agents) and anneal_fraction (of the budget).
+    budget_steps: environment steps in all, credit re-rollouts included; the run stops at the first
+        iteration boundary at or past it.
+    seed: seeds the network's initialisation, the tasks and the episodes.
+    episodes_per_iteration: episodes played per iteration, in groups of `group_size` sharing a task.
+    lr: Adam learning rate. epochs, minibatch_size, clip: PPO update. gae_lambda: GAE's lambda.
+    entropy_coef, value_coef, continuation_coef: loss weights (the entropy bonus is annealed with the
+        orchestration terms, `anneal_factor`). hidden: torso width.
+    max_steps: decisions after which SwarmSim stops an episode (the step limit).
+    max_agents: most sub-agents alive at once. credit_blocks, credit_samples: see
+        `trainer.recipes.train_orchestrator`'s docstring.
+    stop_points: decisions per episode at which the value of stopping is measured (`stop_targets`).
+    sample_episodes: episodes per iteration reported as traces. threads: torch CPU threads.
+    """
+
+    level: str = "long"
+    algorithm: str = "ppo"
+    credit: str = "shared"
+    stop: str = "learned"
+    reward_weights: dict = field(default_factory=lambda: dict(DEFAULT_REWARD_WEIGHTS))
+    budget_steps: int = 200_000
+    seed: int = 0
+    episodes_per_iteration: int = 16
+    group_size: int = 4
+    lr: float = 3e-3
+    epochs: int = 4
+    minibatch_size: int = 512
+    clip: float = 0.2
+    gae_lambda: float = 0.95
+    entropy_coef: float = 0.003
+    value_coef: float = 0.5
+    continuation_coef: float = 0.5
+    hidden: int = 64
+    max_steps: int = 400
+    max_agents: int = 64
+    credit_blocks: int = 4
+    credit_samples: int = 2
+    stop_points: int = 4
+    sample_episodes: int = 1
+    threads: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
+        """Validate and build; missing fields take their defaults, `reward_weights` is merged into
+        the defaults. Raises ValueError naming the field (`reward_weights.<key>` inside it)."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"config: must be a JSON object, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        for name in data:
+            if name not in known:
+                raise ValueError(f"{name}: unknown field (known: {', '.join(sorted(known))})")
+        for name, allowed in CHOICES.items():
+            if name in data and data[name] not in allowed:
+                raise ValueError(f"{name}: must be one of {', '.join(allowed)}, got {data[name]!r}")
+        for bound in BOUNDS:
+            if bound.field in data:
+                check_bound(bound, data[bound.field])
+        weights = check_weights(data.get("reward_weights", {}))
+        config = cls(**{**{k: v for k, v in data.items() if k != "reward_weights"}, "reward_weights": weights})
+        if config.episodes_per_iteration % config.group_size:
+            raise ValueError(f"group_size: must divide episodes_per_iteration ({config.episodes_per_iteration}), "
+                             f"got {config.group_size}")
+        if config.sample_episodes > config.episodes_per_iteration:
+            raise ValueError("sample_episodes: must be <= episodes_per_iteration")
+        return config
+
+    def sim_config(self) -> SimConfig:
+        return SimConfig(max_steps=self.max_steps)

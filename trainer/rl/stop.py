@@ -1,0 +1,148 @@
+"""Stopping as optimal stopping on two heads (`trainer.policy`): S(s), the value of stopping now, and
+G(s) = C(s) - S(s), the gain of continuing; p(stop) = sigmoid(-G / τ), so the orchestrator stops
+when the learned value of continuing falls below the value of stopping now.
+
+Stop gets no policy gradient: the heads are regressed on paired outcomes at the episode's seed
+(common random numbers, `stop_targets`). Where the episode stopped at t: S = its reward, G =
+R(continue) - R(stop), the continuation one re-rollout with stop masked from t on, run to the step
+limit. At `stop_points` other decisions s drawn per episode (and the first decision after the
+answer): G = R(factual, it went on) - R(stop at s), the latter the factual prefix replayed with a
+stop at s (one step). Both re-rollouts count in the budget. Because both terms of G share the
+outcome draws, its target after the answer is the exact, small, negative critical-steps cost of
+going on, not buried in ±0.5 outcome noise as a reward difference across episodes would be. Against
+the collapse into stopping without an answer, stop is offered once the orchestrator has answered
+(`trainer.policy`). `stop_hindsight` measures an episode's stop regret against the best stopping
+point, which SwarmSim knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from trainer.policy import AGGREGATE, STOP, OrchestratorPolicy, Played, Script, moves_of, play
+from trainer.rl.rewards import critical_steps_of, episode_reward
+from trainer.sim.actions import aggregate, delegate, spawn, stop
+from trainer.sim.env import Episode, simulate
+
+if TYPE_CHECKING:
+    from trainer.recipes.config import RunConfig
+
+
+@dataclass
+class StopOutcome:
+    """`regret` = expected task reward at the best stopping point in hindsight - achieved (>= 0);
+    `best_point` and `achieved_point`: decisions taken before answering (the first aggregate or stop);
+    `premature` / `late`: the episode answered before / ended after its best point, with regret > 0."""
+
+    regret: float
+    best_point: int
+    achieved_point: int
+    premature: bool
+    late: bool
+
+
+def stop_hindsight(episode: Episode, weights: Mapping[str, float]) -> StopOutcome:
+    """The best stopping point of `episode` in hindsight, which SwarmSim knows.
+
+    Stopping at point t means: after the first t decisions of the episode's path, aggregate (if
+    not yet) and stop. Its value is the expected task reward w_success * E[R] - w_critical_steps *
+    CS, E[R] the closed form `p_success` under the episode's draws. The path is the episode's
+    actions; when it answered (aggregated or stopped) before delegating every subtask, the path is
+    its decisions before the answer completed by delegating the rest round-robin to its workers
+    (a solver spawned if it had none). Before every subtask is delegated (point t*) E[R] = 0; from
+    t* on E[R] is fixed and CS only grows; so the best point is 0 or t*, and two short replays
+    (same seed) give both. Units: reward.
+    """
+    actions, task, seed = list(episode.actions), episode.task, episode.seed
+    n = len(task.subtasks)
+    answer_at = next((t for t, a in enumerate(actions) if a.kind in ("aggregate", "stop")), len(actions))
+    delegated = {a.subtask for a in actions[:answer_at] if a.kind == "delegate"}
+    if len(delegated) == n:
+        path = actions
+        t_star = max(t for t, a in enumerate(actions[:answer_at]) if a.kind == "delegate") + 1 if n else 0
+    else:
+        path = actions[:answer_at]
+        workers, count = [], {}
+        for action in path:
+            if action.kind == "spawn":
+                count[action.role] = count.get(action.role, 0) + 1
+                if action.role != "verifier":
+                    workers.append(action.agent or f"{action.role}_{count[action.role]}")
+            elif action.kind == "despawn" and action.agent in workers:
+                workers.remove(action.agent)
+        if not workers:
+            path.append(spawn("solver", f"solver_{count.get('solver', 0) + 1}"))
+            workers.append(path[-1].agent)
+        missing = [i for i in range(n) if i not in delegated]
+        path += [delegate(i, workers[k % len(workers)]) for k, i in enumerate(missing)]
+        t_star = len(path)
+    config = replace(episode.config, max_steps=max(episode.config.max_steps, len(path) + 2))
+
+    def value(point: int) -> float:
+        prefix = path[:point]
+        tail = [stop()] if any(a.kind == "aggregate" for a in prefix) else [aggregate(), stop()]
+        ep = simulate(task, prefix + tail, config, seed)
+        return weights["success"] * ep.p_success - weights["critical_steps"] * critical_steps_of(ep)
+
+    achieved = episode_reward(episode, weights, 0.0)["expected_task"]
+    best_point, best = 0, value(0)
+    at_star = value(t_star)
+    if at_star > best:
+        best_point, best = t_star, at_star
+    regret = max(0.0, best - achieved)
+    premature = regret > 1e-9 and answer_at < best_point
+    late = regret > 1e-9 and not premature
+    return StopOutcome(regret, best_point, answer_at, premature, late)
+
+
+def episode_summary(episode: Episode, weights: Mapping[str, float]) -> dict[str, float]:
+    """The evaluation figures of any SwarmSim episode (a baseline's too): the `episode_reward` terms
+    (anneal 0), `length` (decisions), `p_success`, `stop_regret`, `premature`, `late` (0.0 / 1.0)."""
+    outcome = stop_hindsight(episode, weights)
+    return {**episode_reward(episode, weights, 0.0), "length": len(episode.actions), "p_success": episode.p_success,
+            "stop_regret": outcome.regret, "premature": float(outcome.premature), "late": float(outcome.late)}
+
+
+def stop_targets(policy: OrchestratorPolicy, game: Played, reward: float, config: RunConfig,
+                 reward_of: Callable[[Episode], float], rng: np.random.Generator
+                 ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Regression targets of the stop heads for one played episode (T recorded decisions): the value
+    of stopping S (T,) and the gain of continuing G (T,), NaN where not measured, and the
+    environment steps the measurements took. Units: reward (`reward_of`).
+
+    Paired at the episode's seed (common random numbers): where the episode stopped at t, S = its
+    `reward` and G = R(continue) - reward, the continuation a closed-loop re-rollout from t with stop
+    masked to the step limit (its steps after the fork count). At up to `config.stop_points`
+    decisions s where stop was legal but not taken (drawn by `rng`), plus the first such decision
+    after the answer (aggregate): S = R(the first s factual decisions, then stop) (one step after
+    the fork) and G = reward - S. Nothing is measured unless `config.stop` is "learned".
+    """
+    n = len(game.moves)
+    values, gains = np.full(n, np.nan), np.full(n, np.nan)
+    steps = 0
+    env, moves = game.env, moves_of(game)
+    if config.stop != "learned" or not n:
+        return values, gains, steps
+    t = n - 1
+    if game.moves[t] == STOP and game.masks[t].sum() > 1:
+        script = Script(env.task, env.seed, moves, (True,) * t + (False,), 0, t, t, no_stop_after=True)
+        [going_on] = play(policy, [script], config.sim_config(), config.stop, config.max_agents, record=False)
+        steps += going_on.env_steps
+        values[t], gains[t] = reward, reward_of(going_on.episode) - reward
+    open_points = [s for s in range(n) if game.masks[s][STOP] and game.moves[s] != STOP]
+    points = set(rng.choice(open_points, size=min(config.stop_points, len(open_points)), replace=False).tolist()) \
+        if open_points else set()
+    answered = next((s for s, m in enumerate(game.moves) if m == AGGREGATE), None)
+    after_answer = [s for s in open_points if answered is not None and s > answered]
+    if after_answer:
+        points.add(after_answer[0])
+    for s in sorted(points):
+        stopped = simulate(env.task, list(env.actions[:s]) + [stop()], config.sim_config(), env.seed)
+        steps += 1
+        values[s] = reward_of(stopped)
+        gains[s] = reward - values[s]
+    return values, gains, steps
