@@ -99,7 +99,7 @@ def bench_service(path: Path, repeat: int) -> dict[str, list[float]]:
     from swarmscope.importers import SourceFile, read_files
     from webapp.accounts.services import do_get_or_create_project
     from webapp.traces.models import Trace
-    from webapp.traces.services import do_import_sources
+    from webapp.traces.ingest import do_import_sources
 
     source = SourceFile(name=path.name, data=path.read_bytes())
     project = do_get_or_create_project(f"bench {path.stem}")

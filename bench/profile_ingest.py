@@ -33,7 +33,8 @@ from bench_api import encode_batches  # noqa: E402
 from tests.synthetic import synthetic_trace  # noqa: E402
 
 DATABASE = "swarmscope_bench_profile"
-SERVICE_PARTS = ("do_ingest", "_merge_batch", "_known_event_ids", "_find_or_create_trace", "broadcast_trace_delta")
+SERVICE_PARTS = ("do_ingest", "_read_stored", "plan_batch", "_known_event_ids", "_find_or_create_trace",
+                 "broadcast_trace_delta")
 
 
 class PartTimer:
@@ -64,13 +65,13 @@ def instrument(timer: PartTimer) -> None:
     from django.db.backends.base.base import BaseDatabaseWrapper
     from django.db.models.query import QuerySet
 
-    from webapp.traces import api, services
+    from webapp.traces import api, ingest
 
     timer.wrap(QuerySet, "bulk_create", lambda a: f"bulk_create {a[0].model.__name__}")
     timer.wrap(QuerySet, "_fetch_all", lambda a: f"read {a[0].model.__name__} ({a[0]._iterable_class.__name__})")
     timer.wrap(BaseDatabaseWrapper, "commit", "commit")
     for name in SERVICE_PARTS:
-        timer.wrap(services, name, f"services.{name}")
+        timer.wrap(ingest, name, f"ingest.{name}")
     for name in ("_fragment_from_batch", "_parse_json_or_ndjson", "check_token"):
         timer.wrap(api, name, f"api.{name}")
 

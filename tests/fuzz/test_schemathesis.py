@@ -82,10 +82,10 @@ def test_job_requests_and_estimates_conform(app, team, path, body, status):
     trace, checked against the document as the fuzzer checks (their jobs never run: see above)."""
     from swarmscope import model as core
     from trainer.sim.suites import pivot12_case
-    from webapp.traces import services
+    from webapp.traces import ingest
 
     sim = pivot12_case(0)
-    trace = services.do_ingest(team.a, core.trace_from_dict(json.loads(json.dumps(sim.episode.trace.to_dict())))).trace
+    trace = ingest.do_ingest(team.a, core.trace_from_dict(json.loads(json.dumps(sim.episode.trace.to_dict())))).trace
     pivotal = next(f"message:{sim.episode.actions[c].item}"
                    for c, k in zip(sim.candidates, sim.kinds) if k == "pivotal")
     case = schema[f"/api/traces/{{trace_id}}/{path}"]["POST"].Case(

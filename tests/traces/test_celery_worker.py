@@ -15,7 +15,7 @@ from django.db import connection
 
 from swarmscope.importers import SourceFile, otlp
 from tests.servers import app_env, start_worker, stop
-from webapp.traces import services
+from webapp.traces import ingest, span_ingest
 from webapp.traces.models import Trace
 from webapp.traces.tasks import derive_spans, refresh_metrics
 from webapp.web.jobs import enqueue
@@ -60,7 +60,7 @@ def worker(broker_url, tmp_path):
 
 def test_worker_computes_metrics_of_an_imported_trace(worker, broker_url, project, fixtures):
     process, log = worker
-    outcome = services.do_import_sources(project, [SourceFile("n.json", (fixtures / "native_small.json").read_bytes())])
+    outcome = ingest.do_import_sources(project, [SourceFile("n.json", (fixtures / "native_small.json").read_bytes())])
     trace = outcome[0].traces[0]
     Trace.objects.filter(pk=trace.pk).update(computed_metrics={}, computed_metrics_seq=-1)
     with Celery(broker=broker_url, set_as_current=False) as client:  # a producer on the same broker, not eager
@@ -88,10 +88,10 @@ def test_worker_derives_an_otlp_trace_left_pending(worker, broker_url, project, 
 
     process, log = worker
     settings.SWARMSCOPE_OTLP_SYNC_SPANS = 2
-    monkeypatch.setattr(services, "enqueue", broker_down)
+    monkeypatch.setattr(span_ingest, "enqueue", broker_down)
     (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
     for batch in (spans[:2], spans[2:]):
-        services.do_ingest_spans(project, otlp, spans[0].trace_id, batch, "OTLP/HTTP")
+        span_ingest.do_ingest_spans(project, otlp, spans[0].trace_id, batch, "OTLP/HTTP")
     trace = Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}")
     assert trace.spans_pending
     with Celery(broker=broker_url, set_as_current=False) as client:

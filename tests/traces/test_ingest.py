@@ -8,7 +8,8 @@ import pytest
 from swarmscope import model as core
 from swarmscope import protocol
 from swarmscope.importers import SourceFile
-from webapp.traces import services
+from swarmscope.ingest import IngestConflict
+from webapp.traces import ingest, services
 from webapp.traces.models import Event, Trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
@@ -23,7 +24,7 @@ def native(fixtures):
 def deltas(monkeypatch):
     """Every delta the write path broadcasts, in order (the real payloads, captured after commit)."""
     sent = []
-    monkeypatch.setattr(services, "broadcast_trace_delta", lambda trace_id, delta: sent.append(delta))
+    monkeypatch.setattr(ingest, "broadcast_trace_delta", lambda trace_id, delta: sent.append(delta))
     return sent
 
 
@@ -31,12 +32,12 @@ def ingest_events(project, trace, events, edges=()):
     fragment = core.Trace(source_format=trace.source_format, source_id=trace.source_id)
     fragment.events = [core.event_from_dict(e, i) for i, e in enumerate(events)]
     fragment.edges = [core.edge_from_dict(e, i) for i, e in enumerate(edges)]
-    return services.do_ingest(project, fragment, trace=trace)
+    return ingest.do_ingest(project, fragment, trace=trace)
 
 
 def test_import_twice_duplicates_nothing(project, native):
-    first = services.do_import_sources(project, [SourceFile("a.json", json.dumps(native).encode())])
-    second = services.do_import_sources(project, [SourceFile("a.json", json.dumps(native).encode())])
+    first = ingest.do_import_sources(project, [SourceFile("a.json", json.dumps(native).encode())])
+    second = ingest.do_import_sources(project, [SourceFile("a.json", json.dumps(native).encode())])
     assert first[0].traces[0].pk == second[0].traces[0].pk
     trace = Trace.objects.get()
     assert (trace.event_count, trace.agent_count, trace.seq) == (11, 3, 1)
@@ -46,7 +47,7 @@ def test_import_twice_duplicates_nothing(project, native):
 def test_event_adding_t_end_merges_and_contradiction_refuses_whole_batch(project, native, deltas,
                                                                          django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        trace = services.do_ingest(project, core.trace_from_dict(native)).trace
+        trace = ingest.do_ingest(project, core.trace_from_dict(native)).trace
         open_event = {"id": "live-1", "t": 7.0, "type": "message", "agent": "adder", "to": "orchestrator"}
         ingest_events(project, trace, [open_event])
         closed = ingest_events(project, trace, [{**open_event, "t_end": 7.5, "attributes": {"ok": True}}])
@@ -55,7 +56,7 @@ def test_event_adding_t_end_merges_and_contradiction_refuses_whole_batch(project
     assert deltas[-1]["events"][0]["t_end"] == 7.5 and deltas[-1]["seq"] == closed.seq
 
     before = (Event.objects.count(), Trace.objects.get().seq)
-    with pytest.raises(services.IngestConflict) as refused:
+    with pytest.raises(IngestConflict) as refused:
         ingest_events(project, trace, [
             {"id": "new-one", "t": 8.0, "type": "message", "agent": "adder"},
             {**open_event, "agent": "checker"},
@@ -68,13 +69,13 @@ def test_event_adding_t_end_merges_and_contradiction_refuses_whole_batch(project
 
 def test_resent_identical_event_is_a_no_op(project, native, deltas, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        trace = services.do_ingest(project, core.trace_from_dict(native)).trace
+        trace = ingest.do_ingest(project, core.trace_from_dict(native)).trace
         again = ingest_events(project, trace, [native["events"][3]])
     assert not again.changed and again.seq == 1 and len(deltas) == 1
 
 
 def test_edge_to_unknown_event_is_refused_with_its_index(project, native):
-    trace = services.do_ingest(project, core.trace_from_dict(native)).trace
+    trace = ingest.do_ingest(project, core.trace_from_dict(native)).trace
     with pytest.raises(core.TraceValidationError) as error:
         ingest_events(project, trace, [{"id": "x1", "t": 9, "type": "message", "agent": "adder"}],
                       edges=[{"src": "e1", "dst": "x1", "type": "causal"},
@@ -88,7 +89,7 @@ def test_snapshot_plus_deltas_equals_later_snapshot(project, native, deltas, dja
     half = copy.deepcopy(native)
     half["events"], half["edges"] = native["events"][:5], native["edges"][:2]
     with django_capture_on_commit_callbacks(execute=True):
-        trace = services.do_ingest(project, core.trace_from_dict(half)).trace
+        trace = ingest.do_ingest(project, core.trace_from_dict(half)).trace
         snapshot0 = services.get_snapshot(trace, with_metrics=False)
         ingest_events(project, trace, native["events"][5:8])
         ingest_events(project, trace, [{**native["events"][8], "t_end": None}], edges=native["edges"][2:6])
@@ -105,7 +106,7 @@ def test_snapshot_plus_deltas_equals_later_snapshot(project, native, deltas, dja
 
 
 def test_computed_metrics_never_overwrite_imported_ones(project, native):
-    trace = services.do_ingest(project, core.trace_from_dict(native)).trace
+    trace = ingest.do_ingest(project, core.trace_from_dict(native)).trace
     computed = services.get_computed_metrics(trace)
     trace.refresh_from_db()
     assert trace.metrics == {"task_success": 1}
@@ -114,7 +115,7 @@ def test_computed_metrics_never_overwrite_imported_ones(project, native):
 
 
 def test_round_trip_native_export(project, native):
-    trace = services.do_ingest(project, core.trace_from_dict(native)).trace
+    trace = ingest.do_ingest(project, core.trace_from_dict(native)).trace
     exported = services.to_core_trace(trace).to_dict()
     assert exported["events"] == core.trace_from_dict(native).to_dict()["events"]
     assert {tuple(e.values()) for e in exported["edges"]} == {tuple(e.values()) for e in native["edges"]}
@@ -128,6 +129,6 @@ def test_round_trip_native_export(project, native):
 def test_a_nul_character_is_refused_naming_where_and_nothing_is_stored(project, native, where, named):
     # PostgreSQL's text and jsonb cannot hold U+0000: refused before any write, on every database.
     where(native)
-    [outcome] = services.do_import_sources(project, [SourceFile("nul.json", json.dumps(native).encode())])
+    [outcome] = ingest.do_import_sources(project, [SourceFile("nul.json", json.dumps(native).encode())])
     assert outcome.error and named in outcome.error and "NUL" in outcome.error
     assert not Trace.objects.exists() and not Event.objects.exists()

@@ -11,7 +11,7 @@ from tests.traces.test_otlp_streaming import (
     stream,
 )
 from webapp.traces.models import Trace
-from webapp.traces.services import do_derive_spans
+from webapp.traces.span_ingest import do_derive_spans
 from webapp.traces.tasks import derive_pending_spans, derive_spans
 
 

@@ -12,9 +12,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from swarmscope.importers import otlp
-from swarmscope.importers.spans import Span
+from swarmscope.importers.otel import Span
 from tests.traces.test_otlp_streaming import _file_traces
-from webapp.traces import services
+from webapp.traces import span_ingest
 from webapp.traces.models import StoredSpan, Trace
 
 
@@ -108,5 +108,5 @@ def test_a_concurrent_first_request_locks_the_trace_the_other_created(project, m
         return None if len(calls) == 1 else real_first(self)  # the other request had not committed yet
 
     monkeypatch.setattr(QuerySet, "first", first_misses_once)
-    assert services._lock_or_create_span_trace(project, otlp, trace_id) == existing
+    assert span_ingest._lock_or_create_span_trace(project, otlp, trace_id) == existing
     assert Trace.objects.count() == 1

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swarmscope.importers import SourceFile, decode, detect, otlp
-from swarmscope.importers.spans import Span
+from swarmscope.importers.otel import Span
 from webapp.accounts.services import do_get_or_create_project
+from webapp.traces.ingest import do_import_sources
 from webapp.traces.models import Trace
-from webapp.traces.services import do_import_sources
 
 EPOCH_NS = 1_767_225_600_000_000_000
 MS = 1_000_000

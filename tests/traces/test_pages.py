@@ -3,7 +3,7 @@
 import pytest
 
 from swarmscope.importers import SourceFile
-from webapp.traces import services
+from webapp.traces import ingest
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -21,7 +21,7 @@ def test_pages_need_login(client):
 
 def test_empty_state_then_list_search_and_trace_page(logged_in, project, fixtures):
     assert b"No traces yet" in logged_in.get("/").content
-    outcome = services.do_import_sources(project, [SourceFile("n.json", (fixtures / "native_small.json").read_bytes())])
+    outcome = ingest.do_import_sources(project, [SourceFile("n.json", (fixtures / "native_small.json").read_bytes())])
     trace = outcome[0].traces[0]
     listing = logged_in.get("/").content.decode()
     assert "Hand-written orchestrator with two workers" in listing and f"/traces/{trace.pk}/" in listing

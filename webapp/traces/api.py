@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 
 from swarmscope import model as core
 from swarmscope.importers import SourceFile, TraceFormatError, otlp, survey
+from swarmscope.ingest import IngestConflict
 from webapp.web.api import (
     BODY_ERRORS,
     api_view,
@@ -29,7 +30,7 @@ from webapp.web.api import (
     read_body,
 )
 
-from . import services
+from . import ingest, services, span_ingest
 from .models import Trace
 
 MAX_PAGE_SIZE = 200
@@ -69,8 +70,8 @@ def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
 
 def _ingest_response(project, fragment: core.Trace, trace: Trace | None = None, *, status: int = 200):
     try:
-        result = services.do_ingest(project, fragment, trace=trace, live=True)
-    except services.IngestConflict as exc:
+        result = ingest.do_ingest(project, fragment, trace=trace, live=True)
+    except IngestConflict as exc:
         return JsonResponse(exc.error.as_dict(), status=409)
     except core.TraceValidationError as exc:
         return JsonResponse(exc.as_dict(), status=400)
@@ -207,7 +208,7 @@ def upload_sources(request: HttpRequest) -> list[SourceFile]:
     return [SourceFile(name=request.GET.get("filename") or "request body", data=read_body(request))]
 
 
-def outcome_json(outcome: services.FileOutcome) -> dict[str, Any]:
+def outcome_json(outcome: ingest.FileOutcome) -> dict[str, Any]:
     return {"file": outcome.name, "traces": [services.trace_summary(t) for t in outcome.traces],
             "skipped": outcome.skipped, "error": outcome.error, "report": outcome.lines}
 
@@ -230,7 +231,7 @@ def traces_upload(request: HttpRequest):
             sources.remove(source)
             refused.append({"file": source.name, "traces": [], "skipped": None, "error": str(exc),
                             "report": [f"{source.name}: failed: {exc.detail}"]})
-    outcomes = services.do_import_sources(project, sources) if sources else []
+    outcomes = ingest.do_import_sources(project, sources) if sources else []
     failed = bool(refused) or any(o.error for o in outcomes)
     return JsonResponse({"files": refused + [outcome_json(o) for o in outcomes]}, status=400 if failed else 200)
 
@@ -257,7 +258,7 @@ def otlp_traces(request: HttpRequest):
         chunks = otlp.decode_protobuf(body) if protobuf else otlp.split(doc)
         with transaction.atomic():  # every trace of the request, or none
             for trace_id, spans in chunks.items():
-                rejected += services.do_ingest_spans(project, otlp, trace_id, spans, source="OTLP/HTTP").rejected
+                rejected += span_ingest.do_ingest_spans(project, otlp, trace_id, spans, source="OTLP/HTTP").rejected
     except (core.TraceValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
         return json_error(400, f"invalid spans: {exc!r}" if isinstance(exc, KeyError) else f"invalid spans: {exc}")
     message = f"{rejected} span(s) reuse a stored span id with other content; the stored span is kept" \

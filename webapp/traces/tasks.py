@@ -7,7 +7,8 @@ from webapp.accounts.models import Project
 
 from .datacare import do_delete_expired_traces
 from .models import Trace
-from .services import do_derive_spans, get_computed_metrics
+from .services import get_computed_metrics
+from .span_ingest import do_derive_spans
 
 
 @shared_task(acks_late=True)  # on CELERY_TASK_DEFAULT_QUEUE
@@ -21,7 +22,7 @@ def refresh_metrics(trace_id: int) -> dict | None:
 
 @shared_task(acks_late=True)  # on CELERY_TASK_DEFAULT_QUEUE
 def derive_spans(trace_id: int, source: str = "OTLP/HTTP") -> int | None:
-    """Re-derive an OTLP trace left `spans_pending` by requests (webapp.traces.services); the seq
+    """Re-derive an OTLP trace left `spans_pending` by requests (webapp.traces.span_ingest); the seq
     written, None when another run of this task already did it."""
     result = do_derive_spans(trace_id, otlp, source)
     return result.seq if result is not None else None

@@ -27,7 +27,7 @@ from webapp.accounts.services import (
 from webapp.accounts.views import require_admin
 from webapp.web.api import get_write_project
 
-from . import access, datacare, services
+from . import access, datacare, ingest, services
 from .api import upload_sources
 from .models import Trace
 
@@ -89,7 +89,7 @@ def upload(request: HttpRequest):
         if project is None:
             raise Http404("you are not a member of any project")
         if request.FILES:
-            outcomes = services.do_import_sources(project, upload_sources(request))
+            outcomes = ingest.do_import_sources(project, upload_sources(request))
     try:
         can_write = get_write_project(request, "uploading traces") is not None
     except PermissionRefused:

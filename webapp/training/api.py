@@ -17,7 +17,7 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
-from webapp.traces.services import holds_nul
+from swarmscope.ingest import holds_nul
 from webapp.web.api import api_view, check_write, get_write_project, json_error
 
 from . import services

@@ -1,5 +1,6 @@
 /**
  * The swimlane timeline, drawn with sigma.js (WebGL): x = time or step, y = the agent's lane.
+ * (Over 500 lines: the renderer, the lane column and the axis follow one camera, kept together.)
  *
  * Nodes are the events of `TraceModel.view()` coloured by type (bins of folded lanes are sized
  * by their count); edges are every dependency edge between them. Open events are drawn

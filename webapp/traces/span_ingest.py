@@ -1,0 +1,282 @@
+"""OTLP spans: stored one row per span id, and the stored trace made equal to the build of all of them.
+
+`do_ingest_spans` stores the spans of one request and rebuilds the trace within it while the trace
+is small (SWARMSCOPE_OTLP_SYNC_SPANS), else leaves it `spans_pending` for the `derive_spans` task
+(`do_derive_spans`). `_store_build` writes only the difference between the stored trace and the
+build; viewers get a delta when it only adds or fills in, else a reset (a new snapshot).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from swarmscope import model as core
+from swarmscope.importers.otel import Span
+from swarmscope.ingest import check_storable, holds_nul, label_key, new_trace_agents
+from swarmscope.redaction import redact_trace, redact_value
+from webapp.accounts.models import Project
+from webapp.web.broadcast import broadcast_trace_delta, broadcast_trace_reset
+from webapp.web.jobs import enqueue
+
+from .ingest import (
+    BULK_BATCH,
+    IngestResult,
+    create_agents,
+    create_edges,
+    create_labels,
+    headline_reward,
+    in_chunks,
+    insert_events,
+    label_summary,
+    redaction_patterns,
+    stored_labels,
+)
+from .models import Agent, Edge, Event, Label, StoredSpan, Trace
+from .services import AGENT_COLUMNS, EVENT_COLUMNS, EVENT_DATA_COLUMNS, event_columns, event_from_row, write_delta
+
+logger = logging.getLogger(__name__)
+
+
+def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], source: str) -> IngestResult:
+    """Store the `spans` of one trace id (from an OTLP request) and re-derive the trace, all or nothing.
+
+    `module` is the span format (swarmscope.importers.otlp). A span id already stored is ignored
+    when the span is the same (an exporter's retry) and counted in `rejected` when it is not. The
+    trace is rebuilt from all its spans, so it does not depend on how they were batched or ordered,
+    and the stored trace is made equal to that build (`_store_build`): within the request while the
+    trace has at most SWARMSCOPE_OTLP_SYNC_SPANS spans, else by the `derive_spans` task after
+    commit. Raises core.TraceValidationError or ValueError, naming the span, when the spans do not
+    form a valid trace (when the build is deferred: a span without an id or with a NUL character).
+    """
+    patterns = redaction_patterns()
+    incoming: dict[str, dict[str, Any]] = {}
+    rejected = 0
+    for index, span in enumerate(spans):
+        if not span.span_id:
+            raise core.TraceValidationError(f"span {span.name!r} has no span id", index=index, kind="span",
+                                            field="span_id")
+        data = span.to_dict()
+        if holds_nul(data):
+            raise core.TraceValidationError(f"span {span.span_id} ({span.name!r}) must not contain a NUL "
+                                            "character (U+0000)", index=index, kind="span")
+        data = redact_value(data, patterns)
+        rejected += incoming.setdefault(span.span_id, data) != data
+    with transaction.atomic():
+        row = _lock_or_create_span_trace(project, module, trace_id)
+        known = {i: d for chunk in in_chunks(incoming)
+                 for i, d in row.spans.filter(span_id__in=chunk).values_list("span_id", "data")}
+        rejected += sum(known[i] != d for i, d in incoming.items() if i in known)
+        new = [Span.from_dict(d) for i, d in incoming.items() if i not in known]
+        if not new:
+            return IngestResult(row, False, row.seq, 0, 0, rejected)
+        stored = row.spans.count()
+        if stored + len(new) <= settings.SWARMSCOPE_OTLP_SYNC_SPANS:
+            trace = module.build(trace_id, _stored_spans(row) + new, [source])
+            core.validate_trace(trace)
+            result = _store_build(row, trace)
+            result.created, result.rejected = stored == 0, rejected
+        else:  # the spans were checked as they were decoded (ids, times) and above (NUL)
+            Trace.objects.filter(pk=row.pk).update(spans_pending=True)
+            transaction.on_commit(lambda: _enqueue_derive(row.pk, source))
+            result = IngestResult(row, False, row.seq, 0, 0, rejected)
+        StoredSpan.objects.bulk_create([StoredSpan(trace=row, span_id=s.span_id, data=s.to_dict()) for s in new],
+                                       batch_size=BULK_BATCH)
+        return result
+
+
+def _lock_or_create_span_trace(project: Project, module, trace_id: str) -> Trace:
+    """The locked row of a span trace, created (empty) when missing. Two first requests of one
+    trace at once: the second insert waits for the first to commit, fails, and locks its row."""
+    key = f"{module.FORMAT}:{trace_id}"
+    row = Trace.objects.select_for_update().filter(project=project, identity_key=key).first()
+    if row is not None:
+        return row
+    try:
+        with transaction.atomic():
+            return Trace.objects.create(project=project, identity_key=key, source_format=module.FORMAT,
+                                        source_id=trace_id, name=trace_id)
+    except IntegrityError:
+        return Trace.objects.select_for_update().get(project=project, identity_key=key)
+
+
+def _stored_spans(row: Trace) -> list[Span]:
+    return [Span.from_dict(d) for d in row.spans.values_list("data", flat=True)]
+
+
+def _enqueue_derive(trace_pk: int, source: str) -> None:
+    """Ask a worker to re-derive a trace. A broker that cannot be reached never fails the committed
+    request: the trace keeps `spans_pending`, and the next request or the periodic
+    `derive_pending_spans` asks again."""
+    try:
+        enqueue("webapp.traces.tasks.derive_spans", trace_pk, source)
+    except Exception:  # noqa: BLE001 - any broker error
+        logger.warning("could not enqueue derive_spans(%s); it stays pending", trace_pk, exc_info=True)
+
+
+def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
+    """Re-derive a trace from all its stored spans if requests left it `spans_pending`; None when
+    there was nothing to do. The build runs outside any transaction (SQLite's write lock is held
+    only while the difference is written); a build older than the stored one is dropped."""
+    if not Trace.objects.filter(pk=trace_pk, spans_pending=True).update(spans_pending=False):
+        return None
+    row = Trace.objects.get(pk=trace_pk)
+    try:
+        trace = module.build(row.source_id, _stored_spans(row), [source])
+        core.validate_trace(trace)
+    except (core.TraceValidationError, ValueError):  # its spans were checked when they came: a bug
+        logger.exception("trace %s: its stored spans do not form a valid trace; kept as derived before", trace_pk)
+        return None
+    with transaction.atomic():
+        row = Trace.objects.select_for_update().get(pk=trace_pk)
+        if row.attributes.get("spans", 0) > trace.attributes["spans"]:
+            return None
+        return _store_build(row, trace)
+
+
+# --- making a stored trace equal to a build ----------------------------------------------------
+
+def _store_build(row: Trace, build: core.Trace) -> IngestResult:
+    """Make `row`'s events, edges, agents and labels equal to what `do_ingest` would store for
+    `build` in a new trace, writing only the difference under the next seq. Viewers get a delta
+    when the difference only adds or fills in; else (something removed or changed) a new snapshot."""
+    check_storable(build)
+    build = redact_trace(build, redaction_patterns())
+    seq = row.seq + 1
+    events = _diff_events(row, build.events)
+    agents = _diff_agents(row, new_trace_agents(build), seq)
+    stored_edges = {(r["src"], r["dst"], r["type"]): r["id"] for r in row.edges.values("id", "src", "dst", "type")}
+    edges = _diff_keyed({(e.src, e.dst, e.type): e for e in build.edges}, stored_edges)
+    labels = _diff_keyed({label_key(lb): lb for lb in build.labels}, stored_labels(row))
+
+    _write_events(row, events, seq)
+    _delete(Edge, edges.removed)
+    create_edges(row, edges.added, seq)
+    _delete(Agent, agents.removed)
+    Agent.objects.bulk_update(agents.changed, [*AGENT_COLUMNS, "seq"], batch_size=BULK_BATCH)
+    create_agents(row, agents.added, seq)
+    _delete(Label, labels.removed)
+    create_labels(row, labels.added, seq)
+    _set_from_build(row, build, seq, event_count=events.count, agent_count=agents.count)
+
+    removes = events.removed or edges.removed or agents.removed or labels.removed
+    if removes or not (events.fills_in and agents.fills_in):
+        row.reset_seq = seq
+        row.save()
+        transaction.on_commit(lambda: broadcast_trace_reset(row.pk, seq))
+    else:
+        row.save()
+        delta = write_delta(row, seq, agents.added + agents.changed, events.added + [e for _, e in events.changed],
+                            edges.added, labels.added)
+        transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
+    return IngestResult(row, False, seq, len(events.added), len(events.changed))
+
+
+@dataclass
+class _EventDiff:
+    """A build's events against the stored rows: `changed` pairs a stored row (with `id` and
+    `position`) with its new form; `removed` are row pks; `fills_in`: every change only adds."""
+
+    added: list[core.Event]
+    changed: list[tuple[dict[str, Any], core.Event]]
+    removed: list[int]
+    next_position: int
+    count: int
+    fills_in: bool
+
+
+def _diff_events(row: Trace, build_events: list[core.Event]) -> _EventDiff:
+    events = {e.id: e for e in build_events}
+    stored = {r["event_id"]: r for r in row.events.values("id", "position", *EVENT_COLUMNS)}
+    changed = [(stored[i], e) for i, e in events.items()
+               if i in stored and event_columns(e) != {c: stored[i][c] for c in EVENT_DATA_COLUMNS}]
+    return _EventDiff(added=[e for i, e in events.items() if i not in stored], changed=changed,
+                      removed=[r["id"] for i, r in stored.items() if i not in events],
+                      next_position=max((r["position"] for r in stored.values()), default=-1) + 1,
+                      count=len(events), fills_in=all(_fills_in(event_from_row(before), after)
+                                                      for before, after in changed))
+
+
+def _fills_in(before: core.Event, after: core.Event) -> bool:
+    """Whether `after` only adds to `before` by the identity rules (`core.merge_event`)."""
+    try:
+        return core.merge_event(before, after) in (None, after)
+    except core.TraceValidationError:
+        return False
+
+
+def _write_events(row: Trace, diff: _EventDiff, seq: int) -> None:
+    # A changed event is deleted and inserted again at its position: bulk_update's CASE per row
+    # costs seconds for a few thousand rows.
+    _delete(Event, diff.removed + [before["id"] for before, _ in diff.changed])
+    insert_events(row, [after for _, after in diff.changed], [before["position"] for before, _ in diff.changed], seq)
+    insert_events(row, diff.added, range(diff.next_position, diff.next_position + len(diff.added)), seq)
+
+
+@dataclass
+class _AgentDiff:
+    """A build's agents against the stored rows: `changed` are the stored rows set to their new
+    form (not saved); `removed` are row pks; `fills_in`: every change only adds."""
+
+    added: list[core.Agent]
+    changed: list[Agent]
+    removed: list[int]
+    count: int
+    fills_in: bool
+
+
+def _diff_agents(row: Trace, agents: dict[str, core.Agent], seq: int) -> _AgentDiff:
+    stored = {a.name: a for a in row.agents.all()}
+    changed: list[Agent] = []
+    fills_in = True
+    for name, agent in agents.items():
+        before = stored.get(name)
+        if before is None or all(getattr(before, f) == getattr(agent, f) for f in AGENT_COLUMNS):
+            continue
+        fills_in &= (all(getattr(before, f) in (None, getattr(agent, f)) for f in AGENT_COLUMNS if f != "attributes")
+                     and before.attributes.items() <= agent.attributes.items())
+        for f in AGENT_COLUMNS:
+            setattr(before, f, getattr(agent, f))
+        before.seq = seq
+        changed.append(before)
+    return _AgentDiff(added=[a for name, a in agents.items() if name not in stored], changed=changed,
+                      removed=[a.pk for name, a in stored.items() if name not in agents], count=len(agents),
+                      fills_in=fills_in)
+
+
+@dataclass
+class _KeyedDiff:
+    """Items wanted but not stored (`added`), and pks of rows stored but not wanted (`removed`)."""
+
+    added: list
+    removed: list[int]
+
+
+def _diff_keyed(wanted: dict[Any, Any], stored: dict[Any, int]) -> _KeyedDiff:
+    return _KeyedDiff(added=[item for key, item in wanted.items() if key not in stored],
+                      removed=[pk for key, pk in stored.items() if key not in wanted])
+
+
+def _set_from_build(row: Trace, build: core.Trace, seq: int, *, event_count: int, agent_count: int) -> None:
+    """The trace row's fields, seq, counts and totals as `build` gives them (not saved); rewards
+    and metrics merge into the row's."""
+    for name in ("name", "system", "topology", "task_id"):
+        setattr(row, name, getattr(build, name) or (build.source_id[:200] if name == "name" else ""))
+    row.attributes, row.costs = build.attributes, build.costs
+    row.rewards, row.metrics = {**row.rewards, **build.rewards}, {**row.metrics, **build.metrics}
+    row.reward = headline_reward(row.rewards)
+    row.seq, row.event_count, row.agent_count = seq, event_count, agent_count
+    row.total_tokens = sum(e.tokens or 0 for e in build.events)
+    row.duration_s = max((e.t_end if e.t_end is not None else e.t for e in build.events), default=0.0)
+    row.label_summary = label_summary("", build.labels)
+    row.last_event_at = timezone.now()
+
+
+def _delete(model, pks: list[int]) -> None:
+    for chunk in in_chunks(pks):
+        model.objects.filter(pk__in=chunk).delete()
