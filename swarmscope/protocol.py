@@ -8,7 +8,11 @@ Messages (JSON), server -> client:
   "labels": [...]}``: what batch N added or changed. Events and agents are upserted by id/name
   (an event re-sent with its `t_end` replaces the open one); edges and labels are appended.
   A resume answer may fold several batches into one delta whose `seq` is the latest.
-- ``{"type": "error", "message": "..."}``.
+- ``{"type": "error", "message": "..."}``: a bad client message; with ``"code":
+  "snapshot_too_large", "seq": N`` the referral of a snapshot or catch-up delta too big for a
+  websocket message (webapp.web.sockets.MAX_SOCKET_BYTES): the client loads the state over HTTP
+  and connects with ``?seq=N``.
+- ``{"type": "job", "job": {...}}`` (the trace socket, no seq): a counterfactual job's progress.
 
 client -> server: ``{"type": "resume", "seq": N}`` after a gap or a reconnect: the server answers
 with one delta holding everything after N (or a snapshot when N is unknown).
@@ -21,6 +25,14 @@ filter on stored rows, and `apply_delta(snapshot(t0), delta(t0..t1)) == snapshot
 - ``{"type": "snapshot", "seq": N, "run": {...}, "iterations": [...]}``
 - ``{"type": "delta", "seq": N, "run": {...}, "iterations": [...]}``: the run's summary (always
   whole) and the iterations written after the previous seq, upserted by `iteration` number.
+
+`/ws/projects/<id>/` (the review feed) too, numbered by Activity ids (a project's seqs have holes):
+
+- ``{"type": "snapshot", "seq": N, "project": id, "activities": [...]}``: the recent activity.
+- ``{"type": "delta", "seq": N, "project": id, "activities": [...]}``: activities after the
+  previous seq, oldest first (appended; the client applies each).
+
+The JSON Schemas of every message are in swarmscope.protocol_schema.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 /**
- * A websocket that reconnects with exponential backoff and jitter, and parses JSON messages.
+ * A websocket that reconnects with exponential backoff and jitter, and parses JSON messages: the
+ * client of the live protocol of `/ws/traces/<id>/`, `/ws/runs/<id>/` and `/ws/projects/<id>/`
+ * (swarmscope/protocol.py; schemas in swarmscope/protocol_schema.py). With `seq`, each reconnect
+ * asks for what came after the last seq applied (`?seq=N`); `resume(N)` asks on an open socket.
  * The WebSocket class and the timer are injectable so tests can drive it without a network.
  */
 
@@ -25,15 +28,22 @@ export class LiveConnection {
    * @param {string|(() => string)} url ws(s) URL, or a function giving it at each (re)connect
    * @param {{onMessage: (msg: object) => void, onOpen?: () => void,
    *   onState?: (state: "connecting"|"open"|"reconnecting"|"closed") => void,
+   *   onClose?: (code: number|undefined) => void, finalCodes?: number[], seq?: () => (number|null),
    *   WebSocketImpl?: typeof WebSocket, setTimer?: (fn: () => void, ms: number) => unknown,
-   *   clearTimer?: (id: unknown) => void, backoff?: object}} options
+   *   clearTimer?: (id: unknown) => void, backoff?: object}} options `seq` gives the last seq
+   *   applied (null before the first snapshot); a close with one of `finalCodes` (e.g. 4404, no
+   *   access) stops reconnecting.
    */
-  constructor(url, { onMessage, onOpen = () => {}, onState = () => {}, WebSocketImpl = globalThis.WebSocket,
-    setTimer = (fn, ms) => setTimeout(fn, ms), clearTimer = (id) => clearTimeout(id), backoff = {} }) {
+  constructor(url, { onMessage, onOpen = () => {}, onState = () => {}, onClose = () => {}, finalCodes = [],
+    seq = () => null, WebSocketImpl = globalThis.WebSocket, setTimer = (fn, ms) => setTimeout(fn, ms),
+    clearTimer = (id) => clearTimeout(id), backoff = {} }) {
     this.url = url;
     this.onMessage = onMessage;
     this.onOpen = onOpen;
     this.onState = onState;
+    this.onClose = onClose;
+    this.finalCodes = finalCodes;
+    this.seq = seq;
     this.WebSocketImpl = WebSocketImpl;
     this.setTimer = setTimer;
     this.clearTimer = clearTimer;
@@ -58,6 +68,18 @@ export class LiveConnection {
     return true;
   }
 
+  /** Ask for everything after `seq` (`{"type": "resume", "seq": N}`); false when not open. */
+  resume(seq) {
+    return this.send({ type: "resume", seq });
+  }
+
+  /** The URL of the next (re)connect: `url`, with `?seq=N` once a seq was applied. */
+  connectUrl() {
+    const url = typeof this.url === "function" ? this.url() : this.url;
+    const seq = this.seq();
+    return seq === null || seq === undefined ? url : withParam(url, "seq", seq);
+  }
+
   /** Close for good. */
   close() {
     this.stopped = true;
@@ -76,7 +98,7 @@ export class LiveConnection {
   _connect() {
     this.timer = null;
     this._setState(this.attempt === 0 ? "connecting" : "reconnecting");
-    const socket = new this.WebSocketImpl(typeof this.url === "function" ? this.url() : this.url);
+    const socket = new this.WebSocketImpl(this.connectUrl());
     this.socket = socket;
     socket.onopen = () => {
       this.attempt = 0;
@@ -92,8 +114,14 @@ export class LiveConnection {
       }
       this.onMessage(msg);
     };
-    socket.onclose = () => {
+    socket.onclose = (event) => {
       if (socket !== this.socket || this.stopped) return;
+      this.onClose(event?.code);
+      if (this.finalCodes.includes(event?.code)) {
+        this.stopped = true;
+        this._setState("closed");
+        return;
+      }
       this._setState("reconnecting");
       this.timer = this.setTimer(() => this._connect(), backoffDelay(this.attempt, this.backoff));
       this.attempt += 1;

@@ -1,8 +1,11 @@
 /**
  * Review panel of the trace page (templates/review/panel.html): comments on the trace, the
  * selected event or an attribution, with replies, edit and delete of one's own; agree/disagree
- * votes on attributions; the trace's review status. Live over `/ws/projects/<id>/`: activity of
- * other reviewers appears without a reload; after a reconnect the panel re-reads the comments.
+ * votes on attributions; the trace's review status. Live over `/ws/projects/<id>/` (the live
+ * protocol, swarmscope/protocol.py, through LiveConnection): activity of other reviewers appears
+ * without a reload; a reconnect asks for the activity after the last seq applied (`?seq=N`), and
+ * when the server answers with a fresh snapshot or a `snapshot_too_large` referral instead, the
+ * panel re-reads the comments over HTTP.
  *
  * Shareable links: `?attribution=<id>` opens the panel on that attribution, `?event=<id>` selects
  * the event on the page (through `window.swarmscope`) and the panel follows the selection.
@@ -10,9 +13,8 @@
  * set as text.
  */
 
-import { csrfToken, el } from "./dom.js";
-
-const RECONNECT_MS = [500, 1000, 2000, 5000, 10000];
+import { csrfToken, el } from "./lib/dom.js";
+import { LiveConnection, websocketUrl } from "./live_connection.js";
 
 /** The key of a review target: "trace", "event:<id>" or "attribution:<id>". */
 export function targetKey(target) {
@@ -42,6 +44,26 @@ export function threadOrder(comments, key) {
   return out;
 }
 
+/**
+ * What one message of `/ws/projects/<id>/` does to a panel that last applied `lastSeq` (null
+ * before the first snapshot): `{action, seq, activities}` with action "apply" (a newer delta: apply
+ * its activities, oldest first), "load" (the first snapshot: the panel loaded its state over HTTP
+ * just before), "reload" (a later snapshot: activity may have been missed, re-read over HTTP),
+ * "refer" (`snapshot_too_large`: re-read over HTTP, then reconnect from `seq`) or "ignore".
+ * The server fills gaps itself (a delta holds everything after the seq it last sent), so a jump
+ * in seq is not a gap: a project's seqs are Activity ids, shared with other projects.
+ */
+export function feedStep(lastSeq, msg) {
+  const keep = { action: "ignore", seq: lastSeq, activities: [] };
+  if (msg?.type === "snapshot") return { action: lastSeq === null ? "load" : "reload", seq: msg.seq, activities: [] };
+  if (msg?.type === "delta") {
+    if (lastSeq !== null && msg.seq <= lastSeq) return keep;
+    return { action: "apply", seq: msg.seq, activities: msg.activities ?? [] };
+  }
+  if (msg?.type === "error" && msg.code === "snapshot_too_large") return { action: "refer", seq: msg.seq, activities: [] };
+  return keep;
+}
+
 class ReviewPanel {
   constructor(root) {
     this.root = root;
@@ -55,7 +77,8 @@ class ReviewPanel {
     this.canReview = false;
     this.replyTo = null;
     this.selectedEvent = null;
-    this.attempt = 0;
+    this.seq = null; // last seq of /ws/projects/<id>/ applied
+    this.connection = null;
     const params = new URLSearchParams(window.location.search);
     this.key = params.get("attribution") ? `attribution:${params.get("attribution")}` : "trace";
     this.wantEvent = params.get("event");
@@ -302,27 +325,34 @@ class ReviewPanel {
   }
 
   connect() {
-    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(`${scheme}://${window.location.host}/ws/projects/${this.projectId}/`);
     const badge = this.field("live");
-    socket.addEventListener("open", () => {
-      badge.dataset.state = "live";
-      badge.textContent = "Live";
-      if (this.attempt > 0) this.loadComments().then(() => this.render()).catch(() => {});
-      this.attempt = 0;
+    this.connection = new LiveConnection(websocketUrl(`/ws/projects/${this.projectId}/`), {
+      seq: () => this.seq,
+      finalCodes: [4404],
+      onOpen: () => {
+        badge.dataset.state = "live";
+        badge.textContent = "Live";
+      },
+      onClose: (code) => {
+        badge.dataset.state = "offline";
+        badge.textContent = code === 4404 ? "No access" : "Reconnecting…";
+      },
+      onMessage: (msg) => this.receive(msg),
     });
-    socket.addEventListener("message", (message) => {
-      const doc = JSON.parse(message.data);
-      if (doc.type === "activity") this.apply(doc.activity);
-    });
-    socket.addEventListener("close", (event) => {
-      badge.dataset.state = "offline";
-      badge.textContent = event.code === 4404 ? "No access" : "Reconnecting…";
-      if (event.code === 4404) return;
-      const wait = RECONNECT_MS[Math.min(this.attempt, RECONNECT_MS.length - 1)];
-      this.attempt += 1;
-      setTimeout(() => this.connect(), wait);
-    });
+    this.connection.start();
+  }
+
+  /** Handle one message of the project's socket (feedStep). */
+  receive(msg) {
+    const step = feedStep(this.seq, msg);
+    if (step.action === "ignore") return;
+    this.seq = step.seq;
+    if (step.action === "apply") for (const activity of step.activities) this.apply(activity);
+    if (step.action === "reload" || step.action === "refer") {
+      this.loadComments().then(() => this.render()).catch(() => {});
+    }
+    // Reconnects with ?seq=N: the server sends only what came after the referral's seq.
+    if (step.action === "refer") this.connection.socket?.close();
   }
 
   /** Apply one activity of the project (webapp.review.feed.activity_wire) if it is on this trace. */

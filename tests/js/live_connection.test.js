@@ -22,9 +22,9 @@ class FakeSocket {
     this.sent.push(JSON.parse(data));
   }
 
-  close() {
+  close(code) {
     this.readyState = 3;
-    this.onclose?.();
+    this.onclose?.(code === undefined ? undefined : { code });
   }
 }
 
@@ -72,4 +72,44 @@ test("messages are parsed, the socket reconnects after a close, and open resets 
   assert.deepEqual(states, ["connecting", "open", "reconnecting", "open"]);
   conn.close();
   assert.equal(timers.length, 2, "no reconnect after close()");
+});
+
+test("with seq, each reconnect asks for what came after the last seq applied", () => {
+  FakeSocket.all = [];
+  const timers = [];
+  let seq = null;
+  const conn = new LiveConnection(() => "ws://test/ws/projects/1/", {
+    WebSocketImpl: FakeSocket, onMessage: () => {}, seq: () => seq, setTimer: (fn, ms) => timers.push({ fn, ms }),
+  });
+  conn.start();
+  assert.equal(FakeSocket.all[0].url, "ws://test/ws/projects/1/", "no seq before the first snapshot");
+  FakeSocket.all[0].open();
+  seq = 42;
+  assert.equal(conn.resume(41), true);
+  assert.deepEqual(FakeSocket.all[0].sent, [{ type: "resume", seq: 41 }]);
+  FakeSocket.all[0].close(1006);
+  timers[0].fn();
+  assert.equal(FakeSocket.all[1].url, "ws://test/ws/projects/1/?seq=42");
+  conn.close();
+});
+
+test("a close with a final code (no access) stops reconnecting and reports the code", () => {
+  FakeSocket.all = [];
+  const timers = [];
+  const codes = [];
+  const states = [];
+  const conn = new LiveConnection("ws://test/", {
+    WebSocketImpl: FakeSocket, onMessage: () => {}, finalCodes: [4404], onClose: (c) => codes.push(c),
+    onState: (s) => states.push(s), setTimer: (fn, ms) => timers.push({ fn, ms }),
+  });
+  conn.start();
+  FakeSocket.all[0].open();
+  FakeSocket.all[0].close(1006);
+  assert.equal(timers.length, 1, "an ordinary drop reconnects");
+  timers[0].fn();
+  FakeSocket.all[1].close(4404);
+  assert.deepEqual(codes, [1006, 4404]);
+  assert.equal(timers.length, 1, "no reconnect after 4404");
+  assert.equal(conn.state, "closed");
+  assert.deepEqual(states, ["connecting", "open", "reconnecting", "closed"]);
 });

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { tallyText, targetKey, threadOrder } from "../../static/js/review.js";
+import { feedStep, tallyText, targetKey, threadOrder } from "../../static/js/review.js";
 
 const comment = (id, kind, targetId, parent = null) => ({ id, parent, target: { kind, id: targetId, trace: 1 } });
 
@@ -24,4 +24,20 @@ test("vote tally", () => {
   assert.equal(tallyText(undefined), "No votes yet");
   assert.equal(tallyText({ agree: 0, disagree: 0 }), "No votes yet");
   assert.equal(tallyText({ agree: 2, disagree: 1 }), "2 agree · 1 disagree");
+});
+
+test("feed messages: the first snapshot loads, later ones reload, newer deltas apply, referrals re-read", () => {
+  const activity = { id: 7, verb: "commented", target: { kind: "trace", id: "1", trace: 1 }, data: {} };
+  assert.deepEqual(feedStep(null, { type: "snapshot", seq: 5, project: 1, activities: [] }),
+    { action: "load", seq: 5, activities: [] });
+  assert.equal(feedStep(5, { type: "snapshot", seq: 9, project: 1, activities: [] }).action, "reload");
+  // A project's seqs are Activity ids shared with other projects: a jump is not a gap.
+  assert.deepEqual(feedStep(5, { type: "delta", seq: 7, project: 1, activities: [activity] }),
+    { action: "apply", seq: 7, activities: [activity] });
+  assert.deepEqual(feedStep(7, { type: "delta", seq: 7, project: 1, activities: [activity] }),
+    { action: "ignore", seq: 7, activities: [] });
+  assert.deepEqual(feedStep(7, { type: "error", code: "snapshot_too_large", seq: 12, message: "GET …" }),
+    { action: "refer", seq: 12, activities: [] });
+  assert.equal(feedStep(7, { type: "error", message: "expected resume" }).action, "ignore");
+  assert.equal(feedStep(7, null).action, "ignore");
 });

@@ -11,14 +11,14 @@ from webapp.accounts.services import (
     do_get_or_create_project,
 )
 from webapp.counterfactuals.models import Attribution
-from webapp.traces import services
+from webapp.traces import ingest as trace_ingest
 
 
 def ingest(project, path, source_id=None):
     trace = core.trace_from_dict(json.loads(path.read_text()))
     if source_id:
         trace.source_id = source_id
-    return services.do_ingest(project, trace).trace
+    return trace_ingest.do_ingest(project, trace).trace
 
 
 def make_attribution(trace, target="event:e5"):

@@ -10,7 +10,7 @@ import pytest
 from swarmscope import model as core
 from trainer.sim.suites import pivot12_case
 from webapp.counterfactuals.models import CounterfactualJob
-from webapp.traces import services as traces
+from webapp.traces import ingest as traces
 from webapp.traces.models import Event, Trace
 from webapp.training import services as runs
 from webapp.training.models import Run

@@ -1,35 +1,35 @@
-"""`/ws/traces/<id>/` through Channels' WebsocketCommunicator: snapshot, deltas, resume, refusals."""
+"""`/ws/traces/<id>/` through Channels' WebsocketCommunicator: snapshot, deltas, resume, refusals;
+every message received is checked against its schema (swarmscope.protocol_schema)."""
 
 import json
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 
 from swarmscope import model as core
 from swarmscope import protocol
-from webapp.config.asgi import application
-from webapp.traces import services
+from tests.live_socket import CheckedCommunicator
+from webapp.traces import ingest, services
+from webapp.web import sockets
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.timeout(60)]
 
 
 @pytest.fixture
 def trace(project, fixtures):
-    return services.do_ingest(project, core.trace_from_dict(json.loads((fixtures / "native_small.json").read_text()))
+    return ingest.do_ingest(project, core.trace_from_dict(json.loads((fixtures / "native_small.json").read_text()))
                               ).trace
 
 
 def connect(trace_id, token):
-    return WebsocketCommunicator(application, f"/ws/traces/{trace_id}/?token={token}",
-                                 headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
+    return CheckedCommunicator("trace", f"/ws/traces/{trace_id}/?token={token}")
 
 
 @database_sync_to_async
 def append(trace, events):
     fragment = core.Trace(source_format=trace.source_format, source_id=trace.source_id)
     fragment.events = [core.event_from_dict(e) for e in events]
-    return services.do_ingest(trace.project, fragment, trace=trace, live=True).seq
+    return ingest.do_ingest(trace.project, fragment, trace=trace, live=True).seq
 
 
 def strip(snapshot):
@@ -46,7 +46,8 @@ async def test_snapshot_then_numbered_deltas_then_resume(trace, api_token):
 
     opened = {"id": "live-1", "t": 7.0, "type": "message", "agent": "adder", "to": "orchestrator"}
     await append(trace, [opened])
-    await append(trace, [{**opened, "t_end": 7.25}, {"id": "live-2", "t": 7.5, "type": "stop", "agent": "orchestrator"}])
+    await append(trace, [{**opened, "t_end": 7.25},
+                         {"id": "live-2", "t": 7.5, "type": "stop", "agent": "orchestrator"}])
     first, second = await ws.receive_json_from(timeout=10), await ws.receive_json_from(timeout=10)
     assert (first["seq"], second["seq"]) == (2, 3)
     assert "t_end" not in first["events"][0]
@@ -93,8 +94,7 @@ async def test_bad_messages_get_an_error_and_the_socket_survives(trace, api_toke
 async def test_unknown_or_foreign_trace_closes_4404(trace, api_token):
     for path in (f"/ws/traces/{trace.pk + 1000}/?token={api_token}", f"/ws/traces/{trace.pk}/?token=wrong",
                  f"/ws/traces/{trace.pk}/"):
-        ws = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://127.0.0.1"),
-                                                               (b"host", b"127.0.0.1")])
+        ws = CheckedCommunicator("trace", path)
         connected, _ = await ws.connect()
         assert connected
         assert await ws.receive_output(timeout=10) == {"type": "websocket.close", "code": 4404}
@@ -104,12 +104,12 @@ async def test_unknown_or_foreign_trace_closes_4404(trace, api_token):
 async def test_token_clients_need_no_origin_but_session_clients_do(trace, api_token):
     """A token is not an ambient credential, so scripts connect without an Origin header; cookie
     sessions keep the browser's same-origin check."""
-    ws = WebsocketCommunicator(application, f"/ws/traces/{trace.pk}/?token={api_token}", headers=[(b"host", b"127.0.0.1")])
+    ws = CheckedCommunicator("trace", f"/ws/traces/{trace.pk}/?token={api_token}", headers=[(b"host", b"127.0.0.1")])
     connected, _ = await ws.connect()
     assert connected and (await ws.receive_json_from(timeout=10))["type"] == "snapshot"
     await ws.disconnect()
-    foreign = WebsocketCommunicator(application, f"/ws/traces/{trace.pk}/",
-                                    headers=[(b"origin", b"http://evil.example"), (b"host", b"127.0.0.1")])
+    foreign = CheckedCommunicator("trace", f"/ws/traces/{trace.pk}/",
+                                  headers=[(b"origin", b"http://evil.example"), (b"host", b"127.0.0.1")])
     connected, _ = await foreign.connect()
     assert not connected
     await foreign.disconnect()
@@ -124,16 +124,33 @@ async def test_deeply_nested_message_gets_an_error(trace, api_token):
     await ws.disconnect()
 
 
-async def test_catch_up_too_big_for_a_socket_message_refers_to_http(trace, api_token):
+async def test_catch_up_too_big_for_a_socket_message_refers_to_http(trace, api_token, monkeypatch):
+    monkeypatch.setattr(sockets, "MAX_SOCKET_BYTES", 100_000)  # 3,001 events are about 250 kB of JSON
     ws = connect(trace.pk, api_token)
     await ws.connect()
     snapshot = await ws.receive_json_from(timeout=10)
     await ws.disconnect()
     await append(trace, [{"id": f"bulk{i}", "t": 20 + i, "type": "message", "agent": "adder"} for i in range(3001)])
-    again = WebsocketCommunicator(application, f"/ws/traces/{trace.pk}/?token={api_token}&seq={snapshot['seq']}",
-                                  headers=[(b"host", b"127.0.0.1")])
+    again = CheckedCommunicator("trace", f"/ws/traces/{trace.pk}/?token={api_token}&seq={snapshot['seq']}",
+                                headers=[(b"host", b"127.0.0.1")])
     await again.connect()
     referral = await again.receive_json_from(timeout=30)
     assert referral["type"] == "error" and referral["code"] == "snapshot_too_large"
     assert referral["seq"] == snapshot["seq"] + 1
+    assert f"/api/traces/{trace.pk}/snapshot/" in referral["message"]
     await again.disconnect()
+
+
+async def test_a_live_batch_too_big_for_a_socket_message_refers_to_http(trace, api_token, monkeypatch):
+    monkeypatch.setattr(sockets, "MAX_SOCKET_BYTES", 100_000)
+    ws = connect(trace.pk, api_token)
+    await ws.connect()
+    snapshot = await ws.receive_json_from(timeout=10)
+    await append(trace, [{"id": f"big{i}", "t": 20 + i, "type": "message", "agent": "adder"} for i in range(3001)])
+    referral = await ws.receive_json_from(timeout=30)
+    assert referral["type"] == "error" and referral["code"] == "snapshot_too_large"
+    assert referral["seq"] == snapshot["seq"] + 1
+    await append(trace, [{"id": "small", "t": 9000, "type": "stop", "agent": "orchestrator"}])
+    after = await ws.receive_json_from(timeout=10)  # the socket goes on from the referral's seq
+    assert after["type"] == "delta" and after["seq"] == referral["seq"] + 1
+    await ws.disconnect()

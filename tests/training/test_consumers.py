@@ -1,23 +1,23 @@
 """`/ws/runs/<id>/` through Channels' WebsocketCommunicator: snapshot, numbered deltas as iterations
-are stored, resume after a gap or a reconnect, refusals — the protocol of `/ws/traces/<id>/`."""
+are stored, resume after a gap or a reconnect, refusals — the protocol of `/ws/traces/<id>/`; every
+message received is checked against its schema (swarmscope.protocol_schema)."""
 
 from __future__ import annotations
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 
 from swarmscope import protocol
+from tests.live_socket import CheckedCommunicator
 from tests.training.conftest import TINY
-from webapp.config.asgi import application
 from webapp.training import services
+from webapp.web import sockets
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.timeout(60)]
 
 
 def connect(run_id, token, query=""):
-    return WebsocketCommunicator(application, f"/ws/runs/{run_id}/?token={token}{query}",
-                                 headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
+    return CheckedCommunicator("run", f"/ws/runs/{run_id}/?token={token}{query}")
 
 
 def no_clock(snapshot):
@@ -99,11 +99,9 @@ async def test_bad_messages_and_foreign_runs(run, api_token, django_user_model):
 
 
 async def test_a_run_too_big_for_one_message_is_referred_to_http(run, api_token, iterations, monkeypatch):
-    from webapp.training import consumers
-
     for doc in iterations:
         await database_sync_to_async(services.do_record_iteration)(run, doc)
-    monkeypatch.setattr(consumers, "MAX_SOCKET_BYTES", 2000)
+    monkeypatch.setattr(sockets, "MAX_SOCKET_BYTES", 2000)
     ws = connect(run.pk, api_token)
     await ws.connect()
     referred = await ws.receive_json_from(timeout=10)

@@ -1,13 +1,24 @@
 """The review activity feed of a project, and links to review targets: what the websocket
-consumer needs, without the rest of the review (which depends on webapp.counterfactuals)."""
+consumer needs, without the rest of the review (which depends on webapp.counterfactuals).
+
+The feed's live protocol (`/ws/projects/<id>/`, docs/architecture.md "Live protocol"): its seq is
+the id of the project's latest Activity row (ids only grow, so "everything after N" is a filter;
+a project's seqs have holes where other projects' activities took ids).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.urls import NoReverseMatch, reverse
 
 from .models import Activity, TargetKind
+
+#: Activities in a snapshot: the most recent ones (older ones are read over HTTP, `before=`).
+SNAPSHOT_ACTIVITIES = 50
+#: A resume that missed more activities than this is answered with a snapshot.
+MAX_RESUME = 200
 
 
 def target_link(kind: str, target_id: str, trace_id: int | None) -> str:
@@ -56,3 +67,36 @@ def list_activity(project_id: int, *, before: int | None = None, after: int | No
     if before is not None:
         qs = qs.filter(pk__lt=before)
     return list(qs.order_by("-id")[:limit])
+
+
+# --- live protocol -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProjectFeed:
+    """The object of a `/ws/projects/<id>/` connection: the project's id and its feed's seq."""
+
+    pk: int
+    seq: int
+
+
+def last_activity_id(project_id: int) -> int:
+    """The id of the project's latest activity (its feed's seq); 0 without any."""
+    return Activity.objects.filter(project_id=project_id).order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def get_snapshot(project_id: int) -> dict[str, Any]:
+    """`{"type": "snapshot", "seq": N, "project": id, "activities": [...]}`: the SNAPSHOT_ACTIVITIES
+    most recent activities (activity_wire), oldest first; N is the latest one's id (0 without any)."""
+    activities = list_activity(project_id, limit=SNAPSHOT_ACTIVITIES)[::-1]
+    return {"type": "snapshot", "seq": activities[-1].pk if activities else 0, "project": project_id,
+            "activities": [activity_wire(a) for a in activities]}
+
+
+def get_delta_since(project_id: int, seq: int) -> dict[str, Any]:
+    """`{"type": "delta", "seq": N, "project": id, "activities": [...]}`: the activities after `seq`,
+    oldest first, N the latest one's id (`seq` when there is none); a snapshot past MAX_RESUME."""
+    activities = list_activity(project_id, after=seq, limit=MAX_RESUME + 1)
+    if len(activities) > MAX_RESUME:
+        return get_snapshot(project_id)
+    return {"type": "delta", "seq": activities[-1].pk if activities else seq, "project": project_id,
+            "activities": [activity_wire(a) for a in activities]}

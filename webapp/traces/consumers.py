@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from webapp.web.broadcast import trace_group
-from webapp.web.sockets import MAX_SOCKET_EVENTS, SequencedConsumer
+from webapp.web.sockets import SequencedConsumer
 
 from . import access, services
 
@@ -12,6 +12,7 @@ class TraceConsumer(SequencedConsumer):
     """One connection per viewer of one trace (`/ws/traces/<id>/`, swarmscope.protocol messages)."""
 
     url_kwarg = "trace_id"
+    snapshot_path = "/api/traces/{pk}/snapshot/"
 
     @property
     def trace(self):
@@ -28,15 +29,6 @@ class TraceConsumer(SequencedConsumer):
 
     def group_for(self, target) -> str:
         return trace_group(target.pk)
-
-    async def _send_or_refer(self, message: dict):
-        """Send a snapshot or catch-up delta, or, when it would exceed a websocket message, tell the
-        client to load the snapshot over HTTP (it then continues from that snapshot's seq)."""
-        if len(message["events"]) <= MAX_SOCKET_EVENTS:
-            await self.send_json(message)
-            return
-        await self.send_json({"type": "error", "code": "snapshot_too_large", "seq": message["seq"],
-                              "message": f"GET /api/traces/{self.trace.pk}/snapshot/, then connect with ?seq=N"})
 
     async def trace_delta(self, message):
         await self.forward_delta(message)

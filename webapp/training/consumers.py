@@ -3,32 +3,18 @@
 
 from __future__ import annotations
 
-import json
-
 from webapp.accounts.services import check_token, project_ids_for
 from webapp.web.broadcast import run_group
 from webapp.web.sockets import SequencedConsumer
 
 from . import services
 
-#: Snapshots and catch-up deltas bigger than this (bytes of JSON) exceed a websocket message
-#: (Daphne's limit is 1 MiB): the client loads them from GET /api/runs/<id>/snapshot/ and connects
-#: with `?seq=N`, as for traces.
-MAX_SOCKET_BYTES = 800_000
-
 
 class RunConsumer(SequencedConsumer):
     """One connection per viewer of one run; authorised like the trace socket (session or `?token=`)."""
 
     url_kwarg = "run_id"
-
-    async def _send_or_refer(self, message: dict):
-        text = json.dumps(message)
-        if len(text) <= MAX_SOCKET_BYTES:
-            await self.send(text_data=text)
-            return
-        await self.send_json({"type": "error", "code": "snapshot_too_large", "seq": message["seq"],
-                              "message": f"GET /api/runs/{self.target.pk}/snapshot/, then connect with ?seq=N"})
+    snapshot_path = "/api/runs/{pk}/snapshot/"
 
     def get_authorised(self, pk: int):
         raw = self._query("token")

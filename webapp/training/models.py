@@ -1,6 +1,6 @@
 """Training runs of an orchestrator policy, their iterations, and the sample episodes they keep.
 
-A run's state lives here (DESIGN.md "Job durability"): the Celery task re-reads it, a cancel is a
+A run's state lives here (docs/architecture.md "Paths through the app"): the Celery task re-reads it, a cancel is a
 status the task polls, and resuming continues from the checkpoint under SWARMSCOPE_DATA_DIR. Every
 write gives the run its next `seq`; an iteration row carries the `seq` that wrote it, so "what came
 after seq N" is a filter (the live protocol of `/ws/runs/<id>/`, swarmscope.protocol).

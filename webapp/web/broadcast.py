@@ -1,4 +1,4 @@
-"""The only code that sends to channel groups (STYLE.md rule 3). Called after commit.
+"""The only code that sends to channel groups (docs/architecture.md "Live protocol"). Called after commit.
 
 Every function here never raises: a channel layer that is down must not fail a write that has
 committed; viewers catch up through `resume` (or a reload) when they reconnect.
@@ -12,6 +12,8 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+
+from .sockets import MAX_SOCKET_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +46,13 @@ def _send(trace_id: int, message: dict[str, Any]) -> None:
 def _delta_message(kind: str, delta: dict[str, Any]) -> dict[str, Any]:
     """A group message carrying `delta` as JSON text, encoded once here and forwarded as is by each
     viewer's consumer (`SequencedConsumer.forward_delta`), rather than decoded and re-encoded
-    per viewer; past INLINE_EVENT_LIMIT events, only its seq (consumers read the database)."""
+    per viewer; past INLINE_EVENT_LIMIT events or MAX_SOCKET_BYTES of JSON, only its seq
+    (consumers read the database, and refer the client to HTTP when it is too big for a socket)."""
     message: dict[str, Any] = {"type": kind, "seq": delta["seq"]}
     if len(delta.get("events", ())) <= INLINE_EVENT_LIMIT:
-        message["text"] = json.dumps(delta)
+        text = json.dumps(delta)
+        if len(text) <= MAX_SOCKET_BYTES:
+            message["text"] = text
     return message
 
 
@@ -62,7 +67,7 @@ def broadcast_trace_reset(trace_id: int, seq: int) -> None:
 
 
 def broadcast_job(trace_id: int, job: dict[str, Any]) -> None:
-    """Send a counterfactual job's state (`webapp.counterfactuals.services.job_wire`) to the viewers of
+    """Send a counterfactual job's state (`webapp.counterfactuals.wire.job_wire`) to the viewers of
     its trace; the job's state is also in the database for a reload."""
     _send(trace_id, {"type": "job.progress", "job": job})
 
@@ -77,6 +82,8 @@ def project_group(project_id: int) -> str:
 
 
 def broadcast_project_activity(project_id: int, activity: dict[str, Any]) -> None:
-    """Send a review activity (`webapp.review.services.activity_wire`) to the project's viewers
-    (`/ws/projects/<id>/`); it is also in the database for the feed and for `resume`."""
-    _send_group(project_group(project_id), {"type": "review.activity", "activity": activity})
+    """Send a review activity (`webapp.review.feed.activity_wire`) to the project's viewers
+    (`/ws/projects/<id>/`) as a delta numbered by the activity's id; it is also in the database
+    for the feed and for `resume`."""
+    delta = {"type": "delta", "seq": activity["id"], "project": project_id, "activities": [activity]}
+    _send_group(project_group(project_id), _delta_message("review.activity", delta))

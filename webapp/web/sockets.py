@@ -1,4 +1,5 @@
-"""The consumer base of every live socket: snapshot + numbered deltas + resume (docs/architecture.md)."""
+"""The consumer base of every live socket: snapshot + numbered deltas + resume (docs/architecture.md
+"Live protocol"; message schemas in swarmscope.protocol_schema)."""
 
 from __future__ import annotations
 
@@ -7,23 +8,30 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-#: Bigger snapshots and catch-up deltas exceed a websocket message (Daphne's limit is 1 MiB): clients fetch them over
-#: HTTP and connect with `?seq=N`.
-MAX_SOCKET_EVENTS = 3000
+#: The largest snapshot or catch-up delta a socket sends, in bytes of its JSON text (below Daphne's
+#: 1 MiB message limit). Bigger ones are answered with a `snapshot_too_large` referral: the client
+#: loads the state over HTTP (`SequencedConsumer.snapshot_path`) and connects with `?seq=N`.
+MAX_SOCKET_BYTES = 800_000
 
 
 class SequencedConsumer(AsyncJsonWebsocketConsumer):
-    """The snapshot + numbered deltas + resume protocol (DESIGN.md "Live protocol") for one object.
+    """The snapshot + numbered deltas + resume protocol for one object (`/ws/traces/`, `/ws/runs/`,
+    `/ws/projects/`).
 
-    Subclasses name the URL keyword (`url_kwarg`) and implement `get_authorised(pk)` (the object
-    if the session user or `?token=` may read it, else None; sync), `get_snapshot(obj)` and
-    `get_delta_since(obj, seq)` (sync), and `group_for(obj)`. Authorised on connect and again on
-    every message; unknown or foreign objects close with code 4404. A group message
-    `{"seq": N, "text": "<delta as JSON>"}` handled by `forward_delta` is sent as is when it is the
-    next one, and a gap (or a message without text) is filled from the database. Bad client messages get an `error` message, never a crash.
+    Subclasses name the URL keyword (`url_kwarg`), the HTTP path of the state (`snapshot_path`,
+    formatted with `pk`), and implement `get_authorised(pk)` (the object, with `pk` and its current
+    `seq`, if the session user or `?token=` may read it, else None; sync), `get_snapshot(obj)` and
+    `get_delta_since(obj, seq)` (sync; a delta, or a snapshot when `seq` cannot be answered with
+    one), and `group_for(obj)`. Authorised on connect and again on every message; unknown or
+    foreign objects close with code 4404. A group message `{"seq": N, "text": "<delta as JSON>"}`
+    handled by `forward_delta` is sent as is when it is the next one; a gap (or a message without
+    text) is filled from the database. Snapshots and catch-up deltas over MAX_SOCKET_BYTES are
+    answered with `{"type": "error", "code": "snapshot_too_large", "seq": N, "message": ...}`.
+    Bad client messages get an `error` message, never a crash.
     """
 
     url_kwarg = "pk"
+    snapshot_path = ""
     target = None
     last_seq = -1
 
@@ -51,7 +59,7 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         seq = self._query("seq")
         if seq is not None and seq.isdigit() and int(seq) <= self.target.seq:
-            # The client loaded the snapshot over HTTP (large traces exceed a websocket frame):
+            # The client loaded the snapshot over HTTP (large states exceed a websocket message):
             # it needs only what came after.
             self.last_seq = int(seq)
             await self._send_since(self.last_seq)
@@ -77,7 +85,16 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
             await self._send_or_refer(delta)
 
     async def _send_or_refer(self, message: dict):
-        await self.send_json(message)
+        """Send a snapshot or catch-up delta, or, when its JSON exceeds MAX_SOCKET_BYTES, the
+        referral to load the state over HTTP (the client then continues from the referral's seq)."""
+        text = await self.encode_json(message)
+        # json.dumps escapes non-ASCII characters (ensure_ascii), so characters are bytes here.
+        if len(text) <= MAX_SOCKET_BYTES:
+            await self.send(text_data=text)
+            return
+        await self.send_json({"type": "error", "code": "snapshot_too_large", "seq": message["seq"],
+                              "message": f"GET {self.snapshot_path.format(pk=self.target.pk)}, "
+                                         "then connect with ?seq=N"})
 
     async def receive_json(self, content, **kwargs):
         if await database_sync_to_async(self.get_authorised)(self.target.pk) is None:
@@ -99,6 +116,9 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "message": "messages must be JSON (not nested too deeply)"})
 
     async def forward_delta(self, message):
+        """Send the group message `{"seq": N, "text": ...}` (webapp.web.broadcast) when it is the
+        next delta; otherwise (a gap, a seq space with holes, no text) send what the database has
+        after the last seq sent."""
         seq = message["seq"]
         if seq <= self.last_seq:
             return
