@@ -55,7 +55,7 @@ VIEWPORT = {"width": 1600, "height": 1000}
 SIZES = ((300, 4000, 2000.0), (1000, 20000, 5000.0))
 FRAME_TARGET_MS = 150.0
 #: Above this many events the page's level of detail folds lanes (DEFAULT_LOD_THRESHOLD in
-#: static/js/graph_model.js).
+#: static/js/model/level_of_detail.js).
 LOD_THRESHOLD = 5000
 #: Bounds on every wait in the page, in ms.
 PAGE_TIMEOUT_MS = 120_000

@@ -1,8 +1,8 @@
-"""A Python viewer of `/ws/traces/<id>/` that resumes as the browser does (static/js/live_connection.js
+"""A Python viewer of `/ws/traces/<id>/` that resumes as the browser does (static/js/lib/live_connection.js
 and the trace page): it keeps the last sequence number it applied and, when the socket drops,
 reconnects with `?seq=N` (backoff 0.1 s doubling to 2 s) and gets what it missed
 (webapp/web/sockets.py); when the server answers `snapshot_too_large` (what it missed exceeds a
-websocket message), it loads the snapshot over HTTP before reading on, as static/js/trace_page.js
+websocket message), it loads the snapshot over HTTP before reading on, as static/js/pages/trace_page.js
 does. Used by the deployment tests and bench/bench_fanout.py.
 """
 

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { backoffDelay, LiveConnection, websocketUrl } from "../../static/js/live_connection.js";
+import { backoffDelay, LiveConnection, websocketUrl } from "../../static/js/lib/live_connection.js";
 
 class FakeSocket {
   static all = [];

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 
 import { TraceModel } from "../../static/js/model/trace_model.js";
-import { applyRunDelta, shouldApply } from "../../static/js/runs_model.js";
+import { applyRunDelta, shouldApply } from "../../static/js/model/runs_model.js";
 
 const GOLDEN = JSON.parse(readFileSync(new URL("../fixtures/live_protocol_golden.json", import.meta.url)));
 

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { feedStep, tallyText, targetKey, threadOrder } from "../../static/js/review.js";
+import { feedStep, tallyText, targetKey, threadOrder } from "../../static/js/panels/review.js";
 
 const comment = (id, kind, targetId, parent = null) => ({ id, parent, target: { kind, id: targetId, trace: 1 } });
 

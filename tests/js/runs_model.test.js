@@ -4,7 +4,7 @@ import test from "node:test";
 import {
   applyRunDelta, curveOf, etaText, formatEta, groupBand, interpolate, metricSeries, shareSeries, shouldApply, stopCurves,
   tQuantile975,
-} from "../../static/js/runs_model.js";
+} from "../../static/js/model/runs_model.js";
 
 const it = (n, steps, reward, extra = {}) => ({ iteration: n, env_steps: steps, metrics: { reward }, stop: {}, credit: {},
   episodes: [], seq: n + 1, ...extra });

@@ -4,7 +4,7 @@
  */
 
 import { el } from "../lib/dom.js";
-import { TRAINING_CHARTS, curveOf, groupBand, interpolate } from "../runs_model.js";
+import { TRAINING_CHARTS, curveOf, groupBand, interpolate } from "../model/runs_model.js";
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9"];
 const METRICS = [...TRAINING_CHARTS.flatMap((c) => c.series)];

@@ -4,7 +4,7 @@
  * reload every few seconds; the run page itself is live).
  */
 
-import { etaText } from "../runs_model.js";
+import { etaText } from "../model/runs_model.js";
 
 for (const cell of document.querySelectorAll("[data-eta]")) cell.textContent = etaText(cell.dataset.eta);
 

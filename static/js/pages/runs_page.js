@@ -6,8 +6,8 @@
 
 import { el } from "../lib/dom.js";
 import { formatNumber } from "../lib/format.js";
-import { LiveConnection, websocketUrl, withParam } from "../live_connection.js";
-import { TRAINING_CHARTS, applyRunDelta, formatEta, metricSeries, shareSeries, shouldApply, stopCurves } from "../runs_model.js";
+import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
+import { TRAINING_CHARTS, applyRunDelta, formatEta, metricSeries, shareSeries, shouldApply, stopCurves } from "../model/runs_model.js";
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#c2255c", "#5c940d", "#868e96"];
 const ACTIVE = new Set(["queued", "running", "cancelling"]);

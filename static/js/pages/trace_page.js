@@ -26,7 +26,7 @@ import { formatNumber } from "../lib/format.js";
 import { TraceModel } from "../model/trace_model.js";
 import { Inspector } from "../panels/inspector.js";
 import { JobHistory } from "../panels/job_history.js";
-import { LiveConnection, websocketUrl, withParam } from "../live_connection.js";
+import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
 import { MetricsPanel } from "../panels/metrics_panel.js";
 import { Timeline } from "../views/timeline.js";
 

@@ -13,8 +13,8 @@
  * set as text.
  */
 
-import { csrfToken, el } from "./lib/dom.js";
-import { LiveConnection, websocketUrl } from "./live_connection.js";
+import { csrfToken, el } from "../lib/dom.js";
+import { LiveConnection, websocketUrl } from "../lib/live_connection.js";
 
 /** The key of a review target: "trace", "event:<id>" or "attribution:<id>". */
 export function targetKey(target) {
