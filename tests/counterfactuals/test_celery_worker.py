@@ -13,7 +13,7 @@ from tests.servers import app_env, start_worker, stop
 from tests.traces.test_celery_worker import broker_url, database_url  # noqa: F401 - a fixture
 from webapp.counterfactuals import services, tasks
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(180)]
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from trainer.rollout.sim import SimRollout
 from webapp.counterfactuals import services, tasks
 from webapp.counterfactuals.models import Attribution, CounterfactualJob
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(240)]
 
 N, CHUNK, STALE_S, SEED = 32, 4, 3, 11
 SAMPLE_DELAY_S = 0.15

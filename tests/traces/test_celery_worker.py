@@ -20,7 +20,7 @@ from webapp.traces.models import Trace
 from webapp.traces.tasks import derive_spans, refresh_metrics
 from webapp.web.jobs import enqueue
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(180)]
 
 
 @pytest.fixture

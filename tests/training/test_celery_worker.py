@@ -21,7 +21,7 @@ from tests.training.conftest import TINY
 from webapp.training import services, tasks
 from webapp.training.models import Run
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(300)]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from tests.training.conftest import TINY
 from webapp.training import services
 from webapp.training.models import Run
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(180)]
 
 
 def test_cli_streams_a_run_into_the_app(live_server, api_token, tmp_path, project):
