@@ -19,7 +19,9 @@ import json
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +81,8 @@ class SwarmscopeClient:
         body = {"name": name, "system": system, "source_id": source_id, "attributes": attributes or {}}
         return self._request("POST", "/api/traces/", json.dumps(body).encode())["trace"]
 
-    def send_batch(self, trace_id: int, events: list[dict[str, Any]], *, edges: list[dict[str, str]] = (),
-                   agents: list[dict[str, Any]] = (), labels: list[dict[str, Any]] = ()) -> dict[str, Any]:
+    def send_batch(self, trace_id: int, events: list[dict[str, Any]], *, edges: Sequence[dict[str, str]] = (),
+                   agents: Sequence[dict[str, Any]] = (), labels: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
         """Append one batch of events (native event dicts) and edges; returns `{seq, events_added, ...}`."""
         body = {"events": list(events), "edges": list(edges), "agents": list(agents), "labels": list(labels)}
         return self._request("POST", f"/api/traces/{trace_id}/events/", json.dumps(body).encode())
@@ -88,7 +90,7 @@ class SwarmscopeClient:
     def upload(self, path: str | Path) -> dict[str, Any]:
         """Import a trace file of any supported format; returns the per-file report."""
         path = Path(path)
-        return self._request("POST", f"/api/traces/upload/?filename={urllib.request.quote(path.name)}",
+        return self._request("POST", f"/api/traces/upload/?filename={urllib.parse.quote(path.name)}",
                              path.read_bytes(), content_type="application/octet-stream")
 
     def get_trace(self, trace_id: int) -> dict[str, Any]:

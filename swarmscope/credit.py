@@ -336,12 +336,12 @@ def play_chunk(estimator: Callable[..., list[Attribution]], game: CoalitionGame,
     alone: `leave_one_out`, `shapley_permutation` and `kernel_shap` (k = 1), `shapley_2additive`
     (k = `design_size(n_players)`). One `game` call per chunk (none when no row is played); with
     `coalition_game`, one rollout call per distinct coalition among the played rows."""
-    indices = np.asarray(indices)
+    played = np.asarray(indices)
 
     def chunk_game(kept: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         seeds = np.asarray(seeds)
         rewards = np.zeros(len(seeds))
-        rows = np.isin((seeds - first_seed) // seeds_per_sample, indices)
+        rows = np.isin((seeds - first_seed) // seeds_per_sample, played)
         if rows.any():
             rewards[rows] = game(np.asarray(kept)[rows], seeds[rows])
         return rewards

@@ -137,8 +137,9 @@ def longest_path(dag: nx.DiGraph, order: list[Event],
         via[event.id] = start
     if not best:
         return 0.0, []
-    end: str | None = max(best, key=best.__getitem__)
-    total = best[end]
+    last = max(best, key=best.__getitem__)
+    total = best[last]
+    end: str | None = last
     path = []
     while end is not None:
         path.append(end)

@@ -71,7 +71,8 @@ def critical_steps(source: Trace | TraceGraph) -> int | None:
     graph = TraceGraph.of(source)
     if not graph.orchestrators:
         return None
-    total, main, lanes = 0, 0, Counter()
+    total, main = 0, 0
+    lanes: Counter[str] = Counter()
     for event in graph.order:
         if event.agent in graph.orchestrators:
             total += main + max(lanes.values(), default=0)
@@ -97,6 +98,8 @@ def parallelism_efficiency(source: Trace | TraceGraph) -> float | None:
     counts over critical steps instead. None when the denominator is 0 or undefined.
     """
     graph = TraceGraph.of(source)
+    serial: float
+    parallel: float | None
     if has_durations(graph.trace):
         serial = sum(event_duration(event) for event in graph.order)
         parallel = critical_path(graph)[0]
@@ -234,11 +237,11 @@ def agents_alive(source: Trace | TraceGraph) -> list[tuple[float, int]]:
     for name in declared.keys() | first.keys():
         agent = declared.get(name)
         start = agent.spawned_at if agent and agent.spawned_at is not None else first.get(name)
-        end = agent.despawned_at if agent and agent.despawned_at is not None else last.get(name)
-        if start is None or end is None or end <= start:
+        stop = agent.despawned_at if agent and agent.despawned_at is not None else last.get(name)
+        if start is None or stop is None or stop <= start:
             continue
         changes[float(start)] += 1
-        changes[float(end)] -= 1
+        changes[float(stop)] -= 1
     steps, alive = [], 0
     for t in sorted(changes):
         if changes[t]:

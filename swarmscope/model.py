@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 #: The survey schema's ten event types plus `delegate` (O2) and `stop` (O5).
 SURVEY_EVENT_TYPES = (
@@ -252,6 +252,12 @@ def estimate_tokens(text: str | None) -> int:
     return math.ceil(len(text) / 4) if text else 0
 
 
+@overload
+def _number(value: Any, *, name: str, index: int | None, event_id: str | None, kind: str = "event",
+            optional: Literal[False] = False) -> float: ...
+@overload
+def _number(value: Any, *, name: str, index: int | None, event_id: str | None, kind: str = "event",
+            optional: bool) -> float | None: ...
 def _number(value: Any, *, name: str, index: int | None, event_id: str | None, kind: str = "event",
             optional: bool = False) -> float | None:
     if value is None and optional:
@@ -265,6 +271,12 @@ def _number(value: Any, *, name: str, index: int | None, event_id: str | None, k
     return float(value)
 
 
+@overload
+def _string(value: Any, *, name: str, index: int | None, event_id: str | None,
+            optional: Literal[False]) -> str: ...
+@overload
+def _string(value: Any, *, name: str, index: int | None, event_id: str | None,
+            optional: bool = True) -> str | None: ...
 def _string(value: Any, *, name: str, index: int | None, event_id: str | None,
             optional: bool = True) -> str | None:
     if value is None and optional:
@@ -288,7 +300,7 @@ def event_from_dict(data: Any, index: int | None = None) -> Event:
     event_id = raw_id if isinstance(raw_id, str) else None
     if "id" not in data:
         raise TraceValidationError("is required", index=index, field="id")
-    _string(raw_id, name="id", index=index, event_id=None, optional=False)
+    checked_id = _string(raw_id, name="id", index=index, event_id=None, optional=False)
     for required in ("t", "type", "agent"):
         if required not in data:
             raise TraceValidationError("is required", index=index, event_id=event_id, field=required)
@@ -317,7 +329,7 @@ def event_from_dict(data: Any, index: int | None = None) -> Event:
                                    field="attributes")
     extra = {k: v for k, v in data.items() if k not in EVENT_FIELDS and k != "attributes"}
     return Event(
-        id=raw_id,
+        id=checked_id,
         t=t,
         t_end=t_end,
         type=etype,

@@ -58,6 +58,8 @@ from trainer.sim.tasks import Task
 #: Moves of the action head, in logit order.
 MOVES = ("spawn_solver", "spawn_expert", "spawn_verifier", "delegate", "message", "aggregate", "stop")
 SPAWN_SOLVER, SPAWN_EXPERT, SPAWN_VERIFIER, DELEGATE, MESSAGE, AGGREGATE, STOP = range(len(MOVES))
+#: The role each spawn move spawns, indexed by move (SPAWN_SOLVER .. SPAWN_VERIFIER).
+SPAWN_ROLES = ("solver", "expert", "verifier")
 #: The decision kind of each move (spawn / delegate / message / aggregate / stop).
 MOVE_KIND = ("spawn", "spawn", "spawn", "delegate", "message", "aggregate", "stop")
 STOP_MODES = ("learned", "rule", "none")
@@ -141,7 +143,7 @@ class OrchestratorState:
     def action(self, move: int) -> Action:
         """The SwarmSim action of `move` (legal per `legal`)."""
         if move <= SPAWN_VERIFIER:
-            return spawn(("solver", "expert", "verifier")[move])
+            return spawn(SPAWN_ROLES[move])
         if move == DELEGATE:
             return delegate(self.next_subtask, self.target())
         if move == MESSAGE:
@@ -153,7 +155,7 @@ class OrchestratorState:
         action = self.action(move)
         self.env.step(action)
         if move <= SPAWN_VERIFIER:
-            role = action.role
+            role = SPAWN_ROLES[move]
             self.roles[role] += 1
             if role != "verifier":
                 self.workers.append(f"{role}_{self.roles[role]}")
@@ -232,7 +234,8 @@ class Played:
     `features` (T, F), `masks` (T, M), `moves` (T,), `logp` (T,) (of a non-stop move: its
     log-probability given no stop, what PPO's ratio uses; of a stop: log p(stop)), `values` (T,),
     `continuation` (T,) C(s), `p_stop` (T,); `sampled` (T,) bool: drawn from the policy (not forced);
-    `env_steps`: steps simulated after the `fork` (the steps before it replay a known prefix)."""
+    `env_steps`: steps simulated after the `fork` (the steps before it replay a known prefix);
+    `episode`: the finished episode, set by `play` when the game ends (unset before)."""
 
     env: SwarmEnv
     state: OrchestratorState
@@ -245,7 +248,7 @@ class Played:
     p_stop: list[float] = field(default_factory=list)
     sampled: list[bool] = field(default_factory=list)
     env_steps: int = 0
-    episode: Episode | None = None
+    episode: Episode = field(init=False)
 
 
 @dataclass(frozen=True)
@@ -343,5 +346,5 @@ def moves_of(game: Played) -> tuple[int, ...]:
 
 def _move_of(action: Action) -> int:
     if action.kind == "spawn":
-        return ("solver", "expert", "verifier").index(action.role)
+        return SPAWN_ROLES.index(action.role)
     return {"delegate": DELEGATE, "message": MESSAGE, "aggregate": AGGREGATE, "stop": STOP}[action.kind]

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from swarmscope.model import Trace, TraceValidationError, validate_trace
 

@@ -43,9 +43,9 @@ def sniff(doc: Any) -> bool:
     return _traces(doc) is not None
 
 
-def split(doc: Any) -> dict[str, list[dict]]:
-    """Trace id (hex) -> records `{"span": <Jaeger span>, "process": <its process or None>}`."""
-    chunks: dict[str, list[dict]] = {}
+def split(doc: Any) -> dict[str | None, list[dict]]:
+    """Trace id (hex; None when empty) -> records `{"span": <Jaeger span>, "process": <its process or None>}`."""
+    chunks: dict[str | None, list[dict]] = {}
     for trace in _traces(doc) or []:
         processes = trace["processes"] if isinstance(trace.get("processes"), dict) else {}
         for span in trace["spans"]:
@@ -99,7 +99,8 @@ def _span(trace_id: str, span: dict, process: dict | None) -> Span:
     if tags.get("error") in (True, "true") or status == "ERROR":
         error = str(tags.get("otel.status_description") or tags.get("error.message") or "")
     events = []
-    for log in span.get("logs") if isinstance(span.get("logs"), list) else []:
+    logs = span.get("logs")
+    for log in logs if isinstance(logs, list) else []:
         if isinstance(log, dict):
             fields = _values(log.get("fields"))
             timestamp = log.get("timestamp")

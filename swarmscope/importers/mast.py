@@ -34,7 +34,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from swarmscope.model import (
     Agent,
@@ -226,7 +226,7 @@ def _json_trajectory(text: str) -> list[tuple[int, int, Any]] | None:
     decoder, separator = json.JSONDecoder(), re.compile(r"[\s,]*")
     spans, position = [], opening.end()
     for _ in doc["trajectory"]:
-        position = separator.match(text, position).end()
+        position = cast(re.Match[str], separator.match(text, position)).end()  # `[\s,]*` matches anywhere
         try:
             item, end = decoder.raw_decode(text, position)
         except ValueError:
@@ -297,8 +297,8 @@ def _trace(record: dict[str, Any]) -> Trace:
         agent = agents.setdefault(event.agent, Agent(name=event.agent))
         agent.role = agent.role or event.role
     annotations = [_annotation(a) for a in record.get("annotations") or [] if isinstance(a, dict)]
-    attributes = {key: _json_safe(record[key]) for key in ("round", "mas_name", "benchmark_name", "trace_id")
-                  if key in record}
+    attributes: dict[str, Any] = {key: _json_safe(record[key])
+                                  for key in ("round", "mas_name", "benchmark_name", "trace_id") if key in record}
     log_fields = _log_fields(text)
     if log_fields:
         attributes["log_fields"] = log_fields

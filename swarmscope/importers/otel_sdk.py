@@ -38,9 +38,9 @@ def sniff(doc: Any) -> bool:
     return bool(records) and all(_is_span(r) for r in records)
 
 
-def split(doc: Any) -> dict[str, list[dict]]:
-    """Trace id (hex) -> the span records of that trace, in file order."""
-    chunks: dict[str, list[dict]] = {}
+def split(doc: Any) -> dict[str | None, list[dict]]:
+    """Trace id (hex; None when empty) -> the span records of that trace, in file order."""
+    chunks: dict[str | None, list[dict]] = {}
     for record in doc if isinstance(doc, list) else [doc]:
         chunks.setdefault(hex_id(record["context"]["trace_id"], 16, prefix=True), []).append(record)
     return chunks

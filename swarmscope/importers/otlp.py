@@ -170,7 +170,8 @@ def span_from_json(span: dict, resource: dict[str, Any]) -> Span:
     ValueError on a missing or malformed id or time."""
     start = unix_nano(_get(span, "startTimeUnixNano"), "startTimeUnixNano")
     end = unix_nano(_get(span, "endTimeUnixNano") or start, "endTimeUnixNano")
-    events = span.get("events") if isinstance(span.get("events"), list) else []
+    raw_events = span.get("events")
+    events = raw_events if isinstance(raw_events, list) else []
     trace_id = json_id(_get(span, "traceId"), 16, "traceId")
     if trace_id is None:
         raise ValueError("traceId is empty")

@@ -12,7 +12,7 @@ environment step (the replayed prefix before the fork does not: it is the factua
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -77,16 +77,16 @@ def decision_credit(policy: OrchestratorPolicy, game: Played, reward: float, con
 def agents_of_decisions(episode: Episode) -> list[str]:
     """The agent each decision concerns: the spawned agent, the delegate, the message's receiver,
     or the orchestrator (aggregate, stop)."""
-    count: dict[str, int] = {}
-    names = []
+    count: dict[str | None, int] = {}
+    names: list[str] = []
     for action in episode.actions:
         if action.kind == "spawn":
             count[action.role] = count.get(action.role, 0) + 1
             names.append(action.agent or f"{action.role}_{count[action.role]}")
-        elif action.kind == "delegate":
-            names.append(action.agent)
+        elif action.kind == "delegate":  # the episode ran it: SwarmEnv checked the agents it names
+            names.append(cast(str, action.agent))
         elif action.kind == "message":
-            names.append(action.to)
+            names.append(cast(str, action.to))
         else:
             names.append("orchestrator")
     return names

@@ -66,7 +66,8 @@ def stop_hindsight(episode: Episode, weights: Mapping[str, float]) -> StopOutcom
         t_star = max(t for t, a in enumerate(actions[:answer_at]) if a.kind == "delegate") + 1 if n else 0
     else:
         path = actions[:answer_at]
-        workers, count = [], {}
+        workers: list[str] = []
+        count: dict[str | None, int] = {}
         for action in path:
             if action.kind == "spawn":
                 count[action.role] = count.get(action.role, 0) + 1
@@ -75,8 +76,9 @@ def stop_hindsight(episode: Episode, weights: Mapping[str, float]) -> StopOutcom
             elif action.kind == "despawn" and action.agent in workers:
                 workers.remove(action.agent)
         if not workers:
-            path.append(spawn("solver", f"solver_{count.get('solver', 0) + 1}"))
-            workers.append(path[-1].agent)
+            name = f"solver_{count.get('solver', 0) + 1}"
+            path.append(spawn("solver", name))
+            workers.append(name)
         missing = [i for i in range(n) if i not in delegated]
         path += [delegate(i, workers[k % len(workers)]) for k, i in enumerate(missing)]
         t_star = len(path)

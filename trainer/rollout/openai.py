@@ -71,7 +71,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -127,7 +127,7 @@ class ChatClient:
             raise ValueError("SWARMSCOPE_OPENAI_BASE_URL is not set")
         if not model:
             raise ValueError("SWARMSCOPE_OPENAI_MODEL is not set")
-        options = {"api_key": env.get("SWARMSCOPE_OPENAI_API_KEY", ""),
+        options: dict[str, Any] = {"api_key": env.get("SWARMSCOPE_OPENAI_API_KEY", ""),
                    "temperature": float(env.get("SWARMSCOPE_OPENAI_TEMPERATURE", 1.0)),
                    "max_tokens": int(env.get("SWARMSCOPE_OPENAI_MAX_TOKENS", 512)),
                    "timeout_s": float(env.get("SWARMSCOPE_OPENAI_TIMEOUT_S", 120))}
@@ -410,7 +410,8 @@ class OpenAIRollout:
 
     def speaker_messages(self, history: list[tuple[Event, str]], speakers: list[str]) -> list[dict[str, str]]:
         """The orchestrator's "who speaks next" prompt: its own view of `history`, then the question."""
-        return self.messages(self.orchestrator, history) + [{"role": "user", "content": speaker_question(speakers)}]
+        orchestrator = cast(str, self.orchestrator)  # asked only of a rollout with an orchestrator
+        return self.messages(orchestrator, history) + [{"role": "user", "content": speaker_question(speakers)}]
 
     def choose_speaker(self, history: list[tuple[Event, str]], speakers: list[str], seed: int) -> str | None:
         """The speaker the orchestrator picks after `history` (one request, n = 1, temperature 0,
@@ -578,10 +579,11 @@ class OpenAIRollout:
                 # Every sample has the same assumed history: one list of parts serves them all.
                 seen = shared + samples[0]
                 parts = self._turn_parts(agent, seen)
-                pick = self._turn_parts(self.orchestrator, seen) + [question] if self.orchestrator else None
+                orchestrator = self.orchestrator
+                pick = self._turn_parts(orchestrator, seen) + [question] if orchestrator else []
                 for seed in seeds:
-                    if self.orchestrator:
-                        requests.append(PlannedRequest("speaker", self.orchestrator, 1, int(seed), 0.0, pick, agent,
+                    if orchestrator:
+                        requests.append(PlannedRequest("speaker", orchestrator, 1, int(seed), 0.0, pick, agent,
                                                        functools.partial(self.speaker_messages, seen, speakers)))
                     requests.append(PlannedRequest("turn", agent, 1, int(seed), temperature, parts, answer,
                                                    functools.partial(self.messages, agent, seen)))

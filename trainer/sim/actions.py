@@ -9,6 +9,7 @@ orchestrator is `orchestrator`. A message carries an `item`: the key of a plante
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 ORCHESTRATOR = "orchestrator"
 ACTION_KINDS = ("spawn", "despawn", "delegate", "message", "aggregate", "stop")
@@ -42,7 +43,7 @@ class Action:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     @classmethod
-    def from_dict(cls, data: dict[str, str | int]) -> Action:
+    def from_dict(cls, data: dict[str, Any]) -> Action:
         """Inverse of `to_dict`. Raises ValueError for an unknown kind."""
         if data.get("kind") not in ACTION_KINDS:
             raise ValueError(f"action kind must be one of {ACTION_KINDS}, got {data.get('kind')!r}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -122,6 +122,11 @@ class Episode:
     config: SimConfig
 
 
+def _end(event: Event) -> float:
+    """`t_end` (seconds) of an event `SwarmEnv._emit` made: it always sets one."""
+    return cast(float, event.t_end)
+
+
 @dataclass
 class _AgentState:
     role: str
@@ -181,7 +186,7 @@ class SwarmEnv:
                       t_end=round(t + duration, 6), type=type_, agent=agent, role=state.role,
                       tokens=tokens, **fields)
         self.events.append(event)
-        state.free_at = max(state.free_at, event.t_end)
+        state.free_at = max(state.free_at, _end(event))
         if state.spawn_event is not None:
             self.edges.append(Edge(state.spawn_event, event.id, "spawn"))
             state.spawn_event = None
@@ -194,14 +199,15 @@ class SwarmEnv:
         """An orchestrator event at its clock `t`, which it advances by `decision_s`."""
         event = self._emit(id_, max(self.t, self.agents[ORCHESTRATOR].free_at), self.costs.decision_s,
                            type_, ORCHESTRATOR, self.costs.decision_tokens, **fields)
-        self.t = event.t_end
+        self.t = _end(event)
         return event
 
-    def _alive(self, name: str | None) -> _AgentState:
-        state = self.agents.get(name)
-        if state is None or not state.alive:
+    def _alive(self, name: str | None) -> tuple[str, _AgentState]:
+        """The name and state of the live agent `name`; raises InvalidAction when there is none."""
+        state = self.agents.get(name) if name is not None else None
+        if name is None or state is None or not state.alive:
             raise InvalidAction(f"no live agent {name!r}")
-        return state
+        return name, state
 
     def _bernoulli(self, key: str, p: float) -> bool:
         """Outcome `key` with success probability p: forced where `outcomes` names it, else u < p."""
@@ -225,36 +231,38 @@ class SwarmEnv:
         return self.done
 
     def _do_spawn(self, action: Action) -> None:
-        if action.role not in self.config.skills or action.role == "orchestrator":
-            raise InvalidAction(f"unknown role {action.role!r}")
-        number = self._spawned[action.role] = self._spawned.get(action.role, 0) + 1
-        name = action.agent or f"{action.role}_{number}"
+        role = action.role
+        if role is None or role not in self.config.skills or role == "orchestrator":
+            raise InvalidAction(f"unknown role {role!r}")
+        number = self._spawned[role] = self._spawned.get(role, 0) + 1
+        name = action.agent or f"{role}_{number}"
         if name in self.agents:
             raise InvalidAction(f"agent {name!r} exists")
-        event = self._decision(f"spawn:{name}", "spawn", to=name, content=f"spawn {action.role}")
-        state = self.agents[name] = _AgentState(action.role, self.config.skills[action.role], event.t_end,
+        event = self._decision(f"spawn:{name}", "spawn", to=name, content=f"spawn {role}")
+        state = self.agents[name] = _AgentState(role, self.config.skills[role], _end(event),
                                                 spawn_event=event.id)
-        self._trace_agents.append(Agent(name, role=action.role, parent=ORCHESTRATOR,
+        self._trace_agents.append(Agent(name, role=role, parent=ORCHESTRATOR,
                                         spawned_at=event.t, attributes={"skill": state.skill}))
 
     def _do_despawn(self, action: Action) -> None:
         if action.agent == ORCHESTRATOR:
             raise InvalidAction("the orchestrator cannot despawn itself")
-        self._alive(action.agent).alive = False
+        _, state = self._alive(action.agent)
+        state.alive = False
         event = self._decision(f"despawn:{action.agent}", "despawn", to=action.agent)
         next(a for a in self._trace_agents if a.name == action.agent).despawned_at = event.t
 
     def _do_message(self, action: Action) -> None:
-        sender, receiver = self._alive(action.agent), self._alive(action.to)
+        (agent, sender), (_, receiver) = self._alive(action.agent), self._alive(action.to)
         if action.agent == action.to or action.item is None:
             raise InvalidAction("a message needs an item and two different agents")
         start = max(self.t, sender.free_at)
         event = self._emit(f"message:{action.item}", start, self.costs.message_s, "message",
-                           action.agent, self.costs.message_tokens, from_=action.agent, to=action.to,
+                           agent, self.costs.message_tokens, from_=action.agent, to=action.to,
                            content=f"about {action.item}", attributes={"item": action.item})
         if action.agent == ORCHESTRATOR:
-            self.t = event.t_end
-        receiver.inbox.setdefault(action.item, event.t_end)
+            self.t = _end(event)
+        receiver.inbox.setdefault(action.item, _end(event))
         receiver.received.append(event.id)
         effect = self._planted.get(action.item)
         if effect is not None:
@@ -264,22 +272,22 @@ class SwarmEnv:
         i = action.subtask
         if i is None or not 0 <= i < len(self.task.subtasks) or i in self._delegated:
             raise InvalidAction(f"subtask {i!r} is unknown or already delegated")
-        solver = self._alive(action.agent)
+        agent, solver = self._alive(action.agent)
         if solver.role in ("orchestrator", "verifier"):
             raise InvalidAction(f"{action.agent} does not solve subtasks")
         subtask = self.task.subtasks[i]
         inputs_ready = all(d in self._delegated for d in subtask.deps)
-        self._delegated[i] = action.agent
+        self._delegated[i] = agent
         order = self._decision(f"delegate:{i}", "delegate", to=action.agent, content=f"solve subtask {i}",
                                attributes={"subtask": i, "inputs_ready": inputs_ready})
         solver.received.append(order.id)
         deps = [self._results[d] for d in subtask.deps if d in self._results]
-        start = max([order.t_end, solver.free_at] + [r[1] for r in deps] + list(solver.inbox.values()))
+        start = max([_end(order), solver.free_at] + [r[1] for r in deps] + list(solver.inbox.values()))
         bonus = gain(self._effects.get(i, ()), dict.fromkeys(solver.inbox, True))
         p = float(solve_probability(solver.skill, subtask.difficulty, bonus)) if inputs_ready else 0.0
         inputs_correct = inputs_ready and all(r[2] for r in deps)
-        result, correct = self._attempt(action.agent, i, 0, start, [r[0] for r in deps], p, inputs_correct)
-        t, accepted = result.t_end, None
+        result, correct = self._attempt(agent, i, 0, start, [r[0] for r in deps], p, inputs_correct)
+        t, accepted = _end(result), None
         verifiers = [name for name, s in self.agents.items() if s.alive and s.role == "verifier"]
         if verifiers:
             checker = verifiers[i % len(verifiers)]
@@ -289,20 +297,20 @@ class SwarmEnv:
                                content=f"check subtask {i}",
                                attributes={"subtask": i, "verdict": "reject" if caught else "accept"})
             self.edges.append(Edge(result.id, check.id, "causal"))
-            t = check.t_end
+            t = _end(check)
             if caught:
-                result, correct = self._attempt(action.agent, i, 1, t, [check.id], p, inputs_correct)
-                t = result.t_end
+                result, correct = self._attempt(agent, i, 1, t, [check.id], p, inputs_correct)
+                t = _end(result)
             else:
                 accepted = check.id
-        ret = self._emit(f"return:{i}", max(t, solver.free_at), 0.0, "return", action.agent,
+        ret = self._emit(f"return:{i}", max(t, solver.free_at), 0.0, "return", agent,
                          self.costs.return_tokens, from_=action.agent, to=ORCHESTRATOR,
                          content=f"answer to subtask {i}", attributes={"subtask": i})
         if accepted is not None:
             self.edges.append(Edge(accepted, ret.id, "causal"))
         catch = self.config.catch if verifiers else 0.0
         self._q[i] = p + (1 - p) * catch * p
-        self._results[i] = (ret.id, ret.t_end, correct)
+        self._results[i] = (ret.id, _end(ret), correct)
 
     def _attempt(self, agent: str, i: int, attempt: int, t: float, upstream: list[str], p: float,
                  inputs_correct: bool) -> tuple[Event, bool]:
@@ -314,7 +322,7 @@ class SwarmEnv:
                           attributes={"subtask": i, "attempt": attempt})
         self.edges += [Edge(src, call.id, "causal") for src in upstream]
         correct = inputs_correct and self._bernoulli(f"solve/{i}/{attempt}", p)
-        result = self._emit(f"result:{i}:{attempt}", call.t_end, 0.0, "tool_result", agent, 0, tool="solve",
+        result = self._emit(f"result:{i}:{attempt}", _end(call), 0.0, "tool_result", agent, 0, tool="solve",
                             content=f"result of subtask {i}",
                             attributes={"subtask": i, "attempt": attempt, "correct": correct,
                                         "status": "ok"})

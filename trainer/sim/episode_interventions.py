@@ -12,6 +12,7 @@ numbers): open loop replays the recorded actions after it, a `policy` chooses th
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 
@@ -39,10 +40,15 @@ def message_indices(actions: tuple[Action, ...] | list[Action]) -> list[int]:
     return [i for i, action in enumerate(actions) if action.kind == "message"]
 
 
+def message_item(action: Action) -> str:
+    """The item of a `message` action an episode ran (SwarmEnv rejects a message without one)."""
+    return cast(str, action.item)
+
+
 def _named_spawns(actions: list[Action]) -> list[Action]:
     """The actions with every spawn carrying its resolved agent name (numbered per role as
     `SwarmEnv` does), so dropping one spawn keeps the others' names."""
-    counts: dict[str, int] = {}
+    counts: dict[str | None, int] = {}
     named = []
     for action in actions:
         if action.kind == "spawn":
@@ -81,7 +87,7 @@ def intervene(episode: Episode, intervention: Intervention) -> tuple[int, list[A
             raise ValueError("replace needs an item")
         item = intervention.item
     else:
-        pool = sorted({m for e in episode.config.effects for m in e.members} | {message.item})
+        pool = sorted({m for e in episode.config.effects for m in e.members} | {message_item(message)})
         item = pool[int(uniform(episode.seed, f"resample/{index}") * len(pool))]
     return index, [replace(message, item=item)] + actions[index + 1:]
 

@@ -22,7 +22,7 @@ import numpy as np
 from trainer.sim.actions import ORCHESTRATOR, Action
 from trainer.sim.effects import gain
 from trainer.sim.env import Episode, SimConfig, rollout
-from trainer.sim.episode_interventions import message_indices
+from trainer.sim.episode_interventions import message_indices, message_item
 from trainer.sim.tasks import Task
 
 #: Largest number of candidate messages for exact Shapley values (2^12 coalitions).
@@ -83,10 +83,10 @@ def aggregate_coalition_values(episode: Episode, candidates: list[int] | None = 
     end = next((i for i, a in enumerate(episode.actions) if a.kind == "aggregate"), len(episode.actions))
     delivered = [i for i in message_indices(episode.actions[:end]) if episode.actions[i].to == ORCHESTRATOR]
     masks = np.arange(1 << len(candidates))
-    arrived: dict[str, object] = {episode.actions[i].item: True for i in delivered if i not in candidates}
+    arrived: dict[str, object] = {message_item(episode.actions[i]): True for i in delivered if i not in candidates}
     for k, c in enumerate(candidates):
-        if c in delivered and arrived.get(episode.actions[c].item) is not True:
-            arrived[episode.actions[c].item] = arrived.get(episode.actions[c].item, False) | (masks >> k & 1 == 1)
+        if c in delivered and arrived.get(item := message_item(episode.actions[c])) is not True:
+            arrived[item] = arrived.get(item, False) | (masks >> k & 1 == 1)
     values = np.clip(config.aggregate_base + gain(config.effects, arrived) + np.zeros(len(masks)), 0.0, 1.0)
     return episode.p_subtasks * values if end < len(episode.actions) else np.zeros_like(values)
 

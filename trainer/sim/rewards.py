@@ -27,7 +27,7 @@ from swarmscope.model import Trace
 DEFAULT_WEIGHTS = {"outcome": 1.0, "process": 0.1, "orchestration": 0.1}
 
 
-def _share(hits: int, total: int) -> float:
+def _share(hits: float, total: int) -> float:
     return hits / total if total else 0.0
 
 
@@ -86,9 +86,15 @@ def hybrid(channels: Mapping[str, float], weights: Mapping[str, float] = DEFAULT
 
 
 def record_rewards(trace: Trace, weights: Mapping[str, float] = DEFAULT_WEIGHTS) -> dict[str, float]:
-    """Write every channel, `hybrid`, and each agent's individual reward onto the trace; returns rewards."""
+    """Write every channel, `hybrid`, and each agent's individual reward onto the trace; returns rewards.
+
+    Raises AttributeError when an agent with solve results is not among the trace's agents.
+    """
     channels = reward_channels(trace)
     trace.rewards = {**channels, "hybrid": hybrid(channels, weights)}
-    for agent, value in individual_rewards(trace).items():
-        trace.agent(agent).attributes["individual_reward"] = value
+    for name, value in individual_rewards(trace).items():
+        agent = trace.agent(name)
+        if agent is None:
+            raise AttributeError(f"trace has no agent {name!r} (its events name it)")
+        agent.attributes["individual_reward"] = value
     return trace.rewards

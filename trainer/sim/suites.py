@@ -45,7 +45,7 @@ from trainer.sim.actions import (
 from trainer.sim.baselines import SpawnEverything, run_policy
 from trainer.sim.effects import harmful, null, pivotal, redundant, synergistic
 from trainer.sim.env import Episode, SimConfig, SwarmEnv, simulate
-from trainer.sim.episode_interventions import message_indices
+from trainer.sim.episode_interventions import message_indices, message_item
 from trainer.sim.exact import aggregate_coalition_values, leave_one_out, shapley_values
 from trainer.sim.tasks import Level, Task, generate_task
 
@@ -96,7 +96,7 @@ def pivot12_case(k: int) -> Pivot12Case:
     candidates = message_indices(episode.actions)
     planted = dict(zip(items, kinds))
     values = aggregate_coalition_values(episode, candidates)
-    return Pivot12Case(episode, candidates, tuple(planted[episode.actions[c].item] for c in candidates),
+    return Pivot12Case(episode, candidates, tuple(planted[message_item(episode.actions[c])] for c in candidates),
                        values, shapley_values(values), leave_one_out(values))
 
 

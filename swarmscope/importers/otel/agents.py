@@ -53,15 +53,16 @@ class SpanTree:
             raise ValueError(f"trace {trace_id} has no spans")
         self.real = list(self.by_id.values())
         self.t0 = min(span.start_ns for span in self.real)
-        self.parent: dict[str, str | None] = {s.span_id: s.parent_id for s in self.real}
+        self.parent: dict[str, str | None] = {s.sid: s.parent_id for s in self.real}
         self._add_placeholders()
         self.depth = self._depths()
-        self.order = sorted(self.by_id.values(), key=lambda s: (s.start_ns, self.depth[s.span_id], s.span_id))
-        self.top_down = sorted(self.by_id.values(), key=lambda s: (self.depth[s.span_id], s.start_ns, s.span_id))
+        self.order = sorted(self.by_id.values(), key=lambda s: (s.start_ns, self.depth[s.sid], s.sid))
+        self.top_down = sorted(self.by_id.values(), key=lambda s: (self.depth[s.sid], s.start_ns, s.sid))
         self.children: dict[str, list[Span]] = defaultdict(list)
         for span in self.order:
-            if self.parent[span.span_id]:
-                self.children[self.parent[span.span_id]].append(span)
+            parent_id = self.parent[span.sid]
+            if parent_id:
+                self.children[parent_id].append(span)
         self.role = {sid: span_role(s) for sid, s in self.by_id.items()}
         self.message: dict[str, Message] = {sid: m for sid, s in self.by_id.items() if (m := received_message(s))}
         self.texts: dict[str, tuple[str | None, str | None]] = {}
@@ -70,7 +71,7 @@ class SpanTree:
         self.invocation: dict[str, str | None] = {}
         self.members: dict[str, list[Span]] = defaultdict(list)
         self.productive: set[str] = set()
-        self.acting: set[str] = set()
+        self.acting: set[str | None] = set()
         self.agents_by_canonical: dict[str, str] = {}
         self._assign_agents()
 
@@ -111,28 +112,28 @@ class SpanTree:
         return depth
 
     def _parent_span(self, span: Span) -> Span | None:
-        parent_id = self.parent[span.span_id]
+        parent_id = self.parent[span.sid]
         return self.by_id[parent_id] if parent_id else None
 
     def _text(self, span: Span) -> tuple[str | None, str | None]:
         """(input, output) of `span` rendered as text, computed once."""
-        if span.span_id not in self.texts:
+        if span.sid not in self.texts:
             raw_input, raw_output = span_io(span)
-            self.texts[span.span_id] = (render(raw_input), render(raw_output))
-        return self.texts[span.span_id]
+            self.texts[span.sid] = (render(raw_input), render(raw_output))
+        return self.texts[span.sid]
 
     def _descendants(self, span: Span) -> Iterable[Span]:
-        stack = list(self.children.get(span.span_id, ()))
+        stack = list(self.children.get(span.sid, ()))
         while stack:
             kid = stack.pop()
             yield kid
-            stack.extend(self.children.get(kid.span_id, ()))
+            stack.extend(self.children.get(kid.sid, ()))
 
     def _tree_root(self, span: Span) -> str:
         """The id of the top span of the span tree holding `span`."""
-        sid = span.span_id
-        while self.parent[sid] is not None:
-            sid = self.parent[sid]
+        sid = span.sid
+        while (parent_id := self.parent[sid]) is not None:
+            sid = parent_id
         return sid
 
     # -- agents and invocations
@@ -162,10 +163,11 @@ class SpanTree:
         claims = self._claims(labels)
         in_tool: dict[str, bool] = {}
         for span in self.top_down:
-            sid, parent = span.span_id, self._parent_span(span)
+            sid, parent = span.sid, self._parent_span(span)
             label = labels[sid] if labels[sid] not in workflow_labels else None
             message = self.message.get(sid)
-            in_tool[sid] = parent is not None and (self.role[parent.span_id] == TOOL or in_tool[parent.span_id])
+            owner: str | None
+            in_tool[sid] = parent is not None and (self.role[parent.sid] == TOOL or in_tool[parent.sid])
             if sid in acting:
                 owner = acting[sid]
             elif label:
@@ -176,9 +178,9 @@ class SpanTree:
                 owner = claims[sid]
             elif span.missing:
                 owner = None
-            elif parent is not None and self.owner[parent.span_id] is not None and (
+            elif parent is not None and self.owner[parent.sid] is not None and (
                     in_tool[sid] or not parent.service or not span.service or parent.service == span.service):
-                owner = self.owner[parent.span_id]
+                owner = self.owner[parent.sid]
             else:
                 owner = span.service or UNKNOWN_SERVICE
                 self.named_by.setdefault(owner, "service")
@@ -187,19 +189,19 @@ class SpanTree:
     def _assign_invocations(self) -> None:
         """Fill `invocation`, then `members` and `productive` (see `_assign_agents`)."""
         for span in self.top_down:
-            sid, parent = span.span_id, self._parent_span(span)
+            sid, parent = span.sid, self._parent_span(span)
             if self.owner[sid] is None:
                 self.invocation[sid] = None
-            elif parent is None or self.owner[parent.span_id] != self.owner[sid] or self._sender(span):
+            elif parent is None or self.owner[parent.sid] != self.owner[sid] or self._sender(span):
                 self.invocation[sid] = sid
             else:
-                self.invocation[sid] = self.invocation[parent.span_id]
+                self.invocation[sid] = self.invocation[parent.sid]
         for span in self.order:
-            inv = self.invocation[span.span_id]
+            inv = self.invocation[span.sid]
             if inv is None:
                 continue
             self.members[inv].append(span)
-            if not span.missing and (self.role[span.span_id] in (LLM, TOOL, HANDOFF)
+            if not span.missing and (self.role[span.sid] in (LLM, TOOL, HANDOFF)
                                      or self._text(span)[1] is not None or self._names_owner(span)):
                 self.productive.add(inv)
 
@@ -221,9 +223,9 @@ class SpanTree:
 
     def _claims(self, labels: dict[str, str | None]) -> dict[str, str]:
         """Span id -> the one agent that its labelled LLM and tool children name (their caller)."""
-        claims = {}
+        claims: dict[str, str] = {}
         for sid, kids in self.children.items():
-            named = {labels[k.span_id] for k in kids if self.role[k.span_id] in (LLM, TOOL) and labels[k.span_id]}
+            named = {label for k in kids if self.role[k.sid] in (LLM, TOOL) and (label := labels[k.sid])}
             if len(named) == 1:
                 claims[sid] = named.pop()
         return claims
@@ -233,12 +235,12 @@ class SpanTree:
         `gen_ai.agent.name` is the agent acting there: a GenAI `invoke_agent` span, a turn of that
         agent even when nothing is instrumented below it. Monocle's agent entities do not count: an
         Agent Framework executor span without inference below it only buffered a message."""
-        return (not span.missing and self.role[span.span_id] in (AGENT, None)
-                and span.attributes.get("gen_ai.agent.name") == self.owner[span.span_id])
+        return (not span.missing and self.role[span.sid] in (AGENT, None)
+                and span.attributes.get("gen_ai.agent.name") == self.owner[span.sid])
 
     def _sender(self, span: Span) -> str | None:
         """The agent that sent the message `span` received, when another than the span's agent."""
-        message = self.message.get(span.span_id)
+        message = self.message.get(span.sid)
         sender = message.sender if message else None
-        return sender if sender and sender != self.owner[span.span_id] else None
+        return sender if sender and sender != self.owner[span.sid] else None
 

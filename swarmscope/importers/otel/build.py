@@ -11,7 +11,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from swarmscope.model import Agent, Edge, Event, Trace
 
@@ -89,7 +89,7 @@ class _TraceBuilder(SpanTree):
 
     def build(self) -> Trace:
         for span in self.order:
-            sid = span.span_id
+            sid = span.sid
             if self.invocation[sid] == sid:
                 self._invoke(span)
             elif self.owner[sid] is None and sid in self.message:
@@ -111,7 +111,7 @@ class _TraceBuilder(SpanTree):
                end_ns: int | None = None, attributes: dict[str, Any] | None = None, **fields: Any) -> Event:
         """Add an event made from `span` (its ids go to the attributes); tokens estimated if absent."""
         t = self._t(span.start_ns if t_ns is None else t_ns)
-        span_attributes = {"span_id": span.span_id, "parent_span_id": self.parent[span.span_id],
+        span_attributes: dict[str, Any] = {"span_id": span.sid, "parent_span_id": self.parent[span.sid],
                            "trace_id": span.trace_id, "span_name": span.name}
         if span.missing:
             span_attributes["span_missing"] = True
@@ -121,13 +121,13 @@ class _TraceBuilder(SpanTree):
         self.rank[event_id] = (0 if type_ == "spawn" else 1, len(self.events))
         self.events.append(event)
         self.event_span[event_id] = span
-        self.event_inv[event_id] = self.invocation[span.span_id] if self.owner[span.span_id] == agent else None
+        self.event_inv[event_id] = self.invocation[span.sid] if self.owner[span.sid] == agent else None
         self.appeared.setdefault(agent, t)
         return event
 
     def _span_events(self, span: Span) -> None:
         """The events of one span by its role (docs/otel-mapping.md, "Events")."""
-        agent, role = self.owner[span.span_id], self.role[span.span_id]
+        agent, role = self.owner[span.sid], self.role[span.sid]
         if agent is None or span.missing:
             return
         if role == LLM and not self._has_llm_below(span):
@@ -145,18 +145,18 @@ class _TraceBuilder(SpanTree):
 
     def _has_llm_below(self, span: Span) -> bool:
         """Whether an LLM span of the same agent nests inside this one (keep the innermost call)."""
-        return any(self.role[kid.span_id] == LLM and self.owner[kid.span_id] == self.owner[span.span_id]
+        return any(self.role[kid.sid] == LLM and self.owner[kid.sid] == self.owner[span.sid]
                    for kid in self._descendants(span))
 
     def _runs_other_agent(self, span: Span) -> bool:
         """Whether another agent acts inside this tool span (an agent called as a tool)."""
-        return any(self.owner[kid.span_id] not in (None, self.owner[span.span_id])
+        return any(self.owner[kid.sid] not in (None, self.owner[span.sid])
                    for kid in self._descendants(span))
 
     def _repeats_parent_tool(self, span: Span) -> bool:
         parent = self._parent_span(span)
-        return (parent is not None and self.role[parent.span_id] == TOOL
-                and self.owner[parent.span_id] == self.owner[span.span_id]
+        return (parent is not None and self.role[parent.sid] == TOOL
+                and self.owner[parent.sid] == self.owner[span.sid]
                 and tool_name(parent) == tool_name(span))
 
     def _handoff_tool_target(self, span: Span) -> str | None:
@@ -189,24 +189,24 @@ class _TraceBuilder(SpanTree):
             attributes["content_from"] = "input"
         elif text_in is not None:
             attributes["input"] = text_in
-        self._event(span, agent, "message", span.span_id, t_ns=t_ns, end_ns=span.end_ns if end_ns is None else end_ns,
+        self._event(span, agent, "message", span.sid, t_ns=t_ns, end_ns=span.end_ns if end_ns is None else end_ns,
                     content=text_out if text_out is not None else text_in, tokens=tokens,
                     attributes={**attributes, **self._status(span)})
 
     def _tool_events(self, span: Span, agent: str) -> None:
         text_in, text_out = self._text(span)
         tool = tool_name(span)
-        call = self._event(span, agent, "tool_call", span.span_id, end_ns=span.end_ns, content=text_in, tool=tool)
+        call = self._event(span, agent, "tool_call", span.sid, end_ns=span.end_ns, content=text_in, tool=tool)
         if text_out is not None or span.error is not None:
-            result = self._event(span, agent, "tool_result", f"{span.span_id}:result", t_ns=span.end_ns,
+            result = self._event(span, agent, "tool_result", f"{span.sid}:result", t_ns=span.end_ns,
                                  content=text_out, tool=tool, attributes=self._status(span))
             self.tool_results.append((call, result))
 
     def _handoff_event(self, span: Span, agent: str, target: str) -> None:
         """A hand-off span or tool: a delegate event waiting for the target's next invocation."""
-        event = self._event(span, agent, "delegate", span.span_id, end_ns=span.end_ns,
+        event = self._event(span, agent, "delegate", span.sid, end_ns=span.end_ns,
                             content=self._text(span)[0], from_=agent, to=target,
-                            tool=tool_name(span) if self.role[span.span_id] == TOOL else None)
+                            tool=tool_name(span) if self.role[span.sid] == TOOL else None)
         self.pending_handoffs.append(Delivery(event=event, sender=agent, receiver=target))
 
     def _turn_events(self) -> None:
@@ -216,26 +216,28 @@ class _TraceBuilder(SpanTree):
         at agent level (`invoke_agent` spans without chat or tool children) act by these turns."""
         acted = set(filter(None, self.event_inv.values()))
         for root in self.order:
-            root_id = root.span_id
+            root_id = root.sid
             if root_id not in self.productive or root_id in acted:
                 continue
-            spans = [s for s in self.members[root_id] if not s.missing and self.role[s.span_id] in (AGENT, None)]
+            spans = [s for s in self.members[root_id] if not s.missing and self.role[s.sid] in (AGENT, None)]
             turn = (next((s for s in spans if self._text(s)[1] is not None), None)
                     or next((s for s in spans if self._names_owner(s)), None))
             if turn is not None:
-                self._message_event(turn, self.owner[root_id], t_ns=root.start_ns, end_ns=root.end_ns)
+                owner = cast(str, self.owner[root_id])  # an invocation's root has an owner
+                self._message_event(turn, owner, t_ns=root.start_ns, end_ns=root.end_ns)
 
     # -- delegations
 
     def _invoke(self, root: Span) -> None:
         """Find who invoked the invocation rooted at `root` (docs/otel-mapping.md,
         "Invocations and invokers")."""
-        agent, sender = self.owner[root.span_id], self._sender(root)
-        if root.span_id not in self.productive and not sender:
+        agent = cast(str, self.owner[root.sid])  # `build` invokes only invocation roots, which have owners
+        sender = self._sender(root)
+        if root.sid not in self.productive and not sender:
             return
         start = self._t(root.start_ns)
         parent = self._parent_span(root)
-        enclosing = self.owner[parent.span_id] if parent is not None else None
+        enclosing = self.owner[parent.sid] if parent is not None else None
         handoffs = [d for d in self.pending_handoffs if d.receiver == agent and d.event.t <= start]
         if sender:
             self._delegate(sender, agent, root)
@@ -264,12 +266,12 @@ class _TraceBuilder(SpanTree):
         content, attributes = self._message_content(root)
         parent = self._parent_span(root)
         if content is None and not attributes:
-            content = next((text for span in self.members[root.span_id]
-                            if self.role[span.span_id] in (AGENT, None) and (text := self._text(span)[0])),
+            content = next((text for span in self.members[root.sid]
+                            if self.role[span.sid] in (AGENT, None) and (text := self._text(span)[0])),
                            self._text(parent)[0] if parent is not None else None)
         self.appeared.setdefault(sender, self._t(root.start_ns))
         self._spawn(sender, receiver, root, root.start_ns)
-        event = self._event(root, sender, "delegate", f"{root.span_id}:delegate", content=content,
+        event = self._event(root, sender, "delegate", f"{root.sid}:delegate", content=content,
                             from_=sender, to=receiver, attributes=attributes)
         self.deliveries.append(Delivery(event=event, sender=sender, receiver=receiver, root=root))
 
@@ -281,13 +283,13 @@ class _TraceBuilder(SpanTree):
 
     def _broadcast(self, span: Span) -> None:
         """A message to an executor that no name identifies: one waiting delegate per send."""
-        message = self.message[span.span_id]
-        key = (message.sender or "", message.key or span.span_id)
+        message = self.message[span.sid]
+        key = (message.sender or "", message.key or span.sid)
         if not message.sender or key in self.broadcast_keys:
             return
         self.broadcast_keys.add(key)
         content, attributes = self._message_content(span)
-        event = self._event(span, message.sender, "delegate", f"{span.span_id}:delegate", content=content,
+        event = self._event(span, message.sender, "delegate", f"{span.sid}:delegate", content=content,
                             from_=message.sender, attributes=attributes)
         self.pending_broadcasts[key] = Delivery(event=event, sender=message.sender, receiver=None)
 
@@ -295,7 +297,7 @@ class _TraceBuilder(SpanTree):
         """(content, attributes) of the message `span` received. An Agent Framework
         `WorkflowMessage` is a Python repr naming objects, not their text: it is kept as the
         attribute `message`, with no content."""
-        message = self.message.get(span.span_id)
+        message = self.message.get(span.sid)
         if message is not None and message.workflow:
             return None, {"message": self._text(span)[0]}
         return None, {}
@@ -305,7 +307,7 @@ class _TraceBuilder(SpanTree):
         if receiver in self.appeared or receiver == sender:
             return
         self.parents[receiver] = sender
-        event = self._event(root, sender, "spawn", f"{root.span_id}:spawn", t_ns=t_ns, from_=sender,
+        event = self._event(root, sender, "spawn", f"{root.sid}:spawn", t_ns=t_ns, from_=sender,
                             to=receiver)
         self.appeared[receiver] = event.t
         self.spawns.append((event, receiver))
@@ -324,12 +326,13 @@ class _TraceBuilder(SpanTree):
             self._add(spawn, self._next_of(agent, spawn, spawn.t), "spawn")
         returns: dict[str, set[str]] = defaultdict(set)
         for delivery in self.deliveries:
-            own = [e for e in self.lanes.get(delivery.receiver or "", [])
-                   if self.event_inv[e.id] == delivery.root.span_id]
+            root = cast(Span, delivery.root)  # `_delegate` and `_deliver` set the root of each delivery
+            root_id = root.sid
+            own = [e for e in self.lanes.get(delivery.receiver or "", []) if self.event_inv[e.id] == root_id]
             first = own[0] if own else self._next_of(delivery.receiver, delivery.event, delivery.event.t)
             self._add(delivery.event, first, "message")
             if own:
-                self._return(delivery, own, returns)
+                self._return(delivery, root, own, returns)
         for event in self.events:
             if event.type == "message" and len(returns.get(event.id, ())) >= 2:
                 event.type = "aggregate"
@@ -347,7 +350,9 @@ class _TraceBuilder(SpanTree):
 
     def _next_of(self, agent: str | None, after: Event, t: float) -> Event | None:
         """The first event of `agent` starting at or after `t` that comes after `after`."""
-        lane = self.lanes.get(agent) if agent else None
+        if not agent:
+            return None
+        lane = self.lanes.get(agent)
         if not lane:
             return None
         start = bisect_left(self.lane_starts[agent], t)
@@ -357,14 +362,15 @@ class _TraceBuilder(SpanTree):
     def _end(event: Event) -> float:
         return event.t_end if event.t_end is not None else event.t
 
-    def _return(self, delivery: Delivery, own: list[Event], returns: dict[str, set[str]]) -> None:
-        """The invocation's last event returns to the sender's next event after it ends, else to the
-        next event of the agent whose span encloses it; a `message` becomes a `return` event.
+    def _return(self, delivery: Delivery, root: Span, own: list[Event], returns: dict[str, set[str]]) -> None:
+        """The last event of the invocation at `root` (`delivery.root`) returns to the sender's next
+        event after it ends, else to the next event of the agent whose span encloses it; a `message`
+        becomes a `return` event.
         `returns` collects, per receiving event, the agents that returned to it."""
         last = max(own, key=lambda e: (self._end(e), *self.rank[e.id]))
-        end = self._t(delivery.root.end_ns)
-        parent = self._parent_span(delivery.root)
-        enclosing = self.owner[parent.span_id] if parent is not None else None
+        end = self._t(root.end_ns)
+        parent = self._parent_span(root)
+        enclosing = self.owner[parent.sid] if parent is not None else None
         target = self._next_of(delivery.sender, last, end)
         if target is None and enclosing not in (None, delivery.receiver):
             target = self._next_of(enclosing, last, end)
@@ -381,10 +387,10 @@ class _TraceBuilder(SpanTree):
         turns: dict[str, list[Event]] = defaultdict(list)
         delivered: dict[str, Event] = {}
         for event in self.events:
-            if self.event_inv[event.id]:
-                turns[self.event_inv[event.id]].append(event)
+            if inv := self.event_inv[event.id]:
+                turns[inv].append(event)
             elif event.type == "delegate":
-                delivered.setdefault(self.event_span[event.id].span_id, event)
+                delivered.setdefault(self.event_span[event.id].sid, event)
         for sid, message in self.message.items():
             before = turns.get(message.from_span or "")
             after = delivered.get(sid) or (turns[sid][0] if turns.get(sid) else None)
@@ -398,14 +404,15 @@ class _TraceBuilder(SpanTree):
         event of a turn gets a `message` edge to the next turn's first event, and a `message`
         event its receiver in `to`; a turn that starts before the previous one ends is no reply."""
         for roots in self.uninvoked.values():
-            if len({self.owner[r.span_id] for r in roots}) < 2:
+            if len({self.owner[r.sid] for r in roots}) < 2:
                 continue
             for before, after in zip(roots, roots[1:]):
-                sender, receiver = self.owner[before.span_id], self.owner[after.span_id]
+                sender, receiver = self.owner[before.sid], self.owner[after.sid]
                 if sender == receiver or after.start_ns < before.end_ns:
                     continue
-                said = [e for e in self.lanes.get(sender or "", []) if self.event_inv[e.id] == before.span_id]
-                heard = [e for e in self.lanes.get(receiver or "", []) if self.event_inv[e.id] == after.span_id]
+                before_id, after_id = before.sid, after.sid
+                said = [e for e in self.lanes.get(sender or "", []) if self.event_inv[e.id] == before_id]
+                heard = [e for e in self.lanes.get(receiver or "", []) if self.event_inv[e.id] == after_id]
                 if not said or not heard:
                     continue
                 last = max(said, key=lambda e: (self._end(e), *self.rank[e.id]))
@@ -418,7 +425,7 @@ class _TraceBuilder(SpanTree):
     def _root(self) -> Span:
         """The earliest span without a (received) parent."""
         return next((s for s in self.order if not s.missing and (
-            self.parent[s.span_id] is None or self.by_id[self.parent[s.span_id]].missing)), self.order[0])
+            (parent_id := self.parent[s.sid]) is None or self.by_id[parent_id].missing)), self.order[0])
 
     def _name(self, root: Span) -> str:
         for span in [root] + self.real:
@@ -435,7 +442,7 @@ class _TraceBuilder(SpanTree):
         services: dict[str, set[str]] = defaultdict(set)
         facts: dict[str, dict[str, Any]] = defaultdict(dict)
         for span in self.order:
-            owner = self.owner[span.span_id]
+            owner = self.owner[span.sid]
             if owner is None:
                 continue
             if span.service:
@@ -449,7 +456,7 @@ class _TraceBuilder(SpanTree):
             if name not in acting:
                 continue
             known = facts[name]
-            attributes = {"named_by": self.named_by.get(name, "message"),
+            attributes: dict[str, str] = {"named_by": self.named_by.get(name, "message"),
                           **{key: str(known[key]) for key in ("id", "description") if key in known}}
             if len(services[name]) == 1:
                 attributes["service"] = next(iter(services[name]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -277,7 +278,7 @@ def span_io(span: Span) -> tuple[Any, Any]:
     return _io(span, INPUT_KEYS, INPUT_EVENTS, "prompt"), _io(span, OUTPUT_KEYS, OUTPUT_EVENTS, "completion")
 
 
-def _io(span: Span, keys: tuple[str, ...], event_keys: dict[str, tuple[str, ...]], indexed: str) -> Any:
+def _io(span: Span, keys: tuple[str, ...], event_keys: Mapping[str, tuple[str, ...]], indexed: str) -> Any:
     for key in keys:
         if span.attributes.get(key) not in (None, "", [], {}):
             return span.attributes[key]

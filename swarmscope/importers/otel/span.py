@@ -26,15 +26,16 @@ class SpanEvent:
 class Span:
     """One OpenTelemetry span, decoded from any encoding.
 
-    Ids are lower-case hex (`trace_id` 32 digits, span ids 16). Times are integer nanoseconds
-    since the Unix epoch. `attributes` are flat key -> scalar/list/dict values. `service` is the
-    resource's `service.name`; `kind` the span kind in lower case ("client", "server", ...);
-    `error` the status description when the status is ERROR ("" when it gave none), else None.
+    Ids are lower-case hex (`trace_id` 32 digits, span ids 16); a decoder gives `span_id` None for
+    an empty or all-zero id (`SpanTree` rejects such spans; `sid` is the id of an accepted one).
+    Times are integer nanoseconds since the Unix epoch. `attributes` are flat key -> scalar/list/dict
+    values. `service` is the resource's `service.name`; `kind` the span kind in lower case ("client",
+    "server", ...); `error` the status description when the status is ERROR ("" when it gave none), else None.
     `missing` marks a placeholder for a parent span that never arrived.
     """
 
     trace_id: str
-    span_id: str
+    span_id: str | None
     parent_id: str | None
     name: str
     start_ns: int
@@ -50,6 +51,13 @@ class Span:
         if not isinstance(self.service, str) or not self.service:
             self.service = None  # a service name that is not text names nothing
 
+    @property
+    def sid(self) -> str:
+        """`span_id` of a span known to have one (every span of a `SpanTree`); ValueError when None."""
+        if self.span_id is None:
+            raise ValueError(f"span {self.name!r} has no span id")
+        return self.span_id
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (how OTLP spans are stored between requests); `from_dict` reads it."""
         data = {name: getattr(self, name) for name in SPAN_FIELDS}
@@ -59,7 +67,8 @@ class Span:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Span:
-        return cls(**{name: data.get(name) for name in SPAN_FIELDS}, attributes=data.get("attributes") or {},
+        fields: dict[str, Any] = {name: data.get(name) for name in SPAN_FIELDS}
+        return cls(**fields, attributes=data.get("attributes") or {},
                    events=[SpanEvent(e["name"], e.get("time_ns"), e.get("attributes") or {})
                            for e in data.get("events") or []])
 
