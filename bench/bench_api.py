@@ -57,8 +57,10 @@ def encode_batches(trace: Trace, batch: int) -> list[tuple[bytes, int]]:
     edges: list[list[dict]] = [[] for _ in range(0, len(events), batch)]
     for edge in trace.edges:
         edges[max(batch_of[edge.src], batch_of[edge.dst])].append(edge.to_dict())
-    return [(json.dumps({"events": events[i:i + batch], "edges": edges[i // batch]}).encode(),
-             len(events[i:i + batch])) for i in range(0, len(events), batch)]
+    return [
+        (json.dumps({"events": events[i : i + batch], "edges": edges[i // batch]}).encode(), len(events[i : i + batch]))
+        for i in range(0, len(events), batch)
+    ]
 
 
 class Client:
@@ -122,9 +124,15 @@ def run_clients(port: int, token: str, clients: int, batches: list[tuple[bytes, 
             raise RuntimeError(f"trace {trace_id} stores {doc.get('event_count')} events, expected {expected}")
         connection.close()
     flat = sorted(x * 1000 for run in latencies for x in run)
-    return {"events": expected * clients, "wall_s": wall, "events_per_s": expected * clients / wall,
-            "p50_ms": statistics.median(flat), "p99_ms": flat[min(len(flat) - 1, round(0.99 * (len(flat) - 1)))],
-            "max_ms": flat[-1], "batches": len(flat)}
+    return {
+        "events": expected * clients,
+        "wall_s": wall,
+        "events_per_s": expected * clients / wall,
+        "p50_ms": statistics.median(flat),
+        "p99_ms": flat[min(len(flat) - 1, round(0.99 * (len(flat) - 1)))],
+        "max_ms": flat[-1],
+        "batches": len(flat),
+    }
 
 
 def admin(server: str, sql: str) -> None:
@@ -147,41 +155,60 @@ def main() -> None:
     redis_url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9")
     trace = synthetic_trace(max(1, args.events // 20), args.events, args.seed)
     batches = encode_batches(trace, args.batch)
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs (client and server "
-          f"share them); PostgreSQL {server}/{DATABASE}, Redis {redis_url}; DJANGO_DEBUG={int(args.debug)}; "
-          f"{len(trace.events)} events and {len(trace.edges)} edges per client in {len(batches)} batches of "
-          f"{args.batch}, {sum(len(b) for b, _ in batches) / 2**20:.1f} MiB", flush=True)
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs (client and server "
+        f"share them); PostgreSQL {server}/{DATABASE}, Redis {redis_url}; DJANGO_DEBUG={int(args.debug)}; "
+        f"{len(trace.events)} events and {len(trace.edges)} edges per client in {len(batches)} batches of "
+        f"{args.batch}, {sum(len(b) for b, _ in batches) / 2**20:.1f} MiB",
+        flush=True,
+    )
 
     admin(server, f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
     admin(server, f"CREATE DATABASE {DATABASE}")
     redis.Redis.from_url(redis_url).flushdb()
     try:
         with tempfile.TemporaryDirectory(prefix="swarmscope-bench-api-") as tmp:
-            env = app_env(Path(tmp), DATABASE_URL=f"{server}/{DATABASE}", REDIS_URL=redis_url,
-                          SWARMSCOPE_LOG_LEVEL="WARNING", DJANGO_SUPERUSER_PASSWORD="bench-password",
-                          DJANGO_DEBUG="1" if args.debug else "0", DJANGO_SECRET_KEY="bench-only-secret",
-                          SECURE_SSL_REDIRECT="0")
-            for command in (("migrate", "--verbosity", "0"),
-                            ("createsuperuser", "--noinput", "--username", "admin", "--email", "admin@localhost"),
-                            ("create_token", "admin")):
+            env = app_env(
+                Path(tmp),
+                DATABASE_URL=f"{server}/{DATABASE}",
+                REDIS_URL=redis_url,
+                SWARMSCOPE_LOG_LEVEL="WARNING",
+                DJANGO_SUPERUSER_PASSWORD="bench-password",
+                DJANGO_DEBUG="1" if args.debug else "0",
+                DJANGO_SECRET_KEY="bench-only-secret",
+                SECURE_SSL_REDIRECT="0",
+            )
+            for command in (
+                ("migrate", "--verbosity", "0"),
+                ("createsuperuser", "--noinput", "--username", "admin", "--email", "admin@localhost"),
+                ("create_token", "admin"),
+            ):
                 result = manage(*command, env=env)
                 if result.returncode != 0:
                     raise RuntimeError(f"manage.py {' '.join(command)}: {result.stderr[-2000:]}")
             token = result.stdout.strip().splitlines()[-1]
             port = free_port()
             log = Path(tmp) / "daphne.log"
-            process = start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                             "webapp.config.asgi:application"], env, log)
+            process = start(
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.config.asgi:application"],
+                env,
+                log,
+            )
             try:
                 wait_http(f"http://127.0.0.1:{port}/api/traces/", process, log)
                 run_clients(port, token, 1, batches[:2])  # warm-up: imports, connections; not reported
-                print(f"{'clients':>7s} {'events':>7s} {'wall s':>7s} {'events/s':>9s} {'p50 ms':>7s} "
-                      f"{'p99 ms':>7s} {'max ms':>7s}  target >= {TARGET_EVENTS_PER_S} events/s")
+                print(
+                    f"{'clients':>7s} {'events':>7s} {'wall s':>7s} {'events/s':>9s} {'p50 ms':>7s} "
+                    f"{'p99 ms':>7s} {'max ms':>7s}  target >= {TARGET_EVENTS_PER_S} events/s"
+                )
                 for clients in (int(c) for c in args.clients.split(",")):
                     r = run_clients(port, token, clients, batches)
                     verdict = "met" if r["events_per_s"] >= TARGET_EVENTS_PER_S else "MISSED"
-                    print(f"{clients:7d} {r['events']:7d} {r['wall_s']:7.2f} {r['events_per_s']:9.0f} "
-                          f"{r['p50_ms']:7.0f} {r['p99_ms']:7.0f} {r['max_ms']:7.0f}  {verdict}", flush=True)
+                    print(
+                        f"{clients:7d} {r['events']:7d} {r['wall_s']:7.2f} {r['events_per_s']:9.0f} "
+                        f"{r['p50_ms']:7.0f} {r['p99_ms']:7.0f} {r['max_ms']:7.0f}  {verdict}",
+                        flush=True,
+                    )
             finally:
                 stop(process)
     finally:

@@ -57,10 +57,14 @@ def main() -> None:
     files = sorted(folder.glob("*.json"), key=lambda f: int(f.stem) if f.stem.isdigit() else 0)
     traces = read_files([SourceFile(f.name, f.read_bytes()) for f in files]).traces
     chunk = settings.SWARMSCOPE_ROLLOUT_CHUNK
-    print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}, chunk {chunk}")
-    print("log | events | speaker order | counterfactual: requests, tokens, ms | attribution (loo, message-like): "
-          "players, requests, tokens, ms")
+    print(
+        f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, chunk {chunk}"
+    )
+    print(
+        "log | events | speaker order | counterfactual: requests, tokens, ms | attribution (loo, message-like): "
+        "players, requests, tokens, ms"
+    )
     times = []
     for trace in traces:
         runner = OpenAIRollout(trace, ChatClient("http://127.0.0.1:9/v1", "model"))
@@ -84,13 +88,16 @@ def main() -> None:
             return np.zeros(len(seeds))
 
         for first in range(0, n, chunk):
-            services.play_attribution_chunk(planning_rollout, "loo", players, "messages", n, 0,
-                                            list(range(first, min(first + chunk, n))))
+            services.play_attribution_chunk(
+                planning_rollout, "loo", players, "messages", n, 0, list(range(first, min(first + chunk, n)))
+            )
         attribution_ms = 1000 * (time.perf_counter() - start)
         times.append((counterfactual_ms, attribution_ms))
-        print(f"{trace.source_id} | {len(trace.events)} | {runner.speaker_order} | {cost['requests']}, "
-              f"{cost['prompt_tokens'] + cost['completion_tokens']:,}, {counterfactual_ms:.0f} | {len(players)}, "
-              f"{credit['requests']}, {credit['prompt_tokens'] + credit['completion_tokens']:,}, {attribution_ms:.0f}")
+        print(
+            f"{trace.source_id} | {len(trace.events)} | {runner.speaker_order} | {cost['requests']}, "
+            f"{cost['prompt_tokens'] + cost['completion_tokens']:,}, {counterfactual_ms:.0f} | {len(players)}, "
+            f"{credit['requests']}, {credit['prompt_tokens'] + credit['completion_tokens']:,}, {attribution_ms:.0f}"
+        )
     for k, name in enumerate(("counterfactual", "attribution")):
         values = [t[k] for t in times]
         print(f"{name}: median {statistics.median(values):.0f} ms, max {max(values):.0f} ms over {len(values)} logs")

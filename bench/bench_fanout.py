@@ -131,19 +131,21 @@ def run_viewers(ws_base: str, trace_id: int, token: str, count: int, commands, r
             v.stop()
         await asyncio.gather(*tasks)
         latencies = [x for v in viewers for x in v.latencies_ms]
-        results.put({
-            "deliveries": len(latencies),
-            "p50_ms": statistics.median(latencies) if latencies else None,
-            "p99_ms": percentile(latencies, 0.99) if latencies else None,
-            "max_ms": max(latencies) if latencies else None,
-            "behind": sum(v.last_seq < final_seq for v in viewers),
-            "missing": sum(expected - len(v.received) for v in viewers),
-            "duplicates": sum(len(v.duplicates) for v in viewers),
-            "reconnects": sum(v.reconnects for v in viewers),
-            "closes": [c for v in viewers for c in v.closes],
-            "error_messages": sum(len(v.errors) for v in viewers),
-            "http_snapshots": sum(v.http_snapshots for v in viewers),
-        })
+        results.put(
+            {
+                "deliveries": len(latencies),
+                "p50_ms": statistics.median(latencies) if latencies else None,
+                "p99_ms": percentile(latencies, 0.99) if latencies else None,
+                "max_ms": max(latencies) if latencies else None,
+                "behind": sum(v.last_seq < final_seq for v in viewers),
+                "missing": sum(expected - len(v.received) for v in viewers),
+                "duplicates": sum(len(v.duplicates) for v in viewers),
+                "reconnects": sum(v.reconnects for v in viewers),
+                "closes": [c for v in viewers for c in v.closes],
+                "error_messages": sum(len(v.errors) for v in viewers),
+                "http_snapshots": sum(v.http_snapshots for v in viewers),
+            }
+        )
 
     asyncio.run(main())
 
@@ -164,9 +166,20 @@ def send(port: int, token: str, trace_id: int, rate: float, seconds: float, batc
             time.sleep(due - now)
         lags.append(max(0.0, time.perf_counter() - due))
         sent = time.time()
-        body = json.dumps([{"id": f"e{b}-{k}", "t": b * interval + k / rate, "type": "message",
-                            "agent": f"agent_{k % 20}", "to": "orchestrator", "content": f"step {b}.{k}",
-                            "attributes": {"sent": sent}} for k in range(batch)]).encode()
+        body = json.dumps(
+            [
+                {
+                    "id": f"e{b}-{k}",
+                    "t": b * interval + k / rate,
+                    "type": "message",
+                    "agent": f"agent_{k % 20}",
+                    "to": "orchestrator",
+                    "content": f"step {b}.{k}",
+                    "attributes": {"sent": sent},
+                }
+                for k in range(batch)
+            ]
+        ).encode()
         began = time.perf_counter()
         try:
             connection.request("POST", f"/api/traces/{trace_id}/events/", body=body, headers=headers)
@@ -185,9 +198,17 @@ def send(port: int, token: str, trace_id: int, rate: float, seconds: float, batc
         last_seq = answer["seq"]
     wall = time.perf_counter() - start
     connection.close()
-    return {"events": stored, "wall_s": wall, "events_per_s": stored / wall, "batches": batches,
-            "request_p50_ms": statistics.median(request_ms), "request_p99_ms": percentile(request_ms, 0.99),
-            "max_lag_s": max(lags), "failures": failures, "final_seq": last_seq}
+    return {
+        "events": stored,
+        "wall_s": wall,
+        "events_per_s": stored / wall,
+        "batches": batches,
+        "request_p50_ms": statistics.median(request_ms),
+        "request_p99_ms": percentile(request_ms, 0.99),
+        "max_lag_s": max(lags),
+        "failures": failures,
+        "final_seq": last_seq,
+    }
 
 
 def main() -> int:
@@ -207,12 +228,21 @@ def main() -> int:
     redis = RedisServer(work / "redis").start()
     processes = []
     try:
-        env = app_env(work / "data", DATABASE_URL=f"{PG_SERVER}/{database}", REDIS_URL=redis.url,
-                      DJANGO_SETTINGS_MODULE="webapp.config.settings", DJANGO_DEBUG="0",
-                      DJANGO_SECRET_KEY="bench-" + "x" * 40, SECURE_SSL_REDIRECT="0",
-                      SWARMSCOPE_INGEST_RATE="0", SWARMSCOPE_LOG_LEVEL="WARNING")
-        for command in (("migrate", "-v0"),
-                        ("createsuperuser", "--noinput", "--username", "bench", "--email", "bench@example.org")):
+        env = app_env(
+            work / "data",
+            DATABASE_URL=f"{PG_SERVER}/{database}",
+            REDIS_URL=redis.url,
+            DJANGO_SETTINGS_MODULE="webapp.config.settings",
+            DJANGO_DEBUG="0",
+            DJANGO_SECRET_KEY="bench-" + "x" * 40,
+            SECURE_SSL_REDIRECT="0",
+            SWARMSCOPE_INGEST_RATE="0",
+            SWARMSCOPE_LOG_LEVEL="WARNING",
+        )
+        for command in (
+            ("migrate", "-v0"),
+            ("createsuperuser", "--noinput", "--username", "bench", "--email", "bench@example.org"),
+        ):
             done = manage(*command, env={**env, "DJANGO_SUPERUSER_PASSWORD": "bench-password-1"}, timeout=300)
             if done.returncode:
                 raise RuntimeError(done.stderr[-2000:])
@@ -221,35 +251,63 @@ def main() -> int:
         for i in range(args.web):
             port = free_port()
             log = work / f"daphne-{i}.log"
-            processes.append(start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                    "webapp.config.asgi:application"], env, log))
+            processes.append(
+                start(
+                    [
+                        sys.executable,
+                        "-m",
+                        "daphne",
+                        "-b",
+                        "127.0.0.1",
+                        "-p",
+                        str(port),
+                        "webapp.config.asgi:application",
+                    ],
+                    env,
+                    log,
+                )
+            )
             wait_http(f"http://127.0.0.1:{port}/healthz", processes[-1], log)
             ports.append(port)
         view_port, ingest_port = ports[0], ports[-1]
         connection = http.client.HTTPConnection("127.0.0.1", ingest_port, timeout=REQUEST_TIMEOUT_S)
-        connection.request("POST", "/api/traces/", body=json.dumps({"name": "fan-out bench"}).encode(),
-                           headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        connection.request(
+            "POST",
+            "/api/traces/",
+            body=json.dumps({"name": "fan-out bench"}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
         trace_id = json.loads(connection.getresponse().read())["trace"]["id"]
         connection.close()
 
         context = multiprocessing.get_context("spawn")
         commands, results = context.Queue(), context.Queue()
-        viewers = context.Process(target=run_viewers, args=(f"ws://127.0.0.1:{view_port}", trace_id, token,
-                                                             args.viewers, commands, results))
+        viewers = context.Process(
+            target=run_viewers, args=(f"ws://127.0.0.1:{view_port}", trace_id, token, args.viewers, commands, results)
+        )
         viewers.start()
         if not results.get(timeout=120).get("ready"):
             raise RuntimeError("viewers did not connect")
 
-        cpu_before = {**daphne_cpu(processes), "redis": cpu_seconds(redis.process.pid),
-                      "viewers": cpu_seconds(viewers.pid), "sender": cpu_seconds(os.getpid())}
+        cpu_before = {
+            **daphne_cpu(processes),
+            "redis": cpu_seconds(redis.process.pid),
+            "viewers": cpu_seconds(viewers.pid),
+            "sender": cpu_seconds(os.getpid()),
+        }
         load_before = os.getloadavg()[0]
         figures: dict = {}
-        sender = threading.Thread(target=lambda: figures.update(
-            send(ingest_port, token, trace_id, args.rate, args.seconds, args.batch)))
+        sender = threading.Thread(
+            target=lambda: figures.update(send(ingest_port, token, trace_id, args.rate, args.seconds, args.batch))
+        )
         sender.start()
         sender.join()
-        cpu = {**daphne_cpu(processes), "redis": cpu_seconds(redis.process.pid),
-               "viewers": cpu_seconds(viewers.pid), "sender": cpu_seconds(os.getpid())}
+        cpu = {
+            **daphne_cpu(processes),
+            "redis": cpu_seconds(redis.process.pid),
+            "viewers": cpu_seconds(viewers.pid),
+            "sender": cpu_seconds(os.getpid()),
+        }
         cpu = {k: round(cpu[k] - cpu_before[k], 1) for k in cpu}
         commands.put((figures["final_seq"], figures["events"]))
         delivered = results.get(timeout=DRAIN_TIMEOUT_S + 60)
@@ -261,28 +319,54 @@ def main() -> int:
         with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
-    errors = (len(figures["failures"]) + delivered["behind"] + delivered["missing"] + delivered["duplicates"]
-              + delivered["reconnects"] + delivered["error_messages"])
+    errors = (
+        len(figures["failures"])
+        + delivered["behind"]
+        + delivered["missing"]
+        + delivered["duplicates"]
+        + delivered["reconnects"]
+        + delivered["error_messages"]
+    )
     print(f"machine: {os.cpu_count()} CPUs, python {platform.python_version()}, load before {load_before:.2f}")
-    print(f"offered {args.rate:.0f} events/s for {args.seconds:.0f} s in batches of {args.batch}, "
-          f"{args.viewers} viewers, {args.web} Daphne process(es)")
-    print(f"ingested {figures['events']} events in {figures['wall_s']:.1f} s = {figures['events_per_s']:.0f} events/s "
-          f"(request p50 {figures['request_p50_ms']:.0f} ms, p99 {figures['request_p99_ms']:.0f} ms, "
-          f"sender fell behind by up to {figures['max_lag_s']:.1f} s)")
+    print(
+        f"offered {args.rate:.0f} events/s for {args.seconds:.0f} s in batches of {args.batch}, "
+        f"{args.viewers} viewers, {args.web} Daphne process(es)"
+    )
+    print(
+        f"ingested {figures['events']} events in {figures['wall_s']:.1f} s = {figures['events_per_s']:.0f} events/s "
+        f"(request p50 {figures['request_p50_ms']:.0f} ms, p99 {figures['request_p99_ms']:.0f} ms, "
+        f"sender fell behind by up to {figures['max_lag_s']:.1f} s)"
+    )
     if delivered["p50_ms"] is not None:
-        print(f"delivered {delivered['deliveries']} (viewer, event) pairs: latency p50 {delivered['p50_ms']:.0f} ms, "
-              f"p99 {delivered['p99_ms']:.0f} ms, max {delivered['max_ms']:.0f} ms")
-    print(f"errors: {errors} (failed requests {len(figures['failures'])}, viewers behind {delivered['behind']}, "
-          f"missing {delivered['missing']}, duplicates {delivered['duplicates']}, reconnects "
-          f"{delivered['reconnects']}, error messages {delivered['error_messages']}); viewers that fell so far "
-          f"behind that they loaded the snapshot over HTTP: {delivered['http_snapshots']} times")
-    print("CPU seconds during the stream: " + ", ".join(f"{k} {v}" for k, v in cpu.items())
- + " (PostgreSQL's backends: not measured)")
+        print(
+            f"delivered {delivered['deliveries']} (viewer, event) pairs: latency p50 {delivered['p50_ms']:.0f} ms, "
+            f"p99 {delivered['p99_ms']:.0f} ms, max {delivered['max_ms']:.0f} ms"
+        )
+    print(
+        f"errors: {errors} (failed requests {len(figures['failures'])}, viewers behind {delivered['behind']}, "
+        f"missing {delivered['missing']}, duplicates {delivered['duplicates']}, reconnects "
+        f"{delivered['reconnects']}, error messages {delivered['error_messages']}); viewers that fell so far "
+        f"behind that they loaded the snapshot over HTTP: {delivered['http_snapshots']} times"
+    )
+    print(
+        "CPU seconds during the stream: "
+        + ", ".join(f"{k} {v}" for k, v in cpu.items())
+        + " (PostgreSQL's backends: not measured)"
+    )
     for failure in figures["failures"][:5]:
         print("  " + failure)
     if args.json:
-        print(json.dumps({"args": vars(args), "ingest": {k: v for k, v in figures.items() if k != "failures"},
-                          "failures": figures["failures"][:20], "delivery": delivered, "cpu_s": cpu}))
+        print(
+            json.dumps(
+                {
+                    "args": vars(args),
+                    "ingest": {k: v for k, v in figures.items() if k != "failures"},
+                    "failures": figures["failures"][:20],
+                    "delivery": delivered,
+                    "cpu_s": cpu,
+                }
+            )
+        )
     return 1 if errors else 0
 
 

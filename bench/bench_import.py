@@ -50,9 +50,15 @@ def quiet_env(data_dir: Path) -> dict[str, str]:
 def stored_counts(database: Path) -> tuple[int, int, int, int]:
     """(max trace seq, events, edges, agents) read straight from the SQLite file."""
     with sqlite3.connect(database) as db:
-        return tuple(db.execute(f"SELECT {q}").fetchone()[0] for q in (
-            "COALESCE(MAX(seq), 0) FROM traces_trace", "COUNT(*) FROM traces_event",
-            "COUNT(*) FROM traces_edge", "COUNT(*) FROM traces_agent"))
+        return tuple(
+            db.execute(f"SELECT {q}").fetchone()[0]
+            for q in (
+                "COALESCE(MAX(seq), 0) FROM traces_trace",
+                "COUNT(*) FROM traces_event",
+                "COUNT(*) FROM traces_edge",
+                "COUNT(*) FROM traces_agent",
+            )
+        )
 
 
 def timed(function: Callable[[], object]) -> float:
@@ -89,8 +95,10 @@ def bench_command(path: Path, work: Path, repeat: int) -> dict[str, list[float]]
     before = stored_counts(database)
     for _ in range(repeat):
         runs["re-import (subprocess)"].append(timed(lambda: run_import_command(path, env)))
-        check(stored_counts(database) == before,
-              f"re-import of {path.name} changed (seq, events, edges, agents) {before} -> {stored_counts(database)}")
+        check(
+            stored_counts(database) == before,
+            f"re-import of {path.name} changed (seq, events, edges, agents) {before} -> {stored_counts(database)}",
+        )
     return runs
 
 
@@ -98,16 +106,19 @@ def bench_service(path: Path, repeat: int) -> dict[str, list[float]]:
     """`read_files` alone, `do_import_sources` into a fresh trace, then re-imports (in this process)."""
     from swarmscope.importers import SourceFile, read_files
     from webapp.accounts.services import do_get_or_create_project
-    from webapp.traces.models import Trace
     from webapp.traces.ingest import do_import_sources
+    from webapp.traces.models import Trace
 
     source = SourceFile(name=path.name, data=path.read_bytes())
     project = do_get_or_create_project(f"bench {path.stem}")
-    runs: dict[str, list[float]] = {"read_files (parse only)": [], "do_import_sources": [],
-                                    "re-import (do_import_sources)": []}
+    runs: dict[str, list[float]] = {
+        "read_files (parse only)": [],
+        "do_import_sources": [],
+        "re-import (do_import_sources)": [],
+    }
 
     def import_once() -> Trace:
-        outcome, = do_import_sources(project, [source])
+        (outcome,) = do_import_sources(project, [source])
         check(outcome.error is None and len(outcome.traces) == 1, f"import of {path.name}: {outcome.lines}")
         return outcome.traces[0]
 
@@ -126,8 +137,10 @@ def bench_service(path: Path, repeat: int) -> dict[str, list[float]]:
     before = counts(trace)
     for _ in range(repeat):
         runs["re-import (do_import_sources)"].append(timed(import_once))
-        check(counts(trace) == before, f"re-import of {path.name} changed (seq, events, edges, agents) "
-                                       f"{before} -> {counts(trace)}")
+        check(
+            counts(trace) == before,
+            f"re-import of {path.name} changed (seq, events, edges, agents) {before} -> {counts(trace)}",
+        )
     return runs
 
 
@@ -135,8 +148,11 @@ def setup_django(data_dir: Path) -> None:
     """Configure this process like `quiet_env`, then start Django and migrate (not timed)."""
     for name in ("REDIS_URL", "DATABASE_URL", "CELERY_BROKER_URL", "SWARMSCOPE_IGNORE_EMBEDDED_REDIS"):
         os.environ.pop(name, None)
-    os.environ.update(SWARMSCOPE_DATA_DIR=str(data_dir), SWARMSCOPE_LOG_LEVEL="WARNING",
-                      DJANGO_SETTINGS_MODULE="webapp.config.settings")
+    os.environ.update(
+        SWARMSCOPE_DATA_DIR=str(data_dir),
+        SWARMSCOPE_LOG_LEVEL="WARNING",
+        DJANGO_SETTINGS_MODULE="webapp.config.settings",
+    )
     import django
     from django.core.management import call_command
 
@@ -150,8 +166,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, SQLite "
-          f"{sqlite3.sqlite_version}; {args.repeat} runs each", flush=True)
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, SQLite "
+        f"{sqlite3.sqlite_version}; {args.repeat} runs each",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="swarmscope-bench-import-") as tmp:
         work = Path(tmp)
         setup_django(work / "in-process")
@@ -159,8 +178,11 @@ def main() -> None:
             trace = synthetic_trace(agents, events, args.seed)
             path = work / f"synthetic-{agents}a-{events}e.json"
             path.write_text(json.dumps(trace.to_dict()), encoding="utf-8")
-            print(f"\n{path.name}: {len(trace.agents)} agents, {len(trace.events)} events, {len(trace.edges)} edges, "
-                  f"{path.stat().st_size / 2**20:.1f} MiB; end-to-end target < {target:.0f} s", flush=True)
+            print(
+                f"\n{path.name}: {len(trace.agents)} agents, {len(trace.events)} events, {len(trace.edges)} edges, "
+                f"{path.stat().st_size / 2**20:.1f} MiB; end-to-end target < {target:.0f} s",
+                flush=True,
+            )
             rows = {**bench_command(path, work, args.repeat), **bench_service(path, args.repeat)}
             print(f"{'step':32s} {'median s':>9s} {'min s':>7s}  target")
             for name, runs in rows.items():

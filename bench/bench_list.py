@@ -52,17 +52,34 @@ def main() -> None:
     start = time.perf_counter()
     systems = ("AG2", "Magentic-One", "MetaGPT", "ChatDev", "OpenManus")
     Trace.objects.bulk_create(
-        [Trace(project=project, identity_key=f"bench:{i}", source_format="native", source_id=str(i),
-               name=f"run {i} of the {systems[i % 5]} swarm", system=systems[i % 5], event_count=i % 500,
-               agent_count=i % 30, label_summary="mistake_agent=WebSurfer" if i % 97 == 0 else "")
-         for i in range(args.traces)], batch_size=5000)
+        [
+            Trace(
+                project=project,
+                identity_key=f"bench:{i}",
+                source_format="native",
+                source_id=str(i),
+                name=f"run {i} of the {systems[i % 5]} swarm",
+                system=systems[i % 5],
+                event_count=i % 500,
+                agent_count=i % 30,
+                label_summary="mistake_agent=WebSurfer" if i % 97 == 0 else "",
+            )
+            for i in range(args.traces)
+        ],
+        batch_size=5000,
+    )
     print(f"created {args.traces} traces in {time.perf_counter() - start:.1f} s (not timed below)")
     client = Client()
     client.force_login(user)
     pages = args.traces // 50
-    for label, url in (("first page", "/"), ("middle page", f"/?page={pages // 2}"), ("last page", f"/?page={pages}"),
-                       ("search by label", "/?q=WebSurfer"), ("search by system", "/?q=MetaGPT&page=3"),
-                       ("API list", "/api/traces/?page=2&page_size=50")):
+    for label, url in (
+        ("first page", "/"),
+        ("middle page", f"/?page={pages // 2}"),
+        ("last page", f"/?page={pages}"),
+        ("search by label", "/?q=WebSurfer"),
+        ("search by system", "/?q=MetaGPT&page=3"),
+        ("API list", "/api/traces/?page=2&page_size=50"),
+    ):
         median, worst = timed(client, url)
         print(f"{label:18s} {url:40s} median {median:7.1f} ms   max {worst:7.1f} ms")
 

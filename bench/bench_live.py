@@ -163,8 +163,9 @@ class Sender:
                     time.sleep(delay)
                 sent_ms = time.time() * 1000
                 events, edges = self.events(index * self.batch, sent_ms)
-                connection.request("POST", path, body=json.dumps({"events": events, "edges": edges}),
-                                   headers=self.headers)
+                connection.request(
+                    "POST", path, body=json.dumps({"events": events, "edges": edges}), headers=self.headers
+                )
                 response = connection.getresponse()
                 doc = json.loads(response.read() or b"{}")
                 self.request_ms.append(time.time() * 1000 - sent_ms)
@@ -182,8 +183,12 @@ def create_trace(url: str, token: str) -> int:
     address = urlsplit(url)
     connection = http.client.HTTPConnection(address.hostname, address.port, timeout=REQUEST_TIMEOUT_S)
     try:
-        connection.request("POST", "/api/traces/", body=json.dumps({"name": "live bench", "system": "bench"}),
-                           headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        connection.request(
+            "POST",
+            "/api/traces/",
+            body=json.dumps({"name": "live bench", "system": "bench"}),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
         response = connection.getresponse()
         doc = json.loads(response.read())
         if response.status != 201:
@@ -221,12 +226,16 @@ def main() -> None:
                 page.goto(f"{app.url}/traces/{trace_id}/")
                 page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined")
                 page.evaluate("window.swarmscope.ready")
-                page.wait_for_function("document.querySelector('[data-testid=live-badge]').dataset.state !== "
-                                       "'connecting'")
+                page.wait_for_function(
+                    "document.querySelector('[data-testid=live-badge]').dataset.state !== 'connecting'"
+                )
                 sender = Sender(app.url, app.token, trace_id, args.rate, args.batch, args.seconds, args.agents)
-                print(f"sending {sender.batches * args.batch} events: {args.rate} events/s in batches of "
-                      f"{args.batch} every {args.batch / args.rate * 1000:.0f} ms for {args.seconds:.0f} s "
-                      f"over {args.agents} agents", flush=True)
+                print(
+                    f"sending {sender.batches * args.batch} events: {args.rate} events/s in batches of "
+                    f"{args.batch} every {args.batch / args.rate * 1000:.0f} ms for {args.seconds:.0f} s "
+                    f"over {args.agents} agents",
+                    flush=True,
+                )
                 frames_before = page.evaluate("window.__live.frames.length")
                 sender.thread.start()
                 sender.thread.join(timeout=args.seconds * 4 + REQUEST_TIMEOUT_S)
@@ -237,13 +246,16 @@ def main() -> None:
                     page.wait_for_function(f"window.__live.samples.length >= {expected}", timeout=DRAIN_TIMEOUT_MS)
                 except Exception:  # noqa: BLE001 - the counts below say what is missing
                     pass
-                result = page.evaluate("""(before) => ({
+                result = page.evaluate(
+                    """(before) => ({
                     samples: window.__live.samples, events: window.swarmscope.eventCount(),
                     origin: performance.timeOrigin,
                     seq: window.swarmscope.lastSeq(), frames: window.__live.frames.slice(before),
                     views: window.__live.views, closes: window.__live.closes,
                     badge: document.querySelector('[data-testid=live-badge]').dataset.state,
-                    lanes: document.querySelectorAll('[data-testid=lane]').length})""", frames_before)
+                    lanes: document.querySelectorAll('[data-testid=lane]').length})""",
+                    frames_before,
+                )
                 errors = list(page.errors)
             finally:
                 context.close()
@@ -254,40 +266,61 @@ def main() -> None:
     shown = [on - sent for sent, _, on in samples]
     applied = [at - sent for sent, at, _ in samples]
     p99 = percentile(shown, 0.99)
-    print(f"sender: {expected} events in {sender.wall_s:.1f} s = {expected / sender.wall_s:.0f} events/s; request "
-          f"latency p50 {percentile(sender.request_ms, 0.5):.0f} ms, p99 {percentile(sender.request_ms, 0.99):.0f} ms, "
-          f"max {max(sender.request_ms):.0f} ms")
-    print(f"page: {result['events']} events held, {len(samples)} measured, of {expected} sent "
-          f"({'all' if result['events'] == expected == len(samples) else 'MISSING SOME'}); last seq {result['seq']}; "
-          f"{result['lanes']} lanes; badge {result['badge']}")
-    print(f"websocket closes seen by the page: {len(result['closes'])} (codes "
-          f"{sorted({code for _, code in result['closes']})}; the page reconnects and resumes)")
-    print(f"applied - sent: p50 {percentile(applied, 0.5):.0f} ms, p99 {percentile(applied, 0.99):.0f} ms, "
-          f"max {max(applied):.0f} ms")
-    print(f"on screen - sent: p50 {percentile(shown, 0.5):.0f} ms, p99 {p99:.0f} ms, max {max(shown):.0f} ms; "
-          f"target p99 < {TARGET_P99_MS:.0f} ms: {'met' if p99 < TARGET_P99_MS else 'MISSED'} [{renderer}]")
+    print(
+        f"sender: {expected} events in {sender.wall_s:.1f} s = {expected / sender.wall_s:.0f} events/s; request "
+        f"latency p50 {percentile(sender.request_ms, 0.5):.0f} ms, p99 {percentile(sender.request_ms, 0.99):.0f} ms, "
+        f"max {max(sender.request_ms):.0f} ms"
+    )
+    print(
+        f"page: {result['events']} events held, {len(samples)} measured, of {expected} sent "
+        f"({'all' if result['events'] == expected == len(samples) else 'MISSING SOME'}); last seq {result['seq']}; "
+        f"{result['lanes']} lanes; badge {result['badge']}"
+    )
+    print(
+        f"websocket closes seen by the page: {len(result['closes'])} (codes "
+        f"{sorted({code for _, code in result['closes']})}; the page reconnects and resumes)"
+    )
+    print(
+        f"applied - sent: p50 {percentile(applied, 0.5):.0f} ms, p99 {percentile(applied, 0.99):.0f} ms, "
+        f"max {max(applied):.0f} ms"
+    )
+    print(
+        f"on screen - sent: p50 {percentile(shown, 0.5):.0f} ms, p99 {p99:.0f} ms, max {max(shown):.0f} ms; "
+        f"target p99 < {TARGET_P99_MS:.0f} ms: {'met' if p99 < TARGET_P99_MS else 'MISSED'} [{renderer}]"
+    )
     # Latency over the run, by seconds and by tens of seconds, shows whether it grows with the trace.
     first = min(sent for sent, _, _ in samples)
     by_second: dict[int, list[float]] = {}
     for sent, _, on in samples:
         by_second.setdefault(int((sent - first) // 1000), []).append(on - sent)
-    print("on screen - sent in the first 6 s, by second (p50/p99 ms): " + ", ".join(
-        f"{w} s {percentile(v, 0.5):.0f}/{percentile(v, 0.99):.0f}" for w, v in sorted(by_second.items()) if w < 6))
+    print(
+        "on screen - sent in the first 6 s, by second (p50/p99 ms): "
+        + ", ".join(
+            f"{w} s {percentile(v, 0.5):.0f}/{percentile(v, 0.99):.0f}" for w, v in sorted(by_second.items()) if w < 6
+        )
+    )
     by_window: dict[int, list[float]] = {}
     for sent, _, on in samples:
         by_window.setdefault(int((sent - first) // 10_000), []).append(on - sent)
-    print("on screen - sent by 10 s window (p50/p99 ms): " + ", ".join(
-        f"{w * 10}-{w * 10 + 10} s {percentile(v, 0.5):.0f}/{percentile(v, 0.99):.0f}"
-        for w, v in sorted(by_window.items())))
+    print(
+        "on screen - sent by 10 s window (p50/p99 ms): "
+        + ", ".join(
+            f"{w * 10}-{w * 10 + 10} s {percentile(v, 0.5):.0f}/{percentile(v, 0.99):.0f}"
+            for w, v in sorted(by_window.items())
+        )
+    )
     # Frames while events arrived: from the first send to the last event on screen (rAF stamps are
     # performance.now(), whose origin is `origin` in Date.now() terms).
     last = max(on for _, _, on in samples)
     stamps = [t for t in result["frames"] if first <= result["origin"] + t <= last]
     frames = [b - a for a, b in zip(stamps, stamps[1:])] or [0.0]
-    print(f"frame time while events arrived: p50 {percentile(frames, 0.5):.0f} ms, "
-          f"p95 {percentile(frames, 0.95):.0f} ms, max {max(frames):.0f} ms ({len(frames)} frames); "
-          f"model.view(): {len(result['views'])} calls, "
-          f"median {statistics.median(result['views']):.1f} ms, max {max(result['views']):.1f} ms", flush=True)
+    print(
+        f"frame time while events arrived: p50 {percentile(frames, 0.5):.0f} ms, "
+        f"p95 {percentile(frames, 0.95):.0f} ms, max {max(frames):.0f} ms ({len(frames)} frames); "
+        f"model.view(): {len(result['views'])} calls, "
+        f"median {statistics.median(result['views']):.1f} ms, max {max(result['views']):.1f} ms",
+        flush=True,
+    )
     if args.json:
         args.json.write_text(json.dumps({"samples": samples, **result, "request_ms": sender.request_ms}))
     if errors:

@@ -62,9 +62,11 @@ def main() -> None:
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
     start = time.perf_counter()
     trace = synthetic_trace(args.agents, args.events, args.seed)
-    print(f"synthetic_trace({args.agents}, {args.events}, {args.seed}): "
-          f"{(time.perf_counter() - start) * 1000:.0f} ms, {len(trace.events)} events, "
-          f"{len(trace.edges)} edges, {len(trace.agents)} agents")
+    print(
+        f"synthetic_trace({args.agents}, {args.events}, {args.seed}): "
+        f"{(time.perf_counter() - start) * 1000:.0f} ms, {len(trace.events)} events, "
+        f"{len(trace.edges)} edges, {len(trace.agents)} agents"
+    )
 
     rows = [("TraceGraph.of (graphs, uncached)", lambda: TraceGraph.of(trace))]
     graph = TraceGraph.of(trace)

@@ -97,8 +97,9 @@ class Client:
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
         self.headers = headers
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                content_type: str = "application/json") -> tuple[int, str | None, bytes]:
+    def request(
+        self, method: str, path: str, body: bytes | None = None, content_type: str = "application/json"
+    ) -> tuple[int, str | None, bytes]:
         """(status, Retry-After header, body) of one request."""
         self.connection.request(method, path, body=body, headers={**self.headers, "Content-Type": content_type})
         response = self.connection.getresponse()
@@ -147,8 +148,13 @@ def phoenix_stored(client: Client, trace_hex: str) -> tuple[int, dict[str, Any]]
 @contextlib.contextmanager
 def swarmscope(workdir: Path, encoding: str) -> Iterator[Server]:
     """`manage.py up` on the embedded default in a fresh data folder, and an API token of its admin."""
-    env = app_env(workdir / f"swarmscope-{encoding}", SWARMSCOPE_LOG_LEVEL="WARNING", DJANGO_DEBUG="0",
-                  DJANGO_SECRET_KEY="bench-only-secret", SECURE_SSL_REDIRECT="0")
+    env = app_env(
+        workdir / f"swarmscope-{encoding}",
+        SWARMSCOPE_LOG_LEVEL="WARNING",
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY="bench-only-secret",
+        SECURE_SSL_REDIRECT="0",
+    )
     port, log = free_port(), workdir / f"swarmscope-{encoding}.log"
     process = start([sys.executable, "manage.py", "up", "--port", str(port)], env, log)
     try:
@@ -157,8 +163,15 @@ def swarmscope(workdir: Path, encoding: str) -> Iterator[Server]:
         if result.returncode != 0:
             raise RuntimeError(f"manage.py create_token admin: {result.stderr[-2000:]}")
         token = result.stdout.strip().splitlines()[-1]
-        yield Server("Swarmscope", encoding, port, {"Authorization": f"Bearer {token}"},
-                     SWARMSCOPE_PERSIST_TIMEOUT_S, swarmscope_stored, log)
+        yield Server(
+            "Swarmscope",
+            encoding,
+            port,
+            {"Authorization": f"Bearer {token}"},
+            SWARMSCOPE_PERSIST_TIMEOUT_S,
+            swarmscope_stored,
+            log,
+        )
     finally:
         stop(process)
 
@@ -171,9 +184,14 @@ def phoenix(venv: Path, workdir: Path, persist_timeout_s: float) -> Iterator[Ser
     while grpc_port == port:
         grpc_port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PHOENIX_")}
-    env.update(PHOENIX_HOST="127.0.0.1", PHOENIX_PORT=str(port), PHOENIX_GRPC_PORT=str(grpc_port),
-               PHOENIX_WORKING_DIR=str(workdir / "phoenix"), PHOENIX_TELEMETRY_ENABLED="false",
-               PHOENIX_ALLOW_EXTERNAL_RESOURCES="false")
+    env.update(
+        PHOENIX_HOST="127.0.0.1",
+        PHOENIX_PORT=str(port),
+        PHOENIX_GRPC_PORT=str(grpc_port),
+        PHOENIX_WORKING_DIR=str(workdir / "phoenix"),
+        PHOENIX_TELEMETRY_ENABLED="false",
+        PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",
+    )
     log = workdir / "phoenix.log"
     process = start([str(venv / "bin" / "phoenix"), "serve"], env, log)
     try:
@@ -187,8 +205,12 @@ def installed_phoenix(venv: Path) -> str | None:
     python = venv / "bin" / "python"
     if not python.exists():
         return None
-    result = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('arize-phoenix'))"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('arize-phoenix'))"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return result.stdout.strip() if result.returncode == 0 else None
 
 
@@ -200,15 +222,25 @@ def ensure_phoenix(venv: Path, version: str) -> float | None:
     began = time.perf_counter()
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    result = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                             f"arize-phoenix=={version}"], capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", f"arize-phoenix=={version}"],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+    )
     if result.returncode != 0 or installed_phoenix(venv) != version:
         raise RuntimeError(f"pip install arize-phoenix=={version} failed:\n{result.stderr[-3000:]}")
     return time.perf_counter() - began
 
 
-def send(client: Client, body: bytes, content_type: str, latency_ms: list[float], refused: Counter,
-         first_error: dict[str, str]) -> bool:
+def send(
+    client: Client,
+    body: bytes,
+    content_type: str,
+    latency_ms: list[float],
+    refused: Counter,
+    first_error: dict[str, str],
+) -> bool:
     """POST one batch to /v1/traces, retrying 503, 429 and dropped connections; True once a 2xx
     answer came. Appends every request's latency in ms; counts non-2xx answers by status."""
     deadline = time.monotonic() + RETRY_DEADLINE_S
@@ -244,8 +276,9 @@ def run_case(server: Server, client: Client, name: str, trace_hex: str, batches:
     accepted = 0
     began = time.perf_counter()
     for batch in batches:
-        if send(client, batch.bodies[server.encoding], CONTENT_TYPES[server.encoding], latency_ms, refused,
-                first_error):
+        if send(
+            client, batch.bodies[server.encoding], CONTENT_TYPES[server.encoding], latency_ms, refused, first_error
+        ):
             accepted += batch.spans
     acked_s = time.perf_counter() - began
     deadline = time.monotonic() + server.persist_timeout_s
@@ -256,16 +289,32 @@ def run_case(server: Server, client: Client, name: str, trace_hex: str, batches:
         time.sleep(POLL_INTERVAL_S)
     persisted_s = time.perf_counter() - began if stored >= accepted else None
     spans = sum(b.spans for b in batches)
-    return {"tool": server.tool, "encoding": server.encoding, "case": name, "trace_id": trace_hex,
-            "spans": spans, "accepted": accepted, "stored": stored, "requests": len(latency_ms),
-            "acked_s": acked_s, "persisted_s": persisted_s, **figures(spans, persisted_s, latency_ms),
-            "non_2xx": dict(refused), "first_error": first_error, "stored_trace": details,
-            "latency_ms": latency_ms}
+    return {
+        "tool": server.tool,
+        "encoding": server.encoding,
+        "case": name,
+        "trace_id": trace_hex,
+        "spans": spans,
+        "accepted": accepted,
+        "stored": stored,
+        "requests": len(latency_ms),
+        "acked_s": acked_s,
+        "persisted_s": persisted_s,
+        **figures(spans, persisted_s, latency_ms),
+        "non_2xx": dict(refused),
+        "first_error": first_error,
+        "stored_trace": details,
+        "latency_ms": latency_ms,
+    }
 
 
 def figures(spans: int, seconds: float | None, latency_ms: list[float]) -> dict[str, float | None]:
-    return {"spans_per_s": spans / seconds if seconds else None, "p50_ms": statistics.median(latency_ms),
-            "p99_ms": percentile(latency_ms, 0.99), "max_ms": max(latency_ms)}
+    return {
+        "spans_per_s": spans / seconds if seconds else None,
+        "p50_ms": statistics.median(latency_ms),
+        "p99_ms": percentile(latency_ms, 0.99),
+        "max_ms": max(latency_ms),
+    }
 
 
 def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -274,24 +323,38 @@ def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
     spans = sum(row["spans"] for row in rows)
     persisted = None if any(row["persisted_s"] is None for row in rows) else sum(row["persisted_s"] for row in rows)
     refused = sum((Counter(row["non_2xx"]) for row in rows), Counter())
-    return {"tool": rows[0]["tool"], "encoding": rows[0]["encoding"], "case": "total", "spans": spans,
-            "accepted": sum(row["accepted"] for row in rows), "stored": sum(row["stored"] for row in rows),
-            "requests": len(latency_ms), "acked_s": sum(row["acked_s"] for row in rows), "persisted_s": persisted,
-            **figures(spans, persisted, latency_ms), "non_2xx": dict(refused)}
+    return {
+        "tool": rows[0]["tool"],
+        "encoding": rows[0]["encoding"],
+        "case": "total",
+        "spans": spans,
+        "accepted": sum(row["accepted"] for row in rows),
+        "stored": sum(row["stored"] for row in rows),
+        "requests": len(latency_ms),
+        "acked_s": sum(row["acked_s"] for row in rows),
+        "persisted_s": persisted,
+        **figures(spans, persisted, latency_ms),
+        "non_2xx": dict(refused),
+    }
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     def number(value: float | None, digits: int) -> str:
         return "timeout" if value is None else f"{value:,.{digits}f}"
 
-    lines = ["| tool | encoding | case | spans | stored | requests | ack s | persisted s | spans/s | p50 ms "
-             "| p99 ms | max ms | non-2xx |", "|" + "---|" * 13]
+    lines = [
+        "| tool | encoding | case | spans | stored | requests | ack s | persisted s | spans/s | p50 ms "
+        "| p99 ms | max ms | non-2xx |",
+        "|" + "---|" * 13,
+    ]
     for r in rows:
         refused = ", ".join(f"{status}: {n}" for status, n in sorted(r["non_2xx"].items())) or "0"
         case = f"**{r['case']}**" if r["case"] == "total" else r["case"]
-        lines.append(f"| {r['tool']} | {r['encoding']} | {case} | {r['spans']:,} | {r['stored']:,} | {r['requests']} "
-                     f"| {r['acked_s']:.2f} | {number(r['persisted_s'], 2)} | {number(r['spans_per_s'], 0)} "
-                     f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['max_ms']:.0f} | {refused} |")
+        lines.append(
+            f"| {r['tool']} | {r['encoding']} | {case} | {r['spans']:,} | {r['stored']:,} | {r['requests']} "
+            f"| {r['acked_s']:.2f} | {number(r['persisted_s'], 2)} | {number(r['spans_per_s'], 0)} "
+            f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['max_ms']:.0f} | {refused} |"
+        )
     return "\n".join(lines)
 
 
@@ -308,8 +371,12 @@ def main() -> None:
     parser.add_argument("--skip-phoenix", action="store_true")
     parser.add_argument("--phoenix-version", default=PHOENIX_VERSION)
     parser.add_argument("--phoenix-venv", type=Path, default=PHOENIX_VENV)
-    parser.add_argument("--phoenix-timeout", type=float, default=1200,
-                        help="seconds after its last answer for Phoenix to store a case's spans")
+    parser.add_argument(
+        "--phoenix-timeout",
+        type=float,
+        default=1200,
+        help="seconds after its last answer for Phoenix to store a case's spans",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     names = args.cases.split(",")
@@ -318,32 +385,56 @@ def main() -> None:
 
     # SIGTERM (run_all's timeout) unwinds through the `finally` blocks that stop the servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    started = {"date": datetime.now(UTC).isoformat(timespec="seconds"),
-               "command": shlex.join([sys.executable, *sys.argv]), "git_commit": git("rev-parse", "HEAD"),
-               "git_modified": git("status", "--porcelain").splitlines()}  # the code the servers start with
+    started = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": shlex.join([sys.executable, *sys.argv]),
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_modified": git("status", "--porcelain").splitlines(),
+    }  # the code the servers start with
     warm_up = CASES["roundrobin"](args.seed + 1)
     cases = {name: CASES[name](args.seed) for name in names}
-    encoded = {name: [Batch({"protobuf": r.SerializeToString(), "json": to_json(r)},
-                            len(r.resource_spans[0].scope_spans[0].spans)) for r in requests(case, args.batch)]
-               for name, case in [("warm-up", warm_up), *cases.items()]}
+    encoded = {
+        name: [
+            Batch(
+                {"protobuf": r.SerializeToString(), "json": to_json(r)}, len(r.resource_spans[0].scope_spans[0].spans)
+            )
+            for r in requests(case, args.batch)
+        ]
+        for name, case in [("warm-up", warm_up), *cases.items()]
+    }
     phoenix_install_s = None if args.skip_phoenix else ensure_phoenix(args.phoenix_venv, args.phoenix_version)
     phoenix_version = None if args.skip_phoenix else installed_phoenix(args.phoenix_venv)
-    described = {name: {"trace_id": cases[name].trace_id.hex(), "spans": len(cases[name].spans),
-                        "agents": len(cases[name].agents), "requests": len(encoded[name]),
-                        "protobuf_bytes": sum(len(b.bodies["protobuf"]) for b in encoded[name]),
-                        "json_bytes": sum(len(b.bodies["json"]) for b in encoded[name])} for name in names}
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs (client and servers "
-          f"share them); Phoenix {phoenix_version or 'skipped'}; batches of {args.batch} spans; "
-          + "; ".join(f"{name}: {d['spans']:,} spans, {d['agents']} agents, {d['requests']} requests, "
-                      f"{d['protobuf_bytes'] / 2**20:.1f} MiB protobuf / {d['json_bytes'] / 2**20:.1f} MiB JSON"
-                      for name, d in described.items()), flush=True)
+    described = {
+        name: {
+            "trace_id": cases[name].trace_id.hex(),
+            "spans": len(cases[name].spans),
+            "agents": len(cases[name].agents),
+            "requests": len(encoded[name]),
+            "protobuf_bytes": sum(len(b.bodies["protobuf"]) for b in encoded[name]),
+            "json_bytes": sum(len(b.bodies["json"]) for b in encoded[name]),
+        }
+        for name in names
+    }
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs (client and servers "
+        f"share them); Phoenix {phoenix_version or 'skipped'}; batches of {args.batch} spans; "
+        + "; ".join(
+            f"{name}: {d['spans']:,} spans, {d['agents']} agents, {d['requests']} requests, "
+            f"{d['protobuf_bytes'] / 2**20:.1f} MiB protobuf / {d['json_bytes'] / 2**20:.1f} MiB JSON"
+            for name, d in described.items()
+        ),
+        flush=True,
+    )
 
     rows: list[dict[str, Any]] = []
     logs: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bench-otlp-") as tmp:
         workdir = Path(tmp)
-        servers = ([] if args.skip_swarmscope else [lambda: swarmscope(workdir, "protobuf"),
-                                                     lambda: swarmscope(workdir, "json")])
+        servers = (
+            []
+            if args.skip_swarmscope
+            else [lambda: swarmscope(workdir, "protobuf"), lambda: swarmscope(workdir, "json")]
+        )
         servers += [] if args.skip_phoenix else [lambda: phoenix(args.phoenix_venv, workdir, args.phoenix_timeout)]
         for open_server in servers:
             with open_server() as server:
@@ -363,12 +454,15 @@ def main() -> None:
     print()
     print(markdown(rows))
     report = {
-        "benchmark": "bench_otlp_vs_phoenix", **started,
+        "benchmark": "bench_otlp_vs_phoenix",
+        **started,
         "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "python": platform.python_version()},
         "phoenix": {"version": phoenix_version, "venv": str(args.phoenix_venv), "install_s": phoenix_install_s},
-        "seed": args.seed, "batch": args.batch,
+        "seed": args.seed,
+        "batch": args.batch,
         "cases": described,
-        "results": rows, "server_log_tails": logs,
+        "results": rows,
+        "server_log_tails": logs,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))

@@ -44,8 +44,10 @@ def measure(name, traces, patterns):
     redacted = [redact_trace(t, patterns) for t in traces]
     matches = sum((e.content or "").count(REDACTED) for t in redacted for e in t.events)
     seconds = best_of(lambda: [redact_trace(t, patterns) for t in traces])
-    print(f"| {name} | {len(traces)} | {events:,} | {chars:,} | {matches} | {seconds * 1000:.1f} | "
-          f"{events / seconds:,.0f} | {chars / seconds / 1e6:.1f} |")
+    print(
+        f"| {name} | {len(traces)} | {events:,} | {chars:,} | {matches} | {seconds * 1000:.1f} | "
+        f"{events / seconds:,.0f} | {chars / seconds / 1e6:.1f} |"
+    )
 
 
 def main():
@@ -61,8 +63,11 @@ def main():
     else:
         print(f"(../shared/data not found at {SHARED}: real traces skipped)")
     measure("synthetic_trace(200, 20000)", [synthetic_trace(200, 20000, 0)], patterns)
-    for name, text in (("1 MB of 'x'", "x" * 1_000_000), ("1 MB of hex", os.urandom(500_000).hex()),
-                       ("1 MB of 'a.'", "a." * 500_000)):
+    for name, text in (
+        ("1 MB of 'x'", "x" * 1_000_000),
+        ("1 MB of hex", os.urandom(500_000).hex()),
+        ("1 MB of 'a.'", "a." * 500_000),
+    ):
         trace = synthetic_trace(1, 3, 0)
         trace.events[0] = dataclasses.replace(trace.events[0], content=text)
         measure(f"one event: {name}", [trace], patterns)

@@ -222,8 +222,14 @@ def load() -> str:
 
 def machine() -> str:
     """nproc, CPU model and RAM of this machine, one line."""
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor() or "unknown CPU")
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown CPU",
+    )
     kib = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
     return f"{os.cpu_count()} CPUs ({model}), {kib / 2**20:.0f} GiB RAM, python {platform.python_version()}"
 
@@ -239,8 +245,9 @@ class RunningApp:
         result = manage("import_traces", str(path), env=self.env, timeout=IMPORT_TIMEOUT_S)
         match = re.search(r": imported as trace (\d+)", result.stdout)
         if result.returncode != 0 or not match:
-            raise RuntimeError(f"import_traces {path.name}: {result.returncode}\n{result.stdout[-2000:]}"
-                               f"{result.stderr[-2000:]}")
+            raise RuntimeError(
+                f"import_traces {path.name}: {result.returncode}\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
+            )
         return int(match.group(1))
 
 
@@ -313,9 +320,11 @@ def pan_zoom(browser, state: str, url: str, frames: int, runs: int) -> dict[str,
         page.wait_for_function("window.swarmscope !== undefined")
         page.evaluate("window.swarmscope.ready.then(() => new Promise((r) => requestAnimationFrame(r)))")
         page.evaluate("new Promise((r) => setTimeout(r, 500))")  # let the first frames settle
-        lod = page.evaluate("({lanes: document.querySelectorAll('[data-testid=lane]').length, "
-                            "agents: window.swarmscope.model.agents.size, nodes: (%s).getGraph().order, "
-                            "edges: (%s).getGraph().size})" % (TIMELINE_SIGMA_JS.strip(), TIMELINE_SIGMA_JS.strip()))
+        lod = page.evaluate(
+            "({lanes: document.querySelectorAll('[data-testid=lane]').length, "
+            "agents: window.swarmscope.model.agents.size, nodes: (%s).getGraph().order, "
+            "edges: (%s).getGraph().size})" % (TIMELINE_SIGMA_JS.strip(), TIMELINE_SIGMA_JS.strip())
+        )
         scripted = {"intervals": [], "renders": [], "p95_per_run": []}
         for _ in range(runs):
             one = page.evaluate(CAMERA_PATH_JS, frames)
@@ -344,8 +353,11 @@ def pan_zoom(browser, state: str, url: str, frames: int, runs: int) -> dict[str,
         # Frame time of each frame that drew: the rAF interval in which a sigma render started (idle
         # frames between inputs are not frame times of the interaction).
         starts, stamps = mouse.pop("renderStarts"), mouse.pop("stamps")
-        drawn = [stamps[k + 1] - stamps[k] for k in range(len(stamps) - 1)
-                 if any(stamps[k] <= t0 < stamps[k + 1] for t0 in starts)]
+        drawn = [
+            stamps[k + 1] - stamps[k]
+            for k in range(len(stamps) - 1)
+            if any(stamps[k] <= t0 < stamps[k + 1] for t0 in starts)
+        ]
         mouse["intervals"] = drawn
         if page.errors:
             raise RuntimeError(f"console errors on {url}: {page.errors[:5]}")
@@ -374,8 +386,11 @@ def main() -> None:
             probe, page = new_page(browser, state)
             renderer = page.evaluate(RENDERER_JS)
             probe.close()
-            print(f"Chromium {version} headless; WebGL renderer: {renderer}; viewport "
-                  f"{VIEWPORT['width']}x{VIEWPORT['height']}", flush=True)
+            print(
+                f"Chromium {version} headless; WebGL renderer: {renderer}; viewport "
+                f"{VIEWPORT['width']}x{VIEWPORT['height']}",
+                flush=True,
+            )
             raw["renderer"], raw["chromium"] = renderer, version
             for agents, events, target in SIZES:
                 trace = synthetic_trace(agents, events, args.seed)
@@ -383,8 +398,10 @@ def main() -> None:
                 path.write_text(json.dumps(trace.to_dict()), encoding="utf-8")
                 trace_id = app.import_file(path)
                 url = f"{app.url}/traces/{trace_id}/"
-                print(f"\n{path.name}: {len(trace.agents)} agents, {len(trace.events)} events, "
-                      f"{len(trace.edges)} edges", flush=True)
+                print(
+                    f"\n{path.name}: {len(trace.agents)} agents, {len(trace.events)} events, {len(trace.edges)} edges",
+                    flush=True,
+                )
 
                 runs = [first_render(browser, state, url) for _ in range(args.runs)]
                 for r in runs:
@@ -393,40 +410,65 @@ def main() -> None:
                 print(f"  ({load()} after the first-render runs)")
                 times = [r["first_render_ms"] for r in runs]
                 median = statistics.median(times)
-                print(f"  first render ({args.runs} runs, ms since navigation): median {median:.0f}, "
-                      f"max {max(times):.0f}; target < {target:.0f}: {'met' if median < target else 'MISSED'} "
-                      f"[{renderer}]")
+                print(
+                    f"  first render ({args.runs} runs, ms since navigation): median {median:.0f}, "
+                    f"max {max(times):.0f}; target < {target:.0f}: {'met' if median < target else 'MISSED'} "
+                    f"[{renderer}]"
+                )
                 print("  runs: " + ", ".join(f"{t:.0f}" for t in times))
-                keys = ("html_done_ms", "dom_content_loaded_ms", "snapshot_start_ms", "snapshot_wait_ms",
-                        "snapshot_done_ms", "snapshot_kib", "apply_snapshot_ms", "view_ms", "sigma_render_ms",
-                        "ready_ms")
-                print("  breakdown (medians): " + ", ".join(
-                    f"{k.removesuffix('_ms')} {statistics.median(r[k] for r in runs):.0f}"
-                    for k in keys if runs[0][k] is not None))
-                print(f"  drawn: {runs[0]['lanes']} lanes, {runs[0]['nodes']} timeline nodes, "
-                      f"{runs[0]['edges']} timeline edges", flush=True)
+                keys = (
+                    "html_done_ms",
+                    "dom_content_loaded_ms",
+                    "snapshot_start_ms",
+                    "snapshot_wait_ms",
+                    "snapshot_done_ms",
+                    "snapshot_kib",
+                    "apply_snapshot_ms",
+                    "view_ms",
+                    "sigma_render_ms",
+                    "ready_ms",
+                )
+                print(
+                    "  breakdown (medians): "
+                    + ", ".join(
+                        f"{k.removesuffix('_ms')} {statistics.median(r[k] for r in runs):.0f}"
+                        for k in keys
+                        if runs[0][k] is not None
+                    )
+                )
+                print(
+                    f"  drawn: {runs[0]['lanes']} lanes, {runs[0]['nodes']} timeline nodes, "
+                    f"{runs[0]['edges']} timeline edges",
+                    flush=True,
+                )
 
                 moves = pan_zoom(browser, state, url, args.frames, args.pan_runs)
                 lod = moves["lod"]
                 state_of_lod = "on" if events > LOD_THRESHOLD else f"on, inactive up to {LOD_THRESHOLD:,} events"
-                print(f"  pan/zoom (level of detail {state_of_lod}: "
-                      f"{lod['lanes']} lanes for {lod['agents']} agents, {lod['nodes']} nodes, {lod['edges']} edges)")
+                print(
+                    f"  pan/zoom (level of detail {state_of_lod}: "
+                    f"{lod['lanes']} lanes for {lod['agents']} agents, {lod['nodes']} nodes, {lod['edges']} edges)"
+                )
                 print(f"  ({load()} after the pan/zoom)")
-                for name, label in (("scripted", f"scripted {args.frames}-frame camera path x {args.pan_runs} "
-                                                 "(edges drawn)"),
-                                    ("mouse", "mouse wheel + drag (edges hidden while moving)")):
+                for name, label in (
+                    ("scripted", f"scripted {args.frames}-frame camera path x {args.pan_runs} (edges drawn)"),
+                    ("mouse", "mouse wheel + drag (edges hidden while moving)"),
+                ):
                     m = moves[name]
                     if not m["intervals"]:
                         print(f"    {label}: no frames drawn")
                         continue
                     p95 = percentile(m["intervals"], 0.95)
                     verdict = "met" if p95 <= FRAME_TARGET_MS else "MISSED"
-                    print(f"    {label}: {len(m['intervals'])} frames, frame time p50 "
-                          f"{percentile(m['intervals'], 0.5):.0f} ms, p95 {p95:.1f} ms, "
-                          f"max {max(m['intervals']):.0f} ms; "
-                          f"sigma render p95 {percentile(m['renders'], 0.95) if m['renders'] else 0:.0f} ms "
-                          f"({len(m['renders'])} renders); target p95 <= {FRAME_TARGET_MS:.0f} ms: {verdict} "
-                          f"[{renderer}]", flush=True)
+                    print(
+                        f"    {label}: {len(m['intervals'])} frames, frame time p50 "
+                        f"{percentile(m['intervals'], 0.5):.0f} ms, p95 {p95:.1f} ms, "
+                        f"max {max(m['intervals']):.0f} ms; "
+                        f"sigma render p95 {percentile(m['renders'], 0.95) if m['renders'] else 0:.0f} ms "
+                        f"({len(m['renders'])} renders); target p95 <= {FRAME_TARGET_MS:.0f} ms: {verdict} "
+                        f"[{renderer}]",
+                        flush=True,
+                    )
                     if name == "scripted":
                         print("      p95 of each run: " + ", ".join(f"{v:.0f}" for v in m["p95_per_run"]) + " ms")
                 raw[path.name] = {"first_render": runs, "pan_zoom": moves}

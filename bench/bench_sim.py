@@ -65,29 +65,36 @@ def main() -> None:
     parser.add_argument("--cpu", type=int, default=min(os.sched_getaffinity(0)))
     args = parser.parse_args()
     os.sched_setaffinity(0, {args.cpu})
-    print(f"python {platform.python_version()} on {platform.machine()}, pinned to CPU {args.cpu} "
-          f"of {os.cpu_count()}")
+    print(f"python {platform.python_version()} on {platform.machine()}, pinned to CPU {args.cpu} of {os.cpu_count()}")
 
     task, actions = envelope_actions(0)
     episode = simulate(task, actions)
-    print(f"envelope: {len(actions)} actions, {len(episode.trace.agents) - 1} sub-agents, "
-          f"{len(episode.trace.events)} events, {len(episode.trace.edges)} edges")
-    for name, function in (("rollout (dynamics only)", lambda: rollout(task, actions)),
-                           ("simulate (trace, costs, rewards)", lambda: simulate(task, actions))):
+    print(
+        f"envelope: {len(actions)} actions, {len(episode.trace.agents) - 1} sub-agents, "
+        f"{len(episode.trace.events)} events, {len(episode.trace.edges)} edges"
+    )
+    for name, function in (
+        ("rollout (dynamics only)", lambda: rollout(task, actions)),
+        ("simulate (trace, costs, rewards)", lambda: simulate(task, actions)),
+    ):
         best, median = timed(function, args.repeat)
         print(f"  {name:34s} best {best * 1000:7.1f} ms  median {median * 1000:7.1f} ms")
 
     tasks = [generate_task("long", seed) for seed in range(args.batch)]
     steps = batched_run(tasks)
     best, median = timed(lambda: batched_run(tasks), args.repeat)
-    print(f"batched: {args.batch} long episodes, {steps} steps (building the env included): "
-          f"best {steps / best:,.0f} steps/s, median {steps / median:,.0f} steps/s")
+    print(
+        f"batched: {args.batch} long episodes, {steps} steps (building the env included): "
+        f"best {steps / best:,.0f} steps/s, median {steps / median:,.0f} steps/s"
+    )
 
     single = generate_task("long", 0)
     steps = len(run_policy(SwarmEnv(single), FixedFanOut(8, verifier=True)).actions)
     best, median = timed(lambda: run_policy(SwarmEnv(single), FixedFanOut(8, verifier=True)), args.repeat)
-    print(f"run_policy, one long episode: {steps} steps, best {steps / best:,.0f} steps/s, "
-          f"median {steps / median:,.0f} steps/s")
+    print(
+        f"run_policy, one long episode: {steps} steps, best {steps / best:,.0f} steps/s, "
+        f"median {steps / median:,.0f} steps/s"
+    )
 
 
 if __name__ == "__main__":

@@ -50,36 +50,58 @@ def one_run(job: tuple[str, int, int, str]) -> dict:
     import torch  # noqa: F401  (each worker process imports torch once)
 
     from trainer.recipes.train_orchestrator import RunConfig, train
+
     credit, seed, budget, out = job
     config = RunConfig.from_dict({**base_config(budget), "credit": credit, "seed": seed, "sample_episodes": 0})
     curve = []
 
     def record(it: dict) -> None:
         m = it["metrics"]
-        curve.append({"iteration": it["iteration"], "env_steps": it["env_steps"], "wall_s": it["wall_s"],
-                      "expected_success": m["expected_success"], "success_rate": m["success_rate"],
-                      "reward": m["reward"], "task_reward": m["task_reward"], "critical_steps": m["critical_steps"],
-                      "episode_length": m["episode_length"], "credit_env_steps": m["credit_env_steps"],
-                      "stop_regret": it["stop"]["stop_regret"]})
+        curve.append(
+            {
+                "iteration": it["iteration"],
+                "env_steps": it["env_steps"],
+                "wall_s": it["wall_s"],
+                "expected_success": m["expected_success"],
+                "success_rate": m["success_rate"],
+                "reward": m["reward"],
+                "task_reward": m["task_reward"],
+                "critical_steps": m["critical_steps"],
+                "episode_length": m["episode_length"],
+                "credit_env_steps": m["credit_env_steps"],
+                "stop_regret": it["stop"]["stop_regret"],
+            }
+        )
 
     directory = Path(out) / f"{credit}-{seed}"
     started = time.monotonic()
     # a run that collapses into one-decision episodes would take ~16 steps an iteration: cap its wall time
-    summary = train(config, checkpoint_dir=directory, on_iteration=record,
-                    should_stop=lambda: time.monotonic() - started > WALL_CAP_S)
-    return {"credit": credit, "seed": seed, "curve": curve, "summary": summary,
-            "checkpoint": str(directory / "last.pt"), "wall_s": time.monotonic() - started}
+    summary = train(
+        config,
+        checkpoint_dir=directory,
+        on_iteration=record,
+        should_stop=lambda: time.monotonic() - started > WALL_CAP_S,
+    )
+    return {
+        "credit": credit,
+        "seed": seed,
+        "curve": curve,
+        "summary": summary,
+        "checkpoint": str(directory / "last.pt"),
+        "wall_s": time.monotonic() - started,
+    }
 
 
 def smoothed(curve: list[dict], window: int = 3) -> tuple[np.ndarray, np.ndarray]:
     steps = np.array([c["env_steps"] for c in curve])
     values = np.array([c["expected_success"] for c in curve])
-    return steps, np.array([values[max(0, k - window + 1):k + 1].mean() for k in range(len(values))])
+    return steps, np.array([values[max(0, k - window + 1) : k + 1].mean() for k in range(len(values))])
 
 
 def t_interval(values: list[float]) -> tuple[float, float]:
     """Mean and the 95 % t half-width (swarmscope.credit's t quantile)."""
     from swarmscope.credit import t_quantile_975
+
     v = np.asarray(values, float)
     if len(v) < 2:
         return float(v.mean()), float("nan")
@@ -95,22 +117,31 @@ def baselines(tasks, config, seed0: int) -> dict[str, list[dict]]:
         single_agent,
     )
     from trainer.sim.env import SwarmEnv
-    policies = {"single agent": single_agent(), "fixed fan-out (8 + verifier)": FixedFanOut(8, verifier=True),
-                "spawn-everything": SpawnEverything()}
+
+    policies = {
+        "single agent": single_agent(),
+        "fixed fan-out (8 + verifier)": FixedFanOut(8, verifier=True),
+        "spawn-everything": SpawnEverything(),
+    }
     out = {}
     for name, policy in policies.items():
-        out[name] = [episode_summary(run_policy(SwarmEnv(task, config.sim_config(), seed0 + k), policy),
-                                     config.reward_weights) for k, task in enumerate(tasks)]
+        out[name] = [
+            episode_summary(run_policy(SwarmEnv(task, config.sim_config(), seed0 + k), policy), config.reward_weights)
+            for k, task in enumerate(tasks)
+        ]
     return out
 
 
 def equal_updates(runs: list[dict], seeds: int) -> list[str]:
     """Each credit scheme's final smoothed E[R] against the shared run's after as many iterations
     (updates on as many factual episodes): the comparison with re-rollouts free."""
-    lines = ["**At equal updates** (re-rollouts free: each scheme's final smoothed E[R] against the shared run "
-             "of the same seed after as many iterations):", "",
-             "| credit | iterations per seed | its E[R] per seed | shared's E[R] then | difference ± 95 % |",
-             "|---|---|---|---|---:|"]
+    lines = [
+        "**At equal updates** (re-rollouts free: each scheme's final smoothed E[R] against the shared run "
+        "of the same seed after as many iterations):",
+        "",
+        "| credit | iterations per seed | its E[R] per seed | shared's E[R] then | difference ± 95 % |",
+        "|---|---|---|---|---:|",
+    ]
     shared = {r["seed"]: smoothed(r["curve"])[1] for r in runs if r["credit"] == "shared"}
     for credit in CREDITS[1:]:
         own, then, iters = [], [], []
@@ -121,14 +152,15 @@ def equal_updates(runs: list[dict], seeds: int) -> list[str]:
             own.append(float(values[-1]))
             then.append(float(shared[seed][min(len(values), len(shared[seed])) - 1]))
         mean, half = t_interval([a - b for a, b in zip(own, then)])
-        lines.append(f"| {credit} | {', '.join(map(str, iters))} | {', '.join(f'{v:.3f}' for v in own)} | "
-                     f"{', '.join(f'{v:.3f}' for v in then)} | {mean:+.3f} ± {half:.3f} |")
+        lines.append(
+            f"| {credit} | {', '.join(map(str, iters))} | {', '.join(f'{v:.3f}' for v in own)} | "
+            f"{', '.join(f'{v:.3f}' for v in then)} | {mean:+.3f} ± {half:.3f} |"
+        )
     return lines
 
 
 def table_of(rows: dict[str, list[dict]], keys: list[tuple[str, str, str]]) -> list[str]:
-    lines = ["| policy | " + " | ".join(label for label, _, _ in keys) + " |",
-             "|---|" + "---:|" * len(keys)]
+    lines = ["| policy | " + " | ".join(label for label, _, _ in keys) + " |", "|---|" + "---:|" * len(keys)]
     for name, episodes in rows.items():
         cells = []
         for _, key, fmt in keys:
@@ -163,8 +195,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--eval-tasks", type=int, default=50)
     parser.add_argument("--out", default="/tmp/bench_training")
-    parser.add_argument("--report-only", action="store_true",
-                        help="skip training: report from OUT/runs.json and the checkpoints")
+    parser.add_argument(
+        "--report-only", action="store_true", help="skip training: report from OUT/runs.json and the checkpoints"
+    )
     args = parser.parse_args()
     started = time.monotonic()
     out = Path(args.out)
@@ -182,6 +215,7 @@ def main() -> None:
         train_wall = time.monotonic() - started
 
     import torch
+
     torch.set_num_threads(1)
     from trainer.recipes.train_orchestrator import evaluate, load_policy
     from trainer.sim.tasks import test_set
@@ -192,28 +226,35 @@ def main() -> None:
     lines.append("")
     load = os.getloadavg()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "trainer", "bench"], capture_output=True,
-                           text=True).stdout.strip()
-    lines.append(f"`nice -n 19 .venv/bin/python bench/bench_training.py --budget {args.budget} --seeds {args.seeds} "
-                 f"--workers {args.workers} --eval-tasks {args.eval_tasks}`, `date -u` = "
-                 f"{time.strftime('%a %b %d %H:%M UTC %Y', time.gmtime())}, {platform.machine()}, "
-                 f"{os.cpu_count()} CPUs shared (load average at the end {load[0]:.1f}), Python "
-                 f"{platform.python_version()}, torch {torch.__version__}, code at `{commit}`"
-                 f"{' plus uncommitted changes' if dirty else ''}. Training {train_wall / 60:.1f} min "
-                 f"({args.workers} runs at a time, 1 thread each); all of it {{total}} min.")
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "trainer", "bench"], capture_output=True, text=True
+    ).stdout.strip()
+    lines.append(
+        f"`nice -n 19 .venv/bin/python bench/bench_training.py --budget {args.budget} --seeds {args.seeds} "
+        f"--workers {args.workers} --eval-tasks {args.eval_tasks}`, `date -u` = "
+        f"{time.strftime('%a %b %d %H:%M UTC %Y', time.gmtime())}, {platform.machine()}, "
+        f"{os.cpu_count()} CPUs shared (load average at the end {load[0]:.1f}), Python "
+        f"{platform.python_version()}, torch {torch.__version__}, code at `{commit}`"
+        f"{' plus uncommitted changes' if dirty else ''}. Training {train_wall / 60:.1f} min "
+        f"({args.workers} runs at a time, 1 thread each); all of it {{total}} min."
+    )
     lines.append("")
     shared_final = {}
     for r in runs:
         if r["credit"] == "shared":
             _, values = smoothed(r["curve"])
             shared_final[r["seed"]] = float(values[-1])
-    lines.append("**Env steps to reach the shared run's final success** (E[R] of the training episodes, "
-                 "smoothed over 3 iterations; target per seed = the shared run's final value; `>` = never "
-                 "reached within the budget, counted at the budget):")
+    lines.append(
+        "**Env steps to reach the shared run's final success** (E[R] of the training episodes, "
+        "smoothed over 3 iterations; target per seed = the shared run's final value; `>` = never "
+        "reached within the budget, counted at the budget):"
+    )
     lines.append("")
-    lines.append("| credit | target per seed | steps per seed | mean steps ± 95 % | ratio to shared | "
-                 "final E[R] ± 95 % | iterations | re-rollout share of steps | factual steps to reach (re-rollouts "
-                 "free) ± 95 % |")
+    lines.append(
+        "| credit | target per seed | steps per seed | mean steps ± 95 % | ratio to shared | "
+        "final E[R] ± 95 % | iterations | re-rollout share of steps | factual steps to reach (re-rollouts "
+        "free) ± 95 % |"
+    )
     lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
     reached: dict[str, list[float]] = {}
     for credit in CREDITS:
@@ -242,9 +283,11 @@ def main() -> None:
         else:
             own_cell = f"{len(per_seed) - len(factual)} of {len(per_seed)} never reached"
         ratio = mean / np.mean(reached["shared"])
-        lines.append(f"| {credit} | {', '.join(f'{shared_final[s]:.3f}' for s in range(args.seeds))} | "
-                     f"{', '.join(cells)} | {mean:,.0f} ± {half:,.0f} | {ratio:.2f} | {fmean:.3f} ± {fhalf:.3f} | "
-                     f"{np.mean(iters):.0f} | {np.mean(reroll):.0%} | {own_cell} |")
+        lines.append(
+            f"| {credit} | {', '.join(f'{shared_final[s]:.3f}' for s in range(args.seeds))} | "
+            f"{', '.join(cells)} | {mean:,.0f} ± {half:,.0f} | {ratio:.2f} | {fmean:.3f} ± {fhalf:.3f} | "
+            f"{np.mean(iters):.0f} | {np.mean(reroll):.0%} | {own_cell} |"
+        )
     lines.append("")
     lines.append("```")
     lines += ascii_curves(runs, args.budget)
@@ -262,17 +305,26 @@ def main() -> None:
         policy, config = load_policy(Path(r["checkpoint"]))
         policies[(r["credit"], r["seed"])] = (policy, config)
     for credit in CREDITS:
-        rows[f"trained, {credit} credit ({args.seeds} seeds)"] = [e for seed in range(args.seeds)
-                                                       for e in evaluate(policies[(credit, seed)][0], tasks,
-                                                                         policies[(credit, seed)][1], seed=eval_seed)]
+        rows[f"trained, {credit} credit ({args.seeds} seeds)"] = [
+            e
+            for seed in range(args.seeds)
+            for e in evaluate(policies[(credit, seed)][0], tasks, policies[(credit, seed)][1], seed=eval_seed)
+        ]
     config = policies[("shared", 0)][1]
     rows.update(baselines(tasks, config, eval_seed))
-    keys = [("task reward", "task", ".3f"), ("E[R]", "p_success", ".3f"), ("success rate", "success", ".2f"),
-            ("critical steps", "critical_steps", ".1f"), ("decisions", "length", ".1f"),
-            ("stop regret", "stop_regret", ".3f")]
-    lines.append(f"**Held-out tasks** ({args.eval_tasks} tasks of `test_set('long')`, one episode each, seeds "
-                 f"{eval_seed}+; trained rows pool the {args.seeds} seeds' final policies; task reward = R − "
-                 f"{config.reward_weights['critical_steps']} × CS):")
+    keys = [
+        ("task reward", "task", ".3f"),
+        ("E[R]", "p_success", ".3f"),
+        ("success rate", "success", ".2f"),
+        ("critical steps", "critical_steps", ".1f"),
+        ("decisions", "length", ".1f"),
+        ("stop regret", "stop_regret", ".3f"),
+    ]
+    lines.append(
+        f"**Held-out tasks** ({args.eval_tasks} tasks of `test_set('long')`, one episode each, seeds "
+        f"{eval_seed}+; trained rows pool the {args.seeds} seeds' final policies; task reward = R − "
+        f"{config.reward_weights['critical_steps']} × CS):"
+    )
     lines.append("")
     lines += table_of(rows, keys)
     lines.append("")
@@ -281,13 +333,20 @@ def main() -> None:
     modes = {}
     for mode in ("learned", "none", "rule"):
         modes[f"shared-credit policy, stop = {mode}"] = [
-            e for seed in range(args.seeds)
-            for e in evaluate(policies[("shared", seed)][0], tasks, policies[("shared", seed)][1], mode,
-                              seed=eval_seed)]
-    keys = [("decisions", "length", ".1f"), ("E[R]", "p_success", ".3f"), ("success rate", "success", ".3f"),
-            ("task reward", "task", ".3f"), ("critical steps", "critical_steps", ".1f"),
-            ("stop regret", "stop_regret", ".3f"), ("premature share", "premature", ".2f"),
-            ("late share", "late", ".2f")]
+            e
+            for seed in range(args.seeds)
+            for e in evaluate(policies[("shared", seed)][0], tasks, policies[("shared", seed)][1], mode, seed=eval_seed)
+        ]
+    keys = [
+        ("decisions", "length", ".1f"),
+        ("E[R]", "p_success", ".3f"),
+        ("success rate", "success", ".3f"),
+        ("task reward", "task", ".3f"),
+        ("critical steps", "critical_steps", ".1f"),
+        ("stop regret", "stop_regret", ".3f"),
+        ("premature share", "premature", ".2f"),
+        ("late share", "late", ".2f"),
+    ]
     lines.append("**Stop decision** (the shared-credit runs' final policies, the same held-out tasks and seeds):")
     lines.append("")
     lines += table_of(modes, keys)
@@ -295,7 +354,8 @@ def main() -> None:
     for seed in range(args.seeds):
         for mode in ("learned", "none", "rule"):
             per_seed[f"shared seed {seed}, stop = {mode}"] = evaluate(
-                policies[("shared", seed)][0], tasks, policies[("shared", seed)][1], mode, seed=eval_seed)
+                policies[("shared", seed)][0], tasks, policies[("shared", seed)][1], mode, seed=eval_seed
+            )
     lines.append("")
     lines.append("Per seed:")
     lines.append("")
@@ -309,11 +369,14 @@ def main() -> None:
         return f"length cut {cut:.0%}, E[R] {diff:+.1f} points, success rate {rate:+.1f} points"
 
     lines.append("")
-    seeds_line = "; ".join(f"seed {seed}: " + versus(per_seed[f"shared seed {seed}, stop = learned"],
-                                                     per_seed[f"shared seed {seed}, stop = none"])
-                           for seed in range(args.seeds))
-    lines.append(f"Learned stop vs the step limit, pooled: {versus(modes[names[0]], modes[names[1]])}; "
-                 f"per seed: {seeds_line}.")
+    seeds_line = "; ".join(
+        f"seed {seed}: "
+        + versus(per_seed[f"shared seed {seed}, stop = learned"], per_seed[f"shared seed {seed}, stop = none"])
+        for seed in range(args.seeds)
+    )
+    lines.append(
+        f"Learned stop vs the step limit, pooled: {versus(modes[names[0]], modes[names[1]])}; per seed: {seeds_line}."
+    )
 
     def critical(credit: str, seed: int) -> float:
         policy, config = policies[(credit, seed)]
@@ -321,9 +384,14 @@ def main() -> None:
 
     fan_out = float(np.mean([e["critical_steps"] for e in rows["fixed fan-out (8 + verifier)"]]))
     lines.append("")
-    lines.append(f"Critical steps per seed (learned stop; fixed fan-out {fan_out:.1f}): " + "; ".join(
-        f"{credit} " + ", ".join(f"{critical(credit, seed):.1f}" for seed in range(args.seeds)) for credit in CREDITS)
-        + ".")
+    lines.append(
+        f"Critical steps per seed (learned stop; fixed fan-out {fan_out:.1f}): "
+        + "; ".join(
+            f"{credit} " + ", ".join(f"{critical(credit, seed):.1f}" for seed in range(args.seeds))
+            for credit in CREDITS
+        )
+        + "."
+    )
     total = (time.monotonic() - started) / 60
     text = "\n".join(lines).replace("{total}", f"{total:.1f}")
     (out / "section.md").write_text(text)

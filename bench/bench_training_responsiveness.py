@@ -131,12 +131,17 @@ def report(name: str, result: dict) -> bool:
         values = result["latencies"][kind]
         p95 = percentile(values, 0.95)
         ok &= p95 < TARGET_P95_MS
-        print(f"  {name:24s} {kind:5s} n={len(values):4d}  p50 {percentile(values, 0.5):6.1f} ms  "
-              f"p95 {p95:6.1f} ms  max {max(values):7.1f} ms  {'ok' if p95 < TARGET_P95_MS else 'MISSED'}")
+        print(
+            f"  {name:24s} {kind:5s} n={len(values):4d}  p50 {percentile(values, 0.5):6.1f} ms  "
+            f"p95 {p95:6.1f} ms  max {max(values):7.1f} ms  {'ok' if p95 < TARGET_P95_MS else 'MISSED'}"
+        )
     slowest = sorted(result["by_request"].items(), key=lambda kv: -percentile(kv[1], 0.95))[:3]
     print("  " + " " * 24 + " slowest p95: " + ", ".join(f"{k} {percentile(v, 0.95):.0f} ms" for k, v in slowest))
-    print(f"  {name:24s} errors {len(result['errors'])}  load(1 min) {result['load']:.2f}"
-          + (f"  first errors: {result['errors'][:3]}" if result["errors"] else ""), flush=True)
+    print(
+        f"  {name:24s} errors {len(result['errors'])}  load(1 min) {result['load']:.2f}"
+        + (f"  first errors: {result['errors'][:3]}" if result["errors"] else ""),
+        flush=True,
+    )
     return ok
 
 
@@ -165,14 +170,22 @@ def main() -> None:
         reports: list[dict] = []
         recipe.train(recipe.RunConfig.from_dict({**TINY, "budget_steps": 100}), on_iteration=reports.append)
         headers = {"Authorization": f"Bearer {app.token}", "Content-Type": "application/json"}
-        external = json.loads(urllib.request.urlopen(urllib.request.Request(
-            f"{app.url}/api/runs/", data=json.dumps({"name": "external", "config": TINY}).encode(),
-            headers=headers), timeout=REQUEST_TIMEOUT_S).read())["id"]
+        external = json.loads(
+            urllib.request.urlopen(
+                urllib.request.Request(
+                    f"{app.url}/api/runs/",
+                    data=json.dumps({"name": "external", "config": TINY}).encode(),
+                    headers=headers,
+                ),
+                timeout=REQUEST_TIMEOUT_S,
+            ).read()
+        )["id"]
         iteration = json.dumps(reports[0]).encode()
-        targets = {"pages": ["/runs/", f"/runs/{external}/", "/runs/new/", "/", f"/traces/{trace}/"],
-                   "api_get": [f"/api/runs/{external}/", f"/api/runs/{external}/snapshot/", "/api/runs/",
-                               "/api/traces/"],
-                   "api_post": (f"/api/runs/{external}/iterations/", iteration)}
+        targets = {
+            "pages": ["/runs/", f"/runs/{external}/", "/runs/new/", "/", f"/traces/{trace}/"],
+            "api_get": [f"/api/runs/{external}/", f"/api/runs/{external}/snapshot/", "/api/runs/", "/api/traces/"],
+            "api_post": (f"/api/runs/{external}/iterations/", iteration),
+        }
         session.get("/runs/new/")  # the first New run form loads the recipe (and torch) into Daphne
         missed |= not report("idle (no training)", measure(app, session, targets, args.seconds, args.rate))
 
@@ -180,19 +193,53 @@ def main() -> None:
         for setting in args.settings.split(","):
             nice, threads = setting.split(":")
             log = Path(tmp) / f"worker-{nice}-{threads}.log"
-            worker = start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q", "training",
-                            "-P", "prefork", "-c", "1", "--without-heartbeat", "--without-gossip",
-                            "--without-mingle", "-l", "WARNING"],
-                           {**app.env, "REDIS_URL": redis_url, "SWARMSCOPE_TRAINING_NICE": nice,
-                            "SWARMSCOPE_TRAINING_THREADS": threads}, log)
+            worker = start(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "webapp.config.celery",
+                    "worker",
+                    "-Q",
+                    "training",
+                    "-P",
+                    "prefork",
+                    "-c",
+                    "1",
+                    "--without-heartbeat",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "-l",
+                    "WARNING",
+                ],
+                {
+                    **app.env,
+                    "REDIS_URL": redis_url,
+                    "SWARMSCOPE_TRAINING_NICE": nice,
+                    "SWARMSCOPE_TRAINING_THREADS": threads,
+                },
+                log,
+            )
             try:
                 form = recipe.RunConfig().to_dict()
                 weights = form["reward_weights"]
-                landed = session.post_form("/runs/new/", {
-                    "name": f"bench nice {nice} threads {threads}", "level": "long", "algorithm": "ppo",
-                    "credit": "shared", "stop": "learned", "w_success": weights["success"],
-                    "w_parallelism": weights["parallelism"], "w_finish": weights["finish"],
-                    "w_critical_steps": weights["critical_steps"], "budget_steps": args.budget, "seed": 0})
+                landed = session.post_form(
+                    "/runs/new/",
+                    {
+                        "name": f"bench nice {nice} threads {threads}",
+                        "level": "long",
+                        "algorithm": "ppo",
+                        "credit": "shared",
+                        "stop": "learned",
+                        "w_success": weights["success"],
+                        "w_parallelism": weights["parallelism"],
+                        "w_finish": weights["finish"],
+                        "w_critical_steps": weights["critical_steps"],
+                        "budget_steps": args.budget,
+                        "seed": 0,
+                    },
+                )
                 run_id = int(re.search(r"/runs/(\d+)/", landed).group(1))
                 targets["pages"][1] = f"/runs/{run_id}/"
                 deadline = time.monotonic() + 180
@@ -203,9 +250,11 @@ def main() -> None:
                 before = run_status(app, run_id)
                 result = measure(app, session, targets, args.seconds, args.rate)
                 after = run_status(app, run_id)
-                print(f"  training run {run_id}: {after['iterations'] - before['iterations']} iterations, "
-                      f"{after['env_steps'] - before['env_steps']} env steps while measuring "
-                      f"({(after['env_steps'] - before['env_steps']) / args.seconds:.0f} env steps/s)")
+                print(
+                    f"  training run {run_id}: {after['iterations'] - before['iterations']} iterations, "
+                    f"{after['env_steps'] - before['env_steps']} env steps while measuring "
+                    f"({(after['env_steps'] - before['env_steps']) / args.seconds:.0f} env steps/s)"
+                )
                 if after["env_steps"] <= before["env_steps"]:
                     raise RuntimeError("the run did not train while measuring")
                 missed |= not report(f"training nice {nice} threads {threads}", result)

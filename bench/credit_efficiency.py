@@ -67,9 +67,15 @@ def loo_rmse(cases, fast) -> dict[str, list[float]]:
         for k, (case, rollout) in enumerate(zip(cases, fast)):
             seed = k * SEED_STRIDE
             errors["paired"].append(estimates(leave_one_out(rollout.game(), 12, n, seed)) - case.loo)
-            errors["unpaired"].append(estimates(
-                [unpaired_effect(rollout, Intervention("remove", (p,)), n, seed + 2 * n * j)
-                 for j, p in enumerate(rollout.players)]) - case.loo)
+            errors["unpaired"].append(
+                estimates(
+                    [
+                        unpaired_effect(rollout, Intervention("remove", (p,)), n, seed + 2 * n * j)
+                        for j, p in enumerate(rollout.players)
+                    ]
+                )
+                - case.loo
+            )
         for name, e in errors.items():
             rmse[name].append(float(np.sqrt(np.mean(np.square(e)))))
     return rmse
@@ -129,40 +135,57 @@ def main() -> None:
     for n, p, u in zip(PAIRS, rmse["paired"], rmse["unpaired"]):
         print(f"| {2 * n} | {p:.4f} | {u:.4f} |")
     paired_needed, unpaired_needed = needed(rmse["paired"]), needed(rmse["unpaired"])
-    print(f"\nrollouts per message for RMSE {TARGET_RMSE}: paired {paired_needed:.0f}, unpaired "
-          f"{unpaired_needed:.0f}, ratio {unpaired_needed / paired_needed:.1f}x (target >= 5x)")
+    print(
+        f"\nrollouts per message for RMSE {TARGET_RMSE}: paired {paired_needed:.0f}, unpaired "
+        f"{unpaired_needed:.0f}, ratio {unpaired_needed / paired_needed:.1f}x (target >= 5x)"
+    )
 
     for n in (32, 64):
-        first = [ranked_first(leave_one_out(r.game(), 12, n, k * SEED_STRIDE, r.players),
-                              r.players[c.kinds.index("pivotal")])
-                 for k, (c, r) in enumerate(zip(cases, fast))]
-        print(f"pivotal ranked first, {n} pairs ({2 * n} rollouts) per message: {np.mean(first):.1%} "
-              f"of {len(cases)} (target >= 95 % with <= 64)")
+        first = [
+            ranked_first(
+                leave_one_out(r.game(), 12, n, k * SEED_STRIDE, r.players), r.players[c.kinds.index("pivotal")]
+            )
+            for k, (c, r) in enumerate(zip(cases, fast))
+        ]
+        print(
+            f"pivotal ranked first, {n} pairs ({2 * n} rollouts) per message: {np.mean(first):.1%} "
+            f"of {len(cases)} (target >= 95 % with <= 64)"
+        )
 
-    print("\n| rewards | rollouts per trace | permutation (antithetic) | KernelSHAP (paired) | "
-          "2-additive (orthogonal design) |\n|---|---:|---:|---:|---:|")
+    print(
+        "\n| rewards | rollouts per trace | permutation (antithetic) | KernelSHAP (paired) | "
+        "2-additive (orthogonal design) |\n|---|---:|---:|---:|---:|"
+    )
     noisy = [r.game() for r in fast]
     for budget in SHAPLEY_BUDGETS:
         share = shapley_share(cases, noisy, budget)
-        print(f"| 0/1 outcomes (CRN) | {budget:,} | {share['permutation (antithetic)']:.1%} | "
-              f"{share['KernelSHAP (paired)']:.1%} | {share['2-additive (orthogonal design)']:.1%} |")
+        print(
+            f"| 0/1 outcomes (CRN) | {budget:,} | {share['permutation (antithetic)']:.1%} | "
+            f"{share['KernelSHAP (paired)']:.1%} | {share['2-additive (orthogonal design)']:.1%} |"
+        )
     share = shapley_share(cases, [expected_game(r) for r in fast], 2_000)
-    print(f"| E[R given coalition] | 2,000 | {share['permutation (antithetic)']:.1%} | "
-          f"{share['KernelSHAP (paired)']:.1%} | {share['2-additive (orthogonal design)']:.1%} |")
+    print(
+        f"| E[R given coalition] | 2,000 | {share['permutation (antithetic)']:.1%} | "
+        f"{share['KernelSHAP (paired)']:.1%} | {share['2-additive (orthogonal design)']:.1%} |"
+    )
 
-    print("\n| planted kind | exact LOO | paired LOO, 64 pairs: mean (sd) | exact Shapley | "
-          "permutation Shapley, 2,000: mean (sd) |\n|---|---:|---:|---:|---:|")
+    print(
+        "\n| planted kind | exact LOO | paired LOO, 64 pairs: mean (sd) | exact Shapley | "
+        "permutation Shapley, 2,000: mean (sd) |\n|---|---:|---:|---:|---:|"
+    )
     loo, shap = [], []
-    for k, (case, rollout) in enumerate(zip(cases, fast)):
+    for k, (_case, rollout) in enumerate(zip(cases, fast)):
         loo.append(estimates(leave_one_out(rollout.game(), 12, 64, k * SEED_STRIDE)))
         shap.append(estimates(shapley_permutation(rollout.game(), 12, 83, k * SEED_STRIDE, sampling_seed=k)))
     kinds = np.array([case.kinds for case in cases])
     exact_loo, exact_shap = np.array([c.loo for c in cases]), np.array([c.shapley for c in cases])
     for kind in ("pivotal", "redundant", "synergistic", "harmful", "null"):
         at = kinds == kind
-        print(f"| {kind} | {exact_loo[at].mean():+.3f} | {np.array(loo)[at].mean():+.3f} "
-              f"({np.array(loo)[at].std():.3f}) | {exact_shap[at].mean():+.3f} | "
-              f"{np.array(shap)[at].mean():+.3f} ({np.array(shap)[at].std():.3f}) |")
+        print(
+            f"| {kind} | {exact_loo[at].mean():+.3f} | {np.array(loo)[at].mean():+.3f} "
+            f"({np.array(loo)[at].std():.3f}) | {exact_shap[at].mean():+.3f} | "
+            f"{np.array(shap)[at].mean():+.3f} ({np.array(shap)[at].std():.3f}) |"
+        )
     print(f"\n{len(cases)} traces, {time.perf_counter() - start:.0f} s")
 
 

@@ -49,8 +49,28 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 EPOCH_NS = 1_735_689_600 * 10**9
 MODEL = "gpt-4o-mini"
 SCOPE = InstrumentationScope(name="bench.otlp_cases", version="1")
-WORDS = ("agent", "shard", "summary", "index", "report", "query", "result", "source", "table", "draft",
-         "review", "plan", "metric", "record", "answer", "cache", "batch", "error", "retry", "schema")
+WORDS = (
+    "agent",
+    "shard",
+    "summary",
+    "index",
+    "report",
+    "query",
+    "result",
+    "source",
+    "table",
+    "draft",
+    "review",
+    "plan",
+    "metric",
+    "record",
+    "answer",
+    "cache",
+    "batch",
+    "error",
+    "retry",
+    "schema",
+)
 TOOLS = ("search", "read_file", "run_sql", "fetch_url", "calculator")
 
 
@@ -74,10 +94,17 @@ class Builder:
 
     def open(self, name: str, parent: Span | None, t: float, kind: int, **attributes: str | int) -> Span:
         """A span started at `t`; its end is set by `close`."""
-        span = Span(trace_id=self.case.trace_id, span_id=self._span_id(), name=name, kind=kind,
-                    start_time_unix_nano=EPOCH_NS + round(t * 1e9),
-                    attributes=[KeyValue(key=k, value=AnyValue(int_value=v) if isinstance(v, int)
-                                         else AnyValue(string_value=v)) for k, v in attributes.items()])
+        span = Span(
+            trace_id=self.case.trace_id,
+            span_id=self._span_id(),
+            name=name,
+            kind=kind,
+            start_time_unix_nano=EPOCH_NS + round(t * 1e9),
+            attributes=[
+                KeyValue(key=k, value=AnyValue(int_value=v) if isinstance(v, int) else AnyValue(string_value=v))
+                for k, v in attributes.items()
+            ],
+        )
         if parent is not None:
             span.parent_span_id = parent.span_id
         self.case.spans.append(span)
@@ -97,34 +124,68 @@ class Builder:
 
     def agent(self, name: str, parent: Span | None, t: float) -> Span:
         self.case.agents.add(name)
-        return self.open(f"invoke_agent {name}", parent, t, Span.SPAN_KIND_INTERNAL,
-                         **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name})
+        return self.open(
+            f"invoke_agent {name}",
+            parent,
+            t,
+            Span.SPAN_KIND_INTERNAL,
+            **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name},
+        )
 
-    def chat(self, parent: Span, t: float, prompt: list[dict], reply: str = "",
-             tool_calls: list[tuple[str, str, dict]] = ()) -> float:
+    def chat(
+        self, parent: Span, t: float, prompt: list[dict], reply: str = "", tool_calls: list[tuple[str, str, dict]] = ()
+    ) -> float:
         """An LLM call from `t` answering `prompt` (GenAI messages) with `reply` text and/or
         `tool_calls` [(call id, tool name, arguments)]; returns its end."""
         parts = ([{"type": "text", "content": reply}] if reply else []) + [
             {"type": "tool_call", "id": call_id, "name": tool, "arguments": arguments}
-            for call_id, tool, arguments in tool_calls]
+            for call_id, tool, arguments in tool_calls
+        ]
         output = [{"role": "assistant", "parts": parts, "finish_reason": "tool_call" if tool_calls else "stop"}]
-        span = self.open(f"chat {MODEL}", parent, t, Span.SPAN_KIND_CLIENT, **{
-            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": MODEL,
-            "gen_ai.response.model": MODEL, "gen_ai.usage.input_tokens": self.rng.randint(200, 4000),
-            "gen_ai.usage.output_tokens": self.rng.randint(20, 600),
-            "gen_ai.input.messages": json.dumps(prompt), "gen_ai.output.messages": json.dumps(output)})
+        span = self.open(
+            f"chat {MODEL}",
+            parent,
+            t,
+            Span.SPAN_KIND_CLIENT,
+            **{
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": MODEL,
+                "gen_ai.response.model": MODEL,
+                "gen_ai.usage.input_tokens": self.rng.randint(200, 4000),
+                "gen_ai.usage.output_tokens": self.rng.randint(20, 600),
+                "gen_ai.input.messages": json.dumps(prompt),
+                "gen_ai.output.messages": json.dumps(output),
+            },
+        )
         return self.close(span, t + self.rng.uniform(0.4, 2.5))
 
-    def tool(self, parent: Span, t: float, call: tuple[str, str, dict], result: str,
-             run: Callable[[Span, float], float] | None = None) -> float:
+    def tool(
+        self,
+        parent: Span,
+        t: float,
+        call: tuple[str, str, dict],
+        result: str,
+        run: Callable[[Span, float], float] | None = None,
+    ) -> float:
         """An `execute_tool` span from `t` for `call` (id, tool name, arguments) that returns
         `result`; `run(span, t)` makes what runs inside it (a delegated agent) and returns when
         that ends, else the tool takes a random short time. Returns the span's end."""
         call_id, tool, arguments = call
-        span = self.open(f"execute_tool {tool}", parent, t, Span.SPAN_KIND_INTERNAL, **{
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.type": "function",
-            "gen_ai.tool.call.id": call_id, "gen_ai.tool.call.arguments": json.dumps(arguments),
-            "gen_ai.tool.call.result": result})
+        span = self.open(
+            f"execute_tool {tool}",
+            parent,
+            t,
+            Span.SPAN_KIND_INTERNAL,
+            **{
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool,
+                "gen_ai.tool.type": "function",
+                "gen_ai.tool.call.id": call_id,
+                "gen_ai.tool.call.arguments": json.dumps(arguments),
+                "gen_ai.tool.call.result": result,
+            },
+        )
         end = run(span, t + 0.001) if run else t + self.rng.uniform(0.02, 0.6)
         return self.close(span, end + 0.001)
 
@@ -137,8 +198,15 @@ def _messages(*pairs: tuple[str, str]) -> list[dict]:
 
 
 def _tool_results(calls: list[tuple[str, str, dict]], results: list[str]) -> list[dict]:
-    return [{"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id, "response": result}
-                                       for (call_id, _, _), result in zip(calls, results)]}]
+    return [
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_call_response", "id": call_id, "response": result}
+                for (call_id, _, _), result in zip(calls, results)
+            ],
+        }
+    ]
 
 
 def _worker(b: Builder, name: str, task: str, tool_calls: int) -> Callable[[Span, float], float]:
@@ -163,16 +231,29 @@ def fanout(name: str, seed: int, workers: int, rounds: int, tool_calls: int = 4)
     b = Builder(name, "fanout-orchestrator", seed)
     root = b.agent("orchestrator", None, 0.0)
     t = 0.002
-    prompt = _messages(("system", "You are the orchestrator. Split the job among your workers."),
-                       ("user", f"Survey all {workers} shards, {rounds} passes. " + b.text(20)))
+    prompt = _messages(
+        ("system", "You are the orchestrator. Split the job among your workers."),
+        ("user", f"Survey all {workers} shards, {rounds} passes. " + b.text(20)),
+    )
     for round_ in range(rounds):
-        calls = [b.call(f"ask_worker_{i:03d}", task=f"pass {round_ + 1}, shard {i}: {b.text(8)}")
-                 for i in range(workers)]
+        calls = [
+            b.call(f"ask_worker_{i:03d}", task=f"pass {round_ + 1}, shard {i}: {b.text(8)}") for i in range(workers)
+        ]
         results = [b.text(12) for _ in calls]
         t = b.chat(root, t, prompt, tool_calls=calls)
-        t = max(b.tool(root, t + 0.001 * (i + 1), call, result,
-                       _worker(b, call[1].removeprefix("ask_"), call[2]["task"], tool_calls))
-                for i, (call, result) in enumerate(zip(calls, results))) + 0.002
+        t = (
+            max(
+                b.tool(
+                    root,
+                    t + 0.001 * (i + 1),
+                    call,
+                    result,
+                    _worker(b, call[1].removeprefix("ask_"), call[2]["task"], tool_calls),
+                )
+                for i, (call, result) in enumerate(zip(calls, results))
+            )
+            + 0.002
+        )
         prompt = _tool_results(calls, results)
     t = b.chat(root, t, prompt, reply=b.text(80))
     b.close(root, t + 0.002)
@@ -183,8 +264,7 @@ def supervisor(name: str, seed: int, cycles: int = 8) -> Case:
     b = Builder(name, "langgraph-supervisor", seed)
     root = b.agent("supervisor", None, 0.0)
     t = 0.002
-    prompt = _messages(("system", "You are a supervisor managing researcher, coder and writer."),
-                       ("user", b.text(25)))
+    prompt = _messages(("system", "You are a supervisor managing researcher, coder and writer."), ("user", b.text(25)))
     workers = b.rng.sample(("researcher", "coder", "writer"), 3)
     for cycle in range(cycles):
         worker = workers[cycle % 3] if cycle < 3 else b.rng.choice(workers)
@@ -233,9 +313,17 @@ def requests(case: Case, batch: int) -> list[ExportTraceServiceRequest]:
     """The case's spans in end-time order, `batch` per request, under its resource and scope."""
     order = sorted(range(len(case.spans)), key=lambda i: (case.spans[i].end_time_unix_nano, -i))
     resource = Resource(attributes=[KeyValue(key="service.name", value=AnyValue(string_value=case.service))])
-    return [ExportTraceServiceRequest(resource_spans=[ResourceSpans(resource=resource, scope_spans=[
-        ScopeSpans(scope=SCOPE, spans=[case.spans[i] for i in order[start:start + batch]])])])
-        for start in range(0, len(order), batch)]
+    return [
+        ExportTraceServiceRequest(
+            resource_spans=[
+                ResourceSpans(
+                    resource=resource,
+                    scope_spans=[ScopeSpans(scope=SCOPE, spans=[case.spans[i] for i in order[start : start + batch]])],
+                )
+            ]
+        )
+        for start in range(0, len(order), batch)
+    ]
 
 
 def to_json(request: ExportTraceServiceRequest) -> bytes:

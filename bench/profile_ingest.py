@@ -33,8 +33,14 @@ from bench_api import encode_batches  # noqa: E402
 from tests.synthetic import synthetic_trace  # noqa: E402
 
 DATABASE = "swarmscope_bench_profile"
-SERVICE_PARTS = ("do_ingest", "_read_stored", "plan_batch", "_known_event_ids", "_find_or_create_trace",
-                 "broadcast_trace_delta")
+SERVICE_PARTS = (
+    "do_ingest",
+    "_read_stored",
+    "plan_batch",
+    "_known_event_ids",
+    "_find_or_create_trace",
+    "broadcast_trace_delta",
+)
 
 
 class PartTimer:
@@ -78,11 +84,16 @@ def instrument(timer: PartTimer) -> None:
 
 def setup_django(database_url: str, data_dir: str) -> str:
     """Start Django on `database_url`, migrate, and return a raw API token of a new superuser."""
-    os.environ.update(DATABASE_URL=database_url,
-                      REDIS_URL=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9"),
-                      DJANGO_DEBUG="0", DJANGO_SECRET_KEY="bench-only-secret", SECURE_SSL_REDIRECT="0",
-                      SWARMSCOPE_LOG_LEVEL="WARNING", SWARMSCOPE_DATA_DIR=data_dir,
-                      DJANGO_SETTINGS_MODULE="webapp.config.settings")
+    os.environ.update(
+        DATABASE_URL=database_url,
+        REDIS_URL=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9"),
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY="bench-only-secret",
+        SECURE_SSL_REDIRECT="0",
+        SWARMSCOPE_LOG_LEVEL="WARNING",
+        SWARMSCOPE_DATA_DIR=data_dir,
+        DJANGO_SETTINGS_MODULE="webapp.config.settings",
+    )
     import django
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
@@ -147,11 +158,15 @@ def main() -> None:
                 instrument(timer)
                 latencies = stream(client, batches, "profiled")
                 quarter = max(1, len(latencies) // 4)
-                by_quarter = [sum(latencies[i:i + quarter]) * 1000 / len(latencies[i:i + quarter])
-                              for i in range(0, quarter * 4, quarter)]
-                print(f"{len(batches)} batches of {args.batch}: {sum(latencies):.2f} s, "
-                      f"{args.events / sum(latencies):.0f} events/s; mean ms per batch by quarter of the stream: "
-                      + ", ".join(f"{ms:.0f}" for ms in by_quarter))
+                by_quarter = [
+                    sum(latencies[i : i + quarter]) * 1000 / len(latencies[i : i + quarter])
+                    for i in range(0, quarter * 4, quarter)
+                ]
+                print(
+                    f"{len(batches)} batches of {args.batch}: {sum(latencies):.2f} s, "
+                    f"{args.events / sum(latencies):.0f} events/s; mean ms per batch by quarter of the stream: "
+                    + ", ".join(f"{ms:.0f}" for ms in by_quarter)
+                )
                 print(f"{'part':48s} {'ms/batch':>8s} {'calls':>6s}")
                 for label, seconds in sorted(timer.seconds.items(), key=lambda item: -item[1]):
                     print(f"{label:48s} {seconds * 1000 / len(batches):8.1f} {timer.calls[label]:6d}")

@@ -40,8 +40,10 @@ def main() -> None:
                 process.kill()
                 process.wait()
             code = "timeout"
-        print(f"=== {name}: {'ok' if code == 0 else f'FAILED ({code})'} in {time.perf_counter() - start:.0f} s\n",
-              flush=True)
+        print(
+            f"=== {name}: {'ok' if code == 0 else f'FAILED ({code})'} in {time.perf_counter() - start:.0f} s\n",
+            flush=True,
+        )
         if code != 0:
             failed.append(name)
     if failed:

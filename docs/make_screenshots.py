@@ -38,8 +38,9 @@ def main() -> None:
         case = pivot12_case(0)
         swarmsim = root / "swarmsim-pivot-12-0.json"
         swarmsim.write_text(json.dumps(case.episode.trace.to_dict()))
-        pivotal = next(f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds)
-                       if k == "pivotal")
+        pivotal = next(
+            f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds) if k == "pivotal"
+        )
         imported = manage("import_traces", str(SHARED), str(swarmsim), env=env, timeout=600).stdout
         ids = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(.+): imported as trace (\d+)", imported, re.M)}
         whowhen = ids[str(SHARED / "who-and-when" / "Hand-Crafted" / "1.json")]
@@ -56,14 +57,18 @@ def main() -> None:
             page.click("form.stack button")
             page.wait_for_url(url + "/")
             page.screenshot(path=OUT / "trace-list.png")
-            for name, trace_id, select in (("trace-whowhen", whowhen, "mistake"), ("trace-groupchat", groupchat, None),
-                                           ("trace-handoff", handoff, None)):
+            for name, trace_id, select in (
+                ("trace-whowhen", whowhen, "mistake"),
+                ("trace-groupchat", groupchat, None),
+                ("trace-handoff", handoff, None),
+            ):
                 page.goto(f"{url}/traces/{trace_id}/")
                 page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined")
                 page.evaluate("window.swarmscope.ready")
                 if select == "mistake":
                     event_id = page.evaluate(
-                        "window.swarmscope.model.labels.find(l => l.key === 'mistake_step')?.event_id")
+                        "window.swarmscope.model.labels.find(l => l.key === 'mistake_step')?.event_id"
+                    )
                     page.evaluate("(id) => window.swarmscope.selectEvent(id)", event_id)
                 page.wait_for_timeout(500)
                 page.screenshot(path=OUT / f"{name}.png")

@@ -9,17 +9,43 @@ assignment, the LLM-judge baselines and the live protocol. Standard library, num
 Layers and what each module owns: docs/architecture.md.
 """
 
-from swarmscope.credit import Attribution, coalition_game, kernel_shap, leave_one_out, shapley_permutation
-from swarmscope.graph import causal_dag, spawn_tree
-from swarmscope.importers import ImportResult, SourceFile, TraceFormatError, read_files
-from swarmscope.importers.files import iter_files, read_traces
-from swarmscope.interventions import Intervention, InterventionError, check_intervention
-from swarmscope.metrics import compute_metrics, critical_path
-from swarmscope.model import Agent, Edge, Event, Label, Trace, TraceValidationError, trace_from_dict, validate_trace
+from __future__ import annotations
 
-__all__ = [
-    "Agent", "Attribution", "Edge", "Event", "ImportResult", "Intervention", "InterventionError", "Label",
-    "SourceFile", "Trace", "TraceFormatError", "TraceValidationError", "causal_dag", "check_intervention",
-    "coalition_game", "compute_metrics", "critical_path", "iter_files", "kernel_shap", "leave_one_out",
-    "read_files", "read_traces", "shapley_permutation", "spawn_tree", "trace_from_dict", "validate_trace",
-]
+import importlib
+from typing import Any
+
+#: Public name -> the module that defines it, loaded on first use (PEP 562): `import swarmscope.client`
+#: then needs the standard library alone.
+_PUBLIC = {
+    "swarmscope.model": [
+        "Agent",
+        "Edge",
+        "Event",
+        "Label",
+        "Trace",
+        "TraceValidationError",
+        "trace_from_dict",
+        "validate_trace",
+    ],
+    "swarmscope.importers": ["ImportResult", "SourceFile", "TraceFormatError", "read_files"],
+    "swarmscope.importers.files": ["iter_files", "read_traces"],
+    "swarmscope.graph": ["causal_dag", "spawn_tree"],
+    "swarmscope.metrics": ["compute_metrics", "critical_path"],
+    "swarmscope.interventions": ["Intervention", "InterventionError", "check_intervention"],
+    "swarmscope.credit": ["Attribution", "coalition_game", "kernel_shap", "leave_one_out", "shapley_permutation"],
+}
+_MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'swarmscope' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -46,13 +46,21 @@ class SwarmscopeClient:
         self.timeout = timeout
         self.retries = retries
 
-    def _request(self, method: str, path: str, body: bytes | None = None,
-                 content_type: str = "application/json") -> Any:
+    def _request(
+        self, method: str, path: str, body: bytes | None = None, content_type: str = "application/json"
+    ) -> Any:
         delay = 0.5
         for attempt in range(self.retries + 1):
-            request = urllib.request.Request(self.url + path, data=body, method=method, headers={
-                "Authorization": f"Bearer {self.token}", "Content-Type": content_type,
-                "Accept": "application/json"})
+            request = urllib.request.Request(
+                self.url + path,
+                data=body,
+                method=method,
+                headers={
+                    "Authorization": f"Bearer {self.token}",
+                    "Content-Type": content_type,
+                    "Accept": "application/json",
+                },
+            )
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     payload = response.read()
@@ -75,14 +83,22 @@ class SwarmscopeClient:
             delay = min(delay * 2, 8.0)
         raise AssertionError("unreachable")
 
-    def create_trace(self, name: str, *, system: str = "", source_id: str = "",
-                     attributes: dict[str, Any] | None = None) -> dict[str, Any]:
+    def create_trace(
+        self, name: str, *, system: str = "", source_id: str = "", attributes: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Create a trace (or find it again by `source_id`); returns the trace resource."""
         body = {"name": name, "system": system, "source_id": source_id, "attributes": attributes or {}}
         return self._request("POST", "/api/traces/", json.dumps(body).encode())["trace"]
 
-    def send_batch(self, trace_id: int, events: list[dict[str, Any]], *, edges: Sequence[dict[str, str]] = (),
-                   agents: Sequence[dict[str, Any]] = (), labels: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    def send_batch(
+        self,
+        trace_id: int,
+        events: list[dict[str, Any]],
+        *,
+        edges: Sequence[dict[str, str]] = (),
+        agents: Sequence[dict[str, Any]] = (),
+        labels: Sequence[dict[str, Any]] = (),
+    ) -> dict[str, Any]:
         """Append one batch of events (native event dicts) and edges; returns `{seq, events_added, ...}`."""
         body = {"events": list(events), "edges": list(edges), "agents": list(agents), "labels": list(labels)}
         return self._request("POST", f"/api/traces/{trace_id}/events/", json.dumps(body).encode())
@@ -90,8 +106,12 @@ class SwarmscopeClient:
     def upload(self, path: str | Path) -> dict[str, Any]:
         """Import a trace file of any supported format; returns the per-file report."""
         path = Path(path)
-        return self._request("POST", f"/api/traces/upload/?filename={urllib.parse.quote(path.name)}",
-                             path.read_bytes(), content_type="application/octet-stream")
+        return self._request(
+            "POST",
+            f"/api/traces/upload/?filename={urllib.parse.quote(path.name)}",
+            path.read_bytes(),
+            content_type="application/octet-stream",
+        )
 
     def get_trace(self, trace_id: int) -> dict[str, Any]:
         """The trace resource: name, counts (`event_count`, `agent_count`), `seq`, rewards, ..."""
@@ -113,16 +133,18 @@ class SwarmscopeClient:
         run's project); returns `{iteration, seq, episodes}` (the traces' ids)."""
         return self._request("POST", f"/api/runs/{run_id}/iterations/", json.dumps(iteration).encode())
 
-    def finish_run(self, run_id: int, *, status: str | None = None, error: str = "",
-                   summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    def finish_run(
+        self, run_id: int, *, status: str | None = None, error: str = "", summary: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Mark the run finished (or `status`, e.g. "failed" with an `error`); returns the run."""
         body: dict[str, Any] = {"error": error, "summary": summary}
         if status:
             body["status"] = status
         return self._request("POST", f"/api/runs/{run_id}/finish/", json.dumps(body).encode())
 
-    def stream(self, name: str, *, batch_size: int = 500, flush_interval: float = 0.5,
-               **trace_fields: Any) -> TraceStream:
+    def stream(
+        self, name: str, *, batch_size: int = 500, flush_interval: float = 0.5, **trace_fields: Any
+    ) -> TraceStream:
         """A buffered stream into a new trace (`trace_fields` as for `create_trace`); use it as a
         context manager, which flushes on exit."""
         trace_id = self.create_trace(name, **trace_fields)["id"]
@@ -132,8 +154,7 @@ class SwarmscopeClient:
 class TraceStream:
     """Buffers events and edges of one trace and sends them in batches from the caller's thread."""
 
-    def __init__(self, client: SwarmscopeClient, trace_id: int, *, batch_size: int = 500,
-                 flush_interval: float = 0.5):
+    def __init__(self, client: SwarmscopeClient, trace_id: int, *, batch_size: int = 500, flush_interval: float = 0.5):
         self.client, self.trace_id = client, trace_id
         self.batch_size, self.flush_interval = batch_size, flush_interval
         self._events: list[dict[str, Any]] = []

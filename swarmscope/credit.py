@@ -58,9 +58,13 @@ def t_quantile_975(df: float) -> float:
     if df == 2:
         return (2 * 0.975 - 1) / sqrt(2 * 0.975 * (1 - 0.975))
     z = _Z975
-    return (z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
-            + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3)
-            + (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / (92160 * df ** 4))
+    return (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+        + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / (92160 * df**4)
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,9 +91,15 @@ class Attribution:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form; `samples` as nested lists."""
-        return {"target": self.target, "method": self.method, "estimate": self.estimate,
-                "ci_low": self.ci_low, "ci_high": self.ci_high, "n_rollouts": self.n_rollouts,
-                "samples": self.samples.tolist()}
+        return {
+            "target": self.target,
+            "method": self.method,
+            "estimate": self.estimate,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "n_rollouts": self.n_rollouts,
+            "samples": self.samples.tolist(),
+        }
 
 
 def _mean_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -118,9 +128,12 @@ def paired_effect(rollout: Rollout, intervention: Intervention, n: int, first_se
     both at seeds first_seed .. first_seed + n - 1 (CRN). `samples` (n,): the per-seed differences;
     2n rollouts. Raises ValueError for n < 2."""
     seeds = np.arange(first_seed, first_seed + n)
-    return _attribution(intervention.describe(), "paired_loo",
-                        np.asarray(rollout(None, seeds), float) - np.asarray(rollout(intervention, seeds), float),
-                        2 * n)
+    return _attribution(
+        intervention.describe(),
+        "paired_loo",
+        np.asarray(rollout(None, seeds), float) - np.asarray(rollout(intervention, seeds), float),
+        2 * n,
+    )
 
 
 def unpaired_effect(rollout: Rollout, intervention: Intervention, n: int, first_seed: int = 0) -> Attribution:
@@ -134,13 +147,27 @@ def unpaired_effect(rollout: Rollout, intervention: Intervention, n: int, first_
     estimate = float(control.mean() - treated.mean())
     v_c, v_t = control.var(ddof=1) / n, treated.var(ddof=1) / n
     se = sqrt(v_c + v_t)
-    half = 0.0 if se == 0 else t_quantile_975((v_c + v_t) ** 2 / ((v_c ** 2 + v_t ** 2) / (n - 1))) * se
-    return Attribution(intervention.describe(), "unpaired_loo", estimate, estimate - half, estimate + half,
-                       2 * n, np.stack([control, treated]))
+    half = 0.0 if se == 0 else t_quantile_975((v_c + v_t) ** 2 / ((v_c**2 + v_t**2) / (n - 1))) * se
+    return Attribution(
+        intervention.describe(),
+        "unpaired_loo",
+        estimate,
+        estimate - half,
+        estimate + half,
+        2 * n,
+        np.stack([control, treated]),
+    )
 
 
-def effect_until(rollout: Rollout, intervention: Intervention, epsilon: float, cap: int, batch: int = 16,
-                 first_seed: int = 0, paired: bool = True) -> Attribution:
+def effect_until(
+    rollout: Rollout,
+    intervention: Intervention,
+    epsilon: float,
+    cap: int,
+    batch: int = 16,
+    first_seed: int = 0,
+    paired: bool = True,
+) -> Attribution:
     """`paired_effect` (or `unpaired_effect`) on batches of `batch` >= 2 more seeds until the 95 %
     interval is narrower than `epsilon` (reward units) or `cap` samples per arm are drawn.
 
@@ -186,8 +213,9 @@ def _names(n_players: int, targets: Sequence[str] | None) -> list[str]:
     return list(targets) if targets is not None else [f"player {k}" for k in range(n_players)]
 
 
-def leave_one_out(game: CoalitionGame, n_players: int, n: int, first_seed: int = 0,
-                  targets: Sequence[str] | None = None) -> list[Attribution]:
+def leave_one_out(
+    game: CoalitionGame, n_players: int, n: int, first_seed: int = 0, targets: Sequence[str] | None = None
+) -> list[Attribution]:
     """Paired leave-one-out Δ_k = v(N) - v(N \\ {k}) for each of the n_players, from n >= 2 seeds
     (first_seed ..) shared by the control and every removal (CRN). `samples` (n,) per player;
     each attribution counts its 2n rollouts, the n control rollouts being shared (n (n_players + 1)
@@ -202,8 +230,14 @@ def leave_one_out(game: CoalitionGame, n_players: int, n: int, first_seed: int =
     return [_attribution(names[k], "paired_loo", rewards[0] - rewards[k + 1], 2 * n) for k in range(n_players)]
 
 
-def shapley_permutation(game: CoalitionGame, n_players: int, n_pairs: int, first_seed: int = 0,
-                        sampling_seed: int = 0, targets: Sequence[str] | None = None) -> list[Attribution]:
+def shapley_permutation(
+    game: CoalitionGame,
+    n_players: int,
+    n_pairs: int,
+    first_seed: int = 0,
+    sampling_seed: int = 0,
+    targets: Sequence[str] | None = None,
+) -> list[Attribution]:
     """Monte-Carlo Shapley values (Castro, Gómez & Tejada 2009): phi_k is the mean marginal
     contribution v(P + k) - v(P) of k over its predecessors P in random permutations, here in
     n_pairs >= 2 antithetic pairs (a permutation, drawn with `sampling_seed`, and its reverse).
@@ -222,14 +256,16 @@ def shapley_permutation(game: CoalitionGame, n_players: int, n_pairs: int, first
     rows = np.concatenate([prefix[:, 0], prefix[:, 1, 1:n_players]], axis=1)  # (n_pairs, 2n, n)
     seeds = np.repeat(np.arange(first_seed, first_seed + n_pairs), 2 * n_players)
     values = np.asarray(game(rows.reshape(-1, n_players), seeds), float).reshape(n_pairs, 2 * n_players)
-    forward = values[:, :n_players + 1]
-    backward = np.concatenate([forward[:, :1], values[:, n_players + 1:], forward[:, -1:]], axis=1)
+    forward = values[:, : n_players + 1]
+    backward = np.concatenate([forward[:, :1], values[:, n_players + 1 :], forward[:, -1:]], axis=1)
     marginals = np.zeros((n_pairs, n_players))
     pairs = np.arange(n_pairs)[:, None]
     for a, chain in enumerate((forward, backward)):
         marginals[pairs, orders[:, a]] += np.diff(chain, axis=1) / 2
-    return [_attribution(names[k], "shapley_permutation_antithetic", marginals[:, k], 2 * n_players * n_pairs)
-            for k in range(n_players)]
+    return [
+        _attribution(names[k], "shapley_permutation_antithetic", marginals[:, k], 2 * n_players * n_pairs)
+        for k in range(n_players)
+    ]
 
 
 def shapley_kernel_matrix(n_players: int) -> np.ndarray:
@@ -246,8 +282,14 @@ def shapley_kernel_matrix(n_players: int) -> np.ndarray:
     return np.full((n, n), off) + np.eye(n) * (float(np.sum(p * sizes)) / n - off)
 
 
-def kernel_shap(game: CoalitionGame, n_players: int, n_pairs: int, first_seed: int = 0,
-                sampling_seed: int = 0, targets: Sequence[str] | None = None) -> list[Attribution]:
+def kernel_shap(
+    game: CoalitionGame,
+    n_players: int,
+    n_pairs: int,
+    first_seed: int = 0,
+    sampling_seed: int = 0,
+    targets: Sequence[str] | None = None,
+) -> list[Attribution]:
     """Paired KernelSHAP: the Shapley values as the solution of the Shapley-kernel weighted least
     squares with the efficiency constraint (Lundberg & Lee 2017), with A exact and b estimated from
     n_pairs >= 2 coalition pairs (S, N \\ S), S drawn with `sampling_seed` from the kernel's
@@ -291,8 +333,14 @@ def _sylvester_hadamard(size: int) -> np.ndarray:
     return h
 
 
-def shapley_2additive(game: CoalitionGame, n_players: int, n_samples: int, first_seed: int = 0,
-                      sampling_seed: int = 0, targets: Sequence[str] | None = None) -> list[Attribution]:
+def shapley_2additive(
+    game: CoalitionGame,
+    n_players: int,
+    n_samples: int,
+    first_seed: int = 0,
+    sampling_seed: int = 0,
+    targets: Sequence[str] | None = None,
+) -> list[Attribution]:
     """Shapley values of a 2-additive game (interactions at most pairwise) from complement pairs of
     a randomised orthogonal design: the Banzhaf value of any game.
 
@@ -315,8 +363,12 @@ def shapley_2additive(game: CoalitionGame, n_players: int, n_samples: int, first
     size = design_size(n_players)
     columns = _sylvester_hadamard(size)[:, 1:]
     rng = np.random.default_rng(sampling_seed)
-    z = np.stack([columns[:, rng.choice(size - 1, n_players, replace=False)] * rng.choice([-1, 1], n_players)
-                  for _ in range(n_samples)])  # (n_samples, size, n)
+    z = np.stack(
+        [
+            columns[:, rng.choice(size - 1, n_players, replace=False)] * rng.choice([-1, 1], n_players)
+            for _ in range(n_samples)
+        ]
+    )  # (n_samples, size, n)
     rows = np.concatenate([z > 0, z < 0], axis=1)  # (n_samples, 2 size, n): S_r, then N \ S_r
     pair_seeds = first_seed + np.arange(n_samples * size).reshape(n_samples, size)
     seeds = np.concatenate([pair_seeds, pair_seeds], axis=1)
@@ -325,8 +377,16 @@ def shapley_2additive(game: CoalitionGame, n_players: int, n_samples: int, first
     return [_attribution(names[k], "shapley_2additive", phi[:, k], 2 * size * n_samples) for k in range(n_players)]
 
 
-def play_chunk(estimator: Callable[..., list[Attribution]], game: CoalitionGame, n_players: int, n: int,
-               indices: Sequence[int], first_seed: int = 0, seeds_per_sample: int = 1, **options: Any) -> np.ndarray:
+def play_chunk(
+    estimator: Callable[..., list[Attribution]],
+    game: CoalitionGame,
+    n_players: int,
+    n: int,
+    indices: Sequence[int],
+    first_seed: int = 0,
+    seeds_per_sample: int = 1,
+    **options: Any,
+) -> np.ndarray:
     """The per-player sample values (n, n_players) of `estimator(game, n_players, n, first_seed,
     **options)` with `game` played only on the rows of samples `indices`: those rows are what the
     one-shot call gives, the rows of other samples 0 (their coalitions answer 0 and are not played).
@@ -360,4 +420,3 @@ def ranked_first(attributions: Sequence[Attribution], target: str) -> bool:
     best = max(a.estimate for a in attributions)
     leaders = [a.target for a in attributions if a.estimate == best]
     return leaders == [target]
-

@@ -110,7 +110,8 @@ def final_answer(order: list[Event], roots: Iterable[str]) -> tuple[Event | None
     roots = set(roots)
     for event in reversed(order):
         if (event.type in ("aggregate", "stop") and event.agent in roots) or (
-                event.type == "return" and event.to in roots):
+            event.type == "return" and event.to in roots
+        ):
             return event, False
     return (order[-1] if order else None), True
 
@@ -120,8 +121,7 @@ def upstream(dag: nx.DiGraph, event_id: str) -> set[str]:
     return nx.ancestors(dag, event_id) | {event_id}
 
 
-def longest_path(dag: nx.DiGraph, order: list[Event],
-                 weight: Callable[[Event], float]) -> tuple[float, list[str]]:
+def longest_path(dag: nx.DiGraph, order: list[Event], weight: Callable[[Event], float]) -> tuple[float, list[str]]:
     """The heaviest path through `dag`, weighing each event by `weight(event)` (>= 0).
 
     `order` must be a topological order of `dag` (time order is). Returns the path's total weight
@@ -173,9 +173,16 @@ class TraceGraph:
         dag, dropped = causal_dag(source, order)
         tree = spawn_tree(source, order)
         answer, fallback = final_answer(order, spawn_roots(tree))
-        return cls(trace=source, order=order, dag=dag, backward_edges=dropped, tree=tree,
-                   orchestrators=orchestrators(source, tree), final_answer=answer,
-                   final_answer_fallback=fallback)
+        return cls(
+            trace=source,
+            order=order,
+            dag=dag,
+            backward_edges=dropped,
+            tree=tree,
+            orchestrators=orchestrators(source, tree),
+            final_answer=answer,
+            final_answer_fallback=fallback,
+        )
 
     @cached_property
     def sub_agents(self) -> frozenset[str]:

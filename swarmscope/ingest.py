@@ -67,8 +67,14 @@ class BatchPlan:
     @property
     def empty(self) -> bool:
         """Whether the batch changes nothing (every part of it is already stored)."""
-        return not (self.insert_events or self.update_events or self.create_agents or self.update_agents
-                    or self.add_edges or self.add_labels)
+        return not (
+            self.insert_events
+            or self.update_events
+            or self.create_agents
+            or self.update_agents
+            or self.add_edges
+            or self.add_labels
+        )
 
     @property
     def touched_events(self) -> list[Event]:
@@ -125,14 +131,23 @@ def check_storable(fragment: Trace) -> None:
     the trace field with a NUL character (U+0000) in a string: PostgreSQL's text and jsonb cannot
     hold one, so it is refused before any write, on every database alike."""
     refusal = "must not contain a NUL character (U+0000)"
-    parts: dict[str, list[Any]] = {"event": fragment.events, "agent": fragment.agents, "edge": fragment.edges,
-                                   "label": fragment.labels}
+    parts: dict[str, list[Any]] = {
+        "event": fragment.events,
+        "agent": fragment.agents,
+        "edge": fragment.edges,
+        "label": fragment.labels,
+    }
     for kind, items in parts.items():
         for index, item in enumerate(items):
             for name, value in vars(item).items():
                 if holds_nul(value):
-                    raise TraceValidationError(refusal, index=index, kind=kind, field=name.rstrip("_"),
-                                               event_id=item.id if kind == "event" else None)
+                    raise TraceValidationError(
+                        refusal,
+                        index=index,
+                        kind=kind,
+                        field=name.rstrip("_"),
+                        event_id=item.id if kind == "event" else None,
+                    )
     for name, value in vars(fragment).items():
         if name not in ("events", "agents", "edges", "labels") and holds_nul(value):
             raise TraceValidationError(refusal, field=name, kind="trace")
@@ -156,8 +171,9 @@ def _merge_events(stored: dict[str, Event], events: list[Event]) -> tuple[dict[s
             else:
                 new[event.id] = event
         except TraceValidationError as exc:
-            raise IngestConflict(TraceValidationError(exc.message, index=index, event_id=event.id,
-                                                      field=exc.field)) from None
+            raise IngestConflict(
+                TraceValidationError(exc.message, index=index, event_id=event.id, field=exc.field)
+            ) from None
     return new, updates
 
 
@@ -185,8 +201,9 @@ def _new_edges(edges: Iterable[Edge], stored: set[EdgeKey]) -> list[Edge]:
     return new
 
 
-def _plan_agents(agents: list[Agent], new_events: list[Event],
-                 stored: dict[str, Agent]) -> tuple[dict[str, Agent], dict[str, Agent]]:
+def _plan_agents(
+    agents: list[Agent], new_events: list[Event], stored: dict[str, Agent]
+) -> tuple[dict[str, Agent], dict[str, Agent]]:
     """The agent rule: (agents to create, filled-in forms of stored agents), both by name.
 
     A fragment agent not stored is created (the first of a name); a stored one gets the fields
@@ -200,8 +217,11 @@ def _plan_agents(agents: list[Agent], new_events: list[Event],
             creates.setdefault(agent.name, dataclasses.replace(agent))
             continue
         base = updates.get(agent.name) or stored[agent.name]
-        fills = {f: getattr(agent, f) for f in AGENT_FILL_FIELDS
-                 if getattr(base, f) is None and getattr(agent, f) is not None}
+        fills = {
+            f: getattr(agent, f)
+            for f in AGENT_FILL_FIELDS
+            if getattr(base, f) is None and getattr(agent, f) is not None
+        }
         if fills:
             updates[agent.name] = dataclasses.replace(base, **fills)
     for event in new_events:
@@ -211,8 +231,9 @@ def _plan_agents(agents: list[Agent], new_events: list[Event],
     return creates, updates
 
 
-def _apply_spawns(events: Iterable[Event], stored: dict[str, Agent], creates: dict[str, Agent],
-                  updates: dict[str, Agent]) -> None:
+def _apply_spawns(
+    events: Iterable[Event], stored: dict[str, Agent], creates: dict[str, Agent], updates: dict[str, Agent]
+) -> None:
     """A `spawn` event of agent A naming B in `to` makes A the parent of B and sets B's spawn time,
     where B does not say otherwise (the Dynamic Dec-POMDP's agent set); in time order. Fills
     `creates` in place and puts changed stored agents, copied, into `updates`."""

@@ -126,8 +126,9 @@ def check_intervention(trace: Trace, intervention: Intervention) -> None:
         if event_id not in types:
             raise InterventionError(f"no event {event_id!r} in the trace", "events")
         if types[event_id] not in MESSAGE_LIKE_TYPES:
-            raise InterventionError(f"event {event_id!r} is a {types[event_id]}, not one of "
-                                    f"{MESSAGE_LIKE_TYPES}", "events")
+            raise InterventionError(
+                f"event {event_id!r} is a {types[event_id]}, not one of {MESSAGE_LIKE_TYPES}", "events"
+            )
     acting = {event.agent for event in trace.events}
     for agent in intervention.agents:
         if agent not in acting:

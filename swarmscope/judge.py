@@ -99,7 +99,8 @@ def _ask(complete: Complete, prompt: str) -> str:
 def all_at_once_prompt(trace: Trace, ground_truth: bool = True) -> str:
     return (
         "You are an AI assistant tasked with analyzing a multi-agent conversation history when solving a real world "
-        "problem. " + _task(trace, ground_truth)
+        "problem. "
+        + _task(trace, ground_truth)
         + "Identify which agent made an error, at which step, and explain the reason for the error. "
         "Here's the conversation:\n\n" + _log(steps_of(trace)) + "\n\n"
         "Based on this conversation, please predict the following:\n"
@@ -108,7 +109,8 @@ def all_at_once_prompt(trace: Trace, ground_truth: bool = True) -> str:
         "2. In which step the mistake agent first made mistake. The steps are numbered from 0.\n"
         "3. The reason for your prediction.\n"
         "Please answer in the format:\nAgent Name: (Your prediction)\nStep Number: (Your prediction)\n"
-        "Reason for Mistake: (Your reason)")
+        "Reason for Mistake: (Your reason)"
+    )
 
 
 def parse_all_at_once(answer: str) -> tuple[str, int]:
@@ -123,12 +125,16 @@ def step_prompt(trace: Trace, k: int, ground_truth: bool = True) -> str:
     steps = steps_of(trace)
     return (
         "You are an AI assistant tasked with evaluating the correctness of each step in an ongoing multi-agent "
-        "conversation aimed at solving a real-world problem. " + _task(trace, ground_truth)
-        + "Here is the conversation history up to the current step:\n" + _log(steps[:k + 1]) + "\n\n"
+        "conversation aimed at solving a real-world problem. "
+        + _task(trace, ground_truth)
+        + "Here is the conversation history up to the current step:\n"
+        + _log(steps[: k + 1])
+        + "\n\n"
         f"The most recent step (Step {k}) was by '{steps[k].agent}'.\n"
         "Your task is to determine whether this most recent step contains an error that could hinder the "
         "problem-solving process or lead to an incorrect solution. Please respond with 'Yes' or 'No' and "
-        "provide a clear explanation for your judgment.")
+        "provide a clear explanation for your judgment."
+    )
 
 
 def parse_yes_no(answer: str) -> bool:
@@ -144,14 +150,16 @@ def binary_prompt(trace: Trace, lo: int, mid: int, hi: int, ground_truth: bool =
     return (
         "You are an AI assistant tasked with analyzing a segment of a multi-agent conversation. Multiple agents "
         "are collaborating to address a user query, with the goal of resolving the query through their "
-        "collective dialogue. " + _task(trace, ground_truth)
+        "collective dialogue. "
+        + _task(trace, ground_truth)
         + "Your primary task is to identify the location of the most critical mistake within the provided "
         "segment. Determine which half of the segment contains the single step where this crucial error occurs, "
         "ultimately leading to the failure in resolving the user's query.\n"
-        f"The segment spans steps {lo} to {hi}:\n" + _log(steps[lo:hi + 1]) + "\n\n"
+        f"The segment spans steps {lo} to {hi}:\n" + _log(steps[lo : hi + 1]) + "\n\n"
         f"Based on your analysis, predict whether the error is more likely to be located in the upper half "
         f"(steps {lo} - {mid}) or the lower half (steps {mid + 1} - {hi}) of the segment. "
-        "Please simply output either 'upper half' or 'lower half'. You should not output anything else.")
+        "Please simply output either 'upper half' or 'lower half'. You should not output anything else."
+    )
 
 
 def parse_half(answer: str) -> str:
@@ -191,7 +199,10 @@ def binary_search(trace: Trace, complete: Complete, ground_truth: bool = True) -
 
 
 JUDGES: dict[str, Callable[..., Prediction]] = {
-    "all_at_once": all_at_once, "step_by_step": step_by_step, "binary_search": binary_search}
+    "all_at_once": all_at_once,
+    "step_by_step": step_by_step,
+    "binary_search": binary_search,
+}
 
 
 def judge(trace: Trace, complete: Complete, method: str = "all_at_once", ground_truth: bool = True) -> Prediction:
@@ -213,8 +224,11 @@ def labels_of(trace: Trace) -> tuple[str | None, int | None]:
 
 def agent_correct(prediction: Prediction, label: str | None) -> bool:
     """Exact equality of agent names, ignoring case and surrounding space."""
-    return (prediction.agent is not None and label is not None
-            and prediction.agent.strip().casefold() == label.strip().casefold())
+    return (
+        prediction.agent is not None
+        and label is not None
+        and prediction.agent.strip().casefold() == label.strip().casefold()
+    )
 
 
 def step_correct(prediction: Prediction, label: int | None) -> bool:
@@ -235,13 +249,15 @@ def verifier_messages(trace: Trace, answer: str) -> list[dict[str, str]]:
     """The chat messages asking whether `answer` (a rollout's final turn) solves the task of
     `trace` (its `question` attribute, else its name), with its `ground_truth` as the reference
     where it has one. The expected reply is the strict verdict of `parse_verdict`."""
-    reference = (f"Reference answer: {trace.attributes['ground_truth']}\n"
-                 if "ground_truth" in trace.attributes else "")
-    prompt = (f"Task: {trace.attributes.get('question', trace.name)}\n{reference}"
-              f"Final answer of the system (its last turn):\n{answer}\n\n"
-              "Is this final answer a correct solution of the task"
-              + (" (equivalent to the reference answer)" if reference else "") + "? "
-              'Reply with only a JSON object and nothing else: {"correct": true} or {"correct": false}.')
+    reference = f"Reference answer: {trace.attributes['ground_truth']}\n" if "ground_truth" in trace.attributes else ""
+    prompt = (
+        f"Task: {trace.attributes.get('question', trace.name)}\n{reference}"
+        f"Final answer of the system (its last turn):\n{answer}\n\n"
+        "Is this final answer a correct solution of the task"
+        + (" (equivalent to the reference answer)" if reference else "")
+        + "? "
+        'Reply with only a JSON object and nothing else: {"correct": true} or {"correct": false}.'
+    )
     return [{"role": "system", "content": VERIFIER_SYSTEM}, {"role": "user", "content": prompt}]
 
 
@@ -263,7 +279,11 @@ def parse_verdict(answer: str) -> float:
             raise JudgeParseError('"correct" must be true or false', str(answer))
         return float(verdict["correct"])
     value = verdict["score"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0.0 <= value <= 1.0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0.0 <= value <= 1.0
+    ):
         raise JudgeParseError('"score" must be a number in [0, 1]', str(answer))
     return float(value)

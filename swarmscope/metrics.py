@@ -25,6 +25,7 @@ SERIAL_COLLAPSE_SHARE = 0.9
 
 # --- per-event quantities -------------------------------------------------------------------
 
+
 def event_duration(event: Event) -> float:
     """`t_end - t` in seconds; 0.0 when `t_end` is missing."""
     return event.t_end - event.t if event.t_end is not None else 0.0
@@ -51,13 +52,16 @@ def is_failed_tool_result(event: Event) -> bool:
 def corrupted_events(trace: Trace) -> set[str]:
     """Ids of corrupted events: labelled (a key of CORRUPTION_LABEL_KEYS with an `event_id`, any
     value but False) or failed tool results (`is_failed_tool_result`)."""
-    labelled = {label.event_id for label in trace.labels
-                if label.event_id is not None and label.key in CORRUPTION_LABEL_KEYS
-                and label.value is not False}
+    labelled = {
+        label.event_id
+        for label in trace.labels
+        if label.event_id is not None and label.key in CORRUPTION_LABEL_KEYS and label.value is not False
+    }
     return labelled | {event.id for event in trace.events if is_failed_tool_result(event)}
 
 
 # --- metrics ----------------------------------------------------------------------------------
+
 
 def critical_steps(source: Trace | TraceGraph) -> int | None:
     """Critical steps (Kimi K2.5, PARL): CS = Σ_t (S_main(t) + max_i S_sub,i(t)).
@@ -265,8 +269,7 @@ def serial_collapse(source: Trace | TraceGraph) -> bool:
     two sub-agents act. False when critical steps are undefined (no orchestrator)."""
     graph = TraceGraph.of(source)
     steps = critical_steps(graph)
-    return (steps is not None and len(graph.sub_agents) >= 2
-            and steps >= SERIAL_COLLAPSE_SHARE * len(graph.order))
+    return steps is not None and len(graph.sub_agents) >= 2 and steps >= SERIAL_COLLAPSE_SHARE * len(graph.order)
 
 
 def compute_metrics(trace: Trace) -> dict[str, Any]:

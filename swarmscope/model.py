@@ -67,8 +67,15 @@ class TraceValidationError(ValueError):
     `field` the offending field. `as_dict()` is the JSON body the API answers with.
     """
 
-    def __init__(self, message: str, *, index: int | None = None, event_id: str | None = None,
-                 field: str | None = None, kind: str = "event"):
+    def __init__(
+        self,
+        message: str,
+        *,
+        index: int | None = None,
+        event_id: str | None = None,
+        field: str | None = None,
+        kind: str = "event",
+    ):
         self.message = message
         self.index = index
         self.event_id = event_id
@@ -84,8 +91,14 @@ class TraceValidationError(ValueError):
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"error": str(self), "kind": self.kind, "index": self.index,
-                "event_id": self.event_id, "field": self.field, "message": self.message}
+        return {
+            "error": str(self),
+            "kind": self.kind,
+            "index": self.index,
+            "event_id": self.event_id,
+            "field": self.field,
+            "message": self.message,
+        }
 
 
 @dataclass
@@ -253,38 +266,49 @@ def estimate_tokens(text: str | None) -> int:
 
 
 @overload
-def _number(value: Any, *, name: str, index: int | None, event_id: str | None, kind: str = "event",
-            optional: Literal[False] = False) -> float: ...
+def _number(
+    value: Any,
+    *,
+    name: str,
+    index: int | None,
+    event_id: str | None,
+    kind: str = "event",
+    optional: Literal[False] = False,
+) -> float: ...
 @overload
-def _number(value: Any, *, name: str, index: int | None, event_id: str | None, kind: str = "event",
-            optional: bool) -> float | None: ...
-def _number(value: Any, *, name: str, index: int | None, event_id: str | None, kind: str = "event",
-            optional: bool = False) -> float | None:
+def _number(
+    value: Any, *, name: str, index: int | None, event_id: str | None, kind: str = "event", optional: bool
+) -> float | None: ...
+def _number(
+    value: Any, *, name: str, index: int | None, event_id: str | None, kind: str = "event", optional: bool = False
+) -> float | None:
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TraceValidationError(f"must be a finite number, got {value!r}", index=index,
-                                   event_id=event_id, field=name, kind=kind)
+        raise TraceValidationError(
+            f"must be a finite number, got {value!r}", index=index, event_id=event_id, field=name, kind=kind
+        )
     if value < 0:
-        raise TraceValidationError(f"must be >= 0, got {value!r}", index=index, event_id=event_id,
-                                   field=name, kind=kind)
+        raise TraceValidationError(
+            f"must be >= 0, got {value!r}", index=index, event_id=event_id, field=name, kind=kind
+        )
     return float(value)
 
 
 @overload
-def _string(value: Any, *, name: str, index: int | None, event_id: str | None,
-            optional: Literal[False]) -> str: ...
+def _string(value: Any, *, name: str, index: int | None, event_id: str | None, optional: Literal[False]) -> str: ...
 @overload
-def _string(value: Any, *, name: str, index: int | None, event_id: str | None,
-            optional: bool = True) -> str | None: ...
-def _string(value: Any, *, name: str, index: int | None, event_id: str | None,
-            optional: bool = True) -> str | None:
+def _string(value: Any, *, name: str, index: int | None, event_id: str | None, optional: bool = True) -> str | None: ...
+def _string(value: Any, *, name: str, index: int | None, event_id: str | None, optional: bool = True) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str) or (not optional and not value):
-        raise TraceValidationError(f"must be a non-empty string, got {value!r}" if not optional
-                                   else f"must be a string, got {value!r}",
-                                   index=index, event_id=event_id, field=name)
+        raise TraceValidationError(
+            f"must be a non-empty string, got {value!r}" if not optional else f"must be a string, got {value!r}",
+            index=index,
+            event_id=event_id,
+            field=name,
+        )
     return value
 
 
@@ -307,26 +331,28 @@ def event_from_dict(data: Any, index: int | None = None) -> Event:
     t = _number(data["t"], name="t", index=index, event_id=event_id)
     t_end = _number(data.get("t_end"), name="t_end", index=index, event_id=event_id, optional=True)
     if t_end is not None and t_end < t:
-        raise TraceValidationError(f"must be >= t ({t}), got {t_end}", index=index,
-                                   event_id=event_id, field="t_end")
+        raise TraceValidationError(f"must be >= t ({t}), got {t_end}", index=index, event_id=event_id, field="t_end")
     etype = data["type"]
     if etype not in EVENT_TYPES:
-        raise TraceValidationError(f"must be one of {', '.join(EVENT_TYPES)}; got {etype!r}",
-                                   index=index, event_id=event_id, field="type")
+        raise TraceValidationError(
+            f"must be one of {', '.join(EVENT_TYPES)}; got {etype!r}", index=index, event_id=event_id, field="type"
+        )
     agent = _string(data["agent"], name="agent", index=index, event_id=event_id, optional=False)
     tokens = data.get("tokens")
-    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
-                               or not 0 <= tokens <= MAX_TOKENS):
-        raise TraceValidationError(f"must be an integer from 0 to {MAX_TOKENS}, got {tokens!r}", index=index,
-                                   event_id=event_id, field="tokens")
+    if tokens is not None and (
+        isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= MAX_TOKENS
+    ):
+        raise TraceValidationError(
+            f"must be an integer from 0 to {MAX_TOKENS}, got {tokens!r}", index=index, event_id=event_id, field="tokens"
+        )
     trusted = data.get("trusted")
     if trusted is not None and not isinstance(trusted, bool):
-        raise TraceValidationError(f"must be true or false, got {trusted!r}", index=index,
-                                   event_id=event_id, field="trusted")
+        raise TraceValidationError(
+            f"must be true or false, got {trusted!r}", index=index, event_id=event_id, field="trusted"
+        )
     attributes = data.get("attributes") or {}
     if not isinstance(attributes, dict):
-        raise TraceValidationError("must be an object", index=index, event_id=event_id,
-                                   field="attributes")
+        raise TraceValidationError("must be an object", index=index, event_id=event_id, field="attributes")
     extra = {k: v for k, v in data.items() if k not in EVENT_FIELDS and k != "attributes"}
     return Event(
         id=checked_id,
@@ -353,18 +379,19 @@ def edge_from_dict(data: Any, index: int | None = None) -> Edge:
     for name in ("src", "dst"):
         value = data.get(name)
         if not isinstance(value, str) or not value:
-            raise TraceValidationError(f"must be a non-empty string, got {value!r}", index=index,
-                                       field=name, kind="edge")
+            raise TraceValidationError(
+                f"must be a non-empty string, got {value!r}", index=index, field=name, kind="edge"
+            )
     if data.get("type") not in EDGE_TYPES:
-        raise TraceValidationError(f"must be one of {', '.join(EDGE_TYPES)}; got {data.get('type')!r}",
-                                   index=index, field="type", kind="edge")
+        raise TraceValidationError(
+            f"must be one of {', '.join(EDGE_TYPES)}; got {data.get('type')!r}", index=index, field="type", kind="edge"
+        )
     return Edge(src=data["src"], dst=data["dst"], type=data["type"])
 
 
 def agent_from_dict(data: Any, index: int | None = None) -> Agent:
     if not isinstance(data, dict) or not isinstance(data.get("name"), str) or not data["name"]:
-        raise TraceValidationError("needs a non-empty string 'name'", index=index, field="name",
-                                   kind="agent")
+        raise TraceValidationError("needs a non-empty string 'name'", index=index, field="name", kind="agent")
     return Agent(
         name=data["name"],
         role=data.get("role"),
@@ -379,8 +406,13 @@ def agent_from_dict(data: Any, index: int | None = None) -> Agent:
 def label_from_dict(data: Any, index: int | None = None) -> Label:
     if not isinstance(data, dict) or not isinstance(data.get("key"), str):
         raise TraceValidationError("needs a string 'key'", index=index, field="key", kind="label")
-    return Label(key=data["key"], value=data.get("value"), event_id=data.get("event_id"),
-                 agent=data.get("agent"), source=data.get("source"))
+    return Label(
+        key=data["key"],
+        value=data.get("value"),
+        event_id=data.get("event_id"),
+        agent=data.get("agent"),
+        source=data.get("source"),
+    )
 
 
 def trace_from_dict(data: dict[str, Any]) -> Trace:
@@ -416,19 +448,18 @@ def validate_trace(trace: Trace) -> None:
     seen: set[str] = set()
     for index, event in enumerate(trace.events):
         if event.type not in EVENT_TYPES:
-            raise TraceValidationError(f"unknown type {event.type!r}", index=index,
-                                       event_id=event.id, field="type")
+            raise TraceValidationError(f"unknown type {event.type!r}", index=index, event_id=event.id, field="type")
         if event.id in seen:
             raise TraceValidationError("duplicate event id", index=index, event_id=event.id, field="id")
         seen.add(event.id)
     for index, edge in enumerate(trace.edges):
         for name in ("src", "dst"):
             if getattr(edge, name) not in seen:
-                raise TraceValidationError(f"names unknown event {getattr(edge, name)!r}", index=index,
-                                           field=name, kind="edge")
+                raise TraceValidationError(
+                    f"names unknown event {getattr(edge, name)!r}", index=index, field=name, kind="edge"
+                )
         if edge.type not in EDGE_TYPES:
-            raise TraceValidationError(f"unknown type {edge.type!r}", index=index, field="type",
-                                       kind="edge")
+            raise TraceValidationError(f"unknown type {edge.type!r}", index=index, field="type", kind="edge")
     names = {a.name for a in trace.agents}
     for event in trace.events:
         if event.agent not in names:
@@ -445,8 +476,20 @@ def merge_event(stored: Event, incoming: Event) -> Event | None:
     """
     changed = False
     merged = Event(**{**stored.__dict__, "attributes": dict(stored.attributes)})
-    for name in ("t", "type", "agent", "role", "from_", "to", "tool", "content", "content_ref",
-                 "tokens", "trusted", "t_end"):
+    for name in (
+        "t",
+        "type",
+        "agent",
+        "role",
+        "from_",
+        "to",
+        "tool",
+        "content",
+        "content_ref",
+        "tokens",
+        "trusted",
+        "t_end",
+    ):
         old, new = getattr(stored, name), getattr(incoming, name)
         if new is None or new == old:
             continue
@@ -454,14 +497,19 @@ def merge_event(stored: Event, incoming: Event) -> Event | None:
             setattr(merged, name, new)
             changed = True
             continue
-        raise TraceValidationError(f"contradicts the stored value {old!r} with {new!r}",
-                                   event_id=stored.id, field="from" if name == "from_" else name)
+        raise TraceValidationError(
+            f"contradicts the stored value {old!r} with {new!r}",
+            event_id=stored.id,
+            field="from" if name == "from_" else name,
+        )
     for key, value in incoming.attributes.items():
         if key in merged.attributes:
             if merged.attributes[key] != value:
                 raise TraceValidationError(
                     f"contradicts the stored value {merged.attributes[key]!r} with {value!r}",
-                    event_id=stored.id, field=f"attributes.{key}")
+                    event_id=stored.id,
+                    field=f"attributes.{key}",
+                )
             continue
         merged.attributes[key] = value
         changed = True

@@ -25,8 +25,11 @@ _OBJ = {"type": "object"}
 
 
 def _record(required: dict[str, Any], optional: dict[str, Any] | None = None, *, closed: bool = True) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "required": sorted(required),
-                              "properties": {**required, **(optional or {})}}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "required": sorted(required),
+        "properties": {**required, **(optional or {})},
+    }
     if closed:
         schema["additionalProperties"] = False
     return schema
@@ -40,62 +43,141 @@ def _array(items: dict[str, Any]) -> dict[str, Any]:
 
 EVENT = _record(
     {"id": _STR, "t": _NUM, "type": _STR, "agent": _STR, "seq": SEQ},
-    {"t_end": _NUM, "role": _STR, "from": _STR, "to": _STR, "tool": _STR, "content": _STR, "content_ref": _STR,
-     "tokens": {"type": "integer"}, "trusted": {"type": "boolean"}, "attributes": _OBJ})
+    {
+        "t_end": _NUM,
+        "role": _STR,
+        "from": _STR,
+        "to": _STR,
+        "tool": _STR,
+        "content": _STR,
+        "content_ref": _STR,
+        "tokens": {"type": "integer"},
+        "trusted": {"type": "boolean"},
+        "attributes": _OBJ,
+    },
+)
 AGENT = _record(
     {"name": _STR, "seq": SEQ},
-    {"role": _STR_OR_NULL, "parent": _STR_OR_NULL, "spawned_at": _NUM_OR_NULL, "despawned_at": _NUM_OR_NULL,
-     "system_prompt": _STR_OR_NULL, "attributes": {"type": ["object", "null"]}})
+    {
+        "role": _STR_OR_NULL,
+        "parent": _STR_OR_NULL,
+        "spawned_at": _NUM_OR_NULL,
+        "despawned_at": _NUM_OR_NULL,
+        "system_prompt": _STR_OR_NULL,
+        "attributes": {"type": ["object", "null"]},
+    },
+)
 EDGE = _record({"src": _STR, "dst": _STR, "type": _STR, "seq": SEQ})
 LABEL = _record({"key": _STR, "value": {}, "seq": SEQ}, {"event_id": _STR, "agent": _STR, "source": _STR})
-TRACE_SUMMARY = _record({"id": {"type": "integer"}, "project": {"type": "integer"}, "seq": SEQ,
-                         "event_count": {"type": "integer"}, "live": {"type": "boolean"}}, closed=False)
-_TRACE_COLLECTIONS = {"agents": _array(AGENT), "events": _array(EVENT), "edges": _array(EDGE),
-                      "labels": _array(LABEL)}
+TRACE_SUMMARY = _record(
+    {
+        "id": {"type": "integer"},
+        "project": {"type": "integer"},
+        "seq": SEQ,
+        "event_count": {"type": "integer"},
+        "live": {"type": "boolean"},
+    },
+    closed=False,
+)
+_TRACE_COLLECTIONS = {"agents": _array(AGENT), "events": _array(EVENT), "edges": _array(EDGE), "labels": _array(LABEL)}
 
-TRACE_SNAPSHOT = {"$schema": DRAFT, "title": "trace snapshot", **_record(
-    {"type": {"const": "snapshot"}, "seq": SEQ, "trace": TRACE_SUMMARY, **_TRACE_COLLECTIONS})}
-TRACE_DELTA = {"$schema": DRAFT, "title": "trace delta", **_record(
-    {"type": {"const": "delta"}, "seq": SEQ, **_TRACE_COLLECTIONS}, {"trace": TRACE_SUMMARY})}
-JOB = {"$schema": DRAFT, "title": "counterfactual job progress", **_record(
-    {"type": {"const": "job"},
-     "job": _record({"id": {"type": "integer"}, "trace": {"type": "integer"}, "status": _STR,
-                     "done": {"type": "integer"}, "total": {"type": "integer"}}, closed=False)})}
+TRACE_SNAPSHOT = {
+    "$schema": DRAFT,
+    "title": "trace snapshot",
+    **_record({"type": {"const": "snapshot"}, "seq": SEQ, "trace": TRACE_SUMMARY, **_TRACE_COLLECTIONS}),
+}
+TRACE_DELTA = {
+    "$schema": DRAFT,
+    "title": "trace delta",
+    **_record({"type": {"const": "delta"}, "seq": SEQ, **_TRACE_COLLECTIONS}, {"trace": TRACE_SUMMARY}),
+}
+JOB = {
+    "$schema": DRAFT,
+    "title": "counterfactual job progress",
+    **_record(
+        {
+            "type": {"const": "job"},
+            "job": _record(
+                {
+                    "id": {"type": "integer"},
+                    "trace": {"type": "integer"},
+                    "status": _STR,
+                    "done": {"type": "integer"},
+                    "total": {"type": "integer"},
+                },
+                closed=False,
+            ),
+        }
+    ),
+}
 
 # --- /ws/runs/<id>/ --------------------------------------------------------------------------------
 
-ITERATION = _record({"iteration": {"type": "integer", "minimum": 0}, "env_steps": {"type": "integer", "minimum": 0},
-                     "wall_s": _NUM, "metrics": _OBJ, "stop": _OBJ, "credit": _OBJ,
-                     "episodes": _array({"type": "integer"}), "seq": SEQ})
-RUN_SUMMARY = _record({"id": {"type": "integer"}, "project": {"type": "integer"}, "status": _STR, "seq": SEQ},
-                      closed=False)
-RUN_SNAPSHOT = {"$schema": DRAFT, "title": "run snapshot", **_record(
-    {"type": {"const": "snapshot"}, "seq": SEQ, "run": RUN_SUMMARY, "iterations": _array(ITERATION)})}
-RUN_DELTA = {"$schema": DRAFT, "title": "run delta", **_record(
-    {"type": {"const": "delta"}, "seq": SEQ, "run": RUN_SUMMARY, "iterations": _array(ITERATION)})}
+ITERATION = _record(
+    {
+        "iteration": {"type": "integer", "minimum": 0},
+        "env_steps": {"type": "integer", "minimum": 0},
+        "wall_s": _NUM,
+        "metrics": _OBJ,
+        "stop": _OBJ,
+        "credit": _OBJ,
+        "episodes": _array({"type": "integer"}),
+        "seq": SEQ,
+    }
+)
+RUN_SUMMARY = _record(
+    {"id": {"type": "integer"}, "project": {"type": "integer"}, "status": _STR, "seq": SEQ}, closed=False
+)
+RUN_SNAPSHOT = {
+    "$schema": DRAFT,
+    "title": "run snapshot",
+    **_record({"type": {"const": "snapshot"}, "seq": SEQ, "run": RUN_SUMMARY, "iterations": _array(ITERATION)}),
+}
+RUN_DELTA = {
+    "$schema": DRAFT,
+    "title": "run delta",
+    **_record({"type": {"const": "delta"}, "seq": SEQ, "run": RUN_SUMMARY, "iterations": _array(ITERATION)}),
+}
 
 # --- /ws/projects/<id>/ ----------------------------------------------------------------------------
 
-ACTIVITY = _record({
-    "id": {"type": "integer", "minimum": 1}, "project": {"type": "integer"},
-    "verb": {"enum": ["commented", "edited", "deleted", "voted", "set_status", "labelled"]},
-    "actor": _STR_OR_NULL,
-    "target": _record({"kind": _STR, "id": _STR, "trace": {"type": ["integer", "null"]}}),
-    "data": _OBJ, "mentions": _array(_STR), "created_at": _STR_OR_NULL, "link": _STR})
-REVIEW_SNAPSHOT = {"$schema": DRAFT, "title": "review feed snapshot", **_record(
-    {"type": {"const": "snapshot"}, "seq": SEQ, "project": {"type": "integer"}, "activities": _array(ACTIVITY)})}
-REVIEW_DELTA = {"$schema": DRAFT, "title": "review feed delta", **_record(
-    {"type": {"const": "delta"}, "seq": SEQ, "project": {"type": "integer"}, "activities": _array(ACTIVITY)})}
+ACTIVITY = _record(
+    {
+        "id": {"type": "integer", "minimum": 1},
+        "project": {"type": "integer"},
+        "verb": {"enum": ["commented", "edited", "deleted", "voted", "set_status", "labelled"]},
+        "actor": _STR_OR_NULL,
+        "target": _record({"kind": _STR, "id": _STR, "trace": {"type": ["integer", "null"]}}),
+        "data": _OBJ,
+        "mentions": _array(_STR),
+        "created_at": _STR_OR_NULL,
+        "link": _STR,
+    }
+)
+REVIEW_SNAPSHOT = {
+    "$schema": DRAFT,
+    "title": "review feed snapshot",
+    **_record(
+        {"type": {"const": "snapshot"}, "seq": SEQ, "project": {"type": "integer"}, "activities": _array(ACTIVITY)}
+    ),
+}
+REVIEW_DELTA = {
+    "$schema": DRAFT,
+    "title": "review feed delta",
+    **_record({"type": {"const": "delta"}, "seq": SEQ, "project": {"type": "integer"}, "activities": _array(ACTIVITY)}),
+}
 
 # --- every socket ----------------------------------------------------------------------------------
 
 #: A bad client message (`message` only), or the referral of a snapshot or catch-up delta too big
 #: for a websocket message: load the state over HTTP, then connect with `?seq=<seq>`.
-ERROR = {"$schema": DRAFT, "title": "error", **_record(
-    {"type": {"const": "error"}, "message": _STR}, {"code": {"const": "snapshot_too_large"}, "seq": SEQ}),
-    "dependentRequired": {"code": ["seq"], "seq": ["code"]}}
-RESUME = {"$schema": DRAFT, "title": "resume (client -> server)", **_record(
-    {"type": {"const": "resume"}, "seq": SEQ})}
+ERROR = {
+    "$schema": DRAFT,
+    "title": "error",
+    **_record({"type": {"const": "error"}, "message": _STR}, {"code": {"const": "snapshot_too_large"}, "seq": SEQ}),
+    "dependentRequired": {"code": ["seq"], "seq": ["code"]},
+}
+RESUME = {"$schema": DRAFT, "title": "resume (client -> server)", **_record({"type": {"const": "resume"}, "seq": SEQ})}
 
 SERVER_MESSAGES: dict[str, dict[str, dict[str, Any]]] = {
     "trace": {"snapshot": TRACE_SNAPSHOT, "delta": TRACE_DELTA, "error": ERROR, "job": JOB},
@@ -114,4 +196,3 @@ def validate_message(socket: str, message: Any, *, client: bool = False) -> None
     if kind not in schemas:
         raise ValidationError(f"{socket}: no message type {kind!r} (expected one of {sorted(schemas)})")
     Draft202012Validator(schemas[kind]).validate(message)
-

@@ -60,11 +60,23 @@ def redact_trace(trace: Trace, patterns: list[Pattern[str]]) -> Trace:
     not changed. With no patterns, `trace` itself."""
     if not patterns:
         return trace
-    events = [dataclasses.replace(e, content=None if e.content is None else redact_text(e.content, patterns),
-                                  attributes=redact_value(e.attributes, patterns)) for e in trace.events]
-    agents = [dataclasses.replace(a, system_prompt=None if a.system_prompt is None
-                                  else redact_text(a.system_prompt, patterns),
-                                  attributes=redact_value(a.attributes, patterns)) for a in trace.agents]
+    events = [
+        dataclasses.replace(
+            e,
+            content=None if e.content is None else redact_text(e.content, patterns),
+            attributes=redact_value(e.attributes, patterns),
+        )
+        for e in trace.events
+    ]
+    agents = [
+        dataclasses.replace(
+            a,
+            system_prompt=None if a.system_prompt is None else redact_text(a.system_prompt, patterns),
+            attributes=redact_value(a.attributes, patterns),
+        )
+        for a in trace.agents
+    ]
     labels = [dataclasses.replace(lb, value=redact_value(lb.value, patterns)) for lb in trace.labels]
-    return dataclasses.replace(trace, events=events, agents=agents, labels=labels,
-                               attributes=redact_value(trace.attributes, patterns))
+    return dataclasses.replace(
+        trace, events=events, agents=agents, labels=labels, attributes=redact_value(trace.attributes, patterns)
+    )

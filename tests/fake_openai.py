@@ -39,10 +39,16 @@ class FakeOpenAIServer:
                 texts = fake.answer(body)
                 if isinstance(texts, str):
                     texts = [texts] * body.get("n", 1)
-                choices = [{"index": k, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-                           for k, t in enumerate(texts)]
-                self._send(200, json.dumps({"id": "fake", "object": "chat.completion", "model": body["model"],
-                                            "choices": choices}).encode())
+                choices = [
+                    {"index": k, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+                    for k, t in enumerate(texts)
+                ]
+                self._send(
+                    200,
+                    json.dumps(
+                        {"id": "fake", "object": "chat.completion", "model": body["model"], "choices": choices}
+                    ).encode(),
+                )
 
             def _send(self, status, data):
                 try:

@@ -24,8 +24,11 @@ def free_port() -> int:
 
 def app_env(data_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a process of the app on the embedded default, with its own data folder."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("REDIS_URL", "DATABASE_URL", "CELERY_BROKER_URL", "SWARMSCOPE_IGNORE_EMBEDDED_REDIS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("REDIS_URL", "DATABASE_URL", "CELERY_BROKER_URL", "SWARMSCOPE_IGNORE_EMBEDDED_REDIS")
+    }
     env.update({"SWARMSCOPE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", **extra})
     return env
 
@@ -33,16 +36,32 @@ def app_env(data_dir: Path, **extra: str) -> dict[str, str]:
 def start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     """Start `argv` in its own session (process group), output to `log`."""
     handle = open(log, "wb")
-    return subprocess.Popen(argv, env=env, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(argv, env=env, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def start_worker(queues: str, env: dict[str, str], log: Path, *options: str) -> subprocess.Popen:
     """A Celery worker of the app on `queues` (comma-separated), with no heartbeat, gossip or mingle,
     logging to `log`; `options` choose the pool and the like (default: `-P solo`)."""
-    return start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q", queues,
-                  *(options or ("-P", "solo")), "--without-heartbeat", "--without-gossip", "--without-mingle",
-                  "-l", "INFO"], env, log)
+    return start(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "webapp.config.celery",
+            "worker",
+            "-Q",
+            queues,
+            *(options or ("-P", "solo")),
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "INFO",
+        ],
+        env,
+        log,
+    )
 
 
 def stop(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
@@ -75,8 +94,9 @@ def wait_http(url: str, process: subprocess.Popen, log: Path, timeout: float = 9
 
 
 def manage(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", *args], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def processes_mentioning(text: str) -> list[int]:
@@ -114,8 +134,23 @@ class RedisServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         log = self.workdir / f"redis-{self.port}-{self.starts}.log"
-        self.process = start([__redis_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", str(self.workdir)], dict(os.environ), log)
+        self.process = start(
+            [
+                __redis_executable__,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            dict(os.environ),
+            log,
+        )
         deadline = time.monotonic() + timeout
         while not self.ping():
             if self.process.poll() is not None or time.monotonic() > deadline:

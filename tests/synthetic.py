@@ -21,14 +21,81 @@ from swarmscope.model import Agent, Edge, Event, Label, Trace, estimate_tokens
 ROLES = ("researcher", "coder", "analyst", "critic", "verifier", "writer")
 TOOLS = ("web.search", "web.fetch", "python.exec", "sql.query", "fs.read", "vector.search")
 WORDS = (
-    "the", "a", "of", "to", "and", "in", "for", "with", "on", "from", "by", "is", "are", "we",
-    "result", "source", "claim", "evidence", "table", "figure", "dataset", "query", "answer",
-    "estimate", "baseline", "model", "agent", "plan", "step", "check", "verify", "compare",
-    "summarise", "search", "found", "missing", "conflicting", "consistent", "likely", "unclear",
-    "revenue", "growth", "latency", "accuracy", "benchmark", "paper", "section", "appendix",
-    "2023", "2024", "percent", "median", "outlier", "error", "retry", "timeout", "cached",
-    "function", "test", "passes", "fails", "patch", "diff", "log", "trace", "token", "cost",
-    "next", "because", "however", "therefore", "confirmed", "rejected", "pending", "draft",
+    "the",
+    "a",
+    "of",
+    "to",
+    "and",
+    "in",
+    "for",
+    "with",
+    "on",
+    "from",
+    "by",
+    "is",
+    "are",
+    "we",
+    "result",
+    "source",
+    "claim",
+    "evidence",
+    "table",
+    "figure",
+    "dataset",
+    "query",
+    "answer",
+    "estimate",
+    "baseline",
+    "model",
+    "agent",
+    "plan",
+    "step",
+    "check",
+    "verify",
+    "compare",
+    "summarise",
+    "search",
+    "found",
+    "missing",
+    "conflicting",
+    "consistent",
+    "likely",
+    "unclear",
+    "revenue",
+    "growth",
+    "latency",
+    "accuracy",
+    "benchmark",
+    "paper",
+    "section",
+    "appendix",
+    "2023",
+    "2024",
+    "percent",
+    "median",
+    "outlier",
+    "error",
+    "retry",
+    "timeout",
+    "cached",
+    "function",
+    "test",
+    "passes",
+    "fails",
+    "patch",
+    "diff",
+    "log",
+    "trace",
+    "token",
+    "cost",
+    "next",
+    "because",
+    "however",
+    "therefore",
+    "confirmed",
+    "rejected",
+    "pending",
+    "draft",
 )
 #: Shares of the random choices described in the module docstring.
 FAILED_TOOL_SHARE = 0.03
@@ -68,8 +135,9 @@ class _Builder:
         """Seconds an LLM turn takes: log-normal, median about 1.3 s."""
         return round(self.rng.lognormvariate(0.3, 0.6), 3)
 
-    def emit(self, t: float, duration: float, type_: str, agent: str, *, tokens: bool = True,
-             **fields) -> tuple[int, float]:
+    def emit(
+        self, t: float, duration: float, type_: str, agent: str, *, tokens: bool = True, **fields
+    ) -> tuple[int, float]:
         """Add an event starting at `t`; returns its index and the time the agent is free again."""
         t_end = round(t + duration, 3)
         event = Event(id="", t=round(t, 3), t_end=t_end, type=type_, agent=agent, **fields)
@@ -86,23 +154,44 @@ class _Builder:
         else:
             content = self.text(15, 80)
             self.last_to[receiver] = content
-        _, t = self.emit(t, self.llm_time(), "message", sender.name, role=sender.role,
-                         from_=sender.name, to=receiver, content=content)
+        _, t = self.emit(
+            t,
+            self.llm_time(),
+            "message",
+            sender.name,
+            role=sender.role,
+            from_=sender.name,
+            to=receiver,
+            content=content,
+        )
         return t
 
     def tool_call(self, t: float, agent: _Node, answered: bool = True) -> float:
         """A tool call and its result (1 or 2 events: an unanswered call has no result)."""
         tool = self.rng.choice(TOOLS)
-        call, t = self.emit(t, round(self.rng.lognormvariate(0.0, 0.8), 3), "tool_call", agent.name,
-                            role=agent.role, tool=tool, content=f"{tool}({self.text(3, 12)!r})")
+        call, t = self.emit(
+            t,
+            round(self.rng.lognormvariate(0.0, 0.8), 3),
+            "tool_call",
+            agent.name,
+            role=agent.role,
+            tool=tool,
+            content=f"{tool}({self.text(3, 12)!r})",
+        )
         if not answered:
             return t
         failed = self.rng.random() < FAILED_TOOL_SHARE
-        attributes = {"status": "error", "error": "TimeoutError: tool did not answer"} if failed \
-            else {"status": "ok"}
-        result, t = self.emit(t, 0.02, "tool_result", agent.name, role=agent.role, tool=tool,
-                              content=self.text(5, 15) if failed else self.text(30, 200),
-                              attributes=attributes)
+        attributes = {"status": "error", "error": "TimeoutError: tool did not answer"} if failed else {"status": "ok"}
+        result, t = self.emit(
+            t,
+            0.02,
+            "tool_result",
+            agent.name,
+            role=agent.role,
+            tool=tool,
+            content=self.text(5, 15) if failed else self.text(30, 200),
+            attributes=attributes,
+        )
         self.edges.append((call, result, "tool_dependency"))
         return t
 
@@ -114,7 +203,7 @@ def _spawn_tree(rng: random.Random, n_agents: int) -> list[_Node]:
     uniformly among the earlier agents that may still have children.
     """
     nodes = [_Node("orchestrator", "orchestrator", None, 0)]
-    direct = min(n_agents - 1, max(2, round(n_agents ** 0.5)))
+    direct = min(n_agents - 1, max(2, round(n_agents**0.5)))
     eligible: list[int] = []
     for index in range(1, n_agents):
         parent = 0 if index <= direct else rng.choice(eligible)
@@ -158,12 +247,18 @@ def _run(builder: _Builder, nodes: list[_Node], index: int, t: float) -> tuple[i
         receivers = [nodes[i].name for i in node.children]
     else:
         siblings = nodes[node.parent].children
-        receivers = [nodes[i].name for i in siblings[:siblings.index(index)]]  # already spawned
+        receivers = [nodes[i].name for i in siblings[: siblings.index(index)]]  # already spawned
         receivers.append(nodes[node.parent].name)
     first = len(builder.events)
     if node.parent is None:
-        _, t = builder.emit(t, builder.llm_time(), "orchestrator_decision", node.name,
-                            role=node.role, content="Plan: " + builder.text(20, 60))
+        _, t = builder.emit(
+            t,
+            builder.llm_time(),
+            "orchestrator_decision",
+            node.name,
+            role=node.role,
+            content="Plan: " + builder.text(20, 60),
+        )
 
     def do_work(count: int, t: float, receivers: list[str]) -> float:
         while count > 0:
@@ -174,8 +269,14 @@ def _run(builder: _Builder, nodes: list[_Node], index: int, t: float) -> tuple[i
             if receivers and (draw < 0.8 or not node.children):
                 t = builder.message(t, node, rng.choice(receivers))
             elif node.children or node.parent is None:
-                _, t = builder.emit(t, builder.llm_time(), "orchestrator_decision", node.name,
-                                    role=node.role, content="Decide: " + builder.text(10, 40))
+                _, t = builder.emit(
+                    t,
+                    builder.llm_time(),
+                    "orchestrator_decision",
+                    node.name,
+                    role=node.role,
+                    content="Decide: " + builder.text(10, 40),
+                )
             else:
                 t = builder.tool_call(t, node, answered=False)
             count -= 1
@@ -185,12 +286,26 @@ def _run(builder: _Builder, nodes: list[_Node], index: int, t: float) -> tuple[i
     t = do_work(before, t, receivers if node.parent is not None else [])  # children not yet spawned
     returns, busy_until = [], t
     for child in node.children:
-        spawn, t = builder.emit(t, round(rng.uniform(0.05, 0.5), 3), "spawn", node.name,
-                                role=node.role, to=nodes[child].name, tokens=False,
-                                content=f"spawn {nodes[child].role}")
-        delegate, t = builder.emit(t, builder.llm_time(), "delegate", node.name, role=node.role,
-                                   from_=node.name, to=nodes[child].name,
-                                   content="Task: " + builder.text(20, 80))
+        spawn, t = builder.emit(
+            t,
+            round(rng.uniform(0.05, 0.5), 3),
+            "spawn",
+            node.name,
+            role=node.role,
+            to=nodes[child].name,
+            tokens=False,
+            content=f"spawn {nodes[child].role}",
+        )
+        delegate, t = builder.emit(
+            t,
+            builder.llm_time(),
+            "delegate",
+            node.name,
+            role=node.role,
+            from_=node.name,
+            to=nodes[child].name,
+            content="Task: " + builder.text(20, 80),
+        )
         child_first, child_last, child_end = _run(builder, nodes, child, t)
         builder.edges += [(spawn, child_first, "spawn"), (delegate, child_first, "message")]
         if not nodes[child].abandoned:
@@ -198,16 +313,23 @@ def _run(builder: _Builder, nodes: list[_Node], index: int, t: float) -> tuple[i
             busy_until = max(busy_until, child_end)
     t = max(do_work(node.work - before, t, receivers), busy_until)
     if node.children or node.parent is None:
-        aggregate, t = builder.emit(t, builder.llm_time(), "aggregate", node.name, role=node.role,
-                                    content="Combined: " + builder.text(30, 120))
+        aggregate, t = builder.emit(
+            t, builder.llm_time(), "aggregate", node.name, role=node.role, content="Combined: " + builder.text(30, 120)
+        )
         builder.edges += [(ret, aggregate, "return") for ret in returns]
     if node.parent is None:
-        last, t = builder.emit(t, 0.01, "stop", node.name, role=node.role, tokens=False,
-                               content="stop: answer ready")
+        last, t = builder.emit(t, 0.01, "stop", node.name, role=node.role, tokens=False, content="stop: answer ready")
     else:
-        last, t = builder.emit(t, builder.llm_time(), "return", node.name, role=node.role,
-                               from_=node.name, to=nodes[node.parent].name,
-                               content="Findings: " + builder.text(20, 100))
+        last, t = builder.emit(
+            t,
+            builder.llm_time(),
+            "return",
+            node.name,
+            role=node.role,
+            from_=node.name,
+            to=nodes[node.parent].name,
+            content="Findings: " + builder.text(20, 100),
+        )
     return first, last, t
 
 
@@ -246,19 +368,24 @@ def synthetic_trace(n_agents: int, n_events: int, seed: int = 0) -> Trace:
     events = [builder.events[i] for i in ranks]
     for rank, event in enumerate(events):
         event.id = f"e{rank:06d}"
-    edges = [Edge(builder.events[src].id, builder.events[dst].id, type_)
-             for src, dst, type_ in builder.edges]
+    edges = [Edge(builder.events[src].id, builder.events[dst].id, type_) for src, dst, type_ in builder.edges]
     _link_messages(events, edges)
     spans: dict[str, tuple[float, float]] = {}
     for event in events:
         start, end = spans.get(event.agent, (event.t, event.t_end))
         spans[event.agent] = (min(start, event.t), max(end, event.t_end))
     spawned_at = {event.to: event.t for event in events if event.type == "spawn"}
-    agents = [Agent(name=node.name, role=node.role,
-                    parent=nodes[node.parent].name if node.parent is not None else None,
-                    spawned_at=spawned_at.get(node.name, 0.0), despawned_at=spans[node.name][1],
-                    system_prompt=f"You are the {node.role} of a research swarm.")
-              for node in nodes]
+    agents = [
+        Agent(
+            name=node.name,
+            role=node.role,
+            parent=nodes[node.parent].name if node.parent is not None else None,
+            spawned_at=spawned_at.get(node.name, 0.0),
+            despawned_at=spans[node.name][1],
+            system_prompt=f"You are the {node.role} of a research swarm.",
+        )
+        for node in nodes
+    ]
     failed = [step for step, event in enumerate(events) if event.attributes.get("status") == "error"]
     tool_calls = sum(event.type == "tool_call" for event in events)
     return Trace(
@@ -272,12 +399,26 @@ def synthetic_trace(n_agents: int, n_events: int, seed: int = 0) -> Trace:
         events=events,
         edges=edges,
         rewards={"team": round(1.0 - len(failed) / max(1, tool_calls), 3)},
-        costs={"tokens": float(sum(event.tokens or 0 for event in events)),
-               "wall_clock_s": float(t_end),
-               "tool_calls": float(tool_calls),
-               "messages": float(sum(event.type == "message" for event in events))},
-        labels=[Label(key="mistake_step", value=str(failed[0]), event_id=events[failed[0]].id,
-                      agent=events[failed[0]].agent, source="synthetic")] if failed else [],
-        attributes={"generator": "tests.synthetic", "seed": seed,
-                    "question": "Synthetic research task: " + builder.text(8, 20)},
+        costs={
+            "tokens": float(sum(event.tokens or 0 for event in events)),
+            "wall_clock_s": float(t_end),
+            "tool_calls": float(tool_calls),
+            "messages": float(sum(event.type == "message" for event in events)),
+        },
+        labels=[
+            Label(
+                key="mistake_step",
+                value=str(failed[0]),
+                event_id=events[failed[0]].id,
+                agent=events[failed[0]].agent,
+                source="synthetic",
+            )
+        ]
+        if failed
+        else [],
+        attributes={
+            "generator": "tests.synthetic",
+            "seed": seed,
+            "question": "Synthetic research task: " + builder.text(8, 20),
+        },
     )

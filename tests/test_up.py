@@ -71,8 +71,9 @@ def test_up_runs_the_embedded_stack_and_stops_cleanly(tmp_path, fixtures):
             async with websockets.connect(url, origin=f"http://127.0.0.1:{port}") as ws:
                 snapshot = json.loads(await asyncio.wait_for(ws.recv(), 30))
                 assert snapshot["type"] == "snapshot"
-                await asyncio.to_thread(client.send_batch, trace["id"],
-                                        [{"id": "a1", "t": 0, "type": "spawn", "agent": "boss", "to": "w"}])
+                await asyncio.to_thread(
+                    client.send_batch, trace["id"], [{"id": "a1", "t": 0, "type": "spawn", "agent": "boss", "to": "w"}]
+                )
                 delta = await receive_until(ws, lambda m: m["type"] == "delta")
                 assert [e["id"] for e in delta["events"]] == ["a1"]
                 assert delta["agents"][-1] == {**delta["agents"][-1], "name": "w", "parent": "boss"}
@@ -100,8 +101,9 @@ def test_up_runs_the_embedded_stack_and_stops_cleanly(tmp_path, fixtures):
 
         def metrics_ready():
             with sqlite3.connect(db) as conn:
-                row = conn.execute("select computed_metrics_seq, seq from traces_trace where id = ?",
-                                   (trace_id,)).fetchone()
+                row = conn.execute(
+                    "select computed_metrics_seq, seq from traces_trace where id = ?", (trace_id,)
+                ).fetchone()
             return row[0] == row[1]
 
         wait_for(metrics_ready, timeout=60)

@@ -64,9 +64,25 @@ SPAWN_ROLES = ("solver", "expert", "verifier")
 MOVE_KIND = ("spawn", "spawn", "spawn", "delegate", "message", "aggregate", "stop")
 STOP_MODES = ("learned", "rule", "none")
 #: Observation features (`features`), in order.
-FEATURES = ("delegated_share", "all_delegated", "next_difficulty", "solvers", "experts", "expert_share",
-            "verifier_alive", "workers_per_subtask", "workers_idle_share", "wait_s", "messages", "aggregated",
-            "steps_share", "clock_s", "events", "n_subtasks", "bias")
+FEATURES = (
+    "delegated_share",
+    "all_delegated",
+    "next_difficulty",
+    "solvers",
+    "experts",
+    "expert_share",
+    "verifier_alive",
+    "workers_per_subtask",
+    "workers_idle_share",
+    "wait_s",
+    "messages",
+    "aggregated",
+    "steps_share",
+    "clock_s",
+    "events",
+    "n_subtasks",
+    "bias",
+)
 #: The features the value head V(s) reads: task progress and the make-up of the worker pool (what
 #: the outcome depends on), not the clock or the pool's size. A move that makes no progress (a
 #: message, one more worker of a kind already there) leaves them unchanged, so its GAE advantage is
@@ -74,8 +90,16 @@ FEATURES = ("delegated_share", "all_delegated", "next_difficulty", "solvers", "e
 #: more" (the costs paid so far leave the reward-to-go) and credited a null move with progress it
 #: did not make; with worker counts, "more experts is worth more" (true of the first), and runs
 #: spawned an expert before nearly every delegation (bench/RESULTS.md).
-CRITIC_FEATURES = ("delegated_share", "all_delegated", "next_difficulty", "expert_share", "verifier_alive",
-                   "aggregated", "n_subtasks", "bias")
+CRITIC_FEATURES = (
+    "delegated_share",
+    "all_delegated",
+    "next_difficulty",
+    "expert_share",
+    "verifier_alive",
+    "aggregated",
+    "n_subtasks",
+    "bias",
+)
 #: Initial logit biases: delegate leans on; aggregate (legal only once every subtask is delegated)
 #: leans on too. (The stop logit is unused: p(stop) comes from the gain head, module docstring.)
 INITIAL_BIAS = (0.0, 0.0, 0.0, 1.0, -1.0, 1.0, -5.0)
@@ -132,13 +156,28 @@ class OrchestratorState:
         wait = min((agents[w].free_at for w in self.workers), default=env.t) - env.t
         steps = len(env.actions)
         nxt = env.task.subtasks[self.next_subtask].difficulty if self.next_subtask < n else 0.0
-        return np.array([
-            self.next_subtask / n, float(self.next_subtask == n), nxt,
-            self.roles["solver"] / 32, self.roles["expert"] / 32,
-            self.roles["expert"] / len(self.workers) if self.workers else 0.0, float(self.roles["verifier"] > 0),
-            len(self.workers) / n, idle / len(self.workers) if self.workers else 0.0, min(wait, 50.0) / 10,
-            self.messages / 32, float(env.aggregated), steps / env.config.max_steps, env.t / 100,
-            len(env.events) / 1000, n / 100, 1.0], dtype=np.float32)
+        return np.array(
+            [
+                self.next_subtask / n,
+                float(self.next_subtask == n),
+                nxt,
+                self.roles["solver"] / 32,
+                self.roles["expert"] / 32,
+                self.roles["expert"] / len(self.workers) if self.workers else 0.0,
+                float(self.roles["verifier"] > 0),
+                len(self.workers) / n,
+                idle / len(self.workers) if self.workers else 0.0,
+                min(wait, 50.0) / 10,
+                self.messages / 32,
+                float(env.aggregated),
+                steps / env.config.max_steps,
+                env.t / 100,
+                len(env.events) / 1000,
+                n / 100,
+                1.0,
+            ],
+            dtype=np.float32,
+        )
 
     def action(self, move: int) -> Action:
         """The SwarmSim action of `move` (legal per `legal`)."""
@@ -192,8 +231,13 @@ class OrchestratorPolicy(nn.Module):
         self.torso = nn.Sequential(nn.Linear(len(FEATURES), hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
         self.logits = nn.Linear(hidden, len(MOVES))
         self.critic_columns = [FEATURES.index(name) for name in CRITIC_FEATURES]
-        self.value = nn.Sequential(nn.Linear(len(CRITIC_FEATURES), hidden), nn.Tanh(), nn.Linear(hidden, hidden),
-                                   nn.Tanh(), nn.Linear(hidden, 1))
+        self.value = nn.Sequential(
+            nn.Linear(len(CRITIC_FEATURES), hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, 1),
+        )
         self.stop_value = nn.Linear(hidden, 1)
         self.gain = nn.Linear(hidden, 1)
         with torch.no_grad():
@@ -210,8 +254,9 @@ class OrchestratorPolicy(nn.Module):
         return Heads(logits, value, self.stop_value(h).squeeze(-1), self.gain(h).squeeze(-1))
 
 
-def move_probabilities(logits: torch.Tensor, gain: torch.Tensor, mask: torch.Tensor,
-                       mode: str) -> tuple[torch.Tensor, torch.Tensor]:
+def move_probabilities(
+    logits: torch.Tensor, gain: torch.Tensor, mask: torch.Tensor, mode: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(probabilities (B, M) of every move, log-probabilities (B, M) of the non-stop moves given
     that the orchestrator does not stop). p(stop) is 1 where stop is the only legal move; under the
     `learned` mode, where stop is legal among others, sigmoid(-gain / STOP_TEMPERATURE) (optimal
@@ -271,8 +316,14 @@ class Script:
     no_stop_after: bool = False
 
 
-def play(policy: OrchestratorPolicy, scripts: Sequence[Script], config: SimConfig, mode: str,
-         max_agents: int = 64, record: bool = True) -> list[Played]:
+def play(
+    policy: OrchestratorPolicy,
+    scripts: Sequence[Script],
+    config: SimConfig,
+    mode: str,
+    max_agents: int = 64,
+    record: bool = True,
+) -> list[Played]:
     """Play every script to its end, one batched forward pass per decision over the live episodes.
 
     Returns one `Played` per script, with its `episode` (trace, reward, p_success) built. A decision
@@ -294,8 +345,7 @@ def play(policy: OrchestratorPolicy, scripts: Sequence[Script], config: SimConfi
             while not game.env.done:
                 t = len(game.env.actions)
                 mask = game.state.legal(mode)
-                if (t == script.no_stop_at or script.no_stop_after and 0 <= script.no_stop_at <= t) \
-                        and mask.sum() > 1:
+                if (t == script.no_stop_at or script.no_stop_after and 0 <= script.no_stop_at <= t) and mask.sum() > 1:
                     mask[STOP] = False
                 if t < len(script.moves) and script.kept[t] and mask[script.moves[t]]:
                     game.state.apply(script.moves[t])
@@ -325,8 +375,9 @@ def play(policy: OrchestratorPolicy, scripts: Sequence[Script], config: SimConfi
                 game.features.append(features[row].numpy())
                 game.masks.append(mask)
                 game.moves.append(move)
-                game.logp.append(float(np.log(max(probs[row, STOP], 1e-30))) if move == STOP
-                                 else float(conditional[row, move]))
+                game.logp.append(
+                    float(np.log(max(probs[row, STOP], 1e-30))) if move == STOP else float(conditional[row, move])
+                )
                 game.values.append(float(values[row]))
                 game.continuation.append(float(cont[row]))
                 game.p_stop.append(float(probs[row, STOP]))

@@ -110,16 +110,18 @@ def decode(source: SourceFile, *, strict: bool = False) -> Any | None:
         except json.JSONDecodeError as whole_error:
             lines = [ln for ln in text.splitlines() if ln.strip()]
             if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines[:2])):
-                raise TraceFormatError(source.name, f"invalid JSON: {whole_error.msg}",
-                                       whole_error.lineno, whole_error.colno) from None
+                raise TraceFormatError(
+                    source.name, f"invalid JSON: {whole_error.msg}", whole_error.lineno, whole_error.colno
+                ) from None
         docs = []
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 try:
                     docs.append(loads(line))
                 except json.JSONDecodeError as exc:
-                    raise TraceFormatError(source.name, f"invalid JSON Lines record: {exc.msg}",
-                                           number, exc.colno) from None
+                    raise TraceFormatError(
+                        source.name, f"invalid JSON Lines record: {exc.msg}", number, exc.colno
+                    ) from None
         return docs
     except RecursionError:
         raise TraceFormatError(source.name, "JSON nested too deeply") from None
@@ -180,5 +182,4 @@ def read_files(sources: Iterable[SourceFile]) -> ImportResult:
             owner.trace_keys.append(trace.identity_key)
     failed = {r.name for r in reports if r.error}
     keep = {key for r in reports if not r.error for key in r.trace_keys}
-    return ImportResult(traces=[t for t in traces if t.identity_key in keep] if failed else traces,
-                        files=reports)
+    return ImportResult(traces=[t for t in traces if t.identity_key in keep] if failed else traces, files=reports)

@@ -23,8 +23,9 @@ def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            yield from sorted((p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")),
-                              key=natural_key)
+            yield from sorted(
+                (p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")), key=natural_key
+            )
         elif path.is_file():
             yield path
         else:

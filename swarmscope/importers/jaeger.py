@@ -33,8 +33,10 @@ def _traces(doc: Any) -> list[dict] | None:
     traces = doc.get("data") if isinstance(doc, dict) and "data" in doc else [doc]
     if not isinstance(traces, list) or not traces:
         return None
-    if all(isinstance(t, dict) and isinstance(t.get("spans"), list) and ("traceID" in t or "processes" in t)
-           for t in traces):
+    if all(
+        isinstance(t, dict) and isinstance(t.get("spans"), list) and ("traceID" in t or "processes" in t)
+        for t in traces
+    ):
         return traces
     return None
 
@@ -82,8 +84,15 @@ def _values(fields: Any) -> dict[str, Any]:
 
 
 def _parent(trace_id: str, references: Any) -> str | None:
-    refs = [r for r in references if isinstance(r, dict) and "spanID" in r
-            and hex_id(r.get("traceID") or trace_id, 16) == trace_id] if isinstance(references, list) else []
+    refs = (
+        [
+            r
+            for r in references
+            if isinstance(r, dict) and "spanID" in r and hex_id(r.get("traceID") or trace_id, 16) == trace_id
+        ]
+        if isinstance(references, list)
+        else []
+    )
     for kind in ("CHILD_OF", "FOLLOWS_FROM"):
         ref = next((r for r in refs if r.get("refType") == kind), None)
         if ref is not None:
@@ -104,8 +113,13 @@ def _span(trace_id: str, span: dict, process: dict | None) -> Span:
         if isinstance(log, dict):
             fields = _values(log.get("fields"))
             timestamp = log.get("timestamp")
-            events.append(SpanEvent(name=str(fields.pop("event", "log")), attributes=fields,
-                                    time_ns=timestamp * MICROSECOND_NS if isinstance(timestamp, int) else None))
+            events.append(
+                SpanEvent(
+                    name=str(fields.pop("event", "log")),
+                    attributes=fields,
+                    time_ns=timestamp * MICROSECOND_NS if isinstance(timestamp, int) else None,
+                )
+            )
     return Span(
         trace_id=trace_id,
         span_id=hex_id(span["spanID"], 8),

@@ -91,53 +91,89 @@ _LOGURU = r"(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \| \w+ *\| [\w.]+
 _HYPERAGENT = r"""^[ \t]*"?HyperAgent_\S+ - INFO - """
 
 FRAMEWORKS: tuple[Framework, ...] = (
-    Framework("ChatDev", ("chatdev",), (
-        # "[2025-17-01 11:36:46 INFO] Chief Product Officer: **Chief Product Officer<->Chief
-        #  Executive Officer on : DemandAnalysis, turn 0**", "[... INFO] System: **[chatting]**"
-        _marker(r"^\[(?P<time>[^\]\n]+?) INFO\] (?P<agent>[^:\n*\[\]]+?): \*\*"
-                r"(?:(?P<a>[^*\n]+?)<->(?P<b>[^*\n]+?) on )?"),
-    )),
-    Framework("MetaGPT", ("metagpt",), (
-        # run record: "... | INFO     | metagpt.roles.role:_act:391 - Alice(SimpleCoder): to do ..."
-        _marker(_LOGURU + r"(?P<agent>\w+)\((?P<role>\w+)\): "),
-        # communication log: "[2025-03-27 01:21:03] FROM: Human TO: {'<all>'}"
-        _marker(r"^\[(?P<time>[^\]\n]+)\] FROM: (?P<agent>\S+) TO: "),
-        # "[2025-03-27 01:21:11] NEW MESSAGES:\n\nSimpleCoder: "
-        _marker(r"^\[(?P<time>[^\]\n]+)\] NEW MESSAGES:[ \t]*\n\s*(?P<agent>\w+): "),
-    )),
-    Framework("AG2", ("ag2", "autogen", "pyautogen"), (
-        # console: "mathproxyagent (to assistant):" (JSON records: see JSON_TRAJECTORY)
-        _marker(r"^(?P<agent>[^\s()][^\n()]*?) \(to (?P<to>[^\n()]+)\):[ \t]*$"),
-    )),
-    Framework("HyperAgent", ("hyperagent",), (
-        # '"HyperAgent_<instance> - INFO - Inner-Navigator-Assistant's Response: ...' (Navigator)
-        _marker(_HYPERAGENT + r"(?:Inner-)?(?P<agent>[\w-]+?)(?:-Assistant)?'s Response:"),
-        # '... - INFO - Navigator->Planner: ...': a sub-agent reports back to the planner
-        _marker(_HYPERAGENT + r"(?P<agent>[\w-]+)->(?P<to>[\w-]+):", type="return"),
-        _marker(_HYPERAGENT + r"Initialized ", agent=SYSTEM),
-    )),
-    Framework("AppWorld", ("appworld",), (
-        _marker(r"^[ \t]*Response from (?P<tool>\w+) API[ \t]*$", type="tool_result", agent=ENVIRONMENT),
-        _marker(r"^[ \t]*Response from (?P<agent>[^\n]+?)[ \t]*$"),
-        # the input an agent gets: the supervisor's request, or its own code's output
-        _marker(r"^[ \t]*Message to (?P<to>[^\n]+?)[ \t]*$", agent=ENVIRONMENT),
-        _marker(r"^Code Execution Output[ \t]*$", type="tool_result", agent=ENVIRONMENT),
-        _marker(r"^Evaluation[ \t]*$", agent=SYSTEM),
-    )),
-    Framework("Magentic-One", ("magenticone", "magentic"), (
-        # AutoGen AgentChat console: "---------- WebSurfer ----------"
-        _marker(r"^-{5,} (?P<agent>[^\n]+?) -{5,}[ \t]*$"),
-    )),
-    Framework("OpenManus", ("openmanus", "manus"), (
-        # "2025-03-31 20:33:34.369 | INFO     | app.agent.toolcall:think:81 - ✨ Manus's thoughts: "
-        _marker("^" + _LOGURU + r"\W*(?P<agent>[^\n']+?)'s thoughts:"),
-        _marker("^" + _LOGURU + r"\W*Tool '(?P<tool>[^'\n]+)' completed its mission!",
-                type="tool_result", agent=ENVIRONMENT),
-        _marker(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \| \w+ *\| app\.flow\.[\w.]+:\w+:\d+ - ",
-                agent="PlanningFlow"),
-        _marker(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \| \w+ *\| __main__:\w+:\d+ - ",
-                agent=SYSTEM),
-    )),
+    Framework(
+        "ChatDev",
+        ("chatdev",),
+        (
+            # "[2025-17-01 11:36:46 INFO] Chief Product Officer: **Chief Product Officer<->Chief
+            #  Executive Officer on : DemandAnalysis, turn 0**", "[... INFO] System: **[chatting]**"
+            _marker(
+                r"^\[(?P<time>[^\]\n]+?) INFO\] (?P<agent>[^:\n*\[\]]+?): \*\*"
+                r"(?:(?P<a>[^*\n]+?)<->(?P<b>[^*\n]+?) on )?"
+            ),
+        ),
+    ),
+    Framework(
+        "MetaGPT",
+        ("metagpt",),
+        (
+            # run record: "... | INFO     | metagpt.roles.role:_act:391 - Alice(SimpleCoder): to do ..."
+            _marker(_LOGURU + r"(?P<agent>\w+)\((?P<role>\w+)\): "),
+            # communication log: "[2025-03-27 01:21:03] FROM: Human TO: {'<all>'}"
+            _marker(r"^\[(?P<time>[^\]\n]+)\] FROM: (?P<agent>\S+) TO: "),
+            # "[2025-03-27 01:21:11] NEW MESSAGES:\n\nSimpleCoder: "
+            _marker(r"^\[(?P<time>[^\]\n]+)\] NEW MESSAGES:[ \t]*\n\s*(?P<agent>\w+): "),
+        ),
+    ),
+    Framework(
+        "AG2",
+        ("ag2", "autogen", "pyautogen"),
+        (
+            # console: "mathproxyagent (to assistant):" (JSON records: see JSON_TRAJECTORY)
+            _marker(r"^(?P<agent>[^\s()][^\n()]*?) \(to (?P<to>[^\n()]+)\):[ \t]*$"),
+        ),
+    ),
+    Framework(
+        "HyperAgent",
+        ("hyperagent",),
+        (
+            # '"HyperAgent_<instance> - INFO - Inner-Navigator-Assistant's Response: ...' (Navigator)
+            _marker(_HYPERAGENT + r"(?:Inner-)?(?P<agent>[\w-]+?)(?:-Assistant)?'s Response:"),
+            # '... - INFO - Navigator->Planner: ...': a sub-agent reports back to the planner
+            _marker(_HYPERAGENT + r"(?P<agent>[\w-]+)->(?P<to>[\w-]+):", type="return"),
+            _marker(_HYPERAGENT + r"Initialized ", agent=SYSTEM),
+        ),
+    ),
+    Framework(
+        "AppWorld",
+        ("appworld",),
+        (
+            _marker(r"^[ \t]*Response from (?P<tool>\w+) API[ \t]*$", type="tool_result", agent=ENVIRONMENT),
+            _marker(r"^[ \t]*Response from (?P<agent>[^\n]+?)[ \t]*$"),
+            # the input an agent gets: the supervisor's request, or its own code's output
+            _marker(r"^[ \t]*Message to (?P<to>[^\n]+?)[ \t]*$", agent=ENVIRONMENT),
+            _marker(r"^Code Execution Output[ \t]*$", type="tool_result", agent=ENVIRONMENT),
+            _marker(r"^Evaluation[ \t]*$", agent=SYSTEM),
+        ),
+    ),
+    Framework(
+        "Magentic-One",
+        ("magenticone", "magentic"),
+        (
+            # AutoGen AgentChat console: "---------- WebSurfer ----------"
+            _marker(r"^-{5,} (?P<agent>[^\n]+?) -{5,}[ \t]*$"),
+        ),
+    ),
+    Framework(
+        "OpenManus",
+        ("openmanus", "manus"),
+        (
+            # "2025-03-31 20:33:34.369 | INFO     | app.agent.toolcall:think:81 - ✨ Manus's thoughts: "
+            _marker("^" + _LOGURU + r"\W*(?P<agent>[^\n']+?)'s thoughts:"),
+            _marker(
+                "^" + _LOGURU + r"\W*Tool '(?P<tool>[^'\n]+)' completed its mission!",
+                type="tool_result",
+                agent=ENVIRONMENT,
+            ),
+            _marker(
+                r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \| \w+ *\| app\.flow\.[\w.]+:\w+:\d+ - ",
+                agent="PlanningFlow",
+            ),
+            _marker(
+                r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \| \w+ *\| __main__:\w+:\d+ - ", agent=SYSTEM
+            ),
+        ),
+    ),
 )
 
 
@@ -158,8 +194,11 @@ class Turn:
 
 
 def _is_record(doc: Any) -> bool:
-    return isinstance(doc, dict) and "trace" in doc and any(
-        key in doc for key in ("mas_name", "annotations", "benchmark_name"))
+    return (
+        isinstance(doc, dict)
+        and "trace" in doc
+        and any(key in doc for key in ("mas_name", "annotations", "benchmark_name"))
+    )
 
 
 def sniff(doc: Any) -> bool:
@@ -171,8 +210,12 @@ def parse(doc: Any, source: str) -> list[Trace]:
     records = doc if isinstance(doc, list) else [doc]
     for index, record in enumerate(records):
         if not isinstance(record["trace"], str):
-            raise TraceValidationError(f"must be the raw trace text, got {type(record['trace']).__name__}",
-                                       index=index, field="trace", kind="record")
+            raise TraceValidationError(
+                f"must be the raw trace text, got {type(record['trace']).__name__}",
+                index=index,
+                field="trace",
+                kind="record",
+            )
     return [_trace(record) for record in records]
 
 
@@ -265,24 +308,26 @@ def _marker_turns(text: str, end: int, markers: tuple[Marker, ...]) -> list[Turn
         to = groups.get("to")
         if groups.get("a") and groups.get("b"):
             to = groups["b"] if groups["a"].strip().casefold() == agent.casefold() else groups["a"]
-        turns.append(Turn(
-            start=position,
-            end=positions[index + 1] if index + 1 < len(positions) else end,
-            agent=agent,
-            type=marker.type,
-            to=to.strip() if to else None,
-            tool=groups.get("tool"),
-            role=groups.get("role"),
-            marker=_first_line(text, position),
-            log_time=groups.get("time"),
-        ))
+        turns.append(
+            Turn(
+                start=position,
+                end=positions[index + 1] if index + 1 < len(positions) else end,
+                agent=agent,
+                type=marker.type,
+                to=to.strip() if to else None,
+                tool=groups.get("tool"),
+                role=groups.get("role"),
+                marker=_first_line(text, position),
+                log_time=groups.get("time"),
+            )
+        )
     return turns
 
 
 def _first_line(text: str, start: int) -> str:
     """The line of `text` that starts at `start`, stripped, at most _MARKER_TEXT_LIMIT characters."""
     line_end = text.find("\n", start, start + _MARKER_TEXT_LIMIT)
-    return text[start:line_end if line_end >= 0 else start + _MARKER_TEXT_LIMIT].strip()
+    return text[start : line_end if line_end >= 0 else start + _MARKER_TEXT_LIMIT].strip()
 
 
 def _trace(record: dict[str, Any]) -> Trace:
@@ -297,8 +342,9 @@ def _trace(record: dict[str, Any]) -> Trace:
         agent = agents.setdefault(event.agent, Agent(name=event.agent))
         agent.role = agent.role or event.role
     annotations = [_annotation(a) for a in record.get("annotations") or [] if isinstance(a, dict)]
-    attributes: dict[str, Any] = {key: _json_safe(record[key])
-                                  for key in ("round", "mas_name", "benchmark_name", "trace_id") if key in record}
+    attributes: dict[str, Any] = {
+        key: _json_safe(record[key]) for key in ("round", "mas_name", "benchmark_name", "trace_id") if key in record
+    }
     log_fields = _log_fields(text)
     if log_fields:
         attributes["log_fields"] = log_fields
@@ -319,13 +365,24 @@ def _trace(record: dict[str, Any]) -> Trace:
 
 
 def _event(index: int, turn: Turn, text: str, names: AgentNames) -> Event:
-    attributes = {key: value for key, value in (("marker", turn.marker), ("log_time", turn.log_time),
-                                                ("chat_role", turn.chat_role)) if value is not None}
-    return estimate_missing_tokens(Event(
-        id=f"turn{index}", t=float(index), type=turn.type, agent=names(turn.agent),
-        to=names(turn.to) if turn.to else None, tool=turn.tool, role=turn.role,
-        content=text[turn.start:turn.end], attributes=attributes,
-    ))
+    attributes = {
+        key: value
+        for key, value in (("marker", turn.marker), ("log_time", turn.log_time), ("chat_role", turn.chat_role))
+        if value is not None
+    }
+    return estimate_missing_tokens(
+        Event(
+            id=f"turn{index}",
+            t=float(index),
+            type=turn.type,
+            agent=names(turn.agent),
+            to=names(turn.to) if turn.to else None,
+            tool=turn.tool,
+            role=turn.role,
+            content=text[turn.start : turn.end],
+            attributes=attributes,
+        )
+    )
 
 
 def _edges(events: list[Event]) -> list[Edge]:
@@ -347,8 +404,12 @@ def _annotation(annotation: dict[str, Any]) -> dict[str, Any]:
     title, _, definition = str(annotation.get("failure mode") or "").strip().partition("\n")
     votes = {key: _json_safe(value) for key, value in annotation.items() if key != "failure mode"}
     cast = [bool(vote) for vote in votes.values() if vote is not None]
-    return {"failure_mode": title.strip(), "definition": definition.strip(), "votes": votes,
-            "majority": bool(cast) and sum(cast) * 2 > len(cast)}
+    return {
+        "failure_mode": title.strip(),
+        "definition": definition.strip(),
+        "votes": votes,
+        "majority": bool(cast) and sum(cast) * 2 > len(cast),
+    }
 
 
 def _log_fields(text: str) -> dict[str, Any]:
@@ -360,8 +421,11 @@ def _log_fields(text: str) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict):
         return {}
-    return {key: _json_safe(value) for key, value in doc.items()
-            if isinstance(value, (int, float, bool)) or (isinstance(value, str) and len(value) <= _LOG_FIELD_LIMIT)}
+    return {
+        key: _json_safe(value)
+        for key, value in doc.items()
+        if isinstance(value, (int, float, bool)) or (isinstance(value, str) and len(value) <= _LOG_FIELD_LIMIT)
+    }
 
 
 def _json_safe(value: Any) -> Any:

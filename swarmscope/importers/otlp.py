@@ -73,8 +73,11 @@ def any_value(value: Any) -> Any:
 
 def attributes(items: list[dict] | None) -> dict[str, Any]:
     """OTLP `[{key, value: AnyValue}]` as a dict; malformed items are skipped."""
-    return {str(item["key"]): any_value(item.get("value"))
-            for item in (items if isinstance(items, list) else []) if isinstance(item, dict) and "key" in item}
+    return {
+        str(item["key"]): any_value(item.get("value"))
+        for item in (items if isinstance(items, list) else [])
+        if isinstance(item, dict) and "key" in item
+    }
 
 
 def split(doc: Any) -> dict[str, list[Span]]:
@@ -92,8 +95,9 @@ def split(doc: Any) -> dict[str, list[Span]]:
                     try:
                         decoded = span_from_json(span, resource)
                     except (KeyError, TypeError, ValueError) as exc:
-                        raise ValueError(f"{where}.scopeSpans[{j}].spans[{k}] ({span.get('name')!r}): "
-                                         f"{_reason(exc)}") from None
+                        raise ValueError(
+                            f"{where}.scopeSpans[{j}].spans[{k}] ({span.get('name')!r}): {_reason(exc)}"
+                        ) from None
                     chunks.setdefault(decoded.trace_id, []).append(decoded)
     return chunks
 
@@ -183,9 +187,15 @@ def span_from_json(span: dict, resource: dict[str, Any]) -> Span:
         start_ns=start,
         end_ns=max(end, start),
         attributes=attributes(span.get("attributes")),
-        events=[SpanEvent(name=str(e.get("name", "")), time_ns=as_int(_get(e, "timeUnixNano")) or None,
-                          attributes=attributes(e.get("attributes")))
-                for e in events if isinstance(e, dict)],
+        events=[
+            SpanEvent(
+                name=str(e.get("name", "")),
+                time_ns=as_int(_get(e, "timeUnixNano")) or None,
+                attributes=attributes(e.get("attributes")),
+            )
+            for e in events
+            if isinstance(e, dict)
+        ],
         service=resource.get("service.name"),
         kind=_kind(span.get("kind")),
         error=_error(span.get("status")),
@@ -219,15 +229,23 @@ def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
                         raise ValueError("trace_id is required")
                     unix_nano(span.start_time_unix_nano, "start_time_unix_nano")
                     decoded = Span(
-                        trace_id=trace_id, span_id=bytes_id(span.span_id, 8),
-                        parent_id=bytes_id(span.parent_span_id, 8), name=span.name,
+                        trace_id=trace_id,
+                        span_id=bytes_id(span.span_id, 8),
+                        parent_id=bytes_id(span.parent_span_id, 8),
+                        name=span.name,
                         start_ns=span.start_time_unix_nano,
                         end_ns=max(span.end_time_unix_nano or span.start_time_unix_nano, span.start_time_unix_nano),
                         attributes=_pb_attributes(span.attributes),
-                        events=[SpanEvent(name=e.name, time_ns=e.time_unix_nano or None,
-                                          attributes=_pb_attributes(e.attributes)) for e in span.events],
-                        service=resource.get("service.name"), kind=SPAN_KINDS.get(span.kind),
-                        error=span.status.message if span.status.code == STATUS_ERROR else None)
+                        events=[
+                            SpanEvent(
+                                name=e.name, time_ns=e.time_unix_nano or None, attributes=_pb_attributes(e.attributes)
+                            )
+                            for e in span.events
+                        ],
+                        service=resource.get("service.name"),
+                        kind=SPAN_KINDS.get(span.kind),
+                        error=span.status.message if span.status.code == STATUS_ERROR else None,
+                    )
                 except ValueError as exc:
                     raise ValueError(f"span {index} ({span.name!r}): {exc}") from None
                 chunks.setdefault(trace_id, []).append(decoded)
@@ -306,13 +324,20 @@ def encode_json(spans: list[Span]) -> dict[str, Any]:
     for service, group in _by_service(spans).items():
         encoded = []
         for span in group:
-            item = {"traceId": span.trace_id, "spanId": span.span_id, "name": span.name,
-                    "kind": KIND_NUMBERS.get(span.kind or "", 0),
-                    "startTimeUnixNano": str(span.start_ns), "endTimeUnixNano": str(span.end_ns),
-                    "attributes": _json_attributes(span.attributes),
-                    "events": [{"timeUnixNano": str(e.time_ns or 0), "name": e.name,
-                                "attributes": _json_attributes(e.attributes)} for e in span.events],
-                    "status": {} if span.error is None else {"code": STATUS_ERROR, "message": span.error}}
+            item = {
+                "traceId": span.trace_id,
+                "spanId": span.span_id,
+                "name": span.name,
+                "kind": KIND_NUMBERS.get(span.kind or "", 0),
+                "startTimeUnixNano": str(span.start_ns),
+                "endTimeUnixNano": str(span.end_ns),
+                "attributes": _json_attributes(span.attributes),
+                "events": [
+                    {"timeUnixNano": str(e.time_ns or 0), "name": e.name, "attributes": _json_attributes(e.attributes)}
+                    for e in span.events
+                ],
+                "status": {} if span.error is None else {"code": STATUS_ERROR, "message": span.error},
+            }
             if span.parent_id:
                 item["parentSpanId"] = span.parent_id
             encoded.append(item)

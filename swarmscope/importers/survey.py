@@ -41,8 +41,16 @@ from swarmscope.model import (
 FORMAT = "survey"
 
 #: The schema's `topology` enum.
-TOPOLOGIES = ("centralized", "planner_executor_critic", "debate", "swarm", "hierarchical", "harness",
-              "mixed", "unknown")
+TOPOLOGIES = (
+    "centralized",
+    "planner_executor_critic",
+    "debate",
+    "swarm",
+    "hierarchical",
+    "harness",
+    "mixed",
+    "unknown",
+)
 #: Our event types that the schema lacks: exported as `orchestrator_decision` + `decision`.
 DECISION_TYPES = ("delegate", "stop")
 DECISION = "decision"
@@ -57,8 +65,13 @@ _ALPHANUMERIC = re.compile(r"[^\W_]")
 
 
 def _is_survey(doc: Any) -> bool:
-    return (isinstance(doc, dict) and "trace_id" in doc and "format" not in doc
-            and isinstance(doc.get("events"), list) and all(isinstance(e, dict) for e in doc["events"]))
+    return (
+        isinstance(doc, dict)
+        and "trace_id" in doc
+        and "format" not in doc
+        and isinstance(doc.get("events"), list)
+        and all(isinstance(e, dict) for e in doc["events"])
+    )
 
 
 def sniff(doc: Any) -> bool:

@@ -78,8 +78,12 @@ _EXIT_CODE = re.compile(r"^\s*exitcode:", re.IGNORECASE)
 
 
 def _is_log(doc: Any) -> bool:
-    return (isinstance(doc, dict) and "question" in doc and isinstance(doc.get("history"), list)
-            and all(isinstance(entry, dict) and "content" in entry for entry in doc["history"]))
+    return (
+        isinstance(doc, dict)
+        and "question" in doc
+        and isinstance(doc.get("history"), list)
+        and all(isinstance(entry, dict) and "content" in entry for entry in doc["history"])
+    )
 
 
 def sniff(doc: Any) -> bool:
@@ -131,8 +135,7 @@ def _event(index: int, entry: dict[str, Any], names: AgentNames, agents_spoke: b
     """The event of history entry `index`; `agents_spoke`: whether a non-human turn came before."""
     speaker = str(entry.get("name") or entry.get("role") or "unknown")
     content = entry["content"] if isinstance(entry["content"], str) else json.dumps(entry["content"])
-    attributes: dict[str, Any] = {key: value for key, value in entry.items()
-                                  if key not in ("content", "name", "role")}
+    attributes: dict[str, Any] = {key: value for key, value in entry.items() if key not in ("content", "name", "role")}
     if "name" in entry and "role" in entry:
         attributes["chat_role"] = entry["role"]
     to = None
@@ -155,10 +158,18 @@ def _event(index: int, entry: dict[str, Any], names: AgentNames, agents_spoke: b
             event_type = "human_intervention"
         else:
             event_type = "message"
-    return estimate_missing_tokens(Event(
-        id=f"h{index}", t=float(index), type=event_type, agent=agent, to=to,
-        tool=agent if event_type == "tool_result" else None, content=content, attributes=attributes,
-    ))
+    return estimate_missing_tokens(
+        Event(
+            id=f"h{index}",
+            t=float(index),
+            type=event_type,
+            agent=agent,
+            to=to,
+            tool=agent if event_type == "tool_result" else None,
+            content=content,
+            attributes=attributes,
+        )
+    )
 
 
 def is_terminal(agent: str, content: str) -> bool:
@@ -187,11 +198,15 @@ def _edges(events: list[Event]) -> list[Edge]:
             delegator = events[delegate_of[index]].agent
             if event.type == "message":
                 event.type, event.from_, event.to = "return", event.agent, delegator
-            back = next((e for e in events[index + 1:] if e.agent == delegator), None)
+            back = next((e for e in events[index + 1 :] if e.agent == delegator), None)
             if back is not None:
                 edges.append(Edge(event.id, back.id, "return"))
-        elif (event.type in BROADCAST_TYPES and following is not None and following.agent != event.agent
-              and following.type != "tool_result"):
+        elif (
+            event.type in BROADCAST_TYPES
+            and following is not None
+            and following.agent != event.agent
+            and following.type != "tool_result"
+        ):
             edges.append(Edge(event.id, following.id, "message"))
     return edges
 
@@ -240,18 +255,38 @@ def _labels(record: dict[str, Any], events: list[Event], names: AgentNames) -> l
     labels = []
     mistake_agent = record.get("mistake_agent")
     if mistake_agent is not None:
-        labels.append(Label("mistake_agent", mistake_agent, agent=names.find(str(mistake_agent)),
-                            source=SOURCE))
+        labels.append(Label("mistake_agent", mistake_agent, agent=names.find(str(mistake_agent)), source=SOURCE))
     step = mistake_step_index(record.get("mistake_step"), len(events))
     if "mistake_step" in record:
-        labels.append(Label("mistake_step", record["mistake_step"],
-                            event_id=events[step].id if step is not None else None, source=SOURCE))
+        labels.append(
+            Label(
+                "mistake_step",
+                record["mistake_step"],
+                event_id=events[step].id if step is not None else None,
+                source=SOURCE,
+            )
+        )
         if step is None:
-            labels.append(Label(UNRESOLVED, f"mistake_step {record['mistake_step']!r} is not an index into "
-                                             f"the {len(events)} history entries", source="swarmscope"))
+            labels.append(
+                Label(
+                    UNRESOLVED,
+                    f"mistake_step {record['mistake_step']!r} is not an index into the {len(events)} history entries",
+                    source="swarmscope",
+                )
+            )
     labels.extend(Label(key, record[key], source=SOURCE) for key in LABEL_KEYS if key in record)
-    if step is not None and mistake_agent is not None \
-            and events[step].agent.casefold() != str(mistake_agent).casefold():
-        labels.append(Label(MISMATCH, {"mistake_agent": mistake_agent, "step_speaker": events[step].agent},
-                            event_id=events[step].id, agent=events[step].agent, source="swarmscope"))
+    if (
+        step is not None
+        and mistake_agent is not None
+        and events[step].agent.casefold() != str(mistake_agent).casefold()
+    ):
+        labels.append(
+            Label(
+                MISMATCH,
+                {"mistake_agent": mistake_agent, "step_speaker": events[step].agent},
+                event_id=events[step].id,
+                agent=events[step].agent,
+                source="swarmscope",
+            )
+        )
     return labels

@@ -13,8 +13,11 @@ pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 def test_admin_invites_and_the_invitee_signs_up(team, client):
     client.force_login(team.users["ann"])
-    response = client.post(f"/projects/{team.a.pk}/members/", {"action": "invite", "role": "reviewer",
-                                                              "email": "eve@example.org"}, follow=True)
+    response = client.post(
+        f"/projects/{team.a.pk}/members/",
+        {"action": "invite", "role": "reviewer", "email": "eve@example.org"},
+        follow=True,
+    )
     link = re.search(r"http://testserver(/accounts/invite/[^/]+/)", response.content.decode()).group(1)
     assert Invitation.objects.get().key_hash not in link  # only the hash is stored
     client.logout()
@@ -25,8 +28,9 @@ def test_admin_invites_and_the_invitee_signs_up(team, client):
     assert "Join Project A as reviewer" in page.content.decode()
     bad = client.post("/accounts/invite/accept/", {"username": "eve", "password1": "x", "password2": "y"})
     assert bad.status_code == 200 and not Membership.objects.filter(user__username="eve").exists()
-    done = client.post("/accounts/invite/accept/", {"username": "eve", "password1": "a-long-passw0rd",
-                                                    "password2": "a-long-passw0rd"})
+    done = client.post(
+        "/accounts/invite/accept/", {"username": "eve", "password1": "a-long-passw0rd", "password2": "a-long-passw0rd"}
+    )
     assert done.status_code == 302
     membership = Membership.objects.get(user__username="eve")
     assert (membership.project, membership.role, membership.user.email) == (team.a, "reviewer", "eve@example.org")
@@ -62,8 +66,9 @@ def test_password_reset_by_e_mail(team, client):
     url = re.search(r"http://testserver(/accounts/reset/\S+/)", message.body).group(1)
     set_page = client.get(url, follow=True)
     assert "Choose a new password" in set_page.content.decode()
-    final = client.post(set_page.redirect_chain[-1][0], {"new_password1": "brand-new-passw0rd",
-                                                        "new_password2": "brand-new-passw0rd"})
+    final = client.post(
+        set_page.redirect_chain[-1][0], {"new_password1": "brand-new-passw0rd", "new_password2": "brand-new-passw0rd"}
+    )
     assert final.status_code == 302
     assert client.login(username="rev", password="brand-new-passw0rd")
 
@@ -73,15 +78,22 @@ def test_members_page_roles_and_removal(team, client):
     page = client.get(f"/projects/{team.a.pk}/members/").content.decode()
     assert "ann" in page and "Create invitation link" not in page
     vic_membership = Membership.objects.get(user=team.users["vic"])
-    assert client.post(f"/projects/{team.a.pk}/members/", {"action": "role", "membership": vic_membership.pk,
-                                                          "role": "admin"}).status_code == 403
+    assert (
+        client.post(
+            f"/projects/{team.a.pk}/members/", {"action": "role", "membership": vic_membership.pk, "role": "admin"}
+        ).status_code
+        == 403
+    )
     client.force_login(team.users["ann"])
-    client.post(f"/projects/{team.a.pk}/members/", {"action": "role", "membership": vic_membership.pk, "role": "reviewer"})
+    client.post(
+        f"/projects/{team.a.pk}/members/", {"action": "role", "membership": vic_membership.pk, "role": "reviewer"}
+    )
     assert Membership.objects.get(pk=vic_membership.pk).role == "reviewer"
     # The last admin cannot step down or be removed.
     ann_membership = Membership.objects.get(user=team.users["ann"])
-    response = client.post(f"/projects/{team.a.pk}/members/", {"action": "remove", "membership": ann_membership.pk},
-                           follow=True)
+    response = client.post(
+        f"/projects/{team.a.pk}/members/", {"action": "remove", "membership": ann_membership.pk}, follow=True
+    )
     assert "at least one admin" in response.content.decode()
     assert Membership.objects.filter(pk=ann_membership.pk).exists()
     # Removing a member revokes their tokens for the project at once.
@@ -102,8 +114,11 @@ def test_tokens_page_shows_last_use(team, client):
 
 def test_members_page_refuses_bad_input_cleanly(team, client):
     client.force_login(team.users["ann"])
-    for data in ({"action": "role", "membership": "abc", "role": "admin"}, {"action": "remove", "membership": ""},
-                 {"action": "cancel", "invitation": "x"}):
+    for data in (
+        {"action": "role", "membership": "abc", "role": "admin"},
+        {"action": "remove", "membership": ""},
+        {"action": "cancel", "invitation": "x"},
+    ):
         assert client.post(f"/projects/{team.a.pk}/members/", data).status_code in (302, 404)
     response = client.post(f"/projects/{team.a.pk}/members/", {"action": "invite", "role": "owner"}, follow=True)
     assert "unknown role" in response.content.decode() and not team.a.invitations.exists()

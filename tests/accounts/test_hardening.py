@@ -45,8 +45,9 @@ def test_bodies_over_the_limit_answer_413_and_store_nothing(team, settings):
     response = rev.post(url, data=bomb, content_type="application/json", HTTP_CONTENT_ENCODING="gzip")
     assert response.status_code == 413 and "SWARMSCOPE_MAX_UPLOAD_BYTES" in response.json()["error"]
     truncated = zlib.compress(json.dumps(BATCH).encode(), wbits=16 + zlib.MAX_WBITS)[:-6]
-    assert rev.post(url, data=truncated, content_type="application/json",
-                    HTTP_CONTENT_ENCODING="gzip").status_code == 400
+    assert (
+        rev.post(url, data=truncated, content_type="application/json", HTTP_CONTENT_ENCODING="gzip").status_code == 400
+    )
     assert not team.trace_a.events.filter(event_id__startswith="b").exists()
     ok = zlib.compress(json.dumps(BATCH).encode(), wbits=16 + zlib.MAX_WBITS)
     assert rev.post(url, data=ok, content_type="application/json", HTTP_CONTENT_ENCODING="gzip").status_code == 200
@@ -54,11 +55,21 @@ def test_bodies_over_the_limit_answer_413_and_store_nothing(team, settings):
 
 def test_check_deploy_is_clean_with_production_settings(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SWARMSCOPE_"))}
-    env.update(DJANGO_DEBUG="0", DJANGO_SECRET_KEY="k" + "7Zq!x9#Lm2$vB4&nR8*tW1@yC6^pD3%e" * 3,
-               ALLOWED_HOSTS="swarmscope.example.org", DJANGO_SETTINGS_MODULE="webapp.config.settings",
-               SWARMSCOPE_DATA_DIR=str(tmp_path))
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    env.update(
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY="k" + "7Zq!x9#Lm2$vB4&nR8*tW1@yC6^pD3%e" * 3,
+        ALLOWED_HOSTS="swarmscope.example.org",
+        DJANGO_SETTINGS_MODULE="webapp.config.settings",
+        SWARMSCOPE_DATA_DIR=str(tmp_path),
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
@@ -85,10 +96,15 @@ def test_nul_characters_are_refused_with_their_place_and_nothing_is_written(team
     response = rev.post(f"/api/traces/{team.trace_a.pk}/events/", data=body, content_type="application/json")
     assert response.status_code == 400 and (response.json()["line"], response.json()["column"]) == (2, 15)
     literal = body.replace("\\u0000", "\\\\u0000")  # an escaped backslash then "u0000": plain text, accepted
-    assert rev.post(f"/api/traces/{team.trace_a.pk}/events/", data=literal,
-                    content_type="application/json").status_code == 200
+    assert (
+        rev.post(f"/api/traces/{team.trace_a.pk}/events/", data=literal, content_type="application/json").status_code
+        == 200
+    )
     assert team.trace_a.events.count() == before + 1
     assert rev.get("/api/traces/", {"q": "a\x00"}).json()["field"] == "q"
-    comment = rev.post("/api/review/comments/", data=json.dumps({"kind": "trace", "id": team.trace_a.pk,
-                                                                "body": "a\x00"}), content_type="application/json")
+    comment = rev.post(
+        "/api/review/comments/",
+        data=json.dumps({"kind": "trace", "id": team.trace_a.pk, "body": "a\x00"}),
+        content_type="application/json",
+    )
     assert comment.status_code == 400 and comment.json()["field"] == "body"

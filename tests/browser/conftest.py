@@ -29,9 +29,17 @@ from tests.servers import (
 )
 
 CHROMIUM = os.environ.get("SWARMSCOPE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+]
 
 
 def pytest_collection_modifyitems(items):
@@ -58,9 +66,12 @@ class App:
 
     def api(self, path: str, body=None, method: str | None = None):
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.url + path, data=data, method=method or ("POST" if data else "GET"),
-                                         headers={"Authorization": f"Bearer {self.token}",
-                                                  "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url + path,
+            data=data,
+            method=method or ("POST" if data else "GET"),
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=60) as response:
             return json.loads(response.read())
 

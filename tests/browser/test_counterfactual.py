@@ -47,8 +47,9 @@ def test_what_if_removed_runs_32_samples_and_opens_the_branch(app, page, rollout
     path = tmp_path / "swarmsim-pivot-12-0.json"
     path.write_text(json.dumps(case.episode.trace.to_dict()))
     trace_id = app.import_files(path)[path.name]
-    pivotal = next(f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds)
-                   if k == "pivotal")
+    pivotal = next(
+        f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds) if k == "pivotal"
+    )
     open_trace(page, app, trace_id)
     click_event(page, pivotal)
     page.get_by_test_id("what-if").click()
@@ -73,8 +74,11 @@ def test_what_if_removed_runs_32_samples_and_opens_the_branch(app, page, rollout
     assert page.get_by_test_id("job-samples").locator("li").count() == 32
 
     # Two messages, one intervention: the pivotal one and another checked in the dialog.
-    other = next(f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds)
-                 if f"message:{case.episode.actions[c].item}" != pivotal)
+    other = next(
+        f"message:{case.episode.actions[c].item}"
+        for c, k in zip(case.candidates, case.kinds)
+        if f"message:{case.episode.actions[c].item}" != pivotal
+    )
     page.get_by_test_id("what-if").click()
     events = dialog.get_by_test_id("what-if-events")
     assert events.locator(f"input[value='{pivotal}']").is_checked()
@@ -87,7 +91,8 @@ def test_what_if_removed_runs_32_samples_and_opens_the_branch(app, page, rollout
     dialog.locator("input[name=n]").fill("8")
     dialog.locator("input[name=n]").press("Enter")
     both = page.locator("[data-testid=job][data-status=done]").filter(
-        has_text=f"remove(event:{pivotal}, event:{other})")
+        has_text=f"remove(event:{pivotal}, event:{other})"
+    )
     both.wait_for(timeout=60_000)
     assert both.get_by_test_id("job-samples").locator("li").count() == 8
 
@@ -115,8 +120,9 @@ def test_attribute_this_trace_ranks_the_messages_and_paints_the_timeline(app, pa
     document["source_id"] = f"{document.get('source_id')}-attribution"
     path.write_text(json.dumps(document))
     trace_id = app.import_files(path)[path.name]
-    pivotal = next(f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds)
-                   if k == "pivotal")
+    pivotal = next(
+        f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds) if k == "pivotal"
+    )
     open_trace(page, app, trace_id)
     page.get_by_test_id("attribute").click()
     panel = page.get_by_test_id("attribution-panel")
@@ -140,7 +146,7 @@ def test_attribute_this_trace_ranks_the_messages_and_paints_the_timeline(app, pa
     assert rows.first.get_attribute("data-target") == f"event:{pivotal}"
     assert page.get_by_test_id("credit-legend").is_visible()
     rows.nth(1).click()
-    assert page.evaluate("document.body.dataset.selected") == rows.nth(1).get_attribute("data-target")[len("event:"):]
+    assert page.evaluate("document.body.dataset.selected") == rows.nth(1).get_attribute("data-target")[len("event:") :]
     rows.first.focus()
     page.keyboard.press("Enter")
     page.wait_for_function(f"document.body.dataset.selected === {json.dumps(pivotal)}")
@@ -179,16 +185,16 @@ def test_attribute_this_trace_ranks_the_messages_and_paints_the_timeline(app, pa
     page.wait_for_function("document.querySelectorAll('[data-testid=history-item]').length === 2")
     # The history shows the earlier job's result again.
     page.get_by_test_id("history-item").nth(1).get_by_test_id("history-show").click()
-    page.wait_for_function("document.querySelector('[data-testid=attribution-row]')?.dataset.target"
-                           f" === {json.dumps('event:' + pivotal)}")
+    page.wait_for_function(
+        f"document.querySelector('[data-testid=attribution-row]')?.dataset.target === {json.dumps('event:' + pivotal)}"
+    )
 
 
 @pytest.fixture
 def llm_app(chromium_path, tmp_path):
     """The app with the `openai` backend pointed at a FakeOpenAIServer, and a `rollouts-gpu` worker."""
     with FakeOpenAIServer(lambda body: "FINAL ANSWER: 42") as fake:
-        env = app_env(tmp_path / "data", SWARMSCOPE_OPENAI_BASE_URL=fake.base_url,
-                      SWARMSCOPE_OPENAI_MODEL="fake-model")
+        env = app_env(tmp_path / "data", SWARMSCOPE_OPENAI_BASE_URL=fake.base_url, SWARMSCOPE_OPENAI_MODEL="fake-model")
         port = free_port()
         log = tmp_path / "up.log"
         process = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker"], env, log)
@@ -210,18 +216,27 @@ def llm_app(chromium_path, tmp_path):
 def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_app, browser, tmp_path):
     app, fake, worker_log = llm_app
     # Hand-sized: 4 characters per token gives e1 2, e2 3, e3 2, e4 4 tokens, the planner's prompt 3.
-    events = [Event("e1", 0.0, "message", "planner", to="coder", content="a" * 8),
-              Event("e2", 1.0, "message", "coder", to="planner", content="b" * 10),
-              Event("e3", 2.0, "tool_result", "coder", content="c" * 7),
-              Event("e4", 3.0, "message", "planner", content="d" * 13)]
-    trace = Trace("native", "llm-cost", name="LLM cost", events=events,
-                  agents=[Agent("planner", system_prompt="s" * 9), Agent("coder")], attributes={"ground_truth": "42"})
+    events = [
+        Event("e1", 0.0, "message", "planner", to="coder", content="a" * 8),
+        Event("e2", 1.0, "message", "coder", to="planner", content="b" * 10),
+        Event("e3", 2.0, "tool_result", "coder", content="c" * 7),
+        Event("e4", 3.0, "message", "planner", content="d" * 13),
+    ]
+    trace = Trace(
+        "native",
+        "llm-cost",
+        name="LLM cost",
+        events=events,
+        agents=[Agent("planner", system_prompt="s" * 9), Agent("coder")],
+        attributes={"ground_truth": "42"},
+    )
     path = tmp_path / "llm-cost.json"
     path.write_text(json.dumps(trace.to_dict()))
     trace_id = app.import_files(path)[path.name]
-    context = browser.new_context(storage_state=save_admin_session(browser, app.url, app.password,
-                                                                   str(tmp_path / "state.json")),
-                                  viewport={"width": 1600, "height": 1000})
+    context = browser.new_context(
+        storage_state=save_admin_session(browser, app.url, app.password, str(tmp_path / "state.json")),
+        viewport={"width": 1600, "height": 1000},
+    )
     page = context.new_page()
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -241,7 +256,8 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
         pytest.fail(f"no estimate; dialog says {dialog.locator('[role=alert]').inner_text()!r}")
     # As tests/counterfactuals/test_players_history_cost.py computes it by hand for this trace.
     assert "≈ 34 prompt + 40 completion tokens (74 in all) in 4 requests: 2 arms × 4 samples from e2" in (
-        estimate.inner_text())
+        estimate.inner_text()
+    )
     run = dialog.get_by_test_id("what-if-run")
     assert run.inner_text() == "Confirm and run" and dialog.is_visible()
     assert app.api(f"/api/traces/{trace_id}/jobs/")["results"] == [] and fake.requests == []
@@ -273,10 +289,13 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
     sent_before = len(fake.requests)
     budget.press("Enter")
     run = page.get_by_test_id("attribution-run")
-    page.wait_for_function("document.querySelector('[data-testid=attribution-run]').dataset.confirm === 'true'",
-                           timeout=15_000)
-    expected = app.api(f"/api/traces/{trace_id}/attributions/estimate/",
-                       {"method": "loo", "budget": 8, "backend": "openai", "seed": 0, "players": "messages"})
+    page.wait_for_function(
+        "document.querySelector('[data-testid=attribution-run]').dataset.confirm === 'true'", timeout=15_000
+    )
+    expected = app.api(
+        f"/api/traces/{trace_id}/attributions/estimate/",
+        {"method": "loo", "budget": 8, "backend": "openai", "seed": 0, "players": "messages"},
+    )
     line = page.get_by_test_id("attribution-estimate").inner_text()
     assert f"in {expected['requests']} requests" in line and "loo over 3 messages, 2 samples (8 rollouts)" in line
     assert run.inner_text() == "Confirm and run"

@@ -17,7 +17,8 @@ from webapp.counterfactuals.models import Attribution
 from webapp.traces.models import Trace
 project = do_get_or_create_project()
 for name in ("ada", "ben"):
-    user = get_user_model().objects.filter(username=name).first() or get_user_model().objects.create_user(name, password=name + "-password-1")
+    users = get_user_model().objects
+    user = users.filter(username=name).first() or users.create_user(name, password=name + "-password-1")
     do_add_member(project, user, "reviewer")
 trace = Trace.objects.get(pk=%d)
 attribution = Attribution.objects.create(trace=trace, target="event:e5", intervention={"kind": "remove"}, method="loo",
@@ -70,18 +71,21 @@ def test_a_comment_on_an_attribution_appears_live_and_the_other_reviewer_votes(a
 
         ben.fill('[data-testid="review-votes"] input', "the interval is wide")
         ben.click('[data-testid="vote-disagree"]')
-        ada.wait_for_function("document.querySelector('[data-testid=\"review-tally\"]').textContent"
-                              " === '0 agree · 1 disagree'")
+        ada.wait_for_function(
+            "document.querySelector('[data-testid=\"review-tally\"]').textContent === '0 agree · 1 disagree'"
+        )
         assert ben.get_attribute('[data-testid="vote-disagree"]', "aria-pressed") == "true"
         # The shareable link opens the same attribution in the panel.
         assert ada.get_attribute('[data-testid="review-share"]', "href") == (
-            f"/traces/{trace_id}/?attribution={attribution_id}")
+            f"/traces/{trace_id}/?attribution={attribution_id}"
+        )
         # Labelling the mistake step: select the event on the timeline, the panel follows; Ben sees the label live.
         ada.evaluate("window.swarmscope.selectEvent('e5')")
         assert ada.input_value('[data-testid="review-target"]') == "event:e5"
         ada.click('[data-testid="review-mistake"] summary')
         assert ada.input_value('[data-testid="mistake-agent"]') == ada.evaluate(
-            "window.swarmscope.model.events.get('e5').agent")
+            "window.swarmscope.model.events.get('e5').agent"
+        )
         ada.click('[data-testid="mistake-save"]')
         ben.click('[data-testid="review-mistake"] summary')
         ben.wait_for_selector('[data-field="mistake-labels"] li:text("ada:")')

@@ -33,14 +33,17 @@ def wait_points(page, testid: str, at_least: int, log: Path, timeout: float = 12
     try:
         page.wait_for_function(
             "([id, n]) => Number(document.querySelector(`[data-testid=${id}]`)?.dataset.points || 0) >= n",
-            arg=[testid, at_least], timeout=timeout)
+            arg=[testid, at_least],
+            timeout=timeout,
+        )
     except Exception:
         pytest.fail(f"{testid} never showed {at_least} points:\n" + log.read_text()[-3000:])
 
 
 def wait_status(page, status: str, timeout: float = 120_000) -> None:
-    page.wait_for_function("(s) => document.getElementById('run-app').dataset.status === s", arg=status,
-                           timeout=timeout)
+    page.wait_for_function(
+        "(s) => document.getElementById('run-app').dataset.status === s", arg=status, timeout=timeout
+    )
 
 
 def fill_form(page, **values) -> None:
@@ -62,8 +65,10 @@ def test_start_watch_cancel_resume(app, page, training_worker):
     # A budget of 0 environment steps is refused next to its field, and nothing is started.
     fill_form(page, level="long", algorithm="ppo", credit="shared", stop="learned", budget_steps=0, seed=3)
     page.get_by_test_id("start-run").click()
-    assert "at least 1" in page.get_by_test_id("error-budget_steps").inner_text().lower() or \
-        "greater than or equal to 1" in page.get_by_test_id("error-budget_steps").inner_text()
+    assert (
+        "at least 1" in page.get_by_test_id("error-budget_steps").inner_text().lower()
+        or "greater than or equal to 1" in page.get_by_test_id("error-budget_steps").inner_text()
+    )
     assert page.locator("[data-field=budget_steps] input").get_attribute("aria-invalid") == "true"
     fill_form(page, budget_steps=BUDGET, name="browser run")
     page.get_by_test_id("start-run").click()

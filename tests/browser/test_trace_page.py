@@ -9,7 +9,9 @@ import pytest
 
 MONOCLE = "otel-monocle-agent-framework"
 HANDOFF = "monocle_trace_okahu_demos_ms_openai_handoff_travel_a262a1005533d3dc6fd375c37d31ee95"
-GROUPCHAT = "monocle_trace_okahu_demos_ms_openai_groupchat_travel_309ea6131cbf6f3baa63342285812aa3_2026-06-11_15.02.54.json"
+GROUPCHAT = (
+    "monocle_trace_okahu_demos_ms_openai_groupchat_travel_309ea6131cbf6f3baa63342285812aa3_2026-06-11_15.02.54.json"
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -60,8 +62,11 @@ def test_handoff_triage_agent_hands_off_to_visa_agent(app, page, shared_data):
     assert {"triage_agent", "visa_agent"} <= set(lanes(page))
     assert page.evaluate("window.swarmscope.model.parentOf('visa_agent')") == "triage_agent"
     snapshot = app.api(f"/api/traces/{trace_id}/snapshot/")
-    handoff = next(e for e in snapshot["events"]
-                   if e["type"] == "delegate" and e["agent"] == "triage_agent" and e.get("to") == "visa_agent")
+    handoff = next(
+        e
+        for e in snapshot["events"]
+        if e["type"] == "delegate" and e["agent"] == "triage_agent" and e.get("to") == "visa_agent"
+    )
     page.get_by_role("radio", name="Step").check()  # the spawn and the hand-off share a timestamp: one step each
     click_event(page, handoff["id"])
     meta = page.get_by_test_id("inspector").inner_text()
@@ -87,8 +92,17 @@ def test_streamed_events_arrive_in_order_live(app, page):
     def stream():
         try:
             for start in range(0, total, batch):
-                events = [{"id": f"s{i}", "t": i * 0.01, "type": "message", "agent": f"worker-{i % 7}",
-                           "to": "orchestrator", "content": f"message {i}"} for i in range(start, start + batch)]
+                events = [
+                    {
+                        "id": f"s{i}",
+                        "t": i * 0.01,
+                        "type": "message",
+                        "agent": f"worker-{i % 7}",
+                        "to": "orchestrator",
+                        "content": f"message {i}",
+                    }
+                    for i in range(start, start + batch)
+                ]
                 app.api(f"/api/traces/{trace['id']}/events/", events)
         except Exception as exc:  # noqa: BLE001 - reported by the test below
             errors.append(exc)

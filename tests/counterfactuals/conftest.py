@@ -24,5 +24,6 @@ def sim_trace(project, case):
 @pytest.fixture
 def pivotal(case):
     """The event id of the pivotal message."""
-    return next(f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds)
-                if k == "pivotal")
+    return next(
+        f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds) if k == "pivotal"
+    )

@@ -29,8 +29,11 @@ def finish(job_id):
 
 
 def test_request_then_read_the_job_and_its_attribution(api_client, sim_trace, pivotal, member):
-    response = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/",
-                    {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 16, "backend": "sim", "seed": 3})
+    response = post(
+        api_client,
+        f"/api/traces/{sim_trace.pk}/counterfactuals/",
+        {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 16, "backend": "sim", "seed": 3},
+    )
     assert response.status_code == 202
     job = response.json()
     assert (job["status"], job["done"], job["total"], job["seed"]) == ("queued", 0, 16, 3)
@@ -48,14 +51,17 @@ def test_request_then_read_the_job_and_its_attribution(api_client, sim_trace, pi
     assert float(rows[0]["estimate"]) == pytest.approx(done["result"]["estimate"])
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"n": 8}, "intervention"),
-    ({"intervention": {"kind": "remove", "events": ["nope"]}}, "intervention.events"),
-    ({"intervention": {"kind": "replace", "events": ["x"]}}, "intervention.text"),
-    ({"intervention": {"kind": "remove", "events": ["x"]}, "n": 100000}, "n"),
-    ({"intervention": {"kind": "remove", "events": ["x"]}, "colour": "red"}, "colour"),
-    ([1, 2], "body"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"n": 8}, "intervention"),
+        ({"intervention": {"kind": "remove", "events": ["nope"]}}, "intervention.events"),
+        ({"intervention": {"kind": "replace", "events": ["x"]}}, "intervention.text"),
+        ({"intervention": {"kind": "remove", "events": ["x"]}, "n": 100000}, "n"),
+        ({"intervention": {"kind": "remove", "events": ["x"]}, "colour": "red"}, "colour"),
+        ([1, 2], "body"),
+    ],
+)
 def test_bad_requests_answer_400_naming_the_field(api_client, sim_trace, body, field):
     response = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/", body)
     assert response.status_code == 400 and response.json()["field"] == field
@@ -64,15 +70,21 @@ def test_bad_requests_answer_400_naming_the_field(api_client, sim_trace, body, f
 @pytest.mark.parametrize("backend", [{}, [], 3, None])
 def test_an_estimate_with_a_backend_that_is_no_string_answers_400(api_client, sim_trace, pivotal, backend):
     """Found by schemathesis: an unhashable backend was a 500 (a dict lookup in get_backend_class)."""
-    response = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/estimate/",
-                    {"intervention": {"kind": "remove", "events": [pivotal]}, "backend": backend})
+    response = post(
+        api_client,
+        f"/api/traces/{sim_trace.pk}/counterfactuals/estimate/",
+        {"intervention": {"kind": "remove", "events": [pivotal]}, "backend": backend},
+    )
     assert response.status_code == 400 and response.json()["field"] == "backend"
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"epsilon": int("1" + "0" * 400)}, "epsilon"),  # beyond a float: was a 500 (float(epsilon))
-    ({"intervention": {"kind": "replace", "events": ["{pivotal}"], "text": "a\x00b"}}, "intervention"),  # no U+0000
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"epsilon": int("1" + "0" * 400)}, "epsilon"),  # beyond a float: was a 500 (float(epsilon))
+        ({"intervention": {"kind": "replace", "events": ["{pivotal}"], "text": "a\x00b"}}, "intervention"),  # no U+0000
+    ],
+)
 def test_unstorable_job_requests_answer_400(api_client, sim_trace, pivotal, change, field):
     body = {"intervention": {"kind": "remove", "events": [pivotal]}, **change}
     body = json.loads(json.dumps(body).replace("{pivotal}", pivotal))
@@ -82,15 +94,21 @@ def test_unstorable_job_requests_answer_400(api_client, sim_trace, pivotal, chan
 
 
 def test_cancel_and_retry(api_client, sim_trace, pivotal):
-    job = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/",
-               {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 8}).json()
+    job = post(
+        api_client,
+        f"/api/traces/{sim_trace.pk}/counterfactuals/",
+        {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 8},
+    ).json()
     assert post(api_client, f"/api/jobs/{job['id']}/cancel/", {}).json()["status"] == "cancelled"
     assert post(api_client, f"/api/jobs/{job['id']}/retry/", {}).json()["status"] == "queued"
 
 
 def test_unauthenticated_401_and_foreign_ids_404(client, api_client, sim_trace, pivotal, django_user_model):
-    job = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/",
-               {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 8}).json()
+    job = post(
+        api_client,
+        f"/api/traces/{sim_trace.pk}/counterfactuals/",
+        {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 8},
+    ).json()
     assert client.get(f"/api/jobs/{job['id']}/", HTTP_AUTHORIZATION="").status_code == 401
     other = do_get_or_create_project("Other")
     bob = django_user_model.objects.create_user("bob", password="bob-password-1")
@@ -99,6 +117,13 @@ def test_unauthenticated_401_and_foreign_ids_404(client, api_client, sim_trace, 
     for url in (f"/api/jobs/{job['id']}/", f"/api/traces/{sim_trace.pk}/attributions/"):
         assert client.get(url, **foreign).status_code == 404
     for url in (f"/api/jobs/{job['id']}/cancel/", f"/api/traces/{sim_trace.pk}/counterfactuals/"):
-        assert client.post(url, {"intervention": {"kind": "remove", "events": [pivotal]}},
-                           content_type="application/json", **foreign).status_code == 404
+        assert (
+            client.post(
+                url,
+                {"intervention": {"kind": "remove", "events": [pivotal]}},
+                content_type="application/json",
+                **foreign,
+            ).status_code
+            == 404
+        )
     assert Trace.objects.get(pk=sim_trace.pk).counterfactual_jobs.get().status == "queued"

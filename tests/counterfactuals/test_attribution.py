@@ -1,4 +1,4 @@
-""""Attribute this trace": credit for every message of a pivot-12 SwarmSim trace, in chunks, through
+""" "Attribute this trace": credit for every message of a pivot-12 SwarmSim trace, in chunks, through
 the services and the task bodies (no broker), and its API."""
 
 import pytest
@@ -46,8 +46,10 @@ def test_loo_ranks_the_pivotal_message_first_and_matches_the_estimator(sim_trace
     assert (job.kind, job.method, job.n_samples, job.players) == ("attribution", "loo", 64, players)
     job = run_all(job)
     assert job.status == "done" and job.done_count == 64
-    expected = {a.target: a for a in leave_one_out(game, len(players), 64, first_seed=3,
-                                                    targets=[f"event:{p}" for p in players])}
+    expected = {
+        a.target: a
+        for a in leave_one_out(game, len(players), 64, first_seed=3, targets=[f"event:{p}" for p in players])
+    }
     stored = list(Attribution.objects.filter(job=job))
     assert len(stored) == len(players)
     for a in stored:
@@ -62,20 +64,34 @@ def test_loo_ranks_the_pivotal_message_first_and_matches_the_estimator(sim_trace
     assert [r["estimate"] for r in wire["results"]] == sorted((r["estimate"] for r in wire["results"]), reverse=True)
 
 
-@pytest.mark.parametrize("method, estimator, per_sample", [
-    ("shapley", shapley_permutation, lambda p: 2 * p), ("kernelshap", kernel_shap, lambda p: 4),
-    ("shapley2", shapley_2additive, lambda p: 2 * design_size(p))])
+@pytest.mark.parametrize(
+    "method, estimator, per_sample",
+    [
+        ("shapley", shapley_permutation, lambda p: 2 * p),
+        ("kernelshap", kernel_shap, lambda p: 4),
+        ("shapley2", shapley_2additive, lambda p: 2 * design_size(p)),
+    ],
+)
 @override_settings(SWARMSCOPE_ROLLOUT_CHUNK=3)
 def test_chunked_shapley_estimates_equal_the_one_shot_estimator(sim_trace, case, method, estimator, per_sample):
     game, players = game_of(case)
     job = run_all(services.request_attribution(sim_trace, method, 8 * per_sample(len(players)) + 1, seed=7))
     assert job.status == "done" and job.n_samples == 8
-    expected = {a.target: a for a in estimator(game, len(players), 8, first_seed=7, sampling_seed=7,
-                                               targets=[f"event:{p}" for p in players])}
+    expected = {
+        a.target: a
+        for a in estimator(
+            game, len(players), 8, first_seed=7, sampling_seed=7, targets=[f"event:{p}" for p in players]
+        )
+    }
     for a in Attribution.objects.filter(job=job):
         e = expected[a.target]
         assert (a.estimate, a.ci_low, a.ci_high, a.n_rollouts, a.method) == (
-            pytest.approx(e.estimate), pytest.approx(e.ci_low), pytest.approx(e.ci_high), e.n_rollouts, e.method)
+            pytest.approx(e.estimate),
+            pytest.approx(e.ci_low),
+            pytest.approx(e.ci_high),
+            e.n_rollouts,
+            e.method,
+        )
 
 
 def test_a_redelivered_chunk_stores_nothing_twice(sim_trace):
@@ -84,9 +100,17 @@ def test_a_redelivered_chunk_stores_nothing_twice(sim_trace):
     assert Attribution.objects.filter(job=job).count() == 12 and job.samples.count() == 4
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"method": "vibes"}, "method"), ({"method": ["loo"]}, "method"), ({"budget": 13}, "budget"),
-    ({"budget": "100"}, "budget"), ({"seed": -1}, "seed"), ({"backend": "gpt"}, "backend")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"method": "vibes"}, "method"),
+        ({"method": ["loo"]}, "method"),
+        ({"budget": 13}, "budget"),
+        ({"budget": "100"}, "budget"),
+        ({"seed": -1}, "seed"),
+        ({"backend": "gpt"}, "backend"),
+    ],
+)
 def test_attribution_requests_that_cannot_run_name_their_field(sim_trace, kwargs, field):
     with pytest.raises(services.JobRequestError) as raised:
         services.request_attribution(sim_trace, **{"method": "loo", "budget": 100, **kwargs})
@@ -112,10 +136,17 @@ def test_the_api_runs_lists_and_exports_attributions(api_client, sim_trace, pivo
     assert csv.count("\n") == 13 and "paired_loo" in csv
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"method": "bogus", "budget": 100}, "method"), ({"budget": 100}, "method"), ({"method": "loo"}, "budget"),
-    ({"method": "loo", "budget": 100, "colour": 1}, "colour"), ({"method": "loo", "budget": 2}, "budget"),
-    ([1], "body")])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"method": "bogus", "budget": 100}, "method"),
+        ({"budget": 100}, "method"),
+        ({"method": "loo"}, "budget"),
+        ({"method": "loo", "budget": 100, "colour": 1}, "colour"),
+        ({"method": "loo", "budget": 2}, "budget"),
+        ([1], "body"),
+    ],
+)
 def test_bad_attribution_requests_answer_400(api_client, sim_trace, body, field):
     response = post(api_client, f"/api/traces/{sim_trace.pk}/attributions/run/", body)
     assert response.status_code == 400 and response.json()["field"] == field

@@ -13,7 +13,12 @@ from tests.servers import app_env, start_worker, stop
 from tests.traces.test_celery_worker import broker_url, database_url  # noqa: F401 - a fixture
 from webapp.counterfactuals import services, tasks
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(180)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.services,
+    pytest.mark.processes,
+    pytest.mark.timeout(180),
+]
 
 
 @pytest.fixture
@@ -28,9 +33,11 @@ def rollout_worker(broker_url, tmp_path):  # noqa: F811 - the imported fixture
 def test_worker_runs_a_32_sample_job(rollout_worker, broker_url, sim_trace, pivotal, monkeypatch):  # noqa: F811
     process, log = rollout_worker
     with Celery(broker=broker_url, set_as_current=False) as client:  # a producer on the same broker, not eager
-        monkeypatch.setattr(tasks.run_counterfactual_chunk, "apply_async",
-                            lambda args, queue: client.send_task(tasks.run_counterfactual_chunk.name, args=args,
-                                                                 queue=queue))
+        monkeypatch.setattr(
+            tasks.run_counterfactual_chunk,
+            "apply_async",
+            lambda args, queue: client.send_task(tasks.run_counterfactual_chunk.name, args=args, queue=queue),
+        )
         job = services.request_counterfactual(sim_trace, {"kind": "remove", "events": [pivotal]}, 32)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

@@ -22,12 +22,16 @@ def eager_celery():
 
 
 async def test_job_messages_are_forwarded_to_the_trace_viewers(sim_trace, pivotal, api_token, eager_celery):
-    ws = WebsocketCommunicator(application, f"/ws/traces/{sim_trace.pk}/?token={api_token}",
-                               headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
+    ws = WebsocketCommunicator(
+        application,
+        f"/ws/traces/{sim_trace.pk}/?token={api_token}",
+        headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")],
+    )
     connected, _ = await ws.connect()
     assert connected and (await ws.receive_json_from(timeout=10))["type"] == "snapshot"
     job = await database_sync_to_async(services.request_counterfactual)(
-        sim_trace, {"kind": "remove", "events": [pivotal]}, 8)
+        sim_trace, {"kind": "remove", "events": [pivotal]}, 8
+    )
     messages = []
     while not messages or messages[-1]["job"]["status"] != "done":
         message = await ws.receive_json_from(timeout=10)

@@ -73,7 +73,7 @@ def tokens_sent(bodies, agents):
             content = message["content"]
             for agent in agents:
                 if message["role"] == "user" and content.startswith(f"[{agent}] "):
-                    content = content[len(agent) + 3:]
+                    content = content[len(agent) + 3 :]
                     break
             total += costs._tokens(content)
     return total
@@ -86,6 +86,7 @@ def kinds_sent(bodies):
         if body["messages"][-1]["content"].startswith("Read the above conversation"):
             return "speaker"
         return "turn"
+
     return Counter(kind(b) for b in bodies)
 
 
@@ -103,7 +104,8 @@ def test_with_an_llm_orchestrator_the_estimate_counts_its_speaker_picks_as_sent(
     assert arms["control"] == arms["intervention"] | {"prompt_tokens": arms["control"]["prompt_tokens"]}
     assert arms["intervention"]["turns"] == 6
     assert arms["intervention"]["speaker_requests"] == 2 * 2 * 5 and arms["intervention"]["turn_requests"] == 2 * (
-        1 + 2 * 5)
+        1 + 2 * 5
+    )
     assert estimate["branch"]["intervention"]["speaker_requests"] == 5
     runner = OpenAIRollout.from_trace(to_core_trace(trace))
     plan = planned_requests(runner, Intervention.from_dict(intervention), 4, 2)
@@ -111,13 +113,13 @@ def test_with_an_llm_orchestrator_the_estimate_counts_its_speaker_picks_as_sent(
     job = run_all(services.request_counterfactual(trace, intervention, 4, backend="openai"))
     assert job.status == "done", job.error
     # Answered as the plan assumed, the job sends exactly the planned requests, no more, no fewer.
-    assert Counter(sent(b) for b in fake.requests) == Counter(key(r.n, r.seed, r.temperature, r.messages)
-                                                               for r in plan)
+    assert Counter(sent(b) for b in fake.requests) == Counter(key(r.n, r.seed, r.temperature, r.messages) for r in plan)
     agents = [a.name for a in core.agents]
     assert estimate["requests"] == len(fake.requests)
-    assert kinds_sent(fake.requests) == {"turn": sum(estimate[p][a]["turn_requests"] for p in ("arms", "branch")
-                                                     for a in ("control", "intervention")),
-                                         "speaker": 2 * (20 + 5)}
+    assert kinds_sent(fake.requests) == {
+        "turn": sum(estimate[p][a]["turn_requests"] for p in ("arms", "branch") for a in ("control", "intervention")),
+        "speaker": 2 * (20 + 5),
+    }
     assert estimate["prompt_tokens"] == tokens_sent(fake.requests, agents)
     completions = sum(b["n"] * costs._tokens(fake.answer(b)) for b in fake.requests)
     assert estimate["completion_tokens"] == completions
@@ -132,14 +134,14 @@ def test_other_speaker_picks_change_the_tokens_but_not_the_number_of_requests(pr
     job = run_all(services.request_counterfactual(trace, intervention, 4, backend="openai"))
     assert job.status == "done", job.error
     assert estimate["requests"] == len(fake.requests)
-    assert kinds_sent(fake.requests)["speaker"] == sum(estimate[p][a]["speaker_requests"] for p in ("arms", "branch")
-                                                       for a in ("control", "intervention"))
+    assert kinds_sent(fake.requests)["speaker"] == sum(
+        estimate[p][a]["speaker_requests"] for p in ("arms", "branch") for a in ("control", "intervention")
+    )
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
 @pytest.mark.parametrize("backend, ground_truth", [("openai", False), ("openai-verifier", True)])
-def test_under_the_verifier_the_estimate_counts_two_verdicts_per_sample_as_sent(project, fake, backend,
-                                                                                 ground_truth):
+def test_under_the_verifier_the_estimate_counts_two_verdicts_per_sample_as_sent(project, fake, backend, ground_truth):
     core = make_trace()
     if not ground_truth:
         core.attributes.pop("ground_truth")
@@ -157,8 +159,7 @@ def test_under_the_verifier_the_estimate_counts_two_verdicts_per_sample_as_sent(
     fake.answer = lambda body: planned_answers(body)
     job = run_all(services.request_counterfactual(trace, intervention, 6, backend=backend))
     assert job.status == "done", job.error
-    assert Counter(sent(b) for b in fake.requests) == Counter(key(r.n, r.seed, r.temperature, r.messages)
-                                                               for r in plan)
+    assert Counter(sent(b) for b in fake.requests) == Counter(key(r.n, r.seed, r.temperature, r.messages) for r in plan)
     assert kinds_sent(fake.requests) == {"turn": 2 * 2 + 2, "verdict": 2 * 6 + 2}
     assert estimate["requests"] == len(fake.requests)
     assert estimate["prompt_tokens"] == tokens_sent(fake.requests, [a.name for a in core.agents])
@@ -172,49 +173,61 @@ def test_under_the_verifier_the_estimate_counts_two_verdicts_per_sample_as_sent(
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=3)
-@pytest.mark.parametrize("method, players, budget", [("loo", "messages", 5 * 4), ("shapley", "agents", 6 * 3),
-                                                     ("kernelshap", "messages", 4 * 4)])
+@pytest.mark.parametrize(
+    "method, players, budget",
+    [("loo", "messages", 5 * 4), ("shapley", "agents", 6 * 3), ("kernelshap", "messages", 4 * 4)],
+)
 def test_the_attribution_estimate_counts_what_its_chunks_send(api_client, project, fake, method, players, budget):
     core = make_trace()
     core.attributes.pop("ground_truth")  # scored by the verifier: verdicts are counted too
     trace = do_ingest(project, core).trace
     body = {"method": method, "budget": budget, "backend": "openai", "players": players, "seed": 3}
-    response = api_client.post(f"/api/traces/{trace.pk}/attributions/estimate/", body,
-                               content_type="application/json")
+    response = api_client.post(f"/api/traces/{trace.pk}/attributions/estimate/", body, content_type="application/json")
     assert response.status_code == 200, response.json()
     estimate = response.json()
     assert (estimate["kind"], estimate["llm"], estimate["confirmation_required"]) == ("attribution", True, True)
     assert estimate["n"] == 4 if method != "shapley" else estimate["n"] == 3
     fake.answer = verdicts(lambda final: '{"correct": true}' if "42" in final else '{"correct": false}')
-    run = api_client.post(f"/api/traces/{trace.pk}/attributions/run/", {**body, "confirmed": True},
-                          content_type="application/json")
+    run = api_client.post(
+        f"/api/traces/{trace.pk}/attributions/run/", {**body, "confirmed": True}, content_type="application/json"
+    )
     assert run.status_code == 202, run.json()
     job = run_all(CounterfactualJob.objects.get(pk=run.json()["id"]))
     assert job.status == "done", job.error
     assert estimate["requests"] == len(fake.requests) > 0
-    assert kinds_sent(fake.requests) == {k: estimate[f"{k}_requests"] for k in ("turn", "verdict")
-                                         if estimate[f"{k}_requests"]}
+    assert kinds_sent(fake.requests) == {
+        k: estimate[f"{k}_requests"] for k in ("turn", "verdict") if estimate[f"{k}_requests"]
+    }
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
-def test_attribution_estimates_refuse_bad_requests_and_cost_nothing_on_swarmsim(api_client, project, sim_trace,
-                                                                                monkeypatch):
+def test_attribution_estimates_refuse_bad_requests_and_cost_nothing_on_swarmsim(
+    api_client, project, sim_trace, monkeypatch
+):
     trace = do_ingest(project, make_trace()).trace
     monkeypatch.delenv("SWARMSCOPE_OPENAI_BASE_URL", raising=False)
-    response = api_client.post(f"/api/traces/{trace.pk}/attributions/estimate/",  # no endpoint configured
-                               {"method": "loo", "budget": 100, "backend": "openai"}, content_type="application/json")
+    response = api_client.post(
+        f"/api/traces/{trace.pk}/attributions/estimate/",  # no endpoint configured
+        {"method": "loo", "budget": 100, "backend": "openai"},
+        content_type="application/json",
+    )
     assert response.status_code == 400 and response.json()["field"] == "backend"
     assert "SWARMSCOPE_OPENAI_BASE_URL" in response.json()["error"]
     url = f"/api/traces/{sim_trace.pk}/attributions/estimate/"
-    for body, field in (({"method": "banzhaf", "budget": 100}, "method"),
-                        ({"method": "loo", "budget": 1}, "budget"),
-                        ({"method": "loo", "budget": 100, "players": "events"}, "players"),
-                        ({"method": "loo", "budget": 100, "backend": "gpt"}, "backend"),
-                        ({"method": "loo", "budget": 100, "price": 1}, "price"),
-                        ({"budget": 100}, "method")):
+    for body, field in (
+        ({"method": "banzhaf", "budget": 100}, "method"),
+        ({"method": "loo", "budget": 1}, "budget"),
+        ({"method": "loo", "budget": 100, "players": "events"}, "players"),
+        ({"method": "loo", "budget": 100, "backend": "gpt"}, "backend"),
+        ({"method": "loo", "budget": 100, "price": 1}, "price"),
+        ({"budget": 100}, "method"),
+    ):
         response = api_client.post(url, body, content_type="application/json")
         assert response.status_code == 400 and response.json()["field"] == field, (body, response.json())
-    sim = api_client.post(f"/api/traces/{sim_trace.pk}/attributions/estimate/", {"method": "loo", "budget": 13 * 4},
-                          content_type="application/json").json()
+    sim = api_client.post(
+        f"/api/traces/{sim_trace.pk}/attributions/estimate/",
+        {"method": "loo", "budget": 13 * 4},
+        content_type="application/json",
+    ).json()
     assert (sim["llm"], sim["confirmation_required"], sim["total_tokens"], sim["requests"]) == (False, False, 0, 0)
     assert (sim["n"], sim["rollouts"], sim["players"]) == (4, 13 * 4, 12)

@@ -21,8 +21,11 @@ from webapp.counterfactuals import services, tasks
 from webapp.counterfactuals.models import Attribution
 from webapp.traces.ingest import do_ingest
 
-BACKENDS = {"sim": "trainer.rollout.sim.SimRollout", "openai": "trainer.rollout.openai.OpenAIRollout",
-            "openai-verifier": "trainer.rollout.openai.OpenAIVerifierRollout"}
+BACKENDS = {
+    "sim": "trainer.rollout.sim.SimRollout",
+    "openai": "trainer.rollout.openai.OpenAIRollout",
+    "openai-verifier": "trainer.rollout.openai.OpenAIVerifierRollout",
+}
 
 
 @pytest.fixture
@@ -57,8 +60,7 @@ def test_a_job_on_the_openai_backend_completes_and_records_the_model(project, fa
 @pytest.mark.django_db
 @pytest.mark.services
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
-@pytest.mark.parametrize("failure, reason", [("status", "HTTP 502"), ("raw", "malformed JSON"),
-                                             ("delay", "timed out")])
+@pytest.mark.parametrize("failure, reason", [("status", "HTTP 502"), ("raw", "malformed JSON"), ("delay", "timed out")])
 def test_endpoint_errors_fail_the_job_with_the_reason_and_store_nothing(project, fake, failure, reason):
     setattr(fake, failure, {"status": 502, "raw": b"<html>", "delay": 1.5}[failure])
     trace = do_ingest(project, make_trace()).trace
@@ -92,8 +94,11 @@ def test_a_job_on_a_trace_without_ground_truth_is_scored_by_the_verifier(project
     fake.answer = verdicts(lambda final: '{"correct": true}' if "42" in final else '{"correct": false}')
     core = make_trace()
     core.attributes.pop("ground_truth")
-    job = run_all(services.request_counterfactual(do_ingest(project, core).trace, {"kind": "remove", "events": ["h2"]},
-                                                  4, backend="openai"))
+    job = run_all(
+        services.request_counterfactual(
+            do_ingest(project, core).trace, {"kind": "remove", "events": ["h2"]}, 4, backend="openai"
+        )
+    )
     assert job.status == "done" and job.done_count == 4
     attribution = Attribution.objects.get(job=job)
     assert attribution.estimate == -1.0 and attribution.environment["scoring"] == "verifier"
@@ -107,8 +112,9 @@ def test_a_job_on_a_trace_without_ground_truth_is_scored_by_the_verifier(project
 def test_a_malformed_verdict_fails_the_job_with_the_reason_and_stores_nothing(project, fake):
     fake.answer = verdicts(lambda final: "Looks right to me.")
     trace = do_ingest(project, make_trace()).trace  # has a ground truth: the openai-verifier backend is the option
-    job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 4,
-                                                  backend="openai-verifier"))
+    job = run_all(
+        services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 4, backend="openai-verifier")
+    )
     assert job.status == "failed" and job.error.startswith("VerdictError: ")
     assert "malformed" in job.error and "Looks right to me." in job.error
     assert not job.samples.exists() and not Attribution.objects.filter(job=job).exists()
@@ -123,8 +129,7 @@ def test_eval_attribution_prints_predictions_and_exact_equality_accuracy(tmp_pat
 
     with FakeOpenAIServer(judge_answer) as server:
         out = io.StringIO()
-        call_command("eval_attribution", str(tmp_path), "--base-url", server.base_url, "--model", "judge",
-                     stdout=out)
+        call_command("eval_attribution", str(tmp_path), "--base-url", server.base_url, "--model", "judge", stdout=out)
     text = out.getvalue()
     assert len(server.requests) == 2 and all(b["temperature"] == 0.0 for b in server.requests)
     assert re.search(r"whowhen_hand_crafted.json: predicted agent=WebSurfer step=3 .* step ok, agent ok", text)
@@ -137,7 +142,18 @@ def test_eval_attribution_limit_and_method(tmp_path, fixtures):
     shutil.copy(fixtures / "whowhen_algorithm.json", tmp_path / "b.json")
     with FakeOpenAIServer(lambda body: "No") as server:
         out = io.StringIO()
-        call_command("eval_attribution", str(tmp_path), "--method", "step_by_step", "--limit", "1",
-                     "--base-url", server.base_url, "--model", "judge", stdout=out)
+        call_command(
+            "eval_attribution",
+            str(tmp_path),
+            "--method",
+            "step_by_step",
+            "--limit",
+            "1",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "judge",
+            stdout=out,
+        )
     assert "a.json: predicted agent=None step=None" in out.getvalue()
     assert "1 logs, exact equality: step accuracy 0.00 %" in out.getvalue()

@@ -42,9 +42,11 @@ def eager_celery():
 
 # --- credit per agent --------------------------------------------------------------------------
 
+
 @override_settings(SWARMSCOPE_ROLLOUT_CHUNK=5)
-def test_agent_players_credit_each_agent_removed_with_all_its_events(sim_trace, case, eager_celery,
-                                                                     django_capture_on_commit_callbacks):
+def test_agent_players_credit_each_agent_removed_with_all_its_events(
+    sim_trace, case, eager_celery, django_capture_on_commit_callbacks
+):
     agents = list(dict.fromkeys(e.agent for e in case.episode.trace.events if e.type == "message"))
     assert len(agents) >= 2 and "orchestrator" not in agents
     with django_capture_on_commit_callbacks(execute=True):
@@ -53,8 +55,9 @@ def test_agent_players_credit_each_agent_removed_with_all_its_events(sim_trace, 
     assert job.status == "done", job.error
     assert (job.player_kind, job.players, job.n_samples, job.done_count) == ("agents", agents, 16, 16)
     game = coalition_game(SimRollout(case.episode), [Intervention("remove", agents=(a,)) for a in agents])
-    expected = {a.target: a for a in leave_one_out(game, len(agents), 16, first_seed=2,
-                                                    targets=[f"agent:{a}" for a in agents])}
+    expected = {
+        a.target: a for a in leave_one_out(game, len(agents), 16, first_seed=2, targets=[f"agent:{a}" for a in agents])
+    }
     stored = {a.target: a for a in Attribution.objects.filter(job=job)}
     assert set(stored) == set(expected) == {f"agent:{a}" for a in agents}
     for target, a in stored.items():
@@ -95,10 +98,14 @@ def test_a_trace_with_one_messaging_agent_cannot_be_attributed_per_agent(project
 
 # --- several targets ---------------------------------------------------------------------------
 
+
 def test_two_messages_removed_together_are_one_intervention(api_client, sim_trace, case, pivotal):
     other = next(e.id for e in case.episode.trace.events if e.type == "message" and e.id != pivotal)
-    response = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/",
-                    {"intervention": {"kind": "remove", "events": [pivotal, other]}, "n": 8, "seed": 1})
+    response = post(
+        api_client,
+        f"/api/traces/{sim_trace.pk}/counterfactuals/",
+        {"intervention": {"kind": "remove", "events": [pivotal, other]}, "n": 8, "seed": 1},
+    )
     assert response.status_code == 202
     run_all(CounterfactualJob.objects.get(pk=response.json()["id"]))
     done = api_client.get(f"/api/jobs/{response.json()['id']}/").json()
@@ -109,18 +116,31 @@ def test_two_messages_removed_together_are_one_intervention(api_client, sim_trac
 
 # --- history -----------------------------------------------------------------------------------
 
+
 def test_the_trace_lists_its_jobs_newest_first_with_links_to_their_results(api_client, sim_trace, pivotal):
-    first = post(api_client, f"/api/traces/{sim_trace.pk}/counterfactuals/",
-                 {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 4}).json()
-    second = post(api_client, f"/api/traces/{sim_trace.pk}/attributions/run/",
-                  {"method": "loo", "budget": 13 * 2}).json()
+    first = post(
+        api_client,
+        f"/api/traces/{sim_trace.pk}/counterfactuals/",
+        {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 4},
+    ).json()
+    second = post(
+        api_client, f"/api/traces/{sim_trace.pk}/attributions/run/", {"method": "loo", "budget": 13 * 2}
+    ).json()
     run_all(CounterfactualJob.objects.get(pk=first["id"]))
     listed = api_client.get(f"/api/traces/{sim_trace.pk}/jobs/").json()["results"]
     assert [j["id"] for j in listed] == [second["id"], first["id"]]
     assert (listed[0]["kind"], listed[0]["status"], listed[0]["method"], listed[0]["player_kind"]) == (
-        "attribution", "queued", "loo", "messages")
+        "attribution",
+        "queued",
+        "loo",
+        "messages",
+    )
     assert (listed[1]["kind"], listed[1]["status"], listed[1]["done"], listed[1]["total"]) == (
-        "counterfactual", "done", 4, 4)
+        "counterfactual",
+        "done",
+        4,
+        4,
+    )
     assert "samples" not in listed[1] and api_client.get(listed[1]["url"]).json()["result"]["estimate"] is not None
     assert len(api_client.get(f"/api/traces/{sim_trace.pk}/jobs/?limit=1").json()["results"]) == 1
     for bad in ("0", "x", "501"):
@@ -130,15 +150,23 @@ def test_the_trace_lists_its_jobs_newest_first_with_links_to_their_results(api_c
 
 # --- cost of LLM jobs --------------------------------------------------------------------------
 
+
 def small_llm_trace() -> Trace:
     """Content lengths chosen for a hand computation at 4 characters per token (ceil)."""
-    events = [Event("e1", 0.0, "message", "planner", to="coder", content="a" * 8),   # 2 tokens
-              Event("e2", 1.0, "message", "coder", to="planner", content="b" * 10),  # 3 tokens
-              Event("e3", 2.0, "tool_result", "coder", content="c" * 7),             # 2 tokens, replayed
-              Event("e4", 3.0, "message", "planner", content="d" * 13)]              # 4 tokens
-    return Trace("native", "cost", name="cost", events=events,
-                 agents=[Agent("planner", system_prompt="s" * 9), Agent("coder")],  # 3 tokens, none
-                 attributes={"ground_truth": "42"})
+    events = [
+        Event("e1", 0.0, "message", "planner", to="coder", content="a" * 8),  # 2 tokens
+        Event("e2", 1.0, "message", "coder", to="planner", content="b" * 10),  # 3 tokens
+        Event("e3", 2.0, "tool_result", "coder", content="c" * 7),  # 2 tokens, replayed
+        Event("e4", 3.0, "message", "planner", content="d" * 13),
+    ]  # 4 tokens
+    return Trace(
+        "native",
+        "cost",
+        name="cost",
+        events=events,
+        agents=[Agent("planner", system_prompt="s" * 9), Agent("coder")],  # 3 tokens, none
+        attributes={"ground_truth": "42"},
+    )
 
 
 @pytest.fixture
@@ -150,27 +178,50 @@ def endpoint(monkeypatch):
 
 def turns_only(turns, requests, prompt, completion):
     """An arm's cost with only turn requests (original order, exact match)."""
-    return {"turns": turns, "requests": requests, "prompt_tokens": prompt, "completion_tokens": completion,
-            "turn_requests": requests, "speaker_requests": 0, "verdict_requests": 0}
+    return {
+        "turns": turns,
+        "requests": requests,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "turn_requests": requests,
+        "speaker_requests": 0,
+        "verdict_requests": 0,
+    }
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
 def test_the_estimate_matches_a_hand_computation(api_client, project, endpoint):
     trace = do_ingest(project, small_llm_trace()).trace
-    response = post(api_client, f"/api/traces/{trace.pk}/counterfactuals/estimate/",
-                    {"intervention": {"kind": "remove", "events": ["e2"]}, "n": 4, "backend": "openai"})
+    response = post(
+        api_client,
+        f"/api/traces/{trace.pk}/counterfactuals/estimate/",
+        {"intervention": {"kind": "remove", "events": ["e2"]}, "n": 4, "backend": "openai"},
+    )
     assert response.status_code == 200
     # Fork at e2; 4 samples. Control arm: e2 kept as recorded (3), e3 replayed (2), e4 (planner)
     # re-generated: prompt 3 (system) + e1 2 + e2 3 + e3 2 = 10, sent once for all 4 samples (one
     # request with n = 4), completion 4 × 4 = 16. Intervention arm: e2 dropped, e4's prompt
     # 3 + 2 + 2 = 7, completion 16. The branch trace of sample 0: both arms once more with n = 1.
     assert response.json() == {
-        "backend": "openai", "llm": True, "confirmation_required": True, "n": 4, "fork_event": "e2", "turns": 2,
-        "requests": 2 + 2, "prompt_tokens": 10 + 7 + 10 + 7, "completion_tokens": 16 + 16 + 4 + 4,
-        "total_tokens": 34 + 40, "chars_per_token": 4, "speaker_order": "original", "scoring": "exact_match",
-        "turn_requests": 4, "speaker_requests": 0, "verdict_requests": 0,
+        "backend": "openai",
+        "llm": True,
+        "confirmation_required": True,
+        "n": 4,
+        "fork_event": "e2",
+        "turns": 2,
+        "requests": 2 + 2,
+        "prompt_tokens": 10 + 7 + 10 + 7,
+        "completion_tokens": 16 + 16 + 4 + 4,
+        "total_tokens": 34 + 40,
+        "chars_per_token": 4,
+        "speaker_order": "original",
+        "scoring": "exact_match",
+        "turn_requests": 4,
+        "speaker_requests": 0,
+        "verdict_requests": 0,
         "arms": {"control": turns_only(1, 1, 10, 16), "intervention": turns_only(1, 1, 7, 16)},
-        "branch": {"control": turns_only(1, 1, 10, 4), "intervention": turns_only(1, 1, 7, 4)}}
+        "branch": {"control": turns_only(1, 1, 10, 4), "intervention": turns_only(1, 1, 7, 4)},
+    }
     # Removing the planner (2 samples) forks at e1. Control: e1 kept (2); e2 re-generated, prompt
     # 0 + 2 once, completion 3 × 2; e3 replayed; e4 re-generated per sample, prompt (3 + 7) × 2,
     # completion 4 × 2: prompt 22, completion 14, requests 1 + 2. Intervention: e1 and e4 dropped,
@@ -186,18 +237,25 @@ def test_the_estimate_matches_a_hand_computation(api_client, project, endpoint):
     # Resampling e2 re-generates it in the intervention arm: e2 (prompt 2, once), then e4 per sample.
     resampled = costs.estimate_cost(trace, {"kind": "resample", "events": ["e2"]}, 4, "openai")
     assert resampled["arms"]["intervention"] == turns_only(2, 5, 2 + 4 * 10, 4 * 3 + 4 * 4)
-    sim = post(api_client, f"/api/traces/{trace.pk}/counterfactuals/estimate/",
-               {"intervention": {"kind": "remove", "events": ["e2"]}, "n": 4}).json()
+    sim = post(
+        api_client,
+        f"/api/traces/{trace.pk}/counterfactuals/estimate/",
+        {"intervention": {"kind": "remove", "events": ["e2"]}, "n": 4},
+    ).json()
     assert (sim["llm"], sim["confirmation_required"], sim["total_tokens"]) == (False, False, 0)
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
-@pytest.mark.parametrize("body, field", [
-    ({"intervention": {"kind": "remove", "events": ["nope"]}, "backend": "openai"}, "intervention.events"),
-    ({"intervention": {"kind": "remove", "events": ["e2"]}, "backend": "gpt"}, "backend"),
-    ({"intervention": {"kind": "remove", "events": ["e2"]}, "n": 1}, "n"),
-    ({"intervention": {"kind": "remove", "events": ["e2"]}, "price": 3}, "price"),
-    ({"n": 4}, "intervention")])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"intervention": {"kind": "remove", "events": ["nope"]}, "backend": "openai"}, "intervention.events"),
+        ({"intervention": {"kind": "remove", "events": ["e2"]}, "backend": "gpt"}, "backend"),
+        ({"intervention": {"kind": "remove", "events": ["e2"]}, "n": 1}, "n"),
+        ({"intervention": {"kind": "remove", "events": ["e2"]}, "price": 3}, "price"),
+        ({"n": 4}, "intervention"),
+    ],
+)
 def test_bad_estimate_requests_name_their_field(api_client, project, body, field):
     trace = do_ingest(project, small_llm_trace()).trace
     response = post(api_client, f"/api/traces/{trace.pk}/counterfactuals/estimate/", body)
@@ -216,8 +274,9 @@ def test_an_llm_job_needs_confirmed_true(api_client, project, monkeypatch):
         assert response.status_code == 400 and response.json()["field"] == "confirmed"
         assert "estimate" in response.json()["error"]
     assert not CounterfactualJob.objects.exists()
-    run = post(api_client, f"/api/traces/{trace.pk}/attributions/run/",
-               {"method": "loo", "budget": 100, "backend": "openai"})
+    run = post(
+        api_client, f"/api/traces/{trace.pk}/attributions/run/", {"method": "loo", "budget": 100, "backend": "openai"}
+    )
     assert run.status_code == 400 and run.json()["field"] == "confirmed"
     response = post(api_client, url, {**body, "confirmed": True})
     assert response.status_code == 202 and response.json()["backend"] == "openai"

@@ -32,7 +32,8 @@ def test_a_job_stores_its_samples_and_the_paired_delta(sim_trace, pivotal, case)
     expected = paired_effect(SimRollout(case.episode), Intervention("remove", (pivotal,)), 32, first_seed=5)
     attribution = Attribution.objects.get(job=job)
     assert (attribution.estimate, attribution.ci_low, attribution.ci_high) == pytest.approx(
-        (expected.estimate, expected.ci_low, expected.ci_high))
+        (expected.estimate, expected.ci_low, expected.ci_high)
+    )
     assert attribution.n_rollouts == 64 and attribution.method == "paired_loo"
     assert attribution.target == f"event:{pivotal}" and attribution.seed == 5
     assert attribution.backend == "trainer.rollout.sim.SimRollout"
@@ -74,14 +75,20 @@ def test_epsilon_stops_once_the_interval_is_narrow_enough(sim_trace, case):
     assert job.attribution.n_rollouts == 16 and job.attribution.estimate == 0
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"intervention": {"kind": "remove"}}, "intervention.events"),
-    ({"intervention": {"kind": "explode", "events": ["x"]}}, "intervention.kind"),
-    ({"intervention": {"kind": "remove", "events": ["nope"]}}, "intervention.events"),
-    ({"intervention": {"kind": "remove", "events": ["delegate:0"]}}, "intervention.events"),
-    ({"n": 1}, "n"), ({"n": "8"}, "n"), ({"seed": -1}, "seed"), ({"epsilon": 0}, "epsilon"),
-    ({"backend": "gpt"}, "backend"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"intervention": {"kind": "remove"}}, "intervention.events"),
+        ({"intervention": {"kind": "explode", "events": ["x"]}}, "intervention.kind"),
+        ({"intervention": {"kind": "remove", "events": ["nope"]}}, "intervention.events"),
+        ({"intervention": {"kind": "remove", "events": ["delegate:0"]}}, "intervention.events"),
+        ({"n": 1}, "n"),
+        ({"n": "8"}, "n"),
+        ({"seed": -1}, "seed"),
+        ({"epsilon": 0}, "epsilon"),
+        ({"backend": "gpt"}, "backend"),
+    ],
+)
 def test_requests_that_cannot_run_name_their_field(sim_trace, pivotal, kwargs, field):
     arguments = {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 8, **kwargs}
     with pytest.raises(services.JobRequestError) as raised:
@@ -127,16 +134,19 @@ def test_a_backend_error_fails_the_job_with_its_reason_and_stores_nothing(sim_tr
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_CHUNK=4)
-def test_the_reaper_requeues_only_the_missing_chunks_of_stale_jobs(sim_trace, pivotal,
-                                                                   django_capture_on_commit_callbacks, monkeypatch):
+def test_the_reaper_requeues_only_the_missing_chunks_of_stale_jobs(
+    sim_trace, pivotal, django_capture_on_commit_callbacks, monkeypatch
+):
     sent = []
-    monkeypatch.setattr(tasks.run_counterfactual_chunk, "apply_async",
-                        lambda args, queue: sent.append((args, queue)))
+    monkeypatch.setattr(tasks.run_counterfactual_chunk, "apply_async", lambda args, queue: sent.append((args, queue)))
     with django_capture_on_commit_callbacks(execute=True):
         job = services.request_counterfactual(sim_trace, {"kind": "remove", "events": [pivotal]}, 12)
     p = sim_trace.project_id  # chunk tasks carry the project they were requested in, to re-check it
-    assert sent == [((job.pk, 0, 4, p), "rollouts-cpu"), ((job.pk, 4, 8, p), "rollouts-cpu"),
-                    ((job.pk, 8, 12, p), "rollouts-cpu")]
+    assert sent == [
+        ((job.pk, 0, 4, p), "rollouts-cpu"),
+        ((job.pk, 4, 8, p), "rollouts-cpu"),
+        ((job.pk, 8, 12, p), "rollouts-cpu"),
+    ]
     tasks.run_counterfactual_chunk(job.pk, 4, 8)
     sent.clear()
     assert services.reap_stale_jobs(max_age_s=3600) == []

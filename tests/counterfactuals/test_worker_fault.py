@@ -31,7 +31,12 @@ from trainer.rollout.sim import SimRollout
 from webapp.counterfactuals import services, tasks
 from webapp.counterfactuals.models import Attribution, CounterfactualJob
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(240)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.services,
+    pytest.mark.processes,
+    pytest.mark.timeout(240),
+]
 
 N, CHUNK, STALE_S, SEED = 32, 4, 3, 11
 SAMPLE_DELAY_S = 0.15
@@ -59,8 +64,13 @@ def broker_url(tmp_path):
 @pytest.fixture
 def rollout_workers(broker_url, tmp_path):
     """`spawn(name)` starts a worker of `rollouts-cpu` in its own process group; all are stopped at the end."""
-    env = app_env(tmp_path / "worker-data", DATABASE_URL=database_url(), CELERY_BROKER_URL=broker_url,
-                  SWARMSCOPE_ROLLOUT_CHUNK=str(CHUNK), SWARMSCOPE_JOB_STALE_S=str(STALE_S))
+    env = app_env(
+        tmp_path / "worker-data",
+        DATABASE_URL=database_url(),
+        CELERY_BROKER_URL=broker_url,
+        SWARMSCOPE_ROLLOUT_CHUNK=str(CHUNK),
+        SWARMSCOPE_JOB_STALE_S=str(STALE_S),
+    )
     started = []
 
     def spawn(name):
@@ -86,10 +96,12 @@ def wait_for(condition, timeout, message):
 
 def running(process, log, condition):
     """`condition` as a poll that fails at once, with the worker's log, when the worker has exited."""
+
     def poll():
         if process.poll() is not None:
             pytest.fail(f"the worker exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         return condition()
+
     return poll
 
 
@@ -109,7 +121,8 @@ def killpg_and_wait(process):
 
 
 def test_a_worker_killed_mid_job_loses_no_sample_and_another_completes_it(
-        rollout_workers, broker_url, sim_trace, pivotal, case, settings, monkeypatch):
+    rollout_workers, broker_url, sim_trace, pivotal, case, settings, monkeypatch
+):
     settings.SWARMSCOPE_ROLLOUT_CHUNK, settings.SWARMSCOPE_JOB_STALE_S = CHUNK, STALE_S
     settings.SWARMSCOPE_ROLLOUT_BACKENDS = {**settings.SWARMSCOPE_ROLLOUT_BACKENDS, "sim-slow": SLOW_PATH}
     intervention = {"kind": "remove", "events": [pivotal]}
@@ -128,14 +141,19 @@ def test_a_worker_killed_mid_job_loses_no_sample_and_another_completes_it(
         return job.status == "done"
 
     with Celery(broker=broker_url, set_as_current=False) as client:  # a producer on the same broker, not eager
-        monkeypatch.setattr(tasks.run_counterfactual_chunk, "apply_async",
-                            lambda args, queue: client.send_task(tasks.run_counterfactual_chunk.name, args=args,
-                                                                 queue=queue))
+        monkeypatch.setattr(
+            tasks.run_counterfactual_chunk,
+            "apply_async",
+            lambda args, queue: client.send_task(tasks.run_counterfactual_chunk.name, args=args, queue=queue),
+        )
         job = services.request_counterfactual(sim_trace, intervention, N, backend="sim-slow", seed=SEED)
 
         # Mid-job: the first chunk stored, the worker inside a later one.
-        wait_for(running(first, first_log, lambda: job.samples.count() >= CHUNK), 90,
-                 lambda: f"{state()}; no chunk stored:\n{first_log.read_text()[-3000:]}")
+        wait_for(
+            running(first, first_log, lambda: job.samples.count() >= CHUNK),
+            90,
+            lambda: f"{state()}; no chunk stored:\n{first_log.read_text()[-3000:]}",
+        )
         killpg_and_wait(first)
         killed_at = time.monotonic()
         before = stored()
@@ -151,9 +169,11 @@ def test_a_worker_killed_mid_job_loses_no_sample_and_another_completes_it(
         wait_for(heartbeat_stale, 30, lambda: f"{state()}; its heartbeat still beats after the kill")
         second, second_log = rollout_workers("second")
         within_a_minute = 60 - (time.monotonic() - killed_at)
-        wait_for(running(second, second_log, done), within_a_minute,
-                 lambda: f"{state()} {len(stored())} stored, a minute after the kill:\n"
-                         f"{second_log.read_text()[-3000:]}")
+        wait_for(
+            running(second, second_log, done),
+            within_a_minute,
+            lambda: f"{state()} {len(stored())} stored, a minute after the kill:\n{second_log.read_text()[-3000:]}",
+        )
         assert time.monotonic() - killed_at < 60
 
     job.refresh_from_db()
@@ -179,6 +199,7 @@ def test_a_worker_killed_mid_job_loses_no_sample_and_another_completes_it(
     assert Attribution.objects.filter(trace=sim_trace).count() == 1
     attribution = job.attribution
     assert (attribution.estimate, attribution.ci_low, attribution.ci_high) == pytest.approx(
-        (expected.estimate, expected.ci_low, expected.ci_high))
+        (expected.estimate, expected.ci_low, expected.ci_high)
+    )
     assert attribution.n_rollouts == 2 * N and attribution.seed == SEED and attribution.backend == SLOW_PATH
     assert CounterfactualJob.objects.get(pk=job.pk).status == "done"

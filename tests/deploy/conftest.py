@@ -65,8 +65,10 @@ class Deployment:
 
     def prepare(self) -> str:
         """Migrate the database, create a superuser and return a raw API token of theirs."""
-        for args in (("migrate", "-v0"),
-                     ("createsuperuser", "--noinput", "--username", "ops", "--email", "ops@example.org")):
+        for args in (
+            ("migrate", "-v0"),
+            ("createsuperuser", "--noinput", "--username", "ops", "--email", "ops@example.org"),
+        ):
             done = manage(*args, env={**self.env, "DJANGO_SUPERUSER_PASSWORD": "ops-password-1"}, timeout=180)
             assert done.returncode == 0, done.stderr
         done = manage("create_token", "ops", env=self.env)
@@ -77,8 +79,11 @@ class Deployment:
         """Start a Daphne process of the app; returns its base URL once it answers."""
         port = free_port()
         log = self.tmp_path / f"{name}.log"
-        process = start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                         "webapp.config.asgi:application"], self.env, log)
+        process = start(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.config.asgi:application"],
+            self.env,
+            log,
+        )
         self.processes.append(process)
         wait_http(f"http://127.0.0.1:{port}/healthz", process, log)
         return f"http://127.0.0.1:{port}"
@@ -86,9 +91,29 @@ class Deployment:
     def worker(self, name: str, queues: str, *extra: str):
         """Start a Celery worker of the app on `queues`; returns (process, log path)."""
         log = self.tmp_path / f"{name}.log"
-        process = start([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker", "-Q", queues,
-                         "--concurrency", "1", "--hostname", f"{name}-{os.getpid()}@%h", "--without-gossip",
-                         "--without-mingle", "-l", "INFO", *extra], self.env, log)
+        process = start(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "webapp.config.celery",
+                "worker",
+                "-Q",
+                queues,
+                "--concurrency",
+                "1",
+                "--hostname",
+                f"{name}-{os.getpid()}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "-l",
+                "INFO",
+                *extra,
+            ],
+            self.env,
+            log,
+        )
         self.processes.append(process)
         return process, log
 
@@ -96,8 +121,12 @@ class Deployment:
 @pytest.fixture
 def deployment(tmp_path, redis_server, postgres_url):
     """PostgreSQL + Redis (both the test's own) and the app's processes started on them."""
-    env = app_env(tmp_path / "data", DATABASE_URL=postgres_url, REDIS_URL=redis_server.url,
-                  DJANGO_SETTINGS_MODULE="webapp.config.settings")
+    env = app_env(
+        tmp_path / "data",
+        DATABASE_URL=postgres_url,
+        REDIS_URL=redis_server.url,
+        DJANGO_SETTINGS_MODULE="webapp.config.settings",
+    )
     made = Deployment(tmp_path, env, [])
     yield made
     for process in reversed(made.processes):
@@ -116,8 +145,11 @@ def sim_trace_file(tmp_path, sim_case):
     """(path of a SwarmSim pivot-12 episode's trace as a native JSON file, its pivotal message's event id)."""
     path = tmp_path / "pivot12.json"
     path.write_text(json.dumps(sim_case.episode.trace.to_dict()))
-    pivotal = next(f"message:{sim_case.episode.actions[c].item}"
-                   for c, k in zip(sim_case.candidates, sim_case.kinds) if k == "pivotal")
+    pivotal = next(
+        f"message:{sim_case.episode.actions[c].item}"
+        for c, k in zip(sim_case.candidates, sim_case.kinds)
+        if k == "pivotal"
+    )
     return path, pivotal
 
 

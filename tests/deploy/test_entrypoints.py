@@ -29,13 +29,20 @@ COMPOSE = yaml.safe_load((DOCKER / "compose.yaml").read_text())
 
 def entry_env(tmp_path, **extra):
     """The container's environment, as a plain process: this interpreter, production settings."""
-    return app_env(tmp_path / "data", PYTHON=sys.executable, DJANGO_SETTINGS_MODULE="webapp.config.settings",
-                   DJANGO_DEBUG="0", DJANGO_SECRET_KEY="entrypoint-test-" + "x" * 40,
-                   ALLOWED_HOSTS="127.0.0.1,localhost", **extra)
+    return app_env(
+        tmp_path / "data",
+        PYTHON=sys.executable,
+        DJANGO_SETTINGS_MODULE="webapp.config.settings",
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY="entrypoint-test-" + "x" * 40,
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        **extra,
+    )
 
 
 def get(url, **headers):
     """(status, body, Location header) of GET `url`, redirects not followed."""
+
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
             return None
@@ -53,14 +60,21 @@ def health_ping(service: str, env: dict[str, str]) -> subprocess.CompletedProces
     kind, command = COMPOSE["services"][service]["healthcheck"]["test"]
     assert kind == "CMD-SHELL"
     command = command.replace("$$", "$").replace("celery ", f"{sys.executable} -m celery ", 1)
-    return subprocess.run(["sh", "-c", command], env={**env, "HOSTNAME": socket.gethostname()},
-                          cwd=DOCKER.parent, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["sh", "-c", command],
+        env={**env, "HOSTNAME": socket.gethostname()},
+        cwd=DOCKER.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_web_entrypoint_migrates_serves_healthz_and_the_login_page(tmp_path, redis_server, postgres_url):
     port = free_port()
-    env = entry_env(tmp_path, DATABASE_URL=postgres_url, REDIS_URL=redis_server.url, PORT=str(port),
-                    BIND_HOST="127.0.0.1")
+    env = entry_env(
+        tmp_path, DATABASE_URL=postgres_url, REDIS_URL=redis_server.url, PORT=str(port), BIND_HOST="127.0.0.1"
+    )
     log = tmp_path / "web.log"
     web = start([str(DOCKER / "entrypoint-web.sh")], env, log)
     try:
@@ -109,23 +123,35 @@ def model_server():
 
 
 def test_worker_entrypoints_answer_their_health_checks(tmp_path, redis_server, postgres_url, model_server):
-    env = entry_env(tmp_path, DATABASE_URL=postgres_url, REDIS_URL=redis_server.url,
-                    SWARMSCOPE_OPENAI_BASE_URL=model_server, SWARMSCOPE_OPENAI_MODEL=ModelList.model,
-                    **{k: str(v) for k, v in COMPOSE["services"]["worker"]["environment"].items()
-                       if k.startswith("CELERY_") and k != "CELERY_BEAT"})
+    env = entry_env(
+        tmp_path,
+        DATABASE_URL=postgres_url,
+        REDIS_URL=redis_server.url,
+        SWARMSCOPE_OPENAI_BASE_URL=model_server,
+        SWARMSCOPE_OPENAI_MODEL=ModelList.model,
+        **{
+            k: str(v)
+            for k, v in COMPOSE["services"]["worker"]["environment"].items()
+            if k.startswith("CELERY_") and k != "CELERY_BEAT"
+        },
+    )
     gpu_env = {k: v for k, v in env.items() if k not in ("CELERY_QUEUES", "CELERY_NODE_NAME")}  # its own defaults
     worker = start([str(DOCKER / "entrypoint-worker.sh"), "--concurrency", "1"], env, tmp_path / "worker.log")
     gpu = start([str(DOCKER / "entrypoint-gpu-worker.sh"), "--concurrency", "1"], gpu_env, tmp_path / "gpu.log")
     try:
-        for service, process, log in (("worker", worker, tmp_path / "worker.log"),
-                                      ("gpu-worker", gpu, tmp_path / "gpu.log")):
+        for service, process, log in (
+            ("worker", worker, tmp_path / "worker.log"),
+            ("gpu-worker", gpu, tmp_path / "gpu.log"),
+        ):
+
             def pong():
                 assert process.poll() is None, log.read_text()[-3000:]
                 done = health_ping(service, env)
                 return done if done.returncode == 0 else None
 
-            answer = wait_for(pong, 120,
-                              lambda: f"{service} did not answer its health check:\n{log.read_text()[-3000:]}")
+            answer = wait_for(
+                pong, 120, lambda: f"{service} did not answer its health check:\n{log.read_text()[-3000:]}"
+            )
             assert "pong" in answer.stdout
         worker_log, gpu_log = (tmp_path / "worker.log").read_text(), (tmp_path / "gpu.log").read_text()
         assert f"serves {ModelList.model}" in gpu_log
@@ -139,13 +165,24 @@ def test_worker_entrypoints_answer_their_health_checks(tmp_path, redis_server, p
 
 def test_entrypoints_refuse_to_start_without_their_settings(tmp_path, model_server):
     bare = {k: v for k, v in entry_env(tmp_path).items() if not k.startswith("SWARMSCOPE_OPENAI")}
-    for script, needed in (("entrypoint-web.sh", "DATABASE_URL and REDIS_URL"),
-                           ("entrypoint-worker.sh", "DATABASE_URL and REDIS_URL"),
-                           ("entrypoint-gpu-worker.sh", "SWARMSCOPE_OPENAI_BASE_URL and SWARMSCOPE_OPENAI_MODEL")):
+    for script, needed in (
+        ("entrypoint-web.sh", "DATABASE_URL and REDIS_URL"),
+        ("entrypoint-worker.sh", "DATABASE_URL and REDIS_URL"),
+        ("entrypoint-gpu-worker.sh", "SWARMSCOPE_OPENAI_BASE_URL and SWARMSCOPE_OPENAI_MODEL"),
+    ):
         done = subprocess.run([str(DOCKER / script)], env=bare, capture_output=True, text=True, timeout=30)
         assert done.returncode == 2 and needed in done.stderr, (script, done.stderr)
     # A GPU worker whose vLLM serves another model stops, naming what it serves.
-    done = subprocess.run([str(DOCKER / "entrypoint-gpu-worker.sh")], capture_output=True, text=True, timeout=60,
-                          env={**bare, "SWARMSCOPE_OPENAI_BASE_URL": model_server, "SWARMSCOPE_OPENAI_MODEL": "other",
-                               "VLLM_WAIT_S": "1"})
+    done = subprocess.run(
+        [str(DOCKER / "entrypoint-gpu-worker.sh")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **bare,
+            "SWARMSCOPE_OPENAI_BASE_URL": model_server,
+            "SWARMSCOPE_OPENAI_MODEL": "other",
+            "VLLM_WAIT_S": "1",
+        },
+    )
     assert done.returncode == 1 and f"it serves ['{ModelList.model}'], not 'other'" in done.stderr

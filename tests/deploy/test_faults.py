@@ -24,8 +24,14 @@ pytestmark = [pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(3
 
 
 def event(i: int) -> dict:
-    return {"id": f"e{i}", "t": i * 0.01, "type": "message", "agent": f"agent_{i % 5}", "to": "orchestrator",
-            "content": f"step {i}"}
+    return {
+        "id": f"e{i}",
+        "t": i * 0.01,
+        "type": "message",
+        "agent": f"agent_{i % 5}",
+        "to": "orchestrator",
+        "content": f"step {i}",
+    }
 
 
 def test_viewers_resume_after_a_redis_restart_with_nothing_missing(deployment, redis_server):
@@ -69,8 +75,10 @@ def test_viewers_resume_after_a_redis_restart_with_nothing_missing(deployment, r
 
     assert redis_server.starts == 2
     for n, viewer in enumerate(viewers):
-        state = (f"viewer {n}: last seq {viewer.last_seq} of {final_seq['seq']}, {len(viewer.received)} of "
-                 f"{len(sent)} events, reconnects {viewer.reconnects}, closes {viewer.closes}, errors {viewer.errors}")
+        state = (
+            f"viewer {n}: last seq {viewer.last_seq} of {final_seq['seq']}, {len(viewer.received)} of "
+            f"{len(sent)} events, reconnects {viewer.reconnects}, closes {viewer.closes}, errors {viewer.errors}"
+        )
         # The restart broke every socket (the consumer's channel-layer receive failed: close 1011),
         # so every viewer resumed by sequence number at least once.
         assert viewer.reconnects >= 1, state
@@ -102,7 +110,8 @@ def test_a_batch_cut_off_by_pg_terminate_backend_is_stored_whole_or_not_at_all(d
                 if armed.is_set():
                     row = killer.execute(
                         "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                        "AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL").fetchone()
+                        "AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL"
+                    ).fetchone()
                     if row and killer.execute("SELECT pg_terminate_backend(%s)", row).fetchone()[0]:
                         terminated.append(row[0])
                         armed.clear()
@@ -110,15 +119,18 @@ def test_a_batch_cut_off_by_pg_terminate_backend_is_stored_whole_or_not_at_all(d
 
     def stored(ids):
         with psycopg.connect(database) as conn:
-            return conn.execute("SELECT count(*) FROM traces_event WHERE trace_id = %s AND event_id = ANY(%s)",
-                                (trace_id, ids)).fetchone()[0]
+            return conn.execute(
+                "SELECT count(*) FROM traces_event WHERE trace_id = %s AND event_id = ANY(%s)", (trace_id, ids)
+            ).fetchone()[0]
 
     def post(events):
         """One attempt, no retry: (HTTP status or the transport error's name, answer)."""
-        request = urllib.request.Request(f"{base}/api/traces/{trace_id}/events/", method="POST",
-                                         data=json.dumps(events).encode(),
-                                         headers={"Authorization": f"Bearer {token}",
-                                                  "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{base}/api/traces/{trace_id}/events/",
+            method="POST",
+            data=json.dumps(events).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
                 return response.status, json.loads(response.read())
@@ -162,11 +174,15 @@ def test_a_batch_cut_off_by_pg_terminate_backend_is_stored_whole_or_not_at_all(d
     with psycopg.connect(database) as conn:
         total, low, high, distinct = conn.execute(
             "SELECT count(*), min(position), max(position), count(DISTINCT event_id) FROM traces_event "
-            "WHERE trace_id = %s", (trace_id,)).fetchone()
-        event_count, seq = conn.execute("SELECT event_count, seq FROM traces_trace WHERE id = %s",
-                                        (trace_id,)).fetchone()
-        seqs = conn.execute("SELECT count(DISTINCT seq) FROM traces_event WHERE trace_id = %s",
-                            (trace_id,)).fetchone()[0]
+            "WHERE trace_id = %s",
+            (trace_id,),
+        ).fetchone()
+        event_count, seq = conn.execute(
+            "SELECT event_count, seq FROM traces_trace WHERE id = %s", (trace_id,)
+        ).fetchone()
+        seqs = conn.execute("SELECT count(DISTINCT seq) FROM traces_event WHERE trace_id = %s", (trace_id,)).fetchone()[
+            0
+        ]
     assert total == distinct == event_count == batches * per_batch
     assert (low, high) == (0, total - 1)  # no hole left by a batch stored in part
     assert seqs == batches and seq == created["seq"] + batches  # one seq per batch stored, none per attempt

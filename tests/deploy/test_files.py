@@ -19,8 +19,10 @@ TEST_ONLY_SETTINGS = {"SWARMSCOPE_IGNORE_EMBEDDED_REDIS"}
 #: Where the app's processes read their environment: settings and code of the Django apps, and the
 #: LLM rollout backend (the GPU worker's settings).
 SETTINGS_SOURCES = [REPO / "webapp", REPO / "trainer" / "rollout"]
-ENV_READ = re.compile(r"""(?:environ|env)(?:\.get\(|\[)\s*["']([A-Z][A-Z0-9_]+)["']"""
-                      r"""|env_bool\(\s*["']([A-Z][A-Z0-9_]+)["']""")
+ENV_READ = re.compile(
+    r"""(?:environ|env)(?:\.get\(|\[)\s*["']([A-Z][A-Z0-9_]+)["']"""
+    r"""|env_bool\(\s*["']([A-Z][A-Z0-9_]+)["']"""
+)
 APP_SERVICES = ("web", "worker", "gpu-worker")
 
 
@@ -69,8 +71,9 @@ def test_every_service_has_an_image_a_command_and_a_health_check(compose, docker
         if "build" in service:
             target = service["build"]["target"]
             chain = stage_chain(dockerfile, target)
-            entrypoints = [rest for stage, word, rest in instructions(dockerfile)
-                           if word == "ENTRYPOINT" and stage in chain]
+            entrypoints = [
+                rest for stage, word, rest in instructions(dockerfile) if word == "ENTRYPOINT" and stage in chain
+            ]
             assert service.get("entrypoint") or entrypoints, f"{name}: no entrypoint in compose or in {chain}"
         else:  # the upstream server images run their server by default
             assert service["image"].split(":")[0] in ("postgres", "redis"), name
@@ -139,7 +142,11 @@ def test_dockerfile_targets_copy_sources_and_entrypoints_exist(compose, dockerfi
 
 
 def test_requirements_gpu_pins_vllm():
-    lines = [line.strip() for line in (REPO / "requirements-gpu.txt").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
-    assert [line for line in lines if line.startswith("vllm")] and all(re.fullmatch(r"vllm==[\d.]+", line)
-                                                                      for line in lines if line.startswith("vllm"))
+    lines = [
+        line.strip()
+        for line in (REPO / "requirements-gpu.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert [line for line in lines if line.startswith("vllm")] and all(
+        re.fullmatch(r"vllm==[\d.]+", line) for line in lines if line.startswith("vllm")
+    )

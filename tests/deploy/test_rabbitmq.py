@@ -66,9 +66,12 @@ def test_a_job_runs_through_rabbitmq_and_its_progress_through_redis(deployment, 
         url = f"{base.replace('http', 'ws')}/ws/traces/{trace_id}/?token={token}"
         async with websockets.connect(url) as ws:
             assert json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] == "snapshot"
-            job = await asyncio.to_thread(client._request, "POST", f"/api/traces/{trace_id}/counterfactuals/",
-                                          json.dumps({"intervention": {"kind": "remove", "events": [pivotal]},
-                                                      "n": 16, "seed": 7}).encode())
+            job = await asyncio.to_thread(
+                client._request,
+                "POST",
+                f"/api/traces/{trace_id}/counterfactuals/",
+                json.dumps({"intervention": {"kind": "remove", "events": [pivotal]}, "n": 16, "seed": 7}).encode(),
+            )
             progress = []
             while not progress or progress[-1]["status"] != "done":
                 message = json.loads(await asyncio.wait_for(ws.recv(), 120))

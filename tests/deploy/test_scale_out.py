@@ -35,8 +35,9 @@ def test_a_viewer_on_one_daphne_gets_events_ingested_through_another(deployment)
         url = f"{viewer_base.replace('http', 'ws')}/ws/traces/{trace_id}/?token={token}"
         async with websockets.connect(url) as ws:
             snapshot = await next_message(ws, "snapshot")
-            events = [{"id": i, "t": n, "type": "message", "agent": "worker", "to": "orchestrator"}
-                      for n, i in enumerate(ids)]
+            events = [
+                {"id": i, "t": n, "type": "message", "agent": "worker", "to": "orchestrator"} for n, i in enumerate(ids)
+            ]
             answer = await asyncio.to_thread(SwarmscopeClient(ingest_base, token).send_batch, trace_id, events)
             delta = await next_message(ws, "delta")
             return snapshot["seq"], answer["seq"], delta
@@ -59,8 +60,11 @@ def test_two_workers_on_different_queues_each_take_only_their_queue(deployment, 
     path, pivotal = sim_trace_file
     report = client.upload(path)
     trace_id = report["files"][0]["traces"][0]["id"]
-    job = client._request("POST", f"/api/traces/{trace_id}/counterfactuals/", json.dumps(
-        {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 16, "seed": 5}).encode())
+    job = client._request(
+        "POST",
+        f"/api/traces/{trace_id}/counterfactuals/",
+        json.dumps({"intervention": {"kind": "remove", "events": [pivotal]}, "n": 16, "seed": 5}).encode(),
+    )
 
     def logs():
         return f"metrics worker:\n{metrics_log.read_text()[-2000:]}\nrollout worker:\n{rollout_log.read_text()[-2000:]}"
@@ -77,8 +81,9 @@ def test_two_workers_on_different_queues_each_take_only_their_queue(deployment, 
 
     def metrics_computed():
         with psycopg.connect(deployment.env["DATABASE_URL"]) as conn:
-            return conn.execute("SELECT computed_metrics_seq = seq FROM traces_trace WHERE id = %s",
-                                (trace_id,)).fetchone()[0]
+            return conn.execute(
+                "SELECT computed_metrics_seq = seq FROM traces_trace WHERE id = %s", (trace_id,)
+            ).fetchone()[0]
 
     wait_for(metrics_computed, 60, lambda: "the metrics were not computed:\n" + logs())
     metrics, rollouts = received(metrics_log), received(rollout_log)

@@ -55,15 +55,27 @@ def jobs_and_runs(team):
     runs.do_create_run(team.a, config, name="external", external=True)
     runs.do_finish(runs.do_create_run(team.a, config, name="app run"), status="failed", error="worker lost")
     runs.do_create_run(team.b, config, external=True)
-    job = {"trace": team.trace_a, "intervention": {"kind": "remove", "events": ["e5"]}, "backend": "sim",
-           "backend_path": "trainer.rollout.sim.SimRollout", "n_samples": 4, "heartbeat_at": timezone.now()}
+    job = {
+        "trace": team.trace_a,
+        "intervention": {"kind": "remove", "events": ["e5"]},
+        "backend": "sim",
+        "backend_path": "trainer.rollout.sim.SimRollout",
+        "n_samples": 4,
+        "heartbeat_at": timezone.now(),
+    }
     CounterfactualJob.objects.create(**job, status=CounterfactualJob.FAILED, error="worker lost")
     for kind in (CounterfactualJob.COUNTERFACTUAL, CounterfactualJob.ATTRIBUTION):
-        done = CounterfactualJob.objects.create(**job, kind=kind, status=CounterfactualJob.DONE, done_count=4,
-                                                finished_at=timezone.now())
+        done = CounterfactualJob.objects.create(
+            **job, kind=kind, status=CounterfactualJob.DONE, done_count=4, finished_at=timezone.now()
+        )
         Attribution.objects.create(  # a copy of the team's attribution, credited to this job
-            **{f.name: getattr(team.attribution_a, f.name) for f in Attribution._meta.fields
-               if f.name not in ("id", "job")}, job=done)
+            **{
+                f.name: getattr(team.attribution_a, f.name)
+                for f in Attribution._meta.fields
+                if f.name not in ("id", "job")
+            },
+            job=done,
+        )
 
 
 @schema.parametrize()
@@ -71,12 +83,15 @@ def test_api_conforms_to_its_openapi_document(case, app, team, jobs_and_runs):
     case.call_and_validate(app=app, headers={"Authorization": f"Bearer {team.tokens['rev']}"}, checks=CHECKS)
 
 
-@pytest.mark.parametrize("path, body, status", [
-    ("counterfactuals/", {"intervention": {"kind": "remove", "events": ["{pivotal}"]}, "n": 4}, 202),
-    ("counterfactuals/estimate/", {"intervention": {"kind": "remove", "events": ["{pivotal}"]}, "n": 4}, 200),
-    ("attributions/run/", {"method": "loo", "budget": 200, "players": "agents"}, 202),
-    ("attributions/estimate/", {"method": "shapley", "budget": 400}, 200),
-])
+@pytest.mark.parametrize(
+    "path, body, status",
+    [
+        ("counterfactuals/", {"intervention": {"kind": "remove", "events": ["{pivotal}"]}, "n": 4}, 202),
+        ("counterfactuals/estimate/", {"intervention": {"kind": "remove", "events": ["{pivotal}"]}, "n": 4}, 200),
+        ("attributions/run/", {"method": "loo", "budget": 200, "players": "agents"}, 202),
+        ("attributions/estimate/", {"method": "shapley", "budget": 400}, 200),
+    ],
+)
 def test_job_requests_and_estimates_conform(app, team, path, body, status):
     """The fuzzer cannot guess a re-runnable trace and its event ids: valid requests on a SwarmSim
     trace, checked against the document as the fuzzer checks (their jobs never run: see above)."""
@@ -86,11 +101,13 @@ def test_job_requests_and_estimates_conform(app, team, path, body, status):
 
     sim = pivot12_case(0)
     trace = ingest.do_ingest(team.a, core.trace_from_dict(json.loads(json.dumps(sim.episode.trace.to_dict())))).trace
-    pivotal = next(f"message:{sim.episode.actions[c].item}"
-                   for c, k in zip(sim.candidates, sim.kinds) if k == "pivotal")
+    pivotal = next(
+        f"message:{sim.episode.actions[c].item}" for c, k in zip(sim.candidates, sim.kinds) if k == "pivotal"
+    )
     case = schema[f"/api/traces/{{trace_id}}/{path}"]["POST"].Case(
-        path_parameters={"trace_id": trace.pk}, body=json.loads(json.dumps(body).replace("{pivotal}", pivotal)),
-        media_type="application/json")
-    response = case.call_and_validate(app=app, headers={"Authorization": f"Bearer {team.tokens['rev']}"},
-                                      checks=CHECKS)
+        path_parameters={"trace_id": trace.pk},
+        body=json.loads(json.dumps(body).replace("{pivotal}", pivotal)),
+        media_type="application/json",
+    )
+    response = case.call_and_validate(app=app, headers={"Authorization": f"Bearer {team.tokens['rev']}"}, checks=CHECKS)
     assert response.status_code == status, response.text

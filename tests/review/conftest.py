@@ -23,9 +23,19 @@ def ingest(project, path, source_id=None):
 
 def make_attribution(trace, target="event:e5"):
     return Attribution.objects.create(
-        trace=trace, target=target, intervention={"kind": "remove"}, method="loo", estimate=0.25, ci_low=0.1,
-        ci_high=0.4, n_rollouts=64, backend="trainer.rollout.sim.SimRollout", seed=7, environment={},
-        code_version="test")
+        trace=trace,
+        target=target,
+        intervention={"kind": "remove"},
+        method="loo",
+        estimate=0.25,
+        ci_low=0.1,
+        ci_high=0.4,
+        n_rollouts=64,
+        backend="trainer.rollout.sim.SimRollout",
+        seed=7,
+        environment={},
+        code_version="test",
+    )
 
 
 class Team:
@@ -35,8 +45,13 @@ class Team:
         self.a = do_get_or_create_project("Project A")
         self.b = do_get_or_create_project("Project B")
         self.users, self.tokens = {}, {}
-        for name, project, role in [("ann", self.a, "admin"), ("rev", self.a, "reviewer"), ("bob", self.a, "reviewer"),
-                                    ("vic", self.a, "viewer"), ("zed", self.b, "admin")]:
+        for name, project, role in [
+            ("ann", self.a, "admin"),
+            ("rev", self.a, "reviewer"),
+            ("bob", self.a, "reviewer"),
+            ("vic", self.a, "viewer"),
+            ("zed", self.b, "admin"),
+        ]:
             user = django_user_model.objects.create_user(name, password=f"{name}-password-1")
             do_add_member(project, user, role)
             self.users[name] = user

@@ -22,8 +22,10 @@ def comment(client, body, **target):
 
 
 def test_comment_is_rendered_sanitised_with_mentions(team):
-    body = ("**Credit** looks too high for `e5`, @bob @nobody @zed.\n\n<script>alert(1)</script>\n\n"
-            "[see](javascript:alert(2)) <img src=x onerror=alert(3)>")
+    body = (
+        "**Credit** looks too high for `e5`, @bob @nobody @zed.\n\n<script>alert(1)</script>\n\n"
+        "[see](javascript:alert(2)) <img src=x onerror=alert(3)>"
+    )
     response = comment(team.client("rev"), body, kind="attribution", id=team.attribution_a.pk)
     assert response.status_code == 201, response.content
     doc = response.json()
@@ -89,38 +91,71 @@ def test_review_status(team):
     assert rev.get(url).json()["status"] == "open"
     assert post(rev, url, {"status": "in_review"}, "put").json()["status"] == "in_review"
     assert post(rev, url, {"status": "done"}, "put").json()["field"] == "status"
-    assert rev.get(url).json() | {"updated_at": None} == {"trace": team.trace_a.pk, "status": "in_review",
-                                                           "updated_by": "rev", "updated_at": None}
+    assert rev.get(url).json() | {"updated_at": None} == {
+        "trace": team.trace_a.pk,
+        "status": "in_review",
+        "updated_by": "rev",
+        "updated_at": None,
+    }
 
 
 def test_viewer_reads_but_cannot_comment_vote_label_or_set_status(team):
     vic = team.client("vic")
     assert comment(vic, "hi", kind="trace", id=team.trace_a.pk).status_code == 403
-    assert post(vic, f"/api/review/attributions/{team.attribution_a.pk}/votes/", {"value": "agree"}, "put").status_code == 403
+    assert (
+        post(vic, f"/api/review/attributions/{team.attribution_a.pk}/votes/", {"value": "agree"}, "put").status_code
+        == 403
+    )
     assert post(vic, f"/api/review/traces/{team.trace_a.pk}/status/", {"status": "settled"}, "put").status_code == 403
-    assert post(vic, f"/api/review/traces/{team.trace_a.pk}/mistake-labels/",
-                {"agent": "adder", "event_id": "e5"}, "put").status_code == 403
+    assert (
+        post(
+            vic, f"/api/review/traces/{team.trace_a.pk}/mistake-labels/", {"agent": "adder", "event_id": "e5"}, "put"
+        ).status_code
+        == 403
+    )
     assert vic.get(COMMENTS, {"trace": team.trace_a.pk}).status_code == 200
     from webapp.review.models import Comment, MistakeLabel, TraceReview, Vote
-    assert not (Comment.objects.exists() or Vote.objects.exists() or MistakeLabel.objects.exists()
-                or TraceReview.objects.exists())
+
+    assert not (
+        Comment.objects.exists()
+        or Vote.objects.exists()
+        or MistakeLabel.objects.exists()
+        or TraceReview.objects.exists()
+    )
 
 
 def test_mistake_labels_and_kappa_per_project(team, fixtures):
     # Three more traces of project A (distinct identities) so that two reviewers label four.
     traces = [team.trace_a] + [ingest(team.a, fixtures / "native_small.json", source_id=f"copy-{i}") for i in range(3)]
-    labels = {"rev": [("adder", "e5"), ("adder", "e5"), ("checker", "e7"), ("orchestrator", "e1")],
-              "bob": [("adder", "e5"), ("checker", "e5"), ("checker", "e7"), ("adder", "e1")]}
+    labels = {
+        "rev": [("adder", "e5"), ("adder", "e5"), ("checker", "e7"), ("orchestrator", "e1")],
+        "bob": [("adder", "e5"), ("checker", "e5"), ("checker", "e7"), ("adder", "e1")],
+    }
     for name, rows in labels.items():
         for trace, (agent, event_id) in zip(traces, rows):
-            response = post(team.client(name), f"/api/review/traces/{trace.pk}/mistake-labels/",
-                            {"agent": agent, "event_id": event_id}, "put")
+            response = post(
+                team.client(name),
+                f"/api/review/traces/{trace.pk}/mistake-labels/",
+                {"agent": agent, "event_id": event_id},
+                "put",
+            )
             assert response.status_code == 200, response.content
-    bad = post(team.client("rev"), f"/api/review/traces/{traces[0].pk}/mistake-labels/",
-               {"agent": "ghost", "event_id": "e5"}, "put")
+    bad = post(
+        team.client("rev"),
+        f"/api/review/traces/{traces[0].pk}/mistake-labels/",
+        {"agent": "ghost", "event_id": "e5"},
+        "put",
+    )
     assert bad.status_code == 400 and bad.json()["field"] == "agent"
-    assert post(team.client("rev"), f"/api/review/traces/{traces[0].pk}/mistake-labels/",
-                {"agent": "adder", "event_id": "e999"}, "put").json()["field"] == "event_id"
+    assert (
+        post(
+            team.client("rev"),
+            f"/api/review/traces/{traces[0].pk}/mistake-labels/",
+            {"agent": "adder", "event_id": "e999"},
+            "put",
+        ).json()["field"]
+        == "event_id"
+    )
 
     agreement = team.client("vic").get(f"/api/review/projects/{team.a.pk}/agreement/").json()
     assert agreement["reviewers"] == ["bob", "rev"] and agreement["traces_labelled"] == 4
@@ -131,8 +166,10 @@ def test_mistake_labels_and_kappa_per_project(team, fixtures):
     assert pair["agent"]["kappa"] == pytest.approx(0.2)
     # Steps: rev = e5 e5 e7 e1, bob = e5 e5 e7 e1: identical. p_o = 1, p_e = (1/2)^2 + (1/4)^2 + (1/4)^2 = 3/8; κ = 1.
     assert pair["step"]["kappa"] == pytest.approx(1.0)
-    assert [lb["reviewer"] for lb in team.client("vic").get(
-        f"/api/review/traces/{traces[1].pk}/mistake-labels/").json()["results"]] == ["bob", "rev"]
+    assert [
+        lb["reviewer"]
+        for lb in team.client("vic").get(f"/api/review/traces/{traces[1].pk}/mistake-labels/").json()["results"]
+    ] == ["bob", "rev"]
 
 
 def test_activity_feed_records_everything_with_mentions(team):
@@ -178,8 +215,12 @@ def test_project_review_page_shows_kappa_and_activity(team, client, fixtures):
     second = ingest(team.a, fixtures / "native_small.json", source_id="second")
     for name, rows in {"rev": [("adder", "e5"), ("checker", "e7")], "bob": [("adder", "e5"), ("adder", "e7")]}.items():
         for trace, (agent, event_id) in zip([team.trace_a, second], rows):
-            post(team.client(name), f"/api/review/traces/{trace.pk}/mistake-labels/",
-                 {"agent": agent, "event_id": event_id}, "put")
+            post(
+                team.client(name),
+                f"/api/review/traces/{trace.pk}/mistake-labels/",
+                {"agent": agent, "event_id": event_id},
+                "put",
+            )
     client.force_login(team.users["vic"])
     page = re.sub(r">\s+<", "><", client.get(f"/projects/{team.a.pk}/review/").content.decode())
     # Agents: rev = adder checker, bob = adder adder: p_o = 1/2, p_e = (1/2)(1) + (1/2)(0) = 1/2, κ = 0.

@@ -26,8 +26,9 @@ def api(team, name, method, url, doc):
 
 
 def comment(team, body, name="rev"):
-    return api(team, name, "post", "/api/review/comments/",
-               {"kind": "attribution", "id": team.attribution_a.pk, "body": body})
+    return api(
+        team, name, "post", "/api/review/comments/", {"kind": "attribution", "id": team.attribution_a.pk, "body": body}
+    )
 
 
 async def test_comment_and_vote_arrive_live_then_resume(team):
@@ -43,8 +44,13 @@ async def test_comment_and_vote_arrive_live_then_resume(team):
     assert message["seq"] == activity["id"] and activity["verb"] == "commented"
     assert activity["data"]["comment"]["body_html"] == "<p>Too high, @bob</p>"
     assert activity["mentions"] == ["bob"]
-    await api(team, "bob", "put", f"/api/review/attributions/{team.attribution_a.pk}/votes/",
-              {"value": "disagree", "reason": "see comment"})
+    await api(
+        team,
+        "bob",
+        "put",
+        f"/api/review/attributions/{team.attribution_a.pk}/votes/",
+        {"value": "disagree", "reason": "see comment"},
+    )
     voted = await ws.receive_json_from(timeout=10)
     vote = voted["activities"][0]
     assert voted["seq"] == vote["id"] and vote["verb"] == "voted" and vote["data"]["votes"]["disagree"] == 1
@@ -125,8 +131,9 @@ async def test_foreign_unknown_project_and_revoked_token_close_4404(team):
     ws = connect(team.a.pk, team.tokens["rev"])
     assert (await ws.connect())[0]
     await ws.receive_json_from(timeout=10)
-    await database_sync_to_async(lambda: do_revoke_token(
-        ApiToken.objects.get(token_hash=hash_token(team.tokens["rev"]))))()
+    await database_sync_to_async(
+        lambda: do_revoke_token(ApiToken.objects.get(token_hash=hash_token(team.tokens["rev"])))
+    )()
     await ws.send_json_to({"type": "ping"})
     assert (await ws.receive_output(timeout=10))["code"] == 4404
     await ws.disconnect()

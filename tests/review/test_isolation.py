@@ -22,15 +22,22 @@ def reads(team, b_comment_id):
     tb, ab, pb = team.trace_b.pk, team.attribution_b.pk, team.b.pk
     pairs = []
     for template, foreign in [
-        ("/api/traces/{}/", tb), ("/api/traces/{}/snapshot/", tb), ("/api/traces/{}/export/", tb),
-        ("/api/traces/{}/attributions/", tb), ("/api/review/traces/{}/status/", tb),
-        ("/api/review/traces/{}/mistake-labels/", tb), ("/api/review/attributions/{}/votes/", ab),
-        ("/api/review/comments/{}/", b_comment_id), ("/api/review/projects/{}/activity/", pb),
+        ("/api/traces/{}/", tb),
+        ("/api/traces/{}/snapshot/", tb),
+        ("/api/traces/{}/export/", tb),
+        ("/api/traces/{}/attributions/", tb),
+        ("/api/review/traces/{}/status/", tb),
+        ("/api/review/traces/{}/mistake-labels/", tb),
+        ("/api/review/attributions/{}/votes/", ab),
+        ("/api/review/comments/{}/", b_comment_id),
+        ("/api/review/projects/{}/activity/", pb),
         ("/api/review/projects/{}/agreement/", pb),
     ]:
         pairs.append((template.format(foreign), template.format(UNKNOWN)))
     pairs.append((f"/api/review/comments/?trace={tb}", f"/api/review/comments/?trace={UNKNOWN}"))
-    pairs.append((f"/api/review/comments/?kind=attribution&id={ab}", f"/api/review/comments/?kind=attribution&id={UNKNOWN}"))
+    pairs.append(
+        (f"/api/review/comments/?kind=attribution&id={ab}", f"/api/review/comments/?kind=attribution&id={UNKNOWN}")
+    )
     return pairs
 
 
@@ -63,7 +70,11 @@ def test_api_writes_to_another_project_answer_404_and_change_nothing(team):
         ("post", "/api/review/comments/", {"kind": "trace", "id": tb, "body": "leak?"}),
         ("post", "/api/review/comments/", {"kind": "event", "trace": tb, "id": "e5", "body": "leak?"}),
         ("post", "/api/review/comments/", {"kind": "attribution", "id": team.attribution_b.pk, "body": "leak?"}),
-        ("post", "/api/review/comments/", {"kind": "trace", "id": team.trace_a.pk, "body": "reply", "parent": b_comment.pk}),
+        (
+            "post",
+            "/api/review/comments/",
+            {"kind": "trace", "id": team.trace_a.pk, "body": "reply", "parent": b_comment.pk},
+        ),
         ("patch", f"/api/review/comments/{b_comment.pk}/", {"body": "edited"}),
         ("delete", f"/api/review/comments/{b_comment.pk}/", {}),
         ("put", f"/api/review/attributions/{team.attribution_b.pk}/votes/", {"value": "agree"}),
@@ -84,13 +95,20 @@ def test_api_writes_to_another_project_answer_404_and_change_nothing(team):
 @pytest.mark.django_db
 def test_pages_of_another_project_answer_404(team, client):
     client.force_login(team.users["ann"])
-    for url in [f"/traces/{team.trace_b.pk}/", f"/traces/{team.trace_b.pk}/delete/",
-                f"/projects/{team.b.pk}/members/", f"/projects/{team.b.pk}/settings/",
-                f"/projects/{team.b.pk}/delete/", f"/traces/compare/?left={team.trace_a.pk}&right={team.trace_b.pk}"]:
+    for url in [
+        f"/traces/{team.trace_b.pk}/",
+        f"/traces/{team.trace_b.pk}/delete/",
+        f"/projects/{team.b.pk}/members/",
+        f"/projects/{team.b.pk}/settings/",
+        f"/projects/{team.b.pk}/delete/",
+        f"/traces/compare/?left={team.trace_a.pk}&right={team.trace_b.pk}",
+    ]:
         assert client.get(url).status_code == 404, url
-    for url, data in [(f"/traces/{team.trace_b.pk}/delete/", {}),
-                      (f"/projects/{team.b.pk}/delete/", {"confirm_name": "Project B"}),
-                      (f"/projects/{team.b.pk}/members/", {"action": "invite", "role": "admin"})]:
+    for url, data in [
+        (f"/traces/{team.trace_b.pk}/delete/", {}),
+        (f"/projects/{team.b.pk}/delete/", {"confirm_name": "Project B"}),
+        (f"/projects/{team.b.pk}/members/", {"action": "invite", "role": "admin"}),
+    ]:
         assert client.post(url, data).status_code == 404, url
     assert Trace.objects.filter(pk=team.trace_b.pk).exists() and not team.b.invitations.exists()
     assert "Project B" not in client.get("/projects/").content.decode()
@@ -116,8 +134,11 @@ def test_otlp_with_a_token_of_a_writes_only_into_a(team, fixtures):
 @pytest.mark.timeout(60)
 async def test_websockets_of_another_project_close_4404(team):
     for path in (f"/ws/traces/{team.trace_b.pk}/", f"/ws/projects/{team.b.pk}/", f"/ws/traces/{UNKNOWN}/"):
-        ws = WebsocketCommunicator(application, f"{path}?token={team.tokens['ann']}",
-                                   headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
+        ws = WebsocketCommunicator(
+            application,
+            f"{path}?token={team.tokens['ann']}",
+            headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")],
+        )
         await ws.connect()
         assert (await ws.receive_output(timeout=10))["code"] == 4404, path
         await ws.disconnect()
@@ -129,7 +150,15 @@ def test_a_revoked_token_stops_working_at_once(team, fixtures):
     assert rev.get(f"/api/traces/{team.trace_a.pk}/").status_code == 200
     do_revoke_token(ApiToken.objects.get(token_hash=hash_token(team.tokens["rev"])))
     assert rev.get(f"/api/traces/{team.trace_a.pk}/").status_code == 401
-    assert json_write(rev, "post", "/api/review/comments/",
-                      {"kind": "trace", "id": team.trace_a.pk, "body": "x"}).status_code == 401
-    assert rev.post("/v1/traces", data=(fixtures / "otlp_genai_small.json").read_bytes(),
-                    content_type="application/json").status_code == 401
+    assert (
+        json_write(
+            rev, "post", "/api/review/comments/", {"kind": "trace", "id": team.trace_a.pk, "body": "x"}
+        ).status_code
+        == 401
+    )
+    assert (
+        rev.post(
+            "/v1/traces", data=(fixtures / "otlp_genai_small.json").read_bytes(), content_type="application/json"
+        ).status_code
+        == 401
+    )

@@ -17,10 +17,30 @@ from webapp.training.models import Run
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
-TINY_RUN = {"level": "tiny", "algorithm": "ppo", "credit": "shared", "stop": "learned", "budget_steps": 600,
-            "max_steps": 60, "episodes_per_iteration": 4, "group_size": 4, "seed": 0}
-RUN_FORM = {"name": "", "level": "tiny", "algorithm": "ppo", "credit": "shared", "stop": "learned", "w_success": 1,
-            "w_parallelism": 0.1, "w_finish": 0.1, "w_critical_steps": 0.001, "budget_steps": 300, "seed": 0}
+TINY_RUN = {
+    "level": "tiny",
+    "algorithm": "ppo",
+    "credit": "shared",
+    "stop": "learned",
+    "budget_steps": 600,
+    "max_steps": 60,
+    "episodes_per_iteration": 4,
+    "group_size": 4,
+    "seed": 0,
+}
+RUN_FORM = {
+    "name": "",
+    "level": "tiny",
+    "algorithm": "ppo",
+    "credit": "shared",
+    "stop": "learned",
+    "w_success": 1,
+    "w_parallelism": 0.1,
+    "w_finish": 0.1,
+    "w_critical_steps": 0.001,
+    "budget_steps": 300,
+    "seed": 0,
+}
 
 
 def post(client, url, doc=None, **extra):
@@ -30,7 +50,11 @@ def post(client, url, doc=None, **extra):
 def assert_refused(response, role_word="reviewer"):
     """A 403 whose message names the role needed (JSON from the API, the 403 page from pages)."""
     assert response.status_code == 403, response.content[:300]
-    text = response.json()["error"] if response["Content-Type"].startswith("application/json") else response.content.decode()
+    text = (
+        response.json()["error"]
+        if response["Content-Type"].startswith("application/json")
+        else response.content.decode()
+    )
     assert role_word in text and "viewer" in text, text
 
 
@@ -44,15 +68,20 @@ def sim_trace(team, case):
     """A SwarmSim trace in project A (re-runnable by the sim backend) and its pivotal message."""
     document = json.loads(json.dumps(case.episode.trace.to_dict()))
     trace = traces.do_ingest(team.a, core.trace_from_dict(document)).trace
-    pivotal = next(f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds)
-                   if k == "pivotal")
+    pivotal = next(
+        f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds) if k == "pivotal"
+    )
     return trace, pivotal
 
 
 def state(team):
     """Everything a write could change: traces, events, jobs, runs (counts and statuses)."""
-    return (Trace.objects.count(), Event.objects.count(),
-            sorted(CounterfactualJob.objects.values_list("pk", "status")), sorted(Run.objects.values_list("pk", "status")))
+    return (
+        Trace.objects.count(),
+        Event.objects.count(),
+        sorted(CounterfactualJob.objects.values_list("pk", "status")),
+        sorted(Run.objects.values_list("pk", "status")),
+    )
 
 
 def test_trace_ingestion_needs_the_reviewer_role(team, fixtures):
@@ -73,7 +102,9 @@ def test_trace_ingestion_needs_the_reviewer_role(team, fixtures):
     assert Event.objects.filter(trace_id=ta, event_id="x1").exists()
     assert rev.post("/v1/traces", data=otlp, content_type="application/json").status_code == 200
     assert Trace.objects.filter(project=team.a, source_format__icontains="otlp").exists()
-    assert rev.post("/api/traces/upload/?filename=t.json", data=jaeger, content_type="application/json").status_code == 200
+    assert (
+        rev.post("/api/traces/upload/?filename=t.json", data=jaeger, content_type="application/json").status_code == 200
+    )
     assert Trace.objects.filter(project=team.a, source_format__icontains="jaeger").exists()
 
 
@@ -121,8 +152,13 @@ def test_runs_api_needs_the_reviewer_role(team):
 def test_a_viewer_gets_404_not_403_for_foreign_and_unknown_objects(team):
     vic = team.client("vic")
     run_b = runs.do_create_run(team.b, TINY_RUN, name="B's run", external=True)
-    for url in (f"/api/runs/{run_b.pk}/cancel/", "/api/runs/987654/cancel/", f"/api/traces/{team.trace_b.pk}/events/",
-                f"/api/traces/{team.trace_b.pk}/counterfactuals/", "/api/jobs/987654/cancel/"):
+    for url in (
+        f"/api/runs/{run_b.pk}/cancel/",
+        "/api/runs/987654/cancel/",
+        f"/api/traces/{team.trace_b.pk}/events/",
+        f"/api/traces/{team.trace_b.pk}/counterfactuals/",
+        "/api/jobs/987654/cancel/",
+    ):
         assert post(vic, url, []).status_code == 404, url
 
 

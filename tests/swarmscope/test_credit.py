@@ -41,7 +41,8 @@ def uniform(seed):
 def noisy_rollout(p_control, p_treated):
     """Bernoulli rewards with one uniform per seed shared by every intervention (CRN)."""
     return lambda intervention, seeds: np.array(
-        [float(uniform(s) < (p_control if intervention is None else p_treated)) for s in seeds])
+        [float(uniform(s) < (p_control if intervention is None else p_treated)) for s in seeds]
+    )
 
 
 def glove(kept, seeds):
@@ -124,7 +125,10 @@ def test_coalition_game_removes_the_union_of_absent_players():
     rewards = game(np.array([[1, 1], [0, 1], [0, 0], [1, 1]], bool), np.array([5, 6, 7, 8]))
     assert rewards.tolist() == [0, 1, 2, 0]
     assert sorted(calls, key=lambda c: c[1]) == [
-        (None, [5, 8]), (Intervention("remove", ("a",)), [6]), (Intervention("remove", ("a", "b")), [7])]
+        (None, [5, 8]),
+        (Intervention("remove", ("a",)), [6]),
+        (Intervention("remove", ("a", "b")), [7]),
+    ]
 
 
 def test_leave_one_out_of_the_glove_game():
@@ -235,9 +239,15 @@ def noisy_glove(kept, seeds):
     return with_null(kept, seeds) + 0.1 * np.array([uniform(s) for s in seeds])
 
 
-@pytest.mark.parametrize("estimator, options, per_sample", [
-    (leave_one_out, {}, 1), (shapley_permutation, {"sampling_seed": 3}, 1), (kernel_shap, {"sampling_seed": 3}, 1),
-    (shapley_2additive, {"sampling_seed": 3}, design_size(4))])
+@pytest.mark.parametrize(
+    "estimator, options, per_sample",
+    [
+        (leave_one_out, {}, 1),
+        (shapley_permutation, {"sampling_seed": 3}, 1),
+        (kernel_shap, {"sampling_seed": 3}, 1),
+        (shapley_2additive, {"sampling_seed": 3}, design_size(4)),
+    ],
+)
 def test_chunks_play_their_samples_only_and_add_up_to_the_one_shot_estimator(estimator, options, per_sample):
     one_shot = estimator(noisy_glove, 4, 6, first_seed=10, **options)
     expected = np.stack([r.samples for r in one_shot], axis=1)  # (6 samples, 4 players)
@@ -295,5 +305,12 @@ def test_ranking():
 
 def test_attribution_to_dict():
     d = attribution("a", 0.2, 0.1).to_dict()
-    assert d == {"target": "a", "method": "paired_loo", "estimate": 0.2, "ci_low": 0.1,
-                 "ci_high": pytest.approx(0.3), "n_rollouts": 8, "samples": [0.0] * 4}
+    assert d == {
+        "target": "a",
+        "method": "paired_loo",
+        "estimate": 0.2,
+        "ci_low": 0.1,
+        "ci_high": pytest.approx(0.3),
+        "n_rollouts": 8,
+        "samples": [0.0] * 4,
+    }

@@ -29,14 +29,20 @@ OPEN = {"id": "m1", "t": 7.0, "type": "message", "agent": "adder", "to": "orches
 
 
 def stored_open_event() -> Stored:
-    return Stored(events={"m1": core.event_from_dict(OPEN)},
-                  agents={"adder": core.Agent(name="adder", role="worker"),
-                          "orchestrator": core.Agent(name="orchestrator")})
+    return Stored(
+        events={"m1": core.event_from_dict(OPEN)},
+        agents={"adder": core.Agent(name="adder", role="worker"), "orchestrator": core.Agent(name="orchestrator")},
+    )
 
 
 def test_a_new_trace_inserts_everything_and_creates_the_acting_agents():
-    plan = plan_batch(Stored(), fragment([OPEN, {"id": "m2", "t": 8, "type": "return", "agent": "orchestrator"}],
-                                         edges=[{"src": "m1", "dst": "m2", "type": "return"}]))
+    plan = plan_batch(
+        Stored(),
+        fragment(
+            [OPEN, {"id": "m2", "t": 8, "type": "return", "agent": "orchestrator"}],
+            edges=[{"src": "m1", "dst": "m2", "type": "return"}],
+        ),
+    )
     assert [e.id for e in plan.insert_events] == ["m1", "m2"] and plan.update_events == []
     assert [a.name for a in plan.create_agents] == ["adder", "orchestrator"]
     assert [e.to_dict() for e in plan.add_edges] == [{"src": "m1", "dst": "m2", "type": "return"}]
@@ -81,24 +87,33 @@ def test_a_spawn_creates_its_target_with_parent_and_spawn_time():
     spawn = {"id": "s1", "t": 2.0, "type": "spawn", "agent": "orchestrator", "to": "checker", "role": "verifier"}
     plan = plan_batch(stored_open_event(), fragment([spawn]))
     [checker] = plan.create_agents
-    assert (checker.name, checker.parent, checker.spawned_at, checker.role) == ("checker", "orchestrator", 2.0,
-                                                                                "verifier")
+    assert (checker.name, checker.parent, checker.spawned_at, checker.role) == (
+        "checker",
+        "orchestrator",
+        2.0,
+        "verifier",
+    )
     assert plan.update_agents == []
 
 
 def test_a_spawn_fills_in_a_stored_agent_without_changing_the_stored_value():
     stored = stored_open_event()
     before = copy.deepcopy(stored)
-    plan = plan_batch(stored, fragment([{"id": "s1", "t": 1.5, "type": "spawn", "agent": "orchestrator",
-                                         "to": "adder"}]))
+    plan = plan_batch(
+        stored, fragment([{"id": "s1", "t": 1.5, "type": "spawn", "agent": "orchestrator", "to": "adder"}])
+    )
     [adder] = plan.update_agents
     assert (adder.name, adder.role, adder.parent, adder.spawned_at) == ("adder", "worker", "orchestrator", 1.5)
     assert plan.create_agents == [] and stored == before
 
 
 def test_a_fragment_agent_fills_only_missing_fields_of_the_stored_one():
-    plan = plan_batch(stored_open_event(), fragment(agents=[{"name": "adder", "role": "other", "system_prompt": "p"},
-                                                            {"name": "adder", "despawned_at": 9.0}]))
+    plan = plan_batch(
+        stored_open_event(),
+        fragment(
+            agents=[{"name": "adder", "role": "other", "system_prompt": "p"}, {"name": "adder", "despawned_at": 9.0}]
+        ),
+    )
     [adder] = plan.update_agents
     assert (adder.role, adder.system_prompt, adder.despawned_at) == ("worker", "p", 9.0)
     assert plan_batch(stored_open_event(), fragment(agents=[{"name": "adder", "role": "other"}])).empty
@@ -106,17 +121,25 @@ def test_a_fragment_agent_fills_only_missing_fields_of_the_stored_one():
 
 def test_duplicate_edges_are_added_once_and_stored_ones_not_again():
     stored = Stored(edges={("a", "b", "causal")}, event_ids={"a", "b", "c"})
-    plan = plan_batch(stored, fragment(edges=[{"src": "a", "dst": "b", "type": "causal"},
-                                              {"src": "b", "dst": "c", "type": "causal"},
-                                              {"src": "b", "dst": "c", "type": "causal"},
-                                              {"src": "b", "dst": "c", "type": "message"}]))
+    plan = plan_batch(
+        stored,
+        fragment(
+            edges=[
+                {"src": "a", "dst": "b", "type": "causal"},
+                {"src": "b", "dst": "c", "type": "causal"},
+                {"src": "b", "dst": "c", "type": "causal"},
+                {"src": "b", "dst": "c", "type": "message"},
+            ]
+        ),
+    )
     assert [(e.src, e.dst, e.type) for e in plan.add_edges] == [("b", "c", "causal"), ("b", "c", "message")]
 
 
 def test_an_edge_naming_an_unknown_event_is_refused_with_its_index():
-    batch = fragment([{"id": "x1", "t": 9, "type": "message", "agent": "adder"}],
-                     edges=[{"src": "e1", "dst": "x1", "type": "causal"},
-                            {"src": "x1", "dst": "nowhere", "type": "message"}])
+    batch = fragment(
+        [{"id": "x1", "t": 9, "type": "message", "agent": "adder"}],
+        edges=[{"src": "e1", "dst": "x1", "type": "causal"}, {"src": "x1", "dst": "nowhere", "type": "message"}],
+    )
     with pytest.raises(core.TraceValidationError) as error:
         plan_batch(Stored(event_ids={"e1"}), batch)
     assert (error.value.kind, error.value.index, error.value.field) == ("edge", 1, "dst")
@@ -131,12 +154,18 @@ def test_labels_already_stored_are_not_added_again():
 
 
 def test_new_trace_agents_is_the_agent_rule_of_a_new_trace():
-    trace = fragment([{"id": "s1", "t": 1, "type": "spawn", "agent": "orchestrator", "to": "adder"},
-                      {"id": "m1", "t": 2, "type": "message", "agent": "adder", "role": "worker"}],
-                     agents=[{"name": "orchestrator", "role": "lead"}, {"name": "orchestrator", "role": "ignored"}])
+    trace = fragment(
+        [
+            {"id": "s1", "t": 1, "type": "spawn", "agent": "orchestrator", "to": "adder"},
+            {"id": "m1", "t": 2, "type": "message", "agent": "adder", "role": "worker"},
+        ],
+        agents=[{"name": "orchestrator", "role": "lead"}, {"name": "orchestrator", "role": "ignored"}],
+    )
     agents = new_trace_agents(trace)
     assert {n: (a.role, a.parent, a.spawned_at) for n, a in agents.items()} == {
-        "orchestrator": ("lead", None, None), "adder": ("worker", "orchestrator", 1)}
+        "orchestrator": ("lead", None, None),
+        "adder": ("worker", "orchestrator", 1),
+    }
     assert [a.name for a in plan_batch(Stored(), trace).create_agents] == list(agents)
     assert trace.agents[0].parent is None and len(trace.agents) == 2  # the input is not changed
 
@@ -146,4 +175,8 @@ def test_a_nul_character_is_found_and_refused_naming_where():
     with pytest.raises(core.TraceValidationError) as error:
         check_storable(fragment([OPEN, {**OPEN, "id": "m2", "content": "a\x00b"}]))
     assert (error.value.kind, error.value.index, error.value.event_id, error.value.field) == (
-        "event", 1, "m2", "content")
+        "event",
+        1,
+        "m2",
+        "content",
+    )

@@ -58,17 +58,26 @@ def test_step_by_step_without_a_yes_predicts_nothing(trace):
     assert prediction.step is None and prediction.calls == 11 and not judge.step_correct(prediction, 3)
 
 
-@pytest.mark.parametrize("answer, parsed", [
-    ("Agent Name: WebSurfer\nStep Number: 3\nReason: x", ("WebSurfer", 3)),
-    ("**Agent Name:** Orchestrator\n**Step Number:** 12", ("Orchestrator", 12)),
-])
+@pytest.mark.parametrize(
+    "answer, parsed",
+    [
+        ("Agent Name: WebSurfer\nStep Number: 3\nReason: x", ("WebSurfer", 3)),
+        ("**Agent Name:** Orchestrator\n**Step Number:** 12", ("Orchestrator", 12)),
+    ],
+)
 def test_parse_all_at_once(answer, parsed):
     assert judge.parse_all_at_once(answer) == parsed
 
 
-@pytest.mark.parametrize("parse, answer", [
-    (judge.parse_all_at_once, "It was WebSurfer."), (judge.parse_yes_no, "Maybe."),
-    (judge.parse_half, "upper half or lower half"), (judge.parse_half, "the middle")])
+@pytest.mark.parametrize(
+    "parse, answer",
+    [
+        (judge.parse_all_at_once, "It was WebSurfer."),
+        (judge.parse_yes_no, "Maybe."),
+        (judge.parse_half, "upper half or lower half"),
+        (judge.parse_half, "the middle"),
+    ],
+)
 def test_unparseable_answers_raise(parse, answer):
     with pytest.raises(judge.JudgeParseError):
         parse(answer)
@@ -85,23 +94,45 @@ def test_scoring_is_exact_equality_not_substring():
 def test_the_verifier_prompt_shows_the_task_the_reference_and_the_final_answer(trace):
     system, user = judge.verifier_messages(trace, "FINAL ANSWER: 42")
     assert system == {"role": "system", "content": judge.VERIFIER_SYSTEM}
-    assert user["content"].startswith("Task: What is 6 times 7?\nAnswer with a number.\nReference answer: 42\n"
-                                      "Final answer of the system (its last turn):\nFINAL ANSWER: 42\n\n")
+    assert user["content"].startswith(
+        "Task: What is 6 times 7?\nAnswer with a number.\nReference answer: 42\n"
+        "Final answer of the system (its last turn):\nFINAL ANSWER: 42\n\n"
+    )
     trace.attributes.pop("ground_truth")
     assert "Reference answer" not in judge.verifier_messages(trace, "42")[1]["content"]
 
 
-@pytest.mark.parametrize("answer, outcome", [
-    ('{"correct": true}', 1.0), (' {"correct": false, "reason": "off by one"}\n', 0.0),
-    ('```json\n{"score": 0.75}\n```', 0.75), ('{"score": 0}', 0.0), ('{"score": 1}', 1.0)])
+@pytest.mark.parametrize(
+    "answer, outcome",
+    [
+        ('{"correct": true}', 1.0),
+        (' {"correct": false, "reason": "off by one"}\n', 0.0),
+        ('```json\n{"score": 0.75}\n```', 0.75),
+        ('{"score": 0}', 0.0),
+        ('{"score": 1}', 1.0),
+    ],
+)
 def test_parse_verdict(answer, outcome):
     assert judge.parse_verdict(answer) == outcome
 
 
-@pytest.mark.parametrize("answer", [
-    "Correct.", '{"correct": "yes"}', '{"correct": 1}', '{"score": 1.01}', '{"score": -0.1}', '{"score": true}',
-    '{"score": NaN}', '{"correct": true, "score": 1}', '{"reason": "fine"}', '[true]',
-    'Verdict: {"correct": true}', '{"correct": true}\nI am sure.'])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Correct.",
+        '{"correct": "yes"}',
+        '{"correct": 1}',
+        '{"score": 1.01}',
+        '{"score": -0.1}',
+        '{"score": true}',
+        '{"score": NaN}',
+        '{"correct": true, "score": 1}',
+        '{"reason": "fine"}',
+        "[true]",
+        'Verdict: {"correct": true}',
+        '{"correct": true}\nI am sure.',
+    ],
+)
 def test_malformed_verdicts_raise(answer):
     with pytest.raises(judge.JudgeParseError):
         judge.parse_verdict(answer)

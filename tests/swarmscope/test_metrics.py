@@ -67,15 +67,27 @@ def swarm():
         event("b4", 6, "message", "B", 7, from_="B", to="O", content="done", tokens=4),
         event("o3", 8, "aggregate", "O", 9, tokens=12),
     ]
-    edges = [Edge("o1", "a1", "message"), Edge("a1", "a2", "tool_dependency"),
-             Edge("b1", "a2", "message"), Edge("a3", "o3", "return"), Edge("a3", "o2", "causal")]
-    agents = [Agent("O"), Agent("A", parent="O"), Agent("B", parent="O"),
-              Agent("C", parent="O", spawned_at=2.0, despawned_at=3.0)]
-    labels = [Label("mistake_step", 6, event_id="a3"), Label("corrupted", True, event_id="b3"),
-              Label("corrupted", False, event_id="o3"), Label("comment", "looks fine", event_id="o2"),
-              Label("mistake_agent", "B", agent="B")]
-    return Trace(source_format="native", source_id="swarm", agents=agents, events=events,
-                 edges=edges, labels=labels)
+    edges = [
+        Edge("o1", "a1", "message"),
+        Edge("a1", "a2", "tool_dependency"),
+        Edge("b1", "a2", "message"),
+        Edge("a3", "o3", "return"),
+        Edge("a3", "o2", "causal"),
+    ]
+    agents = [
+        Agent("O"),
+        Agent("A", parent="O"),
+        Agent("B", parent="O"),
+        Agent("C", parent="O", spawned_at=2.0, despawned_at=3.0),
+    ]
+    labels = [
+        Label("mistake_step", 6, event_id="a3"),
+        Label("corrupted", True, event_id="b3"),
+        Label("corrupted", False, event_id="o3"),
+        Label("comment", "looks fine", event_id="o2"),
+        Label("mistake_agent", "B", agent="B"),
+    ]
+    return Trace(source_format="native", source_id="swarm", agents=agents, events=events, edges=edges, labels=labels)
 
 
 def without_durations(trace):
@@ -83,6 +95,7 @@ def without_durations(trace):
 
 
 # --- graphs -----------------------------------------------------------------------------------
+
 
 def test_causal_dag_keeps_forward_edges_and_lanes_and_drops_backward_ones(swarm):
     dag, dropped = causal_dag(swarm)
@@ -95,34 +108,47 @@ def test_causal_dag_keeps_forward_edges_and_lanes_and_drops_backward_ones(swarm)
 
 
 def test_equal_times_keep_list_order_so_the_dag_stays_acyclic():
-    trace = Trace("native", "tie", events=[event("x", 1, "message", "X"), event("y", 1, "message", "Y")],
-                  edges=[Edge("x", "y", "message"), Edge("y", "x", "message")])
+    trace = Trace(
+        "native",
+        "tie",
+        events=[event("x", 1, "message", "X"), event("y", 1, "message", "Y")],
+        edges=[Edge("x", "y", "message"), Edge("y", "x", "message")],
+    )
     dag, dropped = causal_dag(trace)
     assert list(dag.edges) == [("x", "y")] and dropped == 1
 
 
 def test_orchestrator_rule():
-    trace = Trace("native", "roles", agents=[Agent("lead"), Agent("worker", parent="lead"),
-                                             Agent("grandchild")], events=[
-        event("1", 0, "message", "lead", to="worker"),           # lead spawns by Agent.parent
-        event("2", 1, "spawn", "worker", to="grandchild"),       # a spawning sub-agent is no root
-        event("3", 2, "tool_result", "browser.search"),          # a tool modelled as an agent
-        event("4", 3, "orchestrator_decision", "planner"),       # a deciding root
-    ])
+    trace = Trace(
+        "native",
+        "roles",
+        agents=[Agent("lead"), Agent("worker", parent="lead"), Agent("grandchild")],
+        events=[
+            event("1", 0, "message", "lead", to="worker"),  # lead spawns by Agent.parent
+            event("2", 1, "spawn", "worker", to="grandchild"),  # a spawning sub-agent is no root
+            event("3", 2, "tool_result", "browser.search"),  # a tool modelled as an agent
+            event("4", 3, "orchestrator_decision", "planner"),  # a deciding root
+        ],
+    )
     tree = spawn_tree(trace)
     assert set(tree.edges) == {("lead", "worker"), ("worker", "grandchild")}
     assert orchestrators(trace) == {"lead", "planner"}
 
 
 def test_final_answer_rule():
-    order = [event("1", 0, "aggregate", "O"), event("2", 1, "return", "A", to="O"),
-             event("3", 2, "aggregate", "A"), event("4", 3, "message", "A", to="O")]
-    assert final_answer(order, ["O"]) == (order[1], False)   # last return to a root
+    order = [
+        event("1", 0, "aggregate", "O"),
+        event("2", 1, "return", "A", to="O"),
+        event("3", 2, "aggregate", "A"),
+        event("4", 3, "message", "A", to="O"),
+    ]
+    assert final_answer(order, ["O"]) == (order[1], False)  # last return to a root
     assert final_answer(order[2:], ["O"]) == (order[3], True)  # sub-agent aggregate: fallback
     assert final_answer([], ["O"]) == (None, True)
 
 
 # --- metrics on the swarm ---------------------------------------------------------------------
+
 
 def test_critical_steps_by_hand(swarm):
     # stage o1: 1 + max(A: a1 a2 = 2, B: b1 b2 = 2) = 3; stage o2: 1 + max(A: 1, B: b3 b4 = 2) = 3;
@@ -131,9 +157,17 @@ def test_critical_steps_by_hand(swarm):
 
 
 def test_critical_steps_counts_sub_agent_events_before_the_first_orchestrator_event():
-    trace = Trace("native", "early", events=[
-        event("x1", 0, "message", "X"), event("x2", 1, "message", "X"), event("y1", 1, "message", "Y"),
-        event("o1", 2, "stop", "O"), event("x3", 3, "message", "X")])
+    trace = Trace(
+        "native",
+        "early",
+        events=[
+            event("x1", 0, "message", "X"),
+            event("x2", 1, "message", "X"),
+            event("y1", 1, "message", "Y"),
+            event("o1", 2, "stop", "O"),
+            event("x3", 3, "message", "X"),
+        ],
+    )
     assert critical_steps(trace) == 2 + (1 + 1)  # stage 0: max(2, 1); stage o1: 1 + 1
 
 
@@ -169,8 +203,11 @@ def test_protocol_overhead(swarm):
 
 
 def test_protocol_overhead_estimates_missing_tokens():
-    trace = Trace("native", "est", events=[event("m", 0, "message", "A", content="abcdefghi"),
-                                           event("c", 1, "tool_call", "A", tokens=7)])
+    trace = Trace(
+        "native",
+        "est",
+        events=[event("m", 0, "message", "A", content="abcdefghi"), event("c", 1, "tool_call", "A", tokens=7)],
+    )
     assert protocol_overhead(trace) == pytest.approx(3 / 10)  # ceil(9 chars / 4) = 3
     assert compute_metrics(trace)["flags"]["tokens_estimated"]
 
@@ -181,14 +218,18 @@ def test_message_redundancy(swarm):
 
 
 def test_message_redundancy_is_per_receiver_and_uses_content_ref():
-    trace = Trace("native", "refs", events=[
-        event("1", 0, "message", "A", to="B", content="same"),
-        event("2", 1, "message", "A", to="C", content="same"),       # other receiver: new
-        event("3", 2, "message", "A", to="B", content_ref="h1"),
-        event("4", 3, "message", "A", to="B", content_ref="h1"),     # repeat by reference
-        event("5", 4, "message", "A", to="B"),                       # no content: never repeats
-        event("6", 5, "message", "A", to="B"),
-    ])
+    trace = Trace(
+        "native",
+        "refs",
+        events=[
+            event("1", 0, "message", "A", to="B", content="same"),
+            event("2", 1, "message", "A", to="C", content="same"),  # other receiver: new
+            event("3", 2, "message", "A", to="B", content_ref="h1"),
+            event("4", 3, "message", "A", to="B", content_ref="h1"),  # repeat by reference
+            event("5", 4, "message", "A", to="B"),  # no content: never repeats
+            event("6", 5, "message", "A", to="B"),
+        ],
+    )
     assert message_redundancy(trace) == pytest.approx(1 / 6)
 
 
@@ -199,12 +240,18 @@ def test_error_amplification(swarm):
 
 
 def test_error_amplification_counts_a_shared_descendant_for_each_origin():
-    trace = Trace("native", "merge", events=[
-        event("f1", 0, "tool_result", "A", attributes={"error": "timeout"}),
-        event("f2", 0, "tool_result", "B", attributes={"status": "error"}),
-        event("g", 1, "aggregate", "O"), event("h", 2, "stop", "O")],
+    trace = Trace(
+        "native",
+        "merge",
+        events=[
+            event("f1", 0, "tool_result", "A", attributes={"error": "timeout"}),
+            event("f2", 0, "tool_result", "B", attributes={"status": "error"}),
+            event("g", 1, "aggregate", "O"),
+            event("h", 2, "stop", "O"),
+        ],
         edges=[Edge("f1", "g", "return"), Edge("f2", "g", "return")],
-        labels=[Label("mistake", True, event_id="g"), Label("mistake", True, event_id="h")])
+        labels=[Label("mistake", True, event_id="g"), Label("mistake", True, event_id="h")],
+    )
     assert error_amplification(trace) == pytest.approx(2.0)  # f1: g, h; f2: g, h
 
 
@@ -215,8 +262,9 @@ def test_error_amplification_is_none_without_errors():
 
 def test_spawn_tree_shape(swarm):
     assert fan_out(swarm) == (3, 3.0) and spawn_depth(swarm) == 1
-    deep = Trace("native", "deep", agents=[Agent("O"), Agent("A", parent="O"), Agent("B", parent="O"),
-                                           Agent("A1", parent="A")])
+    deep = Trace(
+        "native", "deep", agents=[Agent("O"), Agent("A", parent="O"), Agent("B", parent="O"), Agent("A1", parent="A")]
+    )
     assert fan_out(deep) == (2, 1.5) and spawn_depth(deep) == 2
 
 
@@ -232,7 +280,7 @@ def test_agents_alive(swarm):
 
 def test_failure_modes(swarm):
     assert pseudo_parallel_agents(swarm) == ["C"]  # B's b1 reaches the answer; C never acts
-    assert not serial_collapse(swarm)              # 7 < 0.9 x 10
+    assert not serial_collapse(swarm)  # 7 < 0.9 x 10
 
 
 def test_serial_collapse_when_sub_agents_run_one_after_another():
@@ -247,26 +295,41 @@ def test_serial_collapse_when_sub_agents_run_one_after_another():
 
 # --- edge cases -------------------------------------------------------------------------------
 
+
 def test_group_chat_without_orchestrator():
-    trace = Trace("native", "chat", events=[
-        event("x1", 0, "message", "X", to="Y", content="hi"),
-        event("y1", 1, "message", "Y", to="X", content="hello"),
-        event("x2", 2, "message", "X", to="Y", content="HI")])
+    trace = Trace(
+        "native",
+        "chat",
+        events=[
+            event("x1", 0, "message", "X", to="Y", content="hi"),
+            event("y1", 1, "message", "Y", to="X", content="hello"),
+            event("x2", 2, "message", "X", to="Y", content="HI"),
+        ],
+    )
     metrics = compute_metrics(trace)
     assert metrics["critical_steps"] is None and metrics["parallelism_efficiency"] is None
     assert metrics["orchestrators"] == [] and metrics["flags"]["no_orchestrator"]
     assert metrics["final_answer"] == "x2" and metrics["flags"]["final_answer_fallback"]
     assert metrics["useful_agent_utilisation"] == pytest.approx(2 / 3)  # x1 x2 of all three
     assert metrics["message_redundancy"] == pytest.approx(1 / 3)
-    assert metrics["failure_modes"] == {"pseudo_parallelism": False, "pseudo_parallel_agents": [],
-                                        "serial_collapse": False}
+    assert metrics["failure_modes"] == {
+        "pseudo_parallelism": False,
+        "pseudo_parallel_agents": [],
+        "serial_collapse": False,
+    }
 
 
 def test_empty_trace():
     metrics = compute_metrics(Trace("native", "empty"))
     assert metrics["total_steps"] == 0 and metrics["final_answer"] is None
-    for name in ("critical_steps", "parallelism_efficiency", "useful_agent_utilisation",
-                 "protocol_overhead", "message_redundancy", "error_amplification"):
+    for name in (
+        "critical_steps",
+        "parallelism_efficiency",
+        "useful_agent_utilisation",
+        "protocol_overhead",
+        "message_redundancy",
+        "error_amplification",
+    ):
         assert metrics[name] is None, name
     assert (metrics["fan_out_max"], metrics["fan_out_mean"], metrics["spawn_depth"]) == (0, 0.0, 0)
     assert metrics["agents_alive"] == []
@@ -279,6 +342,7 @@ def test_lone_orchestrator_event():
 
 
 # --- compute_metrics --------------------------------------------------------------------------
+
 
 def _plain(value):
     """Whether `value` holds only JSON types, numbers as plain int/float (bool only where meant)."""
@@ -296,9 +360,14 @@ def test_compute_metrics_is_plain_json(swarm):
     assert _plain(metrics) and json.loads(json.dumps(metrics)) == metrics
     assert metrics["critical_steps"] == 7 and metrics["total_steps"] == 10
     assert metrics["orchestrators"] == ["O"] and metrics["final_answer"] == "o3"
-    assert metrics["flags"] == {"tokens_estimated": False, "durations_missing": False,
-                                "durations_partial": False, "no_orchestrator": False,
-                                "final_answer_fallback": False, "backward_edges": 1}
+    assert metrics["flags"] == {
+        "tokens_estimated": False,
+        "durations_missing": False,
+        "durations_partial": False,
+        "no_orchestrator": False,
+        "final_answer_fallback": False,
+        "backward_edges": 1,
+    }
     assert metrics["agents_alive"][0] == [0.0, 1]
 
 

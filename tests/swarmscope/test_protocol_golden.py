@@ -38,8 +38,9 @@ def test_applying_the_trace_deltas_gives_the_final_snapshot():
 
 def test_the_critical_path_of_the_final_trace():
     final = GOLDEN["trace"]["final"]
-    trace = model.trace_from_dict({**final["trace"], **{name: without_seq(final[name])
-                                                        for name in protocol.COLLECTIONS}})
+    trace = model.trace_from_dict(
+        {**final["trace"], **{name: without_seq(final[name]) for name in protocol.COLLECTIONS}}
+    )
     length, ids = metrics.critical_path(trace)
     assert ids == GOLDEN["trace"]["critical_path"]["events"]
     assert length == pytest.approx(GOLDEN["trace"]["critical_path"]["length"], abs=1e-9)

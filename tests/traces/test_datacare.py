@@ -1,4 +1,5 @@
 """Deleting traces and projects (confirm page listing dependants), retention, redaction at ingestion."""
+
 import json
 from datetime import timedelta
 
@@ -63,14 +64,24 @@ def test_retention_deletes_only_older_traces_of_that_project(team, client, fixtu
 
 def test_redaction_at_ingestion_keeps_the_structure(team, settings):
     key = "sk-proj-" + "a1B2" * 10
-    events = [{"id": "r1", "t": 0.0, "type": "message", "agent": "orchestrator", "to": "worker",
-               "content": f"use {key} and mail ops@example.org", "attributes": {"headers": {"auth": f"Bearer {'x' * 24}"},
-                                                                             "n": 3}},
-              {"id": "r2", "t": 1.0, "type": "return", "agent": "worker", "content": "done"}]
+    events = [
+        {
+            "id": "r1",
+            "t": 0.0,
+            "type": "message",
+            "agent": "orchestrator",
+            "to": "worker",
+            "content": f"use {key} and mail ops@example.org",
+            "attributes": {"headers": {"auth": f"Bearer {'x' * 24}"}, "n": 3},
+        },
+        {"id": "r2", "t": 1.0, "type": "return", "agent": "worker", "content": "done"},
+    ]
     client = team.client("rev")
-    created = client.post("/api/traces/", data=json.dumps({"name": "redact", "events": events,
-                                                           "edges": [{"src": "r1", "dst": "r2", "type": "return"}]}),
-                          content_type="application/json")
+    created = client.post(
+        "/api/traces/",
+        data=json.dumps({"name": "redact", "events": events, "edges": [{"src": "r1", "dst": "r2", "type": "return"}]}),
+        content_type="application/json",
+    )
     assert created.status_code == 201, created.content
     trace_id = created.json()["trace"]["id"]
     stored = {e.event_id: e for e in Event.objects.filter(trace_id=trace_id)}
@@ -85,8 +96,12 @@ def test_redaction_at_ingestion_keeps_the_structure(team, settings):
 def test_otlp_spans_are_redacted_also_where_they_are_kept_raw(team, fixtures):
     doc = json.loads((fixtures / "otlp_genai_small.json").read_text())
     span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
-    span.setdefault("attributes", []).append({"key": "gen_ai.prompt", "value": {"stringValue": "ping eve@corp.example.com"}})
-    assert team.client("ann").post("/v1/traces", data=json.dumps(doc), content_type="application/json").status_code == 200
+    span.setdefault("attributes", []).append(
+        {"key": "gen_ai.prompt", "value": {"stringValue": "ping eve@corp.example.com"}}
+    )
+    assert (
+        team.client("ann").post("/v1/traces", data=json.dumps(doc), content_type="application/json").status_code == 200
+    )
     raw = json.dumps(list(StoredSpan.objects.values_list("data", flat=True)))
     assert "eve@corp.example.com" not in raw and REDACTED in raw
     assert not Event.objects.filter(content__contains="eve@corp").exists()
@@ -105,14 +120,17 @@ def test_real_who_and_when_traces_lose_their_e_mail_addresses_and_nothing_else(t
     from swarmscope.importers import SourceFile, read_files
 
     email = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
-    files = [shared_data / "who-and-when" / "Algorithm-Generated" / "20.json",
-             shared_data / "who-and-when" / "Hand-Crafted" / "8.json"]
+    files = [
+        shared_data / "who-and-when" / "Algorithm-Generated" / "20.json",
+        shared_data / "who-and-when" / "Hand-Crafted" / "8.json",
+    ]
     for path in files:
-        source = (path.read_bytes())
+        source = path.read_bytes()
         (original,) = read_files([SourceFile(path.name, source)]).traces
         assert any(email.search(e.content or "") for e in original.events), path  # the file has some
-        response = team.client("ann").post(f"/api/traces/upload/?filename={path.name}", data=source,
-                                           content_type="application/octet-stream")
+        response = team.client("ann").post(
+            f"/api/traces/upload/?filename={path.name}", data=source, content_type="application/octet-stream"
+        )
         assert response.status_code == 200, response.content
         trace = Trace.objects.get(pk=response.json()["files"][0]["traces"][0]["id"])
         stored = {e.event_id: e for e in Event.objects.filter(trace=trace)}
@@ -121,17 +139,22 @@ def test_real_who_and_when_traces_lose_their_e_mail_addresses_and_nothing_else(t
             row = stored[event.id]
             assert (row.agent, row.type, row.t) == (event.agent, event.type, event.t)
             assert not email.search(row.content or "")
-            assert row.content == email.sub(REDACTED, event.content or "") or (row.content is None and not event.content)
+            assert row.content == email.sub(REDACTED, event.content or "") or (
+                row.content is None and not event.content
+            )
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("mail ops@example.org now", f"mail {REDACTED} now"),
-    ("a.b+c@ex-ample.co.uk, x@y.io.", f"{REDACTED}, {REDACTED}."),
-    ("not an address: @z. or me@host", "not an address: @z. or me@host"),
-    ("x" * 5000 + " ops@example.org", "x" * 5000 + f" {REDACTED}"),
-    ("x" * 5000 + "@example.org", REDACTED),  # a long local part is still one address
-    ("deadbeef" * 1000, "deadbeef" * 1000),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("mail ops@example.org now", f"mail {REDACTED} now"),
+        ("a.b+c@ex-ample.co.uk, x@y.io.", f"{REDACTED}, {REDACTED}."),
+        ("not an address: @z. or me@host", "not an address: @z. or me@host"),
+        ("x" * 5000 + " ops@example.org", "x" * 5000 + f" {REDACTED}"),
+        ("x" * 5000 + "@example.org", REDACTED),  # a long local part is still one address
+        ("deadbeef" * 1000, "deadbeef" * 1000),
+    ],
+)
 def test_the_default_e_mail_pattern(settings, text, expected):
     # Starts only at the beginning of a run of local-part characters (linear time on long runs
     # without "@": bench/bench_redaction.py), yet matches what the plain pattern matched.

@@ -11,7 +11,9 @@ from webapp.traces.models import Event, Trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
-HANDOFF_CUT = "monocle_trace_okahu_demos_ms_openai_handoff_travel_a262a1005533d3dc6fd375c37d31ee95_2026-06-11_15.01.07.json"
+HANDOFF_CUT = (
+    "monocle_trace_okahu_demos_ms_openai_handoff_travel_a262a1005533d3dc6fd375c37d31ee95_2026-06-11_15.01.07.json"
+)
 
 
 def run(*paths):

@@ -44,8 +44,9 @@ def test_import_twice_duplicates_nothing(project, native):
     assert Event.objects.count() == 11 and trace.edges.count() == 9
 
 
-def test_event_adding_t_end_merges_and_contradiction_refuses_whole_batch(project, native, deltas,
-                                                                         django_capture_on_commit_callbacks):
+def test_event_adding_t_end_merges_and_contradiction_refuses_whole_batch(
+    project, native, deltas, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         trace = ingest.do_ingest(project, core.trace_from_dict(native)).trace
         open_event = {"id": "live-1", "t": 7.0, "type": "message", "agent": "adder", "to": "orchestrator"}
@@ -57,10 +58,14 @@ def test_event_adding_t_end_merges_and_contradiction_refuses_whole_batch(project
 
     before = (Event.objects.count(), Trace.objects.get().seq)
     with pytest.raises(IngestConflict) as refused:
-        ingest_events(project, trace, [
-            {"id": "new-one", "t": 8.0, "type": "message", "agent": "adder"},
-            {**open_event, "agent": "checker"},
-        ])
+        ingest_events(
+            project,
+            trace,
+            [
+                {"id": "new-one", "t": 8.0, "type": "message", "agent": "adder"},
+                {**open_event, "agent": "checker"},
+            ],
+        )
     assert refused.value.error.as_dict()["index"] == 1
     assert refused.value.error.field == "agent"
     assert (Event.objects.count(), Trace.objects.get().seq) == before
@@ -77,9 +82,12 @@ def test_resent_identical_event_is_a_no_op(project, native, deltas, django_captu
 def test_edge_to_unknown_event_is_refused_with_its_index(project, native):
     trace = ingest.do_ingest(project, core.trace_from_dict(native)).trace
     with pytest.raises(core.TraceValidationError) as error:
-        ingest_events(project, trace, [{"id": "x1", "t": 9, "type": "message", "agent": "adder"}],
-                      edges=[{"src": "e1", "dst": "x1", "type": "causal"},
-                             {"src": "x1", "dst": "nowhere", "type": "message"}])
+        ingest_events(
+            project,
+            trace,
+            [{"id": "x1", "t": 9, "type": "message", "agent": "adder"}],
+            edges=[{"src": "e1", "dst": "x1", "type": "causal"}, {"src": "x1", "dst": "nowhere", "type": "message"}],
+        )
     assert (error.value.kind, error.value.index, error.value.field) == ("edge", 1, "dst")
     assert not Event.objects.filter(event_id="x1").exists()
 
@@ -122,10 +130,14 @@ def test_round_trip_native_export(project, native):
     assert exported["labels"] == native["labels"]
 
 
-@pytest.mark.parametrize("where, named", [
-    (lambda doc: doc["events"][1].update(content="before\u0000after"), "event 1, id 'e2', field 'content'"),
-    (lambda doc: doc["events"][0].setdefault("attributes", {}).update(note=["ok", "\u0000"]), "field 'attributes'"),
-    (lambda doc: doc.update(name="trace\u0000name"), "field 'name'")])
+@pytest.mark.parametrize(
+    "where, named",
+    [
+        (lambda doc: doc["events"][1].update(content="before\u0000after"), "event 1, id 'e2', field 'content'"),
+        (lambda doc: doc["events"][0].setdefault("attributes", {}).update(note=["ok", "\u0000"]), "field 'attributes'"),
+        (lambda doc: doc.update(name="trace\u0000name"), "field 'name'"),
+    ],
+)
 def test_a_nul_character_is_refused_naming_where_and_nothing_is_stored(project, native, where, named):
     # PostgreSQL's text and jsonb cannot hold U+0000: refused before any write, on every database.
     where(native)

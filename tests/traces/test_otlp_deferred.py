@@ -15,20 +15,23 @@ from webapp.traces.span_ingest import do_derive_spans
 from webapp.traces.tasks import derive_pending_spans, derive_spans
 
 
-def test_deferred_derivation_gives_the_same_trace(api_client, fixtures, settings, monkeypatch,
-                                                 django_capture_on_commit_callbacks):
+def test_deferred_derivation_gives_the_same_trace(
+    api_client, fixtures, settings, monkeypatch, django_capture_on_commit_callbacks
+):
     settings.SWARMSCOPE_OTLP_SYNC_SPANS = 2
     # the task itself, in this process, whatever the broker (test_celery_worker.py: on a real worker)
     monkeypatch.setattr(derive_spans, "delay", lambda *args: derive_spans.apply(args=args))
     (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
-    batches = [spans[i:i + 2] for i in range(0, len(spans), 2)]
+    batches = [spans[i : i + 2] for i in range(0, len(spans), 2)]
     assert len(batches) >= 3
     with django_capture_on_commit_callbacks(execute=True):  # the tasks run after commit
         before = stream(api_client, batches, ["protobuf", "json"] * len(batches))
     expected = import_once(spans)
     assert before != expected  # not yet derived
-    assert stored_form(Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}", project__name="Test project")) \
+    assert (
+        stored_form(Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}", project__name="Test project"))
         == expected
+    )
     assert not Trace.objects.filter(spans_pending=True).exists()
 
 
@@ -43,8 +46,9 @@ def test_a_lost_task_is_asked_again(api_client, fixtures, settings, monkeypatch)
 
     monkeypatch.setattr("webapp.traces.tasks.derive_spans.delay", broker_down)  # fault injection
     for batch in (spans[:2], spans[2:]):
-        response = api_client.post("/v1/traces", data=json.dumps(otlp.encode_json(batch)),
-                                   content_type="application/json")
+        response = api_client.post(
+            "/v1/traces", data=json.dumps(otlp.encode_json(batch)), content_type="application/json"
+        )
         assert response.status_code == 200, response.content
     trace = Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}")
     assert trace.spans_pending and trace.spans.count() == len(spans)

@@ -26,8 +26,12 @@ def spans(fixtures):
 
 def post(client, spans, encoding="protobuf"):
     if encoding == "protobuf":
-        return client.post("/v1/traces", data=gzip.compress(otlp.encode_protobuf(spans)),
-                           content_type="application/x-protobuf", HTTP_CONTENT_ENCODING="gzip")
+        return client.post(
+            "/v1/traces",
+            data=gzip.compress(otlp.encode_protobuf(spans)),
+            content_type="application/x-protobuf",
+            HTTP_CONTENT_ENCODING="gzip",
+        )
     return client.post("/v1/traces", data=json.dumps(otlp.encode_json(spans)), content_type="application/json")
 
 
@@ -69,13 +73,16 @@ def test_an_empty_request_is_accepted(api_client):
     assert not Trace.objects.exists()
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda s: s.update(startTimeUnixNano="0"), "startTimeUnixNano '0' is not a time"),
-    (lambda s: s.update(startTimeUnixNano="abc"), "startTimeUnixNano 'abc' is not a time"),
-    (lambda s: s.update(startTimeUnixNano=str(2**70)), "is not a time in nanoseconds"),
-    (lambda s: s.pop("startTimeUnixNano"), "startTimeUnixNano None"),
-    (lambda s: s.update(spanId="abc"), "spanId 'abc' is neither 16 hex digits"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda s: s.update(startTimeUnixNano="0"), "startTimeUnixNano '0' is not a time"),
+        (lambda s: s.update(startTimeUnixNano="abc"), "startTimeUnixNano 'abc' is not a time"),
+        (lambda s: s.update(startTimeUnixNano=str(2**70)), "is not a time in nanoseconds"),
+        (lambda s: s.pop("startTimeUnixNano"), "startTimeUnixNano None"),
+        (lambda s: s.update(spanId="abc"), "spanId 'abc' is neither 16 hex digits"),
+    ],
+)
 def test_a_malformed_span_is_named(api_client, spans, change, message):
     doc = otlp.encode_json(spans)
     change(doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1])
@@ -85,11 +92,14 @@ def test_a_malformed_span_is_named(api_client, spans, change, message):
     assert not Trace.objects.exists()
 
 
-@pytest.mark.parametrize("shape, message", [
-    ({"resourceSpans": ["x"]}, "resourceSpans must be a list of objects"),
-    ({"resourceSpans": [{"scopeSpans": {"spans": []}}]}, "resourceSpans[0].scopeSpans must be a list of objects"),
-    ({"resourceSpans": [{"scopeSpans": [{"spans": "oops"}]}]}, "scopeSpans[0].spans must be a list of objects"),
-])
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        ({"resourceSpans": ["x"]}, "resourceSpans must be a list of objects"),
+        ({"resourceSpans": [{"scopeSpans": {"spans": []}}]}, "resourceSpans[0].scopeSpans must be a list of objects"),
+        ({"resourceSpans": [{"scopeSpans": [{"spans": "oops"}]}]}, "scopeSpans[0].spans must be a list of objects"),
+    ],
+)
 def test_a_malformed_request_is_named(api_client, shape, message):
     response = api_client.post("/v1/traces", data=json.dumps(shape), content_type="application/json")
     assert response.status_code == 400 and message in response.json()["error"]
@@ -99,8 +109,9 @@ def test_a_concurrent_first_request_locks_the_trace_the_other_created(project, m
     """Two first requests of a trace at once (PostgreSQL): the second one's insert fails on the
     identity constraint once the first commits, and it locks that row instead of failing (500)."""
     trace_id = "ab" * 16
-    existing = Trace.objects.create(project=project, identity_key=f"otlp:{trace_id}", source_format="otlp",
-                                    source_id=trace_id)
+    existing = Trace.objects.create(
+        project=project, identity_key=f"otlp:{trace_id}", source_format="otlp", source_id=trace_id
+    )
     real_first, calls = QuerySet.first, []
 
     def first_misses_once(self):

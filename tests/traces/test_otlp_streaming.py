@@ -22,11 +22,16 @@ EPOCH_NS = 1_767_225_600_000_000_000
 MS = 1_000_000
 #: Span ids whose base64 text starts with "0x" (the protobuf batches once refused): 0xd3 0x1?...
 OX_PREFIX = bytes.fromhex("d31c")
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 # --- generated multi-agent traces -----------------------------------------------------------------
+
 
 def _attrs(**values):
     return {key.replace("__", "."): value for key, value in values.items()}
@@ -41,31 +46,57 @@ def multi_agent_traces(draw) -> list[Span]:
     spans: list[Span] = []
 
     def add(parent, name, start, end, service="swarm", **attributes):
-        span = Span(trace_id=trace_id, span_id=f"{len(spans) + 1:016x}", parent_id=parent.span_id if parent else None,
-                    name=name, start_ns=EPOCH_NS + start * MS, end_ns=EPOCH_NS + max(end, start) * MS,
-                    attributes=_attrs(**attributes), service=service)
+        span = Span(
+            trace_id=trace_id,
+            span_id=f"{len(spans) + 1:016x}",
+            parent_id=parent.span_id if parent else None,
+            name=name,
+            start_ns=EPOCH_NS + start * MS,
+            end_ns=EPOCH_NS + max(end, start) * MS,
+            attributes=_attrs(**attributes),
+            service=service,
+        )
         spans.append(span)
         return span
 
     def chat(parent, agent, start, text):
-        return add(parent, "chat gpt-4o", start, start + draw(st.integers(1, 30)), gen_ai__operation__name="chat",
-                   gen_ai__agent__name=agent, gen_ai__usage__input_tokens=draw(st.integers(1, 500)),
-                   gen_ai__usage__output_tokens=draw(st.integers(1, 200)),
-                   gen_ai__output__messages=json.dumps([{"role": "assistant", "parts": [
-                       {"type": "text", "content": text}]}]))
+        return add(
+            parent,
+            "chat gpt-4o",
+            start,
+            start + draw(st.integers(1, 30)),
+            gen_ai__operation__name="chat",
+            gen_ai__agent__name=agent,
+            gen_ai__usage__input_tokens=draw(st.integers(1, 500)),
+            gen_ai__usage__output_tokens=draw(st.integers(1, 200)),
+            gen_ai__output__messages=json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}]),
+        )
 
     def agent_run(parent, agent, start, depth):
         """An `invoke_agent` span of `agent` with its turns; returns its end time."""
-        root = add(parent, f"invoke_agent {agent}", start, start, gen_ai__operation__name="invoke_agent",
-                   gen_ai__agent__name=agent)
+        root = add(
+            parent,
+            f"invoke_agent {agent}",
+            start,
+            start,
+            gen_ai__operation__name="invoke_agent",
+            gen_ai__agent__name=agent,
+        )
         t = start + draw(st.integers(0, 3))
         for turn in range(draw(st.integers(1, 3))):
             chat(root, agent, t, f"{agent} turn {turn}")
             t += draw(st.integers(0, 40))
             if draw(st.booleans()):
-                tool = add(root, "execute_tool search", t, t + draw(st.integers(1, 20)),
-                           gen_ai__operation__name="execute_tool", gen_ai__tool__name="search", gen_ai__tool__call__arguments='{"q": "x"}',
-                           gen_ai__tool__call__result="found")
+                tool = add(
+                    root,
+                    "execute_tool search",
+                    t,
+                    t + draw(st.integers(1, 20)),
+                    gen_ai__operation__name="execute_tool",
+                    gen_ai__tool__name="search",
+                    gen_ai__tool__call__arguments='{"q": "x"}',
+                    gen_ai__tool__call__result="found",
+                )
                 t = (tool.end_ns - EPOCH_NS) // MS + draw(st.integers(0, 5))
             if depth < 2 and draw(st.integers(0, 4)) == 0:
                 t = agent_run(root, f"{agent}_worker{turn}", t, depth + 1) + 1
@@ -82,8 +113,14 @@ def multi_agent_traces(draw) -> list[Span]:
             t = agent_run(workflow, agents[turn % len(agents)], t, 2) + draw(st.integers(0, 3))
         workflow.end_ns = EPOCH_NS + t * MS
         return spans
-    orchestrator = add(workflow, "invoke_agent orchestrator", 0, 0, gen_ai__operation__name="invoke_agent",
-                       gen_ai__agent__name="orchestrator")
+    orchestrator = add(
+        workflow,
+        "invoke_agent orchestrator",
+        0,
+        0,
+        gen_ai__operation__name="invoke_agent",
+        gen_ai__agent__name="orchestrator",
+    )
     t = 0
     chat(orchestrator, "orchestrator", t, "plan")
     ends = [t + 1]
@@ -91,13 +128,26 @@ def multi_agent_traces(draw) -> list[Span]:
         agent = f"expert{i}"
         start = t + draw(st.integers(0, 10))  # overlapping calls run in parallel
         if shape == "tools":
-            tool = add(orchestrator, f"execute_tool ask_{agent}", start, start, gen_ai__operation__name="execute_tool",
-                       gen_ai__tool__name=f"ask_{agent}", gen_ai__tool__call__arguments='{"task": "part"}')
+            tool = add(
+                orchestrator,
+                f"execute_tool ask_{agent}",
+                start,
+                start,
+                gen_ai__operation__name="execute_tool",
+                gen_ai__tool__name=f"ask_{agent}",
+                gen_ai__tool__call__arguments='{"task": "part"}',
+            )
             end = agent_run(tool, agent, start + 1, 1) + 1
             tool.end_ns = EPOCH_NS + end * MS
         elif shape == "handoffs":
-            add(orchestrator, f"execute_tool transfer_to_{agent}", start, start + 1,
-                gen_ai__operation__name="execute_tool", gen_ai__tool__name=f"transfer_to_{agent}")
+            add(
+                orchestrator,
+                f"execute_tool transfer_to_{agent}",
+                start,
+                start + 1,
+                gen_ai__operation__name="execute_tool",
+                gen_ai__tool__name=f"transfer_to_{agent}",
+            )
             end = agent_run(workflow or orchestrator, agent, start + 2, 1)
         else:
             end = agent_run(orchestrator, agent, start, 1)
@@ -112,6 +162,7 @@ def multi_agent_traces(draw) -> list[Span]:
 
 
 # --- the spans of the shared and fixture OpenTelemetry files ----------------------------------------
+
 
 def _file_traces(paths: list[Path]) -> list[list[Span]]:
     """The spans of each trace in `paths`, as their importer decodes them (chunks of one id merged)."""
@@ -140,18 +191,46 @@ def _otel_files(root: Path) -> list[Path]:
 
 # --- streaming and comparing --------------------------------------------------------------------------
 
+
 def stored_form(trace: Trace) -> dict:
     """What a viewer sees of a stored trace, order of arrival left out."""
-    events = {e.pop("event_id"): e for e in trace.events.values(
-        "event_id", "t", "t_end", "type", "agent", "role", "from_agent", "to", "tool", "content", "content_ref",
-        "tokens", "trusted", "attributes")}
-    agents = {a.pop("name"): a for a in trace.agents.values(
-        "name", "role", "parent", "spawned_at", "despawned_at", "system_prompt", "attributes")}
+    events = {
+        e.pop("event_id"): e
+        for e in trace.events.values(
+            "event_id",
+            "t",
+            "t_end",
+            "type",
+            "agent",
+            "role",
+            "from_agent",
+            "to",
+            "tool",
+            "content",
+            "content_ref",
+            "tokens",
+            "trusted",
+            "attributes",
+        )
+    }
+    agents = {
+        a.pop("name"): a
+        for a in trace.agents.values(
+            "name", "role", "parent", "spawned_at", "despawned_at", "system_prompt", "attributes"
+        )
+    }
     attributes = {k: v for k, v in trace.attributes.items() if k != "sources"}
-    return {"name": trace.name, "system": trace.system, "costs": trace.costs, "attributes": attributes,
-            "counts": (trace.event_count, trace.agent_count, trace.total_tokens, trace.duration_s),
-            "labels": sorted(map(repr, trace.labels.values("key", "value", "event_id", "agent", "source"))),
-            "events": events, "agents": agents, "edges": sorted(trace.edges.values_list("src", "dst", "type"))}
+    return {
+        "name": trace.name,
+        "system": trace.system,
+        "costs": trace.costs,
+        "attributes": attributes,
+        "counts": (trace.event_count, trace.agent_count, trace.total_tokens, trace.duration_s),
+        "labels": sorted(map(repr, trace.labels.values("key", "value", "event_id", "agent", "source"))),
+        "events": events,
+        "agents": agents,
+        "edges": sorted(trace.edges.values_list("src", "dst", "type")),
+    }
 
 
 def import_once(spans: list[Span], name: str = "one-shot") -> dict:
@@ -169,11 +248,16 @@ def stream(client, batches: list[list[Span]], encodings: list[str]) -> dict:
     the token of `api_client` (project "Test project"); the stored form of the trace."""
     for batch, encoding in zip(batches, encodings):
         if encoding == "protobuf":
-            response = client.post("/v1/traces", data=gzip.compress(otlp.encode_protobuf(batch)),
-                                   content_type="application/x-protobuf", HTTP_CONTENT_ENCODING="gzip")
+            response = client.post(
+                "/v1/traces",
+                data=gzip.compress(otlp.encode_protobuf(batch)),
+                content_type="application/x-protobuf",
+                HTTP_CONTENT_ENCODING="gzip",
+            )
         else:
-            response = client.post("/v1/traces", data=json.dumps(otlp.encode_json(batch)),
-                                   content_type="application/json")
+            response = client.post(
+                "/v1/traces", data=json.dumps(otlp.encode_json(batch)), content_type="application/json"
+            )
         assert response.status_code == 200, response.content
     trace = Trace.objects.get(identity_key=f"otlp:{batches[0][0].trace_id}", project__name="Test project")
     return stored_form(trace)
@@ -184,6 +268,7 @@ def deliveries(draw, spans: list[Span]):
     """New random ids (some base64 text starting with "0x"), then the spans in export order (by end,
     children first) or shuffled, split into batches, the batches shuffled, some sent twice, each in
     a random encoding."""
+
     def new_id(size):
         raw = draw(st.binary(min_size=size, max_size=size).filter(lambda b: any(b)))
         return (OX_PREFIX + raw[2:] if size == 8 and draw(st.booleans()) else raw).hex()
@@ -196,8 +281,17 @@ def deliveries(draw, spans: list[Span]):
             ids[span.span_id] = candidate if candidate not in ids.values() else None
             if ids[span.span_id] is None:
                 del ids[span.span_id]
-    renamed = [Span.from_dict({**span.to_dict(), "trace_id": trace_id, "span_id": ids[span.span_id],
-                               "parent_id": ids.get(span.parent_id, span.parent_id)}) for span in spans]
+    renamed = [
+        Span.from_dict(
+            {
+                **span.to_dict(),
+                "trace_id": trace_id,
+                "span_id": ids[span.span_id],
+                "parent_id": ids.get(span.parent_id, span.parent_id),
+            }
+        )
+        for span in spans
+    ]
     if draw(st.booleans()):
         order = sorted(renamed, key=lambda s: s.end_ns)
     else:
@@ -222,8 +316,9 @@ def test_generated_traces_stream_as_they_import(api_client, spans, data):
     check_streaming(api_client, spans, data)
 
 
-@pytest.mark.parametrize("name", ["jaeger_small.json", "monocle_small.json", "otlp_genai_small.json",
-                                  "otlp_autogen_round_robin.json"])
+@pytest.mark.parametrize(
+    "name", ["jaeger_small.json", "monocle_small.json", "otlp_genai_small.json", "otlp_autogen_round_robin.json"]
+)
 @SETTINGS
 @given(data=st.data())
 def test_fixture_traces_stream_as_they_import(api_client, fixtures, name, data):
@@ -260,6 +355,7 @@ def test_base64_ids_that_look_like_hex_prefixes(api_client):
     (spans,) = _file_traces([Path(__file__).resolve().parent.parent / "fixtures" / "otlp_genai_small.json"])
     ids = {s.span_id: (OX_PREFIX + bytes([i]) * 6).hex() for i, s in enumerate(spans, start=1)}
     assert all(base64.b64encode(bytes.fromhex(i)).decode().startswith("0x") for i in ids.values())
-    renamed = [Span.from_dict({**s.to_dict(), "span_id": ids[s.span_id], "parent_id": ids.get(s.parent_id)})
-               for s in spans]
+    renamed = [
+        Span.from_dict({**s.to_dict(), "span_id": ids[s.span_id], "parent_id": ids.get(s.parent_id)}) for s in spans
+    ]
     assert stream(api_client, [renamed], ["protobuf"]) == import_once(renamed)

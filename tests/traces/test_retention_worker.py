@@ -13,7 +13,12 @@ from webapp.accounts.datacare import do_set_retention
 from webapp.traces.models import Event, Trace
 from webapp.traces.tasks import delete_expired_traces
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(180)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.services,
+    pytest.mark.processes,
+    pytest.mark.timeout(180),
+]
 
 
 def test_worker_deletes_expired_traces_of_the_project(worker, broker_url, project, fixtures):  # noqa: F811

@@ -29,8 +29,14 @@ from trainer.rollout.sim import SimRollout  # noqa: E402
 from trainer.sim.env import SimConfig  # noqa: E402
 from trainer.sim.tasks import Subtask, Task, generate_task  # noqa: E402
 
-TINY = {"level": "small", "budget_steps": 400, "episodes_per_iteration": 4, "group_size": 2, "max_steps": 40,
-        "sample_episodes": 2}
+TINY = {
+    "level": "small",
+    "budget_steps": 400,
+    "episodes_per_iteration": 4,
+    "group_size": 2,
+    "max_steps": 40,
+    "sample_episodes": 2,
+}
 EASY = Task("easy-2", (Subtask(0, 0.0), Subtask(1, 0.0)))
 
 
@@ -42,17 +48,23 @@ def run(config: dict, **kwargs) -> tuple[list[dict], dict]:
 
 # --- the policy ---------------------------------------------------------------------------------
 
+
 def test_the_learned_stop_is_a_sigmoid_of_the_gain_of_continuing():
-    legal = torch.tensor([[True, False, False, True, True, True, True],    # stop and three others
-                          [False, False, False, False, False, False, True],  # only stop
-                          [True, False, False, True, True, True, True]])
+    legal = torch.tensor(
+        [
+            [True, False, False, True, True, True, True],  # stop and three others
+            [False, False, False, False, False, False, True],  # only stop
+            [True, False, False, True, True, True, True],
+        ]
+    )
     logits = torch.tensor([[0.0, 0.0, 0.0, np.log(2.0), 0.0, 0.0, 5.0]] * 3)
     gain = torch.tensor([-STOP_TEMPERATURE * np.log(3.0), 0.7, 1.0])  # p(stop) = sigmoid(log 3) = 0.75
     probs, conditional = move_probabilities(logits, gain, legal, "learned")
     # the stop logit (5.0) plays no part; the others share 1 - p(stop) by softmax (1 : 2 : 1 : 1)
     np.testing.assert_allclose(probs[0].numpy(), [0.05, 0, 0, 0.1, 0.05, 0.05, 0.75], atol=1e-6)
-    np.testing.assert_allclose(conditional[0, [0, DELEGATE, MESSAGE, AGGREGATE]].exp().numpy(), [0.2, 0.4, 0.2, 0.2],
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        conditional[0, [0, DELEGATE, MESSAGE, AGGREGATE]].exp().numpy(), [0.2, 0.4, 0.2, 0.2], atol=1e-6
+    )
     np.testing.assert_allclose(probs[1].numpy(), [0, 0, 0, 0, 0, 0, 1], atol=1e-6)  # forced
     assert probs[2, STOP] < 1e-20  # a gain of 1.0: it goes on
     # rule / none modes: stop has probability only where it is forced
@@ -69,8 +81,13 @@ def test_play_is_deterministic_and_a_fully_kept_script_replays_the_episode():
     again = play(policy, [Script(task, 11)], config, "learned")[0]
     assert first.moves == again.moves and first.logp == again.logp
     moves = moves_of(first)
-    replay = play(policy, [Script(task, 11, moves, (True,) * len(moves), salt=5, fork=len(moves))], config,
-                  "learned", record=False)[0]
+    replay = play(
+        policy,
+        [Script(task, 11, moves, (True,) * len(moves), salt=5, fork=len(moves))],
+        config,
+        "learned",
+        record=False,
+    )[0]
     assert moves_of(replay) == moves and replay.env_steps == 0
     assert [e.id for e in replay.episode.trace.events] == [e.id for e in first.episode.trace.events]
 
@@ -82,8 +99,13 @@ def test_the_stop_counterfactual_continues_from_the_same_state():
     config = SimConfig(max_steps=30)
     stopped = play(policy, [Script(EASY, 4, factual, (True,) * 5, fork=5)], config, "learned")[0]
     assert moves_of(stopped) == factual and stopped.env_steps == 0
-    going_on = play(policy, [Script(EASY, 4, factual, (True,) * 4 + (False,), fork=4, no_stop_at=4)], config,
-                    "learned", record=False)[0]
+    going_on = play(
+        policy,
+        [Script(EASY, 4, factual, (True,) * 4 + (False,), fork=4, no_stop_at=4)],
+        config,
+        "learned",
+        record=False,
+    )[0]
     moves = moves_of(going_on)
     assert moves[:4] == factual[:4] and moves[4] != STOP and len(moves) > 5
     assert going_on.env_steps == len(moves) - 4  # only the steps after the fork count
@@ -95,11 +117,13 @@ def test_stop_is_offered_only_once_the_orchestrator_has_answered():
     policy = OrchestratorPolicy()
     fresh = play(policy, [Script(EASY, 2)], SimConfig(max_steps=1), "learned")[0]
     assert not fresh.masks[0][STOP]  # nothing done yet
-    delegated = play(policy, [Script(EASY, 2, (0, DELEGATE, DELEGATE), (True,) * 3)], SimConfig(max_steps=4),
-                     "learned")[0]
+    delegated = play(
+        policy, [Script(EASY, 2, (0, DELEGATE, DELEGATE), (True,) * 3)], SimConfig(max_steps=4), "learned"
+    )[0]
     assert not delegated.masks[0][STOP] and delegated.masks[0][AGGREGATE]  # all handed out, no answer yet
-    answered = play(policy, [Script(EASY, 2, (0, DELEGATE, DELEGATE, AGGREGATE), (True,) * 4)],
-                    SimConfig(max_steps=5), "learned")[0]
+    answered = play(
+        policy, [Script(EASY, 2, (0, DELEGATE, DELEGATE, AGGREGATE), (True,) * 4)], SimConfig(max_steps=5), "learned"
+    )[0]
     assert answered.masks[0][STOP]  # the first sampled decision, after the answer
 
 
@@ -119,6 +143,7 @@ def test_stop_modes():
 
 # --- training -----------------------------------------------------------------------------------
 
+
 def test_a_tiny_run_reports_the_contract_iterations():
     seen, summary = run(TINY)
     assert len(seen) >= 2 and summary["status"] == "finished" and summary["iterations"] == len(seen)
@@ -129,8 +154,18 @@ def test_a_tiny_run_reports_the_contract_iterations():
         json.dumps(it)
         assert it["budget_steps"] == TINY["budget_steps"] and it["wall_s"] > 0
         m = it["metrics"]
-        for key in ("reward", "success_rate", "critical_steps", "parallelism_efficiency", "tokens_per_episode",
-                    "episode_length", "entropy", "policy_loss", "value_loss", "stop_value_loss"):
+        for key in (
+            "reward",
+            "success_rate",
+            "critical_steps",
+            "parallelism_efficiency",
+            "tokens_per_episode",
+            "episode_length",
+            "entropy",
+            "policy_loss",
+            "value_loss",
+            "stop_value_loss",
+        ):
             assert isinstance(m[key], float) and np.isfinite(m[key]), key
         assert 0 <= m["success_rate"] <= 1 and 0 < m["episode_length"] <= TINY["max_steps"]
         assert 0 < m["entropy"] <= np.log(len(MOVES)) and m["tokens_per_episode"] > 0 and m["critical_steps"] >= 1
@@ -170,8 +205,12 @@ def test_resume_continues_and_matches_an_uninterrupted_run(tmp_path):
     config = {**TINY, "budget_steps": 600, "seed": 3}
     whole, _ = run(config)
     first: list[dict] = []
-    summary = train(RunConfig.from_dict(config), checkpoint_dir=tmp_path, on_iteration=first.append,
-                    should_stop=lambda: len(first) >= 2)
+    summary = train(
+        RunConfig.from_dict(config),
+        checkpoint_dir=tmp_path,
+        on_iteration=first.append,
+        should_stop=lambda: len(first) >= 2,
+    )
     assert summary["status"] == "cancelled" and len(first) == 2 and (tmp_path / "last.pt").exists()
     rest, final = run(config, checkpoint_dir=tmp_path, resume=True)
     resumed = first + rest

@@ -8,8 +8,17 @@ import copy
 import pytest
 
 #: A real run's config that trains in seconds: SwarmSim's `tiny` level, 4 episodes per iteration.
-TINY = {"level": "tiny", "algorithm": "ppo", "credit": "shared", "stop": "learned", "budget_steps": 600, "max_steps": 60,
-        "episodes_per_iteration": 4, "group_size": 4, "seed": 0}
+TINY = {
+    "level": "tiny",
+    "algorithm": "ppo",
+    "credit": "shared",
+    "stop": "learned",
+    "budget_steps": 600,
+    "max_steps": 60,
+    "episodes_per_iteration": 4,
+    "group_size": 4,
+    "seed": 0,
+}
 
 
 @pytest.fixture(scope="session")

@@ -38,15 +38,18 @@ def test_an_external_run_reports_iterations_and_finishes(api_client, iterations)
     assert late.status_code == 409 and late.json()["field"] == "status"
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"config": {**TINY, "credit": "vibes"}}, "config.credit"),
-    ({"config": {**TINY, "budget_steps": -5}}, "config.budget_steps"),
-    ({"config": {**TINY, "budget_steps": 10 ** 30}}, "config.budget_steps"),  # beyond 64 bits: no 500
-    ({"config": {**TINY, "hidden": 10 ** 9}}, "config.hidden"),  # a network no worker could hold
-    ({"config": []}, "config"),
-    ({"name": 7, "config": TINY}, "name"),
-    (b"{not json", "body"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"config": {**TINY, "credit": "vibes"}}, "config.credit"),
+        ({"config": {**TINY, "budget_steps": -5}}, "config.budget_steps"),
+        ({"config": {**TINY, "budget_steps": 10**30}}, "config.budget_steps"),  # beyond 64 bits: no 500
+        ({"config": {**TINY, "hidden": 10**9}}, "config.hidden"),  # a network no worker could hold
+        ({"config": []}, "config"),
+        ({"name": 7, "config": TINY}, "name"),
+        (b"{not json", "body"),
+    ],
+)
 def test_bad_run_requests_name_the_field(api_client, body, field):
     answer = post(api_client, "/api/runs/", body)
     assert answer.status_code == 400 and answer.json()["field"] == field, answer.content
@@ -71,20 +74,26 @@ def test_a_bad_iteration_is_refused_whole(api_client, iterations):
 BIG = int("1" + "0" * 400)  # a JSON integer beyond a float's range
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"env_steps": 2 ** 63}, "env_steps"),  # beyond the 64-bit column: was a 500 (database overflow)
-    ({"budget_steps": 2 ** 63}, "budget_steps"),
-    ({"iteration": 2 ** 31}, "iteration"),  # a 32-bit column on PostgreSQL
-    ({"wall_s": BIG}, "wall_s"),  # beyond a float: was a 500 (math.isfinite)
-    ({"metrics": {"reward": BIG}}, "metrics.reward"),
-    ({"stop": {"p_stop_by_step": [[1, BIG]]}}, "stop.p_stop_by_step[0][1]"),
-    ({"metrics": {"reward": 1.0, "note": "a\x00b"}}, "metrics"),  # PostgreSQL cannot store U+0000
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"env_steps": 2**63}, "env_steps"),  # beyond the 64-bit column: was a 500 (database overflow)
+        ({"budget_steps": 2**63}, "budget_steps"),
+        ({"iteration": 2**31}, "iteration"),  # a 32-bit column on PostgreSQL
+        ({"wall_s": BIG}, "wall_s"),  # beyond a float: was a 500 (math.isfinite)
+        ({"metrics": {"reward": BIG}}, "metrics.reward"),
+        ({"stop": {"p_stop_by_step": [[1, BIG]]}}, "stop.p_stop_by_step[0][1]"),
+        ({"metrics": {"reward": 1.0, "note": "a\x00b"}}, "metrics"),  # PostgreSQL cannot store U+0000
+    ],
+)
 def test_iterations_too_large_or_unstorable_answer_400_naming_the_field(api_client, change, field):
     """Found by schemathesis and by probing its cases: these were 500s."""
     run_id = post(api_client, "/api/runs/", {"config": TINY}).json()["id"]
-    answer = post(api_client, f"/api/runs/{run_id}/iterations/",
-                  {"iteration": 0, "env_steps": 10, "metrics": {"reward": 1.0}, **change})
+    answer = post(
+        api_client,
+        f"/api/runs/{run_id}/iterations/",
+        {"iteration": 0, "env_steps": 10, "metrics": {"reward": 1.0}, **change},
+    )
     assert answer.status_code == 400 and answer.json()["field"] == field, answer.content
     assert not RunIteration.objects.exists()
 
@@ -115,14 +124,22 @@ def test_tokens_see_only_their_project(api_client, iterations, django_user_model
     foreign = do_create_token(other, elsewhere, "t")[1]
     for url in (f"/api/runs/{run_id}/", f"/api/runs/{run_id}/snapshot/"):
         assert client.get(url, HTTP_AUTHORIZATION=f"Bearer {foreign}").status_code == 404
-    assert client.post(f"/api/runs/{run_id}/iterations/", json.dumps(iterations[0]), content_type="application/json",
-                       HTTP_AUTHORIZATION=f"Bearer {foreign}").status_code == 404
+    assert (
+        client.post(
+            f"/api/runs/{run_id}/iterations/",
+            json.dumps(iterations[0]),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {foreign}",
+        ).status_code
+        == 404
+    )
     assert client.get(f"/api/runs/{run_id}/").status_code == 401
     assert client.get(f"/api/runs/{run_id}/", HTTP_AUTHORIZATION="Bearer ssk_nope").status_code == 401
 
 
 def test_only_external_open_runs_take_iterations_and_finish(api_client, iterations, project):
     from webapp.training import services
+
     app_run = services.do_create_run(project, TINY)  # trained by the app's worker
     injected = post(api_client, f"/api/runs/{app_run.pk}/iterations/", iterations[0])
     assert injected.status_code == 409 and injected.json()["field"] == "run"
@@ -135,14 +152,20 @@ def test_only_external_open_runs_take_iterations_and_finish(api_client, iteratio
     assert Run.objects.get(pk=external).status == Run.FAILED and not RunIteration.objects.exists()
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"metrics": {"reward": 1.0, "custom": float("nan")}}, "metrics.custom"),  # a recipe's own entry
-    ({"credit": {"by_role": {"solver": 0.5}, "extra": [1, float("inf")]}}, "credit.extra[1]"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"metrics": {"reward": 1.0, "custom": float("nan")}}, "metrics.custom"),  # a recipe's own entry
+        ({"credit": {"by_role": {"solver": 0.5}, "extra": [1, float("inf")]}}, "credit.extra[1]"),
+    ],
+)
 def test_non_finite_numbers_anywhere_in_an_iteration_are_refused(api_client, change, field):
     run_id = post(api_client, "/api/runs/", {"config": TINY}).json()["id"]
-    answer = post(api_client, f"/api/runs/{run_id}/iterations/",
-                  {"iteration": 0, "env_steps": 10, "metrics": {"reward": 1.0}, **change})
+    answer = post(
+        api_client,
+        f"/api/runs/{run_id}/iterations/",
+        {"iteration": 0, "env_steps": 10, "metrics": {"reward": 1.0}, **change},
+    )
     assert answer.status_code == 400 and answer.json()["field"] == field, answer.content
     finish = post(api_client, f"/api/runs/{run_id}/finish/", {"summary": {"best": float("nan")}})
     assert finish.status_code == 400 and finish.json()["field"] == "summary.best"

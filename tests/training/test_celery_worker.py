@@ -21,7 +21,12 @@ from tests.training.conftest import TINY
 from webapp.training import services, tasks
 from webapp.training.models import Run
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.services,
+    pytest.mark.processes,
+    pytest.mark.timeout(300),
+]
 
 
 @pytest.fixture
@@ -37,8 +42,11 @@ def training_worker(broker_url, tmp_path):  # noqa: F811 - the imported fixture
 def producer(broker_url, monkeypatch):  # noqa: F811
     """Enqueue on the real broker (the test settings run tasks eagerly otherwise)."""
     with Celery(broker=broker_url, set_as_current=False) as client:
-        monkeypatch.setattr(tasks.train_run, "apply_async",
-                            lambda args, queue: client.send_task(tasks.train_run.name, args=args, queue=queue))
+        monkeypatch.setattr(
+            tasks.train_run,
+            "apply_async",
+            lambda args, queue: client.send_task(tasks.train_run.name, args=args, queue=queue),
+        )
         yield client
 
 
@@ -49,8 +57,9 @@ def wait_for(run: Run, predicate, log: Path, what: str, timeout: float = 120) ->
         if predicate(run):
             return run
         time.sleep(0.2)
-    pytest.fail(f"the run never {what} (status {run.status}, {run.iterations_done} iterations):\n"
-                + log.read_text()[-3000:])
+    pytest.fail(
+        f"the run never {what} (status {run.status}, {run.iterations_done} iterations):\n" + log.read_text()[-3000:]
+    )
 
 
 def pool_process(worker_pid: int) -> int:
@@ -73,8 +82,12 @@ def test_worker_trains_survives_a_killed_pool_process_resumes_and_cancels(traini
     lost_at = run.iterations_done
 
     services.request_resume(run)
-    run = wait_for(run, lambda r: r.status == Run.RUNNING and r.iterations_done >= lost_at + 2, log,
-                   "resumed and stored two more iterations")
+    run = wait_for(
+        run,
+        lambda r: r.status == Run.RUNNING and r.iterations_done >= lost_at + 2,
+        log,
+        "resumed and stored two more iterations",
+    )
     services.do_request_cancel(run)
     run = wait_for(run, lambda r: r.status == Run.CANCELLED, log, "was cancelled")
     rows = list(run.iterations.order_by("iteration").values_list("iteration", "env_steps"))

@@ -17,16 +17,39 @@ from tests.training.conftest import TINY
 from webapp.training import services
 from webapp.training.models import Run
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.processes, pytest.mark.timeout(180)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.services,
+    pytest.mark.processes,
+    pytest.mark.timeout(180),
+]
 
 
 def test_cli_streams_a_run_into_the_app(live_server, api_token, tmp_path, project):
     config = tmp_path / "cfg.json"
     config.write_text(json.dumps(TINY))
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "trainer.recipes.train_orchestrator", "--config", str(config),
-                           "--out", str(out), "--url", live_server.url, "--token", api_token, "--name", "from the CLI"],
-                          cwd=REPO, capture_output=True, text=True, timeout=150)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.recipes.train_orchestrator",
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+            "--url",
+            live_server.url,
+            "--token",
+            api_token,
+            "--name",
+            "from the CLI",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     written = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     run = Run.objects.get(name="from the CLI")
@@ -42,9 +65,25 @@ def test_cli_streams_a_run_into_the_app(live_server, api_token, tmp_path, projec
 def test_cli_with_a_bad_token_fails_clearly(live_server, tmp_path):
     config = tmp_path / "cfg.json"
     config.write_text(json.dumps(TINY))
-    done = subprocess.run([sys.executable, "-m", "trainer.recipes.train_orchestrator", "--config", str(config),
-                           "--out", str(tmp_path / "out"), "--url", live_server.url, "--token", "ssk_wrong"],
-                          cwd=REPO, capture_output=True, text=True, timeout=150)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.recipes.train_orchestrator",
+            "--config",
+            str(config),
+            "--out",
+            str(tmp_path / "out"),
+            "--url",
+            live_server.url,
+            "--token",
+            "ssk_wrong",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
     assert done.returncode != 0 and "401" in done.stderr
     assert not Run.objects.exists()
 
@@ -56,10 +95,26 @@ def _config(tmp_path, budget):
 
 
 def cli(tmp_path, url, token, *extra, budget=TINY["budget_steps"]):
-    return subprocess.run([sys.executable, "-m", "trainer.recipes.train_orchestrator",
-                           "--config", str(_config(tmp_path, budget)),
-                           "--out", str(tmp_path / "out"), "--url", url, "--token", token, *extra],
-                          cwd=REPO, capture_output=True, text=True, timeout=150)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.recipes.train_orchestrator",
+            "--config",
+            str(_config(tmp_path, budget)),
+            "--out",
+            str(tmp_path / "out"),
+            "--url",
+            url,
+            "--token",
+            token,
+            *extra,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
 
 
 def test_a_resumed_cli_run_reports_to_the_same_app_run(live_server, api_token, tmp_path):
@@ -85,10 +140,25 @@ def test_a_resumed_cli_run_reports_to_the_same_app_run(live_server, api_token, t
 def interrupted_cli(tmp_path, url, token, interrupt) -> tuple[int, str]:
     """Start an endless CLI run, call `interrupt(process)` once the app holds its first iteration;
     returns its exit code and stderr."""
-    process = subprocess.Popen([sys.executable, "-m", "trainer.recipes.train_orchestrator", "--config",
-                                str(_config(tmp_path, 10 ** 9)), "--out", str(tmp_path / "out"),
-                                "--url", url, "--token", token],
-                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainer.recipes.train_orchestrator",
+            "--config",
+            str(_config(tmp_path, 10**9)),
+            "--out",
+            str(tmp_path / "out"),
+            "--url",
+            url,
+            "--token",
+            token,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not Run.objects.filter(iterations__isnull=False).exists():
@@ -103,15 +173,17 @@ def interrupted_cli(tmp_path, url, token, interrupt) -> tuple[int, str]:
 
 def test_a_cli_run_cancelled_in_the_app_stops_and_keeps_its_checkpoint(live_server, api_token, tmp_path):
     # what Cancel on the run page does
-    code, err = interrupted_cli(tmp_path, live_server.url, api_token,
-                                lambda process: services.do_request_cancel(Run.objects.get()))
+    code, err = interrupted_cli(
+        tmp_path, live_server.url, api_token, lambda process: services.do_request_cancel(Run.objects.get())
+    )
     assert code == 1 and "was closed in the app" in err, err[-3000:]
     assert Run.objects.get().status == Run.CANCELLED and (tmp_path / "out" / "last.pt").exists()
 
 
 def test_ctrl_c_leaves_the_app_run_open_for_resume(live_server, api_token, tmp_path):
-    code, err = interrupted_cli(tmp_path, live_server.url, api_token,
-                                lambda process: process.send_signal(signal.SIGINT))
+    code, err = interrupted_cli(
+        tmp_path, live_server.url, api_token, lambda process: process.send_signal(signal.SIGINT)
+    )
     run = Run.objects.get()
     assert code == 130 and "Traceback" not in err and f"reporting to run {run.pk}" in err, err[-3000:]
     assert run.status == Run.RUNNING

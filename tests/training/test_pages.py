@@ -15,8 +15,19 @@ from webapp.training.models import Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FORM = {"name": "", "level": "tiny", "algorithm": "ppo", "credit": "shared", "stop": "learned", "w_success": 1,
-        "w_parallelism": 0.1, "w_finish": 0.1, "w_critical_steps": 0.001, "budget_steps": 300, "seed": 0}
+FORM = {
+    "name": "",
+    "level": "tiny",
+    "algorithm": "ppo",
+    "credit": "shared",
+    "stop": "learned",
+    "w_success": 1,
+    "w_parallelism": 0.1,
+    "w_finish": 0.1,
+    "w_critical_steps": 0.001,
+    "budget_steps": 300,
+    "seed": 0,
+}
 
 
 @pytest.fixture
@@ -71,8 +82,9 @@ def test_compare_runs_and_seed_groups(browser_client, project):
     other = services.do_create_run(project, {**TINY, "credit": "counterfactual"}, external=True)
     response = browser_client.get(f"/runs/compare/?groups={a.seed_group}&groups={a.seed_group}&runs={other.pk}")
     assert response.status_code == 200
-    data = json.loads(re.search(r'id="compare-data" type="application/json">(.*?)</script>',
-                                response.content.decode(), re.S).group(1))
+    data = json.loads(
+        re.search(r'id="compare-data" type="application/json">(.*?)</script>', response.content.decode(), re.S).group(1)
+    )
     assert [s["kind"] for s in data] == ["run", "group"]
     assert sorted(snap["run"]["id"] for snap in data[1]["runs"]) == sorted([a.pk, b.pk, c.pk])
     assert browser_client.get(f"/runs/compare/?runs={a.pk}").status_code == 400  # one is not a comparison
@@ -105,8 +117,14 @@ def three_projects(django_user_model):
 
 def project_options(html: str) -> list[tuple[str, bool]]:
     select = re.search(r'<select name="project"[^>]*>(.*?)</select>', html, re.S)
-    return [(html_unescape(name), bool(sel)) for sel, name in
-            re.findall(r'<option value="\d+"( selected)?>([^<]*)</option>', select.group(1))] if select else []
+    return (
+        [
+            (html_unescape(name), bool(sel))
+            for sel, name in re.findall(r'<option value="\d+"( selected)?>([^<]*)</option>', select.group(1))
+        ]
+        if select
+        else []
+    )
 
 
 def test_the_form_asks_which_project_and_starts_the_run_there(client, three_projects, monkeypatch):
@@ -116,7 +134,9 @@ def test_the_form_asks_which_project_and_starts_the_run_there(client, three_proj
     html = client.get("/runs/new/").content.decode()
     assert project_options(html) == [("Beta", True), ("Gamma", False)]  # not Alpha: a viewer there
     assert project_options(client.get(f"/runs/new/?project={gamma.pk}").content.decode()) == [
-        ("Beta", False), ("Gamma", True)]
+        ("Beta", False),
+        ("Gamma", True),
+    ]
     html = client.post("/runs/new/", {**FORM, "project": alpha.pk}).content.decode()
     assert "reviewer or admin" in field_error(html, "project") and not Run.objects.exists()
     html = client.post("/runs/new/", {**FORM, "project": 987654}).content.decode()
@@ -152,7 +172,8 @@ def test_a_seed_group_counts_each_seed_once_and_says_what_it_left_out(browser_cl
     assert sorted(snap["run"]["id"] for snap in group["runs"]) == sorted([s0_old.pk, s1.pk, s2.pk])
     assert group["label"].endswith("(3 seeds)") and group["description"] == "3 seeds (2 repeated runs left out)"
     assert sorted((r["id"], r["kept"]) for r in group["left_out"]) == sorted(
-        [(s0_new.pk, s0_old.pk), (s0_empty.pk, s0_old.pk)])
+        [(s0_new.pk, s0_old.pk), (s0_empty.pk, s0_old.pk)]
+    )
     notice = re.search(r'data-testid="compare-repeats">(.*?)</p>', html, re.S).group(1)
     assert "3 seeds (2 repeated runs left out)" in notice and f"#{s0_new.pk}</a> repeats seed 0" in notice
     listing = browser_client.get("/runs/").content.decode()
@@ -168,8 +189,8 @@ def test_a_seed_run_twice_is_one_seed(browser_client, project):
 
 def test_the_runs_list_leaves_the_eta_to_the_shared_formatter(browser_client, project):
     run = services.do_create_run(project, TINY, external=True)
-    Run.objects.filter(pk=run.pk).update(env_steps=100, budget_steps=10 ** 9, wall_s=30.0)
+    Run.objects.filter(pk=run.pk).update(env_steps=100, budget_steps=10**9, wall_s=30.0)
     listing = browser_client.get("/runs/").content.decode()
     cell = re.search(r'<td class="num" data-testid="run-eta" data-eta="([\d.]+)" title="(\d+) s left"></td>', listing)
-    assert cell and abs(float(cell.group(1)) - (10 ** 9 - 100) * 0.3) < 1  # formatted by runs_list.js
+    assert cell and abs(float(cell.group(1)) - (10**9 - 100) * 0.3) < 1  # formatted by runs_list.js
     assert "runs_list.js" in listing

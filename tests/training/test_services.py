@@ -21,9 +21,13 @@ def strip_time(snapshot: dict) -> dict:
 
 
 def test_config_errors_name_the_field(project):
-    for config, field in [({"algorithm": "sarsa"}, "config.algorithm"), ({"budget_steps": 0}, "config.budget_steps"),
-                          ({"reward_weights": {"success": -1}}, "config.reward_weights.success"),
-                          ({"colour": "red"}, "config.colour"), ("long", "config")]:
+    for config, field in [
+        ({"algorithm": "sarsa"}, "config.algorithm"),
+        ({"budget_steps": 0}, "config.budget_steps"),
+        ({"reward_weights": {"success": -1}}, "config.reward_weights.success"),
+        ({"colour": "red"}, "config.colour"),
+        ("long", "config"),
+    ]:
         with pytest.raises(services.RunInputError) as caught:
             services.do_create_run(project, config)
         assert caught.value.field == field, caught.value
@@ -53,14 +57,17 @@ def test_iterations_are_stored_with_their_episodes_and_progress(project, iterati
     assert RunIteration.objects.filter(run=run).count() == len(iterations)
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda d: d["metrics"].update(reward="high"), "metrics.reward"),
-    (lambda d: d["metrics"].update(entropy=float("nan")), "metrics.entropy"),
-    (lambda d: d.update(iteration=-1), "iteration"),
-    (lambda d: d["stop"]["p_stop_by_step"].__setitem__(0, [0]), "stop.p_stop_by_step[0]"),
-    (lambda d: d["credit"]["by_role"].update(orchestrator="most"), "credit.by_role.orchestrator"),
-    (lambda d: d["episodes"][0]["events"][0].pop("type"), "episodes[0]"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda d: d["metrics"].update(reward="high"), "metrics.reward"),
+        (lambda d: d["metrics"].update(entropy=float("nan")), "metrics.entropy"),
+        (lambda d: d.update(iteration=-1), "iteration"),
+        (lambda d: d["stop"]["p_stop_by_step"].__setitem__(0, [0]), "stop.p_stop_by_step[0]"),
+        (lambda d: d["credit"]["by_role"].update(orchestrator="most"), "credit.by_role.orchestrator"),
+        (lambda d: d["episodes"][0]["events"][0].pop("type"), "episodes[0]"),
+    ],
+)
 def test_bad_iterations_are_refused_naming_the_field_and_write_nothing(project, iterations, change, field):
     run = services.do_create_run(project, TINY, external=True)
     seq, traces = run.seq, Trace.objects.count()
@@ -161,9 +168,9 @@ def test_a_failing_run_is_marked_failed_with_the_reason(project, settings, tmp_p
     assert run.status == Run.FAILED and "level" in run.error and "no-such-level" in run.error
 
 
-def test_an_iteration_the_app_cannot_store_fails_the_run_naming_the_field(project, settings, tmp_path,
-                                                                         monkeypatch):
+def test_an_iteration_the_app_cannot_store_fails_the_run_naming_the_field(project, settings, tmp_path, monkeypatch):
     from trainer.recipes import train_orchestrator as recipe
+
     settings.DATA_DIR = tmp_path
     monkeypatch.setattr(services, "request_training", lambda run: None)
     run = services.do_create_run(project, TINY)
@@ -190,8 +197,7 @@ def test_runs_whose_worker_stopped_reporting_are_marked_failed(project, settings
     for run in (silent, fresh):
         services.do_mark_running(run)
     Run.objects.filter(pk=external.pk).update(external=True, status=Run.RUNNING)
-    Run.objects.filter(pk__in=[silent.pk, external.pk]).update(
-        heartbeat_at=timezone.now() - timedelta(seconds=120))
+    Run.objects.filter(pk__in=[silent.pk, external.pk]).update(heartbeat_at=timezone.now() - timedelta(seconds=120))
     assert services.reap_stale_runs() == [silent.pk]
     silent.refresh_from_db()
     assert silent.status == Run.FAILED and "no heartbeat for 60 s" in silent.error

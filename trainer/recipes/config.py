@@ -14,8 +14,14 @@ from trainer.sim.tasks import LEVELS
 ALGORITHMS = ("ppo", "grpo")
 CREDITS = ("shared", "counterfactual", "shapley")
 #: Reward weights and their anneal settings (see `trainer.rl.rewards.episode_reward`).
-DEFAULT_REWARD_WEIGHTS = {"success": 1.0, "parallelism": 0.1, "finish": 0.5, "critical_steps": 0.002,
-                          "parallel_target": 8.0, "anneal_fraction": 1.0}
+DEFAULT_REWARD_WEIGHTS = {
+    "success": 1.0,
+    "parallelism": 0.1,
+    "finish": 0.5,
+    "critical_steps": 0.002,
+    "parallel_target": 8.0,
+    "anneal_fraction": 1.0,
+}
 #: Largest reward weight (or setting): a reward of 1e308 * R overflows to inf and no iteration can be stored.
 MAX_WEIGHT = 1e6
 
@@ -36,8 +42,8 @@ class Bound(NamedTuple):
 
 #: The numeric fields' bounds, checked in this order (after `CHOICES`).
 BOUNDS = (
-    Bound("budget_steps", int, 1, 10 ** 12),
-    Bound("seed", int, 0, 2 ** 62),
+    Bound("budget_steps", int, 1, 10**12),
+    Bound("seed", int, 0, 2**62),
     Bound("episodes_per_iteration", int, 1, 4096),
     Bound("group_size", int, 1, 256),
     Bound("epochs", int, 1, 100),
@@ -67,14 +73,23 @@ def check_bound(bound: Bound, value: Any) -> None:
     elif bound.type is int:
         ok = isinstance(value, int) and bound.low <= value <= bound.high
     else:
-        ok = isinstance(value, (int, float)) and math.isfinite(value) \
-            and (bound.low < value if bound.open_low else bound.low <= value) and value <= bound.high
+        ok = (
+            isinstance(value, (int, float))
+            and math.isfinite(value)
+            and (bound.low < value if bound.open_low else bound.low <= value)
+            and value <= bound.high
+        )
     if ok:
         return
     if bound.type is int:
         raise ValueError(f"{bound.field}: must be an integer in [{bound.low}, {bound.high:,}], got {value!r}")
-    text = f"in [{bound.low:g}, {bound.high:g}]" if math.isfinite(bound.high) \
-        else f"> {bound.low:g}" if bound.open_low else f">= {bound.low:g}"
+    text = (
+        f"in [{bound.low:g}, {bound.high:g}]"
+        if math.isfinite(bound.high)
+        else f"> {bound.low:g}"
+        if bound.open_low
+        else f">= {bound.low:g}"
+    )
     raise ValueError(f"{bound.field}: must be a finite number {text}, got {value!r}")
 
 
@@ -168,8 +183,10 @@ class RunConfig:
         weights = check_weights(data.get("reward_weights", {}))
         config = cls(**{**{k: v for k, v in data.items() if k != "reward_weights"}, "reward_weights": weights})
         if config.episodes_per_iteration % config.group_size:
-            raise ValueError(f"group_size: must divide episodes_per_iteration ({config.episodes_per_iteration}), "
-                             f"got {config.group_size}")
+            raise ValueError(
+                f"group_size: must divide episodes_per_iteration ({config.episodes_per_iteration}), "
+                f"got {config.group_size}"
+            )
         if config.sample_episodes > config.episodes_per_iteration:
             raise ValueError("sample_episodes: must be <= episodes_per_iteration")
         return config

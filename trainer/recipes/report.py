@@ -27,9 +27,16 @@ def binned(points: Sequence[tuple[int, float]], width: int) -> list[list[float]]
     return [[step, float(np.mean(values))] for step, values in sorted(sums.items())]
 
 
-def iteration_report(games: list[Played], terms: list[dict[str, float]], credits: list[np.ndarray],
-                     losses: Mapping[str, float], config: RunConfig, iteration: int, anneal: float,
-                     credit_steps: int) -> dict[str, Any]:
+def iteration_report(
+    games: list[Played],
+    terms: list[dict[str, float]],
+    credits: list[np.ndarray],
+    losses: Mapping[str, float],
+    config: RunConfig,
+    iteration: int,
+    anneal: float,
+    credit_steps: int,
+) -> dict[str, Any]:
     """The iteration dict without `iteration`, `env_steps`, `budget_steps`, `wall_s`: `metrics` (means
     over the episodes of their `episode_reward` `terms`, the update's `losses`, `anneal`, the
     re-rollouts' `credit_steps`, move shares), `stop` (p(stop) and C(s) by step, hindsight regret,
@@ -41,10 +48,16 @@ def iteration_report(games: list[Played], terms: list[dict[str, float]], credits
     efficiency = [parallelism_efficiency(e.trace) for e in episodes]
     width = max(1, config.max_steps // STOP_BINS)
     moves_all = [m for g in games for m in g.moves]
-    for episode, term in zip(episodes[:config.sample_episodes], terms):
+    for episode, term in zip(episodes[: config.sample_episodes], terms):
         episode.trace.rewards["training_reward"] = term["total"]
-        episode.trace.attributes.update(training={"iteration": iteration, "credit": config.credit,
-                                                  "algorithm": config.algorithm, "stop": config.stop})
+        episode.trace.attributes.update(
+            training={
+                "iteration": iteration,
+                "credit": config.credit,
+                "algorithm": config.algorithm,
+                "stop": config.stop,
+            }
+        )
     return {
         "metrics": {
             "reward": float(np.mean([t["total"] for t in terms])),
@@ -72,5 +85,5 @@ def iteration_report(games: list[Played], terms: list[dict[str, float]], credits
             "late": int(sum(o.late for o in outcomes)),
         },
         "credit": attribution(episodes, credits),
-        "episodes": [e.trace.to_dict() for e in episodes[:config.sample_episodes]],
+        "episodes": [e.trace.to_dict() for e in episodes[: config.sample_episodes]],
     }

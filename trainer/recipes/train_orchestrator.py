@@ -64,6 +64,7 @@ TASK_SEED_BASE, EPISODE_SEED_BASE = 1_000_000_000, 2_000_000_000
 
 # --- one iteration ----------------------------------------------------------------------------
 
+
 def iteration_scripts(config: RunConfig, iteration: int) -> list[Script]:
     """The episodes of `iteration`: groups of `group_size` share a task (fresh per group)."""
     groups = config.episodes_per_iteration // config.group_size
@@ -72,13 +73,17 @@ def iteration_scripts(config: RunConfig, iteration: int) -> list[Script]:
         task_seed = TASK_SEED_BASE + config.seed * 10_000_000 + iteration * 1000 + g
         task = generate_task(config.level, task_seed, f"{config.level}-train-{task_seed}")
         for k in range(config.group_size):
-            scripts.append(Script(task, EPISODE_SEED_BASE + config.seed * 10_000_000 + iteration * 1000
-                                  + g * config.group_size + k))
+            scripts.append(
+                Script(
+                    task, EPISODE_SEED_BASE + config.seed * 10_000_000 + iteration * 1000 + g * config.group_size + k
+                )
+            )
     return scripts
 
 
-def run_iteration(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, config: RunConfig,
-                  iteration: int, env_steps: int) -> tuple[dict[str, Any], int]:
+def run_iteration(
+    policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, config: RunConfig, iteration: int, env_steps: int
+) -> tuple[dict[str, Any], int]:
     """Play, credit, update once. Returns (the contract's iteration dict without `iteration`,
     `env_steps`, `budget_steps`, `wall_s`; environment steps this iteration took)."""
     weights = config.reward_weights
@@ -101,7 +106,7 @@ def run_iteration(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, 
             if config.algorithm == "ppo":
                 adv = gae(values, decision_rewards(rewards[k], len(game.moves), weights), config.gae_lambda)
             else:
-                group = rewards[k // config.group_size * config.group_size:][:config.group_size]
+                group = rewards[k // config.group_size * config.group_size :][: config.group_size]
                 adv = np.full(len(game.moves), (rewards[k] - group.mean()) / (group.std() + 1e-6))
         else:
             credit, extra = decision_credit(policy, game, rewards[k], config, reward_of)
@@ -123,8 +128,10 @@ def run_iteration(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, 
         "moves": torch.tensor(np.concatenate([g.moves for g in games]), dtype=torch.long),
         "logp": torch.tensor(np.concatenate([g.logp for g in games]), dtype=torch.float32),
         "advantages": torch.tensor(flat, dtype=torch.float32),
-        "returns": torch.tensor(np.concatenate([reward_to_go(r, len(g.moves), weights)
-                                                for g, r in zip(games, rewards)]), dtype=torch.float32),
+        "returns": torch.tensor(
+            np.concatenate([reward_to_go(r, len(g.moves), weights) for g, r in zip(games, rewards)]),
+            dtype=torch.float32,
+        ),
         "stop_value": torch.tensor(np.nan_to_num(np.concatenate(stop_values)), dtype=torch.float32),
         "gain": torch.tensor(np.nan_to_num(np.concatenate(gains)), dtype=torch.float32),
         "stop_measured": torch.tensor(~np.isnan(np.concatenate(gains)), dtype=torch.float32),
@@ -132,16 +139,23 @@ def run_iteration(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, 
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + iteration)
     losses = ppo_update(policy, optimizer, batch, config, generator, anneal)
 
-    report = iteration_report(games, terms, credits, losses, config, iteration, anneal,
-                              credit_steps=steps - sum(g.env_steps for g in games))
+    report = iteration_report(
+        games, terms, credits, losses, config, iteration, anneal, credit_steps=steps - sum(g.env_steps for g in games)
+    )
     return report, steps
 
 
 # --- the loop ---------------------------------------------------------------------------------
 
-def train(config: RunConfig, *, checkpoint_dir: Path | None = None, resume: bool = False,
-          on_iteration: Callable[[dict], None] | None = None,
-          should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+
+def train(
+    config: RunConfig,
+    *,
+    checkpoint_dir: Path | None = None,
+    resume: bool = False,
+    on_iteration: Callable[[dict], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
     """Train until `budget_steps` environment steps (credit re-rollouts included) are spent.
 
     Calls `on_iteration(dict)` once per iteration (the contract's JSON-serialisable iteration dict)
@@ -183,20 +197,44 @@ def train(config: RunConfig, *, checkpoint_dir: Path | None = None, resume: bool
         # (deterministically, from the previous checkpoint) and reports it again under the same
         # number, so no iteration goes unreported.
         if on_iteration is not None:
-            on_iteration({"iteration": iteration, "env_steps": env_steps, "budget_steps": config.budget_steps,
-                          "wall_s": wall, **report})
+            on_iteration(
+                {
+                    "iteration": iteration,
+                    "env_steps": env_steps,
+                    "budget_steps": config.budget_steps,
+                    "wall_s": wall,
+                    **report,
+                }
+            )
         if checkpoint is not None:
-            _save(checkpoint, {"model": policy.state_dict(), "optimizer": optimizer.state_dict(),
-                               "iteration": iteration + 1, "env_steps": env_steps, "wall_s": wall,
-                               "best_reward": best, "final": final, "config": config.to_dict(),
-                               "torch_rng": torch.get_rng_state()})
+            _save(
+                checkpoint,
+                {
+                    "model": policy.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "iteration": iteration + 1,
+                    "env_steps": env_steps,
+                    "wall_s": wall,
+                    "best_reward": best,
+                    "final": final,
+                    "config": config.to_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                },
+            )
         iteration += 1
-    return {"status": status, "iterations": iteration, "env_steps": env_steps,
-            "wall_s": wall_before + time.monotonic() - started, "best_reward": best, "final": final,
-            "checkpoint": str(checkpoint) if checkpoint is not None and checkpoint.exists() else None}
+    return {
+        "status": status,
+        "iterations": iteration,
+        "env_steps": env_steps,
+        "wall_s": wall_before + time.monotonic() - started,
+        "best_reward": best,
+        "final": final,
+        "checkpoint": str(checkpoint) if checkpoint is not None and checkpoint.exists() else None,
+    }
 
 
 # --- checkpoint -------------------------------------------------------------------------------
+
 
 def _load(path: Path) -> dict[str, Any]:
     return torch.load(path, map_location="cpu", weights_only=False)
@@ -216,8 +254,9 @@ def check_resumable(config: RunConfig, state: Mapping[str, Any]) -> None:
     stored = RunConfig.from_dict(state["config"])
     for name in RunConfig.__dataclass_fields__:
         if name != "budget_steps" and getattr(stored, name) != getattr(config, name):
-            raise ValueError(f"{name}: differs from the checkpoint's ({getattr(stored, name)!r}); "
-                             "resume with the same config")
+            raise ValueError(
+                f"{name}: differs from the checkpoint's ({getattr(stored, name)!r}); resume with the same config"
+            )
 
 
 def load_policy(path: Path) -> tuple[OrchestratorPolicy, RunConfig]:
@@ -231,8 +270,10 @@ def load_policy(path: Path) -> tuple[OrchestratorPolicy, RunConfig]:
 
 # --- evaluation (held-out tasks) --------------------------------------------------------------
 
-def evaluate(policy: OrchestratorPolicy, tasks: list[Task], config: RunConfig, stop_mode: str | None = None,
-             seed: int = 0) -> list[dict[str, float]]:
+
+def evaluate(
+    policy: OrchestratorPolicy, tasks: list[Task], config: RunConfig, stop_mode: str | None = None, seed: int = 0
+) -> list[dict[str, float]]:
     """Play each task once (episode seed `seed` + index) with `stop_mode` (default the config's);
     per episode: `trainer.rl.stop.episode_summary` (the reward terms at anneal 0, `length`,
     `p_success`, `stop_regret`, `premature`, `late`)."""
@@ -244,13 +285,18 @@ def evaluate(policy: OrchestratorPolicy, tasks: list[Task], config: RunConfig, s
 
 # --- CLI --------------------------------------------------------------------------------------
 
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m trainer.recipes.train_orchestrator",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.recipes.train_orchestrator", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--config", required=True, help="RunConfig as a JSON file")
     parser.add_argument("--out", default="runs/orchestrator", help="metrics.jsonl, episodes/ and last.pt go here")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue from --out/last.pt (with --url: reporting to the same app run while it is open)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from --out/last.pt (with --url: reporting to the same app run while it is open)",
+    )
     parser.add_argument("--url", help="the app's base URL: stream each iteration to its runs API")
     parser.add_argument("--token", default=os.environ.get("SWARMSCOPE_TOKEN"), help="API token (with --url)")
     parser.add_argument("--name", default="", help="the run's name in the app")
@@ -306,13 +352,21 @@ def main(argv: list[str] | None = None) -> int:
         if app is not None:
             app.post_iteration(report)
         m = report["metrics"]
-        print(f"iteration {report['iteration']}: env steps {report['env_steps']}/{report['budget_steps']}, "
-              f"reward {m['reward']:.3f}, success {m['success_rate']:.2f}, length {m['episode_length']:.0f}, "
-              f"stop regret {report['stop']['stop_regret']:.3f}", flush=True)
+        print(
+            f"iteration {report['iteration']}: env steps {report['env_steps']}/{report['budget_steps']}, "
+            f"reward {m['reward']:.3f}, success {m['success_rate']:.2f}, length {m['episode_length']:.0f}, "
+            f"stop regret {report['stop']['stop_regret']:.3f}",
+            flush=True,
+        )
 
     try:
-        summary = train(config, checkpoint_dir=out, resume=args.resume, on_iteration=on_iteration,
-                        should_stop=lambda: app is not None and app.closed is not None)
+        summary = train(
+            config,
+            checkpoint_dir=out,
+            resume=args.resume,
+            on_iteration=on_iteration,
+            should_stop=lambda: app is not None and app.closed is not None,
+        )
     except KeyboardInterrupt:  # Ctrl-C: the app run stays open, so --resume goes on reporting to it
         where = f"; --resume continues, reporting to run {app.run_id}" if app is not None else "; --resume continues"
         print(f"interrupted: checkpoint {out / 'last.pt'} kept{where}", file=sys.stderr)
@@ -325,8 +379,11 @@ def main(argv: list[str] | None = None) -> int:
         metrics.close()
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     if app is not None and app.closed is not None:
-        print(f"{args.url}: run {app.run_id} was closed in the app ({app.closed}); stopped after iteration "
-              f"{summary['iterations'] - 1}, checkpoint kept: --resume continues as a new run", file=sys.stderr)
+        print(
+            f"{args.url}: run {app.run_id} was closed in the app ({app.closed}); stopped after iteration "
+            f"{summary['iterations'] - 1}, checkpoint kept: --resume continues as a new run",
+            file=sys.stderr,
+        )
         return 1
     if app is not None:
         app.finish(summary)

@@ -28,12 +28,16 @@ if TYPE_CHECKING:
 def block_of(n_decisions: int, n_blocks: int) -> np.ndarray:
     """(T,) block index of each decision: `n_blocks` contiguous, near-equal blocks (at most T)."""
     k = max(1, min(n_blocks, n_decisions))
-    return np.concatenate([np.full(len(part), b) for b, part in enumerate(np.array_split(np.arange(n_decisions), k))]) \
-        if n_decisions else np.zeros(0, dtype=int)
+    return (
+        np.concatenate([np.full(len(part), b) for b, part in enumerate(np.array_split(np.arange(n_decisions), k))])
+        if n_decisions
+        else np.zeros(0, dtype=int)
+    )
 
 
-def decision_credit(policy: OrchestratorPolicy, game: Played, reward: float, config: RunConfig,
-                    reward_of: Callable[[Episode], float]) -> tuple[np.ndarray, int]:
+def decision_credit(
+    policy: OrchestratorPolicy, game: Played, reward: float, config: RunConfig, reward_of: Callable[[Episode], float]
+) -> tuple[np.ndarray, int]:
     """Per-decision credit (T,) of a played episode under `config.credit` ("counterfactual" or
     "shapley"), and the environment steps its re-rollouts took.
 
@@ -68,8 +72,9 @@ def decision_credit(policy: OrchestratorPolicy, game: Played, reward: float, con
     if config.credit == "counterfactual":
         found = leave_one_out(coalition, n_players, config.credit_samples, first_seed=1)
     else:
-        found = shapley_permutation(coalition, n_players, config.credit_samples, first_seed=1,
-                                    sampling_seed=env.seed % (2 ** 32))
+        found = shapley_permutation(
+            coalition, n_players, config.credit_samples, first_seed=1, sampling_seed=env.seed % (2**32)
+        )
     per_block = np.array([a.estimate for a in found])
     return per_block[blocks], steps
 
@@ -120,5 +125,9 @@ def attribution(episodes: list[Episode], credits: list[np.ndarray]) -> dict[str,
         role = agent.rsplit("_", 1)[0] if agent != "orchestrator" else "orchestrator"
         by_role[role] = by_role.get(role, 0.0) + share
     top = dict(sorted(shares.items(), key=lambda item: -item[1])[:20])
-    return {"by_role": by_role, "by_agent": top, "free_rider_index": float(np.mean(free)) if free else 0.0,
-            "pseudo_parallelism_index": float(np.mean(pseudo)) if pseudo else 0.0}
+    return {
+        "by_role": by_role,
+        "by_agent": top,
+        "free_rider_index": float(np.mean(free)) if free else 0.0,
+        "pseudo_parallelism_index": float(np.mean(pseudo)) if pseudo else 0.0,
+    }

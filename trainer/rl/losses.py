@@ -30,8 +30,14 @@ def gae(values: np.ndarray, reward: float | np.ndarray, lam: float) -> np.ndarra
     return out
 
 
-def ppo_update(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor],
-               config: RunConfig, generator: torch.Generator, anneal: float = 1.0) -> dict[str, float]:
+def ppo_update(
+    policy: OrchestratorPolicy,
+    optimizer: torch.optim.Optimizer,
+    batch: dict[str, torch.Tensor],
+    config: RunConfig,
+    generator: torch.Generator,
+    anneal: float = 1.0,
+) -> dict[str, float]:
     """`config.epochs` passes of clipped PPO over `batch` in shuffled minibatches of
     `config.minibatch_size`.
 
@@ -51,7 +57,7 @@ def ppo_update(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, bat
         stats = {key: [] for key in ("policy_loss", "value_loss", "stop_value_loss", "entropy", "clip_fraction")}
         order = torch.randperm(n, generator=generator)
         for start in range(0, n, config.minibatch_size):
-            rows = order[start:start + config.minibatch_size]
+            rows = order[start : start + config.minibatch_size]
             masks, moves = batch["masks"][rows], batch["moves"][rows]
             heads = policy(batch["features"][rows], masks)
             _, logp_all = move_probabilities(heads.logits, heads.gain.detach(), masks, config.stop)
@@ -69,15 +75,25 @@ def ppo_update(policy: OrchestratorPolicy, optimizer: torch.optim.Optimizer, bat
             others[:, STOP] = False
             probs = logp_all.exp() * others
             entropy = -(probs * logp_all.clamp(min=-30)).sum(-1).mean()
-            loss = (policy_loss + config.value_coef * value_loss + config.continuation_coef * stop_value_loss
-                    - config.entropy_coef * anneal * entropy)
+            loss = (
+                policy_loss
+                + config.value_coef * value_loss
+                + config.continuation_coef * stop_value_loss
+                - config.entropy_coef * anneal * entropy
+            )
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
             optimizer.step()
-            for key, value in (("policy_loss", policy_loss), ("value_loss", value_loss),
-                               ("stop_value_loss", stop_value_loss), ("entropy", entropy),
-                               ("clip_fraction", (((ratio - 1).abs() > config.clip).float() * acting).sum()
-                                / acting.sum().clamp(min=1))):
+            for key, value in (
+                ("policy_loss", policy_loss),
+                ("value_loss", value_loss),
+                ("stop_value_loss", stop_value_loss),
+                ("entropy", entropy),
+                (
+                    "clip_fraction",
+                    (((ratio - 1).abs() > config.clip).float() * acting).sum() / acting.sum().clamp(min=1),
+                ),
+            ):
                 stats[key].append(value.item())
     return {key: float(np.mean(values)) for key, values in stats.items()}

@@ -33,8 +33,15 @@ def episode_reward(episode: Episode, weights: Mapping[str, float], anneal: float
     cost = weights["critical_steps"] * cs
     task = weights["success"] * episode.reward - cost
     total = task + anneal * (weights["parallelism"] * r_parallel + weights["finish"] * r_finish)
-    return {"success": episode.reward, "critical_steps": cs, "r_parallel": r_parallel, "r_finish": r_finish,
-            "task": task, "expected_task": weights["success"] * episode.p_success - cost, "total": total}
+    return {
+        "success": episode.reward,
+        "critical_steps": cs,
+        "r_parallel": r_parallel,
+        "r_finish": r_finish,
+        "task": task,
+        "expected_task": weights["success"] * episode.p_success - cost,
+        "total": total,
+    }
 
 
 def decision_rewards(reward: float, n_decisions: int, weights: Mapping[str, float]) -> np.ndarray:

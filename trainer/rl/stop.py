@@ -105,13 +105,24 @@ def episode_summary(episode: Episode, weights: Mapping[str, float]) -> dict[str,
     """The evaluation figures of any SwarmSim episode (a baseline's too): the `episode_reward` terms
     (anneal 0), `length` (decisions), `p_success`, `stop_regret`, `premature`, `late` (0.0 / 1.0)."""
     outcome = stop_hindsight(episode, weights)
-    return {**episode_reward(episode, weights, 0.0), "length": len(episode.actions), "p_success": episode.p_success,
-            "stop_regret": outcome.regret, "premature": float(outcome.premature), "late": float(outcome.late)}
+    return {
+        **episode_reward(episode, weights, 0.0),
+        "length": len(episode.actions),
+        "p_success": episode.p_success,
+        "stop_regret": outcome.regret,
+        "premature": float(outcome.premature),
+        "late": float(outcome.late),
+    }
 
 
-def stop_targets(policy: OrchestratorPolicy, game: Played, reward: float, config: RunConfig,
-                 reward_of: Callable[[Episode], float], rng: np.random.Generator
-                 ) -> tuple[np.ndarray, np.ndarray, int]:
+def stop_targets(
+    policy: OrchestratorPolicy,
+    game: Played,
+    reward: float,
+    config: RunConfig,
+    reward_of: Callable[[Episode], float],
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Regression targets of the stop heads for one played episode (T recorded decisions): the value
     of stopping S (T,) and the gain of continuing G (T,), NaN where not measured, and the
     environment steps the measurements took. Units: reward (`reward_of`).
@@ -136,8 +147,11 @@ def stop_targets(policy: OrchestratorPolicy, game: Played, reward: float, config
         steps += going_on.env_steps
         values[t], gains[t] = reward, reward_of(going_on.episode) - reward
     open_points = [s for s in range(n) if game.masks[s][STOP] and game.moves[s] != STOP]
-    points = set(rng.choice(open_points, size=min(config.stop_points, len(open_points)), replace=False).tolist()) \
-        if open_points else set()
+    points = (
+        set(rng.choice(open_points, size=min(config.stop_points, len(open_points)), replace=False).tolist())
+        if open_points
+        else set()
+    )
     answered = next((s for s, m in enumerate(game.moves) if m == AGGREGATE), None)
     after_answer = [s for s in open_points if answered is not None and s > answered]
     if after_answer:

@@ -127,18 +127,26 @@ class ChatClient:
             raise ValueError("SWARMSCOPE_OPENAI_BASE_URL is not set")
         if not model:
             raise ValueError("SWARMSCOPE_OPENAI_MODEL is not set")
-        options: dict[str, Any] = {"api_key": env.get("SWARMSCOPE_OPENAI_API_KEY", ""),
-                   "temperature": float(env.get("SWARMSCOPE_OPENAI_TEMPERATURE", 1.0)),
-                   "max_tokens": int(env.get("SWARMSCOPE_OPENAI_MAX_TOKENS", 512)),
-                   "timeout_s": float(env.get("SWARMSCOPE_OPENAI_TIMEOUT_S", 120))}
+        options: dict[str, Any] = {
+            "api_key": env.get("SWARMSCOPE_OPENAI_API_KEY", ""),
+            "temperature": float(env.get("SWARMSCOPE_OPENAI_TEMPERATURE", 1.0)),
+            "max_tokens": int(env.get("SWARMSCOPE_OPENAI_MAX_TOKENS", 512)),
+            "timeout_s": float(env.get("SWARMSCOPE_OPENAI_TIMEOUT_S", 120)),
+        }
         options.update(overrides)
         return cls(base_url.rstrip("/"), model, **options)
 
-    def chat(self, messages: list[dict[str, str]], *, n: int = 1, seed: int | None = None,
-             temperature: float | None = None) -> list[str]:
+    def chat(
+        self, messages: list[dict[str, str]], *, n: int = 1, seed: int | None = None, temperature: float | None = None
+    ) -> list[str]:
         """The `n` completions of `messages` (one request). Raises OpenAIError naming the cause."""
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "n": n, "max_tokens": self.max_tokens,
-                                "temperature": self.temperature if temperature is None else temperature}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "n": n,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature if temperature is None else temperature,
+        }
         if seed is not None:
             body["seed"] = int(seed)
         url = f"{self.base_url}/chat/completions"
@@ -167,8 +175,9 @@ class ChatClient:
             choices = sorted(document["choices"], key=lambda c: c.get("index", 0))
             texts = [choice["message"]["content"] or "" for choice in choices]
         except (KeyError, TypeError, AttributeError) as exc:
-            raise OpenAIError(f"OpenAI endpoint {url} answered JSON without choices[].message.content: "
-                              f"{raw[:200]!r}") from exc
+            raise OpenAIError(
+                f"OpenAI endpoint {url} answered JSON without choices[].message.content: {raw[:200]!r}"
+            ) from exc
         if len(texts) != n or not all(isinstance(t, str) for t in texts):
             raise OpenAIError(f"OpenAI endpoint {url} answered {len(texts)} choices for n={n}")
         return texts
@@ -200,8 +209,6 @@ def score(text: str, ground_truth: Any) -> float:
     return float(normalise_answer(final_answer(text)) == normalise_answer(ground_truth))
 
 
-
-
 def find_orchestrator(trace: Trace) -> str | None:
     """The agent that orchestrates `trace` where it is itself an LLM agent in it: the one agent with
     an orchestrator role (ORCHESTRATOR_ROLES) and turns an LLM wrote, else the one agent that emits
@@ -219,8 +226,12 @@ def speakers_of(trace: Trace) -> list[str]:
     roles = {a.name: (a.role or "").casefold() for a in trace.agents}
     speakers: list[str] = []
     for event in trace.events:
-        if (event.type not in REPLAYED_TYPES and event.agent not in speakers and event.agent.casefold() != "human"
-                and roles.get(event.agent, "") not in NOT_SPEAKER_ROLES):
+        if (
+            event.type not in REPLAYED_TYPES
+            and event.agent not in speakers
+            and event.agent.casefold() != "human"
+            and roles.get(event.agent, "") not in NOT_SPEAKER_ROLES
+        ):
             speakers.append(event.agent)
     return speakers
 
@@ -230,8 +241,10 @@ def speaker_question(speakers: list[str]) -> str:
     (after AG2's GroupChat `select_speaker_prompt_template`: "Read the above conversation. Then
     select the next role from {agentlist} to play. Only return the role.")."""
     listed = "\n".join(f"- {name}" for name in speakers)
-    return ("Read the above conversation. Then select the agent who speaks next, from this list:\n"
-            f"{listed}\nOnly return the agent's name, exactly as listed, and nothing else.")
+    return (
+        "Read the above conversation. Then select the agent who speaks next, from this list:\n"
+        f"{listed}\nOnly return the agent's name, exactly as listed, and nothing else."
+    )
 
 
 def parse_speaker(answer: str, speakers: list[str]) -> str | None:
@@ -317,15 +330,23 @@ class OpenAIRollout:
     #: The scoring a subclass fixes (the `openai-verifier` backend), else None.
     SCORING: str | None = None
 
-    def __init__(self, trace: Trace, client: ChatClient, max_turns: int = 0, scoring: str | None = None,
-                 speaker_order: str | None = None):
+    def __init__(
+        self,
+        trace: Trace,
+        client: ChatClient,
+        max_turns: int = 0,
+        scoring: str | None = None,
+        speaker_order: str | None = None,
+    ):
         has_truth = "ground_truth" in trace.attributes
         scoring = scoring or self.SCORING or (EXACT_MATCH if has_truth else VERIFIER)
         if scoring not in (EXACT_MATCH, VERIFIER):
             raise ValueError(f"unknown scoring {scoring!r}; one of {EXACT_MATCH!r}, {VERIFIER!r}")
         if scoring == EXACT_MATCH and not has_truth:
-            raise ValueError("the trace has no ground_truth attribute to score outcomes against by exact match "
-                             f"(scoring {VERIFIER!r} needs none)")
+            raise ValueError(
+                "the trace has no ground_truth attribute to score outcomes against by exact match "
+                f"(scoring {VERIFIER!r} needs none)"
+            )
         if speaker_order not in (None, "", "auto", ORIGINAL):
             raise ValueError(f"unknown speaker order {speaker_order!r}; 'auto' or {ORIGINAL!r}")
         self.trace, self.client, self.max_turns, self.scoring = trace, client, max_turns, scoring
@@ -341,9 +362,13 @@ class OpenAIRollout:
         ValueError when the endpoint is not configured, a setting is unknown, or exact match is asked
         of a trace without ground truth."""
         env = os.environ
-        return cls(trace, ChatClient.from_env(), int(env.get("SWARMSCOPE_OPENAI_MAX_TURNS", 0)),
-                   scoring=cls.SCORING or env.get("SWARMSCOPE_OPENAI_SCORING") or None,
-                   speaker_order=env.get("SWARMSCOPE_OPENAI_SPEAKER_ORDER") or None)
+        return cls(
+            trace,
+            ChatClient.from_env(),
+            int(env.get("SWARMSCOPE_OPENAI_MAX_TURNS", 0)),
+            scoring=cls.SCORING or env.get("SWARMSCOPE_OPENAI_SCORING") or None,
+            speaker_order=env.get("SWARMSCOPE_OPENAI_SPEAKER_ORDER") or None,
+        )
 
     def check(self, intervention: Intervention) -> None:
         check_intervention(self.trace, intervention)
@@ -352,9 +377,15 @@ class OpenAIRollout:
         """What re-runs this backend: endpoint, model, sampling parameters (not the key), speaker
         order (with the orchestrator and its speakers) and scoring (with the ground truth)."""
         c = self.client
-        environment = {"base_url": c.base_url, "model": c.model, "temperature": c.temperature,
-                       "max_tokens": c.max_tokens, "max_turns": self.max_turns, "speaker_order": self.speaker_order,
-                       "scoring": self.scoring}
+        environment = {
+            "base_url": c.base_url,
+            "model": c.model,
+            "temperature": c.temperature,
+            "max_tokens": c.max_tokens,
+            "max_turns": self.max_turns,
+            "speaker_order": self.speaker_order,
+            "scoring": self.scoring,
+        }
         if self.orchestrator:
             environment.update(orchestrator=self.orchestrator, speakers=self.speakers, speaker_temperature=0.0)
         if self.scoring == VERIFIER:
@@ -395,7 +426,7 @@ class OpenAIRollout:
         if self.max_turns:
             regenerated = [k for k, t in enumerate(turns) if t.content is None]
             if len(regenerated) > self.max_turns:
-                turns = turns[:regenerated[self.max_turns]]
+                turns = turns[: regenerated[self.max_turns]]
         return list(events[:fork]), turns
 
     def messages(self, agent: str, history: list[tuple[Event, str]]) -> list[dict[str, str]]:
@@ -426,8 +457,14 @@ class OpenAIRollout:
         """The slot `event` spoken by `agent` (the orchestrator's pick): a message of that agent."""
         if agent == event.agent:
             return event
-        return Event(event.id, event.t, "message", agent, t_end=event.t_end,
-                     attributes={"speaker_chosen_by": self.orchestrator, "original_speaker": event.agent})
+        return Event(
+            event.id,
+            event.t,
+            "message",
+            agent,
+            t_end=event.t_end,
+            attributes={"speaker_chosen_by": self.orchestrator, "original_speaker": event.agent},
+        )
 
     def run_arm(self, intervention: Intervention, seeds: np.ndarray, control: bool) -> Arm:
         """The samples of one arm at `seeds` (N,), from the fork on."""
@@ -443,8 +480,9 @@ class OpenAIRollout:
                 for history in samples:
                     history.append((turn.event, turn.content))
             elif not batched:  # every sample has the same history: one request of n samples
-                texts = self.client.chat(self.messages(turn.event.agent, shared + samples[0]), n=len(seeds),
-                                         seed=int(seeds[0]))
+                texts = self.client.chat(
+                    self.messages(turn.event.agent, shared + samples[0]), n=len(seeds), seed=int(seeds[0])
+                )
                 for history, text in zip(samples, texts):
                     history.append((turn.event, text))
                 batched = True
@@ -472,8 +510,9 @@ class OpenAIRollout:
         try:
             return parse_verdict(answer)
         except JudgeParseError as exc:
-            raise VerdictError(f"the verifier's verdict on the final answer of the sample at seed {seed} is "
-                               f"malformed: {exc}") from exc
+            raise VerdictError(
+                f"the verifier's verdict on the final answer of the sample at seed {seed} is malformed: {exc}"
+            ) from exc
 
     def rewards(self, samples: list[list[tuple[Event, str]]], seeds: np.ndarray) -> np.ndarray:
         """Rewards (N,) of the samples' final turns, the verdicts asked at the samples' seeds."""
@@ -497,17 +536,37 @@ class OpenAIRollout:
         treated_rewards = self.rewards(treated.histories, seeds)
         branches = []
         if traces:
-            branches = [self.branch(intervention, int(s), h, float(r), int(c), int(f)) for s, h, r, c, f
-                        in zip(seeds, treated.histories, treated_rewards, treated.choices, treated.fallbacks)]
+            branches = [
+                self.branch(intervention, int(s), h, float(r), int(c), int(f))
+                for s, h, r, c, f in zip(seeds, treated.histories, treated_rewards, treated.choices, treated.fallbacks)
+            ]
         fallbacks = control.fallbacks + treated.fallbacks
         if fallbacks.any():
-            log.warning("orchestrator %s: %d of %d speaker choices fell back to the original order", self.orchestrator,
-                        fallbacks.sum(), (control.choices + treated.choices).sum())
-        return PairedRollouts(seeds, control_rewards, treated_rewards, branches, self.speaker_order,
-                              control.choices + treated.choices, fallbacks)
+            log.warning(
+                "orchestrator %s: %d of %d speaker choices fell back to the original order",
+                self.orchestrator,
+                fallbacks.sum(),
+                (control.choices + treated.choices).sum(),
+            )
+        return PairedRollouts(
+            seeds,
+            control_rewards,
+            treated_rewards,
+            branches,
+            self.speaker_order,
+            control.choices + treated.choices,
+            fallbacks,
+        )
 
-    def branch(self, intervention: Intervention, seed: int, history: list[tuple[Event, str]], outcome: float,
-               choices: int = 0, fallbacks: int = 0) -> Trace:
+    def branch(
+        self,
+        intervention: Intervention,
+        seed: int,
+        history: list[tuple[Event, str]],
+        outcome: float,
+        choices: int = 0,
+        fallbacks: int = 0,
+    ) -> Trace:
         """The branch trace of one intervention sample: the prefix as recorded, then its turns;
         `outcome` is its reward, `choices` / `fallbacks` its orchestrator's speaker choices."""
         fork = self.fork_index(intervention)
@@ -524,18 +583,26 @@ class OpenAIRollout:
         factual = self.trace.source_id
         branch = copy.deepcopy(self.trace)
         branch.events = events
-        branch.edges = ([e for e in self.trace.edges if e.src in kept and e.dst in kept]
-                        + [Edge(events[i - 1].id, events[i].id, "temporal") for i in range(max(fork, 1), len(events))])
+        branch.edges = [e for e in self.trace.edges if e.src in kept and e.dst in kept] + [
+            Edge(events[i - 1].id, events[i].id, "temporal") for i in range(max(fork, 1), len(events))
+        ]
         branch.source_id = f"{factual}/{intervention.describe()}/seed-{seed}"
         branch.name = f"{self.trace.name}, {intervention.describe()}"
         branch.rewards = {"outcome": outcome}
         branch.labels = []
-        branch.attributes.update(intervention=intervention.to_dict(), factual=factual, seed=seed,
-                                 fork_event=self.trace.events[fork].id, speaker_order=self.speaker_order,
-                                 scoring=self.scoring, model=self.client.model)
+        branch.attributes.update(
+            intervention=intervention.to_dict(),
+            factual=factual,
+            seed=seed,
+            fork_event=self.trace.events[fork].id,
+            speaker_order=self.speaker_order,
+            scoring=self.scoring,
+            model=self.client.model,
+        )
         if self.orchestrator:
-            branch.attributes.update(orchestrator=self.orchestrator, speaker_choices=choices,
-                                     speaker_fallbacks=fallbacks)
+            branch.attributes.update(
+                orchestrator=self.orchestrator, speaker_choices=choices, speaker_fallbacks=fallbacks
+            )
         return branch
 
     # --- planning: the requests a rollout sends, without sending them ---------------------------
@@ -547,8 +614,9 @@ class OpenAIRollout:
         """The texts of `messages(agent, history)` without chat formatting."""
         return ([self.prompts[agent]] if agent in self.prompts else []) + [content for _, content in history]
 
-    def plan_arm(self, intervention: Intervention, seeds: np.ndarray,
-                 control: bool) -> tuple[list[PlannedRequest], list[str]]:
+    def plan_arm(
+        self, intervention: Intervention, seeds: np.ndarray, control: bool
+    ) -> tuple[list[PlannedRequest], list[str]]:
         """The requests `run_arm(intervention, seeds, control)` sends, in its order, assuming every
         re-generated slot is answered with its recorded content and every speaker pick names the
         slot's recorded speaker (the orchestrator keeps the original order); and each sample's
@@ -571,9 +639,18 @@ class OpenAIRollout:
             agent, answer = turn.event.agent, turn.event.content or ""
             if not batched:
                 seen = shared + samples[0]
-                requests.append(PlannedRequest("turn", agent, len(seeds), int(seeds[0]), temperature,
-                                               self._turn_parts(agent, seen), answer,
-                                               functools.partial(self.messages, agent, seen)))
+                requests.append(
+                    PlannedRequest(
+                        "turn",
+                        agent,
+                        len(seeds),
+                        int(seeds[0]),
+                        temperature,
+                        self._turn_parts(agent, seen),
+                        answer,
+                        functools.partial(self.messages, agent, seen),
+                    )
+                )
                 batched = True
             else:
                 # Every sample has the same assumed history: one list of parts serves them all.
@@ -583,10 +660,30 @@ class OpenAIRollout:
                 pick = self._turn_parts(orchestrator, seen) + [question] if orchestrator else []
                 for seed in seeds:
                     if orchestrator:
-                        requests.append(PlannedRequest("speaker", orchestrator, 1, int(seed), 0.0, pick, agent,
-                                                       functools.partial(self.speaker_messages, seen, speakers)))
-                    requests.append(PlannedRequest("turn", agent, 1, int(seed), temperature, parts, answer,
-                                                   functools.partial(self.messages, agent, seen)))
+                        requests.append(
+                            PlannedRequest(
+                                "speaker",
+                                orchestrator,
+                                1,
+                                int(seed),
+                                0.0,
+                                pick,
+                                agent,
+                                functools.partial(self.speaker_messages, seen, speakers),
+                            )
+                        )
+                    requests.append(
+                        PlannedRequest(
+                            "turn",
+                            agent,
+                            1,
+                            int(seed),
+                            temperature,
+                            parts,
+                            answer,
+                            functools.partial(self.messages, agent, seen),
+                        )
+                    )
             for history in samples:
                 history.append((turn.event, answer))
         return requests, [history[-1][1] if history else "" for history in samples]
@@ -601,8 +698,18 @@ class OpenAIRollout:
             if text.strip():
                 messages = verifier_messages(self.trace, text)
                 parts = [m["content"] for m in messages]
-                requests.append(PlannedRequest("verdict", "verifier", 1, int(seed), 0.0, parts, self.PLANNED_VERDICT,
-                                               functools.partial(list, messages)))
+                requests.append(
+                    PlannedRequest(
+                        "verdict",
+                        "verifier",
+                        1,
+                        int(seed),
+                        0.0,
+                        parts,
+                        self.PLANNED_VERDICT,
+                        functools.partial(list, messages),
+                    )
+                )
         return requests
 
     def plan_paired(self, intervention: Intervention, seeds: np.ndarray) -> dict[str, list[PlannedRequest]]:

@@ -100,8 +100,9 @@ class SimRollout:
             if agent not in self.spawned:
                 raise InterventionError(f"SwarmSim removes spawned agents only, not {agent!r}", "agents")
         indices = sorted((self.messages[e] for e in intervention.events), reverse=True)
-        return ([SimIntervention(intervention.kind, index, item=intervention.text) for index in indices]
-                + [SimIntervention("remove_agent", agent=agent) for agent in intervention.agents])
+        return [SimIntervention(intervention.kind, index, item=intervention.text) for index in indices] + [
+            SimIntervention("remove_agent", agent=agent) for agent in intervention.agents
+        ]
 
     def actions(self, intervention: Intervention | None, seed: int) -> list[Action]:
         """The actions replayed at `seed` under `intervention` (None: the factual ones)."""
@@ -117,8 +118,12 @@ class SimRollout:
             replayed = [self.actions(intervention, int(seed)) for seed in seeds]
         else:
             replayed = [self.actions(intervention, episode.seed)] * len(seeds)
-        return np.array([float(rollout(episode.task, actions, episode.config, int(seed)).correct)
-                         for actions, seed in zip(replayed, seeds)])
+        return np.array(
+            [
+                float(rollout(episode.task, actions, episode.config, int(seed)).correct)
+                for actions, seed in zip(replayed, seeds)
+            ]
+        )
 
     def fork_event(self, intervention: Intervention) -> str:
         """The first event of the factual trace that `intervention` changes: its earliest targeted
@@ -133,8 +138,9 @@ class SimRollout:
         factual = self.episode.trace.source_id
         branch.trace.source_id = f"{factual}/{intervention.describe()}/seed-{seed}"
         branch.trace.name = f"{self.episode.trace.name}, {intervention.describe()}"
-        branch.trace.attributes.update(intervention=intervention.to_dict(), factual=factual,
-                                       fork_event=self.fork_event(intervention))
+        branch.trace.attributes.update(
+            intervention=intervention.to_dict(), factual=factual, fork_event=self.fork_event(intervention)
+        )
         return branch
 
     def paired(self, intervention: Intervention, seeds: np.ndarray, traces: bool = False) -> PairedRollouts:
@@ -144,8 +150,9 @@ class SimRollout:
         if not traces:
             return PairedRollouts(seeds, self(None, seeds), self(intervention, seeds), [])
         branches = [self.branch(intervention, int(seed)) for seed in seeds]
-        return PairedRollouts(seeds, self(None, seeds), np.array([b.reward for b in branches]),
-                              [b.trace for b in branches])
+        return PairedRollouts(
+            seeds, self(None, seeds), np.array([b.reward for b in branches]), [b.trace for b in branches]
+        )
 
 
 class AggregateRollout:

@@ -50,8 +50,7 @@ def legal_actions(observation: Observation) -> list[Action]:
     (once), stop."""
     workers = [name for role, names in observation.agents.items() if role != "verifier" for name in names]
     actions = [spawn(role) for role in WORK_ROLES]
-    actions += [delegate(i, name) for i, done in enumerate(observation.delegated) if not done
-                for name in workers]
+    actions += [delegate(i, name) for i, done in enumerate(observation.delegated) if not done for name in workers]
     if not observation.aggregated:
         actions.append(aggregate())
     return actions + [stop()]
@@ -149,8 +148,7 @@ class BatchedSwarmEnv:
     correct aggregate, done (B,) bool). `p_success` (B,) is the closed form E[R] as in `SwarmEnv`.
     """
 
-    def __init__(self, tasks: list[Task], seeds: np.ndarray, config: SimConfig | None = None,
-                 max_agents: int = 64):
+    def __init__(self, tasks: list[Task], seeds: np.ndarray, config: SimConfig | None = None, max_agents: int = 64):
         self.config = config or SimConfig()
         n = len(tasks[0].subtasks)
         if any(len(task.subtasks) != n for task in tasks):
@@ -162,8 +160,10 @@ class BatchedSwarmEnv:
         for k, task in enumerate(tasks):
             for s in task.subtasks:
                 self.deps[k, s.id, list(s.deps)] = True
-        self.keys = {name: np.array([key_hash(name.format(i)) for i in range(n)], dtype=np.uint64)
-                     for name in ("solve/{}/0", "solve/{}/1", "verify/{}")}
+        self.keys = {
+            name: np.array([key_hash(name.format(i)) for i in range(n)], dtype=np.uint64)
+            for name in ("solve/{}/0", "solve/{}/1", "verify/{}")
+        }
         self.skills = np.array([self.config.skills[role] for role in WORK_ROLES])
         self.rows = np.arange(b)
         self.t = np.zeros(b)
@@ -189,9 +189,17 @@ class BatchedSwarmEnv:
         sub = np.clip(arg, 0, n - 1)
         slot = np.clip(agent, 0, capacity - 1)
         role = self.agent_role[self.rows, slot]
-        delegating = (live & (kind == DELEGATE) & (arg >= 0) & (arg < n) & (agent >= 0)
-                      & (agent < self.n_agents) & (role >= 0) & (role != WORK_ROLES.index("verifier"))
-                      & ~self.delegated[self.rows, sub])
+        delegating = (
+            live
+            & (kind == DELEGATE)
+            & (arg >= 0)
+            & (arg < n)
+            & (agent >= 0)
+            & (agent < self.n_agents)
+            & (role >= 0)
+            & (role != WORK_ROLES.index("verifier"))
+            & ~self.delegated[self.rows, sub]
+        )
         aggregating = live & (kind == AGGREGATE) & ~self.aggregated
         stopping = live & (kind == STOP)
         self.invalid += live & ~(spawning | delegating | aggregating | stopping)
@@ -218,8 +226,10 @@ class BatchedSwarmEnv:
             caught = verified & ~first & (uniforms(seeds, self.keys["verify/{}"][i]) < self.config.catch)
             second = inputs_correct & (uniforms(seeds, self.keys["solve/{}/1"][i]) < p)
             duration = costs.solve_s * (1 + self.difficulty[rows, i])
-            start = np.maximum(np.maximum(self.t[rows], self.free_at[rows, a]),
-                               np.max(np.where(deps, self.result_t[rows], 0.0), axis=1))
+            start = np.maximum(
+                np.maximum(self.t[rows], self.free_at[rows, a]),
+                np.max(np.where(deps, self.result_t[rows], 0.0), axis=1),
+            )
             end = start + duration + verified * costs.verify_s + caught * duration
             self.delegated[rows, i] = True
             self.correct[rows, i] = first | (caught & second)
@@ -259,6 +269,5 @@ class BatchedFanOut:
         s = env.steps
         task = s - spawns
         kind = np.select([s < spawns, task < n, task == n], [SPAWN, DELEGATE, AGGREGATE], STOP)
-        arg = np.where(s < self.k, WORK_ROLES.index("solver"),
-                       np.where(s < spawns, WORK_ROLES.index("verifier"), task))
+        arg = np.where(s < self.k, WORK_ROLES.index("solver"), np.where(s < spawns, WORK_ROLES.index("verifier"), task))
         return kind, arg, np.maximum(task, 0) % self.k

@@ -86,8 +86,11 @@ def free_riders(n: int, messages_each: int = 2) -> list[Action]:
     """Actions planting `n` free-riders (role `free_rider`, skill 0): each sends `messages_each`
     null messages to the orchestrator, so it acts but its removal changes nothing."""
     actions = [spawn("free_rider") for _ in range(n)]
-    actions += [message(f"free_rider_{i}", ORCHESTRATOR, f"chatter/{i}/{j}")
-                for i in range(1, n + 1) for j in range(messages_each)]
+    actions += [
+        message(f"free_rider_{i}", ORCHESTRATOR, f"chatter/{i}/{j}")
+        for i in range(1, n + 1)
+        for j in range(messages_each)
+    ]
     return actions
 
 

@@ -77,10 +77,14 @@ class SimConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SimConfig:
         """Inverse of `to_dict` (also of its JSON round trip: lists for tuples)."""
-        return cls(skills=dict(data["skills"]), catch=data["catch"], aggregate_base=data["aggregate_base"],
-                   effects=tuple(Effect(e["kind"], e["amount"], tuple(e["members"]), e["target"])
-                                 for e in data["effects"]),
-                   costs=Costs(**data["costs"]), max_steps=data["max_steps"])
+        return cls(
+            skills=dict(data["skills"]),
+            catch=data["catch"],
+            aggregate_base=data["aggregate_base"],
+            effects=tuple(Effect(e["kind"], e["amount"], tuple(e["members"]), e["target"]) for e in data["effects"]),
+            costs=Costs(**data["costs"]),
+            max_steps=data["max_steps"],
+        )
 
 
 def solve_probability(skill, difficulty, gain_=0.0):
@@ -146,8 +150,9 @@ class SwarmEnv:
     `draws` lists each (key, probability) drawn, in order.
     """
 
-    def __init__(self, task: Task, config: SimConfig | None = None, seed: int = 0,
-                 outcomes: Mapping[str, bool] | None = None):
+    def __init__(
+        self, task: Task, config: SimConfig | None = None, seed: int = 0, outcomes: Mapping[str, bool] | None = None
+    ):
         self.task, self.config, self.seed = task, config or SimConfig(), seed
         self.outcomes = outcomes or {}
         self.draws: list[tuple[str, float]] = []
@@ -175,16 +180,32 @@ class SwarmEnv:
 
     # --- emitting ---------------------------------------------------------------------------
 
-    def _emit(self, id_: str, t: float, duration: float, type_: str, agent: str, tokens: int,
-              consume: bool = False, **fields: Any) -> Event:
+    def _emit(
+        self,
+        id_: str,
+        t: float,
+        duration: float,
+        type_: str,
+        agent: str,
+        tokens: int,
+        consume: bool = False,
+        **fields: Any,
+    ) -> Event:
         """Add an event; its agent's spawn edge goes to its first event, and the message edges of
         what it received go to the next event that `consume`s its inbox (a solve or the aggregate)."""
         count = self._ids.get(id_, 0)
         self._ids[id_] = count + 1
         state = self.agents[agent]
-        event = Event(id=id_ if not count else f"{id_}#{count}", t=round(t, 6),
-                      t_end=round(t + duration, 6), type=type_, agent=agent, role=state.role,
-                      tokens=tokens, **fields)
+        event = Event(
+            id=id_ if not count else f"{id_}#{count}",
+            t=round(t, 6),
+            t_end=round(t + duration, 6),
+            type=type_,
+            agent=agent,
+            role=state.role,
+            tokens=tokens,
+            **fields,
+        )
         self.events.append(event)
         state.free_at = max(state.free_at, _end(event))
         if state.spawn_event is not None:
@@ -197,8 +218,15 @@ class SwarmEnv:
 
     def _decision(self, id_: str, type_: str, **fields: Any) -> Event:
         """An orchestrator event at its clock `t`, which it advances by `decision_s`."""
-        event = self._emit(id_, max(self.t, self.agents[ORCHESTRATOR].free_at), self.costs.decision_s,
-                           type_, ORCHESTRATOR, self.costs.decision_tokens, **fields)
+        event = self._emit(
+            id_,
+            max(self.t, self.agents[ORCHESTRATOR].free_at),
+            self.costs.decision_s,
+            type_,
+            ORCHESTRATOR,
+            self.costs.decision_tokens,
+            **fields,
+        )
         self.t = _end(event)
         return event
 
@@ -239,10 +267,10 @@ class SwarmEnv:
         if name in self.agents:
             raise InvalidAction(f"agent {name!r} exists")
         event = self._decision(f"spawn:{name}", "spawn", to=name, content=f"spawn {role}")
-        state = self.agents[name] = _AgentState(role, self.config.skills[role], _end(event),
-                                                spawn_event=event.id)
-        self._trace_agents.append(Agent(name, role=role, parent=ORCHESTRATOR,
-                                        spawned_at=event.t, attributes={"skill": state.skill}))
+        state = self.agents[name] = _AgentState(role, self.config.skills[role], _end(event), spawn_event=event.id)
+        self._trace_agents.append(
+            Agent(name, role=role, parent=ORCHESTRATOR, spawned_at=event.t, attributes={"skill": state.skill})
+        )
 
     def _do_despawn(self, action: Action) -> None:
         if action.agent == ORCHESTRATOR:
@@ -257,9 +285,18 @@ class SwarmEnv:
         if action.agent == action.to or action.item is None:
             raise InvalidAction("a message needs an item and two different agents")
         start = max(self.t, sender.free_at)
-        event = self._emit(f"message:{action.item}", start, self.costs.message_s, "message",
-                           agent, self.costs.message_tokens, from_=action.agent, to=action.to,
-                           content=f"about {action.item}", attributes={"item": action.item})
+        event = self._emit(
+            f"message:{action.item}",
+            start,
+            self.costs.message_s,
+            "message",
+            agent,
+            self.costs.message_tokens,
+            from_=action.agent,
+            to=action.to,
+            content=f"about {action.item}",
+            attributes={"item": action.item},
+        )
         if action.agent == ORCHESTRATOR:
             self.t = _end(event)
         receiver.inbox.setdefault(action.item, _end(event))
@@ -278,8 +315,13 @@ class SwarmEnv:
         subtask = self.task.subtasks[i]
         inputs_ready = all(d in self._delegated for d in subtask.deps)
         self._delegated[i] = agent
-        order = self._decision(f"delegate:{i}", "delegate", to=action.agent, content=f"solve subtask {i}",
-                               attributes={"subtask": i, "inputs_ready": inputs_ready})
+        order = self._decision(
+            f"delegate:{i}",
+            "delegate",
+            to=action.agent,
+            content=f"solve subtask {i}",
+            attributes={"subtask": i, "inputs_ready": inputs_ready},
+        )
         solver.received.append(order.id)
         deps = [self._results[d] for d in subtask.deps if d in self._results]
         start = max([_end(order), solver.free_at] + [r[1] for r in deps] + list(solver.inbox.values()))
@@ -292,10 +334,17 @@ class SwarmEnv:
         if verifiers:
             checker = verifiers[i % len(verifiers)]
             caught = not correct and self._bernoulli(f"verify/{i}", self.config.catch)
-            check = self._emit(f"verify:{i}", max(t, self.agents[checker].free_at), self.costs.verify_s,
-                               "tool_call", checker, self.costs.verify_tokens, tool="verify",
-                               content=f"check subtask {i}",
-                               attributes={"subtask": i, "verdict": "reject" if caught else "accept"})
+            check = self._emit(
+                f"verify:{i}",
+                max(t, self.agents[checker].free_at),
+                self.costs.verify_s,
+                "tool_call",
+                checker,
+                self.costs.verify_tokens,
+                tool="verify",
+                content=f"check subtask {i}",
+                attributes={"subtask": i, "verdict": "reject" if caught else "accept"},
+            )
             self.edges.append(Edge(result.id, check.id, "causal"))
             t = _end(check)
             if caught:
@@ -303,29 +352,55 @@ class SwarmEnv:
                 t = _end(result)
             else:
                 accepted = check.id
-        ret = self._emit(f"return:{i}", max(t, solver.free_at), 0.0, "return", agent,
-                         self.costs.return_tokens, from_=action.agent, to=ORCHESTRATOR,
-                         content=f"answer to subtask {i}", attributes={"subtask": i})
+        ret = self._emit(
+            f"return:{i}",
+            max(t, solver.free_at),
+            0.0,
+            "return",
+            agent,
+            self.costs.return_tokens,
+            from_=action.agent,
+            to=ORCHESTRATOR,
+            content=f"answer to subtask {i}",
+            attributes={"subtask": i},
+        )
         if accepted is not None:
             self.edges.append(Edge(accepted, ret.id, "causal"))
         catch = self.config.catch if verifiers else 0.0
         self._q[i] = p + (1 - p) * catch * p
         self._results[i] = (ret.id, _end(ret), correct)
 
-    def _attempt(self, agent: str, i: int, attempt: int, t: float, upstream: list[str], p: float,
-                 inputs_correct: bool) -> tuple[Event, bool]:
+    def _attempt(
+        self, agent: str, i: int, attempt: int, t: float, upstream: list[str], p: float, inputs_correct: bool
+    ) -> tuple[Event, bool]:
         """One solve attempt of subtask i (a tool call and its result); returns the result and
         whether it is correct (drawn from key `solve/<i>/<attempt>`; wrong inputs make it wrong)."""
         duration = self.costs.solve_s * (1 + self.task.subtasks[i].difficulty)
-        call = self._emit(f"solve:{i}:{attempt}", t, duration, "tool_call", agent, self.costs.solve_tokens,
-                          consume=True, tool="solve", content=f"work on subtask {i}",
-                          attributes={"subtask": i, "attempt": attempt})
+        call = self._emit(
+            f"solve:{i}:{attempt}",
+            t,
+            duration,
+            "tool_call",
+            agent,
+            self.costs.solve_tokens,
+            consume=True,
+            tool="solve",
+            content=f"work on subtask {i}",
+            attributes={"subtask": i, "attempt": attempt},
+        )
         self.edges += [Edge(src, call.id, "causal") for src in upstream]
         correct = inputs_correct and self._bernoulli(f"solve/{i}/{attempt}", p)
-        result = self._emit(f"result:{i}:{attempt}", _end(call), 0.0, "tool_result", agent, 0, tool="solve",
-                            content=f"result of subtask {i}",
-                            attributes={"subtask": i, "attempt": attempt, "correct": correct,
-                                        "status": "ok"})
+        result = self._emit(
+            f"result:{i}:{attempt}",
+            _end(call),
+            0.0,
+            "tool_result",
+            agent,
+            0,
+            tool="solve",
+            content=f"result of subtask {i}",
+            attributes={"subtask": i, "attempt": attempt, "correct": correct, "status": "ok"},
+        )
         self.edges.append(Edge(call.id, result.id, "tool_dependency"))
         if not correct:
             self.labels.append(Label("corrupted", True, event_id=result.id, source="swarmsim"))
@@ -343,8 +418,13 @@ class SwarmEnv:
         self.correct = all_correct and self._bernoulli("aggregate", p_agg)
         self.p_subtasks = float(np.prod(list(self._q.values()))) if complete else 0.0
         self.p_success = p_agg * self.p_subtasks
-        event = self._decision("aggregate", "aggregate", consume=True, content="final answer",
-                               attributes={"correct": self.correct, "complete": complete})
+        event = self._decision(
+            "aggregate",
+            "aggregate",
+            consume=True,
+            content="final answer",
+            attributes={"correct": self.correct, "complete": complete},
+        )
         self.edges += [Edge(r[0], event.id, "return") for r in self._results.values()]
         self.aggregated = True
 
@@ -361,23 +441,41 @@ class SwarmEnv:
         for name, state in self.agents.items():
             if state.alive and name != ORCHESTRATOR:
                 alive.setdefault(state.role, []).append(name)
-        return Observation(self.task, tuple(i in self._delegated for i in range(n)),
-                           tuple(i in self._results for i in range(n)), alive, self.aggregated,
-                           len(self.actions), self.t)
+        return Observation(
+            self.task,
+            tuple(i in self._delegated for i in range(n)),
+            tuple(i in self._results for i in range(n)),
+            alive,
+            self.aggregated,
+            len(self.actions),
+            self.t,
+        )
 
     def episode(self) -> Episode:
         """The episode so far as an `Episode` with its trace, its costs and its rewards
         (`trainer.sim.rewards.record_rewards`, default weights)."""
-        trace = Trace(source_format="swarmsim", source_id=f"{self.task.id}/seed-{self.seed}",
-                      name=f"SwarmSim {self.task.id} seed {self.seed}", system="swarmsim",
-                      topology="hierarchical", task_id=self.task.id, agents=list(self._trace_agents),
-                      events=list(self.events), edges=list(self.edges), labels=list(self.labels),
-                      attributes={"seed": self.seed, "level": self.task.level,
-                                  "n_subtasks": len(self.task.subtasks),
-                                  "sim_config": self.config.to_dict(), "p_success": self.p_success,
-                                  "actions": [a.describe() for a in self.actions],
-                                  "task": self.task.to_dict(),
-                                  "action_list": [a.to_dict() for a in self.actions]})
+        trace = Trace(
+            source_format="swarmsim",
+            source_id=f"{self.task.id}/seed-{self.seed}",
+            name=f"SwarmSim {self.task.id} seed {self.seed}",
+            system="swarmsim",
+            topology="hierarchical",
+            task_id=self.task.id,
+            agents=list(self._trace_agents),
+            events=list(self.events),
+            edges=list(self.edges),
+            labels=list(self.labels),
+            attributes={
+                "seed": self.seed,
+                "level": self.task.level,
+                "n_subtasks": len(self.task.subtasks),
+                "sim_config": self.config.to_dict(),
+                "p_success": self.p_success,
+                "actions": [a.describe() for a in self.actions],
+                "task": self.task.to_dict(),
+                "action_list": [a.to_dict() for a in self.actions],
+            },
+        )
         trace.costs = {
             "tokens": float(sum(e.tokens or 0 for e in self.events)),
             "wall_clock_s": max((e.t_end or e.t for e in self.events), default=0.0),
@@ -385,8 +483,16 @@ class SwarmEnv:
             "messages": float(sum(e.type == "message" for e in self.events)),
         }
         record_rewards(trace)
-        return Episode(trace, tuple(self.actions), 1.0 if self.correct else 0.0, self.p_success,
-                       self.p_subtasks, self.seed, self.task, self.config)
+        return Episode(
+            trace,
+            tuple(self.actions),
+            1.0 if self.correct else 0.0,
+            self.p_success,
+            self.p_subtasks,
+            self.seed,
+            self.task,
+            self.config,
+        )
 
 
 def replay_trace(attributes: Mapping[str, Any]) -> Episode:
@@ -395,15 +501,23 @@ def replay_trace(attributes: Mapping[str, Any]) -> Episode:
     round trip): the same actions under the same seed give the same trace. Raises ValueError
     when an attribute is missing or malformed."""
     try:
-        return simulate(Task.from_dict(attributes["task"]),
-                        [Action.from_dict(a) for a in attributes["action_list"]],
-                        SimConfig.from_dict(attributes["sim_config"]), int(attributes["seed"]))
+        return simulate(
+            Task.from_dict(attributes["task"]),
+            [Action.from_dict(a) for a in attributes["action_list"]],
+            SimConfig.from_dict(attributes["sim_config"]),
+            int(attributes["seed"]),
+        )
     except (KeyError, TypeError, InvalidAction) as exc:
         raise ValueError(f"not a re-runnable SwarmSim trace: {exc!r}") from exc
 
 
-def rollout(task: Task, actions: Iterable[Action], config: SimConfig | None = None, seed: int = 0,
-            outcomes: Mapping[str, bool] | None = None) -> SwarmEnv:
+def rollout(
+    task: Task,
+    actions: Iterable[Action],
+    config: SimConfig | None = None,
+    seed: int = 0,
+    outcomes: Mapping[str, bool] | None = None,
+) -> SwarmEnv:
     """Replay `actions` (open loop) on `task`, stopping early at a `stop`; returns the environment
     (read `correct`, `p_success`, `draws`) without building the trace. Raises InvalidAction."""
     env = SwarmEnv(task, config, seed, outcomes)
@@ -413,7 +527,12 @@ def rollout(task: Task, actions: Iterable[Action], config: SimConfig | None = No
     return env
 
 
-def simulate(task: Task, actions: Iterable[Action], config: SimConfig | None = None, seed: int = 0,
-             outcomes: Mapping[str, bool] | None = None) -> Episode:
+def simulate(
+    task: Task,
+    actions: Iterable[Action],
+    config: SimConfig | None = None,
+    seed: int = 0,
+    outcomes: Mapping[str, bool] | None = None,
+) -> Episode:
     """`rollout`, then the `Episode` with its trace, costs and rewards."""
     return rollout(task, actions, config, seed, outcomes).episode()

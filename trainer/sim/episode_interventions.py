@@ -79,7 +79,7 @@ def intervene(episode: Episode, intervention: Intervention) -> tuple[int, list[A
         raise ValueError(f"action {index!r} is not a message")
     message = actions[index]
     if intervention.kind == "remove":
-        return index, actions[index + 1:]
+        return index, actions[index + 1 :]
     if intervention.kind == "mask":
         item = f"masked/{index}"
     elif intervention.kind == "replace":
@@ -89,7 +89,7 @@ def intervene(episode: Episode, intervention: Intervention) -> tuple[int, list[A
     else:
         pool = sorted({m for e in episode.config.effects for m in e.members} | {message_item(message)})
         item = pool[int(uniform(episode.seed, f"resample/{index}") * len(pool))]
-    return index, [replace(message, item=item)] + actions[index + 1:]
+    return index, [replace(message, item=item)] + actions[index + 1 :]
 
 
 def resimulate(episode: Episode, intervention: Intervention, policy: Policy | None = None) -> Episode:
@@ -107,8 +107,9 @@ def resimulate(episode: Episode, intervention: Intervention, policy: Policy | No
     return run_policy(env, policy)
 
 
-def paired_effect(episode: Episode, intervention: Intervention, n: int = 10_000,
-                  first_seed: int = 0) -> tuple[float, float]:
+def paired_effect(
+    episode: Episode, intervention: Intervention, n: int = 10_000, first_seed: int = 0
+) -> tuple[float, float]:
     """Monte-Carlo Δ = E[R | h] - E[R | do(intervention)] from n >= 2 paired open-loop rollouts (seeds
     first_seed .. first_seed + n - 1, the same for control and intervention: common random numbers).
 
@@ -116,8 +117,11 @@ def paired_effect(episode: Episode, intervention: Intervention, n: int = 10_000,
     """
     fork, after = intervene(episode, intervention)
     treated = list(episode.actions[:fork]) + after
-    differences = np.array([
-        float(rollout(episode.task, episode.actions, episode.config, seed).correct)
-        - float(rollout(episode.task, treated, episode.config, seed).correct)
-        for seed in range(first_seed, first_seed + n)])
+    differences = np.array(
+        [
+            float(rollout(episode.task, episode.actions, episode.config, seed).correct)
+            - float(rollout(episode.task, treated, episode.config, seed).correct)
+            for seed in range(first_seed, first_seed + n)
+        ]
+    )
     return float(differences.mean()), float(differences.std(ddof=1) / np.sqrt(n))

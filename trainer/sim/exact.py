@@ -29,8 +29,9 @@ from trainer.sim.tasks import Task
 MAX_EXACT_MESSAGES = 12
 
 
-def enumerate_expected_reward(task: Task, actions: list[Action] | tuple[Action, ...],
-                              config: SimConfig | None = None) -> float:
+def enumerate_expected_reward(
+    task: Task, actions: list[Action] | tuple[Action, ...], config: SimConfig | None = None
+) -> float:
     """E[R] of replaying `actions`, summing reward x probability over every outcome branch."""
 
     def expand(forced: Mapping[str, bool]) -> float:
@@ -102,8 +103,7 @@ def shapley_values(values: np.ndarray) -> np.ndarray:
         raise ValueError("values must have 2^n entries")
     masks = np.arange(size)
     popcount = np.array([bin(m).count("1") for m in range(size)])
-    weight = np.array([factorial(s) * factorial(n - s - 1) / factorial(n) if s < n else 0.0
-                       for s in range(n + 1)])
+    weight = np.array([factorial(s) * factorial(n - s - 1) / factorial(n) if s < n else 0.0 for s in range(n + 1)])
     phi = np.empty(n)
     for i in range(n):
         without = masks[(masks >> i & 1) == 0]

@@ -35,7 +35,7 @@ def _mix(x):
 def uniform(seed: int, key: str) -> float:
     """A uniform number in [0, 1) (53 bits) for outcome `key` of the episode with `seed` (int >= 0)."""
     x = _mix((_mix((seed * _GOLDEN) & MASK) ^ key_hash(key)) & MASK)
-    return (x >> 11) * 2.0 ** -53
+    return (x >> 11) * 2.0**-53
 
 
 def uniforms(seeds: np.ndarray, key_hashes: np.ndarray) -> np.ndarray:
@@ -45,4 +45,4 @@ def uniforms(seeds: np.ndarray, key_hashes: np.ndarray) -> np.ndarray:
     """
     seeds = np.asarray(seeds).astype(np.uint64)
     x = _mix(_mix(seeds * np.uint64(_GOLDEN)) ^ np.asarray(key_hashes, dtype=np.uint64))
-    return (x >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    return (x >> np.uint64(11)).astype(np.float64) * 2.0**-53

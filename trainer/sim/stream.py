@@ -39,8 +39,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the app's base URL")
     parser.add_argument("--token", default=os.environ.get("SWARMSCOPE_TOKEN"), help="an API token")
     parser.add_argument("--episodes", type=int, default=1)
-    parser.add_argument("--level", choices=[*sorted(LEVELS), PIVOT12], default="medium",
-                        help=f"a SwarmSim level, or {PIVOT12} (messages with planted effects)")
+    parser.add_argument(
+        "--level",
+        choices=[*sorted(LEVELS), PIVOT12],
+        default="medium",
+        help=f"a SwarmSim level, or {PIVOT12} (messages with planted effects)",
+    )
     parser.add_argument("--policy", choices=POLICIES, default="fan-out")
     parser.add_argument("--fan-out", type=int, default=4, help="k of the fan-out policy")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode (then +1 each)")
@@ -56,8 +60,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def make_policy(name: str, fan_out: int):
     """The baseline policy called `name` (one of POLICIES)."""
-    return {"single": single_agent(), "fan-out": FixedFanOut(fan_out, verifier=True),
-            "spawn-everything": SpawnEverything()}[name]
+    return {
+        "single": single_agent(),
+        "fan-out": FixedFanOut(fan_out, verifier=True),
+        "spawn-everything": SpawnEverything(),
+    }[name]
 
 
 def trace_payload(episode: Episode) -> list[tuple[dict[str, Any], list[dict[str, str]]]]:
@@ -78,12 +85,18 @@ def trace_attributes(episode: Episode) -> dict[str, Any]:
     return {**episode.trace.attributes, "rewards": episode.trace.rewards, "costs": episode.trace.costs}
 
 
-def stream_episode(client: SwarmscopeClient, episode: Episode, *, batch_size: int, speed: float,
-                   source_id: str | None = None) -> int:
+def stream_episode(
+    client: SwarmscopeClient, episode: Episode, *, batch_size: int, speed: float, source_id: str | None = None
+) -> int:
     """Send one episode as a new trace (identity `source_id`, default the episode's); returns the trace id."""
     trace = episode.trace
-    with client.stream(trace.name, batch_size=batch_size, system=trace.system, source_id=source_id or trace.source_id,
-                       attributes=trace_attributes(episode)) as live:
+    with client.stream(
+        trace.name,
+        batch_size=batch_size,
+        system=trace.system,
+        source_id=source_id or trace.source_id,
+        attributes=trace_attributes(episode),
+    ) as live:
         started = time.monotonic()
         for event, edges in trace_payload(episode):
             if speed:
@@ -106,10 +119,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             episode = run_policy(SwarmEnv(generate_task(args.level, seed), seed=seed), policy)
             source_id = f"{episode.trace.source_id}/{args.policy}"
-        trace_id = stream_episode(client, episode, batch_size=args.batch_size, speed=args.speed,
-                                  source_id=source_id)
-        print(f"episode {k}: trace {trace_id}, {len(episode.trace.events)} events, "
-              f"reward {episode.reward:.0f}, E[R] {episode.p_success:.3f}", flush=True)
+        trace_id = stream_episode(client, episode, batch_size=args.batch_size, speed=args.speed, source_id=source_id)
+        print(
+            f"episode {k}: trace {trace_id}, {len(episode.trace.events)} events, "
+            f"reward {episode.reward:.0f}, E[R] {episode.p_success:.3f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

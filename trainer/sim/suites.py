@@ -80,9 +80,13 @@ def pivot12_case(k: int) -> Pivot12Case:
     rng.shuffle(kinds)
     items = [f"fact/{j}" for j in range(12)]
     of = {kind: [item for item, planted in zip(items, kinds) if planted == kind] for kind in set(kinds)}
-    effects = (pivotal(of["pivotal"][0], 0.30), redundant(tuple(of["redundant"]), 0.20),
-               synergistic(tuple(of["synergistic"]), 0.25), harmful(of["harmful"][0], 0.20),
-               *(null(item) for item in of["null"]))
+    effects = (
+        pivotal(of["pivotal"][0], 0.30),
+        redundant(tuple(of["redundant"]), 0.20),
+        synergistic(tuple(of["synergistic"]), 0.25),
+        harmful(of["harmful"][0], 0.20),
+        *(null(item) for item in of["null"]),
+    )
     solvers = [f"solver_{j}" for j in range(1, rng.randint(2, 4) + 1)]
     work: list[Action] = [delegate(s.id, solvers[s.id % len(solvers)]) for s in task.subtasks]
     sent = [message(rng.choice(solvers), ORCHESTRATOR, item) for item in items]
@@ -96,8 +100,14 @@ def pivot12_case(k: int) -> Pivot12Case:
     candidates = message_indices(episode.actions)
     planted = dict(zip(items, kinds))
     values = aggregate_coalition_values(episode, candidates)
-    return Pivot12Case(episode, candidates, tuple(planted[message_item(episode.actions[c])] for c in candidates),
-                       values, shapley_values(values), leave_one_out(values))
+    return Pivot12Case(
+        episode,
+        candidates,
+        tuple(planted[message_item(episode.actions[c])] for c in candidates),
+        values,
+        shapley_values(values),
+        leave_one_out(values),
+    )
 
 
 def pivot12(n: int = PIVOT12_SIZE) -> list[Pivot12Case]:

@@ -31,8 +31,11 @@ class Task:
 
     def to_dict(self) -> dict:
         """The JSON form: `id`, `level`, `subtasks` as [id, difficulty, [deps]] triples."""
-        return {"id": self.id, "level": self.level,
-                "subtasks": [[s.id, s.difficulty, list(s.deps)] for s in self.subtasks]}
+        return {
+            "id": self.id,
+            "level": self.level,
+            "subtasks": [[s.id, s.difficulty, list(s.deps)] for s in self.subtasks],
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> Task:

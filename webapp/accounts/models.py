@@ -14,7 +14,8 @@ class Project(models.Model):
     slug = models.SlugField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     retention_days = models.PositiveIntegerField(
-        null=True, blank=True, help_text="traces older than this many days are deleted; empty keeps them")
+        null=True, blank=True, help_text="traces older than this many days are deleted; empty keeps them"
+    )
 
     def __str__(self) -> str:
         return self.name
@@ -72,10 +73,10 @@ class Invitation(models.Model):
     role = models.CharField(max_length=20, choices=Membership.Role.choices, default=Membership.Role.VIEWER)
     key_hash = models.CharField(max_length=64, unique=True)
     email = models.EmailField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     accepted_at = models.DateTimeField(null=True, blank=True)
-    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )

@@ -48,8 +48,7 @@ def do_add_member(project: Project, user, role: str = Membership.Role.ADMIN) -> 
 def do_create_token(user, project: Project, name: str = "") -> tuple[ApiToken, str]:
     """Create a token; returns (row, raw token). The raw token is never stored or shown again."""
     raw = ApiToken.new_raw_token()
-    token = ApiToken.objects.create(user=user, project=project, name=name, prefix=raw[:10],
-                                    token_hash=hash_token(raw))
+    token = ApiToken.objects.create(user=user, project=project, name=name, prefix=raw[:10], token_hash=hash_token(raw))
     return token, raw
 
 
@@ -61,8 +60,11 @@ def do_revoke_token(token: ApiToken) -> None:
 
 def check_token(raw: str) -> ApiToken | None:
     """The live token for `raw` (marking its use), or None when unknown or revoked."""
-    token = (ApiToken.objects.select_related("project", "user")
-             .filter(token_hash=hash_token(raw), revoked_at__isnull=True).first())
+    token = (
+        ApiToken.objects.select_related("project", "user")
+        .filter(token_hash=hash_token(raw), revoked_at__isnull=True)
+        .first()
+    )
     if token is not None:
         now = timezone.now()
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 30:
@@ -96,6 +98,7 @@ def do_ensure_local_admin(username: str = "admin") -> tuple[object, str | None]:
 
 
 # --- roles ---------------------------------------------------------------------------------------
+
 
 class PermissionRefused(PermissionDenied):
     """The caller may read the project but their role does not allow this write (answered 403:
@@ -159,30 +162,40 @@ def do_create_invitation(project: Project, role: str, created_by, email: str = "
         raise ValueError(f"unknown role {role!r}")
     raw = secrets.token_urlsafe(32)
     invitation = Invitation.objects.create(
-        project=project, role=role, key_hash=hash_token(raw), email=email, created_by=created_by,
-        expires_at=timezone.now() + timedelta(days=INVITATION_DAYS))
+        project=project,
+        role=role,
+        key_hash=hash_token(raw),
+        email=email,
+        created_by=created_by,
+        expires_at=timezone.now() + timedelta(days=INVITATION_DAYS),
+    )
     return invitation, raw
 
 
 def check_invitation(raw: str) -> Invitation | None:
     """The open invitation for `raw`, or None when unknown, used or expired."""
-    return (Invitation.objects.select_related("project")
-            .filter(key_hash=hash_token(raw), accepted_at__isnull=True, expires_at__gt=timezone.now()).first())
+    return (
+        Invitation.objects.select_related("project")
+        .filter(key_hash=hash_token(raw), accepted_at__isnull=True, expires_at__gt=timezone.now())
+        .first()
+    )
 
 
 @transaction.atomic
 def do_accept_invitation(invitation: Invitation, user) -> Membership:
     """Make `user` a member with the invitation's role and mark the invitation used (once)."""
     updated = Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True).update(
-        accepted_at=timezone.now(), accepted_by=user)
+        accepted_at=timezone.now(), accepted_by=user
+    )
     if not updated:
         raise ValueError("this invitation was already used")
     return do_add_member(invitation.project, user, invitation.role)
 
 
 def _admins_left(project: Project, without_user_id: int) -> int:
-    return (Membership.objects.filter(project=project, role=Membership.Role.ADMIN)
-            .exclude(user_id=without_user_id).count())
+    return (
+        Membership.objects.filter(project=project, role=Membership.Role.ADMIN).exclude(user_id=without_user_id).count()
+    )
 
 
 @transaction.atomic
@@ -191,8 +204,11 @@ def do_change_role(membership: Membership, role: str) -> Membership:
     without an admin."""
     if role not in Membership.RANK:
         raise ValueError(f"unknown role {role!r}")
-    if membership.role == Membership.Role.ADMIN and role != Membership.Role.ADMIN and not _admins_left(
-            membership.project, membership.user_id):
+    if (
+        membership.role == Membership.Role.ADMIN
+        and role != Membership.Role.ADMIN
+        and not _admins_left(membership.project, membership.user_id)
+    ):
         raise ValueError("a project needs at least one admin")
     membership.role = role
     membership.save(update_fields=["role"])
@@ -206,5 +222,6 @@ def do_remove_member(membership: Membership) -> None:
     if membership.role == Membership.Role.ADMIN and not _admins_left(membership.project, membership.user_id):
         raise ValueError("a project needs at least one admin")
     ApiToken.objects.filter(project=membership.project, user=membership.user, revoked_at__isnull=True).update(
-        revoked_at=timezone.now())
+        revoked_at=timezone.now()
+    )
     membership.delete()

@@ -57,13 +57,18 @@ def projects(request: HttpRequest):
             messages.success(request, f"Created the project {project.name}: invite its members here.")
             return redirect("project-members", project_id=project.pk)
     rows = []
-    for project in (Project.objects.filter(pk__in=[p.pk for p in services.list_projects_of(request.user)])
-                    .annotate(n_traces=Count("traces", distinct=True), n_members=Count("memberships", distinct=True))
-                    .order_by("name")):
+    for project in (
+        Project.objects.filter(pk__in=[p.pk for p in services.list_projects_of(request.user)])
+        .annotate(n_traces=Count("traces", distinct=True), n_members=Count("memberships", distinct=True))
+        .order_by("name")
+    ):
         rows.append({"project": project, "role": services.get_role(request.user, project.pk)})
-    return render(request, "accounts/projects.html", {"rows": rows, "error": error,
-                                                      "name": request.POST.get("name", "")},
-                  status=400 if error else 200)
+    return render(
+        request,
+        "accounts/projects.html",
+        {"rows": rows, "error": error, "name": request.POST.get("name", "")},
+        status=400 if error else 200,
+    )
 
 
 @login_required
@@ -77,8 +82,9 @@ def members(request: HttpRequest, project_id: int):
         action = request.POST.get("action")
         try:
             if action == "invite":
-                _, raw = services.do_create_invitation(project, request.POST.get("role", ""), request.user,
-                                                       request.POST.get("email", "")[:254])
+                _, raw = services.do_create_invitation(
+                    project, request.POST.get("role", ""), request.user, request.POST.get("email", "")[:254]
+                )
                 request.session[NEW_INVITE_KEY] = request.build_absolute_uri(reverse("invitation", args=[raw]))
             elif action in ("role", "remove"):
                 membership = Membership.objects.filter(project=project, pk=_pk(request.POST.get("membership"))).first()
@@ -91,20 +97,27 @@ def members(request: HttpRequest, project_id: int):
                     services.do_remove_member(membership)
                     messages.info(request, f"{membership.user.username} was removed; their tokens are revoked.")
             elif action == "cancel":
-                Invitation.objects.filter(project=project, pk=_pk(request.POST.get("invitation")),
-                                          accepted_at__isnull=True).delete()
+                Invitation.objects.filter(
+                    project=project, pk=_pk(request.POST.get("invitation")), accepted_at__isnull=True
+                ).delete()
             else:
                 messages.error(request, "Unknown action.")
         except ValueError as exc:
             messages.error(request, str(exc))
         return redirect("project-members", project_id=project.pk)
-    return render(request, "accounts/members.html", {
-        "project": project, "role": role, "is_admin": role == Membership.Role.ADMIN,
-        "roles": Membership.Role.choices,
-        "memberships": project.memberships.select_related("user").order_by("user__username"),
-        "invitations": project.invitations.filter(accepted_at__isnull=True).order_by("-created_at"),
-        "new_invitation_url": request.session.pop(NEW_INVITE_KEY, None),
-    })
+    return render(
+        request,
+        "accounts/members.html",
+        {
+            "project": project,
+            "role": role,
+            "is_admin": role == Membership.Role.ADMIN,
+            "roles": Membership.Role.choices,
+            "memberships": project.memberships.select_related("user").order_by("user__username"),
+            "invitations": project.invitations.filter(accepted_at__isnull=True).order_by("-created_at"),
+            "new_invitation_url": request.session.pop(NEW_INVITE_KEY, None),
+        },
+    )
 
 
 @login_required
@@ -123,8 +136,9 @@ def project_settings(request: HttpRequest, project_id: int):
         except ValueError as exc:
             messages.error(request, str(exc))
         return redirect("project-settings", project_id=project.pk)
-    return render(request, "accounts/project_settings.html",
-                  {"project": project, "is_admin": role == Membership.Role.ADMIN})
+    return render(
+        request, "accounts/project_settings.html", {"project": project, "is_admin": role == Membership.Role.ADMIN}
+    )
 
 
 @login_required
@@ -141,9 +155,17 @@ def project_delete(request: HttpRequest, project_id: int):
         datacare.do_delete_project(project)
         messages.info(request, f"Project {name} and everything in it were deleted.")
         return redirect("projects")
-    return render(request, "accounts/confirm_delete.html", {
-        "object": project, "kind": "project", "dependants": datacare.list_dependants(project),
-        "confirm_name": project.name, "cancel_url": reverse("project-members", args=[project.pk])})
+    return render(
+        request,
+        "accounts/confirm_delete.html",
+        {
+            "object": project,
+            "kind": "project",
+            "dependants": datacare.list_dependants(project),
+            "confirm_name": project.name,
+            "cancel_url": reverse("project-members", args=[project.pk]),
+        },
+    )
 
 
 INVITE_SESSION_KEY = "swarmscope_invitation_key"
@@ -194,11 +216,15 @@ def tokens(request: HttpRequest):
         # Post/redirect/get: the token is shown once, and reloading the page creates no other.
         request.session[NEW_TOKEN_KEY] = raw
         return redirect("tokens")
-    return render(request, "accounts/tokens.html", {
-        "raw_token": request.session.pop(NEW_TOKEN_KEY, None),
-        "projects": services.list_projects_of(request.user),
-        "tokens": ApiToken.objects.filter(user=request.user).select_related("project").order_by("-created_at"),
-    })
+    return render(
+        request,
+        "accounts/tokens.html",
+        {
+            "raw_token": request.session.pop(NEW_TOKEN_KEY, None),
+            "projects": services.list_projects_of(request.user),
+            "tokens": ApiToken.objects.filter(user=request.user).select_related("project").order_by("-created_at"),
+        },
+    )
 
 
 @login_required

@@ -31,8 +31,9 @@ def _check_redis() -> str:
     if not settings.REDIS_URL:
         return "not configured"
     try:
-        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT_S,
-                                      socket_connect_timeout=REDIS_TIMEOUT_S)
+        client = redis.Redis.from_url(
+            settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S
+        )
         try:
             client.ping()
         finally:

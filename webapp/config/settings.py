@@ -75,18 +75,17 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{DATA_DIR / 'swarmscope.sqlite3'}", conn_max_age=60
-    )
-}
+DATABASES = {"default": dj_database_url.config(default=f"sqlite:///{DATA_DIR / 'swarmscope.sqlite3'}", conn_max_age=60)}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL lets the web process read while the worker writes; IMMEDIATE transactions take the write
     # lock up front, so a second writer (an import while the app runs) waits out the busy timeout
     # instead of failing with "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "transaction_mode": "IMMEDIATE",
-         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -139,6 +138,7 @@ def _broker_url(redis_url: str) -> str:
         db = dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("db", "0")
         return f"redis+socket://{path}?virtual_host={db}"
     return redis_url
+
 
 if REDIS_URL:
     CHANNEL_LAYERS = {
@@ -196,23 +196,27 @@ CELERY_BEAT_SCHEDULE = {
     "delete-expired-traces": {"task": "webapp.traces.tasks.delete_expired_traces", "schedule": 3600.0},
 }
 
-# Redaction at ingestion (swarmscope.redaction, called by webapp.traces.ingest.do_ingest): regular expressions whose matches in content
+# Redaction at ingestion (swarmscope.redaction, called by webapp.traces.ingest.do_ingest): regular
+# expressions whose matches in content
 # fields (event content, attributes, agents' system prompts; keys are kept) are replaced by
 # `[REDACTED]` before anything is stored. A JSON list in the environment replaces the defaults:
 # API keys (OpenAI/Anthropic `sk-`, Swarmscope `ssk_`, AWS access keys, bearer tokens) and e-mail addresses.
-SWARMSCOPE_REDACT_PATTERNS = (json.loads(os.environ["SWARMSCOPE_REDACT_PATTERNS"])
-                              if os.environ.get("SWARMSCOPE_REDACT_PATTERNS") else [
-    # Key patterns start with their literal prefix, then check the character before it with a
-    # lookbehind (a word boundary, written so that Python's regex engine can jump to the literal:
-    # about 10x faster than a leading \b; bench/bench_redaction.py).
-    r"sk-(?<![A-Za-z0-9_]sk-)(?:ant-|proj-)?[A-Za-z0-9_-]{16,}",
-    r"ssk_(?<![A-Za-z0-9_]ssk_)[A-Za-z0-9_-]{16,}",
-    r"AKIA(?<![A-Za-z0-9_]AKIA)[0-9A-Z]{16}\b",
-    r"(?:[Bb]earer|BEARER)\s+[A-Za-z0-9._~+/-]{16,}=*",
-    # E-mail: the local part only from the start of a run of its characters (lookbehind), taken
-    # possessively, so a long run without "@" (hex dumps, base64) costs linear time, not quadratic.
-    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]++@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
-])
+SWARMSCOPE_REDACT_PATTERNS = (
+    json.loads(os.environ["SWARMSCOPE_REDACT_PATTERNS"])
+    if os.environ.get("SWARMSCOPE_REDACT_PATTERNS")
+    else [
+        # Key patterns start with their literal prefix, then check the character before it with a
+        # lookbehind (a word boundary, written so that Python's regex engine can jump to the literal:
+        # about 10x faster than a leading \b; bench/bench_redaction.py).
+        r"sk-(?<![A-Za-z0-9_]sk-)(?:ant-|proj-)?[A-Za-z0-9_-]{16,}",
+        r"ssk_(?<![A-Za-z0-9_]ssk_)[A-Za-z0-9_-]{16,}",
+        r"AKIA(?<![A-Za-z0-9_]AKIA)[0-9A-Z]{16}\b",
+        r"(?:[Bb]earer|BEARER)\s+[A-Za-z0-9._~+/-]{16,}=*",
+        # E-mail: the local part only from the start of a run of its characters (lookbehind), taken
+        # possessively, so a long run without "@" (hex dumps, base64) costs linear time, not quadratic.
+        r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]++@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
+    ]
+)
 
 # Ingestion rate per API token (webapp.accounts.ratelimit): at most this many ingestion requests
 # (trace create, event batches, uploads, OTLP) per window; over it the API answers 429 with Retry-After.

@@ -20,8 +20,23 @@ from webapp.web.api import api_view, check_write, json_error
 
 from . import costs, services, wire
 
-CSV_COLUMNS = ("id", "trace", "job", "target", "method", "estimate", "ci_low", "ci_high", "n_rollouts",
-               "backend", "seed", "code_version", "created_at", "intervention", "environment")
+CSV_COLUMNS = (
+    "id",
+    "trace",
+    "job",
+    "target",
+    "method",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "n_rollouts",
+    "backend",
+    "seed",
+    "code_version",
+    "created_at",
+    "intervention",
+    "environment",
+)
 
 
 COUNTERFACTUAL_FIELDS = {"intervention", "n", "backend", "seed", "epsilon", "confirmed"}
@@ -62,8 +77,14 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
         return body
     try:
         costs.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
-        job = services.request_counterfactual(trace, body["intervention"], body.get("n", 32),
-                                              body.get("backend", "sim"), body.get("seed", 0), body.get("epsilon"))
+        job = services.request_counterfactual(
+            trace,
+            body["intervention"],
+            body.get("n", 32),
+            body.get("backend", "sim"),
+            body.get("seed", 0),
+            body.get("epsilon"),
+        )
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
     return JsonResponse(wire.job_wire(job), status=202)
@@ -81,8 +102,9 @@ def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
     if isinstance(body, JsonResponse):
         return body
     try:
-        estimate = costs.estimate_cost(trace, body["intervention"], body.get("n", 32), body.get("backend", "sim"),
-                                       body.get("epsilon"))
+        estimate = costs.estimate_cost(
+            trace, body["intervention"], body.get("n", 32), body.get("backend", "sim"), body.get("epsilon")
+        )
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
     return JsonResponse(estimate)
@@ -104,8 +126,14 @@ def trace_attribution_estimate(request: HttpRequest, trace_id: int):
     if isinstance(body, JsonResponse):
         return body
     try:
-        estimate = costs.estimate_attribution_cost(trace, body["method"], body["budget"], body.get("backend", "sim"),
-                                                   body.get("seed", 0), body.get("players", "messages"))
+        estimate = costs.estimate_attribution_cost(
+            trace,
+            body["method"],
+            body["budget"],
+            body.get("backend", "sim"),
+            body.get("seed", 0),
+            body.get("players", "messages"),
+        )
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
     return JsonResponse(estimate)
@@ -129,7 +157,7 @@ def trace_jobs(request: HttpRequest, trace_id: int):
 
 @api_view("POST")
 def trace_attribution_run(request: HttpRequest, trace_id: int):
-    """"Attribute this trace": `{"method": "loo"|"shapley"|"kernelshap"|"shapley2", "budget": rollouts,
+    """ "Attribute this trace": `{"method": "loo"|"shapley"|"kernelshap"|"shapley2", "budget": rollouts,
     "seed": 0, "backend": "sim", "players": "messages"|"agents", "confirmed": bool}` -> 202 with
     the job (its `results`, once done, one attribution per message or agent, highest credit
     first); 400 `{"error", "field"}` for what cannot run (an LLM backend needs `"confirmed": true`,
@@ -143,8 +171,14 @@ def trace_attribution_run(request: HttpRequest, trace_id: int):
         return body
     try:
         costs.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
-        job = services.request_attribution(trace, body["method"], body["budget"], body.get("backend", "sim"),
-                                           body.get("seed", 0), body.get("players", "messages"))
+        job = services.request_attribution(
+            trace,
+            body["method"],
+            body["budget"],
+            body.get("backend", "sim"),
+            body.get("seed", 0),
+            body.get("players", "messages"),
+        )
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
     return JsonResponse(wire.job_wire(job), status=202)
@@ -192,8 +226,9 @@ def trace_attributions(request: HttpRequest, trace_id: int):
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
     for row in rows:
-        writer.writerow([json.dumps(row[c], sort_keys=True) if isinstance(row[c], dict) else row[c]
-                         for c in CSV_COLUMNS])
+        writer.writerow(
+            [json.dumps(row[c], sort_keys=True) if isinstance(row[c], dict) else row[c] for c in CSV_COLUMNS]
+        )
     response = HttpResponse(out.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="trace-{trace.pk}-attributions.csv"'
     return response

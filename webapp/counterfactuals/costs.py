@@ -54,9 +54,12 @@ def check_cost_confirmed(backend: Any, confirmed: Any) -> None:
     if not isinstance(backend, str):
         raise JobRequestError("must be a string", "backend")
     if is_llm_backend(backend) and confirmed is not True:
-        raise JobRequestError(f"the {backend} backend calls an LLM and costs tokens: ask for the estimate "
-                              "(POST .../counterfactuals/estimate/ or .../attributions/estimate/) and send "
-                              "confirmed: true", "confirmed")
+        raise JobRequestError(
+            f"the {backend} backend calls an LLM and costs tokens: ask for the estimate "
+            "(POST .../counterfactuals/estimate/ or .../attributions/estimate/) and send "
+            "confirmed: true",
+            "confirmed",
+        )
 
 
 def _tokens(text: Any) -> int:
@@ -77,9 +80,12 @@ def _cost(requests: list, first_seed: int | None = None) -> dict[str, int]:
     for r in requests:
         if id(r.parts) not in sizes:
             sizes[id(r.parts)] = sum(_tokens(part) for part in r.parts)
-    cost = {"turns": sum(r.kind == "turn" and r.seed == first_seed for r in requests), "requests": len(requests),
-            "prompt_tokens": sum(sizes[id(r.parts)] for r in requests),
-            "completion_tokens": sum(r.n * _tokens(r.answer) for r in requests)}
+    cost = {
+        "turns": sum(r.kind == "turn" and r.seed == first_seed for r in requests),
+        "requests": len(requests),
+        "prompt_tokens": sum(sizes[id(r.parts)] for r in requests),
+        "completion_tokens": sum(r.n * _tokens(r.answer) for r in requests),
+    }
     cost.update({f"{kind}_requests": sum(r.kind == kind for r in requests) for kind in REQUEST_KINDS})
     return cost
 
@@ -100,8 +106,11 @@ def _planner(backend: str, core_trace):
     except ValueError as exc:
         raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
     if not hasattr(runner, "plan_paired"):
-        raise JobRequestError(f"the {backend} backend calls an LLM but cannot plan its requests (no plan_paired): "
-                              "its cost cannot be estimated", "backend")
+        raise JobRequestError(
+            f"the {backend} backend calls an LLM but cannot plan its requests (no plan_paired): "
+            "its cost cannot be estimated",
+            "backend",
+        )
     return runner
 
 
@@ -112,20 +121,27 @@ def _chunks(n: int) -> list[tuple[int, int]]:
 
 
 def _totals(parts: dict[str, dict[str, dict[str, int]]]) -> dict[str, int]:
-    total = {key: sum(cost[key] for part in parts.values() for cost in part.values())
-             for key in ("requests", "prompt_tokens", "completion_tokens",
-                         *(f"{kind}_requests" for kind in REQUEST_KINDS))}
+    total = {
+        key: sum(cost[key] for part in parts.values() for cost in part.values())
+        for key in ("requests", "prompt_tokens", "completion_tokens", *(f"{kind}_requests" for kind in REQUEST_KINDS))
+    }
     total["total_tokens"] = total["prompt_tokens"] + total["completion_tokens"]
     return total
 
 
 def _zero_cost() -> dict[str, int]:
-    return {"turns": 0, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
-            **{f"{kind}_requests": 0 for kind in REQUEST_KINDS}}
+    return {
+        "turns": 0,
+        "requests": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        **{f"{kind}_requests": 0 for kind in REQUEST_KINDS},
+    }
 
 
-def estimate_cost(trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim",
-                  epsilon: float | None = None) -> dict[str, Any]:
+def estimate_cost(
+    trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim", epsilon: float | None = None
+) -> dict[str, Any]:
     """The estimated LLM cost of a counterfactual job of `n` paired samples, from the trace's
     sizes: the requests the job's backend will send, as the backend itself plans them
     (`plan_paired`, trainer.rollout.openai; nothing is sent), counted at tok(x) = ceil(len(x) / 4)
@@ -166,9 +182,19 @@ def estimate_cost(trace: Trace, intervention: Intervention | dict, n: int, backe
     arms = ("control", "intervention")
     if not llm:
         parts = {part: {arm: _zero_cost() for arm in arms} for part in ("arms", "branch")}
-        return {"backend": backend, "llm": False, "confirmation_required": False, "n": n,
-                "fork_event": events[fork].id, "speaker_order": None, "scoring": None, "turns": 0, **_totals(parts),
-                "chars_per_token": CHARS_PER_TOKEN, **parts}
+        return {
+            "backend": backend,
+            "llm": False,
+            "confirmation_required": False,
+            "n": n,
+            "fork_event": events[fork].id,
+            "speaker_order": None,
+            "scoring": None,
+            "turns": 0,
+            **_totals(parts),
+            "chars_per_token": CHARS_PER_TOKEN,
+            **parts,
+        }
     runner = _planner(backend, core_trace)
     try:
         runner.check(intervention)
@@ -181,14 +207,29 @@ def estimate_cost(trace: Trace, intervention: Intervention | dict, n: int, backe
             _add_cost(parts["arms"][arm], _cost(requests, 0))
     for arm, requests in runner.plan_paired(intervention, np.arange(1)).items():
         _add_cost(parts["branch"][arm], _cost(requests, 0))
-    return {"backend": backend, "llm": True, "confirmation_required": True, "n": n, "fork_event": events[fork].id,
-            "speaker_order": getattr(runner, "speaker_order", None), "scoring": getattr(runner, "scoring", None),
-            "turns": sum(cost["turns"] for cost in parts["arms"].values()), **_totals(parts),
-            "chars_per_token": CHARS_PER_TOKEN, **parts}
+    return {
+        "backend": backend,
+        "llm": True,
+        "confirmation_required": True,
+        "n": n,
+        "fork_event": events[fork].id,
+        "speaker_order": getattr(runner, "speaker_order", None),
+        "scoring": getattr(runner, "scoring", None),
+        "turns": sum(cost["turns"] for cost in parts["arms"].values()),
+        **_totals(parts),
+        "chars_per_token": CHARS_PER_TOKEN,
+        **parts,
+    }
 
 
-def estimate_attribution_cost(trace: Trace, method: Any, budget: Any, backend: Any = "sim", seed: Any = 0,
-                              players: Any = CounterfactualJob.MESSAGES) -> dict[str, Any]:
+def estimate_attribution_cost(
+    trace: Trace,
+    method: Any,
+    budget: Any,
+    backend: Any = "sim",
+    seed: Any = 0,
+    players: Any = CounterfactualJob.MESSAGES,
+) -> dict[str, Any]:
     """The estimated LLM cost of an "Attribute this trace" job (`request_attribution`'s
     arguments): the requests its chunk tasks will send, as the backend plans them (`plan_call`,
     nothing sent) for every rollout call of the estimator's coalition game, chunk by chunk as the
@@ -202,15 +243,29 @@ def estimate_attribution_cost(trace: Trace, method: Any, budget: Any, backend: A
     speaker_requests, verdict_requests, chars_per_token}. Raises JobRequestError naming the field."""
     names, n, runner = check_attribution(trace, method, budget, backend, seed, players)
     llm = is_llm_backend(backend)
-    estimate = {"kind": "attribution", "backend": backend, "llm": llm, "confirmation_required": llm, "method": method,
-                "players": len(names), "player_kind": players, "n": n,
-                "rollouts": n * ESTIMATORS[method].rollouts(len(names)), "speaker_order": None, "scoring": None,
-                "chars_per_token": CHARS_PER_TOKEN}
+    estimate = {
+        "kind": "attribution",
+        "backend": backend,
+        "llm": llm,
+        "confirmation_required": llm,
+        "method": method,
+        "players": len(names),
+        "player_kind": players,
+        "n": n,
+        "rollouts": n * ESTIMATORS[method].rollouts(len(names)),
+        "speaker_order": None,
+        "scoring": None,
+        "chars_per_token": CHARS_PER_TOKEN,
+    }
     cost = _zero_cost()
     if llm:
         if not hasattr(runner, "plan_call"):
-            raise JobRequestError(f"the {backend} backend calls an LLM but cannot plan its requests (no plan_call): "
-                                  "its cost cannot be estimated", "backend")
+            raise JobRequestError(
+                f"the {backend} backend calls an LLM but cannot plan its requests (no plan_call): "
+                "its cost cannot be estimated",
+                "backend",
+            )
+
         def planning_rollout(intervention: Intervention | None, seeds: np.ndarray) -> np.ndarray:
             _add_cost(cost, _cost(runner.plan_call(intervention, seeds)))  # counted, not kept
             return np.zeros(len(seeds))

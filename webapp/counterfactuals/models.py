@@ -35,13 +35,19 @@ class CounterfactualJob(models.Model):
     KINDS = [(k, k) for k in (COUNTERFACTUAL, ATTRIBUTION)]
 
     kind = models.CharField(max_length=20, choices=KINDS, default=COUNTERFACTUAL)
-    method = models.CharField(max_length=20, blank=True,
-                              help_text="attribution jobs: loo | shapley | kernelshap | shapley2")
-    players = models.JSONField(default=list, blank=True,
-                               help_text="attribution jobs: the credited event ids or agent names")
+    method = models.CharField(
+        max_length=20, blank=True, help_text="attribution jobs: loo | shapley | kernelshap | shapley2"
+    )
+    players = models.JSONField(
+        default=list, blank=True, help_text="attribution jobs: the credited event ids or agent names"
+    )
     MESSAGES, AGENTS = "messages", "agents"
-    player_kind = models.CharField(max_length=10, choices=[(k, k) for k in (MESSAGES, AGENTS)], default=MESSAGES,
-                                   help_text="attribution jobs: players are message event ids or agent names")
+    player_kind = models.CharField(
+        max_length=10,
+        choices=[(k, k) for k in (MESSAGES, AGENTS)],
+        default=MESSAGES,
+        help_text="attribution jobs: players are message event ids or agent names",
+    )
     trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="counterfactual_jobs")
     intervention = models.JSONField(help_text="swarmscope.interventions.Intervention.to_dict()")
     backend = models.CharField(max_length=100, help_text="a key of SWARMSCOPE_ROLLOUT_BACKENDS")
@@ -90,8 +96,9 @@ class Attribution(models.Model):
     """
 
     trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="attributions")
-    job = models.ForeignKey(CounterfactualJob, null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="attributions")
+    job = models.ForeignKey(
+        CounterfactualJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="attributions"
+    )
     target = models.CharField(max_length=500, help_text="`event:<id>` / `agent:<name>`, comma-separated")
     intervention = models.JSONField()
     method = models.CharField(max_length=100)

@@ -81,8 +81,9 @@ ESTIMATORS = {
     "loo": Estimator(leave_one_out, "paired_loo", lambda p: p + 1, lambda p: 2),
     "shapley": Estimator(shapley_permutation, "shapley_permutation_antithetic", lambda p: 2 * p, lambda p: 2 * p),
     "kernelshap": Estimator(kernel_shap, "kernel_shap_paired", lambda p: 4, lambda p: 4),
-    "shapley2": Estimator(shapley_2additive, "shapley_2additive", lambda p: 2 * design_size(p),
-                          lambda p: 2 * design_size(p), design_size),
+    "shapley2": Estimator(
+        shapley_2additive, "shapley_2additive", lambda p: 2 * design_size(p), lambda p: 2 * design_size(p), design_size
+    ),
 }
 
 
@@ -110,8 +111,9 @@ class SampleResult:
 def code_version() -> str:
     """The git commit of this checkout (read once per process), else $SWARMSCOPE_CODE_VERSION or 'unknown'."""
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=settings.BASE_DIR, capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return os.environ.get("SWARMSCOPE_CODE_VERSION", "unknown")
 
@@ -120,8 +122,9 @@ def get_backend_class(name: str):
     """The backend class `name` of SWARMSCOPE_ROLLOUT_BACKENDS. Raises JobRequestError for an unknown name."""
     path = settings.SWARMSCOPE_ROLLOUT_BACKENDS.get(name) if isinstance(name, str) else None
     if path is None:
-        raise JobRequestError(f"unknown backend {name!r}; one of {sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS)}",
-                              "backend")
+        raise JobRequestError(
+            f"unknown backend {name!r}; one of {sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS)}", "backend"
+        )
     return import_string(path)
 
 
@@ -137,6 +140,7 @@ def _notify(job: CounterfactualJob) -> None:
 
 # --- requesting --------------------------------------------------------------------------------
 
+
 def check_int(value: Any, field: str, low: int, high: int) -> int:
     """`value` if it is an integer (not a bool) in [low, high], else JobRequestError naming `field`."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
@@ -146,20 +150,27 @@ def check_int(value: Any, field: str, low: int, high: int) -> int:
 
 def check_epsilon(epsilon: Any) -> None:
     """Raise JobRequestError naming `epsilon` unless it is None or a number in (0, float max]."""
-    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
-                                or not 0 < epsilon <= sys.float_info.max):
+    if epsilon is not None and (
+        isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 < epsilon <= sys.float_info.max
+    ):
         raise JobRequestError("must be a positive number (reward units)", "epsilon")
 
 
-def request_counterfactual(trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim",
-                           seed: int = 0, epsilon: float | None = None) -> CounterfactualJob:
+def request_counterfactual(
+    trace: Trace,
+    intervention: Intervention | dict,
+    n: int,
+    backend: str = "sim",
+    seed: int = 0,
+    epsilon: float | None = None,
+) -> CounterfactualJob:
     """Create a job of `n` paired samples (2 <= n <= MAX_SAMPLES; with `epsilon` > 0, n is the
     cap) of `intervention` on `trace` with `backend`, seeds seed .. seed + n - 1, and enqueue its
     chunks after commit. Raises JobRequestError (naming the field) for a bad number, an unknown
     backend, a malformed intervention, one that does not fit the trace, or a trace the backend
     cannot re-run."""
     n = check_int(n, "n", 2, MAX_SAMPLES)
-    seed = check_int(seed, "seed", 0, 2 ** 62)
+    seed = check_int(seed, "seed", 0, 2**62)
     check_epsilon(epsilon)
     backend_class = get_backend_class(backend)
     try:
@@ -174,16 +185,28 @@ def request_counterfactual(trace: Trace, intervention: Intervention | dict, n: i
         raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
     with transaction.atomic():
         job = CounterfactualJob.objects.create(
-            trace=trace, intervention=intervention.to_dict(), backend=backend,
-            backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend], n_samples=n,
-            epsilon=None if epsilon is None else float(epsilon), seed=seed, heartbeat_at=timezone.now())
+            trace=trace,
+            intervention=intervention.to_dict(),
+            backend=backend,
+            backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend],
+            n_samples=n,
+            epsilon=None if epsilon is None else float(epsilon),
+            seed=seed,
+            heartbeat_at=timezone.now(),
+        )
         _enqueue_missing(job)
         _notify(job)
     return job
 
 
-def request_attribution(trace: Trace, method: str, budget: int, backend: str = "sim",
-                        seed: int = 0, players: str = CounterfactualJob.MESSAGES) -> CounterfactualJob:
+def request_attribution(
+    trace: Trace,
+    method: str,
+    budget: int,
+    backend: str = "sim",
+    seed: int = 0,
+    players: str = CounterfactualJob.MESSAGES,
+) -> CounterfactualJob:
     """Create an "Attribute this trace" job: credit for every player of `trace` by removal, with
     the estimator `method` of ESTIMATORS and at most `budget` rollouts (its samples: budget //
     rollouts per sample, at least 2, at most MAX_SAMPLES), seeds (and the estimator's sampling
@@ -194,17 +217,31 @@ def request_attribution(trace: Trace, method: str, budget: int, backend: str = "
     names, n, _ = check_attribution(trace, method, budget, backend, seed, players)
     with transaction.atomic():
         job = CounterfactualJob.objects.create(
-            trace=trace, kind=CounterfactualJob.ATTRIBUTION, method=method, players=names, player_kind=players,
-            intervention={"kind": "remove"}, backend=backend,
-            backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend], n_samples=n, seed=seed,
-            heartbeat_at=timezone.now())
+            trace=trace,
+            kind=CounterfactualJob.ATTRIBUTION,
+            method=method,
+            players=names,
+            player_kind=players,
+            intervention={"kind": "remove"},
+            backend=backend,
+            backend_path=settings.SWARMSCOPE_ROLLOUT_BACKENDS[backend],
+            n_samples=n,
+            seed=seed,
+            heartbeat_at=timezone.now(),
+        )
         _enqueue_missing(job)
         _notify(job)
     return job
 
 
-def check_attribution(trace: Trace, method: Any, budget: Any, backend: Any = "sim", seed: Any = 0,
-                      players: Any = CounterfactualJob.MESSAGES) -> tuple[list[str], int, Any]:
+def check_attribution(
+    trace: Trace,
+    method: Any,
+    budget: Any,
+    backend: Any = "sim",
+    seed: Any = 0,
+    players: Any = CounterfactualJob.MESSAGES,
+) -> tuple[list[str], int, Any]:
     """Validate an "Attribute this trace" request (`request_attribution`): its players (message
     event ids or agent names), its number of samples n, and the backend instance that will run it.
     Raises JobRequestError naming the field."""
@@ -212,8 +249,8 @@ def check_attribution(trace: Trace, method: Any, budget: Any, backend: Any = "si
         raise JobRequestError(f"unknown method {method!r}; one of {sorted(ESTIMATORS)}", "method")
     if players not in (CounterfactualJob.MESSAGES, CounterfactualJob.AGENTS):
         raise JobRequestError(f"must be {CounterfactualJob.MESSAGES!r} or {CounterfactualJob.AGENTS!r}", "players")
-    budget = check_int(budget, "budget", 1, 10 ** 7)
-    check_int(seed, "seed", 0, 2 ** 62)
+    budget = check_int(budget, "budget", 1, 10**7)
+    check_int(seed, "seed", 0, 2**62)
     if not isinstance(backend, str):
         raise JobRequestError("must be a string", "backend")
     backend_class = get_backend_class(backend)
@@ -238,8 +275,11 @@ def check_attribution(trace: Trace, method: Any, budget: Any, backend: Any = "si
     per_sample = ESTIMATORS[method].rollouts(len(names))
     n = budget // per_sample
     if not 2 <= n <= MAX_SAMPLES:
-        raise JobRequestError(f"{method} over {len(names)} {players} needs {per_sample} rollouts per sample: "
-                              f"a budget in [{2 * per_sample}, {MAX_SAMPLES * per_sample}]", "budget")
+        raise JobRequestError(
+            f"{method} over {len(names)} {players} needs {per_sample} rollouts per sample: "
+            f"a budget in [{2 * per_sample}, {MAX_SAMPLES * per_sample}]",
+            "budget",
+        )
     return names, n, runner
 
 
@@ -264,12 +304,22 @@ def _enqueue_missing(job: CounterfactualJob) -> int:
     queue = import_string(job.backend_path).queue
     chunks = _missing_chunks(job)
     for start, stop in chunks:
-        transaction.on_commit(functools.partial(enqueue, "webapp.counterfactuals.tasks.run_counterfactual_chunk",
-                                                job.pk, start, stop, job.trace.project_id, queue=queue))
+        transaction.on_commit(
+            functools.partial(
+                enqueue,
+                "webapp.counterfactuals.tasks.run_counterfactual_chunk",
+                job.pk,
+                start,
+                stop,
+                job.trace.project_id,
+                queue=queue,
+            )
+        )
     return len(chunks)
 
 
 # --- running -----------------------------------------------------------------------------------
+
 
 def do_run_chunk(job_id: int, start: int, stop: int, project_id: int | None = None) -> int:
     """Run the paired samples start .. stop - 1 of job `job_id` that are not stored yet, record
@@ -287,7 +337,8 @@ def do_run_chunk(job_id: int, start: int, stop: int, project_id: int | None = No
     if job is None or job.status not in CounterfactualJob.ACTIVE:
         return 0
     CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
-        status=CounterfactualJob.RUNNING, heartbeat_at=timezone.now())
+        status=CounterfactualJob.RUNNING, heartbeat_at=timezone.now()
+    )
     stored = set(job.samples.filter(index__gte=start, index__lt=stop).values_list("index", flat=True))
     indices = [i for i in range(start, min(stop, job.n_samples)) if i not in stored]
     results = []
@@ -315,20 +366,38 @@ def _run_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResul
     if 0 in indices:
         branch_trace = backend.paired(intervention, seeds[:1], traces=True).branches[0]
         branch = do_ingest(job.trace.project, branch_trace).trace
-    return [SampleResult(i, int(s), float(c), float(t), branch if i == 0 else None)
-            for i, s, c, t in zip(indices, seeds, pairs.control, pairs.treated)]
+    return [
+        SampleResult(i, int(s), float(c), float(t), branch if i == 0 else None)
+        for i, s, c, t in zip(indices, seeds, pairs.control, pairs.treated)
+    ]
 
 
 def _run_attribution_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResult]:
     """Samples `indices` of an attribution job (`play_attribution_chunk` with its backend)."""
-    values = play_attribution_chunk(_backend(job), job.method, job.players, job.player_kind, job.n_samples, job.seed,
-                                    indices, job.intervention["kind"])
+    values = play_attribution_chunk(
+        _backend(job),
+        job.method,
+        job.players,
+        job.player_kind,
+        job.n_samples,
+        job.seed,
+        indices,
+        job.intervention["kind"],
+    )
     stride = ESTIMATORS[job.method].seeds(len(job.players))
     return [SampleResult(i, job.seed + i * stride, None, None, values=values[i].tolist()) for i in indices]
 
 
-def play_attribution_chunk(rollout: Rollout, method: str, players: list[str], player_kind: str, n: int, seed: int,
-                           indices: list[int], kind: str = "remove") -> np.ndarray:
+def play_attribution_chunk(
+    rollout: Rollout,
+    method: str,
+    players: list[str],
+    player_kind: str,
+    n: int,
+    seed: int,
+    indices: list[int],
+    kind: str = "remove",
+) -> np.ndarray:
     """The per-player sample values (n, players) of an attribution's estimator (ESTIMATORS[method])
     over all `n` samples, seeds and sampling from `seed`, with the coalition game of `players`
     over `rollout` played only on samples `indices` (`swarmscope.credit.play_chunk`; rows of other
@@ -336,8 +405,9 @@ def play_attribution_chunk(rollout: Rollout, method: str, players: list[str], pl
     game = coalition_game(rollout, [player_intervention(player_kind, p, kind) for p in players])
     estimator = ESTIMATORS[method]
     options = {} if method == "loo" else {"sampling_seed": seed}
-    return play_chunk(estimator.function, game, len(players), n, indices, seed, estimator.seeds(len(players)),
-                      **options)
+    return play_chunk(
+        estimator.function, game, len(players), n, indices, seed, estimator.seeds(len(players)), **options
+    )
 
 
 def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> int:
@@ -348,10 +418,20 @@ def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> in
         job = CounterfactualJob.objects.select_for_update().get(pk=job.pk)
         before = job.samples.count()
         RolloutSample.objects.bulk_create(
-            [RolloutSample(job=job, index=s.index, seed=s.seed, control_reward=s.control_reward,
-                           intervention_reward=s.intervention_reward, branch_trace=s.branch_trace,
-                           values=s.values)
-             for s in samples], ignore_conflicts=True)
+            [
+                RolloutSample(
+                    job=job,
+                    index=s.index,
+                    seed=s.seed,
+                    control_reward=s.control_reward,
+                    intervention_reward=s.intervention_reward,
+                    branch_trace=s.branch_trace,
+                    values=s.values,
+                )
+                for s in samples
+            ],
+            ignore_conflicts=True,
+        )
         job.done_count = job.samples.count()
         job.heartbeat_at = timezone.now()
         job.save(update_fields=["done_count", "heartbeat_at"])
@@ -389,8 +469,9 @@ def maybe_finish_job(job: CounterfactualJob) -> bool:
     if len(samples) < job.n_samples:
         if job.epsilon is None:
             return False
-        effect = paired_effect(_stored_rollout(samples), Intervention.from_dict(job.intervention), len(samples),
-                               job.seed)
+        effect = paired_effect(
+            _stored_rollout(samples), Intervention.from_dict(job.intervention), len(samples), job.seed
+        )
         if effect.width >= job.epsilon:
             return False
     return do_finish_job(job, len(samples))
@@ -404,10 +485,11 @@ def do_finish_job(job: CounterfactualJob, n: int | None = None) -> bool:
     player instead, from the per-player sample values."""
     with transaction.atomic():
         finished = CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
-            status=CounterfactualJob.DONE, finished_at=timezone.now())
+            status=CounterfactualJob.DONE, finished_at=timezone.now()
+        )
         if not finished:
             return False
-        samples = list(job.samples.order_by("index")[:n or job.n_samples])
+        samples = list(job.samples.order_by("index")[: n or job.n_samples])
         if job.kind == CounterfactualJob.ATTRIBUTION:
             _store_credit(job, samples)
             _notify(job)
@@ -415,10 +497,20 @@ def do_finish_job(job: CounterfactualJob, n: int | None = None) -> bool:
         intervention = Intervention.from_dict(job.intervention)
         effect = paired_effect(_stored_rollout(samples), intervention, len(samples), job.seed)
         Attribution.objects.create(
-            trace=job.trace, job=job, target=", ".join(intervention.targets), intervention=job.intervention,
-            method=METHOD, estimate=effect.estimate, ci_low=effect.ci_low, ci_high=effect.ci_high,
-            n_rollouts=effect.n_rollouts, backend=job.backend_path, seed=job.seed,
-            environment=_backend(job).environment(), code_version=code_version())
+            trace=job.trace,
+            job=job,
+            target=", ".join(intervention.targets),
+            intervention=job.intervention,
+            method=METHOD,
+            estimate=effect.estimate,
+            ci_low=effect.ci_low,
+            ci_high=effect.ci_high,
+            n_rollouts=effect.n_rollouts,
+            backend=job.backend_path,
+            seed=job.seed,
+            environment=_backend(job).environment(),
+            code_version=code_version(),
+        )
         _notify(job)
     return True
 
@@ -433,10 +525,23 @@ def _store_credit(job: CounterfactualJob, samples: list[RolloutSample]) -> None:
     for k, player in enumerate(job.players):
         intervention = player_intervention(job.player_kind, player, job.intervention["kind"])
         credit = from_samples(", ".join(intervention.targets), estimator.method, values[:, k], counted)
-        rows.append(Attribution(
-            trace=job.trace, job=job, target=credit.target, intervention=intervention.to_dict(), method=credit.method,
-            estimate=credit.estimate, ci_low=credit.ci_low, ci_high=credit.ci_high, n_rollouts=credit.n_rollouts,
-            backend=job.backend_path, seed=job.seed, environment=environment, code_version=code_version()))
+        rows.append(
+            Attribution(
+                trace=job.trace,
+                job=job,
+                target=credit.target,
+                intervention=intervention.to_dict(),
+                method=credit.method,
+                estimate=credit.estimate,
+                ci_low=credit.ci_low,
+                ci_high=credit.ci_high,
+                n_rollouts=credit.n_rollouts,
+                backend=job.backend_path,
+                seed=job.seed,
+                environment=environment,
+                code_version=code_version(),
+            )
+        )
     Attribution.objects.bulk_create(rows)
 
 
@@ -444,7 +549,8 @@ def do_fail_job(job: CounterfactualJob, reason: str) -> None:
     """Mark an active `job` failed with `reason`; its stored samples stay (a retry reuses them)."""
     with transaction.atomic():
         if CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
-                status=CounterfactualJob.FAILED, error=reason[:2000], finished_at=timezone.now()):
+            status=CounterfactualJob.FAILED, error=reason[:2000], finished_at=timezone.now()
+        ):
             _notify(job)
 
 
@@ -452,7 +558,8 @@ def do_cancel_job(job: CounterfactualJob) -> CounterfactualJob:
     """Cancel an active `job` (its queued chunks then do nothing); a finished job stays as it is."""
     with transaction.atomic():
         if CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
-                status=CounterfactualJob.CANCELLED, finished_at=timezone.now()):
+            status=CounterfactualJob.CANCELLED, finished_at=timezone.now()
+        ):
             _notify(job)
     job.refresh_from_db()
     return job
@@ -462,8 +569,8 @@ def do_retry_job(job: CounterfactualJob) -> CounterfactualJob:
     """Re-queue a failed or cancelled `job`: its stored samples are kept, its missing chunks enqueued."""
     with transaction.atomic():
         if CounterfactualJob.objects.filter(
-                pk=job.pk, status__in=(CounterfactualJob.FAILED, CounterfactualJob.CANCELLED)).update(
-                status=CounterfactualJob.QUEUED, error="", finished_at=None, heartbeat_at=timezone.now()):
+            pk=job.pk, status__in=(CounterfactualJob.FAILED, CounterfactualJob.CANCELLED)
+        ).update(status=CounterfactualJob.QUEUED, error="", finished_at=None, heartbeat_at=timezone.now()):
             job.refresh_from_db()
             if not _enqueue_missing(job):
                 maybe_finish_job(job)
@@ -482,7 +589,8 @@ def reap_stale_jobs(max_age_s: float | None = None) -> list[int]:
         with transaction.atomic():
             # Conditional on the heartbeat read: of two reapers, one re-queues.
             if CounterfactualJob.objects.filter(pk=job.pk, heartbeat_at=job.heartbeat_at).update(
-                    heartbeat_at=timezone.now()):
+                heartbeat_at=timezone.now()
+            ):
                 if not _enqueue_missing(job):
                     maybe_finish_job(job)
                 reaped.append(job.pk)

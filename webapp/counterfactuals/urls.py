@@ -4,14 +4,19 @@ from . import api
 
 urlpatterns = [
     path("api/traces/<int:trace_id>/counterfactuals/", api.trace_counterfactuals, name="api-trace-counterfactuals"),
-    path("api/traces/<int:trace_id>/counterfactuals/estimate/", api.trace_counterfactual_estimate,
-         name="api-trace-counterfactual-estimate"),
+    path(
+        "api/traces/<int:trace_id>/counterfactuals/estimate/",
+        api.trace_counterfactual_estimate,
+        name="api-trace-counterfactual-estimate",
+    ),
     path("api/traces/<int:trace_id>/jobs/", api.trace_jobs, name="api-trace-jobs"),
     path("api/traces/<int:trace_id>/attributions/", api.trace_attributions, name="api-trace-attributions"),
-    path("api/traces/<int:trace_id>/attributions/run/", api.trace_attribution_run,
-         name="api-trace-attribution-run"),
-    path("api/traces/<int:trace_id>/attributions/estimate/", api.trace_attribution_estimate,
-         name="api-trace-attribution-estimate"),
+    path("api/traces/<int:trace_id>/attributions/run/", api.trace_attribution_run, name="api-trace-attribution-run"),
+    path(
+        "api/traces/<int:trace_id>/attributions/estimate/",
+        api.trace_attribution_estimate,
+        name="api-trace-attribution-estimate",
+    ),
     path("api/jobs/<int:job_id>/", api.job_detail, name="api-job"),
     path("api/jobs/<int:job_id>/cancel/", api.job_cancel, name="api-job-cancel"),
     path("api/jobs/<int:job_id>/retry/", api.job_retry, name="api-job-retry"),

@@ -10,12 +10,23 @@ from .models import Attribution, CounterfactualJob
 
 def attribution_wire(attribution: Attribution) -> dict[str, Any]:
     """The API's form of a stored attribution."""
-    return {"id": attribution.pk, "trace": attribution.trace_id, "job": attribution.job_id,
-            "target": attribution.target, "intervention": attribution.intervention, "method": attribution.method,
-            "estimate": attribution.estimate, "ci_low": attribution.ci_low, "ci_high": attribution.ci_high,
-            "n_rollouts": attribution.n_rollouts, "backend": attribution.backend, "seed": attribution.seed,
-            "environment": attribution.environment, "code_version": attribution.code_version,
-            "created_at": attribution.created_at.isoformat()}
+    return {
+        "id": attribution.pk,
+        "trace": attribution.trace_id,
+        "job": attribution.job_id,
+        "target": attribution.target,
+        "intervention": attribution.intervention,
+        "method": attribution.method,
+        "estimate": attribution.estimate,
+        "ci_low": attribution.ci_low,
+        "ci_high": attribution.ci_high,
+        "n_rollouts": attribution.n_rollouts,
+        "backend": attribution.backend,
+        "seed": attribution.seed,
+        "environment": attribution.environment,
+        "code_version": attribution.code_version,
+        "created_at": attribution.created_at.isoformat(),
+    }
 
 
 def job_wire(job: CounterfactualJob) -> dict[str, Any]:
@@ -23,25 +34,52 @@ def job_wire(job: CounterfactualJob) -> dict[str, Any]:
     done, `result` (the attribution), `samples` (per-sample rewards) and the branch trace of sample 0
     with the URL that compares it side by side with the original."""
     wire: dict[str, Any] = {
-        "id": job.pk, "trace": job.trace_id, "status": job.status, "intervention": job.intervention,
-        "backend": job.backend, "n_samples": job.n_samples, "epsilon": job.epsilon, "seed": job.seed,
-        "done": job.done_count, "total": job.n_samples, "error": job.error,
+        "id": job.pk,
+        "trace": job.trace_id,
+        "status": job.status,
+        "intervention": job.intervention,
+        "backend": job.backend,
+        "n_samples": job.n_samples,
+        "epsilon": job.epsilon,
+        "seed": job.seed,
+        "done": job.done_count,
+        "total": job.n_samples,
+        "error": job.error,
         "created_at": job.created_at.isoformat(),
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-        "result": None, "samples": [], "branch_trace": None, "compare_url": None,
-        "kind": job.kind, "method": job.method, "players": len(job.players), "player_kind": job.player_kind,
+        "result": None,
+        "samples": [],
+        "branch_trace": None,
+        "compare_url": None,
+        "kind": job.kind,
+        "method": job.method,
+        "players": len(job.players),
+        "player_kind": job.player_kind,
     }
     if job.kind == CounterfactualJob.ATTRIBUTION:
-        wire["results"] = ([attribution_wire(a) for a in job.attributions.order_by("-estimate", "-ci_low", "target")]
-                           if job.status == CounterfactualJob.DONE else [])
+        wire["results"] = (
+            [attribution_wire(a) for a in job.attributions.order_by("-estimate", "-ci_low", "target")]
+            if job.status == CounterfactualJob.DONE
+            else []
+        )
         return wire
     if job.status == CounterfactualJob.DONE:
         attribution = Attribution.objects.filter(job=job).first()
         wire["result"] = attribution_wire(attribution) if attribution else None
-        samples = list(job.samples.order_by("index").values("index", "seed", "control_reward",
-                                                            "intervention_reward", "branch_trace_id"))
-        wire["samples"] = [{"index": s["index"], "seed": s["seed"], "control": s["control_reward"],
-                            "intervention": s["intervention_reward"]} for s in samples]
+        samples = list(
+            job.samples.order_by("index").values(
+                "index", "seed", "control_reward", "intervention_reward", "branch_trace_id"
+            )
+        )
+        wire["samples"] = [
+            {
+                "index": s["index"],
+                "seed": s["seed"],
+                "control": s["control_reward"],
+                "intervention": s["intervention_reward"],
+            }
+            for s in samples
+        ]
         branch = next((s["branch_trace_id"] for s in samples if s["branch_trace_id"]), None)
         if branch:
             wire["branch_trace"] = branch
@@ -52,10 +90,22 @@ def job_wire(job: CounterfactualJob) -> dict[str, Any]:
 def job_summary_wire(job: CounterfactualJob) -> dict[str, Any]:
     """A job's line in the trace's history: what ran and how far, without samples or results;
     `url` is the job's full form (`job_wire`)."""
-    return {"id": job.pk, "trace": job.trace_id, "kind": job.kind, "status": job.status, "method": job.method,
-            "player_kind": job.player_kind if job.kind == CounterfactualJob.ATTRIBUTION else None,
-            "players": len(job.players), "intervention": job.intervention, "backend": job.backend,
-            "n_samples": job.n_samples, "done": job.done_count, "total": job.n_samples, "seed": job.seed,
-            "error": job.error, "created_at": job.created_at.isoformat(),
-            "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-            "url": f"/api/jobs/{job.pk}/"}
+    return {
+        "id": job.pk,
+        "trace": job.trace_id,
+        "kind": job.kind,
+        "status": job.status,
+        "method": job.method,
+        "player_kind": job.player_kind if job.kind == CounterfactualJob.ATTRIBUTION else None,
+        "players": len(job.players),
+        "intervention": job.intervention,
+        "backend": job.backend,
+        "n_samples": job.n_samples,
+        "done": job.done_count,
+        "total": job.n_samples,
+        "seed": job.seed,
+        "error": job.error,
+        "created_at": job.created_at.isoformat(),
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "url": f"/api/jobs/{job.pk}/",
+    }

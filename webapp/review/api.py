@@ -81,8 +81,9 @@ def comments(request: HttpRequest):
     POST {kind, id, trace (events only), body, parent?}."""
     if request.method == "GET":
         if request.GET.get("kind"):
-            target = services.get_target(request.project_ids, request.GET["kind"], request.GET.get("id"),
-                                         request.GET.get("trace"))
+            target = services.get_target(
+                request.project_ids, request.GET["kind"], request.GET.get("id"), request.GET.get("trace")
+            )
             if target is None:
                 return json_error(404, "no such target")
             rows, project_id = services.list_comments(request.project_ids, target=target), target.project_id
@@ -95,8 +96,13 @@ def comments(request: HttpRequest):
                 return json_error(404, "no such trace")
             rows, project_id = services.list_comments(request.project_ids, trace_id=trace_id), trace.project_id
         role = get_role(_caller(request), project_id)
-        return JsonResponse({"results": [services.comment_wire(c) for c in rows], "user": _caller(request).username,
-                             "can_review": Membership.RANK.get(role, -1) >= Membership.RANK[Membership.Role.REVIEWER]})
+        return JsonResponse(
+            {
+                "results": [services.comment_wire(c) for c in rows],
+                "user": _caller(request).username,
+                "can_review": Membership.RANK.get(role, -1) >= Membership.RANK[Membership.Role.REVIEWER],
+            }
+        )
     doc = _json_body(request)
     target = services.get_target(request.project_ids, doc.get("kind"), doc.get("id"), doc.get("trace"))
     if target is None:
@@ -165,8 +171,7 @@ def trace_mistake_labels(request: HttpRequest, trace_id: int):
     if request.method == "PUT":
         check_role(_caller(request), trace.project_id, Membership.Role.REVIEWER)
         doc = _json_body(request)
-        services.do_label_mistake(_caller(request), trace, doc.get("agent"), doc.get("event_id"),
-                                  doc.get("reason", ""))
+        services.do_label_mistake(_caller(request), trace, doc.get("agent"), doc.get("event_id"), doc.get("reason", ""))
     return JsonResponse({"trace": trace.pk, "results": services.list_mistake_labels(trace)})
 
 
@@ -180,8 +185,9 @@ def project_activity(request: HttpRequest, project_id: int):
     limit = _int_param(request, "limit") or 50
     if limit > MAX_ACTIVITY_PAGE:
         raise ReviewInputError(f"must be at most {MAX_ACTIVITY_PAGE}", field="limit")
-    rows = feed.list_activity(project_id, before=_int_param(request, "before"),
-                                  after=_int_param(request, "after"), limit=limit)
+    rows = feed.list_activity(
+        project_id, before=_int_param(request, "before"), after=_int_param(request, "after"), limit=limit
+    )
     return JsonResponse({"project": project_id, "results": [feed.activity_wire(a) for a in rows]})
 
 

@@ -57,8 +57,10 @@ def activity_wire(activity: Activity) -> dict[str, Any]:
 
 # --- activity ------------------------------------------------------------------------------------
 
-def list_activity(project_id: int, *, before: int | None = None, after: int | None = None,
-                  limit: int = 50) -> list[Activity]:
+
+def list_activity(
+    project_id: int, *, before: int | None = None, after: int | None = None, limit: int = 50
+) -> list[Activity]:
     """The feed, newest first (`before`: older than that id) or, with `after`, what came later
     (oldest first: what a reconnecting client missed)."""
     qs = Activity.objects.filter(project_id=project_id).select_related("actor").prefetch_related("mentions")
@@ -70,6 +72,7 @@ def list_activity(project_id: int, *, before: int | None = None, after: int | No
 
 
 # --- live protocol -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ProjectFeed:
@@ -88,8 +91,12 @@ def get_snapshot(project_id: int) -> dict[str, Any]:
     """`{"type": "snapshot", "seq": N, "project": id, "activities": [...]}`: the SNAPSHOT_ACTIVITIES
     most recent activities (activity_wire), oldest first; N is the latest one's id (0 without any)."""
     activities = list_activity(project_id, limit=SNAPSHOT_ACTIVITIES)[::-1]
-    return {"type": "snapshot", "seq": activities[-1].pk if activities else 0, "project": project_id,
-            "activities": [activity_wire(a) for a in activities]}
+    return {
+        "type": "snapshot",
+        "seq": activities[-1].pk if activities else 0,
+        "project": project_id,
+        "activities": [activity_wire(a) for a in activities],
+    }
 
 
 def get_delta_since(project_id: int, seq: int) -> dict[str, Any]:
@@ -98,5 +105,9 @@ def get_delta_since(project_id: int, seq: int) -> dict[str, Any]:
     activities = list_activity(project_id, after=seq, limit=MAX_RESUME + 1)
     if len(activities) > MAX_RESUME:
         return get_snapshot(project_id)
-    return {"type": "delta", "seq": activities[-1].pk if activities else seq, "project": project_id,
-            "activities": [activity_wire(a) for a in activities]}
+    return {
+        "type": "delta",
+        "seq": activities[-1].pk if activities else seq,
+        "project": project_id,
+        "activities": [activity_wire(a) for a in activities],
+    }

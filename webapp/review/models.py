@@ -41,8 +41,10 @@ class Comment(models.Model):
     deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["project", "target_kind", "target_id"]),
-                   models.Index(fields=["trace", "created_at"])]
+        indexes = [
+            models.Index(fields=["project", "target_kind", "target_id"]),
+            models.Index(fields=["trace", "created_at"]),
+        ]
 
 
 class Vote(models.Model):

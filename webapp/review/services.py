@@ -35,8 +35,33 @@ MAX_REASON_CHARS = 5_000
 #: `@name` where name is a user name (Django's default validator: letters, digits and @.+-_).
 MENTION = re.compile(r"(?<![\w@.+-])@([\w.+-]+)")
 #: HTML the rendered Markdown may keep; everything else (scripts, styles, event handlers) is removed.
-ALLOWED_TAGS = {"p", "br", "hr", "em", "strong", "code", "pre", "blockquote", "ul", "ol", "li", "a",
-                "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "del"}
+ALLOWED_TAGS = {
+    "p",
+    "br",
+    "hr",
+    "em",
+    "strong",
+    "code",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "a",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "del",
+}
 
 
 class ReviewInputError(ValueError):
@@ -63,12 +88,18 @@ class Target:
 
 # --- rendering -----------------------------------------------------------------------------------
 
+
 def render_markdown(body: str) -> str:
     """Markdown (Python-Markdown, with fenced code and tables) as HTML sanitised by nh3 (Ammonia):
     only ALLOWED_TAGS survive, links get `rel="noopener noreferrer nofollow"`, raw HTML is escaped."""
     html = markdown.markdown(body, extensions=["fenced_code", "tables"], output_format="html")
-    return nh3.clean(html, tags=ALLOWED_TAGS, attributes={"a": {"href", "title"}, "code": {"class"}},
-                     url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer nofollow")
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes={"a": {"href", "title"}, "code": {"class"}},
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )
 
 
 def parse_mentions(body: str) -> list[str]:
@@ -88,6 +119,7 @@ def _mentioned_members(project_id: int, body: str) -> list:
 
 
 # --- targets -------------------------------------------------------------------------------------
+
 
 def _run_model():
     try:
@@ -135,6 +167,7 @@ def _pk(value: Any, field: str) -> int:
 
 # --- wire formats --------------------------------------------------------------------------------
 
+
 def comment_wire(comment: Comment) -> dict[str, Any]:
     """A comment as the API and the websocket send it; a deleted one has `body: null`."""
     deleted = comment.deleted_at is not None
@@ -153,10 +186,25 @@ def comment_wire(comment: Comment) -> dict[str, Any]:
     }
 
 
-def _record(project_id: int, actor, verb: str, kind: str, target_id: str, trace_id: int | None,
-            data: dict[str, Any], mentions: Iterable = ()) -> Activity:
-    activity = Activity.objects.create(project_id=project_id, actor=actor, verb=verb, trace_id=trace_id,
-                                       target_kind=kind, target_id=target_id, data=data)
+def _record(
+    project_id: int,
+    actor,
+    verb: str,
+    kind: str,
+    target_id: str,
+    trace_id: int | None,
+    data: dict[str, Any],
+    mentions: Iterable = (),
+) -> Activity:
+    activity = Activity.objects.create(
+        project_id=project_id,
+        actor=actor,
+        verb=verb,
+        trace_id=trace_id,
+        target_kind=kind,
+        target_id=target_id,
+        data=data,
+    )
     if mentions:
         activity.mentions.set(mentions)
     transaction.on_commit(lambda: broadcast_project_activity(project_id, activity_wire(activity)))
@@ -164,6 +212,7 @@ def _record(project_id: int, actor, verb: str, kind: str, target_id: str, trace_
 
 
 # --- comments ------------------------------------------------------------------------------------
+
 
 def check_comment_body(body: Any) -> str:
     if not isinstance(body, str) or not body.strip():
@@ -177,17 +226,35 @@ def check_comment_body(body: Any) -> str:
 def do_comment(user, target: Target, body: Any, parent: Comment | None = None) -> Comment:
     """Comment on `target` (a reply when `parent` is given: it must be on the same target)."""
     body = check_comment_body(body)
-    if parent is not None and (parent.project_id != target.project_id or parent.target_kind != target.kind
-                               or parent.target_id != target.id or parent.trace_id != (
-                                   target.trace.pk if target.trace else None)):
+    if parent is not None and (
+        parent.project_id != target.project_id
+        or parent.target_kind != target.kind
+        or parent.target_id != target.id
+        or parent.trace_id != (target.trace.pk if target.trace else None)
+    ):
         raise ReviewInputError("a reply must be on the same target as the comment it answers", field="parent")
-    comment = Comment.objects.create(project_id=target.project_id, trace=target.trace, target_kind=target.kind,
-                                     target_id=target.id, parent=parent, author=user, body=body,
-                                     body_html=render_markdown(body))
+    comment = Comment.objects.create(
+        project_id=target.project_id,
+        trace=target.trace,
+        target_kind=target.kind,
+        target_id=target.id,
+        parent=parent,
+        author=user,
+        body=body,
+        body_html=render_markdown(body),
+    )
     mentioned = _mentioned_members(target.project_id, body)
     comment.mentions.set(mentioned)
-    _record(target.project_id, user, Activity.Verb.COMMENTED, target.kind, target.id, comment.trace_id,
-            {"comment": comment_wire(comment)}, mentioned)
+    _record(
+        target.project_id,
+        user,
+        Activity.Verb.COMMENTED,
+        target.kind,
+        target.id,
+        comment.trace_id,
+        {"comment": comment_wire(comment)},
+        mentioned,
+    )
     return comment
 
 
@@ -196,8 +263,9 @@ def _own_or_admin(user, comment: Comment, *, admin_may: bool) -> None:
         return
     if admin_may and get_role(user, comment.project_id) == Membership.Role.ADMIN:
         return
-    raise PermissionRefused("only the author may change this comment" + (" (or a project admin delete it)"
-                                                                         if admin_may else ""))
+    raise PermissionRefused(
+        "only the author may change this comment" + (" (or a project admin delete it)" if admin_may else "")
+    )
 
 
 @transaction.atomic
@@ -212,8 +280,16 @@ def do_edit_comment(user, comment: Comment, body: Any) -> Comment:
     comment.save(update_fields=["body", "body_html", "edited_at"])
     mentioned = _mentioned_members(comment.project_id, comment.body)
     comment.mentions.set(mentioned)
-    _record(comment.project_id, user, Activity.Verb.EDITED, comment.target_kind, comment.target_id,
-            comment.trace_id, {"comment": comment_wire(comment)}, mentioned)
+    _record(
+        comment.project_id,
+        user,
+        Activity.Verb.EDITED,
+        comment.target_kind,
+        comment.target_id,
+        comment.trace_id,
+        {"comment": comment_wire(comment)},
+        mentioned,
+    )
     return comment
 
 
@@ -227,19 +303,30 @@ def do_delete_comment(user, comment: Comment) -> Comment:
         comment.body, comment.body_html = "", ""
         comment.save(update_fields=["deleted_at", "body", "body_html"])
         comment.mentions.clear()
-        _record(comment.project_id, user, Activity.Verb.DELETED, comment.target_kind, comment.target_id,
-                comment.trace_id, {"comment": comment_wire(comment)})
+        _record(
+            comment.project_id,
+            user,
+            Activity.Verb.DELETED,
+            comment.target_kind,
+            comment.target_id,
+            comment.trace_id,
+            {"comment": comment_wire(comment)},
+        )
     return comment
 
 
-def list_comments(project_ids: Iterable[int], *, trace_id: int | None = None,
-                  target: Target | None = None) -> list[Comment]:
+def list_comments(
+    project_ids: Iterable[int], *, trace_id: int | None = None, target: Target | None = None
+) -> list[Comment]:
     """Comments on `target`, or on a trace and everything in it (`trace_id`), oldest first."""
-    qs = Comment.objects.filter(project_id__in=list(project_ids)).select_related("author").prefetch_related(
-        "mentions").order_by("created_at", "id")
+    qs = (
+        Comment.objects.filter(project_id__in=list(project_ids))
+        .select_related("author")
+        .prefetch_related("mentions")
+        .order_by("created_at", "id")
+    )
     if target is not None:
-        qs = qs.filter(target_kind=target.kind, target_id=target.id,
-                       trace_id=target.trace.pk if target.trace else None)
+        qs = qs.filter(target_kind=target.kind, target_id=target.id, trace_id=target.trace.pk if target.trace else None)
     elif trace_id is not None:
         qs = qs.filter(trace_id=trace_id)
     return list(qs)
@@ -251,6 +338,7 @@ def get_comment(project_ids: Iterable[int], comment_id: int) -> Comment | None:
 
 # --- votes ---------------------------------------------------------------------------------------
 
+
 def get_votes(attribution: Attribution) -> dict[str, Any]:
     """{attribution, agree, disagree, votes: [{user, value, reason, updated_at}]}."""
     votes = list(Vote.objects.filter(attribution=attribution).select_related("user").order_by("updated_at"))
@@ -258,8 +346,10 @@ def get_votes(attribution: Attribution) -> dict[str, Any]:
         "attribution": attribution.pk,
         "agree": sum(v.value == Vote.Value.AGREE for v in votes),
         "disagree": sum(v.value == Vote.Value.DISAGREE for v in votes),
-        "votes": [{"user": v.user.username, "value": v.value, "reason": v.reason, "updated_at": iso(v.updated_at)}
-                  for v in votes],
+        "votes": [
+            {"user": v.user.username, "value": v.value, "reason": v.reason, "updated_at": iso(v.updated_at)}
+            for v in votes
+        ],
     }
 
 
@@ -271,28 +361,44 @@ def do_vote(user, attribution: Attribution, value: Any, reason: Any = "") -> Vot
     if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
         raise ReviewInputError(f"must be a text of at most {MAX_REASON_CHARS} characters", field="reason")
     project_id = attribution.trace.project_id
-    vote, _ = Vote.objects.update_or_create(attribution=attribution, user=user,
-                                            defaults={"value": value, "reason": reason.strip(),
-                                                      "project_id": project_id})
-    _record(project_id, user, Activity.Verb.VOTED, TargetKind.ATTRIBUTION, str(attribution.pk),
-            attribution.trace_id, {"value": value, "reason": vote.reason, "votes": get_votes(attribution)})
+    vote, _ = Vote.objects.update_or_create(
+        attribution=attribution,
+        user=user,
+        defaults={"value": value, "reason": reason.strip(), "project_id": project_id},
+    )
+    _record(
+        project_id,
+        user,
+        Activity.Verb.VOTED,
+        TargetKind.ATTRIBUTION,
+        str(attribution.pk),
+        attribution.trace_id,
+        {"value": value, "reason": vote.reason, "votes": get_votes(attribution)},
+    )
     return vote
 
 
 def get_attribution(project_ids: Iterable[int], attribution_id: int) -> Attribution | None:
-    return Attribution.objects.select_related("trace").filter(
-        pk=attribution_id, trace__project_id__in=list(project_ids)).first()
+    return (
+        Attribution.objects.select_related("trace")
+        .filter(pk=attribution_id, trace__project_id__in=list(project_ids))
+        .first()
+    )
 
 
 # --- review status and mistake labels -------------------------------------------------------------
+
 
 def get_status(trace: Trace) -> dict[str, Any]:
     review = TraceReview.objects.filter(trace=trace).select_related("updated_by").first()
     if review is None:
         return {"trace": trace.pk, "status": TraceReview.Status.OPEN, "updated_by": None, "updated_at": None}
-    return {"trace": trace.pk, "status": review.status,
-            "updated_by": review.updated_by.username if review.updated_by else None,
-            "updated_at": iso(review.updated_at)}
+    return {
+        "trace": trace.pk,
+        "status": review.status,
+        "updated_by": review.updated_by.username if review.updated_by else None,
+        "updated_at": iso(review.updated_at),
+    }
 
 
 @transaction.atomic
@@ -301,19 +407,27 @@ def do_set_status(user, trace: Trace, status: Any) -> TraceReview:
     if status not in TraceReview.Status.values:
         raise ReviewInputError(f"must be one of {', '.join(TraceReview.Status.values)}", field="status")
     review, _ = TraceReview.objects.update_or_create(trace=trace, defaults={"status": status, "updated_by": user})
-    _record(trace.project_id, user, Activity.Verb.SET_STATUS, TargetKind.TRACE, str(trace.pk), trace.pk,
-            {"status": status})
+    _record(
+        trace.project_id, user, Activity.Verb.SET_STATUS, TargetKind.TRACE, str(trace.pk), trace.pk, {"status": status}
+    )
     return review
 
 
 def label_wire(label: MistakeLabel) -> dict[str, Any]:
-    return {"reviewer": label.reviewer.username, "agent": label.agent, "event_id": label.event_id,
-            "reason": label.reason, "updated_at": iso(label.updated_at)}
+    return {
+        "reviewer": label.reviewer.username,
+        "agent": label.agent,
+        "event_id": label.event_id,
+        "reason": label.reason,
+        "updated_at": iso(label.updated_at),
+    }
 
 
 def list_mistake_labels(trace: Trace) -> list[dict[str, Any]]:
-    return [label_wire(lb) for lb in
-            MistakeLabel.objects.filter(trace=trace).select_related("reviewer").order_by("reviewer__username")]
+    return [
+        label_wire(lb)
+        for lb in MistakeLabel.objects.filter(trace=trace).select_related("reviewer").order_by("reviewer__username")
+    ]
 
 
 @transaction.atomic
@@ -327,9 +441,17 @@ def do_label_mistake(user, trace: Trace, agent: Any, event_id: Any, reason: Any 
     if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
         raise ReviewInputError(f"must be a text of at most {MAX_REASON_CHARS} characters", field="reason")
     label, _ = MistakeLabel.objects.update_or_create(
-        trace=trace, reviewer=user, defaults={"agent": agent, "event_id": event_id, "reason": reason.strip()})
-    _record(trace.project_id, user, Activity.Verb.LABELLED, TargetKind.TRACE, str(trace.pk), trace.pk,
-            {"agent": agent, "event_id": event_id})
+        trace=trace, reviewer=user, defaults={"agent": agent, "event_id": event_id, "reason": reason.strip()}
+    )
+    _record(
+        trace.project_id,
+        user,
+        Activity.Verb.LABELLED,
+        TargetKind.TRACE,
+        str(trace.pk),
+        trace.pk,
+        {"agent": agent, "event_id": event_id},
+    )
     return label
 
 
@@ -341,7 +463,8 @@ def get_agreement(project_id: int) -> dict[str, Any]:
     agents: dict[str, dict[int, str]] = {}
     steps: dict[str, dict[int, str]] = {}
     rows = MistakeLabel.objects.filter(trace__project_id=project_id).values_list(
-        "reviewer__username", "trace_id", "agent", "event_id")
+        "reviewer__username", "trace_id", "agent", "event_id"
+    )
     for reviewer, trace_id, agent, event_id in rows:
         agents.setdefault(reviewer, {})[trace_id] = agent
         steps.setdefault(reviewer, {})[trace_id] = event_id
@@ -349,8 +472,14 @@ def get_agreement(project_id: int) -> dict[str, Any]:
     pairs = []
     for pair in pairwise_kappa(agents):
         step = by_pair[(pair.rater_a, pair.rater_b)]
-        pairs.append({"a": pair.rater_a, "b": pair.rater_b, "n_traces": pair.n_items,
-                      "agent": {"observed": pair.observed, "kappa": pair.kappa},
-                      "step": {"observed": step.observed, "kappa": step.kappa}})
+        pairs.append(
+            {
+                "a": pair.rater_a,
+                "b": pair.rater_b,
+                "n_traces": pair.n_items,
+                "agent": {"observed": pair.observed, "kappa": pair.kappa},
+                "step": {"observed": step.observed, "kappa": step.kappa},
+            }
+        )
     traces = {t for labels in agents.values() for t in labels}
     return {"project": project_id, "reviewers": sorted(agents), "traces_labelled": len(traces), "pairs": pairs}

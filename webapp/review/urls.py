@@ -8,8 +8,9 @@ urlpatterns = [
     path("api/review/comments/<int:comment_id>/", api.comment_detail, name="api-review-comment"),
     path("api/review/attributions/<int:attribution_id>/votes/", api.attribution_votes, name="api-review-votes"),
     path("api/review/traces/<int:trace_id>/status/", api.trace_status, name="api-review-status"),
-    path("api/review/traces/<int:trace_id>/mistake-labels/", api.trace_mistake_labels,
-         name="api-review-mistake-labels"),
+    path(
+        "api/review/traces/<int:trace_id>/mistake-labels/", api.trace_mistake_labels, name="api-review-mistake-labels"
+    ),
     path("api/review/projects/<int:project_id>/activity/", api.project_activity, name="api-review-activity"),
     path("api/review/projects/<int:project_id>/agreement/", api.project_agreement, name="api-review-agreement"),
 ]

@@ -12,8 +12,14 @@ from webapp.accounts.services import get_role
 from . import feed, services
 
 FEED_PAGE = 50
-VERB_TEXT = {"commented": "commented", "edited": "edited a comment", "deleted": "deleted a comment",
-             "voted": "voted", "set_status": "set the review status", "labelled": "labelled the mistake"}
+VERB_TEXT = {
+    "commented": "commented",
+    "edited": "edited a comment",
+    "deleted": "deleted a comment",
+    "voted": "voted",
+    "set_status": "set the review status",
+    "labelled": "labelled the mistake",
+}
 
 
 @login_required
@@ -24,8 +30,13 @@ def project_review(request: HttpRequest, project_id: int):
         raise Http404("no such project")
     before = request.GET.get("before", "")
     activities = feed.list_activity(project.pk, before=int(before) if before.isdigit() else None, limit=FEED_PAGE)
-    return render(request, "review/project_review.html", {
-        "project": project, "agreement": services.get_agreement(project.pk),
-        "activities": [{**feed.activity_wire(a), "verb_text": VERB_TEXT.get(a.verb, a.verb)} for a in activities],
-        "older": activities[-1].pk if len(activities) == FEED_PAGE else None,
-    })
+    return render(
+        request,
+        "review/project_review.html",
+        {
+            "project": project,
+            "agreement": services.get_agreement(project.pk),
+            "activities": [{**feed.activity_wire(a), "verb_text": VERB_TEXT.get(a.verb, a.verb)} for a in activities],
+            "older": activities[-1].pk if len(activities) == FEED_PAGE else None,
+        },
+    )

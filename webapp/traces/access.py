@@ -11,8 +11,9 @@ from webapp.accounts.services import check_token, project_ids_for
 from .models import Trace
 
 
-def get_trace_for(trace_id: int, *, user=None, raw_token: str | None = None,
-                  token: ApiToken | None = None) -> Trace | None:
+def get_trace_for(
+    trace_id: int, *, user=None, raw_token: str | None = None, token: ApiToken | None = None
+) -> Trace | None:
     """The trace if the user (or token) may read it, else None."""
     if token is None and raw_token:
         token = check_token(raw_token)

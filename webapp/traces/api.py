@@ -49,8 +49,7 @@ def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
     if isinstance(doc, list):
         doc = {"events": doc}
     if not isinstance(doc, dict):
-        raise core.TraceValidationError("body must be a JSON array of events or an object with 'events'",
-                                        kind="body")
+        raise core.TraceValidationError("body must be a JSON array of events or an object with 'events'", kind="body")
     for name in ("events", "edges", "agents", "labels"):
         if not isinstance(doc.get(name) or [], list):
             raise core.TraceValidationError("must be an array", field=name, kind="body")
@@ -75,9 +74,15 @@ def _ingest_response(project, fragment: core.Trace, trace: Trace | None = None, 
         return JsonResponse(exc.error.as_dict(), status=409)
     except core.TraceValidationError as exc:
         return JsonResponse(exc.as_dict(), status=400)
-    return JsonResponse({"trace": services.trace_summary(result.trace), "seq": result.seq,
-                         "events_added": result.events_added, "events_updated": result.events_updated},
-                        status=201 if result.created else status)
+    return JsonResponse(
+        {
+            "trace": services.trace_summary(result.trace),
+            "seq": result.seq,
+            "events_added": result.events_added,
+            "events_updated": result.events_updated,
+        },
+        status=201 if result.created else status,
+    )
 
 
 @api_view("GET", "POST", ingest=True)
@@ -91,8 +96,14 @@ def traces(request: HttpRequest):
             return json_error(400, f"page_size must be an integer from 1 to {MAX_PAGE_SIZE}", field="page_size")
         page = Paginator(services.list_traces(request.project_ids, query=request.GET.get("q", "")), size)
         current = page.get_page(request.GET.get("page") or 1)
-        return JsonResponse({"count": page.count, "page": current.number, "pages": page.num_pages,
-                             "results": [services.trace_summary(t) for t in current.object_list]})
+        return JsonResponse(
+            {
+                "count": page.count,
+                "page": current.number,
+                "pages": page.num_pages,
+                "results": [services.trace_summary(t) for t in current.object_list],
+            }
+        )
     project = get_write_project(request, "creating a trace")
     if project is None:
         return json_error(403, "you are not a member of any project")
@@ -105,14 +116,22 @@ def traces(request: HttpRequest):
                 raise core.TraceValidationError("must be a string", field=name, kind="body")
         if not isinstance(doc.get("attributes") or {}, dict):
             raise core.TraceValidationError("must be an object", field="attributes", kind="body")
-        fragment = core.Trace(source_format="api", source_id=doc.get("source_id") or "",
-                              name=doc.get("name") or "", system=doc.get("system") or "",
-                              attributes=doc.get("attributes") or {})
+        fragment = core.Trace(
+            source_format="api",
+            source_id=doc.get("source_id") or "",
+            name=doc.get("name") or "",
+            system=doc.get("system") or "",
+            attributes=doc.get("attributes") or {},
+        )
         if not fragment.source_id:
             fragment.source_id = core.content_hash(f"{project.pk}:{fragment.name}:{secrets.token_hex(8)}")
         batch = _fragment_from_batch(Trace(source_format="api", source_id=fragment.source_id), doc)
-        fragment.events, fragment.edges, fragment.agents, fragment.labels = (batch.events, batch.edges,
-                                                                             batch.agents, batch.labels)
+        fragment.events, fragment.edges, fragment.agents, fragment.labels = (
+            batch.events,
+            batch.edges,
+            batch.agents,
+            batch.labels,
+        )
     except BODY_ERRORS as exc:
         return bad_body(exc)
     return _ingest_response(project, fragment)
@@ -209,8 +228,13 @@ def upload_sources(request: HttpRequest) -> list[SourceFile]:
 
 
 def outcome_json(outcome: ingest.FileOutcome) -> dict[str, Any]:
-    return {"file": outcome.name, "traces": [services.trace_summary(t) for t in outcome.traces],
-            "skipped": outcome.skipped, "error": outcome.error, "report": outcome.lines}
+    return {
+        "file": outcome.name,
+        "traces": [services.trace_summary(t) for t in outcome.traces],
+        "skipped": outcome.skipped,
+        "error": outcome.error,
+        "report": outcome.lines,
+    }
 
 
 @api_view("POST", ingest=True)
@@ -229,8 +253,15 @@ def traces_upload(request: HttpRequest):
             check_no_nul(source)
         except TraceFormatError as exc:
             sources.remove(source)
-            refused.append({"file": source.name, "traces": [], "skipped": None, "error": str(exc),
-                            "report": [f"{source.name}: failed: {exc.detail}"]})
+            refused.append(
+                {
+                    "file": source.name,
+                    "traces": [],
+                    "skipped": None,
+                    "error": str(exc),
+                    "report": [f"{source.name}: failed: {exc.detail}"],
+                }
+            )
     outcomes = ingest.do_import_sources(project, sources) if sources else []
     failed = bool(refused) or any(o.error for o in outcomes)
     return JsonResponse({"files": refused + [outcome_json(o) for o in outcomes]}, status=400 if failed else 200)
@@ -261,9 +292,11 @@ def otlp_traces(request: HttpRequest):
                 rejected += span_ingest.do_ingest_spans(project, otlp, trace_id, spans, source="OTLP/HTTP").rejected
     except (core.TraceValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
         return json_error(400, f"invalid spans: {exc!r}" if isinstance(exc, KeyError) else f"invalid spans: {exc}")
-    message = f"{rejected} span(s) reuse a stored span id with other content; the stored span is kept" \
-        if rejected else ""
+    message = (
+        f"{rejected} span(s) reuse a stored span id with other content; the stored span is kept" if rejected else ""
+    )
     if protobuf:
         return HttpResponse(otlp.encode_response(rejected, message), content_type="application/x-protobuf")
-    return JsonResponse({"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": message}
-                         if rejected else {}})
+    return JsonResponse(
+        {"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": message} if rejected else {}}
+    )

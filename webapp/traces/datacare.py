@@ -41,6 +41,7 @@ def do_delete_expired_traces(project_id: int, *, now=None) -> int:
         do_delete_trace(trace)
         count += 1
     if count:
-        log.info("retention: deleted %d traces of project %s older than %d days", count, project.pk,
-                 project.retention_days)
+        log.info(
+            "retention: deleted %d traces of project %s older than %d days", count, project.pk, project.retention_days
+        )
     return count

@@ -53,8 +53,18 @@ BULK_BATCH = 1000
 #: Label keys shown in a trace's `label_summary` (the trace list's label column).
 SUMMARY_LABELS = ("mistake_agent", "mistake_step", "failure_mode")
 #: The columns a merged event can change (`model.merge_event` refuses a different t, type or agent).
-_MERGED_EVENT_COLUMNS = ("t_end", "role", "from_agent", "to", "tool", "content", "content_ref", "tokens",
-                         "trusted", "attributes")
+_MERGED_EVENT_COLUMNS = (
+    "t_end",
+    "role",
+    "from_agent",
+    "to",
+    "tool",
+    "content",
+    "content_ref",
+    "tokens",
+    "trusted",
+    "attributes",
+)
 
 
 @dataclass
@@ -79,8 +89,9 @@ def redaction_patterns() -> list[Pattern[str]]:
     return compiled(tuple(settings.SWARMSCOPE_REDACT_PATTERNS))
 
 
-def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = None,
-              live: bool = False, broadcast: bool = True) -> IngestResult:
+def do_ingest(
+    project: Project, fragment: core.Trace, *, trace: Trace | None = None, live: bool = False, broadcast: bool = True
+) -> IngestResult:
     """Store `fragment` (a whole imported trace or an API batch) into its trace, all or nothing.
 
     The trace is `trace` when given, else found by the fragment's identity key in `project`, else
@@ -101,8 +112,9 @@ def do_ingest(project: Project, fragment: core.Trace, *, trace: Trace | None = N
         _write_plan(row, plan, stored, seq)
         _add_to_trace(row, fragment, plan, seq, merge_fields=not created, live=live)
         row.save()
-        delta = write_delta(row, seq, plan.create_agents + plan.update_agents, plan.touched_events,
-                            plan.add_edges, plan.add_labels)
+        delta = write_delta(
+            row, seq, plan.create_agents + plan.update_agents, plan.touched_events, plan.add_edges, plan.add_labels
+        )
         if broadcast:
             transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
         return IngestResult(row, created, seq, len(plan.insert_events), len(plan.update_events))
@@ -116,14 +128,23 @@ def _find_or_create_trace(project: Project, fragment: core.Trace, trace: Trace |
     if found is not None:
         return found, False
     return Trace.objects.create(
-        project=project, identity_key=fragment.identity_key, source_format=fragment.source_format,
-        source_id=fragment.source_id, name=fragment.name or fragment.source_id[:200], system=fragment.system,
-        topology=fragment.topology, task_id=fragment.task_id, attributes=fragment.attributes,
-        rewards=fragment.rewards, costs=fragment.costs, metrics=fragment.metrics,
+        project=project,
+        identity_key=fragment.identity_key,
+        source_format=fragment.source_format,
+        source_id=fragment.source_id,
+        name=fragment.name or fragment.source_id[:200],
+        system=fragment.system,
+        topology=fragment.topology,
+        task_id=fragment.task_id,
+        attributes=fragment.attributes,
+        rewards=fragment.rewards,
+        costs=fragment.costs,
+        metrics=fragment.metrics,
     ), True
 
 
 # --- reading what is stored --------------------------------------------------------------------
+
 
 @dataclass
 class _StoredRows:
@@ -138,14 +159,20 @@ def _read_stored(row: Trace, fragment: core.Trace) -> _StoredRows:
     """The stored rows `fragment` can meet (only those: a long live trace has many)."""
     batch_ids = {e.id for e in fragment.events}
     events = _existing_events(row, batch_ids)
-    names = ({a.name for a in fragment.agents} | {e.agent for e in fragment.events}
-             | {e.to for e in fragment.events if e.type == "spawn" and e.to})
+    names = (
+        {a.name for a in fragment.agents}
+        | {e.agent for e in fragment.events}
+        | {e.to for e in fragment.events if e.type == "spawn" and e.to}
+    )
     agents = _stored_agents(row, names)
     ends = {i for e in fragment.edges for i in (e.src, e.dst)} - batch_ids
-    state = Stored(events={i: event_from_row(r) for i, r in events.items()},
-                   agents={name: agent_from_row(r) for name, r in agents.items()},
-                   edges=_stored_edges(row, fragment.edges), event_ids=_known_event_ids(row, ends),
-                   labels=set(stored_labels(row)))
+    state = Stored(
+        events={i: event_from_row(r) for i, r in events.items()},
+        agents={name: agent_from_row(r) for name, r in agents.items()},
+        edges=_stored_edges(row, fragment.edges),
+        event_ids=_known_event_ids(row, ends),
+        labels=set(stored_labels(row)),
+    )
     return _StoredRows(state, {i: r["id"] for i, r in events.items()}, {n: r["id"] for n, r in agents.items()})
 
 
@@ -153,17 +180,23 @@ def in_chunks(values: Iterable[Any]):
     """`values`, deduplicated, in lists short enough for an `IN (...)` look-up."""
     values = list(set(values))
     for start in range(0, len(values), LOOKUP_CHUNK):
-        yield values[start:start + LOOKUP_CHUNK]
+        yield values[start : start + LOOKUP_CHUNK]
 
 
 def _existing_events(trace: Trace, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    return {row["event_id"]: row for chunk in in_chunks(ids)
-            for row in trace.events.filter(event_id__in=chunk).values("id", *EVENT_COLUMNS)}
+    return {
+        row["event_id"]: row
+        for chunk in in_chunks(ids)
+        for row in trace.events.filter(event_id__in=chunk).values("id", *EVENT_COLUMNS)
+    }
 
 
 def _stored_agents(trace: Trace, names: Iterable[str]) -> dict[str, dict[str, Any]]:
-    return {a["name"]: a for chunk in in_chunks(names)
-            for a in trace.agents.filter(name__in=chunk).values("id", *AGENT_COLUMNS)}
+    return {
+        a["name"]: a
+        for chunk in in_chunks(names)
+        for a in trace.agents.filter(name__in=chunk).values("id", *AGENT_COLUMNS)
+    }
 
 
 def _stored_edges(trace: Trace, edges: list[core.Edge]) -> set[tuple[str, str, str]]:
@@ -175,34 +208,47 @@ def _stored_edges(trace: Trace, edges: list[core.Edge]) -> set[tuple[str, str, s
 
 
 def _known_event_ids(trace: Trace, ids: Iterable[str]) -> set[str]:
-    return {i for chunk in in_chunks(ids) for i in trace.events.filter(event_id__in=chunk)
-            .values_list("event_id", flat=True)}
+    return {
+        i
+        for chunk in in_chunks(ids)
+        for i in trace.events.filter(event_id__in=chunk).values_list("event_id", flat=True)
+    }
 
 
 def stored_labels(trace: Trace) -> dict[LabelKey, int]:
     """Every stored label's pk by its `label_key` (the last pk where several share a key)."""
-    return {label_key(core.Label(key=r["key"], value=r["value"], event_id=r["event_id"], agent=r["agent"])): r["id"]
-            for r in trace.labels.values("id", "key", "value", "event_id", "agent")}
+    return {
+        label_key(core.Label(key=r["key"], value=r["value"], event_id=r["event_id"], agent=r["agent"])): r["id"]
+        for r in trace.labels.values("id", "key", "value", "event_id", "agent")
+    }
 
 
 # --- writing -----------------------------------------------------------------------------------
 
+
 def _write_plan(row: Trace, plan: BatchPlan, stored: _StoredRows, seq: int) -> None:
     """Insert and update the rows of `plan` under `seq`; new events go after the stored ones."""
     insert_events(row, plan.insert_events, range(row.event_count, row.event_count + len(plan.insert_events)), seq)
-    Event.objects.bulk_update([Event(pk=stored.event_pks[e.id], seq=seq, **event_columns(e))
-                               for e in plan.update_events],
-                              [*_MERGED_EVENT_COLUMNS, "seq"], batch_size=BULK_BATCH)
+    Event.objects.bulk_update(
+        [Event(pk=stored.event_pks[e.id], seq=seq, **event_columns(e)) for e in plan.update_events],
+        [*_MERGED_EVENT_COLUMNS, "seq"],
+        batch_size=BULK_BATCH,
+    )
     create_agents(row, plan.create_agents, seq)
-    Agent.objects.bulk_update([Agent(pk=stored.agent_pks[a.name], seq=seq,
-                                     **{f: getattr(a, f) for f in AGENT_FILL_FIELDS}) for a in plan.update_agents],
-                              [*AGENT_FILL_FIELDS, "seq"])
+    Agent.objects.bulk_update(
+        [
+            Agent(pk=stored.agent_pks[a.name], seq=seq, **{f: getattr(a, f) for f in AGENT_FILL_FIELDS})
+            for a in plan.update_agents
+        ],
+        [*AGENT_FILL_FIELDS, "seq"],
+    )
     create_edges(row, plan.add_edges, seq)
     create_labels(row, plan.add_labels, seq)
 
 
-def _add_to_trace(row: Trace, fragment: core.Trace, plan: BatchPlan, seq: int, *, merge_fields: bool,
-                  live: bool) -> None:
+def _add_to_trace(
+    row: Trace, fragment: core.Trace, plan: BatchPlan, seq: int, *, merge_fields: bool, live: bool
+) -> None:
     """Bring the trace row's seq, counts and totals up to date with `plan` (not saved); with
     `merge_fields`, the fragment's rewards, costs, metrics and attributes merge into the row's."""
     row.seq = seq
@@ -210,8 +256,7 @@ def _add_to_trace(row: Trace, fragment: core.Trace, plan: BatchPlan, seq: int, *
     row.agent_count += len(plan.create_agents)
     row.total_tokens += sum(e.tokens or 0 for e in plan.insert_events)
     if plan.touched_events:
-        row.duration_s = max(row.duration_s, max(e.t_end if e.t_end is not None else e.t
-                                                 for e in plan.touched_events))
+        row.duration_s = max(row.duration_s, max(e.t_end if e.t_end is not None else e.t for e in plan.touched_events))
     if merge_fields:
         for name in ("rewards", "costs", "metrics", "attributes"):
             incoming = getattr(fragment, name)
@@ -233,12 +278,18 @@ def insert_events(trace: Trace, events: list[core.Event], positions: Iterable[in
     if not events:
         return
     if connection.vendor != "postgresql":
-        Event.objects.bulk_create([Event(trace=trace, position=p, seq=seq, **event_columns(e))
-                                   for p, e in zip(positions, events)], batch_size=BULK_BATCH)
+        Event.objects.bulk_create(
+            [Event(trace=trace, position=p, seq=seq, **event_columns(e)) for p, e in zip(positions, events)],
+            batch_size=BULK_BATCH,
+        )
         return
     table = Event._meta.db_table
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {table} ({', '.join(connection.ops.quote_name(c) for c in _COPY_COLUMNS)}) FROM STDIN") as copy:
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(
+            f"COPY {table} ({', '.join(connection.ops.quote_name(c) for c in _COPY_COLUMNS)}) FROM STDIN"
+        ) as copy,
+    ):
         for p, event in zip(positions, events):
             columns = event_columns(event)
             columns["attributes"] = Jsonb(columns["attributes"])
@@ -246,18 +297,27 @@ def insert_events(trace: Trace, events: list[core.Event], positions: Iterable[in
 
 
 def create_agents(trace: Trace, agents: list[core.Agent], seq: int) -> None:
-    Agent.objects.bulk_create([Agent(trace=trace, seq=seq, **{f: getattr(a, f) for f in AGENT_COLUMNS})
-                               for a in agents], batch_size=BULK_BATCH)
+    Agent.objects.bulk_create(
+        [Agent(trace=trace, seq=seq, **{f: getattr(a, f) for f in AGENT_COLUMNS}) for a in agents],
+        batch_size=BULK_BATCH,
+    )
 
 
 def create_edges(trace: Trace, edges: list[core.Edge], seq: int) -> None:
-    Edge.objects.bulk_create([Edge(trace=trace, seq=seq, src=e.src, dst=e.dst, type=e.type) for e in edges],
-                             batch_size=BULK_BATCH)
+    Edge.objects.bulk_create(
+        [Edge(trace=trace, seq=seq, src=e.src, dst=e.dst, type=e.type) for e in edges], batch_size=BULK_BATCH
+    )
 
 
 def create_labels(trace: Trace, labels: list[core.Label], seq: int) -> None:
-    Label.objects.bulk_create([Label(trace=trace, seq=seq, key=lb.key, value=lb.value, event_id=lb.event_id,
-                                     agent=lb.agent, source=lb.source) for lb in labels])
+    Label.objects.bulk_create(
+        [
+            Label(
+                trace=trace, seq=seq, key=lb.key, value=lb.value, event_id=lb.event_id, agent=lb.agent, source=lb.source
+            )
+            for lb in labels
+        ]
+    )
 
 
 def headline_reward(rewards: dict[str, Any]) -> float | None:
@@ -282,6 +342,7 @@ def label_summary(current: str, new_labels: list[core.Label]) -> str:
 
 # --- files -------------------------------------------------------------------------------------
 
+
 @dataclass
 class FileOutcome:
     """One input file's result: `lines` are the human-readable report lines."""
@@ -303,8 +364,11 @@ class FileOutcome:
             return [f"{self.name}: failed: {self.error}"]
         if self.skipped:
             return [f"{self.name}: skipped: {self.skipped}"]
-        return [f"{self.name}: imported as trace {t.pk}: {t.agent_count} agents, {t.event_count} events"
-                + (" (already stored, nothing new)" if t.pk in self.unchanged else "") for t in self.traces]
+        return [
+            f"{self.name}: imported as trace {t.pk}: {t.agent_count} agents, {t.event_count} events"
+            + (" (already stored, nothing new)" if t.pk in self.unchanged else "")
+            for t in self.traces
+        ]
 
 
 def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[FileOutcome]:
@@ -332,8 +396,15 @@ def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[F
     outcomes = []
     for report in result.files:
         failure = report.error or next((errors[k] for k in report.trace_keys if k in errors), None)
-        outcomes.append(FileOutcome(name=report.name, traces=[stored[k] for k in report.trace_keys if k in stored],
-                                    skipped=report.skipped, error=failure, unchanged=frozenset(unchanged)))
+        outcomes.append(
+            FileOutcome(
+                name=report.name,
+                traces=[stored[k] for k in report.trace_keys if k in stored],
+                skipped=report.skipped,
+                error=failure,
+                unchanged=frozenset(unchanged),
+            )
+        )
     return outcomes
 
 

@@ -20,8 +20,22 @@ from swarmscope.metrics import compute_metrics
 from .models import Agent, Edge, Event, Label, Trace
 
 #: Event columns holding the event itself, in the order of `event_columns`; EVENT_COLUMNS adds `seq`.
-EVENT_DATA_COLUMNS = ("event_id", "t", "t_end", "type", "agent", "role", "from_agent", "to", "tool",
-                      "content", "content_ref", "tokens", "trusted", "attributes")
+EVENT_DATA_COLUMNS = (
+    "event_id",
+    "t",
+    "t_end",
+    "type",
+    "agent",
+    "role",
+    "from_agent",
+    "to",
+    "tool",
+    "content",
+    "content_ref",
+    "tokens",
+    "trusted",
+    "attributes",
+)
 EVENT_COLUMNS = EVENT_DATA_COLUMNS + ("seq",)
 AGENT_COLUMNS = ("name", "role", "parent", "spawned_at", "despawned_at", "system_prompt", "attributes")
 LABEL_COLUMNS = ("key", "value", "event_id", "agent", "source", "seq")
@@ -32,12 +46,21 @@ LIVE_WINDOW_S = 30
 
 # --- wire and core forms of rows ---------------------------------------------------------------
 
+
 def event_wire(row: dict[str, Any]) -> dict[str, Any]:
     """An event row (EVENT_COLUMNS) in the live protocol's form: only set fields, `from_agent` as `from`."""
     wire = {"id": row["event_id"], "t": row["t"], "type": row["type"], "agent": row["agent"], "seq": row["seq"]}
-    for column, name in (("t_end", "t_end"), ("role", "role"), ("from_agent", "from"), ("to", "to"),
-                         ("tool", "tool"), ("content", "content"), ("content_ref", "content_ref"),
-                         ("tokens", "tokens"), ("trusted", "trusted")):
+    for column, name in (
+        ("t_end", "t_end"),
+        ("role", "role"),
+        ("from_agent", "from"),
+        ("to", "to"),
+        ("tool", "tool"),
+        ("content", "content"),
+        ("content_ref", "content_ref"),
+        ("tokens", "tokens"),
+        ("trusted", "trusted"),
+    ):
         if row[column] is not None:
             wire[name] = row[column]
     if row["attributes"]:
@@ -52,28 +75,59 @@ def label_wire(row: dict[str, Any]) -> dict[str, Any]:
 
 def event_from_row(row: dict[str, Any]) -> core.Event:
     """The swarmscope Event of an event row (EVENT_DATA_COLUMNS at least)."""
-    return core.Event(id=row["event_id"], t=row["t"], t_end=row["t_end"], type=row["type"], agent=row["agent"],
-                      role=row["role"], from_=row["from_agent"], to=row["to"], tool=row["tool"],
-                      content=row["content"], content_ref=row["content_ref"], tokens=row["tokens"],
-                      trusted=row["trusted"], attributes=row["attributes"] or {})
+    return core.Event(
+        id=row["event_id"],
+        t=row["t"],
+        t_end=row["t_end"],
+        type=row["type"],
+        agent=row["agent"],
+        role=row["role"],
+        from_=row["from_agent"],
+        to=row["to"],
+        tool=row["tool"],
+        content=row["content"],
+        content_ref=row["content_ref"],
+        tokens=row["tokens"],
+        trusted=row["trusted"],
+        attributes=row["attributes"] or {},
+    )
 
 
 def agent_from_row(row: dict[str, Any]) -> core.Agent:
     """The swarmscope Agent of an agent row (AGENT_COLUMNS at least)."""
-    return core.Agent(name=row["name"], role=row["role"], parent=row["parent"], spawned_at=row["spawned_at"],
-                      despawned_at=row["despawned_at"], system_prompt=row["system_prompt"],
-                      attributes=row["attributes"] or {})
+    return core.Agent(
+        name=row["name"],
+        role=row["role"],
+        parent=row["parent"],
+        spawned_at=row["spawned_at"],
+        despawned_at=row["despawned_at"],
+        system_prompt=row["system_prompt"],
+        attributes=row["attributes"] or {},
+    )
 
 
 def event_columns(event: core.Event) -> dict[str, Any]:
     """The EVENT_DATA_COLUMNS of `event`, by column name."""
-    return {"event_id": event.id, "t": event.t, "t_end": event.t_end, "type": event.type, "agent": event.agent,
-            "role": event.role, "from_agent": event.from_, "to": event.to, "tool": event.tool,
-            "content": event.content, "content_ref": event.content_ref, "tokens": event.tokens,
-            "trusted": event.trusted, "attributes": event.attributes}
+    return {
+        "event_id": event.id,
+        "t": event.t,
+        "t_end": event.t_end,
+        "type": event.type,
+        "agent": event.agent,
+        "role": event.role,
+        "from_agent": event.from_,
+        "to": event.to,
+        "tool": event.tool,
+        "content": event.content,
+        "content_ref": event.content_ref,
+        "tokens": event.tokens,
+        "trusted": event.trusted,
+        "attributes": event.attributes,
+    }
 
 
 # --- summaries, snapshots and deltas -----------------------------------------------------------
+
 
 def trace_summary(trace: Trace) -> dict[str, Any]:
     """The trace-level part of a snapshot and of the API's trace resource."""
@@ -112,8 +166,7 @@ def _collections_since(trace: Trace, after_seq: int, upto_seq: int) -> dict[str,
     # Bounded above too: under READ COMMITTED (PostgreSQL) a batch committed after the trace row was
     # read would otherwise ride along under the older seq, and its own delta would deliver it again.
     def rows(model, columns, order):
-        return (model.objects.filter(trace=trace, seq__gt=after_seq, seq__lte=upto_seq)
-                .order_by(*order).values(*columns))
+        return model.objects.filter(trace=trace, seq__gt=after_seq, seq__lte=upto_seq).order_by(*order).values(*columns)
 
     return {
         "agents": list(rows(Agent, AGENT_COLUMNS + ("seq",), ("id",))),
@@ -148,8 +201,9 @@ def get_delta_since(trace: Trace, seq: int) -> dict[str, Any]:
     return {"type": "delta", "seq": current, **collections}
 
 
-def write_delta(row: Trace, seq: int, agents: list, events: list[core.Event], edges: list[core.Edge],
-                labels: list[core.Label]) -> dict[str, Any]:
+def write_delta(
+    row: Trace, seq: int, agents: list, events: list[core.Event], edges: list[core.Edge], labels: list[core.Label]
+) -> dict[str, Any]:
     """The live protocol's delta for what one write under `seq` added or changed (`agents`: core
     Agents or Agent rows, read by AGENT_COLUMNS); `row` is the trace as saved."""
     return {
@@ -158,27 +212,40 @@ def write_delta(row: Trace, seq: int, agents: list, events: list[core.Event], ed
         "agents": [{**{k: getattr(a, k) for k in AGENT_COLUMNS}, "seq": seq} for a in agents],
         "events": [event_wire({**event_columns(e), "seq": seq}) for e in events],
         "edges": [{**e.to_dict(), "seq": seq} for e in edges],
-        "labels": [label_wire({"event_id": None, "agent": None, "source": None, **lb.to_dict(), "seq": seq})
-                   for lb in labels],
+        "labels": [
+            label_wire({"event_id": None, "agent": None, "source": None, **lb.to_dict(), "seq": seq}) for lb in labels
+        ],
         "trace": trace_summary(row),
     }
 
 
 # --- the core form, metrics, lists -------------------------------------------------------------
 
+
 def to_core_trace(trace: Trace) -> core.Trace:
     """The stored trace as a swarmscope Trace (for metrics and exports)."""
-    result = core.Trace(source_format=trace.source_format, source_id=trace.source_id, name=trace.name,
-                        system=trace.system, topology=trace.topology, task_id=trace.task_id,
-                        rewards=dict(trace.rewards), costs=dict(trace.costs), metrics=dict(trace.metrics),
-                        attributes=dict(trace.attributes))
+    result = core.Trace(
+        source_format=trace.source_format,
+        source_id=trace.source_id,
+        name=trace.name,
+        system=trace.system,
+        topology=trace.topology,
+        task_id=trace.task_id,
+        rewards=dict(trace.rewards),
+        costs=dict(trace.costs),
+        metrics=dict(trace.metrics),
+        attributes=dict(trace.attributes),
+    )
     result.agents = [agent_from_row(a) for a in trace.agents.order_by("id").values()]
     result.events = [event_from_row(r) for r in trace.events.order_by("position").values(*EVENT_COLUMNS)]
-    result.edges = [core.Edge(src=e["src"], dst=e["dst"], type=e["type"])
-                    for e in trace.edges.order_by("id").values("src", "dst", "type")]
-    result.labels = [core.Label(key=lb["key"], value=lb["value"], event_id=lb["event_id"], agent=lb["agent"],
-                                source=lb["source"])
-                     for lb in trace.labels.order_by("id").values()]
+    result.edges = [
+        core.Edge(src=e["src"], dst=e["dst"], type=e["type"])
+        for e in trace.edges.order_by("id").values("src", "dst", "type")
+    ]
+    result.labels = [
+        core.Label(key=lb["key"], value=lb["value"], event_id=lb["event_id"], agent=lb["agent"], source=lb["source"])
+        for lb in trace.labels.order_by("id").values()
+    ]
     return result
 
 
@@ -196,6 +263,10 @@ def list_traces(project_ids: Iterable[int], *, query: str = "", order: str = "-c
     """Traces of the given projects, newest first, filtered by name/system/label text."""
     qs = Trace.objects.filter(project_id__in=list(project_ids))
     if query:
-        qs = qs.filter(Q(name__icontains=query) | Q(system__icontains=query) | Q(label_summary__icontains=query)
-                       | Q(source_format__icontains=query))
+        qs = qs.filter(
+            Q(name__icontains=query)
+            | Q(system__icontains=query)
+            | Q(label_summary__icontains=query)
+            | Q(source_format__icontains=query)
+        )
     return qs.order_by(order, "-id")

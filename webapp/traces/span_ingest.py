@@ -59,18 +59,25 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
     rejected = 0
     for index, span in enumerate(spans):
         if not span.span_id:
-            raise core.TraceValidationError(f"span {span.name!r} has no span id", index=index, kind="span",
-                                            field="span_id")
+            raise core.TraceValidationError(
+                f"span {span.name!r} has no span id", index=index, kind="span", field="span_id"
+            )
         data = span.to_dict()
         if holds_nul(data):
-            raise core.TraceValidationError(f"span {span.span_id} ({span.name!r}) must not contain a NUL "
-                                            "character (U+0000)", index=index, kind="span")
+            raise core.TraceValidationError(
+                f"span {span.span_id} ({span.name!r}) must not contain a NUL character (U+0000)",
+                index=index,
+                kind="span",
+            )
         data = redact_value(data, patterns)
         rejected += incoming.setdefault(span.span_id, data) != data
     with transaction.atomic():
         row = _lock_or_create_span_trace(project, module, trace_id)
-        known = {i: d for chunk in in_chunks(incoming)
-                 for i, d in row.spans.filter(span_id__in=chunk).values_list("span_id", "data")}
+        known = {
+            i: d
+            for chunk in in_chunks(incoming)
+            for i, d in row.spans.filter(span_id__in=chunk).values_list("span_id", "data")
+        }
         rejected += sum(known[i] != d for i, d in incoming.items() if i in known)
         new = [Span.from_dict(d) for i, d in incoming.items() if i not in known]
         if not new:
@@ -85,8 +92,9 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
             Trace.objects.filter(pk=row.pk).update(spans_pending=True)
             transaction.on_commit(lambda: _enqueue_derive(row.pk, source))
             result = IngestResult(row, False, row.seq, 0, 0, rejected)
-        StoredSpan.objects.bulk_create([StoredSpan(trace=row, span_id=s.span_id, data=s.to_dict()) for s in new],
-                                       batch_size=BULK_BATCH)
+        StoredSpan.objects.bulk_create(
+            [StoredSpan(trace=row, span_id=s.span_id, data=s.to_dict()) for s in new], batch_size=BULK_BATCH
+        )
         return result
 
 
@@ -99,8 +107,9 @@ def _lock_or_create_span_trace(project: Project, module, trace_id: str) -> Trace
         return row
     try:
         with transaction.atomic():
-            return Trace.objects.create(project=project, identity_key=key, source_format=module.FORMAT,
-                                        source_id=trace_id, name=trace_id)
+            return Trace.objects.create(
+                project=project, identity_key=key, source_format=module.FORMAT, source_id=trace_id, name=trace_id
+            )
     except IntegrityError:
         return Trace.objects.select_for_update().get(project=project, identity_key=key)
 
@@ -141,6 +150,7 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
 
 # --- making a stored trace equal to a build ----------------------------------------------------
 
+
 def _store_build(row: Trace, build: core.Trace) -> IngestResult:
     """Make `row`'s events, edges, agents and labels equal to what `do_ingest` would store for
     `build` in a new trace, writing only the difference under the next seq. Viewers get a delta
@@ -171,8 +181,14 @@ def _store_build(row: Trace, build: core.Trace) -> IngestResult:
         transaction.on_commit(lambda: broadcast_trace_reset(row.pk, seq))
     else:
         row.save()
-        delta = write_delta(row, seq, agents.added + agents.changed, events.added + [e for _, e in events.changed],
-                            edges.added, labels.added)
+        delta = write_delta(
+            row,
+            seq,
+            agents.added + agents.changed,
+            events.added + [e for _, e in events.changed],
+            edges.added,
+            labels.added,
+        )
         transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
     return IngestResult(row, False, seq, len(events.added), len(events.changed))
 
@@ -193,13 +209,19 @@ class _EventDiff:
 def _diff_events(row: Trace, build_events: list[core.Event]) -> _EventDiff:
     events = {e.id: e for e in build_events}
     stored = {r["event_id"]: r for r in row.events.values("id", "position", *EVENT_COLUMNS)}
-    changed = [(stored[i], e) for i, e in events.items()
-               if i in stored and event_columns(e) != {c: stored[i][c] for c in EVENT_DATA_COLUMNS}]
-    return _EventDiff(added=[e for i, e in events.items() if i not in stored], changed=changed,
-                      removed=[r["id"] for i, r in stored.items() if i not in events],
-                      next_position=max((r["position"] for r in stored.values()), default=-1) + 1,
-                      count=len(events), fills_in=all(_fills_in(event_from_row(before), after)
-                                                      for before, after in changed))
+    changed = [
+        (stored[i], e)
+        for i, e in events.items()
+        if i in stored and event_columns(e) != {c: stored[i][c] for c in EVENT_DATA_COLUMNS}
+    ]
+    return _EventDiff(
+        added=[e for i, e in events.items() if i not in stored],
+        changed=changed,
+        removed=[r["id"] for i, r in stored.items() if i not in events],
+        next_position=max((r["position"] for r in stored.values()), default=-1) + 1,
+        count=len(events),
+        fills_in=all(_fills_in(event_from_row(before), after) for before, after in changed),
+    )
 
 
 def _fills_in(before: core.Event, after: core.Event) -> bool:
@@ -238,15 +260,21 @@ def _diff_agents(row: Trace, agents: dict[str, core.Agent], seq: int) -> _AgentD
         before = stored.get(name)
         if before is None or all(getattr(before, f) == getattr(agent, f) for f in AGENT_COLUMNS):
             continue
-        fills_in &= (all(getattr(before, f) in (None, getattr(agent, f)) for f in AGENT_COLUMNS if f != "attributes")
-                     and before.attributes.items() <= agent.attributes.items())
+        fills_in &= (
+            all(getattr(before, f) in (None, getattr(agent, f)) for f in AGENT_COLUMNS if f != "attributes")
+            and before.attributes.items() <= agent.attributes.items()
+        )
         for f in AGENT_COLUMNS:
             setattr(before, f, getattr(agent, f))
         before.seq = seq
         changed.append(before)
-    return _AgentDiff(added=[a for name, a in agents.items() if name not in stored], changed=changed,
-                      removed=[a.pk for name, a in stored.items() if name not in agents], count=len(agents),
-                      fills_in=fills_in)
+    return _AgentDiff(
+        added=[a for name, a in agents.items() if name not in stored],
+        changed=changed,
+        removed=[a.pk for name, a in stored.items() if name not in agents],
+        count=len(agents),
+        fills_in=fills_in,
+    )
 
 
 @dataclass
@@ -258,8 +286,10 @@ class _KeyedDiff:
 
 
 def _diff_keyed(wanted: dict[Any, Any], stored: dict[Any, int]) -> _KeyedDiff:
-    return _KeyedDiff(added=[item for key, item in wanted.items() if key not in stored],
-                      removed=[pk for key, pk in stored.items() if key not in wanted])
+    return _KeyedDiff(
+        added=[item for key, item in wanted.items() if key not in stored],
+        removed=[pk for key, pk in stored.items() if key not in wanted],
+    )
 
 
 def _set_from_build(row: Trace, build: core.Trace, seq: int, *, event_count: int, agent_count: int) -> None:

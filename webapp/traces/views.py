@@ -61,9 +61,17 @@ def trace_list(request: HttpRequest):
 @login_required
 def trace_detail(request: HttpRequest, trace_id: int):
     trace = _trace_or_404(request, trace_id)
-    return render(request, "traces/trace_detail.html", {
-        "trace": trace, **_trace_urls(trace), "rollout_backends_json": json.dumps(sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS)),
-        "can_write": has_role(request.user, trace.project_id, WRITE_ROLE), "read_only_hint": READ_ONLY_HINT})
+    return render(
+        request,
+        "traces/trace_detail.html",
+        {
+            "trace": trace,
+            **_trace_urls(trace),
+            "rollout_backends_json": json.dumps(sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS)),
+            "can_write": has_role(request.user, trace.project_id, WRITE_ROLE),
+            "read_only_hint": READ_ONLY_HINT,
+        },
+    )
 
 
 @login_required
@@ -72,11 +80,16 @@ def trace_compare(request: HttpRequest):
         left, right = (_trace_or_404(request, int(request.GET[k])) for k in ("left", "right"))
     except (KeyError, ValueError):
         raise Http404("compare needs ?left=<trace id>&right=<trace id>") from None
-    return render(request, "traces/compare.html", {
-        "left": left, "right": right,
-        "left_snapshot_url": _trace_urls(left)["snapshot_url"],
-        "right_snapshot_url": _trace_urls(right)["snapshot_url"],
-    })
+    return render(
+        request,
+        "traces/compare.html",
+        {
+            "left": left,
+            "right": right,
+            "left_snapshot_url": _trace_urls(left)["snapshot_url"],
+            "right_snapshot_url": _trace_urls(right)["snapshot_url"],
+        },
+    )
 
 
 @login_required
@@ -94,8 +107,9 @@ def upload(request: HttpRequest):
         can_write = get_write_project(request, "uploading traces") is not None
     except PermissionRefused:
         can_write = False
-    return render(request, "traces/upload.html", {"outcomes": outcomes, "can_write": can_write,
-                                                  "read_only_hint": READ_ONLY_HINT})
+    return render(
+        request, "traces/upload.html", {"outcomes": outcomes, "can_write": can_write, "read_only_hint": READ_ONLY_HINT}
+    )
 
 
 @login_required
@@ -112,6 +126,13 @@ def trace_delete(request: HttpRequest, trace_id: int):
         datacare.do_delete_trace(trace)
         messages.info(request, f"Trace {name} was deleted.")
         return redirect("trace-list")
-    return render(request, "accounts/confirm_delete.html", {
-        "object": trace, "kind": "trace", "dependants": list_dependants(trace),
-        "cancel_url": reverse("trace-detail", args=[trace.pk])})
+    return render(
+        request,
+        "accounts/confirm_delete.html",
+        {
+            "object": trace,
+            "kind": "trace",
+            "dependants": list_dependants(trace),
+            "cancel_url": reverse("trace-detail", args=[trace.pk]),
+        },
+    )

@@ -50,7 +50,9 @@ def _run(request: HttpRequest, run_id: int, write: str = "") -> Run | None:
 def runs(request: HttpRequest):
     """GET: the caller's runs (newest first, at most 200). POST: create an external run."""
     if request.method == "GET":
-        return JsonResponse({"results": [services.run_summary(r) for r in services.list_runs(request.project_ids)[:200]]})
+        return JsonResponse(
+            {"results": [services.run_summary(r) for r in services.list_runs(request.project_ids)[:200]]}
+        )
     project = get_write_project(request, "reporting a run")
     if project is None:
         return json_error(403, "you are not a member of any project")
@@ -88,15 +90,19 @@ def run_iterations(request: HttpRequest, run_id: int):
     if run is None:
         return json_error(404, "no such run")
     if not run.external:
-        return json_error(409, "the app trains this run; only runs created through this API take iterations", field="run")
+        return json_error(
+            409, "the app trains this run; only runs created through this API take iterations", field="run"
+        )
     if run.status not in Run.ACTIVE:
         return json_error(409, f"the run is {run.status}; it takes no more iterations", field="status")
     try:
         row = services.do_record_iteration(run, _body(request))
     except services.RunInputError as exc:
         return JsonResponse(exc.as_dict(), status=400)
-    return JsonResponse({"iteration": row.iteration, "seq": row.seq,
-                         "episodes": list(row.episodes.values_list("pk", flat=True))}, status=201)
+    return JsonResponse(
+        {"iteration": row.iteration, "seq": row.seq, "episodes": list(row.episodes.values_list("pk", flat=True))},
+        status=201,
+    )
 
 
 @api_view("POST")
@@ -114,8 +120,9 @@ def run_finish(request: HttpRequest, run_id: int):
             raise services.RunInputError("must be a JSON object", "body")
         if not isinstance(doc.get("error") or "", str):
             raise services.RunInputError("must be a string", "error")
-        run = services.do_finish(run, status=doc.get("status") or Run.FINISHED, error=doc.get("error") or "",
-                                 summary=doc.get("summary"))
+        run = services.do_finish(
+            run, status=doc.get("status") or Run.FINISHED, error=doc.get("error") or "", summary=doc.get("summary")
+        )
     except services.RunInputError as exc:
         return JsonResponse(exc.as_dict(), status=400)
     return JsonResponse(services.run_summary(run))

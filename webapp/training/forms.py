@@ -10,21 +10,31 @@ from django import forms
 from webapp.accounts.models import Project
 
 ALGORITHMS = [("ppo", "PPO (clipped, value baseline)"), ("grpo", "GRPO (group baseline)")]
-CREDITS = [("shared", "Shared terminal reward"), ("counterfactual", "Paired counterfactual per decision"),
-           ("shapley", "Shapley over decisions")]
+CREDITS = [
+    ("shared", "Shared terminal reward"),
+    ("counterfactual", "Paired counterfactual per decision"),
+    ("shapley", "Shapley over decisions"),
+]
 STOPS = [("learned", "Learned (value of continuing)"), ("rule", "Rule-based"), ("none", "None (run to the step limit)")]
 #: Reward weight fields of the form -> keys of RunConfig.reward_weights.
-WEIGHTS = {"w_success": "success", "w_parallelism": "parallelism", "w_finish": "finish",
-           "w_critical_steps": "critical_steps"}
+WEIGHTS = {
+    "w_success": "success",
+    "w_parallelism": "parallelism",
+    "w_finish": "finish",
+    "w_critical_steps": "critical_steps",
+}
 
 
 class NewRunForm(forms.Form):
     project = forms.ModelChoiceField(
-        queryset=Project.objects.none(), empty_label=None,
+        queryset=Project.objects.none(),
+        empty_label=None,
         help_text="the run, its checkpoints and its sample episodes belong to this project",
-        error_messages={"invalid_choice": "you cannot start runs in that project: it needs the reviewer or admin "
-                                          "role there",
-                        "required": "choose the project the run goes into"})
+        error_messages={
+            "invalid_choice": "you cannot start runs in that project: it needs the reviewer or admin role there",
+            "required": "choose the project the run goes into",
+        },
+    )
     name = forms.CharField(required=False, max_length=300, help_text="optional; a name is made from the config")
     level = forms.ChoiceField(choices=[], help_text="a SwarmSim level (`long`: at least 200 decisions per episode)")
     algorithm = forms.ChoiceField(choices=ALGORITHMS)
@@ -34,13 +44,22 @@ class NewRunForm(forms.Form):
     w_parallelism = forms.FloatField(label="Parallelism weight", help_text="annealed orchestration term (Kimi PARL)")
     w_finish = forms.FloatField(label="Finish weight", help_text="annealed orchestration term (Kimi PARL)")
     w_critical_steps = forms.FloatField(label="Critical-steps cost", help_text="per critical step")
-    budget_steps = forms.IntegerField(min_value=1, label="Budget (environment steps)",
-                                      help_text="all of them, credit re-rollouts included; the run stops at the first "
-                                                "iteration boundary past it")
+    budget_steps = forms.IntegerField(
+        min_value=1,
+        label="Budget (environment steps)",
+        help_text="all of them, credit re-rollouts included; the run stops at the first iteration boundary past it",
+    )
     seed = forms.IntegerField(min_value=0)
 
-    def __init__(self, *args, defaults: dict[str, Any], levels: list[str], projects: list[Project],
-                 project: Project | None = None, **kwargs):
+    def __init__(
+        self,
+        *args,
+        defaults: dict[str, Any],
+        levels: list[str],
+        projects: list[Project],
+        project: Project | None = None,
+        **kwargs,
+    ):
         """`projects`: those the user may start runs in (reviewer or admin), the only valid choices
         (with just one, a form that leaves `project` out means that one); `project`: the one
         preselected (default: the first)."""

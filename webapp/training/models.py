@@ -23,7 +23,13 @@ class Run(models.Model):
     a trainer outside the app (no Celery task, no cancel from here)."""
 
     QUEUED, RUNNING, CANCELLING, CANCELLED, FAILED, FINISHED = (
-        "queued", "running", "cancelling", "cancelled", "failed", "finished")
+        "queued",
+        "running",
+        "cancelling",
+        "cancelled",
+        "failed",
+        "finished",
+    )
     STATUSES = [(s, s) for s in (QUEUED, RUNNING, CANCELLING, CANCELLED, FAILED, FINISHED)]
     ACTIVE = (QUEUED, RUNNING, CANCELLING)
     RESUMABLE = (CANCELLED, FAILED)
@@ -46,8 +52,9 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     wall_s = models.FloatField(default=0.0, help_text="training seconds of all attempts so far")
-    heartbeat_at = models.DateTimeField(null=True, blank=True,
-                                        help_text="touched by the training task at start and every iteration")
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="touched by the training task at start and every iteration"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["project", "-created_at"]), models.Index(fields=["status", "heartbeat_at"])]

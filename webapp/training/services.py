@@ -39,11 +39,21 @@ from .models import Run, RunIteration
 log = logging.getLogger(__name__)
 
 #: The contract's iteration dict: top-level fields and the numeric fields of its parts.
-METRIC_FIELDS = ("reward", "success_rate", "critical_steps", "parallelism_efficiency", "tokens_per_episode",
-                 "episode_length", "entropy", "policy_loss", "value_loss", "stop_value_loss")
+METRIC_FIELDS = (
+    "reward",
+    "success_rate",
+    "critical_steps",
+    "parallelism_efficiency",
+    "tokens_per_episode",
+    "episode_length",
+    "entropy",
+    "policy_loss",
+    "value_loss",
+    "stop_value_loss",
+)
 STOP_NUMBERS = ("stop_regret", "premature", "late")
 #: Largest values of the iteration's integer columns (RunIteration.iteration is 32-bit on PostgreSQL).
-INT32_MAX, INT64_MAX = 2 ** 31 - 1, 2 ** 63 - 1
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
 CREDIT_NUMBERS = ("free_rider_index", "pseudo_parallelism_index")
 MAX_EPISODES = 8
 
@@ -61,6 +71,7 @@ class RunInputError(ValueError):
 
 
 # --- the recipe ---------------------------------------------------------------------------------
+
 
 def recipe():
     """The training recipe module named by SWARMSCOPE_TRAINING_RECIPE (exposes RunConfig, train)."""
@@ -91,8 +102,9 @@ def seed_group_of(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _number(value: Any, field: str, *, integer: bool = False, minimum: float | None = None,
-            maximum: float = sys.float_info.max):
+def _number(
+    value: Any, field: str, *, integer: bool = False, minimum: float | None = None, maximum: float = sys.float_info.max
+):
     """`value` if it is a finite number (an int with `integer`) in [minimum, maximum], else
     RunInputError naming `field` (a JSON integer beyond a float's range included)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
@@ -117,8 +129,13 @@ def check_finite_json(value: Any, field: str) -> Any:
             stack.extend((f"{path}.{key}", sub) for key, sub in item.items())
         elif isinstance(item, list):
             stack.extend((f"{path}[{i}]", sub) for i, sub in enumerate(item))
-        elif isinstance(item, float) and not math.isfinite(item) or \
-                isinstance(item, int) and not isinstance(item, bool) and abs(item) > sys.float_info.max:
+        elif (
+            isinstance(item, float)
+            and not math.isfinite(item)
+            or isinstance(item, int)
+            and not isinstance(item, bool)
+            and abs(item) > sys.float_info.max
+        ):
             raise RunInputError("must be a finite number", path)
     return value
 
@@ -142,7 +159,7 @@ def _shares(value: Any, field: str) -> dict[str, float]:
     return value
 
 
-def check_iteration(doc: Any) -> dict[str, Any]:
+def check_iteration(doc: Any) -> dict[str, Any]:  # noqa: C901 - one flat check per documented field
     """Validate one iteration dict of the contract (trainer/recipes/train_orchestrator.py's
     `on_iteration` argument); returns it normalised. Raises RunInputError naming the field."""
     if not isinstance(doc, dict):
@@ -153,8 +170,9 @@ def check_iteration(doc: Any) -> dict[str, Any]:
         "wall_s": _number(doc.get("wall_s", 0.0), "wall_s", minimum=0),
     }
     if doc.get("budget_steps") is not None:
-        result["budget_steps"] = _number(doc["budget_steps"], "budget_steps", integer=True, minimum=1,
-                                         maximum=INT64_MAX)
+        result["budget_steps"] = _number(
+            doc["budget_steps"], "budget_steps", integer=True, minimum=1, maximum=INT64_MAX
+        )
     metrics = doc.get("metrics")
     if not isinstance(metrics, dict):
         raise RunInputError("must be an object", "metrics")
@@ -197,6 +215,7 @@ def check_iteration(doc: Any) -> dict[str, Any]:
 
 # --- wire form ----------------------------------------------------------------------------------
 
+
 def eta_s(run: Run) -> float | None:
     """Seconds left, extrapolated linearly from env steps per training second; None when unknown."""
     if run.status not in (Run.RUNNING, Run.QUEUED) or run.env_steps <= 0 or run.wall_s <= 0:
@@ -207,12 +226,23 @@ def eta_s(run: Run) -> float | None:
 def run_summary(run: Run) -> dict[str, Any]:
     """The run-level part of a snapshot, a delta and the API's run resource."""
     return {
-        "id": run.pk, "project": run.project_id, "name": run.name, "config": run.config,
-        "seed_group": run.seed_group, "status": run.status, "env_steps": run.env_steps,
-        "budget_steps": run.budget_steps, "iterations": run.iterations_done,
+        "id": run.pk,
+        "project": run.project_id,
+        "name": run.name,
+        "config": run.config,
+        "seed_group": run.seed_group,
+        "status": run.status,
+        "env_steps": run.env_steps,
+        "budget_steps": run.budget_steps,
+        "iterations": run.iterations_done,
         "progress": min(1.0, run.env_steps / run.budget_steps) if run.budget_steps else 0.0,
-        "best_reward": run.best_reward, "eta_s": eta_s(run), "wall_s": run.wall_s, "error": run.error,
-        "external": run.external, "summary": run.summary, "seq": run.seq,
+        "best_reward": run.best_reward,
+        "eta_s": eta_s(run),
+        "wall_s": run.wall_s,
+        "error": run.error,
+        "external": run.external,
+        "summary": run.summary,
+        "seq": run.seq,
         "has_checkpoint": bool(run.checkpoint_path),
         "created_at": run.created_at.isoformat() if run.created_at else None,
         "started_at": run.started_at.isoformat() if run.started_at else None,
@@ -221,8 +251,16 @@ def run_summary(run: Run) -> dict[str, Any]:
 
 
 def iteration_wire(row: RunIteration, episode_ids: list[int]) -> dict[str, Any]:
-    return {"iteration": row.iteration, "env_steps": row.env_steps, "wall_s": row.wall_s, "metrics": row.metrics,
-            "stop": row.stop, "credit": row.credit, "episodes": episode_ids, "seq": row.seq}
+    return {
+        "iteration": row.iteration,
+        "env_steps": row.env_steps,
+        "wall_s": row.wall_s,
+        "metrics": row.metrics,
+        "stop": row.stop,
+        "credit": row.credit,
+        "episodes": episode_ids,
+        "seq": row.seq,
+    }
 
 
 def _iterations_since(run: Run, seq: int) -> list[dict[str, Any]]:
@@ -259,6 +297,7 @@ def get_run_for(run_id: int, project_ids: Iterable[int]) -> Run | None:
 
 # --- writes -------------------------------------------------------------------------------------
 
+
 def _next_seq(run: Run) -> int:
     """Lock the run row, advance its seq, and broadcast the delta after commit. Inside atomic()."""
     Run.objects.filter(pk=run.pk).update(seq=F("seq") + 1)
@@ -285,10 +324,16 @@ def do_create_run(project: Project, config: dict[str, Any], *, name: str = "", e
         raise RunInputError("must be at most 300 characters", "name")
     budget = int(config.get("budget_steps") or 0)
     with transaction.atomic():
-        run = Run.objects.create(project=project, name=name, config=config, seed_group=seed_group_of(config),
-                                 budget_steps=budget, external=external,
-                                 status=Run.RUNNING if external else Run.QUEUED,
-                                 started_at=timezone.now() if external else None)
+        run = Run.objects.create(
+            project=project,
+            name=name,
+            config=config,
+            seed_group=seed_group_of(config),
+            budget_steps=budget,
+            external=external,
+            status=Run.RUNNING if external else Run.QUEUED,
+            started_at=timezone.now() if external else None,
+        )
         if not name:
             Run.objects.filter(pk=run.pk).update(name=_default_name(run))
             run.name = _default_name(run)
@@ -298,8 +343,10 @@ def do_create_run(project: Project, config: dict[str, Any], *, name: str = "", e
 
 def _default_name(run: Run) -> str:
     c = run.config
-    return (f"{c.get('algorithm', '?')}·{c.get('credit', '?')}·{c.get('stop', '?')} on {c.get('level', '?')} "
-            f"seed {c.get('seed', 0)} (#{run.pk})")
+    return (
+        f"{c.get('algorithm', '?')}·{c.get('credit', '?')}·{c.get('stop', '?')} on {c.get('level', '?')} "
+        f"seed {c.get('seed', 0)} (#{run.pk})"
+    )
 
 
 def checkpoint_dir(run: Run):
@@ -308,8 +355,14 @@ def checkpoint_dir(run: Run):
 
 
 def do_mark_running(run: Run) -> Run:
-    return _save(run, status=Run.RUNNING, error="", started_at=run.started_at or timezone.now(),
-                 finished_at=None, heartbeat_at=timezone.now())
+    return _save(
+        run,
+        status=Run.RUNNING,
+        error="",
+        started_at=run.started_at or timezone.now(),
+        finished_at=None,
+        heartbeat_at=timezone.now(),
+    )
 
 
 def reap_stale_runs() -> list[int]:
@@ -321,8 +374,9 @@ def reap_stale_runs() -> list[int]:
     cutoff = timezone.now() - timedelta(seconds=limit)
     reaped = []
     for run in Run.objects.filter(status__in=(Run.RUNNING, Run.CANCELLING), external=False, heartbeat_at__lt=cutoff):
-        do_finish(run, status=Run.FAILED,
-                  error=f"the training worker stopped reporting (no heartbeat for {limit:.0f} s)")
+        do_finish(
+            run, status=Run.FAILED, error=f"the training worker stopped reporting (no heartbeat for {limit:.0f} s)"
+        )
         reaped.append(run.pk)
     return reaped
 
@@ -334,39 +388,58 @@ def do_record_iteration(run: Run, doc: Any) -> RunIteration:
     data = check_iteration(doc)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
-        earlier = RunIteration.objects.filter(run=run, iteration__lt=data["iteration"],
-                                              env_steps__gt=data["env_steps"]).order_by("iteration").first()
+        earlier = (
+            RunIteration.objects.filter(run=run, iteration__lt=data["iteration"], env_steps__gt=data["env_steps"])
+            .order_by("iteration")
+            .first()
+        )
         if earlier is not None:
-            raise RunInputError(f"must not be below iteration {earlier.iteration}'s ({earlier.env_steps})",
-                                "env_steps")
-        later = RunIteration.objects.filter(run=run, iteration__gt=data["iteration"],
-                                            env_steps__lt=data["env_steps"]).order_by("iteration").first()
+            raise RunInputError(f"must not be below iteration {earlier.iteration}'s ({earlier.env_steps})", "env_steps")
+        later = (
+            RunIteration.objects.filter(run=run, iteration__gt=data["iteration"], env_steps__lt=data["env_steps"])
+            .order_by("iteration")
+            .first()
+        )
         if later is not None:
             raise RunInputError(f"must not be above iteration {later.iteration}'s ({later.env_steps})", "env_steps")
         trace_ids = []
         for i, episode in enumerate(data["episodes"]):
             name = f"run {run.pk} iteration {data['iteration']} episode {i}.json"
-            [outcome] = trace_ingest.do_import_sources(
-                run.project, [SourceFile(name, json.dumps(episode).encode())])
+            [outcome] = trace_ingest.do_import_sources(run.project, [SourceFile(name, json.dumps(episode).encode())])
             if outcome.error or outcome.skipped or not outcome.traces:
                 raise RunInputError(outcome.error or outcome.skipped or "holds no trace", f"episodes[{i}]")
             trace_ids.extend(t.pk for t in outcome.traces)
         seq = _next_seq(run)
         row, created = RunIteration.objects.update_or_create(
-            run=run, iteration=data["iteration"],
-            defaults={"env_steps": data["env_steps"], "wall_s": data["wall_s"], "metrics": data["metrics"],
-                      "stop": data["stop"], "credit": data["credit"], "seq": seq})
+            run=run,
+            iteration=data["iteration"],
+            defaults={
+                "env_steps": data["env_steps"],
+                "wall_s": data["wall_s"],
+                "metrics": data["metrics"],
+                "stop": data["stop"],
+                "credit": data["credit"],
+                "seq": seq,
+            },
+        )
         row.episodes.set(trace_ids)
         reward = data["metrics"].get("reward")
         if created:
-            best = run.best_reward if reward is None or (run.best_reward is not None and run.best_reward >= reward) \
+            best = (
+                run.best_reward
+                if reward is None or (run.best_reward is not None and run.best_reward >= reward)
                 else reward
+            )
         else:  # a re-sent iteration replaces the stored one: its old reward may have been the best
             rewards = [m.get("reward") for m in RunIteration.objects.filter(run=run).values_list("metrics", flat=True)]
             best = max((r for r in rewards if isinstance(r, (int, float))), default=None)
-        fields = {"env_steps": max(run.env_steps, data["env_steps"]), "best_reward": best,
-                  "heartbeat_at": timezone.now(), "iterations_done": RunIteration.objects.filter(run=run).count(),
-                  "wall_s": max(run.wall_s, data["wall_s"])}
+        fields = {
+            "env_steps": max(run.env_steps, data["env_steps"]),
+            "best_reward": best,
+            "heartbeat_at": timezone.now(),
+            "iterations_done": RunIteration.objects.filter(run=run).count(),
+            "wall_s": max(run.wall_s, data["wall_s"]),
+        }
         if data.get("budget_steps"):
             fields["budget_steps"] = data["budget_steps"]
         Run.objects.filter(pk=run.pk).update(**fields)
@@ -384,8 +457,11 @@ def do_request_cancel(run: Run) -> Run:
         if run.status == Run.QUEUED:
             return _save(run, status=Run.CANCELLED, finished_at=timezone.now())
         if run.status == Run.RUNNING:
-            return _save(run, status=Run.CANCELLED if run.external else Run.CANCELLING,
-                         **({"finished_at": timezone.now()} if run.external else {}))
+            return _save(
+                run,
+                status=Run.CANCELLED if run.external else Run.CANCELLING,
+                **({"finished_at": timezone.now()} if run.external else {}),
+            )
     return run
 
 
@@ -456,16 +532,22 @@ def do_train(run_id: int, project_id: int | None = None, *, pace: Callable[[], N
         do_set_checkpoint(run, str(checkpoint))
 
     try:
-        summary = training.train(training.RunConfig.from_dict(run.config), checkpoint_dir=directory, resume=resume,
-                                 on_iteration=on_iteration, should_stop=lambda: is_cancel_requested(run_id))
+        summary = training.train(
+            training.RunConfig.from_dict(run.config),
+            checkpoint_dir=directory,
+            resume=resume,
+            on_iteration=on_iteration,
+            should_stop=lambda: is_cancel_requested(run_id),
+        )
     except Exception as exc:  # noqa: BLE001 - the run records why; the worker lives on
         log.exception("run %s failed", run_id)
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
         do_finish(run, status=Run.FAILED, error=last)
         return Run.FAILED
     run.refresh_from_db()
-    cancelled = run.status in (Run.CANCELLING, Run.CANCELLED) or (isinstance(summary, dict)
-                                                                   and summary.get("status") == "cancelled")
+    cancelled = run.status in (Run.CANCELLING, Run.CANCELLED) or (
+        isinstance(summary, dict) and summary.get("status") == "cancelled"
+    )
     status = Run.CANCELLED if cancelled else Run.FINISHED
     summary = json.loads(json.dumps(summary, default=str)) if isinstance(summary, dict) else {}
     try:
@@ -487,8 +569,9 @@ def request_resume(run: Run) -> Run:
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         if run.external or run.status not in Run.RESUMABLE:
-            raise RunInputError(f"{'an external' if run.external else 'a'} {run.status} run cannot be resumed",
-                                "status")
+            raise RunInputError(
+                f"{'an external' if run.external else 'a'} {run.status} run cannot be resumed", "status"
+            )
         _save(run, status=Run.QUEUED, error="", finished_at=None)
         request_training(run)
     return run
@@ -504,10 +587,14 @@ def do_start_run(project: Project, config: dict[str, Any], *, name: str = "") ->
 
 # --- seed groups --------------------------------------------------------------------------------
 
+
 def series(iterations: list[dict[str, Any]], metric: str) -> list[list[float]]:
     """`[[env_steps, value], ...]` of `metrics[metric]` over iterations (None values left out)."""
-    return [[it["env_steps"], it["metrics"][metric]] for it in iterations
-            if isinstance(it.get("metrics", {}).get(metric), (int, float))]
+    return [
+        [it["env_steps"], it["metrics"][metric]]
+        for it in iterations
+        if isinstance(it.get("metrics", {}).get(metric), (int, float))
+    ]
 
 
 @dataclass(frozen=True)
@@ -526,7 +613,7 @@ class SeedGroup:
         return len(self.runs)
 
     def describe(self) -> str:
-        """"3 seeds", "3 seeds (1 repeated run left out)"."""
+        """ "3 seeds", "3 seeds (1 repeated run left out)"."""
         text = f"{self.seeds} seed{'s' if self.seeds != 1 else ''}"
         if self.repeats:
             n = len(self.repeats)
@@ -548,8 +635,7 @@ def pick_seed_runs(runs: Iterable[Run]) -> tuple[list[Run], list[Run], dict[int,
         kept.setdefault(_seed_of(run), run)
     kept_ids = {r.pk for r in kept.values()}
     repeats = [r for r in newest_first if r.pk not in kept_ids]
-    return ([r for r in newest_first if r.pk in kept_ids], repeats,
-            {r.pk: kept[_seed_of(r)].pk for r in repeats})
+    return ([r for r in newest_first if r.pk in kept_ids], repeats, {r.pk: kept[_seed_of(r)].pk for r in repeats})
 
 
 def list_seed_groups(keys: Iterable[str], project_ids: Iterable[int]) -> dict[str, SeedGroup]:

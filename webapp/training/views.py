@@ -56,11 +56,27 @@ def run_list(request: HttpRequest):
         qs = qs.filter(seed_group=group)
     runs = list(qs[:200])
     groups = services.list_seed_groups([r.seed_group for r in runs], project_ids)
-    rows = [{"run": r, "summary": services.run_summary(r), "group": groups[r.seed_group],
-             "repeat_of": groups[r.seed_group].kept_for.get(r.pk)} for r in runs]
+    rows = [
+        {
+            "run": r,
+            "summary": services.run_summary(r),
+            "group": groups[r.seed_group],
+            "repeat_of": groups[r.seed_group].kept_for.get(r.pk),
+        }
+        for r in runs
+    ]
     can_write = any(has_role(request.user, pid, WRITE_ROLE) for pid in project_ids)
-    return render(request, "runs/run_list.html", {"rows": rows, "max_compare": MAX_COMPARE, "group": group,
-                                                  "can_write": can_write, "read_only_hint": READ_ONLY_HINT})
+    return render(
+        request,
+        "runs/run_list.html",
+        {
+            "rows": rows,
+            "max_compare": MAX_COMPARE,
+            "group": group,
+            "can_write": can_write,
+            "read_only_hint": READ_ONLY_HINT,
+        },
+    )
 
 
 def _startable_projects(request: HttpRequest) -> list:
@@ -89,16 +105,25 @@ def run_new(request: HttpRequest):
             form.add_config_error(exc.field, exc.message)
         else:
             return redirect("run-detail", run.pk)
-    return render(request, "runs/run_new.html", {"form": form, "can_write": bool(projects),
-                                                 "read_only_hint": READ_ONLY_HINT})
+    return render(
+        request, "runs/run_new.html", {"form": form, "can_write": bool(projects), "read_only_hint": READ_ONLY_HINT}
+    )
 
 
 @login_required
 def run_detail(request: HttpRequest, run_id: int):
     run = _run_or_404(request, run_id)
-    return render(request, "runs/run_detail.html", {
-        "run": run, "ws_url": f"/ws/runs/{run.pk}/", "snapshot_url": reverse("api-run-snapshot", args=[run.pk]),
-        "can_write": has_role(request.user, run.project_id, WRITE_ROLE), "read_only_hint": READ_ONLY_HINT})
+    return render(
+        request,
+        "runs/run_detail.html",
+        {
+            "run": run,
+            "ws_url": f"/ws/runs/{run.pk}/",
+            "snapshot_url": reverse("api-run-snapshot", args=[run.pk]),
+            "can_write": has_role(request.user, run.project_id, WRITE_ROLE),
+            "read_only_hint": READ_ONLY_HINT,
+        },
+    )
 
 
 @login_required
@@ -153,10 +178,18 @@ def run_compare(request: HttpRequest):
         if group is None:
             raise Http404(f"no such seed group {key}")
         label = f"{group.runs[0].name.rsplit(' seed ', 1)[0]} ({group.seeds} seed{'s' if group.seeds != 1 else ''})"
-        series.append({"label": label, "kind": "group", "group": key, "description": group.describe(),
-                       "runs": [services.get_snapshot(r) for r in group.runs],
-                       "left_out": [{"id": r.pk, "seed": r.config.get("seed"), "kept": group.kept_for[r.pk]}
-                                    for r in group.repeats]})
+        series.append(
+            {
+                "label": label,
+                "kind": "group",
+                "group": key,
+                "description": group.describe(),
+                "runs": [services.get_snapshot(r) for r in group.runs],
+                "left_out": [
+                    {"id": r.pk, "seed": r.config.get("seed"), "kept": group.kept_for[r.pk]} for r in group.repeats
+                ],
+            }
+        )
     if not 2 <= len(series) <= MAX_COMPARE:
         return render(request, "runs/run_compare.html", {"series": None, "count": len(series)}, status=400)
     return render(request, "runs/run_compare.html", {"series": series, "count": len(series)})

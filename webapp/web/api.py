@@ -53,8 +53,11 @@ class BodyTooLarge(Exception):
 
 
 def too_large() -> JsonResponse:
-    return json_error(413, f"request body over {settings.SWARMSCOPE_MAX_UPLOAD_BYTES} bytes "
-                       "(SWARMSCOPE_MAX_UPLOAD_BYTES); send smaller batches")
+    return json_error(
+        413,
+        f"request body over {settings.SWARMSCOPE_MAX_UPLOAD_BYTES} bytes "
+        "(SWARMSCOPE_MAX_UPLOAD_BYTES); send smaller batches",
+    )
 
 
 def _refuse_request(request: HttpRequest, methods: tuple[str, ...], kwargs: dict) -> JsonResponse | None:
@@ -79,7 +82,7 @@ def _authenticate(request: HttpRequest) -> JsonResponse | None:
     request.token = None
     header = request.headers.get("Authorization", "")
     if header.startswith("Bearer "):
-        request.token = check_token(header[len("Bearer "):].strip())
+        request.token = check_token(header[len("Bearer ") :].strip())
         if request.token is None:
             return json_error(401, "invalid or revoked API token")
     elif not request.user.is_authenticated:
@@ -98,9 +101,12 @@ def _over_ingest_rate(request: HttpRequest) -> JsonResponse | None:
     retry_after = check_ingest_rate(request.token.pk)
     if retry_after is None:
         return None
-    response = json_error(429, f"over the ingestion rate of {settings.SWARMSCOPE_INGEST_RATE} requests "
-                               f"per {settings.SWARMSCOPE_INGEST_RATE_WINDOW_S} s for this token",
-                          retry_after_s=retry_after)
+    response = json_error(
+        429,
+        f"over the ingestion rate of {settings.SWARMSCOPE_INGEST_RATE} requests "
+        f"per {settings.SWARMSCOPE_INGEST_RATE_WINDOW_S} s for this token",
+        retry_after_s=retry_after,
+    )
     response["Retry-After"] = str(retry_after)
     return response
 
@@ -115,8 +121,11 @@ def api_view(*methods: str, ingest: bool = False):
     def decorate(view: Callable) -> Callable:
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args, **kwargs):
-            refused = (_refuse_request(request, methods, kwargs) or _authenticate(request)
-                       or (_over_ingest_rate(request) if ingest else None))
+            refused = (
+                _refuse_request(request, methods, kwargs)
+                or _authenticate(request)
+                or (_over_ingest_rate(request) if ingest else None)
+            )
             if refused is not None:
                 return refused
             request.project_ids = project_ids_for(request.user, request.token)
@@ -189,8 +198,9 @@ def check_no_nul(source: SourceFile) -> None:
         start = escape.end() - len(b"\\u0000") if escape is not None else raw
         line = source.data.count(b"\n", 0, start) + 1
         column = start - (source.data.rfind(b"\n", 0, start) + 1) + 1
-        raise TraceFormatError(source.name, "contains a NUL character (U+0000), which cannot be stored",
-                               line=line, column=column)
+        raise TraceFormatError(
+            source.name, "contains a NUL character (U+0000), which cannot be stored", line=line, column=column
+        )
 
 
 def parse_body(body: bytes) -> Any:

@@ -14,8 +14,12 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
-ERROR = {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}},
-         "additionalProperties": True}
+ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {"type": "string"}},
+    "additionalProperties": True,
+}
 OBJECT = {"type": "object", "additionalProperties": True}
 
 
@@ -24,11 +28,16 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 
 
 def _errors(*codes: int) -> dict[str, Any]:
-    text = {400: "bad input: `field` (and for events `index`) names what", 401: "no or invalid credentials",
-            403: "the caller's role does not allow this, or a CSRF failure", 404: "unknown, or another project's",
-            405: "method not allowed", 409: "contradicts stored events; nothing of the batch is stored",
-            413: "request body over SWARMSCOPE_MAX_UPLOAD_BYTES",
-            429: "over the token's ingestion rate; the `Retry-After` header says when to try again"}
+    text = {
+        400: "bad input: `field` (and for events `index`) names what",
+        401: "no or invalid credentials",
+        403: "the caller's role does not allow this, or a CSRF failure",
+        404: "unknown, or another project's",
+        405: "method not allowed",
+        409: "contradicts stored events; nothing of the batch is stored",
+        413: "request body over SWARMSCOPE_MAX_UPLOAD_BYTES",
+        429: "over the token's ingestion rate; the `Retry-After` header says when to try again",
+    }
     return {str(c): _json(ERROR, text[c]) for c in codes}
 
 
@@ -44,34 +53,94 @@ def _body(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
     return {"required": required, "content": {"application/json": {"schema": schema}}}
 
 
-EVENT = {"type": "object", "required": ["id", "t", "type", "agent"], "additionalProperties": True,
-         "properties": {"id": {"type": "string"}, "t": {"type": "number"}, "t_end": {"type": ["number", "null"]},
-                        "type": {"type": "string"}, "agent": {"type": "string"},
-                        "content": {"type": ["string", "null"]}}}
-BATCH = {"oneOf": [{"type": "array", "items": EVENT},
-                   {"type": "object", "additionalProperties": True,
-                    "properties": {"events": {"type": "array", "items": EVENT}, "edges": {"type": "array"},
-                                   "agents": {"type": "array"}, "labels": {"type": "array"}}}]}
+EVENT = {
+    "type": "object",
+    "required": ["id", "t", "type", "agent"],
+    "additionalProperties": True,
+    "properties": {
+        "id": {"type": "string"},
+        "t": {"type": "number"},
+        "t_end": {"type": ["number", "null"]},
+        "type": {"type": "string"},
+        "agent": {"type": "string"},
+        "content": {"type": ["string", "null"]},
+    },
+}
+BATCH = {
+    "oneOf": [
+        {"type": "array", "items": EVENT},
+        {
+            "type": "object",
+            "additionalProperties": True,
+            "properties": {
+                "events": {"type": "array", "items": EVENT},
+                "edges": {"type": "array"},
+                "agents": {"type": "array"},
+                "labels": {"type": "array"},
+            },
+        },
+    ]
+}
 TARGET_KINDS = ["trace", "event", "attribution", "run"]
-COMMENT = {"type": "object", "required": ["id", "target", "author", "body_html", "deleted"],
-           "properties": {"id": {"type": "integer"}, "target": OBJECT, "parent": {"type": ["integer", "null"]},
-                          "author": {"type": "string"}, "body": {"type": ["string", "null"]},
-                          "body_html": {"type": "string"}, "mentions": {"type": "array", "items": {"type": "string"}},
-                          "deleted": {"type": "boolean"}, "link": {"type": "string"}}}
-VOTES = {"type": "object", "required": ["attribution", "agree", "disagree", "votes"],
-         "properties": {"attribution": {"type": "integer"}, "agree": {"type": "integer"},
-                        "disagree": {"type": "integer"}, "votes": {"type": "array"}}}
-STATUS = {"type": "object", "required": ["trace", "status"],
-          "properties": {"trace": {"type": "integer"},
-                         "status": {"type": "string", "enum": ["open", "in_review", "settled"]}}}
-FILES = {"type": "object", "required": ["files"],
-         "properties": {"files": {"type": "array", "items": {
-             "type": "object", "required": ["file", "traces", "error"],
-             "properties": {"file": {"type": "string"}, "traces": {"type": "array"},
-                            "skipped": {"type": ["string", "null"]}, "error": {"type": ["string", "null"]},
-                            "report": {"type": "array", "items": {"type": "string"}}}}}}}
-RESULTS = {"type": "object", "required": ["results"], "properties": {"results": {"type": "array"}},
-           "additionalProperties": True}
+COMMENT = {
+    "type": "object",
+    "required": ["id", "target", "author", "body_html", "deleted"],
+    "properties": {
+        "id": {"type": "integer"},
+        "target": OBJECT,
+        "parent": {"type": ["integer", "null"]},
+        "author": {"type": "string"},
+        "body": {"type": ["string", "null"]},
+        "body_html": {"type": "string"},
+        "mentions": {"type": "array", "items": {"type": "string"}},
+        "deleted": {"type": "boolean"},
+        "link": {"type": "string"},
+    },
+}
+VOTES = {
+    "type": "object",
+    "required": ["attribution", "agree", "disagree", "votes"],
+    "properties": {
+        "attribution": {"type": "integer"},
+        "agree": {"type": "integer"},
+        "disagree": {"type": "integer"},
+        "votes": {"type": "array"},
+    },
+}
+STATUS = {
+    "type": "object",
+    "required": ["trace", "status"],
+    "properties": {
+        "trace": {"type": "integer"},
+        "status": {"type": "string", "enum": ["open", "in_review", "settled"]},
+    },
+}
+FILES = {
+    "type": "object",
+    "required": ["files"],
+    "properties": {
+        "files": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["file", "traces", "error"],
+                "properties": {
+                    "file": {"type": "string"},
+                    "traces": {"type": "array"},
+                    "skipped": {"type": ["string", "null"]},
+                    "error": {"type": ["string", "null"]},
+                    "report": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        }
+    },
+}
+RESULTS = {
+    "type": "object",
+    "required": ["results"],
+    "properties": {"results": {"type": "array"}},
+    "additionalProperties": True,
+}
 
 
 def _results(item: dict[str, Any]) -> dict[str, Any]:
@@ -83,372 +152,838 @@ NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 # --- experiments (webapp.counterfactuals.api): counterfactual jobs and attributions -------------------
 JOB_STATUSES = ["queued", "running", "done", "failed", "cancelled"]
 METHODS = ["loo", "shapley", "kernelshap", "shapley2"]
-ATTRIBUTION = {"type": "object", "additionalProperties": True,
-               "required": ["id", "trace", "job", "target", "intervention", "method", "estimate", "ci_low", "ci_high",
-                            "n_rollouts", "backend", "seed", "environment", "code_version", "created_at"],
-               "properties": {"id": {"type": "integer"}, "trace": {"type": "integer"},
-                              "job": {"type": ["integer", "null"]}, "target": {"type": "string"},
-                              "intervention": OBJECT, "method": {"type": "string"}, "estimate": {"type": "number"},
-                              "ci_low": {"type": "number"}, "ci_high": {"type": "number"},
-                              "n_rollouts": {"type": "integer"}, "backend": {"type": "string"},
-                              "seed": {"type": "integer"}, "environment": OBJECT, "code_version": {"type": "string"},
-                              "created_at": {"type": "string", "format": "date-time"}}}
-_JOB_COMMON = {"id": {"type": "integer"}, "trace": {"type": "integer"},
-               "kind": {"type": "string", "enum": ["counterfactual", "attribution"]},
-               "status": {"type": "string", "enum": JOB_STATUSES}, "method": {"type": "string"},
-               "players": {"type": "integer", "description": "how many players an attribution job credits"},
-               "intervention": OBJECT, "backend": {"type": "string"}, "n_samples": {"type": "integer"},
-               "done": {"type": "integer"}, "total": {"type": "integer"}, "seed": {"type": "integer"},
-               "error": {"type": "string"}, "created_at": {"type": "string", "format": "date-time"},
-               "finished_at": NULLABLE_TIME}
-JOB = {"type": "object", "additionalProperties": True,
-       "required": ["id", "trace", "kind", "status", "method", "players", "player_kind", "intervention", "backend",
-                    "n_samples", "epsilon", "seed", "done", "total", "error", "created_at", "finished_at", "result",
-                    "samples", "branch_trace", "compare_url"],
-       "properties": {**_JOB_COMMON, "player_kind": {"type": "string"}, "epsilon": {"type": ["number", "null"]},
-                      "result": {"oneOf": [ATTRIBUTION, {"type": "null"}]},
-                      "samples": {"type": "array", "items": {
-                          "type": "object", "required": ["index", "seed", "control", "intervention"],
-                          "properties": {"index": {"type": "integer"}, "seed": {"type": "integer"},
-                                         "control": {"type": ["number", "null"]},
-                                         "intervention": {"type": ["number", "null"]}}}},
-                      "branch_trace": {"type": ["integer", "null"]}, "compare_url": {"type": ["string", "null"]},
-                      "results": {"type": "array", "items": ATTRIBUTION,
-                                  "description": "attribution jobs: one per player, highest credit first, once done"}}}
-JOB_SUMMARY = {"type": "object", "additionalProperties": True,
-               "required": ["id", "trace", "kind", "status", "method", "player_kind", "players", "intervention",
-                            "backend", "n_samples", "done", "total", "seed", "error", "created_at", "finished_at",
-                            "url"],
-               "properties": {**_JOB_COMMON, "player_kind": {"type": ["string", "null"]}, "url": {"type": "string"}}}
-INTERVENTION = {"type": "object", "required": ["kind"], "additionalProperties": False,
-                "properties": {"kind": {"type": "string"}, "events": {"type": "array", "items": {"type": "string"}},
-                               "agents": {"type": "array", "items": {"type": "string"}},
-                               "text": {"type": ["string", "null"]}}}
+ATTRIBUTION = {
+    "type": "object",
+    "additionalProperties": True,
+    "required": [
+        "id",
+        "trace",
+        "job",
+        "target",
+        "intervention",
+        "method",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "n_rollouts",
+        "backend",
+        "seed",
+        "environment",
+        "code_version",
+        "created_at",
+    ],
+    "properties": {
+        "id": {"type": "integer"},
+        "trace": {"type": "integer"},
+        "job": {"type": ["integer", "null"]},
+        "target": {"type": "string"},
+        "intervention": OBJECT,
+        "method": {"type": "string"},
+        "estimate": {"type": "number"},
+        "ci_low": {"type": "number"},
+        "ci_high": {"type": "number"},
+        "n_rollouts": {"type": "integer"},
+        "backend": {"type": "string"},
+        "seed": {"type": "integer"},
+        "environment": OBJECT,
+        "code_version": {"type": "string"},
+        "created_at": {"type": "string", "format": "date-time"},
+    },
+}
+_JOB_COMMON = {
+    "id": {"type": "integer"},
+    "trace": {"type": "integer"},
+    "kind": {"type": "string", "enum": ["counterfactual", "attribution"]},
+    "status": {"type": "string", "enum": JOB_STATUSES},
+    "method": {"type": "string"},
+    "players": {"type": "integer", "description": "how many players an attribution job credits"},
+    "intervention": OBJECT,
+    "backend": {"type": "string"},
+    "n_samples": {"type": "integer"},
+    "done": {"type": "integer"},
+    "total": {"type": "integer"},
+    "seed": {"type": "integer"},
+    "error": {"type": "string"},
+    "created_at": {"type": "string", "format": "date-time"},
+    "finished_at": NULLABLE_TIME,
+}
+JOB = {
+    "type": "object",
+    "additionalProperties": True,
+    "required": [
+        "id",
+        "trace",
+        "kind",
+        "status",
+        "method",
+        "players",
+        "player_kind",
+        "intervention",
+        "backend",
+        "n_samples",
+        "epsilon",
+        "seed",
+        "done",
+        "total",
+        "error",
+        "created_at",
+        "finished_at",
+        "result",
+        "samples",
+        "branch_trace",
+        "compare_url",
+    ],
+    "properties": {
+        **_JOB_COMMON,
+        "player_kind": {"type": "string"},
+        "epsilon": {"type": ["number", "null"]},
+        "result": {"oneOf": [ATTRIBUTION, {"type": "null"}]},
+        "samples": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["index", "seed", "control", "intervention"],
+                "properties": {
+                    "index": {"type": "integer"},
+                    "seed": {"type": "integer"},
+                    "control": {"type": ["number", "null"]},
+                    "intervention": {"type": ["number", "null"]},
+                },
+            },
+        },
+        "branch_trace": {"type": ["integer", "null"]},
+        "compare_url": {"type": ["string", "null"]},
+        "results": {
+            "type": "array",
+            "items": ATTRIBUTION,
+            "description": "attribution jobs: one per player, highest credit first, once done",
+        },
+    },
+}
+JOB_SUMMARY = {
+    "type": "object",
+    "additionalProperties": True,
+    "required": [
+        "id",
+        "trace",
+        "kind",
+        "status",
+        "method",
+        "player_kind",
+        "players",
+        "intervention",
+        "backend",
+        "n_samples",
+        "done",
+        "total",
+        "seed",
+        "error",
+        "created_at",
+        "finished_at",
+        "url",
+    ],
+    "properties": {**_JOB_COMMON, "player_kind": {"type": ["string", "null"]}, "url": {"type": "string"}},
+}
+INTERVENTION = {
+    "type": "object",
+    "required": ["kind"],
+    "additionalProperties": False,
+    "properties": {
+        "kind": {"type": "string"},
+        "events": {"type": "array", "items": {"type": "string"}},
+        "agents": {"type": "array", "items": {"type": "string"}},
+        "text": {"type": ["string", "null"]},
+    },
+}
 COUNTERFACTUAL_REQUEST = {
-    "type": "object", "required": ["intervention"], "additionalProperties": False,
-    "properties": {"intervention": INTERVENTION,
-                   "n": {"type": "integer", "minimum": 2, "maximum": 4096,
-                         "description": "paired samples, default 32 (the cap with epsilon)"},
-                   "backend": {"type": "string", "description": "a key of SWARMSCOPE_ROLLOUT_BACKENDS, default sim"},
-                   "seed": {"type": "integer", "minimum": 0, "maximum": 2**62, "description": "default 0"},
-                   "epsilon": {"type": ["number", "null"], "exclusiveMinimum": 0,
-                               "description": "stop once the 95 % interval is narrower (reward units)"},
-                   "confirmed": {"type": "boolean", "description": "required true on an LLM backend"}}}
+    "type": "object",
+    "required": ["intervention"],
+    "additionalProperties": False,
+    "properties": {
+        "intervention": INTERVENTION,
+        "n": {
+            "type": "integer",
+            "minimum": 2,
+            "maximum": 4096,
+            "description": "paired samples, default 32 (the cap with epsilon)",
+        },
+        "backend": {"type": "string", "description": "a key of SWARMSCOPE_ROLLOUT_BACKENDS, default sim"},
+        "seed": {"type": "integer", "minimum": 0, "maximum": 2**62, "description": "default 0"},
+        "epsilon": {
+            "type": ["number", "null"],
+            "exclusiveMinimum": 0,
+            "description": "stop once the 95 % interval is narrower (reward units)",
+        },
+        "confirmed": {"type": "boolean", "description": "required true on an LLM backend"},
+    },
+}
 ATTRIBUTION_REQUEST = {
-    "type": "object", "required": ["method", "budget"], "additionalProperties": False,
-    "properties": {"method": {"type": "string", "enum": METHODS},
-                   "budget": {"type": "integer", "minimum": 1, "maximum": 10**7, "description": "rollouts at most"},
-                   "backend": {"type": "string", "description": "a key of SWARMSCOPE_ROLLOUT_BACKENDS, default sim"},
-                   "seed": {"type": "integer", "minimum": 0, "maximum": 2**62, "description": "default 0"},
-                   "players": {"type": "string", "enum": ["messages", "agents"], "description": "default messages"},
-                   "confirmed": {"type": "boolean", "description": "required true on an LLM backend"}}}
-COST = {"type": "object", "additionalProperties": True,
-        "required": ["backend", "llm", "confirmation_required", "n", "requests", "prompt_tokens", "completion_tokens",
-                     "total_tokens", "chars_per_token"],
-        "properties": {"backend": {"type": "string"}, "llm": {"type": "boolean"},
-                       "confirmation_required": {"type": "boolean"}, "n": {"type": "integer"},
-                       "requests": {"type": "integer"}, "prompt_tokens": {"type": "integer"},
-                       "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"},
-                       "chars_per_token": {"type": "integer"}}}
+    "type": "object",
+    "required": ["method", "budget"],
+    "additionalProperties": False,
+    "properties": {
+        "method": {"type": "string", "enum": METHODS},
+        "budget": {"type": "integer", "minimum": 1, "maximum": 10**7, "description": "rollouts at most"},
+        "backend": {"type": "string", "description": "a key of SWARMSCOPE_ROLLOUT_BACKENDS, default sim"},
+        "seed": {"type": "integer", "minimum": 0, "maximum": 2**62, "description": "default 0"},
+        "players": {"type": "string", "enum": ["messages", "agents"], "description": "default messages"},
+        "confirmed": {"type": "boolean", "description": "required true on an LLM backend"},
+    },
+}
+COST = {
+    "type": "object",
+    "additionalProperties": True,
+    "required": [
+        "backend",
+        "llm",
+        "confirmation_required",
+        "n",
+        "requests",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "chars_per_token",
+    ],
+    "properties": {
+        "backend": {"type": "string"},
+        "llm": {"type": "boolean"},
+        "confirmation_required": {"type": "boolean"},
+        "n": {"type": "integer"},
+        "requests": {"type": "integer"},
+        "prompt_tokens": {"type": "integer"},
+        "completion_tokens": {"type": "integer"},
+        "total_tokens": {"type": "integer"},
+        "chars_per_token": {"type": "integer"},
+    },
+}
 
 # --- runs (webapp.training.api): training runs reported by trainers ----------------------------------
 RUN_STATUSES = ["queued", "running", "cancelling", "cancelled", "failed", "finished"]
-RUN = {"type": "object", "additionalProperties": True,
-       "required": ["id", "project", "name", "config", "seed_group", "status", "env_steps", "budget_steps",
-                    "iterations", "progress", "best_reward", "eta_s", "wall_s", "error", "external", "summary", "seq",
-                    "has_checkpoint", "created_at", "started_at", "finished_at"],
-       "properties": {"id": {"type": "integer"}, "project": {"type": "integer"}, "name": {"type": "string"},
-                      "config": OBJECT, "seed_group": {"type": "string"},
-                      "status": {"type": "string", "enum": RUN_STATUSES}, "env_steps": {"type": "integer"},
-                      "budget_steps": {"type": "integer"}, "iterations": {"type": "integer"},
-                      "progress": {"type": "number", "minimum": 0, "maximum": 1},
-                      "best_reward": {"type": ["number", "null"]}, "eta_s": {"type": ["number", "null"]},
-                      "wall_s": {"type": "number"}, "error": {"type": "string"}, "external": {"type": "boolean"},
-                      "summary": OBJECT, "seq": {"type": "integer"}, "has_checkpoint": {"type": "boolean"},
-                      "created_at": NULLABLE_TIME, "started_at": NULLABLE_TIME, "finished_at": NULLABLE_TIME}}
-ITERATION = {"type": "object", "additionalProperties": True,
-             "required": ["iteration", "env_steps", "wall_s", "metrics", "stop", "credit", "episodes", "seq"],
-             "properties": {"iteration": {"type": "integer"}, "env_steps": {"type": "integer"},
-                            "wall_s": {"type": "number"}, "metrics": OBJECT, "stop": OBJECT, "credit": OBJECT,
-                            "episodes": {"type": "array", "items": {"type": "integer"}}, "seq": {"type": "integer"}}}
-RUN_SNAPSHOT = {"type": "object", "required": ["type", "seq", "run", "iterations"],
-                "properties": {"type": {"const": "snapshot"}, "seq": {"type": "integer"}, "run": RUN,
-                               "iterations": {"type": "array", "items": ITERATION}}}
+RUN = {
+    "type": "object",
+    "additionalProperties": True,
+    "required": [
+        "id",
+        "project",
+        "name",
+        "config",
+        "seed_group",
+        "status",
+        "env_steps",
+        "budget_steps",
+        "iterations",
+        "progress",
+        "best_reward",
+        "eta_s",
+        "wall_s",
+        "error",
+        "external",
+        "summary",
+        "seq",
+        "has_checkpoint",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ],
+    "properties": {
+        "id": {"type": "integer"},
+        "project": {"type": "integer"},
+        "name": {"type": "string"},
+        "config": OBJECT,
+        "seed_group": {"type": "string"},
+        "status": {"type": "string", "enum": RUN_STATUSES},
+        "env_steps": {"type": "integer"},
+        "budget_steps": {"type": "integer"},
+        "iterations": {"type": "integer"},
+        "progress": {"type": "number", "minimum": 0, "maximum": 1},
+        "best_reward": {"type": ["number", "null"]},
+        "eta_s": {"type": ["number", "null"]},
+        "wall_s": {"type": "number"},
+        "error": {"type": "string"},
+        "external": {"type": "boolean"},
+        "summary": OBJECT,
+        "seq": {"type": "integer"},
+        "has_checkpoint": {"type": "boolean"},
+        "created_at": NULLABLE_TIME,
+        "started_at": NULLABLE_TIME,
+        "finished_at": NULLABLE_TIME,
+    },
+}
+ITERATION = {
+    "type": "object",
+    "additionalProperties": True,
+    "required": ["iteration", "env_steps", "wall_s", "metrics", "stop", "credit", "episodes", "seq"],
+    "properties": {
+        "iteration": {"type": "integer"},
+        "env_steps": {"type": "integer"},
+        "wall_s": {"type": "number"},
+        "metrics": OBJECT,
+        "stop": OBJECT,
+        "credit": OBJECT,
+        "episodes": {"type": "array", "items": {"type": "integer"}},
+        "seq": {"type": "integer"},
+    },
+}
+RUN_SNAPSHOT = {
+    "type": "object",
+    "required": ["type", "seq", "run", "iterations"],
+    "properties": {
+        "type": {"const": "snapshot"},
+        "seq": {"type": "integer"},
+        "run": RUN,
+        "iterations": {"type": "array", "items": ITERATION},
+    },
+}
 _NUMBER = {"type": "number"}
 ITERATION_REQUEST = {
-    "type": "object", "required": ["iteration", "env_steps", "metrics"], "additionalProperties": True,
+    "type": "object",
+    "required": ["iteration", "env_steps", "metrics"],
+    "additionalProperties": True,
     "description": "one iteration of the training contract (trainer/recipes/train_orchestrator.py `on_iteration`); "
-                   "a re-sent iteration number replaces the stored one",
-    "properties": {"iteration": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
-                   "env_steps": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
-                   "wall_s": {"type": "number", "minimum": 0},
-                   "budget_steps": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**63 - 1},
-                   "metrics": {"type": "object", "required": ["reward"], "additionalProperties": True,
-                               "properties": {"reward": _NUMBER, "success_rate": _NUMBER, "critical_steps": _NUMBER,
-                                              "parallelism_efficiency": _NUMBER}},
-                   "stop": OBJECT, "credit": OBJECT,
-                   "episodes": {"type": "array", "maxItems": 8, "items": OBJECT,
-                                "description": "sample episodes, native trace objects, imported as traces"}}}
+    "a re-sent iteration number replaces the stored one",
+    "properties": {
+        "iteration": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+        "env_steps": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+        "wall_s": {"type": "number", "minimum": 0},
+        "budget_steps": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**63 - 1},
+        "metrics": {
+            "type": "object",
+            "required": ["reward"],
+            "additionalProperties": True,
+            "properties": {
+                "reward": _NUMBER,
+                "success_rate": _NUMBER,
+                "critical_steps": _NUMBER,
+                "parallelism_efficiency": _NUMBER,
+            },
+        },
+        "stop": OBJECT,
+        "credit": OBJECT,
+        "episodes": {
+            "type": "array",
+            "maxItems": 8,
+            "items": OBJECT,
+            "description": "sample episodes, native trace objects, imported as traces",
+        },
+    },
+}
 
 PATHS: dict[str, Any] = {
     "/api/traces/": {
-        "get": {"summary": "List the traces the caller may read", "operationId": "listTraces",
-                "parameters": [_query("page", {"type": "integer", "minimum": 1}, "page number"),
-                               _query("page_size", {"type": "integer", "minimum": 1, "maximum": 200}, "1..200"),
-                               _query("q", {"type": "string"}, "search in name, system, source id")],
-                "responses": {"200": _json(RESULTS, "a page of trace summaries"), **_errors(400, 401)}},
-        "post": {"summary": "Create a trace, optionally with a first batch", "operationId": "createTrace",
-                 "requestBody": _body({"type": "object", "additionalProperties": True,
-                                       "properties": {"name": {"type": "string"}, "system": {"type": "string"},
-                                                      "source_id": {"type": "string"},
-                                                      "attributes": OBJECT, "events": {"type": "array", "items": EVENT}}}),
-                 "responses": {"201": _json(OBJECT, "created"), "200": _json(OBJECT, "already stored, unchanged"),
-                               **_errors(400, 401, 403, 409, 413, 429)}},
+        "get": {
+            "summary": "List the traces the caller may read",
+            "operationId": "listTraces",
+            "parameters": [
+                _query("page", {"type": "integer", "minimum": 1}, "page number"),
+                _query("page_size", {"type": "integer", "minimum": 1, "maximum": 200}, "1..200"),
+                _query("q", {"type": "string"}, "search in name, system, source id"),
+            ],
+            "responses": {"200": _json(RESULTS, "a page of trace summaries"), **_errors(400, 401)},
+        },
+        "post": {
+            "summary": "Create a trace, optionally with a first batch",
+            "operationId": "createTrace",
+            "requestBody": _body(
+                {
+                    "type": "object",
+                    "additionalProperties": True,
+                    "properties": {
+                        "name": {"type": "string"},
+                        "system": {"type": "string"},
+                        "source_id": {"type": "string"},
+                        "attributes": OBJECT,
+                        "events": {"type": "array", "items": EVENT},
+                    },
+                }
+            ),
+            "responses": {
+                "201": _json(OBJECT, "created"),
+                "200": _json(OBJECT, "already stored, unchanged"),
+                **_errors(400, 401, 403, 409, 413, 429),
+            },
+        },
     },
     "/api/traces/{trace_id}/": {
-        "get": {"summary": "One trace's summary", "operationId": "getTrace", "parameters": [_path_id("trace_id")],
-                "responses": {"200": _json(OBJECT, "the trace"), **_errors(401, 404)}},
+        "get": {
+            "summary": "One trace's summary",
+            "operationId": "getTrace",
+            "parameters": [_path_id("trace_id")],
+            "responses": {"200": _json(OBJECT, "the trace"), **_errors(401, 404)},
+        },
     },
     "/api/traces/{trace_id}/events/": {
-        "post": {"summary": "Append a batch of events (all or nothing)", "operationId": "appendEvents",
-                 "parameters": [_path_id("trace_id")], "requestBody": _body(BATCH),
-                 "responses": {"200": _json(OBJECT, "stored: events added and updated, new seq"),
-                               **_errors(400, 401, 404, 409, 413, 429)}},
+        "post": {
+            "summary": "Append a batch of events (all or nothing)",
+            "operationId": "appendEvents",
+            "parameters": [_path_id("trace_id")],
+            "requestBody": _body(BATCH),
+            "responses": {
+                "200": _json(OBJECT, "stored: events added and updated, new seq"),
+                **_errors(400, 401, 404, 409, 413, 429),
+            },
+        },
     },
     "/api/traces/{trace_id}/snapshot/": {
-        "get": {"summary": "The trace's live-protocol snapshot", "operationId": "getSnapshot",
-                "parameters": [_path_id("trace_id")],
-                "responses": {"200": _json(OBJECT, "snapshot with seq"), **_errors(401, 404)}},
+        "get": {
+            "summary": "The trace's live-protocol snapshot",
+            "operationId": "getSnapshot",
+            "parameters": [_path_id("trace_id")],
+            "responses": {"200": _json(OBJECT, "snapshot with seq"), **_errors(401, 404)},
+        },
     },
     "/api/traces/{trace_id}/export/": {
-        "get": {"summary": "Export a trace as native or survey-schema JSON", "operationId": "exportTrace",
-                "parameters": [_path_id("trace_id"),
-                               _query("format", {"type": "string", "enum": ["native", "survey"]}, "default native")],
-                "responses": {"200": _json(OBJECT, "the document (a download)"), **_errors(400, 401, 404)}},
+        "get": {
+            "summary": "Export a trace as native or survey-schema JSON",
+            "operationId": "exportTrace",
+            "parameters": [
+                _path_id("trace_id"),
+                _query("format", {"type": "string", "enum": ["native", "survey"]}, "default native"),
+            ],
+            "responses": {"200": _json(OBJECT, "the document (a download)"), **_errors(400, 401, 404)},
+        },
     },
     "/api/traces/export.jsonl": {
-        "get": {"summary": "Many traces as native JSONL", "operationId": "exportTracesJsonl",
-                "parameters": [_query("ids", {"type": "string", "pattern": "^[0-9]+(,[0-9]+)*$"},
-                                      "comma-separated trace ids; default all readable")],
-                "responses": {"200": {"description": "one trace per line",
-                                      "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
-                              **_errors(400, 401)}},
+        "get": {
+            "summary": "Many traces as native JSONL",
+            "operationId": "exportTracesJsonl",
+            "parameters": [
+                _query(
+                    "ids",
+                    {"type": "string", "pattern": "^[0-9]+(,[0-9]+)*$"},
+                    "comma-separated trace ids; default all readable",
+                )
+            ],
+            "responses": {
+                "200": {
+                    "description": "one trace per line",
+                    "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                },
+                **_errors(400, 401),
+            },
+        },
     },
     "/api/traces/upload/": {
-        "post": {"summary": "Import a trace file in any supported format (multipart `file` fields also accepted)",
-                 "operationId": "uploadTraceFile",
-                 "parameters": [_query("filename", {"type": "string"}, "the file's name, for the report")],
-                 "requestBody": {"required": True, "content": {"application/octet-stream": {
-                     "schema": {"type": "string", "format": "binary"}}}},
-                 "responses": {"200": _json(FILES, "per-file report: traces imported or skipped"),
-                               "400": _json({"anyOf": [FILES, ERROR]},
-                                            "per-file report: at least one file failed, naming line and column or "
-                                            "record and field, and added nothing; or a bad parameter"),
-                               **_errors(401, 403, 413, 429)}},
+        "post": {
+            "summary": "Import a trace file in any supported format (multipart `file` fields also accepted)",
+            "operationId": "uploadTraceFile",
+            "parameters": [_query("filename", {"type": "string"}, "the file's name, for the report")],
+            "requestBody": {
+                "required": True,
+                "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            },
+            "responses": {
+                "200": _json(FILES, "per-file report: traces imported or skipped"),
+                "400": _json(
+                    {"anyOf": [FILES, ERROR]},
+                    "per-file report: at least one file failed, naming line and column or "
+                    "record and field, and added nothing; or a bad parameter",
+                ),
+                **_errors(401, 403, 413, 429),
+            },
+        },
     },
     "/v1/traces": {
-        "post": {"summary": "OTLP/HTTP trace export (JSON here; protobuf also accepted)", "operationId": "otlpTraces",
-                 "requestBody": _body({"type": "object", "additionalProperties": True,
-                                       "properties": {"resourceSpans": {"type": "array"}}}),
-                 "responses": {"200": _json(OBJECT, "accepted"), **_errors(400, 401, 403, 413, 429)}},
+        "post": {
+            "summary": "OTLP/HTTP trace export (JSON here; protobuf also accepted)",
+            "operationId": "otlpTraces",
+            "requestBody": _body(
+                {"type": "object", "additionalProperties": True, "properties": {"resourceSpans": {"type": "array"}}}
+            ),
+            "responses": {"200": _json(OBJECT, "accepted"), **_errors(400, 401, 403, 413, 429)},
+        },
     },
     "/api/review/comments/": {
-        "get": {"summary": "Comments on a trace (and everything in it) or on one target", "operationId": "listComments",
-                "parameters": [_query("trace", ID, "trace id (all comments of the trace, or the event's trace)"),
-                               _query("kind", {"type": "string", "enum": TARGET_KINDS}, "target kind"),
-                               _query("id", {"type": "string"}, "target id (an event's id for kind=event)")],
-                "responses": {"200": _json({**RESULTS, "properties": {"results": {"type": "array", "items": COMMENT},
-                                                                      "user": {"type": "string"},
-                                                                      "can_review": {"type": "boolean"}}},
-                                           "oldest first; can_review: the caller may comment"),
-                              **_errors(400, 401, 404)}},
-        "post": {"summary": "Comment (Markdown, sanitised) on a trace, event, attribution or run; reviewers",
-                 "operationId": "createComment",
-                 "requestBody": _body({"type": "object", "required": ["kind", "id", "body"],
-                                       "properties": {"kind": {"type": "string", "enum": TARGET_KINDS},
-                                                      "id": {"type": ["string", "integer"]}, "trace": ID,
-                                                      "body": {"type": "string"}, "parent": ID}}),
-                 "responses": {"201": _json(COMMENT, "the comment"), **_errors(400, 401, 403, 404)}},
+        "get": {
+            "summary": "Comments on a trace (and everything in it) or on one target",
+            "operationId": "listComments",
+            "parameters": [
+                _query("trace", ID, "trace id (all comments of the trace, or the event's trace)"),
+                _query("kind", {"type": "string", "enum": TARGET_KINDS}, "target kind"),
+                _query("id", {"type": "string"}, "target id (an event's id for kind=event)"),
+            ],
+            "responses": {
+                "200": _json(
+                    {
+                        **RESULTS,
+                        "properties": {
+                            "results": {"type": "array", "items": COMMENT},
+                            "user": {"type": "string"},
+                            "can_review": {"type": "boolean"},
+                        },
+                    },
+                    "oldest first; can_review: the caller may comment",
+                ),
+                **_errors(400, 401, 404),
+            },
+        },
+        "post": {
+            "summary": "Comment (Markdown, sanitised) on a trace, event, attribution or run; reviewers",
+            "operationId": "createComment",
+            "requestBody": _body(
+                {
+                    "type": "object",
+                    "required": ["kind", "id", "body"],
+                    "properties": {
+                        "kind": {"type": "string", "enum": TARGET_KINDS},
+                        "id": {"type": ["string", "integer"]},
+                        "trace": ID,
+                        "body": {"type": "string"},
+                        "parent": ID,
+                    },
+                }
+            ),
+            "responses": {"201": _json(COMMENT, "the comment"), **_errors(400, 401, 403, 404)},
+        },
     },
     "/api/review/comments/{comment_id}/": {
-        "get": {"summary": "One comment", "operationId": "getComment", "parameters": [_path_id("comment_id")],
-                "responses": {"200": _json(COMMENT, "the comment"), **_errors(401, 404)}},
-        "patch": {"summary": "Edit one's own comment", "operationId": "editComment",
-                  "parameters": [_path_id("comment_id")],
-                  "requestBody": _body({"type": "object", "required": ["body"], "properties": {"body": {"type": "string"}}}),
-                  "responses": {"200": _json(COMMENT, "edited"), **_errors(400, 401, 403, 404)}},
-        "delete": {"summary": "Delete one's own comment (admins: any)", "operationId": "deleteComment",
-                   "parameters": [_path_id("comment_id")],
-                   "responses": {"200": _json(COMMENT, "deleted (kept blank in its thread)"), **_errors(401, 403, 404)}},
+        "get": {
+            "summary": "One comment",
+            "operationId": "getComment",
+            "parameters": [_path_id("comment_id")],
+            "responses": {"200": _json(COMMENT, "the comment"), **_errors(401, 404)},
+        },
+        "patch": {
+            "summary": "Edit one's own comment",
+            "operationId": "editComment",
+            "parameters": [_path_id("comment_id")],
+            "requestBody": _body({"type": "object", "required": ["body"], "properties": {"body": {"type": "string"}}}),
+            "responses": {"200": _json(COMMENT, "edited"), **_errors(400, 401, 403, 404)},
+        },
+        "delete": {
+            "summary": "Delete one's own comment (admins: any)",
+            "operationId": "deleteComment",
+            "parameters": [_path_id("comment_id")],
+            "responses": {"200": _json(COMMENT, "deleted (kept blank in its thread)"), **_errors(401, 403, 404)},
+        },
     },
     "/api/review/attributions/{attribution_id}/votes/": {
-        "get": {"summary": "Votes on an attribution", "operationId": "getVotes", "parameters": [_path_id("attribution_id")],
-                "responses": {"200": _json(VOTES, "tally and votes"), **_errors(401, 404)}},
-        "put": {"summary": "Agree or disagree, with a reason (one vote per reviewer, changeable)",
-                "operationId": "putVote", "parameters": [_path_id("attribution_id")],
-                "requestBody": _body({"type": "object", "required": ["value"],
-                                      "properties": {"value": {"type": "string", "enum": ["agree", "disagree"]},
-                                                     "reason": {"type": "string"}}}),
-                "responses": {"200": _json(VOTES, "tally after the vote"), **_errors(400, 401, 403, 404)}},
+        "get": {
+            "summary": "Votes on an attribution",
+            "operationId": "getVotes",
+            "parameters": [_path_id("attribution_id")],
+            "responses": {"200": _json(VOTES, "tally and votes"), **_errors(401, 404)},
+        },
+        "put": {
+            "summary": "Agree or disagree, with a reason (one vote per reviewer, changeable)",
+            "operationId": "putVote",
+            "parameters": [_path_id("attribution_id")],
+            "requestBody": _body(
+                {
+                    "type": "object",
+                    "required": ["value"],
+                    "properties": {
+                        "value": {"type": "string", "enum": ["agree", "disagree"]},
+                        "reason": {"type": "string"},
+                    },
+                }
+            ),
+            "responses": {"200": _json(VOTES, "tally after the vote"), **_errors(400, 401, 403, 404)},
+        },
     },
     "/api/review/traces/{trace_id}/status/": {
-        "get": {"summary": "Review status of a trace", "operationId": "getReviewStatus",
-                "parameters": [_path_id("trace_id")],
-                "responses": {"200": _json(STATUS, "status"), **_errors(401, 404)}},
-        "put": {"summary": "Set the review status", "operationId": "putReviewStatus", "parameters": [_path_id("trace_id")],
-                "requestBody": _body({"type": "object", "required": ["status"],
-                                      "properties": {"status": {"type": "string",
-                                                                "enum": ["open", "in_review", "settled"]}}}),
-                "responses": {"200": _json(STATUS, "status"), **_errors(400, 401, 403, 404)}},
+        "get": {
+            "summary": "Review status of a trace",
+            "operationId": "getReviewStatus",
+            "parameters": [_path_id("trace_id")],
+            "responses": {"200": _json(STATUS, "status"), **_errors(401, 404)},
+        },
+        "put": {
+            "summary": "Set the review status",
+            "operationId": "putReviewStatus",
+            "parameters": [_path_id("trace_id")],
+            "requestBody": _body(
+                {
+                    "type": "object",
+                    "required": ["status"],
+                    "properties": {"status": {"type": "string", "enum": ["open", "in_review", "settled"]}},
+                }
+            ),
+            "responses": {"200": _json(STATUS, "status"), **_errors(400, 401, 403, 404)},
+        },
     },
     "/api/review/traces/{trace_id}/mistake-labels/": {
-        "get": {"summary": "Every reviewer's mistake agent and step for a trace", "operationId": "getMistakeLabels",
-                "parameters": [_path_id("trace_id")],
-                "responses": {"200": _json(RESULTS, "labels by reviewer"), **_errors(401, 404)}},
-        "put": {"summary": "Set the caller's mistake agent and step (Who&When)", "operationId": "putMistakeLabel",
-                "parameters": [_path_id("trace_id")],
-                "requestBody": _body({"type": "object", "required": ["agent", "event_id"],
-                                      "properties": {"agent": {"type": "string"}, "event_id": {"type": "string"},
-                                                     "reason": {"type": "string"}}}),
-                "responses": {"200": _json(RESULTS, "labels by reviewer"), **_errors(400, 401, 403, 404)}},
+        "get": {
+            "summary": "Every reviewer's mistake agent and step for a trace",
+            "operationId": "getMistakeLabels",
+            "parameters": [_path_id("trace_id")],
+            "responses": {"200": _json(RESULTS, "labels by reviewer"), **_errors(401, 404)},
+        },
+        "put": {
+            "summary": "Set the caller's mistake agent and step (Who&When)",
+            "operationId": "putMistakeLabel",
+            "parameters": [_path_id("trace_id")],
+            "requestBody": _body(
+                {
+                    "type": "object",
+                    "required": ["agent", "event_id"],
+                    "properties": {
+                        "agent": {"type": "string"},
+                        "event_id": {"type": "string"},
+                        "reason": {"type": "string"},
+                    },
+                }
+            ),
+            "responses": {"200": _json(RESULTS, "labels by reviewer"), **_errors(400, 401, 403, 404)},
+        },
     },
     "/api/review/projects/{project_id}/activity/": {
-        "get": {"summary": "The project's activity feed", "operationId": "getActivity",
-                "parameters": [_path_id("project_id"), _query("before", ID, "older than this activity id"),
-                               _query("after", ID, "newer than this id, oldest first"),
-                               _query("limit", {"type": "integer", "minimum": 1, "maximum": 200}, "default 50")],
-                "responses": {"200": _json(RESULTS, "activities"), **_errors(400, 401, 404)}},
+        "get": {
+            "summary": "The project's activity feed",
+            "operationId": "getActivity",
+            "parameters": [
+                _path_id("project_id"),
+                _query("before", ID, "older than this activity id"),
+                _query("after", ID, "newer than this id, oldest first"),
+                _query("limit", {"type": "integer", "minimum": 1, "maximum": 200}, "default 50"),
+            ],
+            "responses": {"200": _json(RESULTS, "activities"), **_errors(400, 401, 404)},
+        },
     },
     "/api/review/projects/{project_id}/agreement/": {
-        "get": {"summary": "Cohen's kappa between reviewer pairs on mistake labels", "operationId": "getAgreement",
-                "parameters": [_path_id("project_id")],
-                "responses": {"200": _json({"type": "object", "required": ["pairs", "reviewers"],
-                                            "properties": {"pairs": {"type": "array"},
-                                                           "reviewers": {"type": "array"}}}, "pairs"),
-                              **_errors(401, 404)}},
+        "get": {
+            "summary": "Cohen's kappa between reviewer pairs on mistake labels",
+            "operationId": "getAgreement",
+            "parameters": [_path_id("project_id")],
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "required": ["pairs", "reviewers"],
+                        "properties": {"pairs": {"type": "array"}, "reviewers": {"type": "array"}},
+                    },
+                    "pairs",
+                ),
+                **_errors(401, 404),
+            },
+        },
     },
     "/api/traces/{trace_id}/counterfactuals/": {
-        "post": {"summary": "Request a counterfactual job: n paired re-rollouts under an intervention; reviewers",
-                 "operationId": "requestCounterfactual", "parameters": [_path_id("trace_id")],
-                 "requestBody": _body(COUNTERFACTUAL_REQUEST),
-                 "responses": {"202": _json(JOB, "the job, queued"), **_errors(400, 401, 403, 404, 413)}},
+        "post": {
+            "summary": "Request a counterfactual job: n paired re-rollouts under an intervention; reviewers",
+            "operationId": "requestCounterfactual",
+            "parameters": [_path_id("trace_id")],
+            "requestBody": _body(COUNTERFACTUAL_REQUEST),
+            "responses": {"202": _json(JOB, "the job, queued"), **_errors(400, 401, 403, 404, 413)},
+        },
     },
     "/api/traces/{trace_id}/counterfactuals/estimate/": {
-        "post": {"summary": "The estimated LLM cost of a counterfactual job (`seed`, `confirmed` ignored)",
-                 "operationId": "estimateCounterfactual", "parameters": [_path_id("trace_id")],
-                 "requestBody": _body(COUNTERFACTUAL_REQUEST),
-                 "responses": {"200": _json(COST, "requests and tokens, per arm and for the branch trace"),
-                               **_errors(400, 401, 403, 404, 413)}},
+        "post": {
+            "summary": "The estimated LLM cost of a counterfactual job (`seed`, `confirmed` ignored)",
+            "operationId": "estimateCounterfactual",
+            "parameters": [_path_id("trace_id")],
+            "requestBody": _body(COUNTERFACTUAL_REQUEST),
+            "responses": {
+                "200": _json(COST, "requests and tokens, per arm and for the branch trace"),
+                **_errors(400, 401, 403, 404, 413),
+            },
+        },
     },
     "/api/traces/{trace_id}/jobs/": {
-        "get": {"summary": "The trace's counterfactual and attribution jobs, newest first", "operationId": "listJobs",
-                "parameters": [_path_id("trace_id"),
-                               _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "default 50")],
-                "responses": {"200": _json(_results(JOB_SUMMARY), "job summaries"), **_errors(400, 401, 404)}},
+        "get": {
+            "summary": "The trace's counterfactual and attribution jobs, newest first",
+            "operationId": "listJobs",
+            "parameters": [
+                _path_id("trace_id"),
+                _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "default 50"),
+            ],
+            "responses": {"200": _json(_results(JOB_SUMMARY), "job summaries"), **_errors(400, 401, 404)},
+        },
     },
     "/api/traces/{trace_id}/attributions/": {
-        "get": {"summary": "The trace's attributions, newest first, as JSON or CSV", "operationId": "listAttributions",
-                "parameters": [_path_id("trace_id"),
-                               _query("format", {"type": "string", "enum": ["json", "csv"]}, "default json")],
-                "responses": {"200": {"description": "the attributions (CSV: a download, one row each)",
-                                      "content": {"application/json": {"schema": _results(ATTRIBUTION)},
-                                                  "text/csv": {"schema": {"type": "string"}}}},
-                              **_errors(400, 401, 404)}},
+        "get": {
+            "summary": "The trace's attributions, newest first, as JSON or CSV",
+            "operationId": "listAttributions",
+            "parameters": [
+                _path_id("trace_id"),
+                _query("format", {"type": "string", "enum": ["json", "csv"]}, "default json"),
+            ],
+            "responses": {
+                "200": {
+                    "description": "the attributions (CSV: a download, one row each)",
+                    "content": {
+                        "application/json": {"schema": _results(ATTRIBUTION)},
+                        "text/csv": {"schema": {"type": "string"}},
+                    },
+                },
+                **_errors(400, 401, 404),
+            },
+        },
     },
     "/api/traces/{trace_id}/attributions/run/": {
-        "post": {"summary": "Attribute this trace: credit every message or agent by removal; reviewers",
-                 "operationId": "requestAttribution", "parameters": [_path_id("trace_id")],
-                 "requestBody": _body(ATTRIBUTION_REQUEST),
-                 "responses": {"202": _json(JOB, "the job, queued (`results` once done)"),
-                               **_errors(400, 401, 403, 404, 413)}},
+        "post": {
+            "summary": "Attribute this trace: credit every message or agent by removal; reviewers",
+            "operationId": "requestAttribution",
+            "parameters": [_path_id("trace_id")],
+            "requestBody": _body(ATTRIBUTION_REQUEST),
+            "responses": {
+                "202": _json(JOB, "the job, queued (`results` once done)"),
+                **_errors(400, 401, 403, 404, 413),
+            },
+        },
     },
     "/api/traces/{trace_id}/attributions/estimate/": {
-        "post": {"summary": "The estimated LLM cost of an attribution job (`confirmed` ignored)",
-                 "operationId": "estimateAttribution", "parameters": [_path_id("trace_id")],
-                 "requestBody": _body(ATTRIBUTION_REQUEST),
-                 "responses": {"200": _json({**COST, "properties": {**COST["properties"],
-                                                                    "kind": {"const": "attribution"},
-                                                                    "method": {"type": "string", "enum": METHODS},
-                                                                    "players": {"type": "integer"},
-                                                                    "rollouts": {"type": "integer"}}},
-                                            "requests, tokens, samples and rollouts"),
-                               **_errors(400, 401, 403, 404, 413)}},
+        "post": {
+            "summary": "The estimated LLM cost of an attribution job (`confirmed` ignored)",
+            "operationId": "estimateAttribution",
+            "parameters": [_path_id("trace_id")],
+            "requestBody": _body(ATTRIBUTION_REQUEST),
+            "responses": {
+                "200": _json(
+                    {
+                        **COST,
+                        "properties": {
+                            **COST["properties"],
+                            "kind": {"const": "attribution"},
+                            "method": {"type": "string", "enum": METHODS},
+                            "players": {"type": "integer"},
+                            "rollouts": {"type": "integer"},
+                        },
+                    },
+                    "requests, tokens, samples and rollouts",
+                ),
+                **_errors(400, 401, 403, 404, 413),
+            },
+        },
     },
     "/api/jobs/{job_id}/": {
-        "get": {"summary": "One job: progress and, once done, its result", "operationId": "getJob",
-                "parameters": [_path_id("job_id")],
-                "responses": {"200": _json(JOB, "the job"), **_errors(401, 404)}},
+        "get": {
+            "summary": "One job: progress and, once done, its result",
+            "operationId": "getJob",
+            "parameters": [_path_id("job_id")],
+            "responses": {"200": _json(JOB, "the job"), **_errors(401, 404)},
+        },
     },
     "/api/jobs/{job_id}/cancel/": {
-        "post": {"summary": "Cancel a queued or running job (others stay as they are); reviewers",
-                 "operationId": "cancelJob", "parameters": [_path_id("job_id")],
-                 "responses": {"200": _json(JOB, "the job after the cancel"), **_errors(401, 403, 404)}},
+        "post": {
+            "summary": "Cancel a queued or running job (others stay as they are); reviewers",
+            "operationId": "cancelJob",
+            "parameters": [_path_id("job_id")],
+            "responses": {"200": _json(JOB, "the job after the cancel"), **_errors(401, 403, 404)},
+        },
     },
     "/api/jobs/{job_id}/retry/": {
-        "post": {"summary": "Re-queue a failed or cancelled job, keeping its samples (others stay); reviewers",
-                 "operationId": "retryJob", "parameters": [_path_id("job_id")],
-                 "responses": {"200": _json(JOB, "the job after the retry"), **_errors(401, 403, 404)}},
+        "post": {
+            "summary": "Re-queue a failed or cancelled job, keeping its samples (others stay); reviewers",
+            "operationId": "retryJob",
+            "parameters": [_path_id("job_id")],
+            "responses": {"200": _json(JOB, "the job after the retry"), **_errors(401, 403, 404)},
+        },
     },
     "/api/runs/": {
-        "get": {"summary": "The caller's training runs, newest first (at most 200)", "operationId": "listRuns",
-                "responses": {"200": _json(_results(RUN), "runs"), **_errors(401)}},
-        "post": {"summary": "Report an external training run (swarmscope/client.py); reviewers", "operationId": "createRun",
-                 "requestBody": _body({"type": "object", "required": ["config"], "additionalProperties": True,
-                                       "properties": {"name": {"type": ["string", "null"]},
-                                                      "config": {**OBJECT, "description": "the recipe's RunConfig; "
-                                                                 "a bad field is named `config.<name>`"}}}),
-                 "responses": {"201": _json(RUN, "the run, running"), **_errors(400, 401, 403, 413)}},
+        "get": {
+            "summary": "The caller's training runs, newest first (at most 200)",
+            "operationId": "listRuns",
+            "responses": {"200": _json(_results(RUN), "runs"), **_errors(401)},
+        },
+        "post": {
+            "summary": "Report an external training run (swarmscope/client.py); reviewers",
+            "operationId": "createRun",
+            "requestBody": _body(
+                {
+                    "type": "object",
+                    "required": ["config"],
+                    "additionalProperties": True,
+                    "properties": {
+                        "name": {"type": ["string", "null"]},
+                        "config": {
+                            **OBJECT,
+                            "description": "the recipe's RunConfig; a bad field is named `config.<name>`",
+                        },
+                    },
+                }
+            ),
+            "responses": {"201": _json(RUN, "the run, running"), **_errors(400, 401, 403, 413)},
+        },
     },
     "/api/runs/{run_id}/": {
-        "get": {"summary": "One run", "operationId": "getRun", "parameters": [_path_id("run_id")],
-                "responses": {"200": _json(RUN, "the run"), **_errors(401, 404)}},
+        "get": {
+            "summary": "One run",
+            "operationId": "getRun",
+            "parameters": [_path_id("run_id")],
+            "responses": {"200": _json(RUN, "the run"), **_errors(401, 404)},
+        },
     },
     "/api/runs/{run_id}/snapshot/": {
-        "get": {"summary": "The run's live-protocol snapshot (/ws/runs/<id>/)", "operationId": "getRunSnapshot",
-                "parameters": [_path_id("run_id")],
-                "responses": {"200": _json(RUN_SNAPSHOT, "the run and every iteration, with seq"),
-                              **_errors(401, 404)}},
+        "get": {
+            "summary": "The run's live-protocol snapshot (/ws/runs/<id>/)",
+            "operationId": "getRunSnapshot",
+            "parameters": [_path_id("run_id")],
+            "responses": {"200": _json(RUN_SNAPSHOT, "the run and every iteration, with seq"), **_errors(401, 404)},
+        },
     },
     "/api/runs/{run_id}/iterations/": {
-        "post": {"summary": "Record one iteration of an active run, with its sample episodes (all or nothing)",
-                 "operationId": "recordRunIteration", "parameters": [_path_id("run_id")],
-                 "requestBody": _body(ITERATION_REQUEST),
-                 "responses": {"201": _json({"type": "object", "required": ["iteration", "seq", "episodes"],
-                                             "properties": {"iteration": {"type": "integer"},
-                                                            "seq": {"type": "integer"},
-                                                            "episodes": {"type": "array",
-                                                                         "items": {"type": "integer"}}}},
-                                            "stored: the iteration, the run's new seq, the episodes' trace ids"),
-                               "409": _json(ERROR, "the app trains this run (`field`: run), or it is not active "
-                                                   "(`field`: status)"),
-                               **_errors(400, 401, 403, 404, 413)}},
+        "post": {
+            "summary": "Record one iteration of an active run, with its sample episodes (all or nothing)",
+            "operationId": "recordRunIteration",
+            "parameters": [_path_id("run_id")],
+            "requestBody": _body(ITERATION_REQUEST),
+            "responses": {
+                "201": _json(
+                    {
+                        "type": "object",
+                        "required": ["iteration", "seq", "episodes"],
+                        "properties": {
+                            "iteration": {"type": "integer"},
+                            "seq": {"type": "integer"},
+                            "episodes": {"type": "array", "items": {"type": "integer"}},
+                        },
+                    },
+                    "stored: the iteration, the run's new seq, the episodes' trace ids",
+                ),
+                "409": _json(ERROR, "the app trains this run (`field`: run), or it is not active (`field`: status)"),
+                **_errors(400, 401, 403, 404, 413),
+            },
+        },
     },
     "/api/runs/{run_id}/finish/": {
-        "post": {"summary": "Close a run: finished (default), cancelled or failed, with its summary",
-                 "operationId": "finishRun", "parameters": [_path_id("run_id")],
-                 "requestBody": _body({"type": "object", "additionalProperties": True,
-                                       "properties": {"status": {"type": ["string", "null"],
-                                                                 "enum": ["finished", "cancelled", "failed", None]},
-                                                      "error": {"type": ["string", "null"]},
-                                                      "summary": {"type": ["object", "null"]}}}, required=False),
-                 "responses": {"200": _json(RUN, "the run, closed"),
-                               "409": _json(ERROR, "the app trains this run (`field`: run), or it is already closed "
-                                                   "(`field`: status)"),
-                               **_errors(400, 401, 403, 404, 413)}},
+        "post": {
+            "summary": "Close a run: finished (default), cancelled or failed, with its summary",
+            "operationId": "finishRun",
+            "parameters": [_path_id("run_id")],
+            "requestBody": _body(
+                {
+                    "type": "object",
+                    "additionalProperties": True,
+                    "properties": {
+                        "status": {"type": ["string", "null"], "enum": ["finished", "cancelled", "failed", None]},
+                        "error": {"type": ["string", "null"]},
+                        "summary": {"type": ["object", "null"]},
+                    },
+                },
+                required=False,
+            ),
+            "responses": {
+                "200": _json(RUN, "the run, closed"),
+                "409": _json(
+                    ERROR, "the app trains this run (`field`: run), or it is already closed (`field`: status)"
+                ),
+                **_errors(400, 401, 403, 404, 413),
+            },
+        },
     },
     "/api/runs/{run_id}/cancel/": {
-        "post": {"summary": "Cancel a queued or running run", "operationId": "cancelRun",
-                 "parameters": [_path_id("run_id")],
-                 "responses": {"200": _json(RUN, "the run after the cancel"),
-                               "409": _json(ERROR, "not active: finished, failed or cancelled (`field`: status)"),
-                               **_errors(401, 403, 404)}},
+        "post": {
+            "summary": "Cancel a queued or running run",
+            "operationId": "cancelRun",
+            "parameters": [_path_id("run_id")],
+            "responses": {
+                "200": _json(RUN, "the run after the cancel"),
+                "409": _json(ERROR, "not active: finished, failed or cancelled (`field`: status)"),
+                **_errors(401, 403, 404),
+            },
+        },
     },
     "/api/runs/{run_id}/resume/": {
-        "post": {"summary": "Re-queue a cancelled or failed run of the app from its last checkpoint",
-                 "operationId": "resumeRun", "parameters": [_path_id("run_id")],
-                 "responses": {"200": _json(RUN, "the run, queued"),
-                               "409": _json(ERROR, "not resumable: active, finished, or external (`field`: status)"),
-                               **_errors(401, 403, 404)}},
+        "post": {
+            "summary": "Re-queue a cancelled or failed run of the app from its last checkpoint",
+            "operationId": "resumeRun",
+            "parameters": [_path_id("run_id")],
+            "responses": {
+                "200": _json(RUN, "the run, queued"),
+                "409": _json(ERROR, "not resumable: active, finished, or external (`field`: status)"),
+                **_errors(401, 403, 404),
+            },
+        },
     },
 }
 
@@ -457,10 +992,13 @@ def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document (a plain dict)."""
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Swarmscope REST API", "version": "1",
-                 "description": "Orchestration traces, OTLP ingestion, team review, counterfactual jobs and "
-                                "attributions, and training runs. Authenticate with "
-                                "`Authorization: Bearer <API token>` (page *API tokens*) or a browser session."},
+        "info": {
+            "title": "Swarmscope REST API",
+            "version": "1",
+            "description": "Orchestration traces, OTLP ingestion, team review, counterfactual jobs and "
+            "attributions, and training runs. Authenticate with "
+            "`Authorization: Bearer <API token>` (page *API tokens*) or a browser session.",
+        },
         "servers": [{"url": "/"}],
         "security": [{"bearer": []}],
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},

@@ -92,16 +92,21 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
         if len(text) <= MAX_SOCKET_BYTES:
             await self.send(text_data=text)
             return
-        await self.send_json({"type": "error", "code": "snapshot_too_large", "seq": message["seq"],
-                              "message": f"GET {self.snapshot_path.format(pk=self.target.pk)}, "
-                                         "then connect with ?seq=N"})
+        await self.send_json(
+            {
+                "type": "error",
+                "code": "snapshot_too_large",
+                "seq": message["seq"],
+                "message": f"GET {self.snapshot_path.format(pk=self.target.pk)}, then connect with ?seq=N",
+            }
+        )
 
     async def receive_json(self, content, **kwargs):
         if await database_sync_to_async(self.get_authorised)(self.target.pk) is None:
             await self.close(code=4404)
             return
         if not isinstance(content, dict) or content.get("type") != "resume":
-            await self.send_json({"type": "error", "message": "expected {\"type\": \"resume\", \"seq\": N}"})
+            await self.send_json({"type": "error", "message": 'expected {"type": "resume", "seq": N}'})
             return
         seq = content.get("seq")
         if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0 or seq > self.last_seq:

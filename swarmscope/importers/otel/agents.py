@@ -86,9 +86,15 @@ class SpanTree:
         for parent_id, kids in orphans.items():
             services = Counter(k.service for k in kids if k.service)
             self.by_id[parent_id] = Span(
-                trace_id=self.trace_id, span_id=parent_id, parent_id=None, name="(missing span)",
-                start_ns=min(k.start_ns for k in kids), end_ns=max(k.end_ns for k in kids),
-                service=services.most_common(1)[0][0] if services else None, missing=True)
+                trace_id=self.trace_id,
+                span_id=parent_id,
+                parent_id=None,
+                name="(missing span)",
+                start_ns=min(k.start_ns for k in kids),
+                end_ns=max(k.end_ns for k in kids),
+                service=services.most_common(1)[0][0] if services else None,
+                missing=True,
+            )
             self.parent[parent_id] = None
 
     def _depths(self) -> dict[str, int]:
@@ -178,8 +184,11 @@ class SpanTree:
                 owner = claims[sid]
             elif span.missing:
                 owner = None
-            elif parent is not None and self.owner[parent.sid] is not None and (
-                    in_tool[sid] or not parent.service or not span.service or parent.service == span.service):
+            elif (
+                parent is not None
+                and self.owner[parent.sid] is not None
+                and (in_tool[sid] or not parent.service or not span.service or parent.service == span.service)
+            ):
                 owner = self.owner[parent.sid]
             else:
                 owner = span.service or UNKNOWN_SERVICE
@@ -201,8 +210,11 @@ class SpanTree:
             if inv is None:
                 continue
             self.members[inv].append(span)
-            if not span.missing and (self.role[span.sid] in (LLM, TOOL, HANDOFF)
-                                     or self._text(span)[1] is not None or self._names_owner(span)):
+            if not span.missing and (
+                self.role[span.sid] in (LLM, TOOL, HANDOFF)
+                or self._text(span)[1] is not None
+                or self._names_owner(span)
+            ):
                 self.productive.add(inv)
 
     def _workflow_labels(self, labels: dict[str, str | None]) -> tuple[dict[str, str], set[str]]:
@@ -235,12 +247,14 @@ class SpanTree:
         `gen_ai.agent.name` is the agent acting there: a GenAI `invoke_agent` span, a turn of that
         agent even when nothing is instrumented below it. Monocle's agent entities do not count: an
         Agent Framework executor span without inference below it only buffered a message."""
-        return (not span.missing and self.role[span.sid] in (AGENT, None)
-                and span.attributes.get("gen_ai.agent.name") == self.owner[span.sid])
+        return (
+            not span.missing
+            and self.role[span.sid] in (AGENT, None)
+            and span.attributes.get("gen_ai.agent.name") == self.owner[span.sid]
+        )
 
     def _sender(self, span: Span) -> str | None:
         """The agent that sent the message `span` received, when another than the span's agent."""
         message = self.message.get(span.sid)
         sender = message.sender if message else None
         return sender if sender and sender != self.owner[span.sid] else None
-

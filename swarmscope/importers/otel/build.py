@@ -45,8 +45,7 @@ class Delivery:
     root: Span | None = None
 
 
-def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str,
-                sources: Iterable[str] = ()) -> Trace:
+def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str, sources: Iterable[str] = ()) -> Trace:
     """The orchestration trace of one trace id's spans, given in any order (chunks merged).
 
     `trace_id` (hex) becomes `source_id`; `sources` names the files, kept in the trace attributes.
@@ -98,26 +97,56 @@ class _TraceBuilder(SpanTree):
         self._turn_events()
         edges = self._edges()
         root = self._root()
-        return Trace(source_format=self.source_format, source_id=self.trace_id, name=self._name(root),
-                     system=root.service or "", agents=self._agents(), events=self.events, edges=edges,
-                     costs=self._costs(), attributes=self._attributes())
+        return Trace(
+            source_format=self.source_format,
+            source_id=self.trace_id,
+            name=self._name(root),
+            system=root.service or "",
+            agents=self._agents(),
+            events=self.events,
+            edges=edges,
+            costs=self._costs(),
+            attributes=self._attributes(),
+        )
 
     # -- events
 
     def _t(self, ns: int) -> float:
         return round(max(ns - self.t0, 0) / 1e9, 6)
 
-    def _event(self, span: Span, agent: str, type_: str, event_id: str, *, t_ns: int | None = None,
-               end_ns: int | None = None, attributes: dict[str, Any] | None = None, **fields: Any) -> Event:
+    def _event(
+        self,
+        span: Span,
+        agent: str,
+        type_: str,
+        event_id: str,
+        *,
+        t_ns: int | None = None,
+        end_ns: int | None = None,
+        attributes: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Event:
         """Add an event made from `span` (its ids go to the attributes); tokens estimated if absent."""
         t = self._t(span.start_ns if t_ns is None else t_ns)
-        span_attributes: dict[str, Any] = {"span_id": span.sid, "parent_span_id": self.parent[span.sid],
-                           "trace_id": span.trace_id, "span_name": span.name}
+        span_attributes: dict[str, Any] = {
+            "span_id": span.sid,
+            "parent_span_id": self.parent[span.sid],
+            "trace_id": span.trace_id,
+            "span_name": span.name,
+        }
         if span.missing:
             span_attributes["span_missing"] = True
-        event = estimate_missing_tokens(Event(
-            id=event_id, t=t, t_end=None if end_ns is None else max(self._t(end_ns), t), type=type_,
-            agent=agent, attributes={**span_attributes, **(attributes or {})}, **fields))
+        event = estimate_missing_tokens(
+            Event(
+                id=event_id,
+                t=t,
+                t_end=None if end_ns is None else max(self._t(end_ns), t),
+                type=type_,
+                agent=agent,
+                attributes={**span_attributes, **(attributes or {})},
+                **fields,
+            )
+        )
         self.rank[event_id] = (0 if type_ == "spawn" else 1, len(self.events))
         self.events.append(event)
         self.event_span[event_id] = span
@@ -145,24 +174,27 @@ class _TraceBuilder(SpanTree):
 
     def _has_llm_below(self, span: Span) -> bool:
         """Whether an LLM span of the same agent nests inside this one (keep the innermost call)."""
-        return any(self.role[kid.sid] == LLM and self.owner[kid.sid] == self.owner[span.sid]
-                   for kid in self._descendants(span))
+        return any(
+            self.role[kid.sid] == LLM and self.owner[kid.sid] == self.owner[span.sid] for kid in self._descendants(span)
+        )
 
     def _runs_other_agent(self, span: Span) -> bool:
         """Whether another agent acts inside this tool span (an agent called as a tool)."""
-        return any(self.owner[kid.sid] not in (None, self.owner[span.sid])
-                   for kid in self._descendants(span))
+        return any(self.owner[kid.sid] not in (None, self.owner[span.sid]) for kid in self._descendants(span))
 
     def _repeats_parent_tool(self, span: Span) -> bool:
         parent = self._parent_span(span)
-        return (parent is not None and self.role[parent.sid] == TOOL
-                and self.owner[parent.sid] == self.owner[span.sid]
-                and tool_name(parent) == tool_name(span))
+        return (
+            parent is not None
+            and self.role[parent.sid] == TOOL
+            and self.owner[parent.sid] == self.owner[span.sid]
+            and tool_name(parent) == tool_name(span)
+        )
 
     def _handoff_tool_target(self, span: Span) -> str | None:
         name = tool_name(span)
         prefix = next((p for p in HANDOFF_TOOL_PREFIXES if name.startswith(p)), None)
-        return self.agents_by_canonical.get(canonical_name(name[len(prefix):])) if prefix else None
+        return self.agents_by_canonical.get(canonical_name(name[len(prefix) :])) if prefix else None
 
     @staticmethod
     def _usage_fields(span: Span) -> tuple[int | None, dict[str, Any]]:
@@ -189,24 +221,48 @@ class _TraceBuilder(SpanTree):
             attributes["content_from"] = "input"
         elif text_in is not None:
             attributes["input"] = text_in
-        self._event(span, agent, "message", span.sid, t_ns=t_ns, end_ns=span.end_ns if end_ns is None else end_ns,
-                    content=text_out if text_out is not None else text_in, tokens=tokens,
-                    attributes={**attributes, **self._status(span)})
+        self._event(
+            span,
+            agent,
+            "message",
+            span.sid,
+            t_ns=t_ns,
+            end_ns=span.end_ns if end_ns is None else end_ns,
+            content=text_out if text_out is not None else text_in,
+            tokens=tokens,
+            attributes={**attributes, **self._status(span)},
+        )
 
     def _tool_events(self, span: Span, agent: str) -> None:
         text_in, text_out = self._text(span)
         tool = tool_name(span)
         call = self._event(span, agent, "tool_call", span.sid, end_ns=span.end_ns, content=text_in, tool=tool)
         if text_out is not None or span.error is not None:
-            result = self._event(span, agent, "tool_result", f"{span.sid}:result", t_ns=span.end_ns,
-                                 content=text_out, tool=tool, attributes=self._status(span))
+            result = self._event(
+                span,
+                agent,
+                "tool_result",
+                f"{span.sid}:result",
+                t_ns=span.end_ns,
+                content=text_out,
+                tool=tool,
+                attributes=self._status(span),
+            )
             self.tool_results.append((call, result))
 
     def _handoff_event(self, span: Span, agent: str, target: str) -> None:
         """A hand-off span or tool: a delegate event waiting for the target's next invocation."""
-        event = self._event(span, agent, "delegate", span.sid, end_ns=span.end_ns,
-                            content=self._text(span)[0], from_=agent, to=target,
-                            tool=tool_name(span) if self.role[span.sid] == TOOL else None)
+        event = self._event(
+            span,
+            agent,
+            "delegate",
+            span.sid,
+            end_ns=span.end_ns,
+            content=self._text(span)[0],
+            from_=agent,
+            to=target,
+            tool=tool_name(span) if self.role[span.sid] == TOOL else None,
+        )
         self.pending_handoffs.append(Delivery(event=event, sender=agent, receiver=target))
 
     def _turn_events(self) -> None:
@@ -220,8 +276,9 @@ class _TraceBuilder(SpanTree):
             if root_id not in self.productive or root_id in acted:
                 continue
             spans = [s for s in self.members[root_id] if not s.missing and self.role[s.sid] in (AGENT, None)]
-            turn = (next((s for s in spans if self._text(s)[1] is not None), None)
-                    or next((s for s in spans if self._names_owner(s)), None))
+            turn = next((s for s in spans if self._text(s)[1] is not None), None) or next(
+                (s for s in spans if self._names_owner(s)), None
+            )
             if turn is not None:
                 owner = cast(str, self.owner[root_id])  # an invocation's root has an owner
                 self._message_event(turn, owner, t_ns=root.start_ns, end_ns=root.end_ns)
@@ -266,13 +323,26 @@ class _TraceBuilder(SpanTree):
         content, attributes = self._message_content(root)
         parent = self._parent_span(root)
         if content is None and not attributes:
-            content = next((text for span in self.members[root.sid]
-                            if self.role[span.sid] in (AGENT, None) and (text := self._text(span)[0])),
-                           self._text(parent)[0] if parent is not None else None)
+            content = next(
+                (
+                    text
+                    for span in self.members[root.sid]
+                    if self.role[span.sid] in (AGENT, None) and (text := self._text(span)[0])
+                ),
+                self._text(parent)[0] if parent is not None else None,
+            )
         self.appeared.setdefault(sender, self._t(root.start_ns))
         self._spawn(sender, receiver, root, root.start_ns)
-        event = self._event(root, sender, "delegate", f"{root.sid}:delegate", content=content,
-                            from_=sender, to=receiver, attributes=attributes)
+        event = self._event(
+            root,
+            sender,
+            "delegate",
+            f"{root.sid}:delegate",
+            content=content,
+            from_=sender,
+            to=receiver,
+            attributes=attributes,
+        )
         self.deliveries.append(Delivery(event=event, sender=sender, receiver=receiver, root=root))
 
     def _deliver(self, delivery: Delivery, receiver: str, root: Span) -> None:
@@ -289,8 +359,15 @@ class _TraceBuilder(SpanTree):
             return
         self.broadcast_keys.add(key)
         content, attributes = self._message_content(span)
-        event = self._event(span, message.sender, "delegate", f"{span.sid}:delegate", content=content,
-                            from_=message.sender, attributes=attributes)
+        event = self._event(
+            span,
+            message.sender,
+            "delegate",
+            f"{span.sid}:delegate",
+            content=content,
+            from_=message.sender,
+            attributes=attributes,
+        )
         self.pending_broadcasts[key] = Delivery(event=event, sender=message.sender, receiver=None)
 
     def _message_content(self, span: Span) -> tuple[str | None, dict[str, Any]]:
@@ -307,8 +384,7 @@ class _TraceBuilder(SpanTree):
         if receiver in self.appeared or receiver == sender:
             return
         self.parents[receiver] = sender
-        event = self._event(root, sender, "spawn", f"{root.sid}:spawn", t_ns=t_ns, from_=sender,
-                            to=receiver)
+        event = self._event(root, sender, "spawn", f"{root.sid}:spawn", t_ns=t_ns, from_=sender, to=receiver)
         self.appeared[receiver] = event.t
         self.spawns.append((event, receiver))
 
@@ -424,8 +500,14 @@ class _TraceBuilder(SpanTree):
 
     def _root(self) -> Span:
         """The earliest span without a (received) parent."""
-        return next((s for s in self.order if not s.missing and (
-            (parent_id := self.parent[s.sid]) is None or self.by_id[parent_id].missing)), self.order[0])
+        return next(
+            (
+                s
+                for s in self.order
+                if not s.missing and ((parent_id := self.parent[s.sid]) is None or self.by_id[parent_id].missing)
+            ),
+            self.order[0],
+        )
 
     def _name(self, root: Span) -> str:
         for span in [root] + self.real:
@@ -447,8 +529,11 @@ class _TraceBuilder(SpanTree):
                 continue
             if span.service:
                 services[owner].add(span.service)
-            for key, fact in (("gen_ai.agent.id", "id"), ("gen_ai.agent.description", "description"),
-                              ("gen_ai.system_instructions", "system_prompt")):
+            for key, fact in (
+                ("gen_ai.agent.id", "id"),
+                ("gen_ai.agent.description", "description"),
+                ("gen_ai.system_instructions", "system_prompt"),
+            ):
                 if span.attributes.get(key):
                     facts[owner].setdefault(fact, span.attributes[key])
         agents = []
@@ -456,12 +541,21 @@ class _TraceBuilder(SpanTree):
             if name not in acting:
                 continue
             known = facts[name]
-            attributes: dict[str, str] = {"named_by": self.named_by.get(name, "message"),
-                          **{key: str(known[key]) for key in ("id", "description") if key in known}}
+            attributes: dict[str, str] = {
+                "named_by": self.named_by.get(name, "message"),
+                **{key: str(known[key]) for key in ("id", "description") if key in known},
+            }
             if len(services[name]) == 1:
                 attributes["service"] = next(iter(services[name]))
-            agents.append(Agent(name=name, parent=self.parents.get(name), spawned_at=first,
-                                system_prompt=render(known.get("system_prompt")), attributes=attributes))
+            agents.append(
+                Agent(
+                    name=name,
+                    parent=self.parents.get(name),
+                    spawned_at=first,
+                    system_prompt=render(known.get("system_prompt")),
+                    attributes=attributes,
+                )
+            )
         return agents
 
     def _costs(self) -> dict[str, float]:
@@ -469,14 +563,21 @@ class _TraceBuilder(SpanTree):
         reported = [e.tokens for e in self.events if e.tokens is not None and not e.attributes.get(TOKENS_ESTIMATED)]
         tokens = sum(reported) if reported else sum(e.tokens or 0 for e in self.events)
         end = max(s.end_ns for s in self.real)
-        return {"tokens": tokens, "wall_clock_s": round((end - self.t0) / 1e9, 6),
-                "tool_calls": sum(e.type == "tool_call" for e in self.events)}
+        return {
+            "tokens": tokens,
+            "wall_clock_s": round((end - self.t0) / 1e9, 6),
+            "tool_calls": sum(e.type == "tool_call" for e in self.events),
+        }
 
     def _attributes(self) -> dict[str, Any]:
         """trace_id, sources, spans (count), `start_time_unix_nano` (the origin of `t`),
         conversation/session id, the first input, and `tokens_estimated` when no span reported usage."""
-        attributes: dict[str, Any] = {"trace_id": self.trace_id, "sources": self.sources, "spans": len(self.real),
-                                      "start_time_unix_nano": self.t0}
+        attributes: dict[str, Any] = {
+            "trace_id": self.trace_id,
+            "sources": self.sources,
+            "spans": len(self.real),
+            "start_time_unix_nano": self.t0,
+        }
         for name, key in TRACE_ATTRIBUTE_KEYS.items():
             value = next((s.attributes[key] for s in self.order if s.attributes.get(key)), None)
             if value is not None:

@@ -19,13 +19,27 @@ from .span import Span, as_int, hex_id
 AGENT, LLM, TOOL, HANDOFF = "agent", "llm", "tool", "handoff"
 
 #: `gen_ai.operation.name` -> span role (GenAI semantic conventions).
-OPERATION_ROLES = {"invoke_agent": AGENT, "execute_tool": TOOL, "chat": LLM,
-                   "text_completion": LLM, "generate_content": LLM, "completion": LLM}
+OPERATION_ROLES = {
+    "invoke_agent": AGENT,
+    "execute_tool": TOOL,
+    "chat": LLM,
+    "text_completion": LLM,
+    "generate_content": LLM,
+    "completion": LLM,
+}
 #: Monocle `span.type` -> span role.
-MONOCLE_ROLES = {"agentic.invocation": AGENT, "agentic.turn": AGENT, "agentic.request": AGENT,
-                 "agentic.delegation": HANDOFF, "agentic.tool.invocation": TOOL,
-                 "agentic.mcp.invocation": TOOL, "retrieval": TOOL, "inference": LLM,
-                 "inference.framework": LLM, "inference.modelapi": LLM}
+MONOCLE_ROLES = {
+    "agentic.invocation": AGENT,
+    "agentic.turn": AGENT,
+    "agentic.request": AGENT,
+    "agentic.delegation": HANDOFF,
+    "agentic.tool.invocation": TOOL,
+    "agentic.mcp.invocation": TOOL,
+    "retrieval": TOOL,
+    "inference": LLM,
+    "inference.framework": LLM,
+    "inference.modelapi": LLM,
+}
 #: `openinference.span.kind` -> span role.
 OPENINFERENCE_ROLES = {"AGENT": AGENT, "LLM": LLM, "TOOL": TOOL, "RETRIEVER": TOOL}
 #: `traceloop.span.kind` / `ioa_observe.span.kind` -> span role.
@@ -37,36 +51,74 @@ UNKNOWN_SERVICE = "unknown_service"
 #: Values that name no model.
 NO_MODEL = {"", "unknown", "none"}
 
-INPUT_KEYS = ("gen_ai.tool.call.arguments", "gen_ai.input.messages", "gen_ai.prompt", "input.value",
-              "traceloop.entity.input", "gen_ai.task.input", "ioa_observe.entity.input")
-OUTPUT_KEYS = ("gen_ai.tool.call.result", "gen_ai.output.messages", "gen_ai.completion",
-               "output.value", "traceloop.entity.output", "gen_ai.task.output",
-               "ioa_observe.entity.output")
+INPUT_KEYS = (
+    "gen_ai.tool.call.arguments",
+    "gen_ai.input.messages",
+    "gen_ai.prompt",
+    "input.value",
+    "traceloop.entity.input",
+    "gen_ai.task.input",
+    "ioa_observe.entity.input",
+)
+OUTPUT_KEYS = (
+    "gen_ai.tool.call.result",
+    "gen_ai.output.messages",
+    "gen_ai.completion",
+    "output.value",
+    "traceloop.entity.output",
+    "gen_ai.task.output",
+    "ioa_observe.entity.output",
+)
 #: Span events carrying input / output: event name -> attribute keys, first found wins.
-INPUT_EVENTS = {"data.input": ("input",), "gen_ai.content.prompt": ("gen_ai.prompt",),
-                "gen_ai.client.inference.operation.details": ("gen_ai.input.messages",)}
-OUTPUT_EVENTS = {"data.output": ("response", "output"), "gen_ai.content.completion": ("gen_ai.completion",),
-                 "gen_ai.client.inference.operation.details": ("gen_ai.output.messages",),
-                 "gen_ai.choice": ("message", "content")}
+INPUT_EVENTS = {
+    "data.input": ("input",),
+    "gen_ai.content.prompt": ("gen_ai.prompt",),
+    "gen_ai.client.inference.operation.details": ("gen_ai.input.messages",),
+}
+OUTPUT_EVENTS = {
+    "data.output": ("response", "output"),
+    "gen_ai.content.completion": ("gen_ai.completion",),
+    "gen_ai.client.inference.operation.details": ("gen_ai.output.messages",),
+    "gen_ai.choice": ("message", "content"),
+}
 #: Older GenAI conventions: one span event per chat message, its text in `content`.
-MESSAGE_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
-                  "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
 #: Roles of chat messages written as `{role: parts}` (Monocle's OpenAI Responses inputs).
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "model", "function"})
 INDEXED_PROMPT = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(role|content)$")
-INPUT_TOKEN_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
-                    "llm.usage.prompt_tokens", "prompt_tokens", "input_tokens")
-OUTPUT_TOKEN_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
-                     "llm.token_count.completion", "llm.usage.completion_tokens", "completion_tokens",
-                     "output_tokens")
-TOTAL_TOKEN_KEYS = ("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total",
-                    "total_tokens")
+INPUT_TOKEN_KEYS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+    "llm.usage.prompt_tokens",
+    "prompt_tokens",
+    "input_tokens",
+)
+OUTPUT_TOKEN_KEYS = (
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+    "llm.usage.completion_tokens",
+    "completion_tokens",
+    "output_tokens",
+)
+TOTAL_TOKEN_KEYS = ("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total", "total_tokens")
 #: Usage attributes that make a span without another role an LLM call.
-USAGE_ATTRIBUTE_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.prompt_tokens",
-                        "gen_ai.usage.completion_tokens", "llm.token_count.prompt", "llm.token_count.completion")
+USAGE_ATTRIBUTE_KEYS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.prompt",
+    "llm.token_count.completion",
+)
 #: Attributes naming the workflow, for the trace name (else the root span's name).
-WORKFLOW_NAME_KEYS = ("workflow.name", "gen_ai.workflow.name", "ioa_observe.workflow.name",
-                      "traceloop.workflow.name")
+WORKFLOW_NAME_KEYS = ("workflow.name", "gen_ai.workflow.name", "ioa_observe.workflow.name", "traceloop.workflow.name")
 #: Trace attribute <- first span attribute found (conversation / session ids).
 TRACE_ATTRIBUTE_KEYS = {"conversation_id": "gen_ai.conversation.id", "session_id": "session.id"}
 
@@ -89,11 +141,9 @@ class Message:
     workflow: bool
 
 
-
-
 def _json(text: str) -> Any:
     """`text` decoded as JSON when it looks like JSON, else None."""
-    if not text or text[0] not in "[{\"":
+    if not text or text[0] not in '[{"':
         return None
     try:
         return json.loads(text)
@@ -115,8 +165,12 @@ def render(value: Any) -> str | None:
     if isinstance(decoded, str):
         return decoded
     text = _chat_text(decoded) if decoded is not None else None
-    if text is None and isinstance(decoded, list) and decoded and all(
-            isinstance(part, dict) and "type" in part for part in decoded):
+    if (
+        text is None
+        and isinstance(decoded, list)
+        and decoded
+        and all(isinstance(part, dict) and "type" in part for part in decoded)
+    ):
         text = _parts_text(decoded, [])  # a bare list of parts (`gen_ai.system_instructions`)
     if text is not None:
         return text
@@ -158,7 +212,7 @@ def _message_line(message: Any) -> tuple[str, str] | None:
 
 
 def _tool_call_text(item: dict) -> str | None:
-    """"name(arguments)" of a tool call (GenAI `tool_call` part, OpenAI function, Monocle
+    """ "name(arguments)" of a tool call (GenAI `tool_call` part, OpenAI function, Monocle
     `tool_function`), else None."""
     name = item.get("name", item.get("tool_function"))
     arguments = item.get("arguments", item.get("tool_arguments"))
@@ -183,8 +237,14 @@ def _parts_text(body: Any, calls: list[dict]) -> str | None:
         elif (call := _tool_call_text(part)) is not None:
             texts.append(call)
         else:
-            text = next((part[key] for key in ("text", "content", "response", "result", "output")
-                         if isinstance(part.get(key), str)), None)
+            text = next(
+                (
+                    part[key]
+                    for key in ("text", "content", "response", "result", "output")
+                    if isinstance(part.get(key), str)
+                ),
+                None,
+            )
             texts.append(text if text is not None else json.dumps(part, ensure_ascii=False, default=str))
     return "\n".join(texts)
 
@@ -203,16 +263,19 @@ def entities(span: Span) -> list[dict[str, Any]]:
 
 
 def _entity_names(span: Span, prefix: str) -> list[str]:
-    return [str(e["name"]) for e in entities(span)
-            if str(e.get("type", "")).startswith(prefix) and e.get("name")]
+    return [str(e["name"]) for e in entities(span) if str(e.get("type", "")).startswith(prefix) and e.get("name")]
 
 
 def span_role(span: Span) -> str | None:
     """AGENT, LLM, TOOL, HANDOFF or None (docs/otel-mapping.md, "Role")."""
     attributes = span.attributes
-    for key, roles in (("gen_ai.operation.name", OPERATION_ROLES), ("span.type", MONOCLE_ROLES),
-                       ("openinference.span.kind", OPENINFERENCE_ROLES), ("traceloop.span.kind", KIND_ROLES),
-                       ("ioa_observe.span.kind", KIND_ROLES)):
+    for key, roles in (
+        ("gen_ai.operation.name", OPERATION_ROLES),
+        ("span.type", MONOCLE_ROLES),
+        ("openinference.span.kind", OPENINFERENCE_ROLES),
+        ("traceloop.span.kind", KIND_ROLES),
+        ("ioa_observe.span.kind", KIND_ROLES),
+    ):
         value = attributes.get(key)
         if isinstance(value, str) and value in roles:
             return roles[value]
@@ -255,8 +318,9 @@ def tool_name(span: Span) -> str:
 def model_name(span: Span) -> str | None:
     """The model of an LLM span: response/request model, a Monocle model entity, else a LangChain
     `ls_model_name` association property; None when unknown."""
-    candidates = [span.attributes.get(key) for key in ("gen_ai.response.model", "gen_ai.request.model",
-                                                       "llm.model_name")]
+    candidates = [
+        span.attributes.get(key) for key in ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+    ]
     candidates += _entity_names(span, "model")
     candidates += [value for key, value in span.attributes.items() if key.endswith(".ls_model_name")]
     return next((str(c) for c in candidates if c is not None and str(c).casefold() not in NO_MODEL), None)
@@ -267,8 +331,7 @@ def usage(span: Span) -> tuple[int | None, int | None, int | None]:
     sources = [span.attributes] + [e.attributes for e in span.events if e.name == "metadata"]
 
     def first(keys: tuple[str, ...]) -> int | None:
-        return next((n for source in sources for key in keys
-                     if (n := as_int(source.get(key))) is not None), None)
+        return next((n for source in sources for key in keys if (n := as_int(source.get(key))) is not None), None)
 
     return first(INPUT_TOKEN_KEYS), first(OUTPUT_TOKEN_KEYS), first(TOTAL_TOKEN_KEYS)
 
@@ -294,8 +357,11 @@ def _io(span: Span, keys: tuple[str, ...], event_keys: Mapping[str, tuple[str, .
             if event.attributes.get(key) not in (None, "", [], {}):
                 return event.attributes[key]
     if indexed == "prompt":
-        chat = [{"role": MESSAGE_EVENTS[e.name], "content": e.attributes.get("content")}
-                for e in span.events if e.name in MESSAGE_EVENTS]
+        chat = [
+            {"role": MESSAGE_EVENTS[e.name], "content": e.attributes.get("content")}
+            for e in span.events
+            if e.name in MESSAGE_EVENTS
+        ]
         return chat or None
     return None
 
@@ -310,14 +376,17 @@ def received_message(span: Span) -> Message | None:
         from_span = None
     text, _ = span_io(span)
     if isinstance(text, str) and text.startswith(WORKFLOW_MESSAGE):
-        source, target, key = (MESSAGE_SOURCE.search(text), MESSAGE_TARGET.search(text),
-                               MESSAGE_KEY.search(text))
-        return Message(sender=source.group(1) if source else None,
-                       receiver=target.group(1) if target else None,
-                       key=key.group(1) if key else None, from_span=from_span, workflow=True)
+        source, target, key = (MESSAGE_SOURCE.search(text), MESSAGE_TARGET.search(text), MESSAGE_KEY.search(text))
+        return Message(
+            sender=source.group(1) if source else None,
+            receiver=target.group(1) if target else None,
+            key=key.group(1) if key else None,
+            from_span=from_span,
+            workflow=True,
+        )
     if chained:
         sender = chained.get("from_agent")
-        return Message(sender=str(sender) if sender else None, receiver=None, key=None,
-                       from_span=from_span, workflow=False)
+        return Message(
+            sender=str(sender) if sender else None, receiver=None, key=None, from_span=from_span, workflow=False
+        )
     return None
-

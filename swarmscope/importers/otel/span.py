@@ -68,13 +68,16 @@ class Span:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Span:
         fields: dict[str, Any] = {name: data.get(name) for name in SPAN_FIELDS}
-        return cls(**fields, attributes=data.get("attributes") or {},
-                   events=[SpanEvent(e["name"], e.get("time_ns"), e.get("attributes") or {})
-                           for e in data.get("events") or []])
+        return cls(
+            **fields,
+            attributes=data.get("attributes") or {},
+            events=[
+                SpanEvent(e["name"], e.get("time_ns"), e.get("attributes") or {}) for e in data.get("events") or []
+            ],
+        )
 
 
 SPAN_FIELDS = ("trace_id", "span_id", "parent_id", "name", "start_ns", "end_ns", "service", "kind", "error")
-
 
 
 def canonical_order(spans: Iterable[Span]) -> list[Span]:

@@ -32,7 +32,9 @@ def test_small_identity_and_agents(small):
     assert small.attributes["start_time_unix_nano"] == 1_767_225_600_000_000_000  # the origin of t
     # one agent per service; the worker is invoked across services by the planner
     assert [(a.name, a.parent, a.spawned_at) for a in small.agents] == [
-        ("planner-svc", None, 0.0), ("worker-svc", "planner-svc", 1.1)]
+        ("planner-svc", None, 0.0),
+        ("worker-svc", "planner-svc", 1.1),
+    ]
 
 
 def test_small_events(small):
@@ -72,11 +74,34 @@ def test_small_content_tokens_and_status(small):
 
 
 def test_follows_from_reference_is_a_parent():
-    doc = {"data": [{"traceID": "1", "processes": {"p": {"serviceName": "s"}}, "spans": [
-        {"traceID": "1", "spanID": "2", "operationName": "chat", "startTime": 5, "duration": 1, "processID": "p",
-         "references": [{"refType": "FOLLOWS_FROM", "traceID": "1", "spanID": "1"}],
-         "tags": [{"key": "gen_ai.operation.name", "type": "string", "value": "chat"}]},
-        {"traceID": "1", "spanID": "1", "operationName": "root", "startTime": 1, "duration": 9, "processID": "p"}]}]}
+    doc = {
+        "data": [
+            {
+                "traceID": "1",
+                "processes": {"p": {"serviceName": "s"}},
+                "spans": [
+                    {
+                        "traceID": "1",
+                        "spanID": "2",
+                        "operationName": "chat",
+                        "startTime": 5,
+                        "duration": 1,
+                        "processID": "p",
+                        "references": [{"refType": "FOLLOWS_FROM", "traceID": "1", "spanID": "1"}],
+                        "tags": [{"key": "gen_ai.operation.name", "type": "string", "value": "chat"}],
+                    },
+                    {
+                        "traceID": "1",
+                        "spanID": "1",
+                        "operationName": "root",
+                        "startTime": 1,
+                        "duration": 9,
+                        "processID": "p",
+                    },
+                ],
+            }
+        ]
+    }
     trace = read_files([SourceFile("t.json", json.dumps(doc).encode())]).traces[0]
     assert trace.source_id == "1".rjust(32, "0")
     assert [(e.agent, e.t, e.attributes["parent_span_id"]) for e in trace.events] == [("s", 4e-6, _sid("1"))]
@@ -97,8 +122,14 @@ def test_get_inventory(shared_data):
     assert trace.agents[0].system_prompt.startswith("Eres el Agente Supervisor de un NOC")
     assert trace.agents[1].system_prompt.startswith("Eres un Agente Detector de un NOC")
     assert len(trace.events) == 8
-    assert Counter(e.type for e in trace.events) == {"message": 3, "spawn": 1, "delegate": 1, "tool_call": 1,
-                                                    "tool_result": 1, "return": 1}
+    assert Counter(e.type for e in trace.events) == {
+        "message": 3,
+        "spawn": 1,
+        "delegate": 1,
+        "tool_call": 1,
+        "tool_result": 1,
+        "return": 1,
+    }
     assert [e.agent for e in trace.events] == [supervisor] * 3 + [detector] * 4 + [supervisor]
 
     delegate = next(e for e in trace.events if e.type == "delegate")

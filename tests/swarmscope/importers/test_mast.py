@@ -52,8 +52,13 @@ def test_fixture_magentic_one_with_swapped_names(small):
     _, traces = small
     trace = traces[0]
     assert (trace.system, trace.attributes["benchmark"], trace.name) == ("Magentic-One", "GAIA", "Magentic-One GAIA #0")
-    assert [e.agent for e in trace.events] == ["system", "user", "MagenticOneOrchestrator", "Coder",
-                                               "MagenticOneOrchestrator"]
+    assert [e.agent for e in trace.events] == [
+        "system",
+        "user",
+        "MagenticOneOrchestrator",
+        "Coder",
+        "MagenticOneOrchestrator",
+    ]
     assert [a.name for a in trace.agents] == ["system", "user", "MagenticOneOrchestrator", "Coder"]
     assert all(a.parent is None for a in trace.agents)
     assert _edges(trace, "message") == [("turn0", "turn1"), ("turn1", "turn2"), ("turn2", "turn3"), ("turn3", "turn4")]
@@ -63,13 +68,17 @@ def test_fixture_labels_take_the_majority_and_keep_all_votes(small):
     _, traces = small
     magentic, ag2, chatdev = traces[:3]
     assert [(lb.key, lb.value, lb.source) for lb in magentic.labels] == [
-        ("failure_mode", "1.1 Disobey Task Specification", "mast")]
+        ("failure_mode", "1.1 Disobey Task Specification", "mast")
+    ]
     assert [lb.value for lb in ag2.labels] == ["3.3 Incorrect Verification"]
     assert [lb.value for lb in chatdev.labels] == ["1.1 Disobey Task Specification"]
     annotation = magentic.attributes["annotations"][1]
-    assert annotation == {"failure_mode": "3.3 Incorrect Verification", "definition": "Failure to verify the result.",
-                          "votes": {"annotator_1": False, "annotator_2": False, "annotator_3": None},
-                          "majority": False}
+    assert annotation == {
+        "failure_mode": "3.3 Incorrect Verification",
+        "definition": "Failure to verify the result.",
+        "votes": {"annotator_1": False, "annotator_2": False, "annotator_3": None},
+        "majority": False,
+    }
 
 
 def test_fixture_ag2_json_trajectory(small):
@@ -86,7 +95,10 @@ def test_fixture_chatdev_pairs_give_the_addressee(small):
     _, traces = small
     trace = traces[2]
     assert [(e.agent, e.to) for e in trace.events] == [
-        ("system", None), ("Chief Executive Officer", "Programmer"), ("Programmer", "Chief Executive Officer")]
+        ("system", None),
+        ("Chief Executive Officer", "Programmer"),
+        ("Programmer", "Chief Executive Officer"),
+    ]
     assert trace.events[1].attributes["log_time"] == "2025-17-01 11:36:46"
     assert "flask app.py" in trace.events[1].content  # log lines stay in the turn they follow
 
@@ -108,14 +120,19 @@ def test_identity_is_the_record_hash(small):
 
 
 def test_split_turns_marker_kinds():
-    text = "Task\nResponse from Supervisor Agent\n    send\nCode Execution Output\n\n    ok\n" \
-           "Response from send_message API\n    done\n"
+    text = (
+        "Task\nResponse from Supervisor Agent\n    send\nCode Execution Output\n\n    ok\n"
+        "Response from send_message API\n    done\n"
+    )
     turns, splitter = mast.split_turns(text, next(f for f in mast.FRAMEWORKS if f.name == "AppWorld"))
     assert splitter == "AppWorld"
     assert [(t.agent, t.type, t.tool) for t in turns] == [
-        ("system", "message", None), ("Supervisor Agent", "message", None),
-        ("environment", "tool_result", None), ("environment", "tool_result", "send_message")]
-    assert "".join(text[t.start:t.end] for t in turns) == text
+        ("system", "message", None),
+        ("Supervisor Agent", "message", None),
+        ("environment", "tool_result", None),
+        ("environment", "tool_result", "send_message"),
+    ]
+    assert "".join(text[t.start : t.end] for t in turns) == text
     assert mast.split_turns("", None) == ([], mast.SINGLE_TURN)
 
 
@@ -138,11 +155,15 @@ def _expected_turns(framework, text):
         return len(markers) + 2
     counted = {
         "Magentic-One": lambda ln: re.fullmatch(r"-{10} .+ -{10}", ln),
-        "AppWorld": lambda ln: ln.strip().startswith(("Response from ", "Message to "))
-        or ln in ("Code Execution Output", "Evaluation"),
+        "AppWorld": lambda ln: (
+            ln.strip().startswith(("Response from ", "Message to ")) or ln in ("Code Execution Output", "Evaluation")
+        ),
         "ChatDev": lambda ln: re.match(r"\[[^\]]+ INFO\] [^:*\[\]]+: \*\*", ln),
-        "OpenManus": lambda ln: re.match(r"\d{4}-.* \| (app\.agent\.toolcall:(think|act):\d+ - \W*"
-                                         r"(\w+'s thoughts|Tool '.*' completed)|app\.flow\.|__main__:)", ln),
+        "OpenManus": lambda ln: re.match(
+            r"\d{4}-.* \| (app\.agent\.toolcall:(think|act):\d+ - \W*"
+            r"(\w+'s thoughts|Tool '.*' completed)|app\.flow\.|__main__:)",
+            ln,
+        ),
         "MetaGPT": lambda ln: re.match(r"\[[^\]]+\] (FROM: |NEW MESSAGES:)", ln),
     }[framework]
     preamble = 1
@@ -161,13 +182,13 @@ def test_nineteen_traces_whose_turns_concatenate_exactly(labelled):
 def test_frameworks_and_turn_counts(labelled):
     records, traces = labelled
     systems = [t.system for t in traces]
-    assert sorted(set(systems)) == ["AG2", "AppWorld", "ChatDev", "HyperAgent", "Magentic-One", "MetaGPT",
-                                    "OpenManus"]
+    assert sorted(set(systems)) == ["AG2", "AppWorld", "ChatDev", "HyperAgent", "Magentic-One", "MetaGPT", "OpenManus"]
     for record, trace in zip(records, traces):
         assert trace.attributes["splitter"] in (trace.system, mast.JSON_TRAJECTORY), record["trace_id"]
         assert len(trace.events) == _expected_turns(trace.system, record["trace"]), record["trace_id"]
-    assert sum(len(t.events) for t in traces) == sum(_expected_turns(t.system, r["trace"])
-                                                     for r, t in zip(records, traces))
+    assert sum(len(t.events) for t in traces) == sum(
+        _expected_turns(t.system, r["trace"]) for r, t in zip(records, traces)
+    )
 
 
 def test_agents_per_framework(labelled):
@@ -209,7 +230,11 @@ def test_identities_are_unique(labelled):
 
 
 def test_a_record_without_trace_text_fails_the_file_naming_the_record():
-    bad = json.dumps([{"mas_name": "AG2", "trace": "[user]: hi", "annotations": {}},
-                      {"mas_name": "AG2", "trace": None, "annotations": {}}]).encode()
+    bad = json.dumps(
+        [
+            {"mas_name": "AG2", "trace": "[user]: hi", "annotations": {}},
+            {"mas_name": "AG2", "trace": None, "annotations": {}},
+        ]
+    ).encode()
     result = read_files([SourceFile("bad.json", bad)])
     assert result.traces == [] and "record 1, field 'trace'" in result.files[0].error

@@ -23,9 +23,16 @@ SECOND = 1_000_000_000
 
 def span(sid, parent=None, name="op", start=0.0, end=1.0, service="svc", **attributes):
     """A span from times in seconds and attributes given as keywords (`__` for dots)."""
-    return Span(trace_id=TRACE, span_id=sid.rjust(16, "0"), parent_id=parent.rjust(16, "0") if parent else None,
-                name=name, start_ns=int(start * SECOND), end_ns=int(end * SECOND), service=service,
-                attributes={key.replace("__", "."): value for key, value in attributes.items()})
+    return Span(
+        trace_id=TRACE,
+        span_id=sid.rjust(16, "0"),
+        parent_id=parent.rjust(16, "0") if parent else None,
+        name=name,
+        start_ns=int(start * SECOND),
+        end_ns=int(end * SECOND),
+        service=service,
+        attributes={key.replace("__", "."): value for key, value in attributes.items()},
+    )
 
 
 def build(*spans):
@@ -68,14 +75,20 @@ def test_json_id_hex_or_base64_by_length():
 
 
 def test_render_chat_messages():
-    genai = ('[{"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},'
-             ' {"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]')
+    genai = (
+        '[{"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},'
+        ' {"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]'
+    )
     assert render(genai) == "system: Be brief.\nuser: Hi"
-    assert render('[{"role": "assistant", "parts": [{"type": "tool_call", "name": "f", "arguments": {"a": 1}}]}]') \
+    assert (
+        render('[{"role": "assistant", "parts": [{"type": "tool_call", "name": "f", "arguments": {"a": 1}}]}]')
         == 'f({"a": 1})'
-    monocle = ['{"user": [{"type": "input_text", "text": "Hi"}]}',
-               '{"tool_function": "g", "tool_arguments": "{}", "call_id": "c1"}',
-               '{"call_id": "c1", "output": "done"}']
+    )
+    monocle = [
+        '{"user": [{"type": "input_text", "text": "Hi"}]}',
+        '{"tool_function": "g", "tool_arguments": "{}", "call_id": "c1"}',
+        '{"call_id": "c1", "output": "done"}',
+    ]
     assert render(monocle) == "user: Hi\nassistant: g({})\ntool: done"
     assert render({"role": "assistant", "content": "ok"}) == "ok"
 
@@ -97,9 +110,16 @@ def test_one_agent_per_service_when_spans_name_none():
         span("5", "1", "chat", 9, 10, "front", gen_ai__usage__output_tokens=2),
     )
     assert [(a.name, a.parent, a.attributes["named_by"]) for a in trace.agents] == [
-        ("front", None, "service"), ("back", "front", "service")]
+        ("front", None, "service"),
+        ("back", "front", "service"),
+    ]
     assert [(e.type, e.agent) for e in trace.events] == [
-        ("message", "front"), ("spawn", "front"), ("delegate", "front"), ("return", "back"), ("message", "front")]
+        ("message", "front"),
+        ("spawn", "front"),
+        ("delegate", "front"),
+        ("return", "back"),
+        ("message", "front"),
+    ]
     assert trace.events[3].tokens == 9 and trace.events[3].content == "done"
     assert trace.events[0].tokens == 6  # input + output
 
@@ -107,10 +127,25 @@ def test_one_agent_per_service_when_spans_name_none():
 def test_framework_default_agent_name_is_not_an_agent():
     """LangGraph names every graph "LangGraph": the agent is then the service."""
     trace = build(
-        span("1", name="invoke_agent LangGraph", service="detector", gen_ai__operation__name="invoke_agent",
-             gen_ai__agent__name="LangGraph", gen_ai__provider__name="langgraph"),
-        span("2", "1", "chat", 0.1, 0.9, "detector", gen_ai__operation__name="chat", gen_ai__agent__name="LangGraph",
-             gen_ai__provider__name="langgraph"),
+        span(
+            "1",
+            name="invoke_agent LangGraph",
+            service="detector",
+            gen_ai__operation__name="invoke_agent",
+            gen_ai__agent__name="LangGraph",
+            gen_ai__provider__name="langgraph",
+        ),
+        span(
+            "2",
+            "1",
+            "chat",
+            0.1,
+            0.9,
+            "detector",
+            gen_ai__operation__name="chat",
+            gen_ai__agent__name="LangGraph",
+            gen_ai__provider__name="langgraph",
+        ),
     )
     assert [a.name for a in trace.agents] == ["detector"]
 
@@ -118,11 +153,25 @@ def test_framework_default_agent_name_is_not_an_agent():
 def test_remote_agent_seen_from_outside_gets_one_turn_event():
     """An invoke_agent client span with an output and nothing inside: one message of that agent."""
     trace = build(
-        span("1", name="invoke_agent Lead", start=0, end=5, gen_ai__operation__name="invoke_agent",
-             gen_ai__agent__name="Lead"),
+        span(
+            "1",
+            name="invoke_agent Lead",
+            start=0,
+            end=5,
+            gen_ai__operation__name="invoke_agent",
+            gen_ai__agent__name="Lead",
+        ),
         span("2", "1", "chat", 0.5, 1, gen_ai__operation__name="chat", gen_ai__completion="ask Remote"),
-        span("3", "1", "invoke_agent Remote", 1, 3, gen_ai__operation__name="invoke_agent",
-             gen_ai__agent__name="Remote", gen_ai__output__messages="42"),
+        span(
+            "3",
+            "1",
+            "invoke_agent Remote",
+            1,
+            3,
+            gen_ai__operation__name="invoke_agent",
+            gen_ai__agent__name="Remote",
+            gen_ai__output__messages="42",
+        ),
         span("4", "1", "chat", 3.5, 4, gen_ai__operation__name="chat", gen_ai__completion="the answer is 42"),
     )
     remote = [e for e in trace.events if e.agent == "Remote"]
@@ -131,13 +180,25 @@ def test_remote_agent_seen_from_outside_gets_one_turn_event():
 
 
 def test_missing_parents_cycles_and_duplicates_degrade_gracefully():
-    looped = [span("a", "b", "execute_tool t", 0, 1, gen_ai__operation__name="execute_tool", gen_ai__agent__name="A"),
-              span("b", "a", "chat", 1, 2, gen_ai__operation__name="chat", gen_ai__agent__name="A")]
+    looped = [
+        span("a", "b", "execute_tool t", 0, 1, gen_ai__operation__name="execute_tool", gen_ai__agent__name="A"),
+        span("b", "a", "chat", 1, 2, gen_ai__operation__name="chat", gen_ai__agent__name="A"),
+    ]
     assert [e.type for e in build(*looped).events] == ["tool_call", "message"]
-    orphans = [span("c", "f", "chat", 0, 1, gen_ai__operation__name="chat"),
-               span("d", "f", "execute_tool t", 1, 2, gen_ai__operation__name="execute_tool",
-                    gen_ai__tool__name="t", gen_ai__agent__name="Caller"),
-               span("c", None, "duplicate id: the first record wins", 5, 6)]
+    orphans = [
+        span("c", "f", "chat", 0, 1, gen_ai__operation__name="chat"),
+        span(
+            "d",
+            "f",
+            "execute_tool t",
+            1,
+            2,
+            gen_ai__operation__name="execute_tool",
+            gen_ai__tool__name="t",
+            gen_ai__agent__name="Caller",
+        ),
+        span("c", None, "duplicate id: the first record wins", 5, 6),
+    ]
     trace = build(*orphans)
     assert {e.agent for e in trace.events} == {"Caller"}  # the tool names the missing parent's agent
     assert trace.events[0].attributes["parent_span_id"] == "f".rjust(16, "0")
@@ -154,18 +215,33 @@ def test_span_event_content_and_errors():
     message, call, result = trace.events
     assert (message.content, message.attributes["content_from"]) == ("hello", "input")
     assert (call.type, result.type, result.content, result.attributes["status"], result.attributes["error"]) == (
-        "tool_call", "tool_result", None, "error", "boom")
+        "tool_call",
+        "tool_result",
+        None,
+        "error",
+        "boom",
+    )
 
 
 def agent_span(sid, parent, agent, start, end, **attributes):
     """An `invoke_agent` span of `agent` (GenAI conventions), with no LLM or tool spans below it."""
-    return span(sid, parent, f"invoke_agent {agent}", start, end, gen_ai__operation__name="invoke_agent",
-                gen_ai__agent__name=agent, **attributes)
+    return span(
+        sid,
+        parent,
+        f"invoke_agent {agent}",
+        start,
+        end,
+        gen_ai__operation__name="invoke_agent",
+        gen_ai__agent__name=agent,
+        **attributes,
+    )
 
 
-CHAIN = [agent_span("3", "2", "leaf", 2, 4, gen_ai__completion="leaf done", gen_ai__usage__output_tokens=5),
-         agent_span("2", "1", "mid", 1, 6, gen_ai__prompt="split it"),
-         agent_span("1", None, "boss", 0, 10)]
+CHAIN = [
+    agent_span("3", "2", "leaf", 2, 4, gen_ai__completion="leaf done", gen_ai__usage__output_tokens=5),
+    agent_span("2", "1", "mid", 1, 6, gen_ai__prompt="split it"),
+    agent_span("1", None, "boss", 0, 10),
+]
 
 
 def test_agent_spans_only_three_levels():
@@ -186,18 +262,30 @@ def test_agent_spans_only_three_levels():
     assert trace.events[-1].tokens == 5
     mid, leaf = "2".rjust(16, "0"), "3".rjust(16, "0")
     assert {(e.type, e.src, e.dst) for e in trace.edges} == {
-        ("spawn", f"{mid}:spawn", mid), ("message", f"{mid}:delegate", mid),
-        ("spawn", f"{leaf}:spawn", leaf), ("message", f"{leaf}:delegate", leaf)}
+        ("spawn", f"{mid}:spawn", mid),
+        ("message", f"{mid}:delegate", mid),
+        ("spawn", f"{leaf}:spawn", leaf),
+        ("message", f"{leaf}:delegate", leaf),
+    }
 
 
 def test_agent_spans_return_to_the_invokers_next_event():
     """Two agents invoked one after the other: the first one's turn returns to the invoker's next
     event (the second delegation), like any other invocation."""
-    trace = build(agent_span("1", None, "boss", 0, 10), agent_span("2", "1", "a", 1, 3, gen_ai__completion="A"),
-                  agent_span("3", "1", "b", 4, 6, gen_ai__completion="B"))
+    trace = build(
+        agent_span("1", None, "boss", 0, 10),
+        agent_span("2", "1", "a", 1, 3, gen_ai__completion="A"),
+        agent_span("3", "1", "b", 4, 6, gen_ai__completion="B"),
+    )
     assert [(e.type, e.agent, e.to) for e in trace.events] == [
-        ("message", "boss", None), ("spawn", "boss", "a"), ("delegate", "boss", "a"), ("return", "a", "boss"),
-        ("spawn", "boss", "b"), ("delegate", "boss", "b"), ("message", "b", None)]
+        ("message", "boss", None),
+        ("spawn", "boss", "a"),
+        ("delegate", "boss", "a"),
+        ("return", "a", "boss"),
+        ("spawn", "boss", "b"),
+        ("delegate", "boss", "b"),
+        ("message", "b", None),
+    ]
     assert ("return", trace.events[3].id, trace.events[4].id) in {(e.type, e.src, e.dst) for e in trace.edges}
 
 
@@ -212,7 +300,11 @@ def test_agent_spans_without_their_root_then_with_it():
     partial = build(*CHAIN[:2])
     assert [(a.name, a.parent) for a in partial.agents] == [("mid", None), ("leaf", "mid")]
     assert [(e.type, e.agent) for e in partial.events] == [
-        ("message", "mid"), ("spawn", "mid"), ("delegate", "mid"), ("message", "leaf")]
+        ("message", "mid"),
+        ("spawn", "mid"),
+        ("delegate", "mid"),
+        ("message", "leaf"),
+    ]
     full = build(*CHAIN)
     assert [(a.name, a.parent) for a in full.agents] == [("boss", None), ("mid", "boss"), ("leaf", "mid")]
     assert {e.id for e in partial.events} < {e.id for e in full.events}

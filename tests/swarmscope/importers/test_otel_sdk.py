@@ -54,8 +54,11 @@ def test_small_sequential_workflow(small):
     """input-conversation -> Researcher (LLM, a tool) -> Writer, named by the workflow messages."""
     assert small.identity_key == "otel_sdk:5c0ffee5c0ffee5c0ffee5c0ffee5c0f"
     assert small.name == "tea_flow" and small.attributes["input"] == "Write a haiku about tea."
-    assert _agents(small) == [("input-conversation", None), ("Researcher", "input-conversation"),
-                              ("Writer", "Researcher")]
+    assert _agents(small) == [
+        ("input-conversation", None),
+        ("Researcher", "input-conversation"),
+        ("Writer", "Researcher"),
+    ]
     assert [(e.id, e.t, e.type, e.agent, e.to) for e in small.events] == [
         (_sid("c2") + ":spawn", 0.1, "spawn", "input-conversation", "Researcher"),
         (_sid("c2") + ":delegate", 0.1, "delegate", "input-conversation", "Researcher"),
@@ -88,8 +91,9 @@ def test_small_content_and_tokens(small):
 def test_chunks_of_one_trace_merge_in_any_order(small_records, small):
     """The exporter rolls files: children in one chunk, their parents in the next."""
     first, second = small_records[:4], small_records[4:]
-    result = read_files([SourceFile("part-1.json", json.dumps(first).encode()),
-                         SourceFile("part-2.json", json.dumps(second).encode())])
+    result = read_files(
+        [SourceFile("part-1.json", json.dumps(first).encode()), SourceFile("part-2.json", json.dumps(second).encode())]
+    )
     assert not result.failed and len(result.traces) == 1
     merged = result.traces[0]
     assert merged.attributes.pop("sources") == ["part-1.json", "part-2.json"]
@@ -99,8 +103,12 @@ def test_chunks_of_one_trace_merge_in_any_order(small_records, small):
 
 def test_a_broken_chunk_is_reported_and_the_others_still_form_the_trace(small_records):
     text = json.dumps(small_records[4:], indent=1)
-    result = read_files([SourceFile("part-1.json", json.dumps(small_records[:4]).encode()),
-                         SourceFile("part-2.json", text[: len(text) // 2].encode())])
+    result = read_files(
+        [
+            SourceFile("part-1.json", json.dumps(small_records[:4]).encode()),
+            SourceFile("part-2.json", text[: len(text) // 2].encode()),
+        ]
+    )
     (failed,) = result.failed
     assert failed.name == "part-2.json" and "invalid JSON" in failed.error and "line" in failed.error
     (trace,) = result.traces
@@ -112,14 +120,22 @@ def test_a_broken_chunk_is_reported_and_the_others_still_form_the_trace(small_re
 
 def _span(sid, name, parent, start, end, attributes, events=()):
     """A Monocle record in the shape of the shared dumps (times in seconds after 00:00:00)."""
+
     def iso(seconds):
         return f"2026-01-01T00:00:{seconds:09.6f}Z"
-    return {"name": name, "context": {"trace_id": "ab" * 16, "span_id": sid.rjust(16, "0")},
-            "kind": "SpanKind.INTERNAL", "parent_id": parent.rjust(16, "0") if parent else None,
-            "start_time": iso(start), "end_time": iso(end), "status": {"status_code": "OK"},
-            "attributes": attributes,
-            "events": [{"name": n, "timestamp": iso(start), "attributes": a} for n, a in events],
-            "resource": {"attributes": {"service.name": "desk_app"}}}
+
+    return {
+        "name": name,
+        "context": {"trace_id": "ab" * 16, "span_id": sid.rjust(16, "0")},
+        "kind": "SpanKind.INTERNAL",
+        "parent_id": parent.rjust(16, "0") if parent else None,
+        "start_time": iso(start),
+        "end_time": iso(end),
+        "status": {"status_code": "OK"},
+        "attributes": attributes,
+        "events": [{"name": n, "timestamp": iso(start), "attributes": a} for n, a in events],
+        "resource": {"attributes": {"service.name": "desk_app"}},
+    }
 
 
 def test_executors_labelled_with_the_workflow_name_are_attributed_by_their_messages():
@@ -130,8 +146,13 @@ def test_executors_labelled_with_the_workflow_name_are_attributed_by_their_messa
     inference = {"span.type": "inference", "entity.2.type": "model.llm.m", "entity.2.name": "m"}
 
     def broadcast(key):
-        return [("data.input", {"input": f"WorkflowMessage(data=..., source_id='triage', target_id=None, "
-                                         f"source_span_ids=['{key}'])"})]
+        return [
+            (
+                "data.input",
+                {"input": f"WorkflowMessage(data=..., source_id='triage', target_id=None, source_span_ids=['{key}'])"},
+            )
+        ]
+
     chained = {**executor, "entity.1.from_agent": "help_desk", "entity.1.from_agent_span_id": _sid("1")}
     records = [
         _span("1", "execute", "f0", 0, 1, executor, [("data.input", {"input": "I need a visa."})]),
@@ -139,17 +160,33 @@ def test_executors_labelled_with_the_workflow_name_are_attributed_by_their_messa
         _span("3", "execute", "f0", 1.1, 1.2, chained, broadcast("k1")),
         _span("4", "execute", "f0", 1.2, 1.3, chained, broadcast("k1")),
         _span("5", "create", "f1", 1.5, 2.0, inference, [("data.output", {"response": "check it"})]),
-        _span("6", "invoke", "f1", 2.0, 2.1, {"span.type": "agentic.tool.invocation", "entity.1.type": "tool.x",
-                                              "entity.1.name": "check_visa", "entity.2.type": "agent.x",
-                                              "entity.2.name": "visa"},
-              [("data.input", {"input": "{}"}), ("data.output", {"response": "eVisa"})]),
+        _span(
+            "6",
+            "invoke",
+            "f1",
+            2.0,
+            2.1,
+            {
+                "span.type": "agentic.tool.invocation",
+                "entity.1.type": "tool.x",
+                "entity.1.name": "check_visa",
+                "entity.2.type": "agent.x",
+                "entity.2.name": "visa",
+            },
+            [("data.input", {"input": "{}"}), ("data.output", {"response": "eVisa"})],
+        ),
     ]
     trace = read_files([SourceFile("h.json", json.dumps(records).encode())]).traces[0]
     assert _agents(trace) == [("triage", None), ("visa", "triage")]
     assert _delegations(trace) == {("triage", "visa"): 1}  # two copies of send k1: one delegate
     assert [(e.type, e.agent) for e in trace.events] == [
-        ("message", "triage"), ("spawn", "triage"), ("delegate", "triage"), ("message", "visa"),
-        ("tool_call", "visa"), ("tool_result", "visa")]
+        ("message", "triage"),
+        ("spawn", "triage"),
+        ("delegate", "triage"),
+        ("message", "visa"),
+        ("tool_call", "visa"),
+        ("tool_result", "visa"),
+    ]
 
 
 # --- the shared data: ../shared/data/otel-monocle-agent-framework -------------------------------
@@ -162,17 +199,26 @@ def _monocle(shared_data, pattern):
 def test_group_chat(shared_data):
     (trace,) = _read(*_monocle(shared_data, "groupchat")).traces
     orchestrator = "group_chat_orchestrator"
-    assert _agents(trace) == [(orchestrator, None), ("Planner", orchestrator), ("BudgetHawk", orchestrator),
-                              ("Reviewer", orchestrator)]
+    assert _agents(trace) == [
+        (orchestrator, None),
+        ("Planner", orchestrator),
+        ("BudgetHawk", orchestrator),
+        ("Reviewer", orchestrator),
+    ]
     assert trace.attributes["spans"] == 15 and len(trace.events) == 16
     assert Counter(e.type for e in trace.events) == {"delegate": 10, "spawn": 3, "return": 2, "message": 1}
-    assert _delegations(trace) == {(orchestrator, "Planner"): 3, (orchestrator, "BudgetHawk"): 3,
-                                   (orchestrator, "Reviewer"): 4}
+    assert _delegations(trace) == {
+        (orchestrator, "Planner"): 3,
+        (orchestrator, "BudgetHawk"): 3,
+        (orchestrator, "Reviewer"): 4,
+    }
     # the Planner's and the BudgetHawk's turns return to the orchestrator's next message
     returns = [e for e in trace.events if e.type == "return"]
     assert [(e.agent, e.to) for e in returns] == [("Planner", orchestrator), ("BudgetHawk", orchestrator)]
-    assert all(trace.events[[x.id for x in trace.events].index(dst)].agent == orchestrator
-               for _, dst in _edges(trace, "return"))
+    assert all(
+        trace.events[[x.id for x in trace.events].index(dst)].agent == orchestrator
+        for _, dst in _edges(trace, "return")
+    )
     assert trace.events[-1].agent == "Reviewer" and "APPROVED" in trace.events[-1].content
 
 
@@ -187,7 +233,8 @@ def test_concurrent(shared_data):
     (aggregate,) = [e for e in trace.events if e.type == "aggregate"]
     assert aggregate.agent == workflow and aggregate.tokens == 1530
     assert {(src, dst) for src, dst in _edges(trace, "return")} == {
-        (e.id, aggregate.id) for e in trace.events if e.type == "return"}
+        (e.id, aggregate.id) for e in trace.events if e.type == "return"
+    }
     assert sorted(e.agent for e in trace.events if e.type == "return") == sorted(experts)
 
 

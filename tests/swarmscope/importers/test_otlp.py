@@ -51,13 +51,24 @@ def test_sniff(doc):
 
 
 def test_any_value():
-    items = [{"key": "s", "value": {"stringValue": "x"}}, {"key": "i", "value": {"intValue": "9007199254740993"}},
-             {"key": "d", "value": {"doubleValue": 0.5}}, {"key": "b", "value": {"boolValue": False}},
-             {"key": "a", "value": {"arrayValue": {"values": [{"intValue": 1}, {"stringValue": "y"}]}}},
-             {"key": "kv", "value": {"kvlistValue": {"values": [{"key": "k", "value": {"boolValue": True}}]}}},
-             {"key": "empty", "value": {}}]
-    assert otlp.attributes(items) == {"s": "x", "i": 9007199254740993, "d": 0.5, "b": False, "a": [1, "y"],
-                                      "kv": {"k": True}, "empty": None}
+    items = [
+        {"key": "s", "value": {"stringValue": "x"}},
+        {"key": "i", "value": {"intValue": "9007199254740993"}},
+        {"key": "d", "value": {"doubleValue": 0.5}},
+        {"key": "b", "value": {"boolValue": False}},
+        {"key": "a", "value": {"arrayValue": {"values": [{"intValue": 1}, {"stringValue": "y"}]}}},
+        {"key": "kv", "value": {"kvlistValue": {"values": [{"key": "k", "value": {"boolValue": True}}]}}},
+        {"key": "empty", "value": {}},
+    ]
+    assert otlp.attributes(items) == {
+        "s": "x",
+        "i": 9007199254740993,
+        "d": 0.5,
+        "b": False,
+        "a": [1, "y"],
+        "kv": {"k": True},
+        "empty": None,
+    }
 
 
 def test_small_agents_from_gen_ai_agent_name(small):
@@ -65,9 +76,14 @@ def test_small_agents_from_gen_ai_agent_name(small):
     The bare "Agent workflow" span of the service names no agent, so Triage is the root."""
     assert small.identity_key == f"otlp:{TRACE_ID}"
     assert (small.name, small.system, small.attributes["conversation_id"]) == (
-        "Agent workflow", "support-app", "conv-1")
+        "Agent workflow",
+        "support-app",
+        "conv-1",
+    )
     assert [(a.name, a.parent, a.attributes["named_by"]) for a in small.agents] == [
-        ("Triage", None, "gen_ai.agent.name"), ("BillingAgent", "Triage", "gen_ai.agent.name")]
+        ("Triage", None, "gen_ai.agent.name"),
+        ("BillingAgent", "Triage", "gen_ai.agent.name"),
+    ]
 
 
 def test_small_events_and_edges(small):
@@ -102,8 +118,10 @@ def test_span_order_does_not_matter(doc, small):
 
 def test_jsonl_requests_and_base64_ids(doc, small):
     """One request per line (a collector's file exporter) with ids as protobuf JSON writes them."""
+
     def b64(hex_id):
         return base64.b64encode(bytes.fromhex(hex_id)).decode()
+
     encoded = copy.deepcopy(doc)
     for span in _spans(encoded):
         for key in ("traceId", "spanId", "parentSpanId"):
@@ -139,17 +157,58 @@ def _request():
             else:
                 attribute.value.string_value = value
 
-    add(5, 3, "chat", 1.1, 1.9, gen_ai__operation__name="chat", gen_ai__agent__name="Researcher",
-        gen_ai__usage__output_tokens=30, gen_ai__completion="three sources")  # child first
+    add(
+        5,
+        3,
+        "chat",
+        1.1,
+        1.9,
+        gen_ai__operation__name="chat",
+        gen_ai__agent__name="Researcher",
+        gen_ai__usage__output_tokens=30,
+        gen_ai__completion="three sources",
+    )  # child first
     add(1, None, "invoke_agent Lead", 0, 3, gen_ai__operation__name="invoke_agent", gen_ai__agent__name="Lead")
-    add(2, 1, "chat", 0.1, 0.9, gen_ai__operation__name="chat", gen_ai__usage__input_tokens=12,
-        gen_ai__usage__output_tokens=4, gen_ai__completion="ask_researcher()")
-    add(4, 1, "execute_tool ask_researcher", 1.0, 2.0, gen_ai__operation__name="execute_tool",
-        gen_ai__tool__name="ask_researcher", gen_ai__tool__call__arguments='{"topic": "tea"}')
-    add(3, 4, "invoke_agent Researcher", 1.05, 1.95, gen_ai__operation__name="invoke_agent",
-        gen_ai__agent__name="Researcher")
-    add(6, 1, "chat", 2.1, 2.9, gen_ai__operation__name="chat", gen_ai__usage__output_tokens=7,
-        gen_ai__completion="found three sources")
+    add(
+        2,
+        1,
+        "chat",
+        0.1,
+        0.9,
+        gen_ai__operation__name="chat",
+        gen_ai__usage__input_tokens=12,
+        gen_ai__usage__output_tokens=4,
+        gen_ai__completion="ask_researcher()",
+    )
+    add(
+        4,
+        1,
+        "execute_tool ask_researcher",
+        1.0,
+        2.0,
+        gen_ai__operation__name="execute_tool",
+        gen_ai__tool__name="ask_researcher",
+        gen_ai__tool__call__arguments='{"topic": "tea"}',
+    )
+    add(
+        3,
+        4,
+        "invoke_agent Researcher",
+        1.05,
+        1.95,
+        gen_ai__operation__name="invoke_agent",
+        gen_ai__agent__name="Researcher",
+    )
+    add(
+        6,
+        1,
+        "chat",
+        2.1,
+        2.9,
+        gen_ai__operation__name="chat",
+        gen_ai__usage__output_tokens=7,
+        gen_ai__completion="found three sources",
+    )
     return request
 
 
@@ -188,10 +247,12 @@ def test_protobuf_ids_are_bytes():
     request = _request()
     spans = request.resource_spans[0].scope_spans[0].spans
     spans[1].span_id = bytes.fromhex("d31c0ffee0ddf00d")  # base64 "0xwP/uDd8A0="
-    assert _sid("01") not in {s.span_id for s in otlp.decode_protobuf(request.SerializeToString())[
-        "0af7651916cd43dd8448eb211c80319c"]}
-    assert "d31c0ffee0ddf00d" in {s.span_id for s in otlp.decode_protobuf(request.SerializeToString())[
-        "0af7651916cd43dd8448eb211c80319c"]}
+    assert _sid("01") not in {
+        s.span_id for s in otlp.decode_protobuf(request.SerializeToString())["0af7651916cd43dd8448eb211c80319c"]
+    }
+    assert "d31c0ffee0ddf00d" in {
+        s.span_id for s in otlp.decode_protobuf(request.SerializeToString())["0af7651916cd43dd8448eb211c80319c"]
+    }
     spans[1].span_id = bytes(7) + b"\x01\x02"
     with pytest.raises(ValueError, match=r"span 1 \('invoke_agent Lead'\): id .* is 9 bytes, expected 8"):
         otlp.decode_protobuf(request.SerializeToString())
@@ -204,13 +265,26 @@ def test_decode_protobuf_rejects_other_bytes():
 
 def _agent_span(span_id, parent, agent, start, end, **attributes):
     """An OTLP/JSON `invoke_agent` span of `agent`; times in seconds, `__` in keys for dots."""
-    items = [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
-             {"key": "gen_ai.agent.name", "value": {"stringValue": agent}}]
-    items += [{"key": key.replace("__", "."), "value": {"intValue": str(value)} if isinstance(value, int)
-               else {"stringValue": value}} for key, value in attributes.items()]
-    span = {"traceId": TRACE_ID, "spanId": _sid(span_id), "name": f"invoke_agent {agent}", "kind": 1,
-            "startTimeUnixNano": str(1_767_225_600_000_000_000 + int(start * 1e9)),
-            "endTimeUnixNano": str(1_767_225_600_000_000_000 + int(end * 1e9)), "attributes": items}
+    items = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+        {"key": "gen_ai.agent.name", "value": {"stringValue": agent}},
+    ]
+    items += [
+        {
+            "key": key.replace("__", "."),
+            "value": {"intValue": str(value)} if isinstance(value, int) else {"stringValue": value},
+        }
+        for key, value in attributes.items()
+    ]
+    span = {
+        "traceId": TRACE_ID,
+        "spanId": _sid(span_id),
+        "name": f"invoke_agent {agent}",
+        "kind": 1,
+        "startTimeUnixNano": str(1_767_225_600_000_000_000 + int(start * 1e9)),
+        "endTimeUnixNano": str(1_767_225_600_000_000_000 + int(end * 1e9)),
+        "attributes": items,
+    }
     if parent:
         span["parentSpanId"] = _sid(parent)
     return span
@@ -219,18 +293,35 @@ def _agent_span(span_id, parent, agent, start, end, **attributes):
 def test_agent_spans_without_llm_or_tool_children():
     """Exporters that instrument only agents (OpenAI Agents SDK, CrewAI): each `invoke_agent` span is
     a turn of its agent, and a nested one a delegation. The child is listed before its parent."""
+
     def chat(role, text):
         return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
 
-    worker = _agent_span("2", "1", "worker", 1, 2, gen_ai__input__messages=chat("user", "sum 2+2"),
-                         gen_ai__output__messages=chat("assistant", "4"),
-                         gen_ai__usage__input_tokens=11, gen_ai__usage__output_tokens=3)
+    worker = _agent_span(
+        "2",
+        "1",
+        "worker",
+        1,
+        2,
+        gen_ai__input__messages=chat("user", "sum 2+2"),
+        gen_ai__output__messages=chat("assistant", "4"),
+        gen_ai__usage__input_tokens=11,
+        gen_ai__usage__output_tokens=3,
+    )
     boss = _agent_span("1", None, "boss", 0, 3, gen_ai__prompt="what is 2+2?", gen_ai__completion="It is 4.")
-    doc = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "crew"}}]},
-                              "scopeSpans": [{"spans": [worker, boss]}]}]}
+    doc = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "crew"}}]},
+                "scopeSpans": [{"spans": [worker, boss]}],
+            }
+        ]
+    }
     (trace,) = _read("agents.json", doc).traces
     assert [(a.name, a.parent, a.attributes["named_by"]) for a in trace.agents] == [
-        ("boss", None, "gen_ai.agent.name"), ("worker", "boss", "gen_ai.agent.name")]
+        ("boss", None, "gen_ai.agent.name"),
+        ("worker", "boss", "gen_ai.agent.name"),
+    ]
     assert [(e.id, e.type, e.agent, e.to, e.t, e.t_end, e.content) for e in trace.events] == [
         (_sid("1"), "message", "boss", None, 0.0, 3.0, "It is 4."),
         (_sid("2") + ":spawn", "spawn", "boss", "worker", 1.0, None, None),
@@ -248,12 +339,20 @@ def test_autogen_round_robin_turns_are_messages_to_the_next_speaker(fixtures):
     """AutoGen's RoundRobinGroupChat: nobody invokes `assistant` or `critic` (the manager is a runtime
     span, no agent), they take turns; the next speaker receives each turn (assistant -> critic x2,
     critic -> assistant x2, the last turn to nobody)."""
-    (trace,) = _read("otlp_autogen_round_robin.json",
-                     json.loads((fixtures / "otlp_autogen_round_robin.json").read_text())).traces
+    (trace,) = _read(
+        "otlp_autogen_round_robin.json", json.loads((fixtures / "otlp_autogen_round_robin.json").read_text())
+    ).traces
     assert [(a.name, a.parent) for a in trace.agents] == [("assistant", None), ("critic", None)]
     turns = [(e.id, e.type, e.agent, e.to) for e in trace.events]
-    assert turns == [(f"d00000000000000{i}", "message", agent, to) for i, agent, to in (
-        (1, "assistant", "critic"), (2, "critic", "assistant"), (3, "assistant", "critic"),
-        (4, "critic", "assistant"), (5, "assistant", None))]
+    assert turns == [
+        (f"d00000000000000{i}", "message", agent, to)
+        for i, agent, to in (
+            (1, "assistant", "critic"),
+            (2, "critic", "assistant"),
+            (3, "assistant", "critic"),
+            (4, "critic", "assistant"),
+            (5, "assistant", None),
+        )
+    ]
     assert _edges(trace, "message") == {(f"d00000000000000{i}", f"d00000000000000{i + 1}") for i in range(1, 5)}
     assert trace.events[0].content.startswith("Here is a haiku") and trace.events[0].tokens == 100 + 21

@@ -69,11 +69,24 @@ def test_round_trip_of_fixture_is_lossless(fixtures):
 
 def test_export_reports_what_it_cannot_carry():
     trace = Trace(
-        source_format="whowhen", source_id="t1", name="a named trace", topology="ring",
+        source_format="whowhen",
+        source_id="t1",
+        name="a named trace",
+        topology="ring",
         agents=[Agent("boss", role="orchestrator", system_prompt="lead"), Agent("idle")],
-        events=[Event("a", 0.0, "delegate", "boss", to="w", content="go", t_end=1.0,
-                      attributes={"decision": "keep me", "note": "x"}),
-                Event("b", 2.0, "stop", "boss")],
+        events=[
+            Event(
+                "a",
+                0.0,
+                "delegate",
+                "boss",
+                to="w",
+                content="go",
+                t_end=1.0,
+                attributes={"decision": "keep me", "note": "x"},
+            ),
+            Event("b", 2.0, "stop", "boss"),
+        ],
         edges=[Edge("a", "b", "temporal")],
         costs={"tool_calls": 2, "odd": "many"},
         metrics={"score": float("nan")},
@@ -87,10 +100,17 @@ def test_export_reports_what_it_cannot_carry():
     assert set(lost) == {
         "task_id: none, written as 'unknown'",
         "topology: 'ring' is not in the schema, written as 'unknown'",
-        "costs.odd: not a number", "costs.tokens: unknown, written as 0",
-        "costs.wall_clock_s: unknown, written as 0", "metrics.score: not a number",
-        "source_format: whowhen", "name", "attributes.question", "labels[0]: mistake_agent",
-        "agents.boss.role", "agents.boss.system_prompt", "agents.idle: no events",
+        "costs.odd: not a number",
+        "costs.tokens: unknown, written as 0",
+        "costs.wall_clock_s: unknown, written as 0",
+        "metrics.score: not a number",
+        "source_format: whowhen",
+        "name",
+        "attributes.question",
+        "labels[0]: mistake_agent",
+        "agents.boss.role",
+        "agents.boss.system_prompt",
+        "agents.idle: no events",
     }
     _assert_round_trip(trace)
 
@@ -101,8 +121,14 @@ def test_export_needs_an_event():
 
 
 def test_placeholder_trace_id_falls_back_to_the_record_hash():
-    doc = {"trace_id": "...", "task_id": "...", "events": [{"id": "e1", "t": 0, "type": "spawn", "agent": "o"}],
-           "edges": [], "rewards": {}, "costs": {"tokens": 1, "wall_clock_s": 1}}
+    doc = {
+        "trace_id": "...",
+        "task_id": "...",
+        "events": [{"id": "e1", "t": 0, "type": "spawn", "agent": "o"}],
+        "edges": [],
+        "rewards": {},
+        "costs": {"tokens": 1, "wall_clock_s": 1},
+    }
     trace = survey.parse(doc, "inline.json")[0]
     assert trace.source_id == content_hash(json.dumps(doc, sort_keys=True, ensure_ascii=False))
     assert trace.attributes["source_trace_id"] == "..."
@@ -127,13 +153,19 @@ def test_example_trace(shared_data):
     assert trace.identity_key == "survey:demo-trace-001"
     assert len(trace.events) == len(raw["events"]) == 8
     assert len(trace.edges) == len(raw["edges"]) == 8
-    assert (trace.task_id, trace.system, trace.topology) == \
-        ("demo-task-browser-research", "illustrative", "centralized")
+    assert (trace.task_id, trace.system, trace.topology) == (
+        "demo-task-browser-research",
+        "illustrative",
+        "centralized",
+    )
     assert trace.rewards == raw["rewards"] and trace.costs == raw["costs"] and trace.metrics == raw["metrics"]
     agents = {a.name: a for a in trace.agents}
     assert list(agents) == ["orchestrator", "planner_1", "executor_1", "browser.search"]
-    assert (agents["planner_1"].parent, agents["planner_1"].spawned_at, agents["planner_1"].role) == \
-        ("orchestrator", 1.0, "planner")
+    assert (agents["planner_1"].parent, agents["planner_1"].spawned_at, agents["planner_1"].role) == (
+        "orchestrator",
+        1.0,
+        "planner",
+    )
     assert (agents["executor_1"].parent, agents["executor_1"].role) == ("orchestrator", "executor")
     assert agents["orchestrator"].parent is None and agents["orchestrator"].role == "lead"
 

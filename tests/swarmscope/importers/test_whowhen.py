@@ -85,14 +85,23 @@ def test_algorithm_generated(algorithm):
     trace = algorithm
     assert trace.attributes["subset"] == whowhen.ALGORITHM_GENERATED
     assert [(e.type, e.agent) for e in trace.events] == [
-        ("message", "Counting_Expert"), ("message", "Python_Expert"), ("tool_result", "Computer_terminal"),
-        ("message", "Verification_Expert"), ("message", "Verification_Expert")]
+        ("message", "Counting_Expert"),
+        ("message", "Python_Expert"),
+        ("tool_result", "Computer_terminal"),
+        ("message", "Verification_Expert"),
+        ("message", "Verification_Expert"),
+    ]
     assert trace.events[0].attributes["chat_role"] == "assistant"
     assert _edges(trace, "message") == {("h0", "h1"), ("h2", "h3")}
     assert _edges(trace, "tool_dependency") == {("h1", "h2")}
     agents = {a.name: a for a in trace.agents}
-    assert list(agents) == ["Counting_Expert", "Python_Expert", "Computer_terminal", "Verification_Expert",
-                            "Silent_Expert"]
+    assert list(agents) == [
+        "Counting_Expert",
+        "Python_Expert",
+        "Computer_terminal",
+        "Verification_Expert",
+        "Silent_Expert",
+    ]
     assert all(a.parent is None for a in trace.agents)
     assert agents["Python_Expert"].system_prompt.startswith("## Your role\nPython_Expert")
     assert agents["Computer_terminal"].role == "tool" and agents["Computer_terminal"].system_prompt is None
@@ -197,7 +206,7 @@ def test_hand_crafted_structure(imported):
         delegations = _edges(trace, "message") - {("h0", "h1")}
         assert all(trace.events[int(src[1:])].type == "delegate" for src, _ in delegations)
         answers = {dst for _, dst in delegations}
-        answered_back = {a for a in answers if any(e.agent == "Orchestrator" for e in trace.events[int(a[1:]) + 1:])}
+        answered_back = {a for a in answers if any(e.agent == "Orchestrator" for e in trace.events[int(a[1:]) + 1 :])}
         assert {src for src, _ in _edges(trace, "return")} == answered_back
 
 

@@ -78,5 +78,8 @@ def test_finish_and_fail_reach_the_app():
     reporter.post_iteration({"iteration": 0})
     reporter.fail(RuntimeError("boom"))
     reporter.finish({"iterations": 1})
-    assert client.calls == [("iteration", 3, 0), ("finish", 3, "failed", "RuntimeError('boom')", None),
-                            ("finish", 3, None, "", {"iterations": 1})]
+    assert client.calls == [
+        ("iteration", 3, 0),
+        ("finish", 3, "failed", "RuntimeError('boom')", None),
+        ("finish", 3, None, "", {"iterations": 1}),
+    ]

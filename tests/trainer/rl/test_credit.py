@@ -25,10 +25,25 @@ def test_no_decisions_no_blocks():
 
 
 def test_each_decision_names_the_agent_it_concerns():
-    episode = simulate(EASY, [spawn("solver"), spawn("solver"), delegate(0, "solver_1"),
-                              message(ORCHESTRATOR, "solver_2", "x"), aggregate(), stop()])
-    assert agents_of_decisions(episode) == ["solver_1", "solver_2", "solver_1", "solver_2", "orchestrator",
-                                            "orchestrator"]
+    episode = simulate(
+        EASY,
+        [
+            spawn("solver"),
+            spawn("solver"),
+            delegate(0, "solver_1"),
+            message(ORCHESTRATOR, "solver_2", "x"),
+            aggregate(),
+            stop(),
+        ],
+    )
+    assert agents_of_decisions(episode) == [
+        "solver_1",
+        "solver_2",
+        "solver_1",
+        "solver_2",
+        "orchestrator",
+        "orchestrator",
+    ]
 
 
 def test_attribution_shares_the_absolute_credit_by_agent_and_role():
@@ -52,8 +67,9 @@ def test_attribution_of_no_credit_is_empty():
 def test_decision_credit_is_constant_within_a_block_and_counts_its_re_rollouts(credit):
     torch.manual_seed(0)
     policy = OrchestratorPolicy()
-    config = RunConfig.from_dict({"level": "small", "credit": credit, "credit_blocks": 2, "stop": "rule",
-                                  "max_steps": 30})
+    config = RunConfig.from_dict(
+        {"level": "small", "credit": credit, "credit_blocks": 2, "stop": "rule", "max_steps": 30}
+    )
     game = play(policy, [Script(EASY, 3)], config.sim_config(), config.stop)[0]
     found, steps = decision_credit(policy, game, 1.0, config, lambda episode: episode.reward)
     blocks = block_of(len(moves_of(game)), 2)

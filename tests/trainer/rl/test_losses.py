@@ -39,10 +39,17 @@ def tiny_batch(policy: OrchestratorPolicy) -> dict[str, torch.Tensor]:
         heads = policy(features, masks)
         _, logp_all = move_probabilities(heads.logits, heads.gain, masks, "learned")
     logp = logp_all.gather(1, torch.where(moves == STOP, 0, moves)[:, None]).squeeze(1)
-    return {"features": features, "masks": masks, "moves": moves, "logp": logp,
-            "advantages": torch.tensor([1.0, -1.0, 0.5, 0.0, 2.0, 3.0]), "returns": torch.ones(6),
-            "stop_value": torch.tensor([0, 0, 0, 0, 0, 0.8]), "gain": torch.tensor([0, 0, 0, 0, 0, -0.1]),
-            "stop_measured": torch.tensor([0, 0, 0, 0, 0, 1.0])}
+    return {
+        "features": features,
+        "masks": masks,
+        "moves": moves,
+        "logp": logp,
+        "advantages": torch.tensor([1.0, -1.0, 0.5, 0.0, 2.0, 3.0]),
+        "returns": torch.ones(6),
+        "stop_value": torch.tensor([0, 0, 0, 0, 0, 0.8]),
+        "gain": torch.tensor([0, 0, 0, 0, 0, -0.1]),
+        "stop_measured": torch.tensor([0, 0, 0, 0, 0, 1.0]),
+    }
 
 
 def test_one_full_batch_epoch_reports_the_losses_before_its_step():
@@ -54,8 +61,9 @@ def test_one_full_batch_epoch_reports_the_losses_before_its_step():
     with torch.no_grad():
         heads = policy(batch["features"], batch["masks"])
     optimizer = torch.optim.SGD(policy.parameters(), lr=0.1)
-    stats = ppo_update(policy, optimizer, batch, RunConfig(epochs=1, minibatch_size=6, hidden=8),
-                       torch.Generator().manual_seed(0))
+    stats = ppo_update(
+        policy, optimizer, batch, RunConfig(epochs=1, minibatch_size=6, hidden=8), torch.Generator().manual_seed(0)
+    )
     assert stats["policy_loss"] == pytest.approx(-0.5, abs=1e-6) and stats["clip_fraction"] == 0
     assert stats["value_loss"] == pytest.approx(float(((heads.value - 1) ** 2).mean()), rel=1e-5)
     expected_stop = float((heads.stop_value[5] - 0.8) ** 2 + (heads.gain[5] + 0.1) ** 2)
@@ -83,6 +91,8 @@ def test_ppo_update_is_deterministic_for_a_generator_seed():
         policy = OrchestratorPolicy(8)
         batch = tiny_batch(policy)
         optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
-        return ppo_update(policy, optimizer, batch, RunConfig(epochs=3, minibatch_size=2, hidden=8),
-                          torch.Generator().manual_seed(5))
+        return ppo_update(
+            policy, optimizer, batch, RunConfig(epochs=3, minibatch_size=2, hidden=8), torch.Generator().manual_seed(5)
+        )
+
     assert once() == once()

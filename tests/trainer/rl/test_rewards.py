@@ -34,8 +34,9 @@ def test_one_decision_gets_the_whole_reward():
 
 
 def test_episode_reward_terms():
-    episode = simulate(EASY, [spawn("solver"), spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_2"),
-                              aggregate(), stop()])
+    episode = simulate(
+        EASY, [spawn("solver"), spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_2"), aggregate(), stop()]
+    )
     weights = {"success": 1.0, "parallelism": 0.2, "finish": 0.1, "critical_steps": 0.01, "parallel_target": 4.0}
     terms = episode_reward(episode, weights, anneal=0.5)
     cs = critical_steps(episode.trace)

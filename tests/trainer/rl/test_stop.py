@@ -14,22 +14,40 @@ from trainer.sim.actions import ORCHESTRATOR, aggregate, delegate, message, spaw
 from trainer.sim.env import simulate  # noqa: E402
 from trainer.sim.tasks import Subtask, Task  # noqa: E402
 
-TINY = {"level": "small", "budget_steps": 400, "episodes_per_iteration": 4, "group_size": 2, "max_steps": 40,
-        "sample_episodes": 2}
+TINY = {
+    "level": "small",
+    "budget_steps": 400,
+    "episodes_per_iteration": 4,
+    "group_size": 2,
+    "max_steps": 40,
+    "sample_episodes": 2,
+}
 EASY = Task("easy-2", (Subtask(0, 0.0), Subtask(1, 0.0)))
 WEIGHTS = {**DEFAULT_REWARD_WEIGHTS, "success": 1.0, "critical_steps": 0.001, "parallelism": 0.0, "finish": 0.0}
 
 
 def test_stopping_right_after_the_answer_has_no_regret():
-    outcome = stop_hindsight(simulate(EASY, [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1"),
-                                              aggregate(), stop()]), WEIGHTS)
+    outcome = stop_hindsight(
+        simulate(EASY, [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1"), aggregate(), stop()]),
+        WEIGHTS,
+    )
     assert outcome.regret == 0 and outcome.best_point == 3 and not outcome.premature and not outcome.late
 
 
 def test_stopping_late_costs_the_extra_critical_steps():
     base = simulate(EASY, [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1"), aggregate(), stop()])
-    late = simulate(EASY, [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1"), aggregate(),
-                           message(ORCHESTRATOR, "solver_1", "x"), message(ORCHESTRATOR, "solver_1", "y"), stop()])
+    late = simulate(
+        EASY,
+        [
+            spawn("solver"),
+            delegate(0, "solver_1"),
+            delegate(1, "solver_1"),
+            aggregate(),
+            message(ORCHESTRATOR, "solver_1", "x"),
+            message(ORCHESTRATOR, "solver_1", "y"),
+            stop(),
+        ],
+    )
     outcome = stop_hindsight(late, WEIGHTS)
     assert critical_steps(late.trace) > critical_steps(base.trace)
     assert outcome.regret == pytest.approx(0.001 * (critical_steps(late.trace) - critical_steps(base.trace)))
@@ -70,8 +88,14 @@ def test_stop_targets_measure_the_exact_cost_of_going_on_after_the_answer():
     # with the answer already given: its gain is minus the cost of 8 more orchestrator events
     torch.manual_seed(0)
     policy = OrchestratorPolicy()
-    config = RunConfig.from_dict({**TINY, "max_steps": 12, "stop_points": 3,
-                                  "reward_weights": {"critical_steps": 0.01, "finish": 0.0, "parallelism": 0.0}})
+    config = RunConfig.from_dict(
+        {
+            **TINY,
+            "max_steps": 12,
+            "stop_points": 3,
+            "reward_weights": {"critical_steps": 0.01, "finish": 0.0, "parallelism": 0.0},
+        }
+    )
     factual = (0, DELEGATE, DELEGATE, AGGREGATE, STOP)
     game = play(policy, [Script(EASY, 4, factual, (True,) * 5)], config.sim_config(), "learned")[0]
     game.moves = list(factual)  # the record stop_targets reads, as if every decision had been sampled

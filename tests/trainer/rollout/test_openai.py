@@ -25,14 +25,24 @@ from trainer.rollout.openai import (
 
 
 def make_trace() -> Trace:
-    events = [Event("h0", 0.0, "message", "human", content="What is 6 times 7?"),
-              Event("h1", 1.0, "message", "planner", content="Plan: ask the solver."),
-              Event("h2", 2.0, "message", "solver", content="43"),
-              Event("h3", 3.0, "message", "planner", content="FINAL ANSWER: 43")]
-    return Trace("native", "t1", name="six times seven", events=events,
-                 agents=[Agent("human"), Agent("planner", system_prompt="You plan."),
-                         Agent("solver", system_prompt="You solve.")],
-                 attributes={"ground_truth": "42", "synthetic_time": True})
+    events = [
+        Event("h0", 0.0, "message", "human", content="What is 6 times 7?"),
+        Event("h1", 1.0, "message", "planner", content="Plan: ask the solver."),
+        Event("h2", 2.0, "message", "solver", content="43"),
+        Event("h3", 3.0, "message", "planner", content="FINAL ANSWER: 43"),
+    ]
+    return Trace(
+        "native",
+        "t1",
+        name="six times seven",
+        events=events,
+        agents=[
+            Agent("human"),
+            Agent("planner", system_prompt="You plan."),
+            Agent("solver", system_prompt="You solve."),
+        ],
+        attributes={"ground_truth": "42", "synthetic_time": True},
+    )
 
 
 def answer(body):
@@ -60,17 +70,23 @@ def test_remove_sends_system_prompt_and_edited_history_with_shared_seed_and_n(fa
     for body in (control, treated):
         assert body["n"] == 4 and body["seed"] == 10 and body["model"] == "fake-model"
         assert body["_path"] == "/v1/chat/completions" and body["_authorization"] == "Bearer k"
-    prefix = [{"role": "system", "content": "You plan."}, {"role": "user", "content": "[human] What is 6 times 7?"},
-              {"role": "assistant", "content": "Plan: ask the solver."}]
+    prefix = [
+        {"role": "system", "content": "You plan."},
+        {"role": "user", "content": "[human] What is 6 times 7?"},
+        {"role": "assistant", "content": "Plan: ask the solver."},
+    ]
     assert control["messages"] == prefix + [{"role": "user", "content": "[solver] 43"}]
     assert treated["messages"] == prefix
     assert result.control.tolist() == [0.0] * 4 and result.treated.tolist() == [1.0] * 4
 
 
-@pytest.mark.parametrize("intervention, shown", [
-    (Intervention("mask", ("h2",)), "[solver] [masked]"),
-    (Intervention("replace", ("h2",), text="42"), "[solver] 42"),
-])
+@pytest.mark.parametrize(
+    "intervention, shown",
+    [
+        (Intervention("mask", ("h2",)), "[solver] [masked]"),
+        (Intervention("replace", ("h2",), text="42"), "[solver] 42"),
+    ],
+)
 def test_mask_and_replace_keep_the_position_with_the_edited_content(fake, intervention, shown):
     backend(fake).paired(intervention, np.array([0, 1]))
     assert fake.requests[1]["messages"][-1] == {"role": "user", "content": shown}
@@ -151,6 +167,7 @@ def test_from_trace_needs_an_endpoint_and_exact_match_needs_a_ground_truth(monke
 
 # --- speaker order: an LLM orchestrator in the trace picks the next speaker ----------------------
 
+
 def magentic_one() -> Trace:
     """tests/fixtures/whowhen_hand_crafted.json: a Magentic-One log whose Orchestrator delegates to
     WebSurfer and ComputerTerminal (h0 human, h1 thought, h2 -> WebSurfer, h3 WebSurfer "43", ...)."""
@@ -165,10 +182,12 @@ def is_speaker_question(body) -> bool:
 def picks(choice_by_seed):
     """An answer function: the speaker question of the sample at seed s gets choice_by_seed[s];
     every agent turn gets "FINAL ANSWER: 42"."""
+
     def answer(body):
         if is_speaker_question(body):
             return choice_by_seed[body["seed"]]
         return "FINAL ANSWER: 42"
+
     return answer
 
 
@@ -191,26 +210,38 @@ def test_an_llm_orchestrator_picks_the_next_speaker_after_each_regenerated_turn(
     assert all(b["n"] == 1 and b["temperature"] == 0.0 for b in questions)
     assert [b["seed"] for b in questions] == [5, 6] * 10
     forks = [k for k, b in enumerate(fake.requests) if b["n"] == 2]  # each arm's fork turn: n = 2
-    first = next(b for b in fake.requests[forks[1]:] if is_speaker_question(b))["messages"]  # intervention arm
-    assert first[-1]["content"].endswith("from this list:\n- Orchestrator\n- WebSurfer\n"
-                                         "Only return the agent's name, exactly as listed, and nothing else.")
+    first = next(b for b in fake.requests[forks[1] :] if is_speaker_question(b))["messages"]  # intervention arm
+    assert first[-1]["content"].endswith(
+        "from this list:\n- Orchestrator\n- WebSurfer\n"
+        "Only return the agent's name, exactly as listed, and nothing else."
+    )
     # the orchestrator's own view: its turns as `assistant`, the others prefixed with the speaker
-    assert first[:5] == [{"role": "user", "content": "[human] What is 6 times 7? Answer with a number."},
-                         {"role": "assistant", "content": "Initial plan: ask WebSurfer, then compute."},
-                         {"role": "assistant", "content": "Please search for 6 times 7."},
-                         {"role": "user", "content": "[WebSurfer] [masked]"},
-                         {"role": "assistant", "content": "FINAL ANSWER: 42"}]
+    assert first[:5] == [
+        {"role": "user", "content": "[human] What is 6 times 7? Answer with a number."},
+        {"role": "assistant", "content": "Initial plan: ask WebSurfer, then compute."},
+        {"role": "assistant", "content": "Please search for 6 times 7."},
+        {"role": "user", "content": "[WebSurfer] [masked]"},
+        {"role": "assistant", "content": "FINAL ANSWER: 42"},
+    ]
     # the chosen speaker writes the slot: at seed 5 WebSurfer (the Orchestrator's turns come as
     # `user`), at seed 6 the Orchestrator (its turns come as `assistant`)
     turns = [b for b in fake.requests if not is_speaker_question(b) and b["n"] == 1]
     plan = "Initial plan: ask WebSurfer, then compute."
-    assert all(b["messages"][1] == {"role": "user", "content": f"[Orchestrator] {plan}"}
-               for b in turns if b["seed"] == 5)
+    assert all(
+        b["messages"][1] == {"role": "user", "content": f"[Orchestrator] {plan}"} for b in turns if b["seed"] == 5
+    )
     assert all(b["messages"][1] == {"role": "assistant", "content": plan} for b in turns if b["seed"] == 6)
     branch = result.branches[0]
     validate_trace(branch)
-    assert [e.agent for e in branch.events[4:]] == ["Orchestrator", "WebSurfer", "ComputerTerminal", "WebSurfer",
-                                                  "WebSurfer", "WebSurfer", "WebSurfer"]
+    assert [e.agent for e in branch.events[4:]] == [
+        "Orchestrator",
+        "WebSurfer",
+        "ComputerTerminal",
+        "WebSurfer",
+        "WebSurfer",
+        "WebSurfer",
+        "WebSurfer",
+    ]
     assert branch.events[5].type == "message" and branch.events[5].attributes["original_speaker"] == "Orchestrator"
     assert branch.attributes["speaker_order"] == "orchestrator" and branch.attributes["speaker_fallbacks"] == 0
     assert branch.attributes["speaker_choices"] == 5
@@ -218,19 +249,22 @@ def test_an_llm_orchestrator_picks_the_next_speaker_after_each_regenerated_turn(
 
 def test_control_and_intervention_send_the_same_seeds_in_orchestrator_order(fake):
     fake.answer = picks({5: "WebSurfer", 6: "Orchestrator"})
-    OpenAIRollout(magentic_one(), ChatClient(fake.base_url, "m")).paired(Intervention("mask", ("h3",)),
-                                                                         np.array([5, 6]))
+    OpenAIRollout(magentic_one(), ChatClient(fake.base_url, "m")).paired(
+        Intervention("mask", ("h3",)), np.array([5, 6])
+    )
     requests = [(b["n"], b["seed"], b["temperature"], is_speaker_question(b)) for b in fake.requests]
     half = len(requests) // 2
     assert requests[:half] == requests[half:]  # control, then intervention: the same requests, seed by seed
 
 
-@pytest.mark.parametrize("answer", ["I think WebSurfer should go next.", "Assistant", "WebSurfer, then Orchestrator",
-                                    ""])
+@pytest.mark.parametrize(
+    "answer", ["I think WebSurfer should go next.", "Assistant", "WebSurfer, then Orchestrator", ""]
+)
 def test_an_unparsable_or_unknown_speaker_falls_back_to_the_original_order_and_is_counted(fake, answer):
     fake.answer = picks({5: answer, 6: "WebSurfer"})
     result = OpenAIRollout(magentic_one(), ChatClient(fake.base_url, "m")).paired(
-        Intervention("mask", ("h3",)), np.array([5, 6]), traces=True)
+        Intervention("mask", ("h3",)), np.array([5, 6]), traces=True
+    )
     assert result.choices.tolist() == [10, 10] and result.fallbacks.tolist() == [10, 0]
     branch = result.branches[0]  # seed 5: every slot kept its recorded speaker
     assert [e.agent for e in branch.events[4:]] == [e.agent for e in magentic_one().events[4:]]
@@ -249,9 +283,10 @@ def test_parse_speaker_is_strict():
 def test_removing_an_agent_never_offers_it_as_a_speaker(fake):
     fake.answer = picks({0: "WebSurfer", 1: "WebSurfer"})
     result = OpenAIRollout(magentic_one(), ChatClient(fake.base_url, "m")).paired(
-        Intervention("remove", agents=("WebSurfer",)), np.array([0, 1]))
+        Intervention("remove", agents=("WebSurfer",)), np.array([0, 1])
+    )
     forks = [k for k, b in enumerate(fake.requests) if b["n"] == 2]  # each arm's fork turn: n = 2
-    treated = fake.requests[forks[1]:]
+    treated = fake.requests[forks[1] :]
     questions = [b for b in fake.requests if is_speaker_question(b)]
     assert "- WebSurfer" in questions[0]["messages"][-1]["content"]  # the control arm has WebSurfer
     assert all("- WebSurfer" not in b["messages"][-1]["content"] for b in treated if is_speaker_question(b))
@@ -297,13 +332,16 @@ def test_orchestrator_order_on_the_real_magentic_one_logs_gives_valid_branch_tra
 
 # --- scoring by a verifier prompt ---------------------------------------------------------------
 
+
 def verdicts(verdict):
     """Turns as in `answer`; a verifier request gets `verdict(final answer)`."""
+
     def reply(body):
         if body["messages"][0]["content"].startswith("You are a strict verifier"):
             shown = body["messages"][1]["content"].split("(its last turn):\n", 1)[1]
             return verdict(shown.rsplit("\n\nIs this final answer", 1)[0])
         return answer(body)
+
     return reply
 
 
@@ -319,8 +357,10 @@ def test_without_ground_truth_a_verifier_prompt_scores_each_sample(fake):
     checks = [b for b in fake.requests if b["messages"][0]["content"].startswith("You are a strict verifier")]
     assert [(b["n"], b["seed"], b["temperature"]) for b in checks] == [(1, 3, 0.0), (1, 4, 0.0)] * 2
     prompt = checks[0]["messages"][1]["content"]
-    assert prompt.startswith("Task: What is 6 times 7?\nFinal answer of the system (its last turn):\n"
-                             "FINAL ANSWER: 43\n") and "Reference answer" not in prompt
+    assert (
+        prompt.startswith("Task: What is 6 times 7?\nFinal answer of the system (its last turn):\nFINAL ANSWER: 43\n")
+        and "Reference answer" not in prompt
+    )
     assert prompt.endswith('Reply with only a JSON object and nothing else: {"correct": true} or {"correct": false}.')
     assert result.branches[0].rewards == {"outcome": 1.0} and result.branches[0].attributes["scoring"] == "verifier"
 
@@ -328,7 +368,8 @@ def test_without_ground_truth_a_verifier_prompt_scores_each_sample(fake):
 def test_the_verifier_backend_shows_the_reference_answer_and_reads_scores(fake):
     fake.answer = verdicts(lambda final: '```json\n{"score": 0.25, "reason": "close"}\n```')
     result = OpenAIVerifierRollout(make_trace(), ChatClient(fake.base_url, "m")).paired(
-        Intervention("remove", ("h2",)), np.array([0, 1]))
+        Intervention("remove", ("h2",)), np.array([0, 1])
+    )
     assert result.control.tolist() == result.treated.tolist() == [0.25, 0.25]
     assert "\nReference answer: 42\n" in fake.requests[-1]["messages"][1]["content"]
 
@@ -338,21 +379,26 @@ def test_a_malformed_verdict_raises_naming_the_answer(fake, verdict):
     fake.answer = verdicts(lambda final: verdict)
     with pytest.raises(VerdictError, match="verdict on the final answer of the sample at seed 0 is malformed") as info:
         OpenAIVerifierRollout(make_trace(), ChatClient(fake.base_url, "m")).paired(
-            Intervention("remove", ("h2",)), np.array([0, 1]))
+            Intervention("remove", ("h2",)), np.array([0, 1])
+        )
     assert repr(verdict)[1:-1][:20] in str(info.value)
 
 
 @pytest.mark.live_llm
-@pytest.mark.skipif(not os.environ.get("SWARMSCOPE_OPENAI_BASE_URL"),
-                    reason="needs a live OpenAI-compatible endpoint: set SWARMSCOPE_OPENAI_BASE_URL (and _MODEL)")
+@pytest.mark.skipif(
+    not os.environ.get("SWARMSCOPE_OPENAI_BASE_URL"),
+    reason="needs a live OpenAI-compatible endpoint: set SWARMSCOPE_OPENAI_BASE_URL (and _MODEL)",
+)
 def test_a_live_endpoint_runs_paired_samples():
     result = OpenAIRollout.from_trace(make_trace()).paired(Intervention("remove", ("h2",)), np.array([0, 1]))
     assert result.control.shape == result.treated.shape == (2,)
 
 
 @pytest.mark.live_llm
-@pytest.mark.skipif(not os.environ.get("SWARMSCOPE_OPENAI_BASE_URL"),
-                    reason="needs a live OpenAI-compatible endpoint: set SWARMSCOPE_OPENAI_BASE_URL (and _MODEL)")
+@pytest.mark.skipif(
+    not os.environ.get("SWARMSCOPE_OPENAI_BASE_URL"),
+    reason="needs a live OpenAI-compatible endpoint: set SWARMSCOPE_OPENAI_BASE_URL (and _MODEL)",
+)
 def test_a_live_orchestrator_picks_speakers_and_a_live_verifier_scores(monkeypatch):
     monkeypatch.setenv("SWARMSCOPE_OPENAI_MAX_TURNS", "3")
     runner = OpenAIVerifierRollout.from_trace(magentic_one())

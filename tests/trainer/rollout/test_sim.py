@@ -71,8 +71,7 @@ def test_mask_and_replace_keep_the_position(case, backend):
 
 def test_resample_draws_with_the_rollout_seed(case, backend):
     intervention = Intervention("resample", (kind_event(case, "pivotal"),))
-    items = {backend.actions(intervention, int(s))[backend.messages[kind_event(case, "pivotal")]].item
-             for s in SEEDS}
+    items = {backend.actions(intervention, int(s))[backend.messages[kind_event(case, "pivotal")]].item for s in SEEDS}
     assert len(items) > 1
     assert backend(intervention, SEEDS).tolist() == backend(intervention, SEEDS).tolist()
 
@@ -81,8 +80,13 @@ def test_several_targets_and_an_agent():
     task = generate_task("medium", 2)
     actions = [act.spawn("solver"), act.spawn("solver"), act.spawn("free_rider")]
     actions += [act.delegate(s.id, f"solver_{s.id % 2 + 1}") for s in task.subtasks]
-    actions += [act.message("free_rider_1", "orchestrator", "chatter"), act.message("solver_1", "orchestrator", "key"),
-                act.message("solver_2", "orchestrator", "note"), act.aggregate(), act.stop()]
+    actions += [
+        act.message("free_rider_1", "orchestrator", "chatter"),
+        act.message("solver_1", "orchestrator", "key"),
+        act.message("solver_2", "orchestrator", "note"),
+        act.aggregate(),
+        act.stop(),
+    ]
     episode = simulate(task, actions, SimConfig(aggregate_base=0.5), seed=1)
     backend = SimRollout(episode)
     both = backend.actions(Intervention("remove", ("message:key", "message:note")), 0)
@@ -92,12 +96,15 @@ def test_several_targets_and_an_agent():
     assert backend.fork_event(Intervention("remove", ("message:note",), ("free_rider_1",))) == "spawn:free_rider_1"
 
 
-@pytest.mark.parametrize("intervention, field", [
-    (Intervention("remove", ("delegate:0",)), "events"),
-    (Intervention("remove", ("solve:0:0",)), "events"),
-    (Intervention("remove", agents=("orchestrator",)), "agents"),
-    (Intervention("remove", agents=("nobody",)), "agents"),
-])
+@pytest.mark.parametrize(
+    "intervention, field",
+    [
+        (Intervention("remove", ("delegate:0",)), "events"),
+        (Intervention("remove", ("solve:0:0",)), "events"),
+        (Intervention("remove", agents=("orchestrator",)), "agents"),
+        (Intervention("remove", agents=("nobody",)), "agents"),
+    ],
+)
 def test_targets_swarmsim_cannot_edit(backend, intervention, field):
     with pytest.raises(InterventionError) as error:
         backend(intervention, SEEDS[:1])
@@ -123,8 +130,11 @@ def test_the_closed_form_refuses_what_it_does_not_cover(case):
     with pytest.raises(InterventionError):
         fast(Intervention("remove", ("aggregate",)), SEEDS)
     task = generate_task("medium", 2)
-    hard = simulate(task, [act.spawn("solver")] + [act.delegate(s.id, "solver_1") for s in task.subtasks]
-                    + [act.aggregate(), act.stop()], seed=0)
+    hard = simulate(
+        task,
+        [act.spawn("solver")] + [act.delegate(s.id, "solver_1") for s in task.subtasks] + [act.aggregate(), act.stop()],
+        seed=0,
+    )
     with pytest.raises(ValueError):
         AggregateRollout(hard)
 

@@ -23,10 +23,15 @@ def test_gain_over_coalition_arrays():
     assert fx.gain(effects, arrived).tolist() == pytest.approx([0.0, 0.2, 0.2, 0.45])
 
 
-@pytest.mark.parametrize("make", [lambda: fx.Effect("pivotal", 0.1, ("a", "b")),
-                                  lambda: fx.Effect("redundant", 0.1, ("a",)),
-                                  lambda: fx.Effect("loud", 0.1, ("a",)),
-                                  lambda: fx.Effect("harmful", -0.1, ("a",))])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: fx.Effect("pivotal", 0.1, ("a", "b")),
+        lambda: fx.Effect("redundant", 0.1, ("a",)),
+        lambda: fx.Effect("loud", 0.1, ("a",)),
+        lambda: fx.Effect("harmful", -0.1, ("a",)),
+    ],
+)
 def test_invalid_effects(make):
     with pytest.raises(ValueError):
         make()

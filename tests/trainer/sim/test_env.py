@@ -20,8 +20,9 @@ from trainer.sim.tasks import generate_task
 
 def plan(task, *extra, verifier=False):
     spawns = [act.spawn("solver")] + ([act.spawn("verifier")] if verifier else [])
-    return spawns + list(extra) + [act.delegate(s.id, "solver_1") for s in task.subtasks] + \
-        [act.aggregate(), act.stop()]
+    return (
+        spawns + list(extra) + [act.delegate(s.id, "solver_1") for s in task.subtasks] + [act.aggregate(), act.stop()]
+    )
 
 
 def test_solve_probability():
@@ -39,8 +40,13 @@ def test_hand_computed_probabilities(one_subtask, chain):
     assert simulate(one_subtask, plan(one_subtask, verifier=True), config).p_success == pytest.approx(0.928 * 0.9)
     # a chain of two: 0.8 * 0.8 * 0.9; out of order, subtask 1 lacks its input: 0
     assert simulate(chain, plan(chain), config).p_success == pytest.approx(0.576)
-    backwards = [act.spawn("solver"), act.delegate(1, "solver_1"), act.delegate(0, "solver_1"),
-                 act.aggregate(), act.stop()]
+    backwards = [
+        act.spawn("solver"),
+        act.delegate(1, "solver_1"),
+        act.delegate(0, "solver_1"),
+        act.aggregate(),
+        act.stop(),
+    ]
     assert simulate(chain, backwards, config).p_success == 0.0
     # a planted effect on subtask 0 raises its p to 0.9
     planted = SimConfig(aggregate_base=0.9, effects=(pivotal("hint", 0.1, target=0),))
@@ -53,7 +59,8 @@ def test_enumeration_equals_closed_form(chain, verifier):
     config = SimConfig(aggregate_base=0.7, effects=(pivotal("hint", 0.15, target=1),))
     actions = plan(chain, act.message("orchestrator", "solver_1", "hint"), verifier=verifier)
     assert enumerate_expected_reward(chain, actions, config) == pytest.approx(
-        simulate(chain, actions, config).p_success)
+        simulate(chain, actions, config).p_success
+    )
 
 
 def test_monte_carlo_mean_matches_closed_form(chain):
@@ -69,16 +76,14 @@ def test_wrong_results_propagate_unless_caught(chain):
     correct = {e.id: e.attributes["correct"] for e in episode.trace.events if e.type == "tool_result"}
     assert correct == {"result:0:0": False, "result:1:0": False} and episode.reward == 0.0
     assert compute_metrics(episode.trace)["error_amplification"] == 1.0
-    caught = simulate(chain, plan(chain, verifier=True),
-                      outcomes={**wrong_first, "verify/0": True, "solve/0/1": True})
+    caught = simulate(chain, plan(chain, verifier=True), outcomes={**wrong_first, "verify/0": True, "solve/0/1": True})
     assert caught.reward == 1.0
     assert [e.attributes["verdict"] for e in caught.trace.events if e.tool == "verify"] == ["reject", "accept"]
 
 
 def test_trace_is_valid_and_has_metrics_costs_and_rewards():
     task = generate_task("medium", 3)
-    actions = [act.spawn("solver"), act.spawn("solver"), act.spawn("verifier"), *free_riders(1),
-               *pseudo_parallel(2)]
+    actions = [act.spawn("solver"), act.spawn("solver"), act.spawn("verifier"), *free_riders(1), *pseudo_parallel(2)]
     actions += [act.delegate(s.id, f"solver_{s.id % 2 + 1}") for s in task.subtasks]
     episode = simulate(task, actions + [act.aggregate(), act.stop()], seed=4)
     trace = episode.trace
@@ -102,9 +107,17 @@ def test_same_seed_same_trace():
     assert simulate(task, actions, seed=9).trace == simulate(task, actions, seed=9).trace
 
 
-@pytest.mark.parametrize("action", [act.delegate(0, "solver_9"), act.delegate(5, "solver_1"),
-                                    act.delegate(0, "verifier_1"), act.spawn("wizard"),
-                                    act.message("solver_1", "solver_1", "x"), act.despawn("orchestrator")])
+@pytest.mark.parametrize(
+    "action",
+    [
+        act.delegate(0, "solver_9"),
+        act.delegate(5, "solver_1"),
+        act.delegate(0, "verifier_1"),
+        act.spawn("wizard"),
+        act.message("solver_1", "solver_1", "x"),
+        act.despawn("orchestrator"),
+    ],
+)
 def test_invalid_actions_raise(one_subtask, action):
     env = SwarmEnv(one_subtask)
     env.step(act.spawn("solver"))

@@ -40,8 +40,8 @@ def test_remove_forks_after_an_identical_prefix(episode):
     removed = resimulate(episode, Intervention("remove", key))
     assert episode.p_success - removed.p_success == pytest.approx(0.3 * episode.p_subtasks)
     fork = next(e.id for e in episode.trace.events if e.id == "message:key")
-    before = [e for e in episode.trace.events[:[e.id for e in episode.trace.events].index(fork)]]
-    assert removed.trace.events[:len(before)] == before
+    before = [e for e in episode.trace.events[: [e.id for e in episode.trace.events].index(fork)]]
+    assert removed.trace.events[: len(before)] == before
     # CRN: every subtask outcome is the same draw in both worlds
     results = lambda ep: {e.id: e.attributes["correct"] for e in ep.trace.events if e.type == "tool_result"}
     assert results(removed) == results(episode)
@@ -81,8 +81,15 @@ def test_closed_loop_resimulation_with_a_policy(episode):
     assert replanned.p_success > 0 and replanned.actions[-1].kind == "stop"
 
 
-@pytest.mark.parametrize("intervention", [Intervention("remove", 0), Intervention("shout", 0),
-                                          Intervention("replace", None), Intervention("remove_agent", agent="x")])
+@pytest.mark.parametrize(
+    "intervention",
+    [
+        Intervention("remove", 0),
+        Intervention("shout", 0),
+        Intervention("replace", None),
+        Intervention("remove_agent", agent="x"),
+    ],
+)
 def test_invalid_interventions(episode, intervention):
     with pytest.raises(ValueError):
         intervene(episode, intervention)

@@ -21,8 +21,7 @@ from trainer.sim.env import SwarmEnv
 from trainer.sim.tasks import generate_task
 
 
-@pytest.mark.parametrize("policy, agents", [(single_agent(), 1), (FixedFanOut(3), 3),
-                                            (SpawnEverything(), 6 + 1)])
+@pytest.mark.parametrize("policy, agents", [(single_agent(), 1), (FixedFanOut(3), 3), (SpawnEverything(), 6 + 1)])
 def test_baselines_finish_with_the_rule_based_stop(policy, agents):
     task = generate_task("small", 4)
     episode = run_policy(SwarmEnv(task, seed=1), policy)
@@ -63,8 +62,9 @@ def test_batched_env_matches_the_single_episode_env(verifier):
     while not env.done.all():
         reward, _ = env.step(*policy.act(env))
         total += reward
-    episodes = [run_policy(SwarmEnv(task, seed=seed), FixedFanOut(3, verifier=verifier))
-                for seed, task in enumerate(tasks)]
+    episodes = [
+        run_policy(SwarmEnv(task, seed=seed), FixedFanOut(3, verifier=verifier)) for seed, task in enumerate(tasks)
+    ]
     assert env.p_success == pytest.approx([e.p_success for e in episodes])
     assert total.tolist() == [e.reward for e in episodes]
     assert env.steps.tolist() == [len(e.actions) for e in episodes]

@@ -9,8 +9,14 @@ from trainer.sim.rewards import hybrid, individual_rewards, reward_channels
 
 def test_channels_of_a_hand_built_episode(chain):
     # subtask 0 is solved wrong and caught, re-solved right; subtask 1 right; aggregate right
-    actions = [act.spawn("solver"), act.spawn("verifier"), act.delegate(0, "solver_1"),
-               act.delegate(1, "solver_1"), act.aggregate(), act.stop()]
+    actions = [
+        act.spawn("solver"),
+        act.spawn("verifier"),
+        act.delegate(0, "solver_1"),
+        act.delegate(1, "solver_1"),
+        act.aggregate(),
+        act.stop(),
+    ]
     outcomes = {"solve/0/0": False, "verify/0": True, "solve/0/1": True, "solve/1/0": True, "aggregate": True}
     trace = simulate(chain, actions, outcomes=outcomes).trace
     channels = reward_channels(trace)

@@ -24,10 +24,30 @@ def episode():
 
 
 def test_parse_args(monkeypatch):
-    args = stream.parse_args(["--url", "http://h:1", "--token", "t", "--episodes", "3", "--level", "tiny",
-                              "--policy", "single", "--speed", "0"])
-    assert (args.url, args.token, args.episodes, args.level, args.policy, args.speed) == \
-        ("http://h:1", "t", 3, "tiny", "single", 0.0)
+    args = stream.parse_args(
+        [
+            "--url",
+            "http://h:1",
+            "--token",
+            "t",
+            "--episodes",
+            "3",
+            "--level",
+            "tiny",
+            "--policy",
+            "single",
+            "--speed",
+            "0",
+        ]
+    )
+    assert (args.url, args.token, args.episodes, args.level, args.policy, args.speed) == (
+        "http://h:1",
+        "t",
+        3,
+        "tiny",
+        "single",
+        0.0,
+    )
     monkeypatch.setenv("SWARMSCOPE_TOKEN", "from-env")
     assert stream.parse_args([]).token == "from-env"
 
@@ -79,8 +99,7 @@ def test_stream_episode_builds_valid_batches(episode):
 
 def test_main_streams_each_episode(monkeypatch, capsys):
     clients = []
-    monkeypatch.setattr(stream, "SwarmscopeClient", lambda url, token: clients.append(RecordingClient())
-                        or clients[-1])
+    monkeypatch.setattr(stream, "SwarmscopeClient", lambda url, token: clients.append(RecordingClient()) or clients[-1])
     stream.main(["--token", "t", "--episodes", "2", "--level", "tiny", "--speed", "0"])
     assert capsys.readouterr().out.count("trace 7") == 2
     assert sum(path == "/api/traces/" for _, path, _ in clients[0].requests) == 2
@@ -88,8 +107,7 @@ def test_main_streams_each_episode(monkeypatch, capsys):
 
 def test_each_policy_streams_its_own_trace_and_pivot12_streams_messages(monkeypatch, capsys):
     clients = []
-    monkeypatch.setattr(stream, "SwarmscopeClient", lambda url, token: clients.append(RecordingClient())
-                        or clients[-1])
+    monkeypatch.setattr(stream, "SwarmscopeClient", lambda url, token: clients.append(RecordingClient()) or clients[-1])
     for argv in (["--policy", "fan-out"], ["--policy", "single"], ["--level", "pivot-12"]):
         stream.main(["--token", "t", "--level", "tiny", "--speed", "0", *argv])
     created = [body for client in clients for _, path, body in client.requests if path == "/api/traces/"]
@@ -110,9 +128,30 @@ def test_cli_streams_into_a_running_app(tmp_path):
         wait_http(f"http://127.0.0.1:{port}/", up, log)
         token = manage("create_token", "admin", env=env).stdout.strip()
         url = f"http://127.0.0.1:{port}"
-        done = subprocess.run([sys.executable, "-m", "trainer.sim.stream", "--url", url, "--token", token,
-                               "--episodes", "2", "--level", "small", "--speed", "0", "--batch-size", "7"],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "trainer.sim.stream",
+                "--url",
+                url,
+                "--token",
+                token,
+                "--episodes",
+                "2",
+                "--level",
+                "small",
+                "--speed",
+                "0",
+                "--batch-size",
+                "7",
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         found = re.findall(r"trace (\d+), (\d+) events", done.stdout)
         assert len(found) == 2

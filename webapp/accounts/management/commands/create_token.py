@@ -16,8 +16,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("username")
-        parser.add_argument("--project", default=DEFAULT_PROJECT, metavar="NAME",
-                            help="the project's name (not its id); made, with USERNAME as its admin, if missing")
+        parser.add_argument(
+            "--project",
+            default=DEFAULT_PROJECT,
+            metavar="NAME",
+            help="the project's name (not its id); made, with USERNAME as its admin, if missing",
+        )
         parser.add_argument("--name", default="")
 
     def handle(self, *args, username, project, name, **options):

@@ -36,7 +36,8 @@ class Command(BaseCommand):
         try:
             client = import_string(settings.SWARMSCOPE_JUDGE_CLIENT)(
                 base_url=base_url or settings.SWARMSCOPE_OPENAI_BASE_URL or None,
-                model=model or settings.SWARMSCOPE_OPENAI_MODEL or None)
+                model=model or settings.SWARMSCOPE_OPENAI_MODEL or None,
+            )
         except ValueError as exc:
             raise CommandError(f"no judge endpoint: {exc}") from exc
         files = [p for p in iter_files([folder]) if p.suffix == ".json"]
@@ -63,7 +64,10 @@ class Command(BaseCommand):
                 f"label agent={labels[0]} step={labels[1]} | "
                 f"step {'ok' if judge.step_correct(prediction, labels[1]) else 'wrong'}, "
                 f"agent {'ok' if judge.agent_correct(prediction, labels[0]) else 'wrong'} "
-                f"({prediction.calls} calls)")
+                f"({prediction.calls} calls)"
+            )
         step_acc, agent_acc = judge.accuracy(pairs)
-        self.stdout.write(f"method {method}, {len(pairs)} logs, exact equality: "
-                          f"step accuracy {100 * step_acc:.2f} %, agent accuracy {100 * agent_acc:.2f} %")
+        self.stdout.write(
+            f"method {method}, {len(pairs)} logs, exact equality: "
+            f"step accuracy {100 * step_acc:.2f} %, agent accuracy {100 * agent_acc:.2f} %"
+        )

@@ -20,8 +20,9 @@ class Command(BaseCommand):
             files = list(iter_files(paths))
         except FileNotFoundError as exc:
             raise CommandError(str(exc)) from None
-        outcomes = do_import_sources(do_get_or_create_project(project),
-                                     [SourceFile(name=str(p), data=p.read_bytes()) for p in files])
+        outcomes = do_import_sources(
+            do_get_or_create_project(project), [SourceFile(name=str(p), data=p.read_bytes()) for p in files]
+        )
         failed = 0
         for outcome in outcomes:
             failed += bool(outcome.error)

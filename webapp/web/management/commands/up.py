@@ -64,20 +64,62 @@ class Command(BaseCommand):
             call_command("migrate", interactive=False, verbosity=0)
             user, password = do_ensure_local_admin()
             if password:
-                self.stdout.write(self.style.SUCCESS(
-                    f"Created the local admin. Log in at http://{host}:{port}/ as\n"
-                    f"    user: {user.username}\n    password: {password}\n(shown only this once)"))
+                self.stdout.write(
+                    self.style.SUCCESS(
+                        f"Created the local admin. Log in at http://{host}:{port}/ as\n"
+                        f"    user: {user.username}\n    password: {password}\n(shown only this once)"
+                    )
+                )
             if not no_worker:
-                self._spawn([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker",
-                             "-Q", QUEUES, "--concurrency", "1", "--loglevel", "INFO",
-                             # -B: the periodic reaper that re-queues chunks of dead workers' jobs
-                             "-B", "--schedule", str(settings.DATA_DIR / "celerybeat-schedule"),
-                             "--hostname", f"swarmscope-{os.getpid()}@%h"], env, "celery worker")
-                self._spawn([sys.executable, "-m", "celery", "-A", "webapp.config.celery", "worker",
-                             "-Q", TRAINING_QUEUE, "--concurrency", "1", "--loglevel", "INFO",
-                             "--hostname", f"swarmscope-training-{os.getpid()}@%h"], env, "training worker")
-            self._spawn([sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
-                         "webapp.config.asgi:application"], env, "daphne")
+                self._spawn(
+                    [
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "webapp.config.celery",
+                        "worker",
+                        "-Q",
+                        QUEUES,
+                        "--concurrency",
+                        "1",
+                        "--loglevel",
+                        "INFO",
+                        # -B: the periodic reaper that re-queues chunks of dead workers' jobs
+                        "-B",
+                        "--schedule",
+                        str(settings.DATA_DIR / "celerybeat-schedule"),
+                        "--hostname",
+                        f"swarmscope-{os.getpid()}@%h",
+                    ],
+                    env,
+                    "celery worker",
+                )
+                self._spawn(
+                    [
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "webapp.config.celery",
+                        "worker",
+                        "-Q",
+                        TRAINING_QUEUE,
+                        "--concurrency",
+                        "1",
+                        "--loglevel",
+                        "INFO",
+                        "--hostname",
+                        f"swarmscope-training-{os.getpid()}@%h",
+                    ],
+                    env,
+                    "training worker",
+                )
+            self._spawn(
+                [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "webapp.config.asgi:application"],
+                env,
+                "daphne",
+            )
             self.stdout.write(self.style.SUCCESS(f"Swarmscope is up at http://{host}:{port}/ (Ctrl-C stops it)"))
             while True:
                 for child in self.children:
@@ -105,9 +147,27 @@ class Command(BaseCommand):
             sock.unlink()  # stale, from a run that was killed
         workdir = settings.DATA_DIR / "redis"
         workdir.mkdir(parents=True, exist_ok=True)
-        server = self._spawn([redis_server, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
-                              "--dir", str(workdir), "--save", "", "--appendonly", "no", "--loglevel", "warning"],
-                             dict(os.environ), "embedded redis")
+        server = self._spawn(
+            [
+                redis_server,
+                "--port",
+                "0",
+                "--unixsocket",
+                str(sock),
+                "--unixsocketperm",
+                "700",
+                "--dir",
+                str(workdir),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--loglevel",
+                "warning",
+            ],
+            dict(os.environ),
+            "embedded redis",
+        )
         self.cleanup_paths.append(sock)
         deadline = time.monotonic() + 15
         while not sock.exists():
