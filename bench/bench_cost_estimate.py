@@ -42,7 +42,8 @@ from django.conf import settings  # noqa: E402
 
 from swarmscope.importers import SourceFile, read_files  # noqa: E402
 from swarmscope.interventions import Intervention  # noqa: E402
-from trainer.rollout.openai import ChatClient, OpenAIRollout  # noqa: E402
+from trainer.rollout.chat import ChatClient  # noqa: E402
+from trainer.rollout.openai import OpenAIRollout  # noqa: E402
 from webapp.counterfactuals import costs, services  # noqa: E402
 
 

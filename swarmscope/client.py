@@ -117,7 +117,7 @@ class SwarmscopeClient:
         """The trace resource: name, counts (`event_count`, `agent_count`), `seq`, rewards, ..."""
         return self._request("GET", f"/api/traces/{trace_id}/")
 
-    # --- training runs (issue 6: trainer/recipes/train_orchestrator.py reports here) -----------
+    # --- training runs (trainer/recipes/app_client.py reports here) ---------------------------
 
     def create_run(self, config: dict[str, Any], *, name: str = "") -> dict[str, Any]:
         """Create the app's record of an external training run (`config`: a RunConfig dict);

@@ -1,6 +1,6 @@
 """LLM-judge failure attribution for traces that cannot be re-run (docs/architecture.md "Credit"): the three
 methods of Who&When ("Which Agent Causes Task Failures and When?", Zhang et al., ICML 2025), over
-any `complete(messages) -> str` callable (e.g. `trainer.rollout.openai.ChatClient.complete`).
+any `complete(messages) -> str` callable (e.g. `trainer.rollout.chat.ChatClient.complete`).
 
 The steps of a trace are its events in order (a Who&When log has one event per history entry, so
 step k is `mistake_step` k); a step's agent is its event's agent.

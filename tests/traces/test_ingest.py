@@ -93,7 +93,7 @@ def test_edge_to_unknown_event_is_refused_with_its_index(project, native):
 
 
 def test_snapshot_plus_deltas_equals_later_snapshot(project, native, deltas, django_capture_on_commit_callbacks):
-    """The live protocol's invariant (DESIGN.md): snapshot(t0) + deltas == snapshot(t1)."""
+    """The live protocol's invariant (docs/architecture.md): snapshot(t0) + deltas == snapshot(t1)."""
     half = copy.deepcopy(native)
     half["events"], half["edges"] = native["events"][:5], native["edges"][:2]
     with django_capture_on_commit_callbacks(execute=True):

@@ -1,6 +1,6 @@
 """Runs services: config validation through the recipe, iterations stored all-or-nothing with their
 episodes imported as traces, progress and best reward, seed groups, the snapshot + deltas
-invariant, cancel and resume; the training task body on the real recipe (tier 2 of STYLE.md 12)."""
+invariant, cancel and resume; the training task body, called directly, on the real recipe."""
 
 from __future__ import annotations
 

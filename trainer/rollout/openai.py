@@ -1,6 +1,7 @@
 """The `openai` rollout backend: counterfactual re-rollouts of an LLM trace through any
 OpenAI-compatible chat endpoint (in production a `vllm serve` with prefix caching), standard
-library HTTP only (docs/architecture.md "Credit").
+library HTTP only (docs/architecture.md "Credit"). (Over 500 lines: one backend, whose planning, fork,
+replay and re-generation share the state of `OpenAIRollout`.)
 
 Configuration comes from the environment (trainer does not read Django settings):
 SWARMSCOPE_OPENAI_BASE_URL (e.g. http://127.0.0.1:8001/v1), SWARMSCOPE_OPENAI_API_KEY (optional),
@@ -61,14 +62,10 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import logging
 import os
 import re
-import socket
 import string
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -78,6 +75,7 @@ import numpy as np
 from swarmscope.interventions import Intervention, check_intervention
 from swarmscope.judge import JudgeParseError, parse_verdict, verifier_messages
 from swarmscope.model import Edge, Event, Trace
+from trainer.rollout.chat import ChatClient, VerdictError
 
 log = logging.getLogger(__name__)
 
@@ -95,101 +93,6 @@ ORCHESTRATOR_TYPES = ("orchestrator_decision", "delegate", "stop")
 #: Agent roles whose turns no LLM writes, so they are never offered as speakers.
 NOT_SPEAKER_ROLES = ("human", "tool")
 _FINAL = re.compile(r"final answer\s*:", re.IGNORECASE)
-
-
-class OpenAIError(RuntimeError):
-    """A request to the OpenAI-compatible endpoint failed; the message names the cause."""
-
-
-class VerdictError(OpenAIError):
-    """The verifier answered something other than the strict verdict; the message holds the answer."""
-
-
-@dataclass
-class ChatClient:
-    """A minimal OpenAI-compatible chat-completions client over urllib."""
-
-    base_url: str
-    model: str
-    api_key: str = ""
-    temperature: float = 1.0
-    max_tokens: int = 512
-    timeout_s: float = 120.0
-    requests: int = field(default=0, compare=False)
-
-    @classmethod
-    def from_env(cls, base_url: str | None = None, model: str | None = None, **overrides: Any) -> ChatClient:
-        """From SWARMSCOPE_OPENAI_* (arguments win). Raises ValueError when no base URL or model is set."""
-        env = os.environ
-        base_url = base_url or env.get("SWARMSCOPE_OPENAI_BASE_URL", "")
-        model = model or env.get("SWARMSCOPE_OPENAI_MODEL", "")
-        if not base_url:
-            raise ValueError("SWARMSCOPE_OPENAI_BASE_URL is not set")
-        if not model:
-            raise ValueError("SWARMSCOPE_OPENAI_MODEL is not set")
-        options: dict[str, Any] = {
-            "api_key": env.get("SWARMSCOPE_OPENAI_API_KEY", ""),
-            "temperature": float(env.get("SWARMSCOPE_OPENAI_TEMPERATURE", 1.0)),
-            "max_tokens": int(env.get("SWARMSCOPE_OPENAI_MAX_TOKENS", 512)),
-            "timeout_s": float(env.get("SWARMSCOPE_OPENAI_TIMEOUT_S", 120)),
-        }
-        options.update(overrides)
-        return cls(base_url.rstrip("/"), model, **options)
-
-    def chat(
-        self, messages: list[dict[str, str]], *, n: int = 1, seed: int | None = None, temperature: float | None = None
-    ) -> list[str]:
-        """The `n` completions of `messages` (one request). Raises OpenAIError naming the cause."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "n": n,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature if temperature is None else temperature,
-        }
-        if seed is not None:
-            body["seed"] = int(seed)
-        url = f"{self.base_url}/chat/completions"
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
-        self.requests += 1
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode("utf-8", "replace")
-            raise OpenAIError(f"OpenAI endpoint {url} answered HTTP {exc.code}: {detail}") from exc
-        except TimeoutError as exc:
-            raise OpenAIError(f"OpenAI endpoint {url} timed out after {self.timeout_s:g}s") from exc
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                raise OpenAIError(f"OpenAI endpoint {url} timed out after {self.timeout_s:g}s") from exc
-            raise OpenAIError(f"OpenAI endpoint {url} is unreachable: {exc.reason}") from exc
-        try:
-            document = json.loads(raw)
-        except ValueError as exc:
-            raise OpenAIError(f"OpenAI endpoint {url} answered malformed JSON: {raw[:200]!r}") from exc
-        try:
-            choices = sorted(document["choices"], key=lambda c: c.get("index", 0))
-            texts = [choice["message"]["content"] or "" for choice in choices]
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise OpenAIError(
-                f"OpenAI endpoint {url} answered JSON without choices[].message.content: {raw[:200]!r}"
-            ) from exc
-        if len(texts) != n or not all(isinstance(t, str) for t in texts):
-            raise OpenAIError(f"OpenAI endpoint {url} answered {len(texts)} choices for n={n}")
-        return texts
-
-    def complete(self, messages: list[dict[str, str]]) -> str:
-        """One completion at temperature 0 (the judge's `complete`)."""
-        return self.chat(messages, n=1, temperature=0.0)[0]
-
-
-def judge_client(base_url: str | None = None, model: str | None = None) -> ChatClient:
-    """The client of `swarmscope.judge` (SWARMSCOPE_JUDGE_CLIENT): `ChatClient.from_env`."""
-    return ChatClient.from_env(base_url, model)
 
 
 def normalise_answer(text: Any) -> str:

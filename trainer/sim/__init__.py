@@ -1,4 +1,4 @@
-"""SwarmSim: a CPU swarm environment whose counterfactuals have a known answer (issue 4).
+"""SwarmSim: a CPU swarm environment whose counterfactuals have a known answer.
 
 A Dynamic Dec-POMDP (survey arXiv 2605.02801, §3): an orchestrator spawns sub-agents with roles
 and skills, delegates the subtasks of a task DAG to them, routes messages and aggregates; every

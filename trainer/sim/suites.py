@@ -15,7 +15,7 @@ planted effects on the aggregate's success probability (`trainer.sim.effects`):
 So E[R | S] = PIVOT12_BASE + 0.30 [p in S] + 0.20 [r1 in S or r2 in S] + 0.25 [s1, s2 in S]
 - 0.20 [h in S] exactly (the closed form `exact.aggregate_coalition_values`), with PIVOT12_BASE =
 0.2375 = E[R | no message]: the mean of E[R | S] over all 2^12 coalitions is 0.5, the base success
-probability the issue asks for, and every E[R | S] stays in [0.0375, 0.9875], so no clipping.
+probability of the suite, and every E[R | S] stays in [0.0375, 0.9875], so no clipping.
 The exact Shapley values (Shapley 1953) follow: pivotal 0.30, each redundant 0.10, each
 synergistic 0.125, harmful -0.20, null 0.
 

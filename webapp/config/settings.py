@@ -174,7 +174,7 @@ if SWARMSCOPE_OPENAI_BASE_URL:
     # the same, scored by a verifier prompt even where the trace has a ground truth
     SWARMSCOPE_ROLLOUT_BACKENDS["openai-verifier"] = "trainer.rollout.openai.OpenAIVerifierRollout"
 #: Factory of the judge's chat client: called as f(base_url=..., model=...), has `.complete(messages)`.
-SWARMSCOPE_JUDGE_CLIENT = "trainer.rollout.openai.judge_client"
+SWARMSCOPE_JUDGE_CLIENT = "trainer.rollout.chat.judge_client"
 #: Paired samples per Celery task (a chunk): the work a killed worker can lose.
 SWARMSCOPE_ROLLOUT_CHUNK = int(os.environ.get("SWARMSCOPE_ROLLOUT_CHUNK", 8))
 #: A running job whose heartbeat is older than this (seconds) has its missing chunks re-queued.

@@ -10,12 +10,10 @@ from swarmscope.interventions import Intervention
 from swarmscope.model import Agent, Event, Trace, validate_trace
 from tests.conftest import FIXTURES
 from tests.fake_openai import FakeOpenAIServer
+from trainer.rollout.chat import ChatClient, OpenAIError, VerdictError
 from trainer.rollout.openai import (
-    ChatClient,
-    OpenAIError,
     OpenAIRollout,
     OpenAIVerifierRollout,
-    VerdictError,
     find_orchestrator,
     normalise_answer,
     parse_speaker,
