@@ -2,7 +2,8 @@
 
 An orchestration trace G = (V, E) is a temporal event graph (survey arXiv 2605.02801, §4):
 events are the vertices, typed edges the arcs. Times are seconds from the trace start.
-Everything here is plain dataclasses and functions; no framework imports.
+Everything here is plain dataclasses and functions; no framework imports. (Over 500 lines: the
+records, their validation from JSON and the merge rule of re-sent events belong together.)
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ def test_deferred_derivation_gives_the_same_trace(
 ):
     settings.SWARMSCOPE_OTLP_SYNC_SPANS = 2
     # the task itself, in this process, whatever the broker (test_celery_worker.py: on a real worker)
-    monkeypatch.setattr(derive_spans, "delay", lambda *args: derive_spans.apply(args=args))
+    monkeypatch.setattr(derive_spans, "apply_async", lambda args, **options: derive_spans.apply(args=args))
     (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
     batches = [spans[i : i + 2] for i in range(0, len(spans), 2)]
     assert len(batches) >= 3
@@ -35,21 +35,26 @@ def test_deferred_derivation_gives_the_same_trace(
     assert not Trace.objects.filter(spans_pending=True).exists()
 
 
-def test_a_lost_task_is_asked_again(api_client, fixtures, settings, monkeypatch):
+def test_a_lost_task_is_asked_again(api_client, fixtures, settings, monkeypatch, django_capture_on_commit_callbacks):
     """With the broker down the request still answers 200 (its spans are committed); the periodic
     sweep derives the trace later."""
     settings.SWARMSCOPE_OTLP_SYNC_SPANS = 2
     (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
 
+    refused = []
+
     def broker_down(*args, **kwargs):
+        refused.append(args)
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr("webapp.traces.tasks.derive_spans.delay", broker_down)  # fault injection
+    monkeypatch.setattr("webapp.traces.tasks.derive_spans.apply_async", broker_down)  # fault injection
     for batch in (spans[:2], spans[2:]):
-        response = api_client.post(
-            "/v1/traces", data=json.dumps(otlp.encode_json(batch)), content_type="application/json"
-        )
+        with django_capture_on_commit_callbacks(execute=True) as enqueued:  # the request's enqueue runs, and fails
+            response = api_client.post(
+                "/v1/traces", data=json.dumps(otlp.encode_json(batch)), content_type="application/json"
+            )
         assert response.status_code == 200, response.content
+    assert enqueued and refused  # the second request asked for the rebuild, and the broker refused
     trace = Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}")
     assert trace.spans_pending and trace.spans.count() == len(spans)
     assert trace.attributes["spans"] == 2  # derived from the first request's spans only

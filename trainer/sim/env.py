@@ -1,4 +1,5 @@
 """SwarmSim: a Dynamic Dec-POMDP (survey arXiv 2605.02801, §3) whose episodes are orchestration traces.
+(Over 500 lines: the environment's dynamics, one class, kept in one place.)
 
 The orchestrator acts (`trainer.sim.actions`); the agent set changes as it spawns and despawns
 sub-agents. A sub-agent delegated subtask i waits for its inputs (the returns of i's deps and the

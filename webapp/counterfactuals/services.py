@@ -1,4 +1,5 @@
 """Counterfactual jobs: request, run in chunks, record samples, finish with an attribution.
+(Over 500 lines: the jobs' one write path, from request to the stored attribution.)
 
 `request_counterfactual` validates and stores a job and enqueues its chunks on the backend's queue;
 `do_run_chunk` (the body of the Celery task) runs the chunk's missing paired samples and records

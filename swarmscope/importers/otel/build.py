@@ -3,6 +3,7 @@
 On the agents that `SpanTree` (agents.py) assigns, it makes the events of each span (LLM turns, tool
 calls, hand-offs), the delegations to each invocation (invoker, spawn), the spawn, message, return,
 tool_dependency and causal edges, and the trace-level fields. The rules: docs/otel-mapping.md.
+(Over 500 lines: one builder whose passes share the span tree's state.)
 """
 
 from __future__ import annotations
