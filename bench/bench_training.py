@@ -222,7 +222,7 @@ def main() -> None:
 
     # 1. steps to the shared run's final success
     lines: list[str] = []
-    lines.append("## bench_training: orchestrator RL on the long level (issue 6)")
+    lines.append("## bench_training: orchestrator RL on the long level")
     lines.append("")
     load = os.getloadavg()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()

@@ -1,4 +1,4 @@
-"""Benchmark: credit estimators against SwarmSim's exact answers on the pivot-12 suite (issue 5).
+"""Benchmark: credit estimators against SwarmSim's exact answers on the pivot-12 suite.
 
 Every trace of pivot-12 (200 by default, `--traces`) has 12 candidate messages with planted effects
 and exact leave-one-out Δ and Shapley values (`trainer.sim.suites`). Rewards are 0/1 outcomes.

@@ -4,7 +4,7 @@ In this process (no Daphne, no network), Django's test client posts the batches 
 (`synthetic_trace(events / 20, events)`, `--batch` events each) into a new trace of a fresh
 database `swarmscope_bench_profile` (dropped at the end). Prints batch latency by quarter of the
 stream (growth means a per-batch cost that grows with the stored trace), then the wall time per
-batch of the write path's parts, in ms; the parts nest (a fetch runs inside `_merge_batch`), so
+batch of the write path's parts, in ms; the parts nest (a fetch runs inside `do_ingest`), so
 they do not add up. `--cprofile N` prints cProfile's top N functions by cumulative time instead.
 
     .venv/bin/python bench/profile_ingest.py [--events 20000] [--batch 500] [--cprofile 40]
@@ -72,14 +72,16 @@ def instrument(timer: PartTimer) -> None:
     from django.db.models.query import QuerySet
 
     from webapp.traces import api, ingest
+    from webapp.web import api as web_api
 
     timer.wrap(QuerySet, "bulk_create", lambda a: f"bulk_create {a[0].model.__name__}")
     timer.wrap(QuerySet, "_fetch_all", lambda a: f"read {a[0].model.__name__} ({a[0]._iterable_class.__name__})")
     timer.wrap(BaseDatabaseWrapper, "commit", "commit")
     for name in SERVICE_PARTS:
         timer.wrap(ingest, name, f"ingest.{name}")
-    for name in ("_fragment_from_batch", "_parse_json_or_ndjson", "check_token"):
+    for name in ("_fragment_from_batch", "parse_body"):  # as traces.api calls them
         timer.wrap(api, name, f"api.{name}")
+    timer.wrap(web_api, "check_token", "web.api.check_token")
 
 
 def setup_django(database_url: str, data_dir: str) -> str:

@@ -1,1 +1,1 @@
-"""The torch side of Swarmscope (no Django): SwarmSim, policies, rollouts, recipes, and the SDK."""
+"""The torch side of Swarmscope (no Django): SwarmSim, the orchestrator policy, RL parts, rollout backends, recipes."""

@@ -17,15 +17,20 @@ def natural_key(path: Path) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
 
 
+def _hidden(relative: Path) -> bool:
+    """Whether a file or any folder on its way down from the root is hidden (`.git/`, `.monocle/`)."""
+    return any(part.startswith(".") for part in relative.parts)
+
+
 def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:
-    """The files the `paths` name: a file itself, a folder's files (recursively, hidden ones left
-    out, in natural order). Raises FileNotFoundError naming a path that does not exist."""
+    """The files the `paths` name: a file itself, a folder's files (recursively, in natural order,
+    leaving out hidden files and everything in hidden folders). Raises FileNotFoundError naming a
+    path that does not exist."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            yield from sorted(
-                (p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")), key=natural_key
-            )
+            files = (p for p in path.rglob("*") if p.is_file() and not _hidden(p.relative_to(path)))
+            yield from sorted(files, key=natural_key)
         elif path.is_file():
             yield path
         else:
@@ -35,7 +40,7 @@ def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:
 def read_traces(*paths: str | os.PathLike) -> list[Trace]:
     """Every trace in the files and folders `paths` (format detected by content; chunks of one span
     trace across files merge). All or nothing: raises TraceFormatError naming the first file that
-    failed; files that hold no trace are skipped."""
+    failed; files that hold no trace are skipped. `read_files` reports file by file instead."""
     files = list(iter_files(paths))
     result = read_files(SourceFile(str(p), p.read_bytes()) for p in files)
     for report in result.files:

@@ -69,7 +69,7 @@ def test_bad_requests_answer_400_naming_the_field(api_client, sim_trace, body, f
 
 @pytest.mark.parametrize("backend", [{}, [], 3, None])
 def test_an_estimate_with_a_backend_that_is_no_string_answers_400(api_client, sim_trace, pivotal, backend):
-    """Found by schemathesis: an unhashable backend was a 500 (a dict lookup in get_backend_class)."""
+    """An unhashable backend (found by schemathesis) is refused by name, not looked up in a dict."""
     response = post(
         api_client,
         f"/api/traces/{sim_trace.pk}/counterfactuals/estimate/",
@@ -81,7 +81,7 @@ def test_an_estimate_with_a_backend_that_is_no_string_answers_400(api_client, si
 @pytest.mark.parametrize(
     "change, field",
     [
-        ({"epsilon": int("1" + "0" * 400)}, "epsilon"),  # beyond a float: was a 500 (float(epsilon))
+        ({"epsilon": int("1" + "0" * 400)}, "epsilon"),  # beyond a float (float(epsilon) would raise)
         ({"intervention": {"kind": "replace", "events": ["{pivotal}"], "text": "a\x00b"}}, "intervention"),  # no U+0000
     ],
 )

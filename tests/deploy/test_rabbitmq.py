@@ -1,4 +1,4 @@
-"""Celery on a RabbitMQ broker while Redis stays the channel layer (issue 8): a counterfactual job
+"""Celery on a RabbitMQ broker while Redis stays the channel layer: a counterfactual job
 requested through the API runs on a worker that takes its chunks from RabbitMQ, and its progress
 reaches a websocket viewer through Redis.
 

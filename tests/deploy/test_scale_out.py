@@ -1,4 +1,4 @@
-"""Scale-out (issue 8): several app processes on one PostgreSQL database and one Redis, all started
+"""Scale-out: several app processes on one PostgreSQL database and one Redis, all started
 by the test on free ports, meeting only through those services as they would on separate machines."""
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ def test_read_traces_reads_a_file_and_a_folder(fixtures, tmp_path):
     folder.mkdir()
     (folder / "a.json").write_bytes((fixtures / "native_small.json").read_bytes())
     (folder / "notes.txt").write_text("not a trace")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "index").write_bytes(b"\xff\x00 not text")  # hidden folders are left out
     assert [t.identity_key for t in swarmscope.read_traces(folder)] == [trace.identity_key]
 
 

@@ -6,7 +6,7 @@ import sys
 from tests.servers import REPO
 
 
-def test_importing_webapp_core_loads_no_framework():
+def test_importing_all_of_swarmscope_loads_no_framework():
     code = (
         "import sys, pkgutil, importlib, swarmscope\n"
         "for m in pkgutil.walk_packages(swarmscope.__path__, 'swarmscope.'): importlib.import_module(m.name)\n"
@@ -17,7 +17,7 @@ def test_importing_webapp_core_loads_no_framework():
     assert result.stdout.strip() == "[]"
 
 
-def test_trainer_sdk_needs_only_the_standard_library():
+def test_the_client_needs_only_the_standard_library():
     code = (
         "import sys, swarmscope.client\n"
         "print(sorted(n for n in sys.modules if n.startswith(('django', 'torch', 'webapp', 'numpy', 'networkx'))))"

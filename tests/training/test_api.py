@@ -77,10 +77,10 @@ BIG = int("1" + "0" * 400)  # a JSON integer beyond a float's range
 @pytest.mark.parametrize(
     "change, field",
     [
-        ({"env_steps": 2**63}, "env_steps"),  # beyond the 64-bit column: was a 500 (database overflow)
+        ({"env_steps": 2**63}, "env_steps"),  # beyond the 64-bit column (the database would overflow)
         ({"budget_steps": 2**63}, "budget_steps"),
         ({"iteration": 2**31}, "iteration"),  # a 32-bit column on PostgreSQL
-        ({"wall_s": BIG}, "wall_s"),  # beyond a float: was a 500 (math.isfinite)
+        ({"wall_s": BIG}, "wall_s"),  # beyond a float (math.isfinite would raise)
         ({"metrics": {"reward": BIG}}, "metrics.reward"),
         ({"stop": {"p_stop_by_step": [[1, BIG]]}}, "stop.p_stop_by_step[0][1]"),
         ({"metrics": {"reward": 1.0, "note": "a\x00b"}}, "metrics"),  # PostgreSQL cannot store U+0000

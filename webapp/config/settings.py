@@ -163,7 +163,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
 # Counterfactual re-rollouts (webapp.counterfactuals): backend name -> dotted path of its class, loaded
-# only by the experiments services (Django reaches `trainer` through these paths alone).
+# only by the counterfactual services (Django reaches `trainer` through these paths alone).
 SWARMSCOPE_ROLLOUT_BACKENDS = {"sim": "trainer.rollout.sim.SimRollout"}
 # LLM rollouts and judges: an OpenAI-compatible endpoint (e.g. `vllm serve`). The `openai` backend
 # (trainer.rollout.openai reads these from the environment itself) is offered only where one is set.

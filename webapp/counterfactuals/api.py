@@ -14,9 +14,8 @@ import json
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from swarmscope.ingest import holds_nul
 from webapp.traces.api import get_trace
-from webapp.web.api import api_view, check_write, json_error
+from webapp.web.api import BodyError, api_view, check_write, json_body, json_error
 
 from . import costs, services, wire
 
@@ -45,9 +44,9 @@ COUNTERFACTUAL_FIELDS = {"intervention", "n", "backend", "seed", "epsilon", "con
 def _json_object(request: HttpRequest, fields: set[str], required: tuple[str, ...]) -> dict | JsonResponse:
     """The request's JSON object body, or a 400 naming `body`, an unknown field or a missing one."""
     try:
-        body = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return json_error(400, f"invalid JSON: {exc}", field="body")
+        body = json_body(request)
+    except BodyError as exc:
+        return json_error(400, str(exc), field=exc.field)
     if not isinstance(body, dict):
         return json_error(400, "body must be a JSON object", field="body")
     unknown = sorted(set(body) - fields)
@@ -56,9 +55,6 @@ def _json_object(request: HttpRequest, fields: set[str], required: tuple[str, ..
     for name in required:
         if name not in body:
             return json_error(400, "is required", field=name)
-    for name, value in body.items():  # PostgreSQL's text and jsonb cannot hold U+0000 (was a 500 there)
-        if holds_nul(value):
-            return json_error(400, "must not contain a NUL character (U+0000)", field=name)
     return body
 
 

@@ -9,16 +9,14 @@ endpoints is webapp.web.openapi.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
-from swarmscope.importers import SourceFile, TraceFormatError
 from webapp.accounts.models import Membership
 from webapp.accounts.services import PermissionRefused, check_role, get_role
 from webapp.traces.models import Trace
-from webapp.web.api import api_view, check_no_nul, json_error
+from webapp.web.api import BodyError, api_view, json_body, json_error
 
 from . import feed, services
 from .services import ReviewInputError
@@ -32,13 +30,9 @@ def _caller(request: HttpRequest):
 
 def _json_body(request: HttpRequest) -> dict[str, Any]:
     try:
-        check_no_nul(SourceFile("request body", request.body))
-    except TraceFormatError as exc:
-        raise ReviewInputError(exc.detail, field="body") from None
-    try:
-        doc = json.loads(request.body or b"{}")
-    except (ValueError, RecursionError) as exc:
-        raise ReviewInputError(f"body must be a JSON object: {exc}", field="body") from None
+        doc = json_body(request)
+    except BodyError as exc:
+        raise ReviewInputError(str(exc), field=exc.field) from None
     if not isinstance(doc, dict):
         raise ReviewInputError("body must be a JSON object", field="body")
     return doc

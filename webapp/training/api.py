@@ -12,29 +12,22 @@ runs answer 404 alike.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
-from swarmscope.ingest import holds_nul
-from webapp.web.api import api_view, check_write, get_write_project, json_error
+from webapp.web.api import BodyError, api_view, check_write, get_write_project, json_body, json_error
 
 from . import services
 from .models import Run
 
 
 def _body(request: HttpRequest) -> Any:
-    """The JSON body. Raises RunInputError for bad JSON, or naming the top-level field with a NUL
-    character (U+0000), which PostgreSQL's text and jsonb cannot hold (was a 500 there)."""
+    """The JSON body; raises RunInputError naming the field (`json_body`'s checks)."""
     try:
-        doc = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise services.RunInputError(f"not JSON: {exc}", "body") from None
-    for name, value in doc.items() if isinstance(doc, dict) else ():
-        if holds_nul(name) or holds_nul(value):
-            raise services.RunInputError("must not contain a NUL character (U+0000)", name)
-    return doc
+        return json_body(request)
+    except BodyError as exc:
+        raise services.RunInputError(str(exc), exc.field) from None
 
 
 def _run(request: HttpRequest, run_id: int, write: str = "") -> Run | None:

@@ -121,7 +121,7 @@ def _number(
 def check_finite_json(value: Any, field: str) -> Any:
     """`value` (decoded JSON) if every number in it is finite and within a float's range, else
     RunInputError naming the first offending path (`field.key[i]`): NaN, Infinity and such
-    integers decode in Python but are not JSON, so the database refuses them (was a 500)."""
+    integers decode in Python but are not JSON, so the database would refuse them."""
     stack = [(field, value)]
     while stack:
         path, item = stack.pop()

@@ -10,6 +10,7 @@ user's role there) or the browser session. Reading needs membership; every write
 from __future__ import annotations
 
 import functools
+import json
 import re
 import zlib
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from django.views.defaults import page_not_found
 
 from swarmscope import model as core
 from swarmscope.importers import SourceFile, TraceFormatError, decode
+from swarmscope.ingest import holds_nul
 from webapp.accounts.ratelimit import check_ingest_rate
 from webapp.accounts.services import (
     WRITE_ROLE,
@@ -201,6 +203,30 @@ def check_no_nul(source: SourceFile) -> None:
         raise TraceFormatError(
             source.name, "contains a NUL character (U+0000), which cannot be stored", line=line, column=column
         )
+
+
+class BodyError(ValueError):
+    """A request body that is not a usable JSON document; `field` is "body" or the top-level field."""
+
+    def __init__(self, message: str, field: str = "body"):
+        super().__init__(message)
+        self.field = field
+
+
+def json_body(request: HttpRequest) -> Any:
+    """The request body as JSON ({} when empty). Raises BodyError for text that is not JSON or is
+    nested too deeply, and naming the top-level field that holds a NUL character (U+0000), which
+    PostgreSQL's text and jsonb cannot store."""
+    try:
+        doc = json.loads(request.body or b"{}")
+    except RecursionError:
+        raise BodyError("JSON nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise BodyError(f"invalid JSON: {exc}") from None
+    for name, value in doc.items() if isinstance(doc, dict) else [("body", doc)]:
+        if holds_nul(name) or holds_nul(value):
+            raise BodyError("must not contain a NUL character (U+0000)", name)
+    return doc
 
 
 def parse_body(body: bytes) -> Any:

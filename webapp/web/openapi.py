@@ -149,7 +149,7 @@ def _results(item: dict[str, Any]) -> dict[str, Any]:
 
 NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 
-# --- experiments (webapp.counterfactuals.api): counterfactual jobs and attributions -------------------
+# --- counterfactuals (webapp.counterfactuals.api): counterfactual jobs and attributions -------------------
 JOB_STATUSES = ["queued", "running", "done", "failed", "cancelled"]
 METHODS = ["loo", "shapley", "kernelshap", "shapley2"]
 ATTRIBUTION = {
@@ -357,7 +357,7 @@ COST = {
     },
 }
 
-# --- runs (webapp.training.api): training runs reported by trainers ----------------------------------
+# --- training runs (webapp.training.api): training runs reported by trainers ----------------------------------
 RUN_STATUSES = ["queued", "running", "cancelling", "cancelled", "failed", "finished"]
 RUN = {
     "type": "object",
