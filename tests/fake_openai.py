@@ -1,8 +1,18 @@
 """FakeOpenAIServer: a scripted stand-in for an OpenAI-compatible chat endpoint, started by a test.
 
-A `http.server` in a thread on a free loopback port. `answer(body) -> str | list[str]` gives the
-completions of one request (a str is repeated `n` times); `status`, `raw` and `delay` make it fail
-(an HTTP status, a body that is not JSON, a slow answer). Every request body is kept in `requests`.
+A `http.server` (HTTP/1.1 keep-alive) in a thread on a free loopback port. `answer(body) -> str |
+list[str]` gives the completions of one request (a str is repeated `n` times). Fault injection:
+`status` (every request answers that HTTP status), `statuses` (the next requests answer these
+statuses, one each, then normally), `raw` (a body that is not JSON), `delay` (a slow answer).
+
+It refuses what vLLM refuses, with HTTP 400: an empty `messages`, a prompt over `max_model_len`
+(prompt tokens + max_tokens, tokens counted as ceil(characters / 4) of each message's content;
+None: no limit), and (unless `vllm`) an unknown top-level parameter. With `vllm` it says so in
+`/v1/models` (`owned_by: "vllm"`, `max_model_len`) and `/version`, accepts `structured_outputs`
+and answers one of its `choice`s (the scripted answer where it is one, else the first). Answers
+report `usage` (prompt, completion and `prompt_tokens_details.cached_tokens`: the tokens of the
+leading messages an earlier request had too) and are cut at `max_tokens` (finish_reason "length").
+POST bodies are kept in `requests`, GET paths in `gets`; `connections` counts TCP connections.
 """
 
 from __future__ import annotations
@@ -12,19 +22,72 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+#: Top-level parameters of an OpenAI chat-completions request that the fake accepts off vLLM.
+OPENAI_PARAMETERS = {
+    "model",
+    "messages",
+    "n",
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "seed",
+    "top_p",
+    "stop",
+    "stream",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "user",
+    "response_format",
+    "tools",
+    "tool_choice",
+}
+
+
+def fake_tokens(text: str) -> int:
+    """The fake's token count: ceil(characters / 4)."""
+    return -(-len(text) // 4)
+
 
 class FakeOpenAIServer:
-    def __init__(self, answer=lambda body: "FINAL ANSWER: 42"):
+    def __init__(self, answer=lambda body: "FINAL ANSWER: 42", vllm=False, max_model_len=None, version="0.32.0"):
         self.answer = answer
+        self.vllm, self.max_model_len, self.version = vllm, max_model_len, version
         self.requests: list[dict] = []
+        self.gets: list[str] = []
+        self.connections = 0
         self.status: int | None = None
+        self.statuses: list[int] = []
         self.raw: bytes | None = None
         self.delay = 0.0
+        self.seen_prefixes: set[str] = set()
+        self.lock = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
+
+            def setup(self):
+                super().setup()
+                with fake.lock:
+                    fake.connections += 1
+
             def log_message(self, *args):
                 pass
+
+            def do_GET(self):
+                fake.gets.append(self.path)
+                if self.path == "/v1/models":
+                    entry = {"id": "fake-model", "object": "model", "owned_by": "vllm" if fake.vllm else "fake"}
+                    if fake.vllm and fake.max_model_len:
+                        entry["max_model_len"] = fake.max_model_len
+                    return self._send(200, json.dumps({"object": "list", "data": [entry]}).encode())
+                if self.path == "/version" and fake.vllm:
+                    return self._send(200, json.dumps({"version": fake.version}).encode())
+                self._send(404, b'{"error": "not found"}')
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -32,23 +95,16 @@ class FakeOpenAIServer:
                 fake.requests.append(body)
                 if fake.delay:
                     time.sleep(fake.delay)
-                if fake.status:
-                    return self._send(fake.status, b'{"error": "scripted failure"}')
+                with fake.lock:
+                    scripted = fake.statuses.pop(0) if fake.statuses else None
+                if fake.status or scripted:
+                    return self._send(fake.status or scripted, b'{"error": "scripted failure"}')
                 if fake.raw is not None:
                     return self._send(200, fake.raw)
-                texts = fake.answer(body)
-                if isinstance(texts, str):
-                    texts = [texts] * body.get("n", 1)
-                choices = [
-                    {"index": k, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-                    for k, t in enumerate(texts)
-                ]
-                self._send(
-                    200,
-                    json.dumps(
-                        {"id": "fake", "object": "chat.completion", "model": body["model"], "choices": choices}
-                    ).encode(),
-                )
+                refusal = fake.refusal(body)
+                if refusal:
+                    return self._send(400, json.dumps({"object": "error", "message": refusal}).encode())
+                self._send(200, json.dumps(fake.completion(body)).encode())
 
             def _send(self, status, data):
                 try:
@@ -64,6 +120,67 @@ class FakeOpenAIServer:
         self.server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def prompt_tokens(self, body) -> int:
+        return sum(fake_tokens(m.get("content") or "") for m in body.get("messages", []))
+
+    def refusal(self, body) -> str | None:
+        """vLLM's reason to answer `body` with HTTP 400, or None."""
+        unknown = sorted(set(body) - OPENAI_PARAMETERS - {"_path", "_authorization"})
+        if unknown and not self.vllm:
+            return f"Unrecognized request argument supplied: {unknown[0]}"
+        if not body.get("messages"):
+            return "messages: the conversation is empty"
+        if self.max_model_len:
+            prompt, completion = self.prompt_tokens(body), body.get("max_tokens") or 0
+            if prompt + completion > self.max_model_len:
+                return (
+                    f"This model's maximum context length is {self.max_model_len} tokens. However, you "
+                    f"requested {prompt + completion} tokens ({prompt} in the messages, "
+                    f"{completion} in the completion)."
+                )
+        return None
+
+    def completion(self, body) -> dict:
+        texts = self.answer(body)
+        n = body.get("n", 1)
+        if isinstance(texts, str):
+            texts = [texts] * n
+        choice = (body.get("structured_outputs") or {}).get("choice") if self.vllm else None
+        if choice:
+            texts = [t if t in choice else choice[0] for t in texts]
+        limit = body.get("max_tokens")
+        choices: list[dict] = []
+        for k, text in enumerate(texts):
+            cut = limit is not None and fake_tokens(text) > limit
+            text = text[: 4 * limit] if cut else text
+            choices.append(
+                {
+                    "index": k,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "length" if cut else "stop",
+                }
+            )
+        cached, key = 0, ""
+        with self.lock:
+            for message in body["messages"]:
+                key += json.dumps(message) + "\n"
+                if key not in self.seen_prefixes:
+                    break
+                cached += fake_tokens(message.get("content") or "")
+            key = ""
+            for message in body["messages"]:
+                key += json.dumps(message) + "\n"
+                self.seen_prefixes.add(key)
+        prompt = self.prompt_tokens(body)
+        completion = sum(fake_tokens(c["message"]["content"]) for c in choices)
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+        return {"id": "fake", "object": "chat.completion", "model": body["model"], "choices": choices, "usage": usage}
 
     def __enter__(self) -> FakeOpenAIServer:
         self.thread.start()

@@ -36,6 +36,7 @@ def fake(monkeypatch):
         monkeypatch.setenv("SWARMSCOPE_OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("SWARMSCOPE_OPENAI_MODEL", "fake-model")
         monkeypatch.setenv("SWARMSCOPE_OPENAI_TIMEOUT_S", "5")
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_RETRY_BASE_S", "0.01")
         yield server
 
 
@@ -231,3 +232,32 @@ def test_attribution_estimates_refuse_bad_requests_and_cost_nothing_on_swarmsim(
     ).json()
     assert (sim["llm"], sim["confirmation_required"], sim["total_tokens"], sim["requests"]) == (False, False, 0, 0)
     assert (sim["n"], sim["rollouts"], sim["players"]) == (4, 13 * 4, 12)
+
+
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
+def test_a_prompt_over_the_models_context_is_refused_at_the_estimate_naming_agent_and_turn(
+    api_client, project, monkeypatch
+):
+    core = make_trace()
+    core.events[0].content = "6" * (4 * 3000)  # 3,000 tokens in every prompt after the first turn
+    trace = do_ingest(project, core).trace
+    body = {"intervention": {"kind": "remove", "events": ["h2"]}, "n": 4, "backend": "openai"}
+    with FakeOpenAIServer(answer, vllm=True, max_model_len=2048) as server:
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_MODEL", "fake-model")
+        response = api_client.post(
+            f"/api/traces/{trace.pk}/counterfactuals/estimate/", body, content_type="application/json"
+        )
+        assert response.status_code == 400 and response.json()["field"] == "intervention"
+        assert "planner's turn at event h3" in response.json()["error"] and "2048" in response.json()["error"]
+        attribution = {"method": "loo", "budget": 20, "backend": "openai", "players": "messages"}
+        response = api_client.post(
+            f"/api/traces/{trace.pk}/attributions/estimate/", attribution, content_type="application/json"
+        )
+        assert response.status_code == 400 and "over the model's context of 2048" in response.json()["error"]
+        assert not server.requests  # nothing was sent: the job never started
+        server.max_model_len = 8192  # a longer context: the same job fits
+        response = api_client.post(
+            f"/api/traces/{trace.pk}/counterfactuals/estimate/", body, content_type="application/json"
+        )
+        assert response.status_code == 200, response.json()

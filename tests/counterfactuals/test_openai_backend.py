@@ -34,6 +34,7 @@ def fake(monkeypatch):
         monkeypatch.setenv("SWARMSCOPE_OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("SWARMSCOPE_OPENAI_MODEL", "fake-model")
         monkeypatch.setenv("SWARMSCOPE_OPENAI_TIMEOUT_S", "0.5")
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_RETRY_BASE_S", "0.01")
         yield server
 
 
@@ -55,6 +56,34 @@ def test_a_job_on_the_openai_backend_completes_and_records_the_model(project, fa
     assert attribution.estimate == -1.0
     assert attribution.environment["model"] == "fake-model" and attribution.environment["speaker_order"] == "original"
     assert {(b["seed"], b["n"]) for b in fake.requests if b["n"] > 1} == {(0, 4), (4, 4)}
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
+def test_a_job_records_the_servers_usage_and_survives_a_transient_503(project, fake):
+    fake.statuses = [503]  # the first request fails once, then is retried
+    trace = do_ingest(project, make_trace()).trace
+    job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 8, backend="openai"))
+    assert job.status == "done" and job.done_count == 8
+    usage = {s.index: s.values["usage"] for s in job.samples.all() if s.values}
+    assert sorted(usage) == [0, 4]  # one per chunk, on its first sample
+    # chunk 0: both arms (2 requests) and the branch re-run of sample 0 (2 more); chunk 4: 2
+    assert (usage[0]["requests"], usage[0]["retries"], usage[4]["requests"], usage[4]["retries"]) == (4, 1, 2, 0)
+    assert sum(u["prompt_tokens"] for u in usage.values()) == sum(fake.prompt_tokens(b) for b in fake.requests[1:])
+    assert usage[4]["cached_tokens"] > 0  # the same prompts as chunk 0's
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
+def test_a_job_fails_only_after_the_retries_naming_the_status_and_attempts(project, fake, monkeypatch):
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_ATTEMPTS", "2")
+    fake.status = 503
+    trace = do_ingest(project, make_trace()).trace
+    job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 4, backend="openai"))
+    assert job.status == "failed" and "answered HTTP 503 (after 2 attempts)" in job.error
+    assert "turn request of planner at event h3" in job.error and len(fake.requests) == 2
 
 
 @pytest.mark.django_db

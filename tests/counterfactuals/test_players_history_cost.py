@@ -7,6 +7,7 @@ from django.test import override_settings
 from swarmscope.credit import coalition_game, leave_one_out, paired_effect
 from swarmscope.interventions import Intervention
 from swarmscope.model import Agent, Event, Trace
+from trainer.rollout.openai import START_TEXT
 from trainer.rollout.sim import SimRollout
 from webapp.config.celery import app
 from webapp.counterfactuals import costs, services, tasks
@@ -225,12 +226,13 @@ def test_the_estimate_matches_a_hand_computation(api_client, project, endpoint):
     # Removing the planner (2 samples) forks at e1. Control: e1 kept (2); e2 re-generated, prompt
     # 0 + 2 once, completion 3 × 2; e3 replayed; e4 re-generated per sample, prompt (3 + 7) × 2,
     # completion 4 × 2: prompt 22, completion 14, requests 1 + 2. Intervention: e1 and e4 dropped,
-    # e2 re-generated with an empty history: prompt 0, completion 3 × 2, one request.
+    # e2 re-generated with an empty history: its one turn START_TEXT (s tokens), completion 3 × 2, one request.
+    s = costs._tokens(START_TEXT)
     agent = costs.estimate_cost(trace, {"kind": "remove", "agents": ["planner"]}, 2, "openai")
     assert (agent["fork_event"], agent["turns"]) == ("e1", 3)
-    assert agent["arms"] == {"control": turns_only(2, 3, 22, 14), "intervention": turns_only(1, 1, 0, 6)}
-    # Its branch (n = 1): control prompt 2 + 10, completion 3 + 4, two requests; intervention 0, 3, one.
-    assert (agent["requests"], agent["prompt_tokens"], agent["completion_tokens"]) == (4 + 3, 22 + 12, 20 + 10)
+    assert agent["arms"] == {"control": turns_only(2, 3, 22, 14), "intervention": turns_only(1, 1, s, 6)}
+    # Its branch (n = 1): control prompt 2 + 10, completion 3 + 4, two requests; intervention s, 3, one.
+    assert (agent["requests"], agent["prompt_tokens"], agent["completion_tokens"]) == (4 + 3, 22 + s + 12 + s, 20 + 10)
     # Masking e2 keeps its place with "[masked]" (2 tokens): intervention prompt 3 + 2 + 2 + 2 = 9.
     masked = costs.estimate_cost(trace, {"kind": "mask", "events": ["e2"]}, 4, "openai")
     assert masked["arms"]["intervention"] == turns_only(1, 1, 9, 16)

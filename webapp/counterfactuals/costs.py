@@ -81,7 +81,7 @@ def _cost(requests: list, first_seed: int | None = None) -> dict[str, int]:
         if id(r.parts) not in sizes:
             sizes[id(r.parts)] = sum(_tokens(part) for part in r.parts)
     cost = {
-        "turns": sum(r.kind == "turn" and r.seed == first_seed for r in requests),
+        "turns": sum(r.kind == "turn" and r.sample_seed == first_seed for r in requests),
         "requests": len(requests),
         "prompt_tokens": sum(sizes[id(r.parts)] for r in requests),
         "completion_tokens": sum(r.n * _tokens(r.answer) for r in requests),
@@ -112,6 +112,19 @@ def _planner(backend: str, core_trace):
             "backend",
         )
     return runner
+
+
+def _check_context(runner, requests: list, backend: str) -> None:
+    """The backend's check of planned requests against the model's context (`check_context`, where
+    it has one: the server's max_model_len). Raises JobRequestError naming `intervention`, with the
+    agent and turn whose prompt is too long."""
+    check = getattr(runner, "check_context", None)
+    if check is None:
+        return
+    try:
+        check(requests)
+    except ValueError as exc:
+        raise JobRequestError(f"the {backend} backend cannot send this job: {exc}", "intervention") from exc
 
 
 def _chunks(n: int) -> list[tuple[int, int]]:
@@ -158,6 +171,8 @@ def estimate_cost(
     of — system prompt, the history's contents, the question or verifier prompt — not the chat
     formatting (role markers, the `[speaker] ` prefixes). With `epsilon`, n is the cap: an upper
     bound. A non-LLM backend (SwarmSim) costs no tokens: zeros and `confirmation_required` False.
+    Every planned prompt is checked against the model's context before the job starts
+    (`check_context`: the server's max_model_len from `/v1/models`, where it reports one).
 
     Returns {backend, llm, confirmation_required, n, fork_event, speaker_order, scoring, turns,
     requests, prompt_tokens, completion_tokens, total_tokens, turn_requests, speaker_requests,
@@ -165,7 +180,8 @@ def estimate_cost(
     {control, intervention: {turns, requests, prompt_tokens, completion_tokens, turn_requests,
     speaker_requests, verdict_requests}}}; `turns` counts both arms' re-generated turns of one
     sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown backend, an
-    intervention that does not fit the trace, or a trace the backend cannot re-run."""
+    intervention that does not fit the trace, a trace the backend cannot re-run, or a prompt over
+    the model's context (field `intervention`, the message naming the agent and turn)."""
     n = check_int(n, "n", 2, MAX_SAMPLES)
     check_epsilon(epsilon)
     llm = is_llm_backend(backend)
@@ -204,6 +220,7 @@ def estimate_cost(
     parts = {part: {arm: _zero_cost() for arm in arms} for part in ("arms", "branch")}
     for start, stop in _chunks(n):
         for arm, requests in runner.plan_paired(intervention, np.arange(start, stop)).items():
+            _check_context(runner, requests, backend)
             _add_cost(parts["arms"][arm], _cost(requests, 0))
     for arm, requests in runner.plan_paired(intervention, np.arange(1)).items():
         _add_cost(parts["branch"][arm], _cost(requests, 0))
@@ -235,7 +252,8 @@ def estimate_attribution_cost(
     nothing sent) for every rollout call of the estimator's coalition game, chunk by chunk as the
     job runs them (`play_attribution_chunk`: one call, so one batched fork request, per distinct
     coalition of a chunk), with the assumptions and token rule of `estimate_cost`. No branch
-    traces are stored by attribution jobs. A non-LLM backend costs nothing.
+    traces are stored by attribution jobs. A non-LLM backend costs nothing; prompts are checked
+    against the model's context as in `estimate_cost`.
 
     Returns {kind: "attribution", backend, llm, confirmation_required, method, players,
     player_kind, n (samples), rollouts (the budget used: n × rollouts per sample), speaker_order,
@@ -267,7 +285,9 @@ def estimate_attribution_cost(
             )
 
         def planning_rollout(intervention: Intervention | None, seeds: np.ndarray) -> np.ndarray:
-            _add_cost(cost, _cost(runner.plan_call(intervention, seeds)))  # counted, not kept
+            requests = runner.plan_call(intervention, seeds)
+            _check_context(runner, requests, backend)
+            _add_cost(cost, _cost(requests))  # counted, not kept
             return np.zeros(len(seeds))
 
         for start, stop in _chunks(n):

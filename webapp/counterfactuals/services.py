@@ -98,14 +98,16 @@ class JobRequestError(ValueError):
 
 @dataclass(frozen=True)
 class SampleResult:
-    """One paired sample as a backend produced it: rewards at `seed`, and its branch trace (stored)."""
+    """One paired sample as a backend produced it: rewards at `seed`, and its branch trace (stored);
+    `values` an attribution sample's player values, or on the first sample of a counterfactual
+    chunk on an LLM backend {"usage": the server's usage of the chunk's requests}."""
 
     index: int
     seed: int
     control_reward: float
     intervention_reward: float | None
     branch_trace: Trace | None = None
-    values: list[float] | None = None
+    values: list[float] | dict[str, Any] | None = None
 
 
 @functools.cache
@@ -367,9 +369,12 @@ def _run_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResul
     if 0 in indices:
         branch_trace = backend.paired(intervention, seeds[:1], traces=True).branches[0]
         branch = do_ingest(job.trace.project, branch_trace).trace
+    usage = backend.usage() if hasattr(backend, "usage") else None  # the chunk's requests, branch included
     return [
-        SampleResult(i, int(s), float(c), float(t), branch if i == 0 else None)
-        for i, s, c, t in zip(indices, seeds, pairs.control, pairs.treated)
+        SampleResult(
+            i, int(s), float(c), float(t), branch if i == 0 else None, {"usage": usage} if usage and k == 0 else None
+        )
+        for k, (i, s, c, t) in enumerate(zip(indices, seeds, pairs.control, pairs.treated))
     ]
 
 

@@ -19,6 +19,7 @@ from trainer.rollout.openai import (
     parse_speaker,
     score,
     speakers_of,
+    turn_seed,
 )
 
 
@@ -57,8 +58,9 @@ def fake():
         yield server
 
 
-def backend(fake, **options):
-    return OpenAIRollout(make_trace(), ChatClient(fake.base_url, "fake-model", api_key="k", **options))
+def backend(fake, trace=None, **options):
+    options = {"retry_base_s": 0.01, **options}
+    return OpenAIRollout(trace or make_trace(), ChatClient(fake.base_url, "fake-model", api_key="k", **options))
 
 
 def test_remove_sends_system_prompt_and_edited_history_with_shared_seed_and_n(fake):
@@ -93,7 +95,8 @@ def test_mask_and_replace_keep_the_position_with_the_edited_content(fake, interv
 def test_resample_batches_the_fork_turn_then_continues_each_sample_at_its_seed(fake):
     result = backend(fake).paired(Intervention("resample", ("h2",)), np.array([5, 6, 7]))
     treated = fake.requests[1:]
-    assert [(b["n"], b["seed"]) for b in treated] == [(3, 5), (1, 5), (1, 6), (1, 7)]
+    # the fork turn at the first seed (n = 3), the next re-generated turn (k = 1) at each sample's turn seed
+    assert [(b["n"], b["seed"]) for b in treated] == [(3, 5)] + [(1, turn_seed(s, 1)) for s in (5, 6, 7)]
     assert treated[0]["messages"][0] == {"role": "system", "content": "You solve."}
     assert treated[1]["messages"][-1] == {"role": "user", "content": "[solver] I think 42"}
     assert result.treated.tolist() == [1.0, 1.0, 1.0]
