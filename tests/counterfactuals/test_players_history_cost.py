@@ -7,7 +7,7 @@ from django.test import override_settings
 from swarmscope.credit import coalition_game, leave_one_out, paired_effect
 from swarmscope.interventions import Intervention
 from swarmscope.model import Agent, Event, Trace
-from trainer.rollout.openai import START_TEXT
+from trainer.rollout.llm_plan import START_TEXT
 from trainer.rollout.sim import SimRollout
 from webapp.config.celery import app
 from webapp.counterfactuals import costs, services, tasks

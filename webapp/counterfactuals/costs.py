@@ -37,7 +37,7 @@ CHARS_PER_TOKEN = 4
 #: The queue of backends that call an LLM; their jobs need `confirmed: true` (LLM backends run on
 #: `rollouts-gpu`, SwarmSim on `rollouts-cpu`).
 LLM_QUEUE = "rollouts-gpu"
-#: The request kinds of a backend's plan (`trainer.rollout.openai.PlannedRequest.kind`).
+#: The request kinds of a backend's plan (`trainer.rollout.llm_plan.PlannedRequest.kind`).
 REQUEST_KINDS = ("turn", "speaker", "verdict")
 
 

@@ -1,7 +1,5 @@
 """The `openai` rollout backend against FakeOpenAIServer (a scripted local fake, not a real LLM)."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -11,16 +9,9 @@ from swarmscope.model import Agent, Event, Trace, validate_trace
 from tests.conftest import FIXTURES
 from tests.fake_openai import FakeOpenAIServer
 from trainer.rollout.chat import ChatClient, OpenAIError, VerdictError
-from trainer.rollout.openai import (
-    OpenAIRollout,
-    OpenAIVerifierRollout,
-    find_orchestrator,
-    normalise_answer,
-    parse_speaker,
-    score,
-    speakers_of,
-    turn_seed,
-)
+from trainer.rollout.llm_plan import turn_seed
+from trainer.rollout.llm_trace import find_orchestrator, normalise_answer, parse_speaker, score, speakers_of
+from trainer.rollout.openai import OpenAIRollout, OpenAIVerifierRollout
 
 
 def make_trace() -> Trace:
@@ -386,21 +377,13 @@ def test_a_malformed_verdict_raises_naming_the_answer(fake, verdict):
 
 
 @pytest.mark.live_llm
-@pytest.mark.skipif(
-    not os.environ.get("SWARMSCOPE_OPENAI_BASE_URL"),
-    reason="needs a live OpenAI-compatible endpoint: set SWARMSCOPE_OPENAI_BASE_URL (and _MODEL)",
-)
-def test_a_live_endpoint_runs_paired_samples():
+def test_a_live_endpoint_runs_paired_samples(llm_endpoint):
     result = OpenAIRollout.from_trace(make_trace()).paired(Intervention("remove", ("h2",)), np.array([0, 1]))
     assert result.control.shape == result.treated.shape == (2,)
 
 
 @pytest.mark.live_llm
-@pytest.mark.skipif(
-    not os.environ.get("SWARMSCOPE_OPENAI_BASE_URL"),
-    reason="needs a live OpenAI-compatible endpoint: set SWARMSCOPE_OPENAI_BASE_URL (and _MODEL)",
-)
-def test_a_live_orchestrator_picks_speakers_and_a_live_verifier_scores(monkeypatch):
+def test_a_live_orchestrator_picks_speakers_and_a_live_verifier_scores(llm_endpoint, monkeypatch):
     monkeypatch.setenv("SWARMSCOPE_OPENAI_MAX_TURNS", "3")
     runner = OpenAIVerifierRollout.from_trace(magentic_one())
     assert runner.speaker_order == "orchestrator" and runner.scoring == "verifier"

@@ -14,15 +14,9 @@ from swarmscope.model import Agent, Event, Trace
 from tests.fake_openai import FakeOpenAIServer, fake_tokens
 from tests.trainer.rollout.test_openai import answer, is_speaker_question, magentic_one, make_trace, picks
 from trainer.rollout.chat import ChatClient, OpenAIError, PromptTooLongError, ServerInfo
-from trainer.rollout.openai import (
-    START_TEXT,
-    VERDICT_CHOICES,
-    OpenAIRollout,
-    OpenAIVerifierRollout,
-    final_turn,
-    substantive,
-    turn_seed,
-)
+from trainer.rollout.llm_plan import START_TEXT, turn_seed
+from trainer.rollout.llm_trace import final_turn, substantive
+from trainer.rollout.openai import VERDICT_CHOICES, OpenAIRollout, OpenAIVerifierRollout
 
 
 def client(server, **options) -> ChatClient:
