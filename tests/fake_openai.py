@@ -12,7 +12,8 @@ None: no limit), and (unless `vllm`) an unknown top-level parameter. With `vllm`
 and answers one of its `choice`s (the scripted answer where it is one, else the first). Answers
 report `usage` (prompt, completion and `prompt_tokens_details.cached_tokens`: the tokens of the
 leading messages an earlier request had too) and are cut at `max_tokens` (finish_reason "length").
-POST bodies are kept in `requests`, GET paths in `gets`; `connections` counts TCP connections.
+POST bodies are kept in `requests` (`/tokenize` bodies in `tokenized`), GET paths in `gets`;
+`connections` counts TCP connections.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class FakeOpenAIServer:
         self.answer = answer
         self.vllm, self.max_model_len, self.version = vllm, max_model_len, version
         self.requests: list[dict] = []
+        self.tokenized: list[dict] = []
         self.gets: list[str] = []
         self.connections = 0
         self.status: int | None = None
@@ -91,6 +93,9 @@ class FakeOpenAIServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/tokenize" and fake.vllm:  # vLLM's tokenizer endpoint: counts, never generates
+                    fake.tokenized.append(body)
+                    return self._send(200, json.dumps({"count": fake.prompt_tokens(body)}).encode())
                 body["_path"], body["_authorization"] = self.path, self.headers.get("Authorization")
                 fake.requests.append(body)
                 if fake.delay:

@@ -242,6 +242,19 @@ class ChatClient:
         self._server = info
         return info
 
+    def count_tokens(self, messages: list[dict[str, str]]) -> int | None:
+        """The prompt tokens of `messages` as the server's own tokenizer and chat template count them
+        (vLLM's `POST /tokenize`), None off vLLM or where the server does not answer."""
+        if not self.server().vllm:
+            return None
+        root = self.base_url.removesuffix("/v1")
+        body = {"model": self.model, "messages": messages}
+        try:
+            count = json.loads(self._request("POST", f"{root}/tokenize", body, 1, INFO_TIMEOUT_S)).get("count")
+        except (OpenAIError, ValueError, AttributeError):
+            return None
+        return count if isinstance(count, int) and count >= 0 else None
+
     # --- chat --------------------------------------------------------------------------------
 
     def chat(

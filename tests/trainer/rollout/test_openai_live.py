@@ -140,3 +140,19 @@ def test_the_backend_reports_the_servers_usage_and_cached_tokens_on_a_repeated_p
     assert again["prompt_tokens"] == first["prompt_tokens"] and again["completion_tokens"] > 0
     assert again["cached_tokens"] > 0
     assert runner.usage()["cached_tokens"] == first["cached_tokens"] + again["cached_tokens"]
+
+
+def test_a_prompt_under_the_context_by_characters_but_over_it_by_the_tokenizer_is_refused_at_the_plan(client):
+    rng = np.random.default_rng(0)
+    # ~22k characters: 5.5k tokens by characters / 4, but many more by the tiny model's tokenizer
+    text = " ".join("".join(rng.choice(list("qzxjkvwy0123456789"), 5)) for _ in range(3700))
+    trace = make_trace()
+    trace.events[1].content = text
+    runner, removal = OpenAIRollout(trace, client), Intervention("remove", ("h2",))
+    messages = [{"role": "user", "content": text}]
+    assert -(-len(text) // 4) < 8192 < client.count_tokens(messages)  # what the check has to catch
+    with pytest.raises(
+        PromptTooLongError, match=r"planner's turn at event h3 is \d+ tokens \(by the server's tokenizer\)"
+    ):
+        runner.check_context(runner.plan_paired(removal, np.array([0, 1]))["control"])
+    assert client.requests == 0
