@@ -22,6 +22,7 @@ _STR_OR_NULL = {"type": ["string", "null"]}
 _NUM = {"type": "number"}
 _NUM_OR_NULL = {"type": ["number", "null"]}
 _OBJ = {"type": "object"}
+_COUNT_OR_NULL = {"type": ["integer", "null"], "minimum": 0}
 
 
 def _record(required: dict[str, Any], optional: dict[str, Any] | None = None, *, closed: bool = True) -> dict[str, Any]:
@@ -91,6 +92,20 @@ TRACE_DELTA = {
     "title": "trace delta",
     **_record({"type": {"const": "delta"}, "seq": SEQ, **_TRACE_COLLECTIONS}, {"trace": TRACE_SUMMARY}),
 }
+#: A job's server usage (webapp.counterfactuals.wire.usage_wire): counts, None for a backend that
+#: reports none; `cache_hit_rate` = cached / prompt tokens in [0, 1]; `wall_s` seconds since the start.
+JOB_USAGE = _record(
+    {
+        "requests": _COUNT_OR_NULL,
+        "prompt_tokens": _COUNT_OR_NULL,
+        "cached_tokens": _COUNT_OR_NULL,
+        "completion_tokens": _COUNT_OR_NULL,
+        "cache_hit_rate": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+        "truncated": _COUNT_OR_NULL,
+        "retries": _COUNT_OR_NULL,
+        "wall_s": {"type": ["number", "null"], "minimum": 0},
+    }
+)
 JOB = {
     "$schema": DRAFT,
     "title": "counterfactual job progress",
@@ -104,6 +119,7 @@ JOB = {
                     "status": _STR,
                     "done": {"type": "integer"},
                     "total": {"type": "integer"},
+                    "usage": JOB_USAGE,
                 },
                 closed=False,
             ),

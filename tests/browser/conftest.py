@@ -93,8 +93,11 @@ class App:
 
 @pytest.fixture(scope="session")
 def app(chromium_path, tmp_path_factory) -> App:
+    """The app of the browser tests, on the `sim` backend only: the live LLM endpoint of the test run
+    (SWARMSCOPE_OPENAI_*) is not passed on, so its dialogs default to `sim` wherever the tests run; a
+    test on an LLM backend starts its own app with the endpoint (test_counterfactual.openai_app)."""
     root = tmp_path_factory.mktemp("app")
-    env = app_env(root / "data")
+    env = {k: v for k, v in app_env(root / "data").items() if not k.startswith("SWARMSCOPE_OPENAI_")}
     port = free_port()
     log = root / "up.log"
     process = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker"], env, log)

@@ -11,6 +11,9 @@ import json
 import re
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -72,6 +75,7 @@ def test_what_if_removed_runs_32_samples_and_opens_the_branch(app, page, rollout
     text = delta.inner_text()
     assert text.startswith("Δ = ") and "95 %" in text and "64 rollouts" in text
     assert page.get_by_test_id("job-samples").locator("li").count() == 32
+    assert page.get_by_test_id("job-usage").inner_text().startswith("no LLM requests: this backend runs no model")
 
     # Two messages, one intervention: the pivotal one and another checked in the dialog.
     other = next(
@@ -190,27 +194,35 @@ def test_attribute_this_trace_ranks_the_messages_and_paints_the_timeline(app, pa
     )
 
 
+@contextmanager
+def openai_app(tmp_path: Path, base_url: str, model: str, **env_extra: str) -> Iterator[tuple[App, Path]]:
+    """The app with the `openai` backend pointed at `base_url` (SWARMSCOPE_OPENAI_BASE_URL, _MODEL and
+    `env_extra` in the environment of its processes), and a `rollouts-gpu` worker: (app, worker log)."""
+    env = app_env(tmp_path / "data", SWARMSCOPE_OPENAI_BASE_URL=base_url, SWARMSCOPE_OPENAI_MODEL=model, **env_extra)
+    port = free_port()
+    log = tmp_path / "up.log"
+    process = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker"], env, log)
+    worker = None
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", process, log)
+        password = re.search(r"password: (\S+)", log.read_text()).group(1)
+        token = manage("create_token", "admin", env=env).stdout.strip()
+        redis_url = (tmp_path / "data" / "redis" / "url").read_text().strip()
+        worker_log = tmp_path / "worker.log"
+        worker = start_worker("rollouts-gpu", {**env, "REDIS_URL": redis_url}, worker_log)
+        yield App(f"http://127.0.0.1:{port}", password, token, env), worker_log
+    finally:
+        if worker is not None:
+            stop(worker)
+        stop(process, signal.SIGINT)
+
+
 @pytest.fixture
 def llm_app(chromium_path, tmp_path):
     """The app with the `openai` backend pointed at a FakeOpenAIServer, and a `rollouts-gpu` worker."""
     with FakeOpenAIServer(lambda body: "FINAL ANSWER: 42") as fake:
-        env = app_env(tmp_path / "data", SWARMSCOPE_OPENAI_BASE_URL=fake.base_url, SWARMSCOPE_OPENAI_MODEL="fake-model")
-        port = free_port()
-        log = tmp_path / "up.log"
-        process = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker"], env, log)
-        worker = None
-        try:
-            wait_http(f"http://127.0.0.1:{port}/", process, log)
-            password = re.search(r"password: (\S+)", log.read_text()).group(1)
-            token = manage("create_token", "admin", env=env).stdout.strip()
-            redis_url = (tmp_path / "data" / "redis" / "url").read_text().strip()
-            worker_log = tmp_path / "worker.log"
-            worker = start_worker("rollouts-gpu", {**env, "REDIS_URL": redis_url}, worker_log)
-            yield App(f"http://127.0.0.1:{port}", password, token, env), fake, worker_log
-        finally:
-            if worker is not None:
-                stop(worker)
-            stop(process, signal.SIGINT)
+        with openai_app(tmp_path, fake.base_url, "fake-model") as (app, worker_log):
+            yield app, fake, worker_log
 
 
 def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_app, browser, tmp_path):
@@ -279,6 +291,11 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
     assert sorted((b["n"], b["seed"]) for b in fake.requests) == [(1, 0), (1, 0), (4, 0), (4, 0)]
     listed = app.api(f"/api/traces/{trace_id}/jobs/")["results"]
     assert [(j["backend"], j["status"], j["done"]) for j in listed] == [("openai", "done", 4)]
+    # The server's usage beside the estimate: the 4 requests it planned, their prompt tokens, a cache share.
+    usage = job.get_by_test_id("job-usage")
+    assert usage.get_attribute("data-requests") == "4" and listed[0]["usage"]["requests"] == 4
+    line = r"requests 4 of 4 estimated · \d+ prompt tokens, \d+ % from cache · [\d.]+ m?s"
+    assert re.fullmatch(line, usage.inner_text()), usage.inner_text()
 
     # "Attribute this trace" on the LLM backend, from the panel: backend selector, estimate, confirm.
     page.get_by_test_id("attribute").click()
@@ -307,8 +324,11 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
     except Exception:
         pytest.fail("the LLM attribution did not finish:\n" + worker_log.read_text()[-3000:])
     expect(page.get_by_test_id("attribution-row")).to_have_count(3)  # rows render after the table
-    # The worker sent as many requests as the estimate planned.
+    # The worker sent as many requests as the estimate planned, and the panel says so.
     assert len(fake.requests) - sent_before == expected["requests"] > 0
+    usage = page.get_by_test_id("attribution-usage")
+    assert usage.get_attribute("data-requests") == str(expected["requests"])
+    assert usage.inner_text().startswith(f"requests {expected['requests']} of {expected['requests']} estimated · ")
     context.close()
     assert errors == [], f"console errors: {errors}"
 

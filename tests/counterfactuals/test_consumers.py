@@ -1,10 +1,10 @@
-"""A job's progress reaches the viewers of its trace over `/ws/traces/<id>/`."""
+"""A job's progress reaches the viewers of its trace over `/ws/traces/<id>/`, every message in the
+live protocol's schema (tests.live_socket)."""
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 
-from webapp.config.asgi import application
+from tests.live_socket import CheckedCommunicator
 from webapp.config.celery import app
 from webapp.counterfactuals import services
 
@@ -22,11 +22,7 @@ def eager_celery():
 
 
 async def test_job_messages_are_forwarded_to_the_trace_viewers(sim_trace, pivotal, api_token, eager_celery):
-    ws = WebsocketCommunicator(
-        application,
-        f"/ws/traces/{sim_trace.pk}/?token={api_token}",
-        headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")],
-    )
+    ws = CheckedCommunicator("trace", f"/ws/traces/{sim_trace.pk}/?token={api_token}")
     connected, _ = await ws.connect()
     assert connected and (await ws.receive_json_from(timeout=10))["type"] == "snapshot"
     job = await database_sync_to_async(services.request_counterfactual)(
@@ -40,4 +36,6 @@ async def test_job_messages_are_forwarded_to_the_trace_viewers(sim_trace, pivota
     assert {m["job"]["id"] for m in messages} == {job.pk}
     assert [m["job"]["done"] for m in messages] == sorted(m["job"]["done"] for m in messages)
     assert messages[-1]["job"]["result"]["n_rollouts"] == 16 and messages[-1]["job"]["branch_trace"]
+    usage = messages[-1]["job"]["usage"]  # SwarmSim: no server usage, a wall time
+    assert usage["requests"] is None and usage["cache_hit_rate"] is None and usage["wall_s"] >= 0
     await ws.disconnect()

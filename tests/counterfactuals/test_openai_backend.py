@@ -9,6 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
+from swarmscope.protocol_schema import validate_message
 from tests.fake_openai import FakeOpenAIServer
 from tests.trainer.rollout.test_openai import (
     answer,
@@ -17,8 +18,9 @@ from tests.trainer.rollout.test_openai import (
     picks,
     verdicts,
 )
-from webapp.counterfactuals import services, tasks
+from webapp.counterfactuals import costs, services, tasks
 from webapp.counterfactuals.models import Attribution
+from webapp.counterfactuals.wire import job_summary_wire, job_wire
 from webapp.traces.ingest import do_ingest
 
 BACKENDS = {
@@ -64,14 +66,64 @@ def test_a_job_on_the_openai_backend_completes_and_records_the_model(project, fa
 def test_a_job_records_the_servers_usage_and_survives_a_transient_503(project, fake):
     fake.statuses = [503]  # the first request fails once, then is retried
     trace = do_ingest(project, make_trace()).trace
-    job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 8, backend="openai"))
+    job = services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 8, backend="openai")
+    assert job.usage == dict.fromkeys(services.USAGE_KEYS, 0) and job.started_at is None
+    tasks.run_counterfactual_chunk(job.pk, 0, 4)
+    job.refresh_from_db()
+    first = dict(job.usage)
+    tasks.run_counterfactual_chunk(job.pk, 4, 8)
+    job.refresh_from_db()
     assert job.status == "done" and job.done_count == 8
-    usage = {s.index: s.values["usage"] for s in job.samples.all() if s.values}
-    assert sorted(usage) == [0, 4]  # one per chunk, on its first sample
+    assert not any(s.values for s in job.samples.all())  # the usage is the job's, not a sample's
+    usage = {0: first, 4: {k: job.usage[k] - first[k] for k in first}}
     # chunk 0: both arms (2 requests) and the branch re-run of sample 0 (2 more); chunk 4: 2
     assert (usage[0]["requests"], usage[0]["retries"], usage[4]["requests"], usage[4]["retries"]) == (4, 1, 2, 0)
     assert sum(u["prompt_tokens"] for u in usage.values()) == sum(fake.prompt_tokens(b) for b in fake.requests[1:])
     assert usage[4]["cached_tokens"] > 0  # the same prompts as chunk 0's
+    shown = job_wire(job)["usage"]
+    assert (shown["requests"], shown["retries"], shown["prompt_tokens"]) == (6, 1, job.usage["prompt_tokens"])
+    assert shown["cache_hit_rate"] == pytest.approx(job.usage["cached_tokens"] / job.usage["prompt_tokens"])
+    assert shown["wall_s"] == pytest.approx((job.finished_at - job.started_at).total_seconds(), abs=1e-3)
+    assert job_summary_wire(job)["usage"] == shown
+    validate_message("trace", {"type": "job", "job": job_wire(job)})
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
+def test_the_usage_of_an_estimated_job_equals_its_estimate_and_its_requests(project, fake):
+    trace = do_ingest(project, make_trace()).trace
+    body = {"kind": "remove", "events": ["h2"]}
+    estimate = costs.estimate_cost(trace, body, 8, "openai")
+    job = run_all(services.request_counterfactual(trace, body, 8, backend="openai"))
+    assert job.usage["requests"] == estimate["requests"] == len(fake.requests)
+    assert job.usage["prompt_tokens"] == sum(fake.prompt_tokens(b) for b in fake.requests)
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=2)
+def test_an_attribution_job_records_the_servers_usage_of_all_its_chunks(project, fake):
+    trace = do_ingest(project, make_trace()).trace
+    estimate = costs.estimate_attribution_cost(trace, "loo", 4 * 4, "openai")
+    job = run_all(services.request_attribution(trace, "loo", 4 * 4, backend="openai"))
+    assert job.status == "done" and job.kind == "attribution"
+    assert job.usage["requests"] == estimate["requests"] == len(fake.requests) > 0
+    assert job.usage["prompt_tokens"] == sum(fake.prompt_tokens(b) for b in fake.requests)
+    assert job_wire(job)["usage"]["requests"] == len(fake.requests)
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
+def test_a_failed_chunk_still_records_the_requests_it_sent(project, fake, monkeypatch):
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_ATTEMPTS", "2")
+    fake.statuses = [0, 503, 503]  # the first request is answered (0: no scripted status), the next fails twice
+    trace = do_ingest(project, make_trace()).trace
+    job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 4, backend="openai"))
+    assert job.status == "failed" and not job.samples.exists()
+    assert (job.usage["requests"], job.usage["retries"]) == (1, 1)
+    assert job_wire(job)["usage"]["wall_s"] >= 0
 
 
 @pytest.mark.django_db

@@ -5,6 +5,7 @@ from django.test import override_settings
 
 from swarmscope.credit import paired_effect
 from swarmscope.interventions import Intervention
+from swarmscope.protocol_schema import validate_message
 from trainer.rollout.sim import SimRollout
 from webapp.counterfactuals import services, tasks
 from webapp.counterfactuals.models import Attribution, CounterfactualJob, RolloutSample
@@ -165,3 +166,43 @@ def test_a_chunk_rechecks_the_project_of_its_job(sim_trace, pivotal):
     assert not job.samples.exists()
     Trace.objects.filter(pk=sim_trace.pk).update(project_id=requested_in)
     assert tasks.run_counterfactual_chunk(job.pk, 0, 8, requested_in) == 8
+
+
+def test_a_sim_job_reports_no_server_usage_but_its_wall_time(sim_trace, pivotal):
+    job = services.request_counterfactual(sim_trace, {"kind": "remove", "events": [pivotal]}, 4)
+    assert job.usage == {} and job_wire(job)["usage"] == dict.fromkeys(
+        ("requests", "prompt_tokens", "cached_tokens", "completion_tokens", "cache_hit_rate", "truncated"), None
+    ) | {"retries": None, "wall_s": None}
+    job = run_all(job)
+    usage = job_wire(job)["usage"]
+    assert usage["requests"] is None and usage["cache_hit_rate"] is None and job.usage == {}
+    assert usage["wall_s"] == pytest.approx((job.finished_at - job.started_at).total_seconds(), abs=1e-3)
+    validate_message("trace", {"type": "job", "job": job_wire(job)})
+
+
+def test_chunk_usage_is_added_under_the_row_lock_not_over_a_stale_copy(sim_trace, pivotal):
+    job = services.request_counterfactual(sim_trace, {"kind": "remove", "events": [pivotal]}, 4)
+    stale = CounterfactualJob.objects.get(pk=job.pk)  # read before either chunk records
+    usage = {"requests": 3, "prompt_tokens": 100, "cached_tokens": 90, "completion_tokens": 7}
+    services.do_record_samples(job, [services.SampleResult(0, 0, 1.0, 0.0)], usage)
+    services.do_record_samples(stale, [services.SampleResult(1, 1, 1.0, 0.0)], {**usage, "retries": 1})
+    services.do_fail_job(stale, "boom", {"requests": 1, "length_cut": 2})
+    job.refresh_from_db()
+    assert job.usage == {
+        "requests": 7,
+        "prompt_tokens": 200,
+        "cached_tokens": 180,
+        "completion_tokens": 14,
+        "retries": 1,
+        "length_cut": 2,
+    }
+    shown = job_wire(job)["usage"]
+    assert (shown["cache_hit_rate"], shown["truncated"], shown["retries"]) == (0.9, 2, 1)
+
+
+def test_add_usage_sums_integer_counts_only():
+    assert services.add_usage({"requests": 1}, {"requests": 2, "cached_tokens": 5, "note": "x", "ok": True}) == {
+        "requests": 3,
+        "cached_tokens": 5,
+    }
+    assert services.add_usage({"requests": 1}, None) == {"requests": 1}

@@ -110,3 +110,20 @@ test("an invalid form or an error answer shows in the alert line", async () => {
   assert.equal(flow.estimate.hidden, true, "the pending text is gone");
   assert.deepEqual(started, []);
 });
+
+test("the started job's estimate is kept for the panels (the confirmed one, or the one that needed none)", async () => {
+  const estimate = { confirmation_required: true, backend: "llm", total_tokens: 49, requests: 44 };
+  fakeBrowser({ "/estimate/": { body: estimate }, "/run/": { body: { id: 9, status: "queued" } } });
+  const seen = [];
+  const { flow } = runner({ n: 4, backend: "llm" });
+  flow.onStarted = () => seen.push(flow.startedEstimate);
+  await flow.submit();
+  assert.equal(flow.startedEstimate, null, "nothing started yet");
+  await flow.submit();
+  assert.deepEqual(seen, [estimate]);
+  assert.equal(flow.shown, null, "the shown estimate is dropped once it ran");
+  fakeBrowser({ "/estimate/": { body: { confirmation_required: false, backend: "sim", requests: 0 } },
+    "/run/": { body: { id: 10 } } });
+  await flow.submit();
+  assert.deepEqual(seen[1], { confirmation_required: false, backend: "sim", requests: 0 });
+});

@@ -26,6 +26,11 @@ class CounterfactualJob(models.Model):
     With `epsilon`, the job stops once the 95 % interval of Δ is narrower than it (reward units),
     `n_samples` being the cap. `heartbeat_at` is touched by every chunk; the reaper re-queues the
     missing chunks of jobs whose heartbeat is too old.
+
+    `usage`: the LLM server's own usage of the job's requests (`requests`, `prompt_tokens`,
+    `cached_tokens`, `completion_tokens`, `length_cut`, `retries`: counts), summed over its chunks
+    under the job row's lock; {} for a backend that reports none (SwarmSim). `started_at`: when its
+    first chunk started (wall time runs from there to `finished_at`).
     """
 
     QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
@@ -59,6 +64,8 @@ class CounterfactualJob(models.Model):
     error = models.TextField(blank=True)
     done_count = models.PositiveIntegerField(default=0)
     heartbeat_at = models.DateTimeField()
+    usage = models.JSONField(default=dict, blank=True, help_text="the LLM server's usage, summed over chunks")
+    started_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

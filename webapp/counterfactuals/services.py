@@ -3,7 +3,8 @@
 
 `request_counterfactual` validates and stores a job and enqueues its chunks on the backend's queue;
 `do_run_chunk` (the body of the Celery task) runs the chunk's missing paired samples and records
-them with `do_record_samples` (idempotent by (job, index)); the job finishes (`do_finish_job`) when
+them with `do_record_samples` (idempotent by (job, index)), adding the chunk's server usage to
+the job's (`add_usage`); the job finishes (`do_finish_job`) when
 its samples are all stored, or, with ε, when the 95 % interval of Δ is narrower than ε. Δ comes
 from `swarmscope.credit.paired_effect` over the stored samples. `reap_stale_jobs` re-queues the
 missing chunks of jobs whose heartbeat stopped (docs/architecture.md, "Job durability"). Every state
@@ -15,7 +16,9 @@ only. A backend class has a `queue` (Celery queue name) and `from_trace(core tra
 ValueError for a trace it cannot re-run); an instance has `check(intervention)` (raises
 InterventionError), `paired(intervention, seeds (N,), traces=bool)` -> object with `control` and
 `treated` (N,) rewards and `branches` (core traces, when asked), and `environment()` -> JSON dict
-of what re-runs it. `trainer.rollout.sim.SimRollout` is the reference.
+of what re-runs it; an LLM backend also has `usage()` -> {count name: int}, the server's usage of
+every request the instance sent (trainer.rollout.chat.Usage). `trainer.rollout.sim.SimRollout` is
+the reference.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ log = logging.getLogger(__name__)
 
 #: Most paired samples one job may request.
 MAX_SAMPLES = 4096
+#: The counts of a backend's `usage()` (trainer.rollout.chat.Usage): a new job on a backend that
+#: reports usage starts with each at 0.
+USAGE_KEYS = ("requests", "prompt_tokens", "cached_tokens", "completion_tokens", "length_cut", "retries")
 METHOD = "paired_loo"
 
 
@@ -99,15 +105,14 @@ class JobRequestError(ValueError):
 @dataclass(frozen=True)
 class SampleResult:
     """One paired sample as a backend produced it: rewards at `seed`, and its branch trace (stored);
-    `values` an attribution sample's player values, or on the first sample of a counterfactual
-    chunk on an LLM backend {"usage": the server's usage of the chunk's requests}."""
+    `values` an attribution sample's player values."""
 
     index: int
     seed: int
-    control_reward: float
+    control_reward: float | None
     intervention_reward: float | None
     branch_trace: Trace | None = None
-    values: list[float] | dict[str, Any] | None = None
+    values: list[float] | None = None
 
 
 @functools.cache
@@ -134,6 +139,29 @@ def get_backend_class(name: str):
 def _backend(job: CounterfactualJob):
     """The job's backend instance, built from its trace."""
     return import_string(job.backend_path).from_trace(to_core_trace(job.trace))
+
+
+def initial_usage(backend_class) -> dict[str, int]:
+    """A new job's `usage`: every USAGE_KEYS count at 0 for a backend that reports the server's
+    usage (it has `usage()`), else {} (SwarmSim: no server, no usage)."""
+    return dict.fromkeys(USAGE_KEYS, 0) if callable(getattr(backend_class, "usage", None)) else {}
+
+
+def _chunk_usage(backend) -> dict[str, int] | None:
+    """The server's usage of every request `backend` (one chunk's instance) sent, or None for a
+    backend without `usage()` or none built."""
+    usage = getattr(backend, "usage", None)
+    return usage() if callable(usage) else None
+
+
+def add_usage(total: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
+    """`total` with every integer count of `usage` added (a new dict; None adds nothing). The
+    caller holds the job row's lock (`select_for_update`), so concurrent chunks add, never overwrite."""
+    summed = dict(total)
+    for key, value in (usage or {}).items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            summed[key] = int(summed.get(key, 0)) + value
+    return summed
 
 
 def _notify(job: CounterfactualJob) -> None:
@@ -196,6 +224,7 @@ def request_counterfactual(
             epsilon=None if epsilon is None else float(epsilon),
             seed=seed,
             heartbeat_at=timezone.now(),
+            usage=initial_usage(backend_class),
         )
         _enqueue_missing(job)
         _notify(job)
@@ -231,6 +260,7 @@ def request_attribution(
             n_samples=n,
             seed=seed,
             heartbeat_at=timezone.now(),
+            usage=initial_usage(get_backend_class(backend)),
         )
         _enqueue_missing(job)
         _notify(job)
@@ -332,6 +362,7 @@ def do_run_chunk(job_id: int, start: int, stop: int, project_id: int | None = No
     longer in project `project_id` (the project it was requested in, when given): a task re-checks
     the project of what it works on rather than trusting its message. A backend error marks the job
     failed with the reason and stores nothing of the chunk. Sample 0 also stores its branch trace.
+    The server usage of the chunk's requests (those of a failed chunk too) is added to the job's.
     """
     jobs = CounterfactualJob.objects.select_related("trace__project").filter(pk=job_id)
     if project_id is not None:
@@ -339,29 +370,35 @@ def do_run_chunk(job_id: int, start: int, stop: int, project_id: int | None = No
     job = jobs.first()
     if job is None or job.status not in CounterfactualJob.ACTIVE:
         return 0
+    now = timezone.now()
     CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
-        status=CounterfactualJob.RUNNING, heartbeat_at=timezone.now()
+        status=CounterfactualJob.RUNNING, heartbeat_at=now
     )
+    CounterfactualJob.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
     stored = set(job.samples.filter(index__gte=start, index__lt=stop).values_list("index", flat=True))
     indices = [i for i in range(start, min(stop, job.n_samples)) if i not in stored]
-    results = []
+    results: list[SampleResult] = []
+    usage = None
     if indices:
+        backend = None
         try:
-            results = _run_samples(job, indices)
+            backend = _backend(job)
+            results = _run_samples(job, backend, indices)
         except Exception as exc:  # noqa: BLE001 - any backend failure fails the job, with its reason
             log.warning("counterfactual job %s failed", job.pk, exc_info=True)
-            do_fail_job(job, f"{type(exc).__name__}: {exc}")
+            do_fail_job(job, f"{type(exc).__name__}: {exc}", _chunk_usage(backend))
             return 0
-    added = do_record_samples(job, results)
+        usage = _chunk_usage(backend)  # the chunk's requests, sample 0's branch re-run included
+    added = do_record_samples(job, results, usage)
     maybe_finish_job(job)
     return added
 
 
-def _run_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResult]:
-    """The paired samples `indices` of `job` from its backend; sample 0's branch trace is stored."""
+def _run_samples(job: CounterfactualJob, backend, indices: list[int]) -> list[SampleResult]:
+    """The paired samples `indices` of `job` from `backend` (its instance for this chunk); sample
+    0's branch trace is stored."""
     if job.kind == CounterfactualJob.ATTRIBUTION:
-        return _run_attribution_samples(job, indices)
-    backend = _backend(job)
+        return _run_attribution_samples(job, backend, indices)
     intervention = Intervention.from_dict(job.intervention)
     seeds = np.array([job.seed + i for i in indices])
     pairs = backend.paired(intervention, seeds)
@@ -369,19 +406,16 @@ def _run_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResul
     if 0 in indices:
         branch_trace = backend.paired(intervention, seeds[:1], traces=True).branches[0]
         branch = do_ingest(job.trace.project, branch_trace).trace
-    usage = backend.usage() if hasattr(backend, "usage") else None  # the chunk's requests, branch included
     return [
-        SampleResult(
-            i, int(s), float(c), float(t), branch if i == 0 else None, {"usage": usage} if usage and k == 0 else None
-        )
-        for k, (i, s, c, t) in enumerate(zip(indices, seeds, pairs.control, pairs.treated))
+        SampleResult(i, int(s), float(c), float(t), branch if i == 0 else None)
+        for i, s, c, t in zip(indices, seeds, pairs.control, pairs.treated)
     ]
 
 
-def _run_attribution_samples(job: CounterfactualJob, indices: list[int]) -> list[SampleResult]:
-    """Samples `indices` of an attribution job (`play_attribution_chunk` with its backend)."""
+def _run_attribution_samples(job: CounterfactualJob, backend, indices: list[int]) -> list[SampleResult]:
+    """Samples `indices` of an attribution job (`play_attribution_chunk` with `backend`)."""
     values = play_attribution_chunk(
-        _backend(job),
+        backend,
         job.method,
         job.players,
         job.player_kind,
@@ -416,10 +450,12 @@ def play_attribution_chunk(
     )
 
 
-def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> int:
+def do_record_samples(job: CounterfactualJob, samples: list[SampleResult], usage: dict[str, int] | None = None) -> int:
     """Store `samples` of `job`; a sample whose (job, index) is stored already is skipped (a
-    re-delivered chunk counts nothing twice). Touches the heartbeat, updates the progress count and
-    broadcasts it. Returns the number of samples newly stored."""
+    re-delivered chunk counts nothing twice). Adds `usage` (the server's usage of the chunk's
+    requests: they were sent, so a chunk run twice at once counts both runs' requests) to the job's
+    under the row lock. Touches the heartbeat, updates the progress count and broadcasts it.
+    Returns the number of samples newly stored."""
     with transaction.atomic():
         job = CounterfactualJob.objects.select_for_update().get(pk=job.pk)
         before = job.samples.count()
@@ -440,7 +476,8 @@ def do_record_samples(job: CounterfactualJob, samples: list[SampleResult]) -> in
         )
         job.done_count = job.samples.count()
         job.heartbeat_at = timezone.now()
-        job.save(update_fields=["done_count", "heartbeat_at"])
+        job.usage = add_usage(job.usage, usage)
+        job.save(update_fields=["done_count", "heartbeat_at", "usage"])
         _notify(job)
         return job.done_count - before
 
@@ -551,9 +588,14 @@ def _store_credit(job: CounterfactualJob, samples: list[RolloutSample]) -> None:
     Attribution.objects.bulk_create(rows)
 
 
-def do_fail_job(job: CounterfactualJob, reason: str) -> None:
-    """Mark an active `job` failed with `reason`; its stored samples stay (a retry reuses them)."""
+def do_fail_job(job: CounterfactualJob, reason: str, usage: dict[str, int] | None = None) -> None:
+    """Mark an active `job` failed with `reason`; its stored samples stay (a retry reuses them).
+    `usage` (the failed chunk's server usage) is added to the job's under the row lock, whatever its status."""
     with transaction.atomic():
+        if usage:
+            locked = CounterfactualJob.objects.select_for_update().get(pk=job.pk)
+            locked.usage = add_usage(locked.usage, usage)
+            locked.save(update_fields=["usage"])
         if CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
             status=CounterfactualJob.FAILED, error=reason[:2000], finished_at=timezone.now()
         ):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from .models import Attribution, CounterfactualJob
 
 
@@ -29,10 +31,39 @@ def attribution_wire(attribution: Attribution) -> dict[str, Any]:
     }
 
 
+def usage_wire(job: CounterfactualJob) -> dict[str, Any]:
+    """A job's server usage: `requests`, `prompt_tokens`, `cached_tokens` (prompt tokens the
+    server's prefix cache served), `completion_tokens`, `truncated` (completions cut at max_tokens),
+    `retries` (tries after a failed one): counts, each None for a backend that reports no usage
+    (SwarmSim); `cache_hit_rate` = cached_tokens / prompt_tokens (None without prompt tokens);
+    `wall_s`: seconds from the first chunk's start to the finish (to now while active; None before
+    it starts)."""
+    usage = job.usage or {}
+
+    def count(key: str) -> int | None:
+        return int(usage.get(key, 0)) if usage else None
+
+    prompt, cached = count("prompt_tokens"), count("cached_tokens")
+    wall_s = None
+    if job.started_at is not None:
+        end = job.finished_at or timezone.now()
+        wall_s = round(max(0.0, (end - job.started_at).total_seconds()), 3)
+    return {
+        "requests": count("requests"),
+        "prompt_tokens": prompt,
+        "cached_tokens": cached,
+        "completion_tokens": count("completion_tokens"),
+        "cache_hit_rate": cached / prompt if prompt and cached is not None else None,
+        "truncated": count("length_cut"),
+        "retries": count("retries"),
+        "wall_s": wall_s,
+    }
+
+
 def job_wire(job: CounterfactualJob) -> dict[str, Any]:
     """The API's and the websocket's form of a job: progress (`done` of `total` samples) and, once
     done, `result` (the attribution), `samples` (per-sample rewards) and the branch trace of sample 0
-    with the URL that compares it side by side with the original."""
+    with the URL that compares it side by side with the original; `usage` (`usage_wire`) all along."""
     wire: dict[str, Any] = {
         "id": job.pk,
         "trace": job.trace_id,
@@ -55,6 +86,8 @@ def job_wire(job: CounterfactualJob) -> dict[str, Any]:
         "method": job.method,
         "players": len(job.players),
         "player_kind": job.player_kind,
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "usage": usage_wire(job),
     }
     if job.kind == CounterfactualJob.ATTRIBUTION:
         wire["results"] = (
@@ -88,8 +121,8 @@ def job_wire(job: CounterfactualJob) -> dict[str, Any]:
 
 
 def job_summary_wire(job: CounterfactualJob) -> dict[str, Any]:
-    """A job's line in the trace's history: what ran and how far, without samples or results;
-    `url` is the job's full form (`job_wire`)."""
+    """A job's line in the trace's history: what ran, how far and at what server usage
+    (`usage_wire`), without samples or results; `url` is the job's full form (`job_wire`)."""
     return {
         "id": job.pk,
         "trace": job.trace_id,
@@ -107,5 +140,7 @@ def job_summary_wire(job: CounterfactualJob) -> dict[str, Any]:
         "error": job.error,
         "created_at": job.created_at.isoformat(),
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "usage": usage_wire(job),
         "url": f"/api/jobs/{job.pk}/",
     }

@@ -13,7 +13,9 @@
  * — a row's click (or Enter) selects the event or agent — and `onCredit(map)` hands the timeline
  * event id -> credit in [-1, 1] (estimate / largest |estimate|) to paint, `onGraphCredit(credit)`
  * the agent graph its node and edge credit (`graphCredit`), with a legend here. `show(job)`
- * displays a stored job (after a reload, or from the history). Server text is only ever set with
+ * displays a stored job (after a reload, or from the history). The job's server usage shows under
+ * its progress (job_usage.js: requests beside the confirmed estimate's, prompt tokens, cache hit
+ * rate, wall time counting on while it runs). Server text is only ever set with
  * `textContent`. For a viewer (`readOnly`: the reason) the form's Run is disabled with the reason
  * as tooltip and a note, and stored results still show.
  */
@@ -22,6 +24,7 @@ import { formatNumber } from "../lib/format.js";
 import { el } from "../lib/dom.js";
 import { creditColor } from "../lib/palette.js";
 import { EstimatedRun } from "./estimated_run.js";
+import { WALL_TICK_MS, liveWall, usageElement } from "./job_usage.js";
 
 export const METHODS = [
   ["loo", "Paired leave-one-out"],
@@ -135,6 +138,10 @@ export class AttributionPanel {
     this.onGraphCredit = onGraphCredit;
     this.eventOf = eventOf;
     this.job = null;
+    /** The requests of the estimate confirmed for `job` here (null when unknown: after a reload). */
+    this.estimatedRequests = null;
+    this.received = 0;
+    this.ticker = null;
     this._build();
   }
 
@@ -148,6 +155,7 @@ export class AttributionPanel {
   show(job) {
     this.panel.hidden = false;
     this.job = null;
+    this.estimatedRequests = null;
     this.handleJob(job);
   }
 
@@ -188,6 +196,8 @@ export class AttributionPanel {
       describe: formatAttributionEstimate,
       onStarted: (job) => {
         this.job = null;
+        const requests = this.runner.startedEstimate?.requests;
+        this.estimatedRequests = Number.isInteger(requests) ? requests : null;
         this.handleJob(job);
       },
       runClass: "button primary small", runTestid: "attribution-run", estimateTestid: "attribution-estimate",
@@ -233,8 +243,13 @@ export class AttributionPanel {
     line.dataset.testid = "attribution-status";
     line.dataset.status = job.status;
     const parts = [line, progress];
+    const usage = usageElement(job, this.estimatedRequests, "attribution-usage");
+    if (usage) parts.push(usage);
     if (job.error) parts.push(el("p", job.error, "notice"));
     this.status.replaceChildren(...parts);
+    this.received = performance.now();
+    const active = job.status === "queued" || job.status === "running";
+    if (active && usage && this.ticker === null) this.ticker = setInterval(() => this._tick(), WALL_TICK_MS);
     if (job.status !== "done") {
       this.table.replaceChildren();
       return;
@@ -243,6 +258,20 @@ export class AttributionPanel {
     this._renderTable(results);
     this.onCredit(creditMap(results));
     this.onGraphCredit(graphCredit(results, this.eventOf));
+  }
+
+  /** Redraw the running job's wall time between messages; the ticker stops once it is not active. */
+  _tick() {
+    const job = this.job;
+    if (!job || (job.status !== "queued" && job.status !== "running")) {
+      clearInterval(this.ticker);
+      this.ticker = null;
+      return;
+    }
+    const fresh = usageElement(job, this.estimatedRequests, "attribution-usage",
+      liveWall(job, (performance.now() - this.received) / 1000));
+    const line = this.status.querySelector("[data-testid=attribution-usage]");
+    if (line && fresh) line.textContent = fresh.textContent;
   }
 
   _renderTable(results) {

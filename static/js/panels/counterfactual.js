@@ -14,7 +14,9 @@
  * "Counterfactuals" panel: a progress bar fed by the trace websocket's `{"type": "job", "job": {...}}` messages
  * (`handleJob`), and once done Δ = E[R | h] − E[R | do(intervention)] with its 95 % interval and
  * rollout count, the per-sample outcomes (control → intervention reward) and a link that opens the
- * branch trace side by side with the original. Server text is only ever set with `textContent`.
+ * branch trace side by side with the original. Each job shows the server's usage all along
+ * (job_usage.js: requests beside the confirmed estimate's, prompt tokens, cache hit rate, wall
+ * time, counting on between messages while it runs). Server text is only ever set with `textContent`.
  * For a viewer (`readOnly`: the reason, from the page's `data-read-only-hint`) the buttons and
  * the jobs' Cancel are disabled with that reason as their tooltip; the server refuses them too.
  */
@@ -22,6 +24,7 @@
 import { formatNumber } from "../lib/format.js";
 import { csrfToken, el } from "../lib/dom.js";
 import { EstimatedRun } from "./estimated_run.js";
+import { WALL_TICK_MS, liveWall, usageElement } from "./job_usage.js";
 
 /** Event types an intervention may target (swarmscope.interventions.MESSAGE_LIKE_TYPES). */
 export const MESSAGE_LIKE_TYPES = ["message", "delegate", "return"];
@@ -135,6 +138,11 @@ export class Counterfactual {
     /** job id -> latest job state (websocket messages may arrive before the POST answers). */
     this.jobs = new Map();
     this.rows = new Map();
+    /** job id -> the requests of the estimate confirmed for it here (unknown after a reload). */
+    this.estimates = new Map();
+    /** job id -> performance.now() when its state last arrived (the wall time runs on from there). */
+    this.received = new Map();
+    this.ticker = null;
     /** The checked targets of the dialog. */
     this.checked = { events: new Set(), agents: new Set() };
     /** The multi-selected events (shift/ctrl-click on the timeline), in the order selected. */
@@ -289,6 +297,8 @@ export class Counterfactual {
       describe: formatEstimate,
       onStarted: (job) => {
         dialog.close();
+        const requests = this.runner.startedEstimate?.requests;
+        if (Number.isInteger(requests)) this.estimates.set(job.id, requests);
         this._renderJob(this.jobs.get(job.id) ?? job);
       },
       runClass: "button primary", runTestid: "what-if-run", estimateTestid: "what-if-estimate",
@@ -373,8 +383,26 @@ export class Counterfactual {
     if (response.ok) this.handleJob(await response.json());
   }
 
+  /** Redraw the wall time of active jobs; the ticker stops once none is active. */
+  _tick() {
+    let active = 0;
+    for (const [id, job] of this.jobs) {
+      if (job.status !== "queued" && job.status !== "running") continue;
+      active += 1;
+      const line = this.rows.get(id)?.querySelector("[data-testid=job-usage]");
+      const wall = liveWall(job, (performance.now() - (this.received.get(id) ?? performance.now())) / 1000);
+      const fresh = usageElement(job, this.estimates.get(id) ?? null, "job-usage", wall);
+      if (line && fresh) line.textContent = fresh.textContent;
+    }
+    if (!active) {
+      clearInterval(this.ticker);
+      this.ticker = null;
+    }
+  }
+
   _renderJob(job) {
     this.jobs.set(job.id, job);
+    this.received.set(job.id, performance.now());
     let row = this.rows.get(job.id);
     if (!row) {
       row = el("article", null, "counterfactual-job");
@@ -401,6 +429,11 @@ export class Counterfactual {
     progress.dataset.testid = "job-progress";
     const count = el("span", `${job.done} / ${job.total} samples`, "muted");
     const parts = [head, progress, count];
+    const usage = usageElement(job, this.estimates.get(job.id) ?? null, "job-usage");
+    if (usage) parts.push(usage);
+    if (usage && (job.status === "queued" || job.status === "running") && this.ticker === null) {
+      this.ticker = setInterval(() => this._tick(), WALL_TICK_MS);
+    }
     if (job.status === "queued" || job.status === "running") {
       const cancel = el("button", "Cancel", "button small");
       cancel.type = "button";

@@ -7,8 +7,9 @@
  * "Confirm and run" (`data-confirm="true"`); only a second submit of the same body POSTs it to
  * `runUrl` with `confirmed: true`. Any change to the form that changes the body drops the shown
  * estimate (`changed()`), so a confirmation is always for the request whose cost was shown. A
- * backend that needs no confirmation starts at once. Errors (`{error, field?}` answers, or the
- * body's own validation) show in the alert line. Server text is only ever set with `textContent`.
+ * backend that needs no confirmation starts at once. `startedEstimate` is the estimate answer of the
+ * job just started (read it in `onStarted`: the panels show the job's usage beside it). Errors
+ * (`{error, field?}` answers, or the body's own validation) show in the alert line. Server text is only ever set with `textContent`.
  */
 
 import { csrfToken, el } from "../lib/dom.js";
@@ -41,6 +42,10 @@ export class EstimatedRun {
     Object.assign(this, { estimateUrl, runUrl, body, describe, onStarted, pendingText });
     /** The request body whose estimate is shown and awaits confirmation (JSON), or null. */
     this.awaiting = null;
+    /** The estimate answer shown for `awaiting`, or null. */
+    this.shown = null;
+    /** The estimate answer of the job started last (set before `onStarted`), or null. */
+    this.startedEstimate = null;
     this.run = el("button", "Run", runClass);
     this.run.type = "submit";
     this.run.dataset.testid = runTestid;
@@ -74,6 +79,7 @@ export class EstimatedRun {
   /** Back to a plain Run: no estimate shown, nothing awaiting confirmation. */
   reset() {
     this.awaiting = null;
+    this.shown = null;
     this.estimate.hidden = true;
     this.estimate.textContent = "";
     this.run.textContent = "Run";
@@ -97,6 +103,7 @@ export class EstimatedRun {
     }
     this.setError("");
     const key = JSON.stringify(body);
+    let estimated = null;
     if (this.awaiting !== key) {
       // First the cost: an LLM backend's job only starts once the user has seen and confirmed it.
       if (this.pendingText) {
@@ -116,12 +123,15 @@ export class EstimatedRun {
         this.run.textContent = "Confirm and run";
         this.run.dataset.confirm = "true";
         this.awaiting = key;
+        this.shown = answer;
         this.run.focus();
         return;
       }
+      estimated = answer;
       this.reset();
     } else {
       body.confirmed = true;
+      estimated = this.shown;
     }
     const { ok, answer } = await postJson(this.runUrl, body);
     if (!ok) {
@@ -129,6 +139,7 @@ export class EstimatedRun {
       return;
     }
     this.reset();
+    this.startedEstimate = estimated;
     this.onStarted(answer);
   }
 }
