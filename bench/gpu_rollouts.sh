@@ -183,7 +183,7 @@ phase worker_start $((SECONDS - tw))
 # -- the two jobs -----------------------------------------------------------------------------------------
 phase before_jobs $((SECONDS - T0))
 args=(--mode "$MODE" --web "$WEB" --token "$TOKEN" --base-url "$BASE_URL" --trace "$TRACE" --n "$N"
-  --budget "$BUDGET" --data-dir "$SWARMSCOPE_DATA_DIR" --phases "$PHASES" --vllm-version "$VLLM_VERSION"
+  --budget "$BUDGET" --phases "$PHASES" --vllm-version "$VLLM_VERSION"
   --out "$OUT/results.json")
 [ -z "$EVENT" ] || args+=(--event "$EVENT")
 status=0

@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import re
-import sqlite3
 import subprocess
 import sys
 import time
@@ -134,29 +133,6 @@ def metrics(base_url: str) -> dict[str, float]:
     return values
 
 
-def app_usage(data_dir: Path, job_id: int) -> dict[str, int]:
-    """The usage the backend recorded for `job_id` (summed over its chunks' first samples), read from the
-    app's SQLite database (the RolloutSample table); {} when none was recorded or it cannot be read."""
-    database = data_dir / "swarmscope.sqlite3"
-    if not database.exists():
-        return {}
-    try:
-        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as connection:
-            (table,) = connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_rolloutsample' ESCAPE '\\'"
-            ).fetchone()
-            rows = connection.execute(f'SELECT "values" FROM {table} WHERE job_id = ?', (job_id,)).fetchall()
-    except (sqlite3.Error, TypeError):
-        return {}
-    total: dict[str, int] = {}
-    for (raw,) in rows:
-        value = json.loads(raw) if raw else None
-        if isinstance(value, dict) and isinstance(value.get("usage"), dict):
-            for key, number in value["usage"].items():
-                total[key] = total.get(key, 0) + int(number)
-    return total
-
-
 def run_job(api: Api, base_url: str, kind: str, trace_id: int, body: dict, timeout: float) -> dict[str, Any]:
     """Estimate, request (confirmed) and wait for one job; its figures (module docstring)."""
     base = (
@@ -184,6 +160,7 @@ def run_job(api: Api, base_url: str, kind: str, trace_id: int, body: dict, timeo
         "status": job["status"],
         "error": job.get("error") or "",
         "request": body,
+        "app_usage": job.get("usage") or {},  # what the app recorded for the job (CounterfactualJob.usage)
         "samples": job.get("n_samples"),
         "wall_s": round(wall, 3),
         "estimate": {k: estimate.get(k) for k in ("requests", "prompt_tokens", "completion_tokens", "n", "rollouts")},
@@ -250,7 +227,6 @@ def run(args: argparse.Namespace) -> int:
             args.job_timeout,
         ),
     ]
-    jobs[0]["app_usage"] = app_usage(args.data_dir, jobs[0]["job"])
     phases = {}
     if args.phases and args.phases.exists():
         for line in args.phases.read_text().splitlines():
@@ -301,7 +277,6 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--budget", type=int, default=20, help="rollouts of the attribution job")
     r.add_argument("--players", default="messages", choices=["messages", "agents"])
     r.add_argument("--job-timeout", type=float, default=240)
-    r.add_argument("--data-dir", type=Path, required=True)
     r.add_argument("--phases", type=Path, default=None, help="TSV of phase name and seconds, copied in")
     r.add_argument("--vllm-version", default="")
     r.add_argument("--out", type=Path, required=True)
