@@ -17,6 +17,7 @@ from swarmscope.importers.otel import Span
 from webapp.accounts.services import do_get_or_create_project
 from webapp.traces.ingest import do_import_sources
 from webapp.traces.models import Trace
+from webapp.traces.services import EVENT_DATA_COLUMNS
 
 EPOCH_NS = 1_767_225_600_000_000_000
 MS = 1_000_000
@@ -194,25 +195,7 @@ def _otel_files(root: Path) -> list[Path]:
 
 def stored_form(trace: Trace) -> dict:
     """What a viewer sees of a stored trace, order of arrival left out."""
-    events = {
-        e.pop("event_id"): e
-        for e in trace.events.values(
-            "event_id",
-            "t",
-            "t_end",
-            "type",
-            "agent",
-            "role",
-            "from_agent",
-            "to",
-            "tool",
-            "content",
-            "content_ref",
-            "tokens",
-            "trusted",
-            "attributes",
-        )
-    }
+    events = {e.pop("event_id"): e for e in trace.events.values(*EVENT_DATA_COLUMNS)}
     agents = {
         a.pop("name"): a
         for a in trace.agents.values(
