@@ -15,6 +15,9 @@ class Trace(models.Model):
     system = models.CharField(max_length=200, blank=True)
     topology = models.CharField(max_length=40, default="unknown")
     task_id = models.CharField(max_length=300, blank=True)
+    session_id = models.CharField(
+        max_length=300, blank=True, help_text="attributes['session_id'] (a conversation, Claude Code session, Codex thread)"
+    )
     attributes = models.JSONField(default=dict)
     rewards = models.JSONField(default=dict)
     costs = models.JSONField(default=dict)
@@ -36,10 +39,25 @@ class Trace(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "identity_key"], name="trace_identity")]
-        indexes = [models.Index(fields=["project", "-created_at"]), models.Index(fields=["project", "name"])]
+        indexes = [
+            models.Index(fields=["project", "-created_at"]),
+            models.Index(fields=["project", "name"]),
+            models.Index(fields=["project", "session_id"]),
+        ]
 
     def __str__(self) -> str:
         return self.name or self.identity_key
+
+    def save(self, *args, **kwargs):
+        """Keeps `session_id` equal to `attributes["session_id"]` (importers set the attribute)."""
+        self.session_id = session_key(self.attributes)
+        super().save(*args, **kwargs)
+
+
+def session_key(attributes: dict) -> str:
+    """The session a trace belongs to: `attributes["session_id"]` as text, at most 300 chars."""
+    value = attributes.get("session_id") if isinstance(attributes, dict) else None
+    return str(value)[:300] if value not in (None, "") else ""
 
 
 class Agent(models.Model):
