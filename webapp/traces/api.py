@@ -87,14 +87,17 @@ def _ingest_response(project, fragment: core.Trace, trace: Trace | None = None, 
 
 @api_view("GET", "POST", ingest=True)
 def traces(request: HttpRequest):
-    """GET: paginated list (`page`, `page_size`, `q`). POST: create a trace (`name`, `system`,
+    """GET: paginated list (`page`, `page_size`, `q`, `session`: one session's traces). POST: create a trace (`name`, `system`,
     `source_id`, `attributes`, and optionally a first batch of `events`/`edges`/`agents`)."""
     if request.method == "GET":
         try:
             size = min(max(int(request.GET.get("page_size") or 50), 1), MAX_PAGE_SIZE)
         except ValueError:
             return json_error(400, f"page_size must be an integer from 1 to {MAX_PAGE_SIZE}", field="page_size")
-        page = Paginator(services.list_traces(request.project_ids, query=request.GET.get("q", "")), size)
+        listed = services.list_traces(
+            request.project_ids, query=request.GET.get("q", ""), session=request.GET.get("session", "")
+        )
+        page = Paginator(listed, size)
         current = page.get_page(request.GET.get("page") or 1)
         return JsonResponse(
             {

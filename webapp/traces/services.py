@@ -8,6 +8,7 @@ spans); both build their deltas with `write_delta` here, so the wire form lives 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -141,6 +142,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "source_id": trace.source_id,
         "topology": trace.topology,
         "task_id": trace.task_id,
+        "session_id": trace.session_id,
         "attributes": trace.attributes,
         "rewards": trace.rewards,
         "costs": trace.costs,
@@ -259,14 +261,47 @@ def get_computed_metrics(trace: Trace) -> dict[str, Any]:
     return metrics
 
 
-def list_traces(project_ids: Iterable[int], *, query: str = "", order: str = "-created_at"):
-    """Traces of the given projects, newest first, filtered by name/system/label text."""
+def list_traces(project_ids: Iterable[int], *, query: str = "", session: str = "", order: str = "-created_at"):
+    """Traces of the given projects, newest first, filtered by name/system/label text and by
+    session id (exact)."""
     qs = Trace.objects.filter(project_id__in=list(project_ids))
+    if session:
+        qs = qs.filter(session_id=session)
     if query:
         qs = qs.filter(
             Q(name__icontains=query)
             | Q(system__icontains=query)
             | Q(label_summary__icontains=query)
             | Q(source_format__icontains=query)
+            | Q(session_id=query)
         )
     return qs.order_by(order, "-id")
+
+
+#: The most traces a session page lists.
+MAX_SESSION_TRACES = 1000
+
+
+def session_traces(project_ids: Iterable[int], session: str) -> list[Trace]:
+    """The traces of one session in the order they ran: by the source's start time
+    (`attributes.start_time_unix_nano`, `attributes.started_at`) where the importer gives one,
+    else by arrival. At most MAX_SESSION_TRACES."""
+    rows = list(
+        Trace.objects.filter(project_id__in=list(project_ids), session_id=session).order_by("created_at", "id")[
+            :MAX_SESSION_TRACES
+        ]
+    )
+    return sorted(rows, key=_started_key)
+
+
+def _started_key(trace: Trace) -> tuple[float, float, int]:
+    attributes = trace.attributes if isinstance(trace.attributes, dict) else {}
+    started = attributes.get("start_time_unix_nano")
+    seconds = started / 1e9 if isinstance(started, (int, float)) and not isinstance(started, bool) else None
+    if seconds is None and isinstance(attributes.get("started_at"), str):
+        try:
+            seconds = datetime.fromisoformat(attributes["started_at"].replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            seconds = None
+    arrived = trace.created_at.timestamp() if trace.created_at else 0.0
+    return (seconds if seconds is not None else arrived, arrived, trace.pk)

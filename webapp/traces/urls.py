@@ -6,6 +6,7 @@ urlpatterns = [
     path("", views.trace_list, name="trace-list"),
     path("traces/<int:trace_id>/", views.trace_detail, name="trace-detail"),
     path("traces/compare/", views.trace_compare, name="trace-compare"),
+    path("sessions/<path:session_id>/", views.session_detail, name="session-detail"),
     path("upload/", views.upload, name="upload"),
     path("traces/<int:trace_id>/delete/", views.trace_delete, name="trace-delete"),
     path("api/traces/", api.traces, name="api-traces"),

@@ -53,9 +53,28 @@ def _trace_urls(trace) -> dict[str, str]:
 @login_required
 def trace_list(request: HttpRequest):
     query = request.GET.get("q", "").strip()
-    qs = services.list_traces(access.project_ids_for(request.user), query=query)
+    session = request.GET.get("session", "").strip()
+    qs = services.list_traces(access.project_ids_for(request.user), query=query, session=session)
     page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page") or 1)
-    return render(request, "traces/trace_list.html", {"page": page, "query": query})
+    return render(request, "traces/trace_list.html", {"page": page, "query": query, "session": session})
+
+
+@login_required
+def session_detail(request: HttpRequest, session_id: str):
+    """The traces of one session (a conversation, a Claude Code session, a Codex thread), in order."""
+    traces = services.session_traces(access.project_ids_for(request.user), session_id)
+    if not traces:
+        raise Http404("no such session")
+    totals = {
+        "events": sum(t.event_count for t in traces),
+        "tokens": sum(t.total_tokens for t in traces),
+        "duration_s": sum(t.duration_s for t in traces),
+    }
+    return render(
+        request,
+        "traces/session.html",
+        {"session_id": session_id, "traces": traces, "totals": totals, "limit": services.MAX_SESSION_TRACES},
+    )
 
 
 @login_required

@@ -476,7 +476,8 @@ PATHS: dict[str, Any] = {
             "parameters": [
                 _query("page", {"type": "integer", "minimum": 1}, "page number"),
                 _query("page_size", {"type": "integer", "minimum": 1, "maximum": 200}, "1..200"),
-                _query("q", {"type": "string"}, "search in name, system, source id"),
+                _query("q", {"type": "string"}, "search in name, system, labels, source format, session id"),
+                _query("session", {"type": "string"}, "only the traces of this session (exact session id)"),
             ],
             "responses": {"200": _json(RESULTS, "a page of trace summaries"), **_errors(400, 401)},
         },
