@@ -127,3 +127,38 @@ def test_unauthenticated_401_and_foreign_ids_404(client, api_client, sim_trace, 
             == 404
         )
     assert Trace.objects.get(pk=sim_trace.pk).counterfactual_jobs.get().status == "queued"
+
+
+def test_otlp_export_carries_the_attribution_and_the_branch_parent(api_client, sim_trace, pivotal):
+    response = post(
+        api_client,
+        f"/api/traces/{sim_trace.pk}/counterfactuals/",
+        {"intervention": {"kind": "remove", "events": [pivotal]}, "n": 8, "backend": "sim", "seed": 5},
+    )
+    finish(response.json()["id"])
+    job = CounterfactualJob.objects.get(pk=response.json()["id"])
+    attribution = job.attribution
+
+    exported = api_client.get(f"/api/traces/{sim_trace.pk}/export/otlp/")
+    assert exported.status_code == 200 and "otlp.json" in exported["Content-Disposition"]
+    (resource_spans,) = exported.json()["resourceSpans"]
+    resource = {a["key"]: a["value"] for a in resource_spans["resource"]["attributes"]}
+    (listed,) = json.loads(resource["swarmscope.attributions"]["stringValue"])
+    assert listed["id"] == attribution.pk and listed["estimate"] == pytest.approx(attribution.estimate)
+    spans = resource_spans["scopeSpans"][0]["spans"]
+    target = next(
+        s for s in spans if {"key": "swarmscope.event.id", "value": {"stringValue": pivotal}} in s["attributes"]
+    )
+    (span_event,) = target["events"]
+    values = {a["key"]: next(iter(a["value"].values())) for a in span_event["attributes"]}
+    assert span_event["name"] == "swarmscope.attribution"
+    assert (values["ci_low"], values["ci_high"]) == (
+        pytest.approx(attribution.ci_low),
+        pytest.approx(attribution.ci_high),
+    )
+
+    branch = job.samples.get(index=0).branch_trace
+    branch_doc = api_client.get(f"/api/traces/{branch.pk}/export/otlp/").json()
+    branch_resource = {a["key"]: a["value"] for a in branch_doc["resourceSpans"][0]["resource"]["attributes"]}
+    assert branch_resource["swarmscope.branch.of_trace"] == {"intValue": str(sim_trace.pk)}
+    assert api_client.get(f"/api/traces/{sim_trace.pk + 999}/export/otlp/").status_code == 404

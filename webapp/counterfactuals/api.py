@@ -207,6 +207,20 @@ def job_retry(request: HttpRequest, job_id: int):
 
 
 @api_view("GET")
+def trace_export_otlp(request: HttpRequest, trace_id: int):
+    """The trace as OTLP/JSON with the GenAI conventions, its attributions and, for a branch trace,
+    its parent (`services.otlp_export`); a download that any OTLP/HTTP JSON receiver accepts."""
+    trace = get_trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    response = HttpResponse(
+        json.dumps(services.otlp_export(trace), ensure_ascii=False), content_type="application/json"
+    )
+    response["Content-Disposition"] = f'attachment; filename="trace-{trace.pk}-otlp.json"'
+    return response
+
+
+@api_view("GET")
 def trace_attributions(request: HttpRequest, trace_id: int):
     """The trace's attributions, newest first: JSON `{"results": [...]}`, or `?format=csv`."""
     trace = get_trace(request, trace_id)

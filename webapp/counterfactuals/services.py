@@ -51,6 +51,7 @@ from swarmscope.credit import (
     shapley_permutation,
 )
 from swarmscope.interventions import Intervention, InterventionError, check_intervention
+from swarmscope.otlp_export import to_otlp_json
 from webapp.traces.ingest import do_ingest
 from webapp.traces.models import Trace
 from webapp.traces.services import to_core_trace
@@ -58,7 +59,7 @@ from webapp.web.broadcast import broadcast_job
 from webapp.web.jobs import enqueue
 
 from .models import Attribution, CounterfactualJob, RolloutSample
-from .wire import job_wire
+from .wire import attribution_wire, job_wire
 
 log = logging.getLogger(__name__)
 
@@ -653,6 +654,40 @@ def get_job_for(job_id: int, project_ids: list[int]) -> CounterfactualJob | None
 def list_attributions(trace: Trace):
     """The trace's stored attributions, newest first."""
     return Attribution.objects.filter(trace=trace).order_by("-created_at", "-id")
+
+
+def otlp_export(trace: Trace) -> dict[str, Any]:
+    """`trace` as OTLP/JSON (swarmscope.otlp_export) with what Swarmscope learnt about it: a branch
+    trace names its parent trace, job, intervention and seed (`swarmscope.branch.*`); every
+    attribution is in `swarmscope.attributions`, and one that targets events is also a
+    `swarmscope.attribution` span event on each targeted event's span."""
+    extra: dict[str, Any] = {}
+    sample = RolloutSample.objects.filter(branch_trace=trace).select_related("job").first()
+    if sample is not None:
+        extra.update(
+            {
+                "swarmscope.branch.of_trace": sample.job.trace_id,
+                "swarmscope.branch.job": sample.job_id,
+                "swarmscope.branch.intervention": sample.job.intervention,
+                "swarmscope.branch.seed": sample.seed,
+            }
+        )
+    attributions = [attribution_wire(a) for a in list_attributions(trace)]
+    span_events: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for row in attributions:
+        for target in row["target"].split(","):
+            if target.startswith("event:"):
+                span_events.setdefault(target[len("event:") :], []).append(
+                    (
+                        "swarmscope.attribution",
+                        {k: row[k] for k in ("id", "method", "estimate", "ci_low", "ci_high", "n_rollouts", "backend")},
+                    )
+                )
+    if attributions:
+        extra["swarmscope.attributions"] = attributions
+    started = trace.attributes.get("start_time_unix_nano") if isinstance(trace.attributes, dict) else None
+    origin = None if isinstance(started, int) and started > 0 else int(trace.created_at.timestamp() * 1e9)
+    return to_otlp_json(to_core_trace(trace), extra=extra, span_events=span_events, origin_ns=origin)
 
 
 def list_jobs(trace: Trace, limit: int = 50):

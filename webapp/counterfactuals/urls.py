@@ -17,6 +17,7 @@ urlpatterns = [
         api.trace_attribution_estimate,
         name="api-trace-attribution-estimate",
     ),
+    path("api/traces/<int:trace_id>/export/otlp/", api.trace_export_otlp, name="api-trace-export-otlp"),
     path("api/jobs/<int:job_id>/", api.job_detail, name="api-job"),
     path("api/jobs/<int:job_id>/cancel/", api.job_cancel, name="api-job-cancel"),
     path("api/jobs/<int:job_id>/retry/", api.job_retry, name="api-job-retry"),

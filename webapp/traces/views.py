@@ -47,6 +47,7 @@ def _trace_urls(trace) -> dict[str, str]:
         "snapshot_url": reverse("api-trace-snapshot", args=[trace.pk]),
         "export_native_url": reverse("api-trace-export", args=[trace.pk]) + "?format=native",
         "export_survey_url": reverse("api-trace-export", args=[trace.pk]) + "?format=survey",
+        "export_otlp_url": reverse("api-trace-export-otlp", args=[trace.pk]),
     }
 
 

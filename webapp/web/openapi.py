@@ -543,6 +543,14 @@ PATHS: dict[str, Any] = {
             "responses": {"200": _json(OBJECT, "the document (a download)"), **_errors(400, 401, 404)},
         },
     },
+    "/api/traces/{trace_id}/export/otlp/": {
+        "get": {
+            "summary": "Export a trace as OTLP/JSON (GenAI conventions), attributions and branch parent included",
+            "operationId": "exportTraceOtlp",
+            "parameters": [_path_id("trace_id")],
+            "responses": {"200": _json(OBJECT, "an ExportTraceServiceRequest (a download)"), **_errors(401, 404)},
+        },
+    },
     "/api/traces/export.jsonl": {
         "get": {
             "summary": "Many traces as native JSONL",

@@ -1,0 +1,290 @@
+"""Any trace as OTLP/JSON with the OpenTelemetry GenAI conventions, for the tools users already run
+(Phoenix, Langfuse, Jaeger, an OpenTelemetry Collector).
+
+Shape (OTLP/JSON `ExportTraceServiceRequest`, opentelemetry-proto `trace/v1/trace.proto`): one
+resource (`service.name` = the trace's system) and one scope, holding
+
+- a root span `invoke_workflow <name>` (gen_ai.operation.name `invoke_workflow`) over the whole trace;
+- one `invoke_agent <agent>` span per agent (gen_ai.agent.name), child of the span of the agent that
+  spawned it (`Agent.parent`), else of the root, from its first to its last event;
+- one span per event, child of its agent's span: `chat` for messages and decisions (content in
+  `gen_ai.output.messages`), `execute_tool <tool>` for a tool call, its result (the `tool_result`
+  its `tool_dependency` edge names) folded into the same span as `gen_ai.tool.call.result`,
+  `create_agent` for spawns, `invoke_agent` for delegations (with `gen_ai.transfer.target.name`);
+  every span also carries `swarmscope.event.id`, `swarmscope.event.type` and the event's own
+  attributes (a folded result: `swarmscope.result_event.id`);
+- the trace's edges as span links on the destination event's span (`swarmscope.edge.type`).
+
+Times: `origin_ns`, else the trace's `start_time_unix_nano` (attributes), else 1 s after the Unix
+epoch (OTLP reads 0 as "unset"), plus event `t` seconds.
+Ids are derived from the trace's identity key (sha256), so exporting twice gives the same ids.
+`extra` adds resource attributes (a branch trace's parent, attributions); `span_events` maps an
+event id to extra span events (e.g. `swarmscope.attribution` with its estimate and interval).
+Conventions: https://opentelemetry.io/docs/specs/semconv/gen-ai/ (GenAI spans and agent spans).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from .model import Event, Trace
+
+#: Event types exported as `chat` spans (an LLM turn's output); the others have their own operation.
+OPERATIONS = {
+    "tool_call": "execute_tool",
+    "tool_result": "execute_tool",
+    "spawn": "create_agent",
+    "delegate": "invoke_agent",
+}
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+
+
+def to_otlp_json(
+    trace: Trace,
+    *,
+    extra: Mapping[str, Any] | None = None,
+    span_events: Mapping[str, list[tuple[str, Mapping[str, Any]]]] | None = None,
+    origin_ns: int | None = None,
+) -> dict[str, Any]:
+    """The OTLP/JSON document of `trace` (see the module docstring for the mapping).
+
+    `extra`: resource attributes added as given (str, bool, int, float, or anything JSON, written
+    as a JSON string). `span_events`: event id -> [(event name, attributes)], attached to that
+    event's span at the event's time. Raises nothing for a valid trace (empty traces export a
+    lone root span).
+    """
+    key = trace.identity_key
+    trace_id = _hex(key, 32)
+    origin = origin_ns if origin_ns is not None else _origin_ns(trace)
+
+    def ns(seconds: float | None) -> str:
+        return str(origin + round((seconds or 0.0) * 1e9))
+
+    end = max((e.t_end if e.t_end is not None else e.t for e in trace.events), default=0.0)
+    root_id = _hex(f"{key}\x00root", 16)
+    spans: list[dict[str, Any]] = [
+        _span(
+            trace_id,
+            root_id,
+            None,
+            f"invoke_workflow {trace.name or trace.source_id}"[:200],
+            ns(0.0),
+            ns(end),
+            {
+                "gen_ai.operation.name": "invoke_workflow",
+                "swarmscope.trace.identity_key": key,
+                "swarmscope.topology": trace.topology,
+            },
+        )
+    ]
+    agent_span = {name: _hex(f"{key}\x00agent\x00{name}", 16) for name in _agent_names(trace)}
+    parents = {a.name: a.parent for a in trace.agents}
+    times: dict[str, list[float]] = {}
+    for event in trace.events:
+        times.setdefault(event.agent, []).extend([event.t, event.t_end if event.t_end is not None else event.t])
+    for name, span_id in agent_span.items():
+        parent = parents.get(name)
+        window = times.get(name, [0.0])
+        spans.append(
+            _span(
+                trace_id,
+                span_id,
+                agent_span.get(parent, root_id) if parent != name else root_id,
+                f"invoke_agent {name}",
+                ns(min(window)),
+                ns(max(window)),
+                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name},
+            )
+        )
+    results = _folded_results(trace)
+    event_span = {e.id: _hex(f"{key}\x00event\x00{e.id}", 16) for e in trace.events}
+    for result_id, call in results.items():
+        event_span[result_id] = event_span[call.id]
+    links: dict[str, list[dict[str, Any]]] = {}
+    for edge in trace.edges:
+        if edge.src in event_span and edge.dst in event_span and event_span[edge.src] != event_span[edge.dst]:
+            links.setdefault(edge.dst, []).append(
+                {
+                    "traceId": trace_id,
+                    "spanId": event_span[edge.src],
+                    "attributes": _attributes({"swarmscope.edge.type": edge.type}),
+                }
+            )
+    result_of = {call.id: trace_result for trace_result, call in results.items()}
+    by_id = {e.id: e for e in trace.events}
+    for event in trace.events:
+        if event.id in results:
+            continue
+        attrs = _event_attributes(event)
+        last = event
+        if event.id in result_of:
+            last = by_id[result_of[event.id]]
+            attrs["swarmscope.result_event.id"] = last.id
+            if last.content is not None:
+                attrs["gen_ai.tool.call.result"] = last.content
+        span = _span(
+            trace_id,
+            event_span[event.id],
+            agent_span[event.agent],
+            _event_span_name(event),
+            ns(event.t),
+            ns(
+                max(
+                    event.t_end if event.t_end is not None else event.t,
+                    last.t_end if last.t_end is not None else last.t,
+                )
+            ),
+            attrs,
+        )
+        span_links = links.get(event.id, []) + (links.get(last.id, []) if last is not event else [])
+        if span_links:
+            span["links"] = span_links
+        if span_events and event.id in span_events:
+            span["events"] = [
+                {"timeUnixNano": ns(event.t), "name": name, "attributes": _attributes(attrs)}
+                for name, attrs in span_events[event.id]
+            ]
+        spans.append(span)
+    resource = {
+        "service.name": trace.system or "swarmscope",
+        "swarmscope.source_format": trace.source_format,
+        "swarmscope.source_id": trace.source_id,
+        **{f"swarmscope.reward.{k}": v for k, v in trace.rewards.items()},
+        **{f"swarmscope.cost.{k}": v for k, v in trace.costs.items()},
+        **({"swarmscope.labels": [lb.to_dict() for lb in trace.labels]} if trace.labels else {}),
+        **(dict(extra) if extra else {}),
+    }
+    if trace.attributes.get("session_id"):
+        resource["gen_ai.conversation.id"] = str(trace.attributes["session_id"])
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _attributes(resource)},
+                "scopeSpans": [{"scope": {"name": "swarmscope", "version": "1"}, "spans": spans}],
+                "schemaUrl": SCHEMA_URL,
+            }
+        ]
+    }
+
+
+def _folded_results(trace: Trace) -> dict[str, Event]:
+    """tool_result id -> the tool_call it answers (its `tool_dependency` edge, same agent, one each)."""
+    by_id = {e.id: e for e in trace.events}
+    folded: dict[str, Event] = {}
+    calls_used: set[str] = set()
+    for edge in trace.edges:
+        call, result = by_id.get(edge.src), by_id.get(edge.dst)
+        if (
+            edge.type == "tool_dependency"
+            and call is not None
+            and result is not None
+            and call.type == "tool_call"
+            and result.type == "tool_result"
+            and call.agent == result.agent
+            and call.id not in calls_used
+            and result.id not in folded
+        ):
+            folded[result.id] = call
+            calls_used.add(call.id)
+    return folded
+
+
+def _agent_names(trace: Trace) -> list[str]:
+    names = [a.name for a in trace.agents]
+    seen = set(names)
+    for event in trace.events:
+        if event.agent not in seen:
+            seen.add(event.agent)
+            names.append(event.agent)
+    return names
+
+
+def _event_span_name(event: Event) -> str:
+    operation = OPERATIONS.get(event.type, "chat")
+    if operation == "execute_tool":
+        return f"execute_tool {event.tool or 'tool'}"
+    if operation == "invoke_agent":
+        return f"invoke_agent {event.to or 'agent'}"
+    return operation
+
+
+def _event_attributes(event: Event) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": OPERATIONS.get(event.type, "chat"),
+        "gen_ai.agent.name": event.agent,
+        "swarmscope.event.id": event.id,
+        "swarmscope.event.type": event.type,
+    }
+    if event.tool:
+        attrs["gen_ai.tool.name"] = event.tool
+    if event.to:
+        attrs["swarmscope.event.to"] = event.to
+        if event.type == "delegate":
+            attrs["gen_ai.transfer.target.name"] = event.to
+    if event.from_:
+        attrs["swarmscope.event.from"] = event.from_
+    if event.content is not None:
+        if event.type == "tool_call":
+            attrs["gen_ai.tool.call.arguments"] = event.content
+        elif event.type == "tool_result":
+            attrs["gen_ai.tool.call.result"] = event.content
+        else:
+            role = "assistant" if event.role in (None, "assistant") else event.role
+            attrs["gen_ai.output.messages"] = json.dumps(
+                [{"role": role, "parts": [{"type": "text", "content": event.content}]}], ensure_ascii=False
+            )
+    if event.tokens is not None:
+        attrs["gen_ai.usage.output_tokens"] = event.tokens
+    for name, value in event.attributes.items():
+        attrs.setdefault(f"swarmscope.attributes.{name}", value)
+    return attrs
+
+
+def _span(
+    trace_id: str, span_id: str, parent: str | None, name: str, start: str, end: str, attrs: dict[str, Any]
+) -> dict[str, Any]:
+    span: dict[str, Any] = {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "name": name,
+        "kind": 1,  # SPAN_KIND_INTERNAL
+        "startTimeUnixNano": start,
+        "endTimeUnixNano": end,
+        "attributes": _attributes(attrs),
+    }
+    if parent:
+        span["parentSpanId"] = parent
+    return span
+
+
+def _attributes(values: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": _any_value(v)} for k, v in values.items() if v is not None]
+
+
+def _any_value(value: Any) -> dict[str, Any]:
+    """An OTLP AnyValue: scalars as themselves (int64 as a decimal string, as OTLP/JSON writes it),
+    anything else as its JSON text."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int) and -(2**63) <= value < 2**63:
+        return {"intValue": str(value)}
+    if isinstance(value, float) and math.isfinite(value):
+        return {"doubleValue": value}
+    if isinstance(value, str):
+        return {"stringValue": value}
+    return {"stringValue": json.dumps(value, ensure_ascii=False, default=str)}
+
+
+def _origin_ns(trace: Trace) -> int:
+    started = trace.attributes.get("start_time_unix_nano")
+    if isinstance(started, int) and not isinstance(started, bool) and started > 0:
+        return started
+    return 1_000_000_000
+
+
+def _hex(text: str, width: int) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:width]

@@ -1,0 +1,79 @@
+"""OTLP/JSON export: a valid ExportTraceServiceRequest (parsed by opentelemetry-proto itself), the
+GenAI operation names, and a round trip through Swarmscope's own OTLP importer that keeps the
+agents, the content and the edges."""
+
+import json
+
+import pytest
+from google.protobuf.json_format import ParseDict
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from swarmscope.importers import SourceFile, read_files
+from swarmscope.otlp_export import to_otlp_json
+
+FIXTURE_FILES = ["native_small.json", "whowhen_hand_crafted.json", "monocle_small.json", "survey_small.json"]
+
+
+def _imported(path):
+    result = read_files([SourceFile(path.name, path.read_bytes())])
+    assert not result.failed, result.failed
+    return result.traces
+
+
+def _attrs(span):
+    return {a["key"]: next(iter(a["value"].values())) for a in span["attributes"]}
+
+
+@pytest.mark.parametrize("name", FIXTURE_FILES)
+def test_export_is_valid_otlp_and_round_trips(fixtures, name):
+    for trace in _imported(fixtures / name):
+        doc = to_otlp_json(trace, extra={"swarmscope.note": {"a": 1}})
+        request = ParseDict(doc, ExportTraceServiceRequest())  # raises on any field OTLP does not have
+        spans = request.resource_spans[0].scope_spans[0].spans
+        all_spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        span_of = {}  # event id -> the id of the span that carries it (a folded tool result: its call's)
+        for span in all_spans:
+            attrs = _attrs(span)
+            for key in ("swarmscope.event.id", "swarmscope.result_event.id"):
+                if key in attrs:
+                    span_of[attrs[key]] = span["spanId"]
+        assert set(span_of) == {e.id for e in trace.events}
+        event_spans = [s for s in all_spans if "swarmscope.event.id" in _attrs(s)]
+        agents = {*(a.name for a in trace.agents), *(e.agent for e in trace.events)}
+        assert len(spans) == 1 + len(agents) + len(event_spans) and len(event_spans) <= len(trace.events)
+        assert to_otlp_json(trace) == to_otlp_json(trace)  # ids are derived, not random
+
+        by_id = {e.id: e for e in trace.events}
+        for span in event_spans:
+            attrs = _attrs(span)
+            event = by_id[attrs["swarmscope.event.id"]]
+            assert attrs["swarmscope.event.type"] == event.type and attrs["gen_ai.agent.name"] == event.agent
+            if event.content and event.type not in ("tool_call", "tool_result"):
+                assert json.loads(attrs["gen_ai.output.messages"])[0]["parts"][0]["content"] == event.content
+            if "swarmscope.result_event.id" in attrs:
+                assert by_id[attrs["swarmscope.result_event.id"]].type == "tool_result" and event.type == "tool_call"
+        links = sum(len(s.get("links", [])) for s in event_spans)
+        assert links == sum(1 for e in trace.edges if span_of[e.src] != span_of[e.dst])
+
+        # Back through the OTLP importer: one trace, every agent that has events, every event's content.
+        again = read_files([SourceFile("export.json", json.dumps(doc).encode())])
+        assert not again.failed and len(again.traces) == 1, again.files
+        back = again.traces[0]
+        assert {e.agent for e in trace.events} <= {a.name for a in back.agents}
+        contents = {e.content for e in back.events if e.content}
+        # (A delegation's content does not come back: the importer reads delegations from span nesting.)
+        assert {e.content for e in trace.events if e.content and e.type != "delegate"} <= contents
+
+
+def test_spawn_hierarchy_becomes_span_parents(fixtures):
+    (trace,) = _imported(fixtures / "native_small.json")
+    spans = to_otlp_json(trace)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    agent_spans = {
+        _attrs(s)["gen_ai.agent.name"]: s
+        for s in spans
+        if _attrs(s).get("gen_ai.operation.name") == "invoke_agent" and "swarmscope.event.id" not in _attrs(s)
+    }
+    for agent in trace.agents:
+        if agent.parent:
+            assert agent_spans[agent.name]["parentSpanId"] == agent_spans[agent.parent]["spanId"]
+    assert any(a.parent for a in trace.agents)  # the fixture has spawned agents, so the check ran
