@@ -115,6 +115,8 @@ SWARMSCOPE_MAX_UPLOAD_BYTES = int(os.environ.get("SWARMSCOPE_MAX_UPLOAD_BYTES", 
 SWARMSCOPE_OTLP_SYNC_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_SYNC_SPANS", 2000))
 DATA_UPLOAD_MAX_MEMORY_SIZE = SWARMSCOPE_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# A folder upload (a Claude Code project, ~/.codex/sessions) holds one file per session and subagent.
+DATA_UPLOAD_MAX_NUMBER_FILES = int(os.environ.get("SWARMSCOPE_MAX_UPLOAD_FILES", 5000))
 
 # Redis: REDIS_URL from the environment, else the embedded server's URL that `manage.py up`
 # publishes in a file while it runs (so other commands in another shell reach the same server).

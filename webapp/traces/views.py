@@ -116,19 +116,28 @@ def trace_compare(request: HttpRequest):
 def upload(request: HttpRequest):
     """GET: the form (disabled, with a notice, for a viewer). POST: import the files into the first
     project where the user may write; the 403 page for a viewer, 404 for a user of no project."""
-    outcomes = None
+    outcomes, nothing_chosen = None, False
     if request.method == "POST":
         project = get_write_project(request, "uploading traces")  # raises PermissionRefused (403) for a viewer
         if project is None:
             raise Http404("you are not a member of any project")
         if request.FILES:
             outcomes = ingest.do_import_sources(project, upload_sources(request))
+        else:
+            nothing_chosen = True
     try:
         can_write = get_write_project(request, "uploading traces") is not None
     except PermissionRefused:
         can_write = False
     return render(
-        request, "traces/upload.html", {"outcomes": outcomes, "can_write": can_write, "read_only_hint": READ_ONLY_HINT}
+        request,
+        "traces/upload.html",
+        {
+            "outcomes": outcomes,
+            "nothing_chosen": nothing_chosen,
+            "can_write": can_write,
+            "read_only_hint": READ_ONLY_HINT,
+        },
     )
 
 
