@@ -9,7 +9,11 @@ Each format module exposes:
   `split(doc) -> dict[trace_id, list[record]]` plus `build(trace_id, records, sources) -> Trace`
   (and `to_spans(trace_id, records)`, the records as `otel.Span`) for span formats, whose traces
   can arrive in chunks spread over several files: all chunks of one trace id given to one
-  `read_files` call are merged into one trace.
+  `read_files` call are merged into one trace. A split format may also expose
+  `group(chunks: dict[key, list[record]]) -> dict[key, group_key]`, called once with all of its
+  chunks after every file is split: chunks mapped to one group key merge into one trace built as
+  `build(group_key, records, sources)` (Codex child rollouts join their root thread this way,
+  which no single file knows).
 
 `read_files` is the single entry point; it never raises on bad input, it reports it per file.
 """
@@ -24,10 +28,10 @@ from typing import Any
 
 from swarmscope.model import Trace, TraceValidationError, validate_trace
 
-from . import jaeger, mast, native, otel_sdk, otlp, survey, whowhen
+from . import claude_code, codex, jaeger, mast, native, otel_sdk, otlp, survey, whowhen
 
 #: Order matters: the first module whose `sniff` accepts a document reads it.
-FORMATS = (native, survey, whowhen, mast, otlp, jaeger, otel_sdk)
+FORMATS = (native, survey, whowhen, mast, otlp, jaeger, otel_sdk, claude_code, codex)
 
 
 class TraceFormatError(ValueError):
@@ -136,6 +140,27 @@ def detect(doc: Any):
     return next((module for module in FORMATS if module.sniff(doc)), None)
 
 
+Chunks = dict[tuple[Any, Any], tuple[list[Any], list[str], list[FileReport]]]
+
+
+def _grouped(chunks: Chunks) -> Chunks:
+    """`chunks` with the keys of each module that has a `group` hook mapped to its group keys:
+    records, file names and reports of one group merged (in key order; names and reports once)."""
+    mapping: dict[Any, dict[Any, Any]] = {}
+    for module in dict.fromkeys(module for module, _ in chunks):
+        if hasattr(module, "group"):
+            mapping[module] = module.group({key: c[0] for (m, key), c in chunks.items() if m is module})
+    if not mapping:
+        return chunks
+    merged: Chunks = {}
+    for (module, key), (records, names, owners) in chunks.items():
+        into = merged.setdefault((module, mapping.get(module, {}).get(key, key)), ([], [], []))
+        into[0].extend(records)
+        into[1].extend(name for name in names if name not in into[1])
+        into[2].extend(owner for owner in owners if all(owner is not known for known in into[2]))
+    return merged
+
+
 def read_files(sources: Iterable[SourceFile]) -> ImportResult:
     """Read many files; chunks of one span-format trace id across files merge into one trace.
 
@@ -169,7 +194,7 @@ def read_files(sources: Iterable[SourceFile]) -> ImportResult:
             report.error = exc.detail if isinstance(exc, TraceFormatError) else str(exc)
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
             report.error = f"malformed {report.format or 'input'}: {exc!r}"
-    for (module, trace_id), (records, names, owners) in chunks.items():
+    for (module, trace_id), (records, names, owners) in _grouped(chunks).items():
         try:
             trace = module.build(trace_id, records, names)
             validate_trace(trace)
