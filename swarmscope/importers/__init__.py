@@ -28,10 +28,11 @@ from typing import Any
 
 from swarmscope.model import Trace, TraceValidationError, validate_trace
 
-from . import claude_code, codex, jaeger, mast, native, otel_sdk, otlp, survey, whowhen
+from . import claude_code, codex, jaeger, langfuse, langsmith, mast, native, otel_sdk, otlp, survey, whowhen
 
-#: Order matters: the first module whose `sniff` accepts a document reads it.
-FORMATS = (native, survey, whowhen, mast, otlp, jaeger, otel_sdk, claude_code, codex)
+#: Order matters: the first module whose `sniff` accepts a document reads it. (LangSmith runs carry
+#: `trace_id` and an `events` list, which the survey sniff would take: runs are tried first.)
+FORMATS = (native, langfuse, langsmith, survey, whowhen, mast, otlp, jaeger, otel_sdk, claude_code, codex)
 
 
 class TraceFormatError(ValueError):

@@ -176,6 +176,11 @@ def _file_traces(paths: list[Path]) -> list[list[Span]]:
     return list(chunks.values())
 
 
+#: The OpenTelemetry encodings (Langfuse and LangSmith also decode into spans, but carry trace
+#: fields of their own, such as scores, that an OTLP re-encoding of the spans cannot).
+OTEL_FORMATS = ("otlp", "jaeger", "otel_sdk")
+
+
 def _otel_files(root: Path) -> list[Path]:
     """Every OpenTelemetry file below `root` that imports (the handoff chunk cut off upstream does not)."""
     files = []
@@ -185,7 +190,7 @@ def _otel_files(root: Path) -> list[Path]:
         except ValueError:
             continue
         module = detect(doc) if doc is not None else None
-        if module is not None and hasattr(module, "split"):
+        if module is not None and module.FORMAT in OTEL_FORMATS:
             files.append(path)
     return files
 

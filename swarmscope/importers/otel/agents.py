@@ -10,15 +10,22 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from typing import cast
 
+from . import keys
+from .openinference import span_name_agent
 from .semconv import (
     AGENT,
+    EVALUATION,
     HANDOFF,
     LLM,
+    PLAN,
+    SPAN_NAME,
     TOOL,
     UNKNOWN_SERVICE,
+    WORKFLOW,
     Message,
-    agent_label,
+    agent_label_source,
     received_message,
     render,
     span_io,
@@ -38,7 +45,8 @@ class SpanTree:
     By span id: `by_id` (first record of each id in canonical order, placeholders added), `parent`
     (cycles cut), `depth`, `children`, `role`, `message` (the message received), `owner` (the acting
     agent, None where unknown), `invocation` (its root span id). By invocation root: `members`;
-    `productive` (those that will have events). By agent: `named_by` (where its name came from).
+    `productive` (those that will have events). By agent: `named_by` (where its name came from);
+    `label_source` (span id -> where its own label came from).
     Raises ValueError when there are no spans or a span has no id.
     """
 
@@ -67,6 +75,7 @@ class SpanTree:
         self.message: dict[str, Message] = {sid: m for sid, s in self.by_id.items() if (m := received_message(s))}
         self.texts: dict[str, tuple[str | None, str | None]] = {}
         self.named_by: dict[str, str] = {}
+        self.label_source: dict[str, str] = {}
         self.owner: dict[str, str | None] = {}
         self.invocation: dict[str, str | None] = {}
         self.members: dict[str, list[Span]] = defaultdict(list)
@@ -149,11 +158,13 @@ class SpanTree:
         root of its invocation), `members` and `productive` (invocations that will have events: with
         an LLM, tool or hand-off span, an output, or an agent span that names their agent: see
         `_names_owner`)."""
-        labels = {sid: agent_label(s, self.role[sid]) for sid, s in self.by_id.items()}
-        for sid, label in labels.items():
+        labels: dict[str, str | None] = {}
+        for sid, span in self.by_id.items():
+            label, source = agent_label_source(span, self.role[sid])
+            labels[sid] = label
             if label:
-                named = self.by_id[sid].attributes.get("gen_ai.agent.name") == label
-                self.named_by.setdefault(label, "gen_ai.agent.name" if named else "entity")
+                self.label_source[sid] = source
+                self.named_by.setdefault(label, source)
         for message in self.message.values():
             for name in (message.sender, message.receiver):
                 if name:
@@ -193,6 +204,9 @@ class SpanTree:
             else:
                 owner = span.service or UNKNOWN_SERVICE
                 self.named_by.setdefault(owner, "service")
+            if not in_tool[sid] and self.named_by.get(owner or "") == "service" and self._names_by_span_name(span):
+                owner = cast(str, span_name_agent(span))
+                self.named_by.setdefault(owner, SPAN_NAME)
             self.owner[sid] = owner
 
     def _assign_invocations(self) -> None:
@@ -210,9 +224,10 @@ class SpanTree:
             if inv is None:
                 continue
             self.members[inv].append(span)
+            role = self.role[span.sid]
             if not span.missing and (
-                self.role[span.sid] in (LLM, TOOL, HANDOFF)
-                or self._text(span)[1] is not None
+                role in (LLM, TOOL, HANDOFF, PLAN)
+                or (role not in (WORKFLOW, EVALUATION) and self._text(span)[1] is not None)
                 or self._names_owner(span)
             ):
                 self.productive.add(inv)
@@ -250,8 +265,15 @@ class SpanTree:
         return (
             not span.missing
             and self.role[span.sid] in (AGENT, None)
-            and span.attributes.get("gen_ai.agent.name") == self.owner[span.sid]
+            and self.label_source.get(span.sid) in (keys.AGENT_NAME, "openinference")
+            and agent_label_source(span, self.role[span.sid])[0] == self.owner[span.sid]
         )
+
+    @staticmethod
+    def _names_by_span_name(span: Span) -> bool:
+        """Whether an OpenInference CHAIN span names its agent by its span name: where nothing
+        else names it (its agent would be a service)."""
+        return span.attributes.get(keys.OI_SPAN_KIND) == keys.OI_CHAIN and span_name_agent(span) is not None
 
     def _sender(self, span: Span) -> str | None:
         """The agent that sent the message `span` received, when another than the span's agent."""

@@ -2,8 +2,8 @@
 
 On the agents that `SpanTree` (agents.py) assigns, it makes the events of each span (LLM turns, tool
 calls, hand-offs), the delegations to each invocation (invoker, spawn), the spawn, message, return,
-tool_dependency and causal edges, and the trace-level fields. The rules: docs/otel-mapping.md.
-(Over 500 lines: one builder whose passes share the span tree's state.)
+tool_dependency and causal edges; `fields.py` adds the trace-level fields. The rules:
+docs/otel-mapping.md. (Over 500 lines: one builder whose passes share the span tree's state.)
 """
 
 from __future__ import annotations
@@ -14,36 +14,46 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from swarmscope.model import Agent, Edge, Event, Trace
+from swarmscope.model import Edge, Event, Trace
 
-from ..chatlog import TOKENS_ESTIMATED, estimate_missing_tokens
-from .agents import SpanTree, canonical_name
+from ..chatlog import estimate_missing_tokens
+from . import genai, keys
+from .agents import canonical_name
+from .fields import TraceFields
+from .genai import Transfer
+from .openinference import handoff_span_target
 from .semconv import (
     AGENT,
+    CREATE,
     HANDOFF,
     HANDOFF_TOOL_PREFIXES,
     LLM,
+    PLAN,
+    SPAN_NAME,
     TOOL,
-    TRACE_ATTRIBUTE_KEYS,
-    WORKFLOW_NAME_KEYS,
     entities,
     model_name,
-    render,
     tool_name,
     usage,
 )
 from .span import Span
 
+#: `named_by` of agents that invoke another only where they act themselves (a bare service or a
+#: span name wrapping the run is no agent).
+WEAK_NAMES = ("service", SPAN_NAME)
+
 
 @dataclass
 class Delivery:
     """A delegation: `event` (the sender's delegate event) reaching `receiver` in the invocation
-    rooted at `root` (None while a broadcast or hand-off waits for its receiver)."""
+    rooted at `root` (None while a broadcast or hand-off waits for its receiver); `returns` False for
+    a transfer that passes control (GenAI `pass_control`: no return edge)."""
 
     event: Event
     sender: str
     receiver: str | None
     root: Span | None = None
+    returns: bool = True
 
 
 def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str, sources: Iterable[str] = ()) -> Trace:
@@ -57,7 +67,7 @@ def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str, sou
     return _TraceBuilder(list(spans), source_format, trace_id, list(sources)).build()
 
 
-class _TraceBuilder(SpanTree):
+class _TraceBuilder(TraceFields):
     """One use: `build()` creates the events of the span tree (agents assigned), then the edges.
 
     By event id: `rank` (sort key after `t`), `event_span`, `event_inv` (the invocation the event
@@ -98,6 +108,7 @@ class _TraceBuilder(SpanTree):
         self._turn_events()
         edges = self._edges()
         root = self._root()
+        labels, rewards = self._labels_and_rewards()
         return Trace(
             source_format=self.source_format,
             source_id=self.trace_id,
@@ -108,6 +119,8 @@ class _TraceBuilder(SpanTree):
             edges=edges,
             costs=self._costs(),
             attributes=self._attributes(),
+            labels=labels,
+            rewards=rewards,
         )
 
     # -- events
@@ -160,12 +173,20 @@ class _TraceBuilder(SpanTree):
         agent, role = self.owner[span.sid], self.role[span.sid]
         if agent is None or span.missing:
             return
+        transfer = genai.transfer(span) if role == TOOL else None
         if role == LLM and not self._has_llm_below(span):
             self._message_event(span, agent)
+        elif role == PLAN:
+            self._message_event(span, agent, type_="orchestrator_decision")
+        elif role == CREATE:
+            self._create_event(span, agent)
+        elif transfer is not None and (transfer.pass_control or not self._runs_other_agent(span)):
+            receiver = self.agents_by_canonical.get(canonical_name(transfer.target), transfer.target)
+            self._handoff_event(span, agent, receiver, transfer)
         elif role == TOOL and not self._runs_other_agent(span) and not self._repeats_parent_tool(span):
-            target = self._handoff_tool_target(span)
-            if target:
-                self._handoff_event(span, agent, target)
+            named = self._handoff_tool_target(span)
+            if named:
+                self._handoff_event(span, agent, named)
             else:
                 self._tool_events(span, agent)
         elif role == HANDOFF:
@@ -193,6 +214,11 @@ class _TraceBuilder(SpanTree):
         )
 
     def _handoff_tool_target(self, span: Span) -> str | None:
+        """The agent a hand-off tool names: an OpenAI Agents `handoff to <agent>` span's target, else
+        `transfer_to_<agent>` / `handoff_to_<agent>` matched against the known agents."""
+        target = handoff_span_target(span)
+        if target is not None:
+            return self.agents_by_canonical.get(canonical_name(target), target)
         name = tool_name(span)
         prefix = next((p for p in HANDOFF_TOOL_PREFIXES if name.startswith(p)), None)
         return self.agents_by_canonical.get(canonical_name(name[len(prefix) :])) if prefix else None
@@ -201,18 +227,29 @@ class _TraceBuilder(SpanTree):
     def _usage_fields(span: Span) -> tuple[int | None, dict[str, Any]]:
         """(tokens, attributes) from usage: tokens = input + output, else the reported total."""
         n_in, n_out, n_total = usage(span)
-        attributes = {key: n for key, n in (("input_tokens", n_in), ("output_tokens", n_out)) if n is not None}
+        attributes: dict[str, Any] = {
+            key: n for key, n in (("input_tokens", n_in), ("output_tokens", n_out)) if n is not None
+        }
         tokens = (n_in or 0) + (n_out or 0) if attributes else n_total
-        return tokens, attributes
+        return tokens, {**attributes, **genai.token_details(span)}
 
     @staticmethod
     def _status(span: Span) -> dict[str, Any]:
         return {} if span.error is None else {"status": "error", "error": span.error or True}
 
-    def _message_event(self, span: Span, agent: str, *, t_ns: int | None = None, end_ns: int | None = None) -> None:
-        """A `message` event of `span` (t, t_end: the span's unless given): content its output, else
-        its input flagged `content_from: "input"` (an input beside an output is kept as `input`);
-        model, token usage and error status kept."""
+    def _message_event(
+        self,
+        span: Span,
+        agent: str,
+        *,
+        t_ns: int | None = None,
+        end_ns: int | None = None,
+        type_: str = "message",
+    ) -> None:
+        """A `message` event (or `type_`: a `plan` span's `orchestrator_decision`) of `span` (t,
+        t_end: the span's unless given): content its output, else its input flagged `content_from:
+        "input"` (an input beside an output is kept as `input`); model, token usage (with cache and
+        reasoning token details) and error status kept."""
         text_in, text_out = self._text(span)
         tokens, attributes = self._usage_fields(span)
         model = model_name(span)
@@ -225,7 +262,7 @@ class _TraceBuilder(SpanTree):
         self._event(
             span,
             agent,
-            "message",
+            type_,
             span.sid,
             t_ns=t_ns,
             end_ns=span.end_ns if end_ns is None else end_ns,
@@ -251,20 +288,39 @@ class _TraceBuilder(SpanTree):
             )
             self.tool_results.append((call, result))
 
-    def _handoff_event(self, span: Span, agent: str, target: str) -> None:
-        """A hand-off span or tool: a delegate event waiting for the target's next invocation."""
+    def _handoff_event(self, span: Span, agent: str, target: str, transfer: Transfer | None = None) -> None:
+        """A hand-off span or tool (or a GenAI transfer): a delegate event waiting for the target's
+        next invocation, its content the span's input (none for an OpenAI Agents `handoff to` span,
+        whose input is the source agent's name); a transfer keeps `transfer_mode` and `target_type`."""
+        extra: dict[str, Any] = {}
+        if transfer is not None:
+            extra = {"transfer_mode": transfer.mode}
+            if transfer.target_type:
+                extra["target_type"] = transfer.target_type
         event = self._event(
             span,
             agent,
             "delegate",
             span.sid,
             end_ns=span.end_ns,
-            content=self._text(span)[0],
             from_=agent,
             to=target,
             tool=tool_name(span) if self.role[span.sid] == TOOL else None,
+            attributes=extra,
+            content=None if handoff_span_target(span) else self._text(span)[0],
         )
-        self.pending_handoffs.append(Delivery(event=event, sender=agent, receiver=target))
+        returns = transfer is None or not transfer.pass_control
+        self.pending_handoffs.append(Delivery(event=event, sender=agent, receiver=target, returns=returns))
+
+    def _create_event(self, span: Span, agent: str) -> None:
+        """A GenAI `create_agent` span: its agent (the creator) spawns the agent it names, where the
+        creator acts or is named (not a bare service)."""
+        created = span.attributes.get(keys.AGENT_NAME)
+        if not isinstance(created, str) or not created or created == agent:
+            return
+        if agent in self.acting or self.named_by.get(agent) not in WEAK_NAMES:
+            self.named_by.setdefault(created, keys.AGENT_NAME)
+            self._spawn(agent, created, span, span.start_ns)
 
     def _turn_events(self) -> None:
         """An invocation without LLM or tool events is one turn: a `message` event spanning it, made
@@ -303,7 +359,11 @@ class _TraceBuilder(SpanTree):
             for delivery in handoffs:
                 self.pending_handoffs.remove(delivery)
                 self._deliver(delivery, agent, root)
-        elif enclosing not in (None, agent) and (enclosing in self.acting or self.named_by[enclosing] != "service"):
+        elif graph_parent := self._graph_parent(root, agent):
+            self._delegate(graph_parent, agent, root)
+        elif enclosing not in (None, agent) and (
+            enclosing in self.acting or self.named_by[enclosing] not in WEAK_NAMES
+        ):
             self._delegate(enclosing, agent, root)
         else:
             delivered = False
@@ -316,6 +376,25 @@ class _TraceBuilder(SpanTree):
             if not delivered:
                 self.uninvoked[self._tree_root(root)].append(root)
         self.appeared.setdefault(agent, start)
+
+    def _graph_parent(self, root: Span, agent: str) -> str | None:
+        """The agent OpenInference's `graph.node.parent_id` names on the invocation's spans (the node
+        that handed over to this one: a node id of another span's agent, or an agent's name)."""
+        parent_id = next(
+            (
+                value
+                for span in self.members[root.sid]
+                if isinstance(value := span.attributes.get(keys.GRAPH_NODE_PARENT_ID), str) and value
+            ),
+            None,
+        )
+        if parent_id is None:
+            return None
+        node_agent = next(
+            (self.owner[s.sid] for s in self.order if s.attributes.get(keys.GRAPH_NODE_ID) == parent_id), None
+        )
+        found = node_agent or self.agents_by_canonical.get(canonical_name(parent_id))
+        return found if found and found != agent else None
 
     def _delegate(self, sender: str, receiver: str, root: Span) -> None:
         """A delegate event of `sender` at the start of `receiver`'s invocation; its content is the
@@ -416,6 +495,7 @@ class _TraceBuilder(SpanTree):
         for call, result in self.tool_results:
             self._add(call, result, "tool_dependency")
         self._chained_turns()
+        self._linked_spans()
         self._group_chat_turns()
         for delivery in self.pending_broadcasts.values():
             delivery.event.type = "message"
@@ -451,7 +531,7 @@ class _TraceBuilder(SpanTree):
         target = self._next_of(delivery.sender, last, end)
         if target is None and enclosing not in (None, delivery.receiver):
             target = self._next_of(enclosing, last, end)
-        if target is None:
+        if target is None or not delivery.returns:
             return
         self._add(last, target, "return")
         returns[target.id].add(last.agent)
@@ -473,6 +553,28 @@ class _TraceBuilder(SpanTree):
             after = delivered.get(sid) or (turns[sid][0] if turns.get(sid) else None)
             if before and after is not None:
                 self._add(max(before, key=lambda e: (self._end(e), *self.rank[e.id])), after, "causal")
+
+    def _linked_spans(self) -> None:
+        """Span links within the trace: a `causal` edge from the last event made from the linked
+        span (or below it) to the first event of the linking span's agent made from it (or below
+        it; else its first event)."""
+        linking = {s.sid: k.span_id for s in self.real for k in s.links if k.trace_id == self.trace_id}
+        wanted = set(linking) | set(linking.values())
+        if not linking:
+            return
+        below: dict[str, list[Event]] = defaultdict(list)
+        for event in self.events:
+            sid: str | None = self.event_span[event.id].sid
+            while sid is not None:
+                if sid in wanted:
+                    below[sid].append(event)
+                sid = self.parent.get(sid)
+        for source, target in linking.items():
+            before, after = below.get(target), below.get(source)
+            if before and after:
+                own = [e for e in after if e.agent == self.owner[source]] or after
+                last = max(before, key=lambda e: (self._end(e), *self.rank[e.id]))
+                self._add(last, min(own, key=lambda e: self.position[e.id]), "causal")
 
     def _group_chat_turns(self) -> None:
         """Invocations in one span tree that nobody invoked (under a team, workflow or runtime
@@ -496,96 +598,3 @@ class _TraceBuilder(SpanTree):
                 self._add(last, heard[0], "message")
                 if last.type == "message" and last.to is None:
                     last.to = receiver
-
-    # -- trace-level fields
-
-    def _root(self) -> Span:
-        """The earliest span without a (received) parent."""
-        return next(
-            (
-                s
-                for s in self.order
-                if not s.missing and ((parent_id := self.parent[s.sid]) is None or self.by_id[parent_id].missing)
-            ),
-            self.order[0],
-        )
-
-    def _name(self, root: Span) -> str:
-        for span in [root] + self.real:
-            name = next((span.attributes[key] for key in WORKFLOW_NAME_KEYS if span.attributes.get(key)), None)
-            if name:
-                return str(name)
-        return root.name
-
-    def _agents(self) -> list[Agent]:
-        """Agents that act or spawn, in order of appearance. Attributes: `named_by` (where the name
-        came from), `service` (when one), `id` / `description` (`gen_ai.agent.*`); the system
-        prompt from the first `gen_ai.system_instructions` of its spans."""
-        acting = {e.agent for e in self.events} | set(self.parents)
-        services: dict[str, set[str]] = defaultdict(set)
-        facts: dict[str, dict[str, Any]] = defaultdict(dict)
-        for span in self.order:
-            owner = self.owner[span.sid]
-            if owner is None:
-                continue
-            if span.service:
-                services[owner].add(span.service)
-            for key, fact in (
-                ("gen_ai.agent.id", "id"),
-                ("gen_ai.agent.description", "description"),
-                ("gen_ai.system_instructions", "system_prompt"),
-            ):
-                if span.attributes.get(key):
-                    facts[owner].setdefault(fact, span.attributes[key])
-        agents = []
-        for name, first in sorted(self.appeared.items(), key=lambda item: item[1]):
-            if name not in acting:
-                continue
-            known = facts[name]
-            attributes: dict[str, str] = {
-                "named_by": self.named_by.get(name, "message"),
-                **{key: str(known[key]) for key in ("id", "description") if key in known},
-            }
-            if len(services[name]) == 1:
-                attributes["service"] = next(iter(services[name]))
-            agents.append(
-                Agent(
-                    name=name,
-                    parent=self.parents.get(name),
-                    spawned_at=first,
-                    system_prompt=render(known.get("system_prompt")),
-                    attributes=attributes,
-                )
-            )
-        return agents
-
-    def _costs(self) -> dict[str, float]:
-        """tokens: the sum of reported usage (else of estimates), wall_clock_s, tool_calls."""
-        reported = [e.tokens for e in self.events if e.tokens is not None and not e.attributes.get(TOKENS_ESTIMATED)]
-        tokens = sum(reported) if reported else sum(e.tokens or 0 for e in self.events)
-        end = max(s.end_ns for s in self.real)
-        return {
-            "tokens": tokens,
-            "wall_clock_s": round((end - self.t0) / 1e9, 6),
-            "tool_calls": sum(e.type == "tool_call" for e in self.events),
-        }
-
-    def _attributes(self) -> dict[str, Any]:
-        """trace_id, sources, spans (count), `start_time_unix_nano` (the origin of `t`),
-        conversation/session id, the first input, and `tokens_estimated` when no span reported usage."""
-        attributes: dict[str, Any] = {
-            "trace_id": self.trace_id,
-            "sources": self.sources,
-            "spans": len(self.real),
-            "start_time_unix_nano": self.t0,
-        }
-        for name, key in TRACE_ATTRIBUTE_KEYS.items():
-            value = next((s.attributes[key] for s in self.order if s.attributes.get(key)), None)
-            if value is not None:
-                attributes[name] = value
-        first_input = next((text for s in self.order if not s.missing and (text := self._text(s)[0])), None)
-        if first_input is not None:
-            attributes["input"] = first_input
-        if not any(e.tokens is not None and not e.attributes.get(TOKENS_ESTIMATED) for e in self.events):
-            attributes[TOKENS_ESTIMATED] = True
-        return attributes

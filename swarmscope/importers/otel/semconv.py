@@ -1,6 +1,7 @@
 """Attribute readers for the semantic conventions that agent exporters write: OpenTelemetry GenAI,
 Monocle, OpenInference, Traceloop and AGNTCY observe (role, agent name, tool, model, tokens,
-input/output content, received messages).
+input/output content, received messages). Attribute names: `keys` (from the convention packages);
+OpenInference's flattened lists: `openinference`; transfers, callers, evaluations: `genai`.
 
 Which attribute of which convention is read, and in what order: docs/otel-mapping.md.
 """
@@ -14,18 +15,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import genai, keys, openinference
 from .span import Span, as_int, hex_id
 
 AGENT, LLM, TOOL, HANDOFF = "agent", "llm", "tool", "handoff"
+#: GenAI `invoke_workflow` (the trace root), `plan` (an orchestrator decision), `create_agent`
+#: (a spawn) and evaluation spans.
+WORKFLOW, PLAN, CREATE, EVALUATION = "workflow", "plan", "create", "evaluation"
 
 #: `gen_ai.operation.name` -> span role (GenAI semantic conventions).
 OPERATION_ROLES = {
-    "invoke_agent": AGENT,
-    "execute_tool": TOOL,
-    "chat": LLM,
-    "text_completion": LLM,
-    "generate_content": LLM,
+    keys.INVOKE_AGENT: AGENT,
+    keys.EXECUTE_TOOL: TOOL,
+    keys.CHAT: LLM,
+    keys.TEXT_COMPLETION: LLM,
+    keys.GENERATE_CONTENT: LLM,
     "completion": LLM,
+    keys.INVOKE_WORKFLOW: WORKFLOW,
+    keys.PLAN: PLAN,
+    keys.CREATE_AGENT: CREATE,
+    keys.RETRIEVAL: TOOL,
+    **{operation: TOOL for operation in keys.MEMORY_OPERATIONS},
 }
 #: Monocle `span.type` -> span role.
 MONOCLE_ROLES = {
@@ -41,30 +51,42 @@ MONOCLE_ROLES = {
     "inference.modelapi": LLM,
 }
 #: `openinference.span.kind` -> span role.
-OPENINFERENCE_ROLES = {"AGENT": AGENT, "LLM": LLM, "TOOL": TOOL, "RETRIEVER": TOOL}
+OPENINFERENCE_ROLES = {keys.OI_AGENT: AGENT, keys.OI_LLM: LLM, keys.OI_TOOL: TOOL, keys.OI_RETRIEVER: TOOL}
 #: `traceloop.span.kind` / `ioa_observe.span.kind` -> span role.
 KIND_ROLES = {"agent": AGENT, "tool": TOOL}
 #: Tool-name prefixes of hand-offs: OpenAI Agents SDK, Microsoft Agent Framework.
 HANDOFF_TOOL_PREFIXES = ("transfer_to_", "handoff_to_")
+#: `named_by` of an agent named by its span name (OpenInference AGENT / CHAIN spans that nothing else
+#: names): like a service, it invokes another agent only where it acts itself.
+SPAN_NAME = "span_name"
 #: Service name when a span has none (the OpenTelemetry SDK default).
 UNKNOWN_SERVICE = "unknown_service"
 #: Values that name no model.
 NO_MODEL = {"", "unknown", "none"}
 
+#: Input / output attributes, first found wins; OpenInference's `llm.input_messages` /
+#: `llm.output_messages` (flattened) and `llm.prompts` are read by `openinference`.
 INPUT_KEYS = (
-    "gen_ai.tool.call.arguments",
-    "gen_ai.input.messages",
-    "gen_ai.prompt",
-    "input.value",
+    keys.TOOL_CALL_ARGUMENTS,
+    keys.INPUT_MESSAGES,
+    keys.PROMPT,
+    keys.RETRIEVAL_QUERY_TEXT,
+    keys.MEMORY_QUERY_TEXT,
+    keys.LLM_INPUT_MESSAGES,
+    keys.LLM_PROMPTS,
+    keys.INPUT_VALUE,
     "traceloop.entity.input",
     "gen_ai.task.input",
     "ioa_observe.entity.input",
 )
 OUTPUT_KEYS = (
-    "gen_ai.tool.call.result",
-    "gen_ai.output.messages",
-    "gen_ai.completion",
-    "output.value",
+    keys.TOOL_CALL_RESULT,
+    keys.OUTPUT_MESSAGES,
+    keys.COMPLETION,
+    keys.RETRIEVAL_DOCUMENTS,
+    keys.MEMORY_RECORDS,
+    keys.LLM_OUTPUT_MESSAGES,
+    keys.OUTPUT_VALUE,
     "traceloop.entity.output",
     "gen_ai.task.output",
     "ioa_observe.entity.output",
@@ -92,35 +114,39 @@ MESSAGE_EVENTS = {
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "model", "function"})
 INDEXED_PROMPT = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(role|content)$")
 INPUT_TOKEN_KEYS = (
-    "gen_ai.usage.input_tokens",
-    "gen_ai.usage.prompt_tokens",
-    "llm.token_count.prompt",
+    keys.USAGE_INPUT_TOKENS,
+    keys.USAGE_PROMPT_TOKENS,
+    keys.LLM_TOKENS_PROMPT,
     "llm.usage.prompt_tokens",
     "prompt_tokens",
     "input_tokens",
 )
 OUTPUT_TOKEN_KEYS = (
-    "gen_ai.usage.output_tokens",
-    "gen_ai.usage.completion_tokens",
-    "llm.token_count.completion",
+    keys.USAGE_OUTPUT_TOKENS,
+    keys.USAGE_COMPLETION_TOKENS,
+    keys.LLM_TOKENS_COMPLETION,
     "llm.usage.completion_tokens",
     "completion_tokens",
     "output_tokens",
 )
-TOTAL_TOKEN_KEYS = ("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total", "total_tokens")
+TOTAL_TOKEN_KEYS = ("gen_ai.usage.total_tokens", "llm.usage.total_tokens", keys.LLM_TOKENS_TOTAL, "total_tokens")
 #: Usage attributes that make a span without another role an LLM call.
 USAGE_ATTRIBUTE_KEYS = (
-    "gen_ai.usage.input_tokens",
-    "gen_ai.usage.output_tokens",
-    "gen_ai.usage.prompt_tokens",
-    "gen_ai.usage.completion_tokens",
-    "llm.token_count.prompt",
-    "llm.token_count.completion",
+    keys.USAGE_INPUT_TOKENS,
+    keys.USAGE_OUTPUT_TOKENS,
+    keys.USAGE_PROMPT_TOKENS,
+    keys.USAGE_COMPLETION_TOKENS,
+    keys.LLM_TOKENS_PROMPT,
+    keys.LLM_TOKENS_COMPLETION,
 )
 #: Attributes naming the workflow, for the trace name (else the root span's name).
-WORKFLOW_NAME_KEYS = ("workflow.name", "gen_ai.workflow.name", "ioa_observe.workflow.name", "traceloop.workflow.name")
-#: Trace attribute <- first span attribute found (conversation / session ids).
-TRACE_ATTRIBUTE_KEYS = {"conversation_id": "gen_ai.conversation.id", "session_id": "session.id"}
+WORKFLOW_NAME_KEYS = ("workflow.name", keys.WORKFLOW_NAME, "ioa_observe.workflow.name", "traceloop.workflow.name")
+#: Trace attribute <- the first of these span attributes found on any span (conversation / session
+#: ids; `session_id` is the key the app groups traces into sessions by).
+TRACE_ATTRIBUTE_KEYS = {
+    "conversation_id": (keys.CONVERSATION_ID,),
+    "session_id": (keys.CONVERSATION_ID, keys.SESSION_ID),
+}
 
 WORKFLOW_MESSAGE = "WorkflowMessage("
 MESSAGE_SOURCE = re.compile(r"\bsource_id='([^']+)'")
@@ -270,46 +296,67 @@ def span_role(span: Span) -> str | None:
     """AGENT, LLM, TOOL, HANDOFF or None (docs/otel-mapping.md, "Role")."""
     attributes = span.attributes
     for key, roles in (
-        ("gen_ai.operation.name", OPERATION_ROLES),
+        (keys.OPERATION_NAME, OPERATION_ROLES),
         ("span.type", MONOCLE_ROLES),
-        ("openinference.span.kind", OPENINFERENCE_ROLES),
+        (keys.OI_SPAN_KIND, OPENINFERENCE_ROLES),
         ("traceloop.span.kind", KIND_ROLES),
         ("ioa_observe.span.kind", KIND_ROLES),
     ):
         value = attributes.get(key)
         if isinstance(value, str) and value in roles:
             return roles[value]
+    if genai.is_evaluation_span(span):
+        return EVALUATION
     if any(key in attributes for key in USAGE_ATTRIBUTE_KEYS):
         return LLM
-    if "gen_ai.tool.name" in attributes:
+    if keys.TOOL_NAME in attributes:
         return TOOL
     return None
 
 
 def agent_label(span: Span, role: str | None) -> str | None:
-    """The agent a span names itself: `gen_ai.agent.name` unless it repeats the framework, else
-    (hand-off spans) `entity.N.from_agent`, else a Monocle agent entity; None when it names none."""
+    """The agent a span names itself (see `agent_label_source`), or None."""
+    return agent_label_source(span, role)[0]
+
+
+def agent_label_source(span: Span, role: str | None) -> tuple[str | None, str]:
+    """(agent, where the name came from) a span names itself: `gen_ai.agent.name` unless it repeats
+    the framework, else (hand-off spans) `entity.N.from_agent`, else a Monocle agent entity, else
+    OpenInference `agent.name` / `graph.node.name` / `graph.node.id`, else an OpenInference AGENT
+    span's name. A `create_agent` span names the agent it creates, not the one acting: None."""
     attributes = span.attributes
-    name = attributes.get("gen_ai.agent.name")
-    frameworks = {str(attributes.get(key, "")).casefold() for key in ("gen_ai.provider.name", "gen_ai.system")}
+    if role == CREATE:
+        return None, ""
+    name = attributes.get(keys.AGENT_NAME)
+    frameworks = {str(attributes.get(key, "")).casefold() for key in (keys.PROVIDER_NAME, keys.SYSTEM)}
     if isinstance(name, str) and name and name.casefold() not in frameworks:
-        return name
+        return name, keys.AGENT_NAME
     if role == HANDOFF:
         sender = next((e["from_agent"] for e in entities(span) if e.get("from_agent")), None)
         if sender:
-            return str(sender)
+            return str(sender), "entity"
     names = _entity_names(span, "agent")
-    return names[0] if names else None
+    if names:
+        return names[0], "entity"
+    oi_name = openinference.agent_name(span)
+    if oi_name:
+        named = any(attributes.get(k) for k in (keys.OI_AGENT_NAME, keys.GRAPH_NODE_NAME, keys.GRAPH_NODE_ID))
+        return oi_name, "openinference" if named else SPAN_NAME
+    return None, ""
 
 
 def tool_name(span: Span) -> str:
-    """`gen_ai.tool.name`, `tool.name`, a Monocle tool entity, else the span name without "execute_tool "."""
-    for key in ("gen_ai.tool.name", "tool.name"):
+    """`gen_ai.tool.name`, `tool.name`, a Monocle tool entity, a GenAI retrieval / memory operation's
+    name, else the span name without "execute_tool "."""
+    for key in (keys.TOOL_NAME, keys.OI_TOOL_NAME):
         if span.attributes.get(key):
             return str(span.attributes[key])
     names = _entity_names(span, "tool")
     if names:
         return names[0]
+    operation = span.attributes.get(keys.OPERATION_NAME)
+    if operation == keys.RETRIEVAL or operation in keys.MEMORY_OPERATIONS:
+        return str(operation)
     if span.attributes.get("traceloop.span.kind") == "tool" and span.attributes.get("traceloop.entity.name"):
         return str(span.attributes["traceloop.entity.name"])
     return span.name.removeprefix("execute_tool ").strip() or span.name
@@ -318,9 +365,7 @@ def tool_name(span: Span) -> str:
 def model_name(span: Span) -> str | None:
     """The model of an LLM span: response/request model, a Monocle model entity, else a LangChain
     `ls_model_name` association property; None when unknown."""
-    candidates = [
-        span.attributes.get(key) for key in ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
-    ]
+    candidates = [span.attributes.get(key) for key in (keys.RESPONSE_MODEL, keys.REQUEST_MODEL, keys.LLM_MODEL_NAME)]
     candidates += _entity_names(span, "model")
     candidates += [value for key, value in span.attributes.items() if key.endswith(".ls_model_name")]
     return next((str(c) for c in candidates if c is not None and str(c).casefold() not in NO_MODEL), None)
@@ -341,9 +386,15 @@ def span_io(span: Span) -> tuple[Any, Any]:
     return _io(span, INPUT_KEYS, INPUT_EVENTS, "prompt"), _io(span, OUTPUT_KEYS, OUTPUT_EVENTS, "completion")
 
 
-def _io(span: Span, keys: tuple[str, ...], event_keys: Mapping[str, tuple[str, ...]], indexed: str) -> Any:
-    for key in keys:
-        if span.attributes.get(key) not in (None, "", [], {}):
+def _io(span: Span, names: tuple[str, ...], event_keys: Mapping[str, tuple[str, ...]], indexed: str) -> Any:
+    for key in names:
+        if key in (keys.LLM_INPUT_MESSAGES, keys.LLM_OUTPUT_MESSAGES):
+            if chat := openinference.messages(span, key):
+                return chat
+        elif key == keys.LLM_PROMPTS:
+            if texts := openinference.prompts(span):
+                return texts[0] if len(texts) == 1 else texts
+        elif span.attributes.get(key) not in (None, "", [], {}):
             return span.attributes[key]
     numbered: dict[int, dict[str, Any]] = defaultdict(dict)
     for key, value in span.attributes.items():
@@ -368,7 +419,7 @@ def _io(span: Span, keys: tuple[str, ...], event_keys: Mapping[str, tuple[str, .
 
 def received_message(span: Span) -> Message | None:
     """The message an executor span received (Agent Framework `WorkflowMessage` in its input,
-    else Monocle `entity.N.from_agent`), or None."""
+    else Monocle `entity.N.from_agent`, else the `gen_ai.caller.name` of an `invoke_agent` span), or None."""
     chained = next((e for e in entities(span) if e.get("from_agent") or e.get("from_agent_span_id")), {})
     try:
         from_span = hex_id(chained.get("from_agent_span_id"), 8)
@@ -389,4 +440,7 @@ def received_message(span: Span) -> Message | None:
         return Message(
             sender=str(sender) if sender else None, receiver=None, key=None, from_span=from_span, workflow=False
         )
+    remote_caller = genai.caller(span)
+    if remote_caller is not None:
+        return Message(sender=remote_caller, receiver=None, key=None, from_span=None, workflow=False)
     return None

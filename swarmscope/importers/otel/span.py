@@ -1,6 +1,6 @@
 """The OpenTelemetry span record shared by the span importers (Jaeger, OTel SDK, OTLP).
 
-`Span` / `SpanEvent` hold one span decoded from any encoding; `hex_id` / `bytes_id` normalise ids,
+`Span` / `SpanEvent` / `SpanLink` hold one span decoded from any encoding; `hex_id` / `bytes_id` normalise ids,
 `as_int` reads integer attribute values, `canonical_order` fixes the order duplicates resolve in.
 How spans map to an orchestration trace: docs/otel-mapping.md.
 """
@@ -22,6 +22,17 @@ class SpanEvent:
     attributes: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class SpanLink:
+    """A span link (OTLP `links[]`, Jaeger FOLLOWS_FROM across traces): the linked span's ids
+    (lower-case hex, as `Span` ids) and the link's attributes. The mapping makes a link within the
+    trace a `causal` edge (docs/otel-mapping.md, "Other edges")."""
+
+    trace_id: str
+    span_id: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class Span:
     """One OpenTelemetry span, decoded from any encoding.
@@ -31,7 +42,8 @@ class Span:
     Times are integer nanoseconds since the Unix epoch. `attributes` are flat key -> scalar/list/dict
     values. `service` is the resource's `service.name`; `kind` the span kind in lower case ("client",
     "server", ...); `error` the status description when the status is ERROR ("" when it gave none), else None.
-    `missing` marks a placeholder for a parent span that never arrived.
+    `missing` marks a placeholder for a parent span that never arrived. `links` are the span's links
+    (decoders that read none leave it empty).
     """
 
     trace_id: str
@@ -46,6 +58,7 @@ class Span:
     kind: str | None = None
     error: str | None = None
     missing: bool = False
+    links: list[SpanLink] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not isinstance(self.service, str) or not self.service:
@@ -63,6 +76,10 @@ class Span:
         data = {name: getattr(self, name) for name in SPAN_FIELDS}
         data["attributes"] = self.attributes
         data["events"] = [{"name": e.name, "time_ns": e.time_ns, "attributes": e.attributes} for e in self.events]
+        if self.links:
+            data["links"] = [
+                {"trace_id": k.trace_id, "span_id": k.span_id, "attributes": k.attributes} for k in self.links
+            ]
         return data
 
     @classmethod
@@ -74,6 +91,7 @@ class Span:
             events=[
                 SpanEvent(e["name"], e.get("time_ns"), e.get("attributes") or {}) for e in data.get("events") or []
             ],
+            links=[SpanLink(k["trace_id"], k["span_id"], k.get("attributes") or {}) for k in data.get("links") or []],
         )
 
 

@@ -1,0 +1,204 @@
+"""Trace-level fields of the span mapping: root, name, agents, costs, attributes, labels, rewards.
+
+`TraceFields` is the part of the builder (`build._TraceBuilder`) that reads the finished events and
+the span tree: it adds no events. The rules: docs/otel-mapping.md, "Trace-level attributes" and
+"Evaluations".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from swarmscope.model import Agent, Event, Label
+
+from ..chatlog import TOKENS_ESTIMATED
+from . import genai, keys
+from .agents import SpanTree
+from .genai import Evaluation
+from .openinference import tool_names
+from .semconv import CREATE, TRACE_ATTRIBUTE_KEYS, WORKFLOW, WORKFLOW_NAME_KEYS, render
+from .span import Span
+
+#: Token details summed into the trace costs: cost key <- event attribute (`genai.TOKEN_DETAIL_KEYS`).
+COST_TOKEN_DETAILS = {
+    "cache_read_tokens": "cache_read_input_tokens",
+    "cache_creation_tokens": "cache_creation_input_tokens",
+    "reasoning_tokens": "reasoning_output_tokens",
+}
+EVALUATION_SOURCE = keys.EVALUATION_RESULT_EVENT
+
+
+class TraceFields(SpanTree):
+    """Trace-level fields from the events the builder made (declared here, filled there)."""
+
+    events: list[Event]
+    event_span: dict[str, Span]
+    appeared: dict[str, float]
+    parents: dict[str, str]
+    sources: list[str]
+
+    def _root(self) -> Span:
+        """The earliest `invoke_workflow` span, else the earliest span without a (received) parent."""
+        workflow = next((s for s in self.order if not s.missing and self.role[s.sid] == WORKFLOW), None)
+        if workflow is not None:
+            return workflow
+        return next(
+            (
+                s
+                for s in self.order
+                if not s.missing and ((parent_id := self.parent[s.sid]) is None or self.by_id[parent_id].missing)
+            ),
+            self.order[0],
+        )
+
+    def _name(self, root: Span) -> str:
+        for span in [root] + self.real:
+            name = next((span.attributes[key] for key in WORKFLOW_NAME_KEYS if span.attributes.get(key)), None)
+            if name:
+                return str(name)
+        if self.role[root.sid] == WORKFLOW:
+            return root.name.removeprefix(f"{keys.INVOKE_WORKFLOW} ").strip() or root.name
+        return root.name
+
+    def _agents(self) -> list[Agent]:
+        """Agents that act or spawn, in order of appearance. Attributes: `named_by` (where the name
+        came from), `service` (when one), `id` / `description` (`gen_ai.agent.*`; a `create_agent`
+        span's describe the agent it creates), `tools` (the
+        tools advertised to its model, OpenInference `llm.tools`); the system prompt from the first
+        `gen_ai.system_instructions` of its spans."""
+        acting = {e.agent for e in self.events} | set(self.parents)
+        services: dict[str, set[str]] = defaultdict(set)
+        facts: dict[str, dict[str, Any]] = defaultdict(dict)
+        tools: dict[str, list[str]] = defaultdict(list)
+        for span in self.order:
+            owner = self.owner[span.sid]
+            if owner is None:
+                continue
+            if span.service:
+                services[owner].add(span.service)
+            if self.role[span.sid] == CREATE:  # it describes the agent it creates
+                owner = str(span.attributes.get(keys.AGENT_NAME) or owner)
+            for key, fact in (
+                (keys.AGENT_ID, "id"),
+                (keys.AGENT_DESCRIPTION, "description"),
+                (keys.SYSTEM_INSTRUCTIONS, "system_prompt"),
+            ):
+                if span.attributes.get(key):
+                    facts[owner].setdefault(fact, span.attributes[key])
+            tools[owner].extend(name for name in tool_names(span) if name not in tools[owner])
+        agents = []
+        for name, first in sorted(self.appeared.items(), key=lambda item: item[1]):
+            if name not in acting:
+                continue
+            known = facts[name]
+            attributes: dict[str, Any] = {
+                "named_by": self.named_by.get(name, "message"),
+                **{key: str(known[key]) for key in ("id", "description") if key in known},
+            }
+            if len(services[name]) == 1:
+                attributes["service"] = next(iter(services[name]))
+            if tools[name]:
+                attributes["tools"] = tools[name]
+            agents.append(
+                Agent(
+                    name=name,
+                    parent=self.parents.get(name),
+                    spawned_at=first,
+                    system_prompt=render(known.get("system_prompt")),
+                    attributes=attributes,
+                )
+            )
+        return agents
+
+    def _costs(self) -> dict[str, float]:
+        """tokens: the sum of reported usage (else of estimates), wall_clock_s, tool_calls; and
+        `cache_read_tokens`, `cache_creation_tokens`, `reasoning_tokens` where any span reported them
+        (already counted in `tokens`: the spec counts them in the input / output tokens)."""
+        reported = [e.tokens for e in self.events if e.tokens is not None and not e.attributes.get(TOKENS_ESTIMATED)]
+        tokens = sum(reported) if reported else sum(e.tokens or 0 for e in self.events)
+        end = max(s.end_ns for s in self.real)
+        costs: dict[str, float] = {
+            "tokens": tokens,
+            "wall_clock_s": round((end - self.t0) / 1e9, 6),
+            "tool_calls": sum(e.type == "tool_call" for e in self.events),
+        }
+        for cost, attribute in COST_TOKEN_DETAILS.items():
+            counts = [e.attributes[attribute] for e in self.events if attribute in e.attributes]
+            if counts:
+                costs[cost] = sum(counts)
+        return costs
+
+    def _attributes(self) -> dict[str, Any]:
+        """trace_id, sources, spans (count), `start_time_unix_nano` (the origin of `t`),
+        conversation/session id, `linked_traces` (other traces this one's span links point to), the
+        first input, and `tokens_estimated` when no span reported usage."""
+        attributes: dict[str, Any] = {
+            "trace_id": self.trace_id,
+            "sources": self.sources,
+            "spans": len(self.real),
+            "start_time_unix_nano": self.t0,
+        }
+        for name, candidates in TRACE_ATTRIBUTE_KEYS.items():
+            value = next((v for key in candidates for s in self.order if (v := s.attributes.get(key))), None)
+            if value is not None:
+                attributes[name] = value
+        linked = sorted({k.trace_id for s in self.real for k in s.links if k.trace_id != self.trace_id})
+        if linked:
+            attributes["linked_traces"] = linked
+        first_input = next((text for s in self.order if not s.missing and (text := self._text(s)[0])), None)
+        if first_input is not None:
+            attributes["input"] = first_input
+        if not any(e.tokens is not None and not e.attributes.get(TOKENS_ESTIMATED) for e in self.events):
+            attributes[TOKENS_ESTIMATED] = True
+        return attributes
+
+    # -- evaluations
+
+    def _evaluations(self) -> list[tuple[Evaluation, Span]]:
+        """(result, the span it is about): `gen_ai.evaluation.result` events on the evaluated span,
+        evaluation spans about their parent span (themselves where they have none)."""
+        found: list[tuple[Evaluation, Span]] = []
+        for span in self.order:
+            if span.missing:
+                continue
+            found.extend((result, span) for result in genai.evaluations(span))
+            own = genai.span_evaluation(span)
+            if own is not None:
+                found.append((own, self._parent_span(span) or span))
+        return found
+
+    def _labels_and_rewards(self) -> tuple[list[Label], dict[str, float]]:
+        """Each evaluation result is a label: key = its name ("evaluation" when unnamed), value =
+        its score label, else its score; about the first event made from the evaluated span, and its
+        agent (where that agent acts). An explanation is a second label, `<name>.explanation`. Numeric scores are reward
+        channels: rewards[name] = the mean of that name's scores (one per trace is usual; per-turn
+        results average to one trace-level channel)."""
+        first_event: dict[str, Event] = {}
+        for event in self.events:
+            first_event.setdefault(self.event_span[event.id].sid, event)
+        agents = {e.agent for e in self.events}
+        labels: list[Label] = []
+        scores: dict[str, list[float]] = defaultdict(list)
+        for result, about in self._evaluations():
+            key = result.name or "evaluation"
+            about_event = first_event.get(about.sid)
+            event_id = about_event.id if about_event is not None else None
+            agent = owner if (owner := self.owner.get(about.sid)) in agents else None
+            value: Any = result.label if result.label is not None else result.score
+            if value is not None:
+                labels.append(Label(key, value, event_id=event_id, agent=agent, source=EVALUATION_SOURCE))
+            if result.explanation is not None:
+                labels.append(
+                    Label(
+                        f"{key}.explanation",
+                        result.explanation,
+                        event_id=event_id,
+                        agent=agent,
+                        source=EVALUATION_SOURCE,
+                    )
+                )
+            if result.score is not None:
+                scores[key].append(result.score)
+        rewards = {key: sum(values) / len(values) for key, values in scores.items()}
+        return labels, rewards

@@ -1,0 +1,154 @@
+"""OpenInference readers: flattened chat messages, advertised tools, hand-off spans, agent names.
+
+OpenInference flattens lists into numbered attributes
+(https://github.com/Arize-ai/openinference/blob/main/spec/semantic_conventions.md, "†"):
+`llm.input_messages.N.message.{role, content, name, tool_call_id}`,
+`llm.input_messages.N.message.contents.M.message_content.{type, text}`,
+`llm.input_messages.N.message.tool_calls.K.tool_call.{id, function.name, function.arguments}`
+(likewise `llm.output_messages`), `llm.tools.N.tool.json_schema`, `llm.prompts.N.prompt.text`.
+A decoder that keeps them nested (a list of `{"message": {...}}`) is read the same way. Messages
+come back as `{"role", "content": [parts], "tool_calls": [...]}` dicts, the shape `render` reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from typing import Any
+
+from . import keys
+from .span import Span
+
+NUMBERED = re.compile(r"^(\d+)\.(.+)$")
+#: Google ADK names its agent spans `agent_run [<agent>]` (OpenInference and ADK's own tracer).
+BRACKETED_AGENT = re.compile(r"^agent_run \[(.+)\]$")
+#: OpenAI Agents SDK hand-off spans as the OpenInference processor names them (`handoff to <agent>`).
+HANDOFF_SPAN = re.compile(r"^handoff to (.+)$")
+
+
+def _numbered(attributes: dict[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
+    """`prefix.N.rest` attributes as {N: {rest: value}}."""
+    found: dict[int, dict[str, Any]] = defaultdict(dict)
+    start = prefix + "."
+    for key, value in attributes.items():
+        if key.startswith(start) and (match := NUMBERED.match(key[len(start) :])):
+            found[int(match.group(1))][match.group(2)] = value
+    return found
+
+
+def _items(attributes: dict[str, Any], key: str, inner: str) -> list[dict[str, Any]]:
+    """The list at `key` as flat dicts of `inner.*` fields: flattened (`key.N.inner.field`) or
+    nested (`key: [{inner: {...}}]` or `[{"inner.field": ...}]`), in order of N."""
+    value = attributes.get(key)
+    if isinstance(value, str) and value[:1] == "[":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = None
+    if isinstance(value, list):
+        items = []
+        for item in value:
+            if isinstance(item, dict):
+                body = item.get(inner, item)
+                nested = isinstance(body, dict) and body is not item
+                items.append({f"{inner}.{k}": v for k, v in body.items()} if nested else item)
+        return items
+    numbered = _numbered(attributes, key)
+    return [numbered[n] for n in sorted(numbered)]
+
+
+def _message(fields: dict[str, Any]) -> dict[str, Any] | None:
+    """One flattened message (`message.role`, `message.contents.M...`, ...) as a chat message."""
+    parts: list[Any] = []
+    content = fields.get(keys.MESSAGE_CONTENT)
+    if content not in (None, ""):
+        parts.append(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str))
+    contents = _numbered(fields, keys.MESSAGE_CONTENTS)
+    for m in sorted(contents):
+        part = contents[m]
+        text = part.get(keys.CONTENT_TEXT)
+        kind = part.get(keys.CONTENT_TYPE, "text")
+        if isinstance(text, str):
+            parts.append({"type": "text", "text": text})
+        elif kind != "text":
+            parts.append(f"[{kind}]")
+    calls = _numbered(fields, keys.MESSAGE_TOOL_CALLS)
+    for k in sorted(calls):
+        call = calls[k]
+        name = call.get(keys.TOOL_CALL_NAME)
+        if isinstance(name, str) and name:
+            arguments = call.get(keys.TOOL_CALL_ARGUMENTS_JSON)
+            parts.append({"type": "tool_call", "name": name, "arguments": "" if arguments is None else arguments})
+    role = fields.get(keys.MESSAGE_ROLE)
+    if not parts and role is None:
+        return None
+    return {"role": str(role or "user"), "content": parts}
+
+
+def messages(span: Span, key: str) -> list[dict[str, Any]] | None:
+    """The chat messages at `key` (`llm.input_messages` / `llm.output_messages`), else None."""
+    found = [m for fields in _items(span.attributes, key, "message") if (m := _message(fields))]
+    return found or None
+
+
+def prompts(span: Span) -> list[str] | None:
+    """Completion-API prompts, `llm.prompts.N.prompt.text` (or a list of strings), else None."""
+    texts = []
+    for fields in _items(span.attributes, keys.LLM_PROMPTS, "prompt"):
+        text = fields.get("prompt.text")
+        if isinstance(text, str):
+            texts.append(text)
+    value = span.attributes.get(keys.LLM_PROMPTS)
+    if not texts and isinstance(value, list):
+        texts = [v for v in value if isinstance(v, str)]
+    return texts or None
+
+
+def tool_names(span: Span) -> list[str]:
+    """Names of the tools advertised to the model (`llm.tools.N.tool.json_schema`), in order."""
+    names = []
+    for fields in _items(span.attributes, keys.LLM_TOOLS, "tool"):
+        schema = fields.get(keys.TOOL_JSON_SCHEMA)
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except ValueError:
+                schema = None
+        name = None
+        if isinstance(schema, dict):
+            function = schema.get("function")
+            name = function.get("name") if isinstance(function, dict) else schema.get("name")
+        name = name or fields.get(keys.TOOL_SCHEMA_NAME)
+        if isinstance(name, str) and name and name not in names:
+            names.append(name)
+    return names
+
+
+def agent_name(span: Span) -> str | None:
+    """The agent an OpenInference span names: `agent.name`, `graph.node.name`, `graph.node.id`;
+    else, on an AGENT span, its span name (`agent_run [x]`: x). None when it names none."""
+    for key in (keys.OI_AGENT_NAME, keys.GRAPH_NODE_NAME, keys.GRAPH_NODE_ID):
+        value = span.attributes.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    if span.attributes.get(keys.OI_SPAN_KIND) == keys.OI_AGENT:
+        return span_name_agent(span)
+    return None
+
+
+def span_name_agent(span: Span) -> str | None:
+    """An agent named by its span name (`agent_run [x]`: x); None for an empty name."""
+    match = BRACKETED_AGENT.match(span.name)
+    name = match.group(1) if match else span.name
+    return name.strip() or None
+
+
+def handoff_span_target(span: Span) -> str | None:
+    """The target of an OpenAI Agents hand-off span (TOOL span `handoff to <agent>`, whose
+    `output.value` is the target and `input.value` the source), else None."""
+    match = HANDOFF_SPAN.match(span.name)
+    if not match:
+        return None
+    output = span.attributes.get(keys.OUTPUT_VALUE)
+    return output.strip() if isinstance(output, str) and output.strip() else match.group(1).strip()
