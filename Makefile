@@ -9,11 +9,13 @@ TEST_TIMEOUT ?= 2400
 
 .PHONY: install run test test-fast test-python test-js lint lint-imports bench clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-client.txt pyproject.toml clients/python/pyproject.toml
 	command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11 or run 'make PYTHON=python3 ...'"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	# The client distribution first (on no index; `swarmscope.client` re-exports it), then the app.
+	$(PY) -m pip install --quiet --no-deps -e clients/python
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 

@@ -33,6 +33,8 @@ _PUBLIC = {
     "swarmscope.metrics": ["compute_metrics", "critical_path"],
     "swarmscope.interventions": ["Intervention", "InterventionError", "check_intervention"],
     "swarmscope.credit": ["Attribution", "coalition_game", "kernel_shap", "leave_one_out", "shapley_permutation"],
+    # The REST client (the swarmscope-client distribution, re-exported): standard library only.
+    "swarmscope.client": ["Client", "SwarmscopeError"],
 }
 _MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
 __all__ = sorted(_MODULE_OF)

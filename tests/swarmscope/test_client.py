@@ -1,14 +1,21 @@
 """The stdlib SDK against a local HTTP server (tests/servers.py is for the app; this one scripts
-answers): 429 waits for Retry-After and resends, other 4xx fail at once with the body."""
+answers): 429 waits for Retry-After and resends, other 4xx fail at once with the body; settings
+from the environment; `register()` exporting spans and log records with the bearer token.
+(tests/swarmscope/test_client_dist.py installs the client alone and sends to the real app.)"""
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from swarmscope.client import SwarmscopeClient, SwarmscopeError
+import swarmscope
+import swarmscope_client
+from swarmscope.client import Client, SwarmscopeClient, SwarmscopeError
+from tests.servers import REPO
 
 
 @pytest.fixture
@@ -18,7 +25,8 @@ def scripted():
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 - http.server's name
-            seen.append((time.monotonic(), self.path, self.rfile.read(int(self.headers["Content-Length"]))))
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append((time.monotonic(), self.path, body, {k.lower(): v for k, v in self.headers.items()}))
             status, headers, body = answers.pop(0)
             payload = json.dumps(body).encode()
             self.send_response(status)
@@ -42,7 +50,7 @@ def test_a_rate_limited_batch_waits_for_retry_after_and_is_sent_again(scripted):
     answers += [(429, {"Retry-After": "1"}, {"error": "over the ingestion rate"}), (200, {}, {"added": 1})]
     result = SwarmscopeClient(url, "ssk_x").send_batch(7, [{"id": "e1", "t": 0, "type": "message", "agent": "a"}])
     assert result == {"added": 1}
-    assert len(seen) == 2 and seen[0][1:] == seen[1][1:]  # the same batch, to the same place
+    assert len(seen) == 2 and seen[0][1:3] == seen[1][1:3]  # the same batch, to the same place
     assert seen[1][0] - seen[0][0] >= 0.9
 
 
@@ -52,3 +60,93 @@ def test_a_bad_request_fails_at_once_with_the_servers_reason(scripted):
     with pytest.raises(SwarmscopeError) as raised:
         SwarmscopeClient(url, "ssk_x").send_batch(7, [{"id": "e1", "t": "x", "type": "message", "agent": "a"}])
     assert raised.value.status == 400 and raised.value.body["field"] == "events[0].t" and len(seen) == 1
+
+
+@pytest.fixture
+def no_settings(monkeypatch):
+    for name in ("SWARMSCOPE_URL", "SWARMSCOPE_API_KEY", "SWARMSCOPE_PROJECT"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_client_reads_its_settings_from_the_environment_and_arguments_win(no_settings):
+    no_settings.setenv("SWARMSCOPE_URL", "http://app.example:8000/")
+    no_settings.setenv("SWARMSCOPE_API_KEY", "ssk_env")
+    no_settings.setenv("SWARMSCOPE_PROJECT", "3")
+    client = Client()
+    assert (client.url, client.api_key, client.project) == ("http://app.example:8000", "ssk_env", 3)
+    client = Client("http://other:1", "ssk_arg", project=4)
+    assert (client.url, client.api_key, client.project) == ("http://other:1", "ssk_arg", 4)
+    assert "ssk_" not in repr(client)
+    assert swarmscope.Client is swarmscope_client.Client is SwarmscopeClient  # one implementation
+
+
+def test_a_missing_setting_names_its_variable(no_settings):
+    with pytest.raises(ValueError, match="SWARMSCOPE_URL"):
+        Client()
+    no_settings.setenv("SWARMSCOPE_URL", "http://app.example:8000")
+    with pytest.raises(ValueError, match="SWARMSCOPE_API_KEY"):
+        Client()
+    no_settings.setenv("SWARMSCOPE_API_KEY", "ssk_env")
+    no_settings.setenv("SWARMSCOPE_PROJECT", "my project")
+    with pytest.raises(ValueError, match="SWARMSCOPE_PROJECT.*number"):
+        Client()
+    no_settings.setenv("SWARMSCOPE_PROJECT", "")
+    assert Client().project is None
+
+
+def test_a_trace_filed_under_another_project_than_the_one_named_fails(scripted, no_settings):
+    url, answers, seen = scripted
+    answers += [(201, {}, {"trace": {"id": 9, "project": 2}})] * 2
+    assert Client(url, "ssk_x", project=2).create_trace("run")["id"] == 9
+    with pytest.raises(ValueError, match="trace 9 went to project 2, not SWARMSCOPE_PROJECT=5"):
+        Client(url, "ssk_x", project=5).create_trace("run")
+    assert seen[0][3]["authorization"] == "Bearer ssk_x"
+
+
+def test_importing_the_client_loads_no_opentelemetry_and_no_library():
+    code = (
+        "import sys, swarmscope_client, swarmscope.client\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules} & {'opentelemetry', 'numpy', 'networkx', 'django'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_register_exports_spans_and_log_records_with_the_bearer_token(scripted, no_settings):
+    from opentelemetry._logs import LogRecord
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from swarmscope_client import register
+
+    url, answers, seen = scripted
+    answers += [(200, {}, {})] * 2
+    no_settings.setenv("SWARMSCOPE_API_KEY", "ssk_otel")
+    provider = register(endpoint=url + "/v1/traces", project=7, batch=False, set_global_tracer_provider=False)
+    with provider.get_tracer("tests").start_as_current_span("invoke_agent planner"):
+        provider.logger_provider.get_logger("tests").emit(LogRecord(body="hello", event_name="gen_ai.user.message"))
+    assert provider.force_flush(5000)
+    provider.shutdown()
+    assert sorted(path for _, path, _, _ in seen) == ["/v1/logs", "/v1/traces"]
+    assert {headers["authorization"] for *_, headers in seen} == {"Bearer ssk_otel"}
+    assert {headers["content-type"] for *_, headers in seen} == {"application/x-protobuf"}
+    spans = ExportTraceServiceRequest.FromString(next(body for _, path, body, _ in seen if path == "/v1/traces"))
+    (resource_spans,) = spans.resource_spans
+    assert {a.key: a.value.int_value for a in resource_spans.resource.attributes}["swarmscope.project"] == 7
+    assert resource_spans.scope_spans[0].spans[0].name == "invoke_agent planner"
+
+
+def test_register_speaks_grpc_to_the_receivers_port_and_refuses_other_protocols(no_settings):
+    from swarmscope_client import otel, register
+
+    assert otel.grpc_endpoint("http://app.example:8000", explicit=False) == "http://app.example:4317"
+    assert otel.grpc_endpoint("https://collector:4444", explicit=True) == "https://collector:4444"
+    provider = register(
+        endpoint="http://127.0.0.1:1", api_key="ssk_x", protocol="grpc", set_global_tracer_provider=False
+    )
+    provider.shutdown()  # nothing was sent: exporters connect on first export
+    with pytest.raises(ValueError, match="http/protobuf, grpc"):
+        register(endpoint="http://127.0.0.1:1", api_key="ssk_x", protocol="http/json")
+    with pytest.raises(ValueError, match="SWARMSCOPE_URL"):
+        register(api_key="ssk_x", set_global_tracer_provider=False)
