@@ -201,6 +201,8 @@ class RolloutPlan:
         """The final answer of the trace as recorded (`final_turn` of its events' contents)."""
         return final_turn(e.content or "" for e in self.trace.events)
 
+    #: The reply a plan assumes for a re-generated slot whose recorded content is empty.
+    PLANNED_TURN = "…"
     #: The verdict a plan assumes (the shortest strict verdict `parse_verdict` reads).
     PLANNED_VERDICT = '{"correct": true}'
 
@@ -213,7 +215,8 @@ class RolloutPlan:
         self, intervention: Intervention, seeds: np.ndarray, control: bool
     ) -> tuple[list[PlannedRequest], list[str]]:
         """The requests `OpenAIRollout.run_arm(intervention, seeds, control)` sends, in its order,
-        assuming every re-generated slot is answered with its recorded content and every speaker pick
+        assuming every re-generated slot is answered with its recorded content (PLANNED_TURN where
+        that is empty) and every speaker pick
         names the slot's recorded speaker (the orchestrator keeps the original order); and each sample's
         assumed final answer (N,, `finals`). Built by the prompt builders `run_arm` uses (`script`,
         `messages`, `speaker_messages`) with its seeds (`turn_seed`), so the plan follows the
@@ -236,7 +239,9 @@ class RolloutPlan:
                 for history in samples:
                     history.append((turn.event, turn.content))
                 continue
-            agent, answer, slot = turn.event.agent, turn.event.content or "", turn.event.id
+            # A slot recorded empty (a spawn or hand-off span with no text) is assumed answered with
+            # text: a model's reply is rarely empty, and an empty one would hide the verdict it gets.
+            agent, answer, slot = turn.event.agent, turn.event.content or self.PLANNED_TURN, turn.event.id
             seen = shared + samples[0]  # every sample has the same assumed history
             parts = self._turn_parts(agent, seen)
             build = functools.partial(self.messages, agent, seen)

@@ -156,3 +156,39 @@ def test_a_prompt_under_the_context_by_characters_but_over_it_by_the_tokenizer_i
     ):
         runner.check_context(runner.plan_paired(removal, np.array([0, 1]))["control"])
     assert client.requests == 0
+
+
+def paired_removal(client: ChatClient, trace: Trace, event_id: str) -> None:
+    """Remove `event_id` and run 2 paired samples of 2 re-generated turns: rewards in [0, 1], the
+    estimate's request count the real one, every re-generated turn written by the server's model."""
+    runner = OpenAIRollout(trace, client, max_turns=2)
+    removal, seeds = Intervention("remove", (event_id,)), np.array([0, 1])
+    result = runner.paired(removal, seeds, traces=True)
+    assert in_unit_interval(result.control, result.treated)
+    assert result.usage["requests"] == planned(runner, removal, seeds) > 0
+    (branch,) = result.branches[:1]
+    assert branch.attributes["model"] == client.model and event_id not in {e.id for e in branch.events}
+
+
+def test_a_claude_code_session_removing_one_of_two_parallel_delegations(client):
+    """The hand-written Claude Code project: the lead (main) fans out to two Explore subagents."""
+    trace = next(t for t in swarmscope.read_traces(FIXTURES / "claude_code" / "project") if len(t.agents) > 3)
+    delegation = next(e for e in trace.events if e.type == "delegate" and e.to and e.to.startswith("Explore:"))
+    paired_removal(client, trace, delegation.id)
+
+
+def test_an_openinference_handoff_removing_the_triage_agents_message(client):
+    (trace,) = swarmscope.read_traces(FIXTURES / "otlp_openinference_handoff.json")
+    message = next(e for e in trace.events if e.type == "message" and e.agent == "Triage Agent" and e.content)
+    paired_removal(client, trace, message.id)
+
+
+def test_real_monocle_concurrent_and_claude_code_traces(client, shared_data):
+    monocle = shared_data / "otel-monocle-agent-framework"
+    (concurrent,) = swarmscope.read_traces(*sorted(monocle.glob("*concurrent*.json")))
+    # Agent Framework dispatches carry no text (a WorkflowMessage repr): remove an expert's answer.
+    answer = next(e for e in concurrent.events if e.type == "return" and e.content)
+    paired_removal(client, concurrent, answer.id)
+    (session,) = swarmscope.read_traces(shared_data / "claude-code" / "short.jsonl")
+    first_answer = next(e for e in session.events if e.type == "message" and e.agent == "main" and e.content)
+    paired_removal(client, session, first_answer.id)
