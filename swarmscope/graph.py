@@ -16,12 +16,27 @@ orchestrator event (`orchestrator_decision`, `delegate`, `spawn`, `stop`). A too
 models as its own agent is a root too, but neither spawns nor decides, so it is a sub-agent.
 A trace can have none (a peer group chat) or several. Sub-agents are the other acting agents.
 
-Final answer: the last event, in time order, that is an `aggregate` or `stop` of a root agent or a
-`return` addressed (`to`) to a root agent; else the trace's last event (`final_answer_fallback`).
+Final answer (the answering agent's last output): the last event, in time order, that is an
+`aggregate` or `stop` of a root agent, a `return` addressed (`to`) to a root agent, or a `message`
+addressed to no other agent of the trace (`to` empty, the sender, or no agent's name: the answer
+to the user) whose sender is not a pure source (a root that neither orchestrates nor receives
+anything, such as the human who asks). So a group chat that ends with its reviewer's message, or
+a supervisor that writes the answer after its sub-agent returned, answers with that message, not
+with an earlier return. Without any such event: the trace's last event (`final_answer_fallback`).
+
+Execution steps (the units of critical steps, Kimi K2.5 PARL): every event is one step, except that
+a *dispatch turn* is one: a run of consecutive `spawn` / `delegate` events in one agent's lane,
+each starting at the same `t` as the one before or, in a trace with durations, both
+instantaneous (no `t_end`, or `t_end == t`), broken where an event of the run receives an arc
+from another agent or where another agent's event ends between two of them (the dispatcher
+could have waited for it). So "spawn and delegate to A, B, C, D" is one step, and so are a spawn
+and the delegation that starts with it; dispatch decisions that each take time one after
+another (SwarmSim's) stay one step each.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -35,6 +50,8 @@ from swarmscope.model import Event, Trace
 ORCHESTRATOR_EVENT_TYPES = frozenset({"orchestrator_decision", "delegate", "spawn", "stop"})
 #: Arc type of the implicit order within an agent's lane.
 LANE = "lane"
+#: Event types that hand work to another agent; consecutive instantaneous ones form one dispatch turn.
+DISPATCH_EVENT_TYPES = frozenset({"spawn", "delegate"})
 
 
 def time_order(trace: Trace) -> list[Event]:
@@ -102,18 +119,110 @@ def orchestrators(trace: Trace, tree: nx.DiGraph | None = None) -> frozenset[str
     return frozenset(root for root in spawn_roots(tree) if tree.out_degree(root) or root in deciding)
 
 
-def final_answer(order: list[Event], roots: Iterable[str]) -> tuple[Event | None, bool]:
+def final_answer(
+    order: list[Event],
+    roots: Iterable[str],
+    *,
+    dag: nx.DiGraph | None = None,
+    deciding: Iterable[str] = (),
+    agents: Iterable[str] = (),
+) -> tuple[Event | None, bool]:
     """The final-answer event of events in time `order`, and whether the last-event fallback chose it.
 
-    See the module docstring for the rule; `(None, True)` for a trace without events.
+    See the module docstring for the rule. `roots`: the spawn tree's roots; `agents`: every agent
+    name of the trace besides those acting in `order`; `deciding`: the orchestrators; `dag`: the
+    causal DAG, to tell a pure source (a root that is no orchestrator and has no arc from another
+    agent) whose messages are questions, not answers; without it every agent may answer.
+    `(None, True)` for a trace without events.
     """
-    roots = set(roots)
+    roots, deciding = set(roots), set(deciding)
+    names = {event.agent for event in order} | roots | set(agents)
+    receiving: set[str] = set()
+    if dag is not None:
+        agent_of = {event.id: event.agent for event in order}
+        receiving = {agent_of[dst] for src, dst in dag.edges if agent_of[src] != agent_of[dst]}
+    sources = roots - deciding - receiving if dag is not None else set()
     for event in reversed(order):
-        if (event.type in ("aggregate", "stop") and event.agent in roots) or (
-            event.type == "return" and event.to in roots
-        ):
+        if event.type in ("aggregate", "stop") and event.agent in roots:
+            return event, False
+        if event.type == "return" and event.to in roots:
+            return event, False
+        undirected = event.to is None or event.to == event.agent or event.to not in names
+        if event.type == "message" and undirected and event.agent not in sources:
             return event, False
     return (order[-1] if order else None), True
+
+
+@dataclass(frozen=True)
+class Step:
+    """One execution step: the ids of its events (one, or a dispatch turn's), its agent, and its
+    interval [start, end] in seconds (end: the latest `t_end`, else `t`, of its events)."""
+
+    events: tuple[str, ...]
+    agent: str
+    start: float
+    end: float
+
+
+def event_end(event: Event) -> float:
+    """`t_end`, else `t` (an event without a duration is an instant)."""
+    return event.t_end if event.t_end is not None else event.t
+
+
+def _instant(event: Event) -> bool:
+    """Whether `event` has no duration (no `t_end`, or `t_end == t`)."""
+    return event.t_end is None or event.t_end == event.t
+
+
+def execution_steps(order: list[Event], dag: nx.DiGraph) -> list[Step]:
+    """The execution steps of events in time `order` (module docstring), ordered by their first event.
+
+    Instantaneous dispatch events at different times join one turn only in a trace with durations
+    (some event with `t_end > t`): without any, `t` may be a mere position (Who&When's message
+    index) and two dispatch messages are two turns.
+
+    O(V log V + E): a dispatch run is broken by counting, with a binary search over sorted end
+    times, the other agents' events that end between two of its events.
+    """
+    ends = sorted(event_end(event) for event in order)
+    ends_of: dict[str, list[float]] = {}
+    for event in order:
+        ends_of.setdefault(event.agent, []).append(event_end(event))
+    for values in ends_of.values():
+        values.sort()
+    agent_of = {event.id: event.agent for event in order}
+    timed = any(event.t_end is not None and event.t_end > event.t for event in order)
+
+    def others_end_between(agent: str, after: float, until: float) -> bool:
+        own = ends_of[agent]
+        total = bisect_right(ends, until) - bisect_right(ends, after)
+        return total - (bisect_right(own, until) - bisect_right(own, after)) > 0
+
+    members: list[list[Event]] = []
+    open_run: dict[str, int] = {}  # agent -> index of its dispatch run still open
+    for event in order:
+        dispatch = event.type in DISPATCH_EVENT_TYPES
+        run = open_run.pop(event.agent, None)
+        if dispatch and run is not None:
+            previous = members[run][-1]
+            together = event.t == previous.t or (timed and _instant(event) and _instant(previous))
+            received = any(agent_of[src] != event.agent for src in dag.pred[event.id])
+            if together and not received and not others_end_between(event.agent, previous.t, event.t):
+                members[run].append(event)
+                open_run[event.agent] = run
+                continue
+        members.append([event])
+        if dispatch:
+            open_run[event.agent] = len(members) - 1
+    return [
+        Step(
+            events=tuple(event.id for event in events),
+            agent=events[0].agent,
+            start=events[0].t,
+            end=max(event_end(event) for event in events),
+        )
+        for events in members
+    ]
 
 
 def upstream(dag: nx.DiGraph, event_id: str) -> set[str]:
@@ -172,14 +281,15 @@ class TraceGraph:
         order = time_order(source)
         dag, dropped = causal_dag(source, order)
         tree = spawn_tree(source, order)
-        answer, fallback = final_answer(order, spawn_roots(tree))
+        deciding = orchestrators(source, tree)
+        answer, fallback = final_answer(order, spawn_roots(tree), dag=dag, deciding=deciding, agents=tree.nodes)
         return cls(
             trace=source,
             order=order,
             dag=dag,
             backward_edges=dropped,
             tree=tree,
-            orchestrators=orchestrators(source, tree),
+            orchestrators=deciding,
             final_answer=answer,
             final_answer_fallback=fallback,
         )
@@ -200,3 +310,8 @@ class TraceGraph:
         if self.final_answer is None:
             return frozenset()
         return frozenset(upstream(self.dag, self.final_answer.id))
+
+    @cached_property
+    def steps(self) -> list[Step]:
+        """The execution steps (`execution_steps`), ordered by their first event."""
+        return execution_steps(self.order, self.dag)

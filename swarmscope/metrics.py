@@ -1,26 +1,44 @@
-"""Metrics of an orchestration trace (docs/architecture.md "Metrics"; survey arXiv 2605.02801, §9).
+"""Metrics of an orchestration trace (docs/metrics.md; docs/architecture.md "Metrics"; survey arXiv
+2605.02801, §9; Kimi K2.5 PARL for critical steps).
 
 Every metric is a pure function of a `Trace`, or of a `TraceGraph` already built from one
 (`compute_metrics` builds it once: sorting the events, O(V log V)). Structural terms (causal DAG,
-time order, orchestrator, sub-agent, spawn tree, final answer) are defined in `swarmscope.graph`.
-Ratios are plain floats, None where their denominator is empty; times are seconds; counts are
-ints. Each metric runs in O(V + E + A log A) on the built graphs, error amplification aside.
+time order, orchestrator, sub-agent, spawn tree, final answer, execution steps) are defined in
+`swarmscope.graph`. Ratios are plain floats, None where they cannot be computed; times are
+seconds; counts are ints. `compute_metrics` says why a metric is None (its `unavailable` dict:
+metric -> reason) instead of showing a number. Each metric runs in O(V log V + E + A log A) on the
+built graphs, error amplification aside.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from swarmscope.graph import TraceGraph, longest_path, spawn_roots
 from swarmscope.model import Event, Trace, estimate_tokens
 
-#: Event types whose tokens count as protocol overhead (survey §9).
-PROTOCOL_EVENT_TYPES = frozenset({"message", "delegate", "return", "aggregate"})
+#: Event types that are coordination by themselves (protocol overhead, survey §9): delegation
+#: prompts, spawning and despawning, routing decisions and the stop. A `message` is coordination
+#: when it is addressed to another agent (a hand-off); `return` and `aggregate` carry the work
+#: that sub-agents did, and never count.
+COORDINATION_EVENT_TYPES = frozenset({"spawn", "delegate", "despawn", "orchestrator_decision", "stop"})
 #: Label keys that mark their `event_id` as corrupted (Who&When's `mistake_step` and kin).
 CORRUPTION_LABEL_KEYS = frozenset({"mistake_step", "mistake", "error", "corrupted"})
-#: Serial collapse: critical steps at least this share of all steps (docs/architecture.md "Metrics").
+#: Serial collapse: critical steps at least this share of all steps (DESIGN.md "Metrics").
 SERIAL_COLLAPSE_SHARE = 0.9
+#: Free-riding: only agents with at least this share of the trace's events (DESIGN.md "Metrics").
+FREE_RIDER_EVENT_SHARE = 0.05
+#: Why free-riding is not computed without attributions.
+NEEDS_ATTRIBUTION = (
+    "needs attribution: free-riding is decided by each agent's removal effect and its 95 % interval "
+    "(a counterfactual job over agents); this trace has none"
+)
+
+#: Agent name -> (estimate, ci_low, ci_high) of Δ = E[R | h] - E[R | do(remove the agent)].
+AgentAttributions = Mapping[str, tuple[float, float, float]]
 
 
 # --- per-event quantities -------------------------------------------------------------------
@@ -64,30 +82,66 @@ def corrupted_events(trace: Trace) -> set[str]:
 
 
 def critical_steps(source: Trace | TraceGraph) -> int | None:
-    """Critical steps (Kimi K2.5, PARL): CS = Σ_t (S_main(t) + max_i S_sub,i(t)).
+    """Critical steps (Kimi K2.5 PARL): CS = Σ_t (S_main(t) + max_i S_sub,i(t)), over execution stages.
 
-    Stage t runs from one orchestrator event to the next (time order; events before the first
-    form stage 0, with S_main = 0), so S_main(t) = 1 otherwise; S_sub,i(t) counts the events of
-    sub-agent i starting in stage t. Each event counts in its own agent's lane (a grandchild is
-    a lane of its own). Units: events. None when the trace has no orchestrator: without one
-    there are no stages.
+    Read on a trace as the number of execution steps (`swarmscope.graph` "Execution steps": every
+    event, a dispatch turn that spawns and delegates to k agents counting once) on the longest
+    chain of steps that ran one after another. Step a precedes step b when the causal DAG has an
+    arc from an event of a to an event of b (lanes included: an agent's steps are sequential), and:
+
+    - where the trace has durations (`has_durations`), when a ended before b started (a.end <=
+      b.start, a first in time order): sub-agents that overlap in time ran in parallel, those
+      that ran one after another add up, whatever the orchestrator did in between;
+    - where it has none, by PARL's stages: an orchestrator step follows every step before it in
+      time order and precedes every step after it (the main agent waits for its sub-agents), so
+      a stage adds 1 + the longest causal chain among the sub-agents' steps in it (the busiest
+      lane when they are independent, their sum when they depend on each other).
+
+    Units: steps. None when the trace has no orchestrator (PARL's stages are the steps of a main
+    agent) or no events. One sweep in step order (a heap of end times where timed): O(V log V + E).
     """
     graph = TraceGraph.of(source)
-    if not graph.orchestrators:
+    if not graph.orchestrators or not graph.order:
         return None
-    total, main = 0, 0
-    lanes: Counter[str] = Counter()
-    for event in graph.order:
-        if event.agent in graph.orchestrators:
-            total += main + max(lanes.values(), default=0)
-            main, lanes = 1, Counter()
+    return _longest_step_chain(graph)
+
+
+def _longest_step_chain(graph: TraceGraph) -> int:
+    """Steps on the longest chain of `graph.steps` (`critical_steps` says which steps precede which)."""
+    steps = graph.steps
+    step_of = {event_id: index for index, step in enumerate(steps) for event_id in step.events}
+    timed = has_durations(graph.trace)
+    pred = graph.dag.pred
+    best = [0] * len(steps)
+    ended: list[tuple[float, int]] = []  # timed: (end, step) of the steps seen
+    released = 0  # timed: the longest chain ending in a step that ended before this one starts
+    barrier = stage = 0  # untimed: the last orchestrator step's chain; the longest since it
+    for index, step in enumerate(steps):
+        main = step.agent in graph.orchestrators
+        if timed:
+            while ended and ended[0][0] <= step.start:
+                released = max(released, best[heapq.heappop(ended)[1]])
+            before = released
         else:
-            lanes[event.agent] += 1
-    return total + main + max(lanes.values(), default=0)
+            before = max(barrier, stage) if main else barrier
+        for event_id in step.events:
+            for source in pred[event_id]:
+                other = step_of[source]
+                if other != index:
+                    before = max(before, best[other])
+        best[index] = before + 1
+        if timed:
+            heapq.heappush(ended, (step.end, index))
+        elif main:
+            barrier, stage = best[index], 0
+        else:
+            stage = max(stage, best[index])
+    return max(best, default=0)
 
 
 def critical_path(source: Trace | TraceGraph) -> tuple[float, list[str]]:
-    """T_parallel (survey §9): the longest path through the causal DAG, weighing events by duration.
+    """The critical path (survey arXiv 2605.02801, §9): the longest path through the causal DAG,
+    weighing events by duration; what the dependencies allow (`parallel_time` is the schedule run).
 
     Returns its length in seconds and its event ids in time order; events without `t_end` weigh 0.
     """
@@ -95,25 +149,51 @@ def critical_path(source: Trace | TraceGraph) -> tuple[float, list[str]]:
     return longest_path(graph.dag, graph.order, event_duration)
 
 
-def parallelism_efficiency(source: Trace | TraceGraph) -> float | None:
-    """T_serial / T_parallel (survey §9): Σ event durations over `critical_path` length; >= 1.
+def parallel_time(source: Trace | TraceGraph) -> float:
+    """T_parallel as run (survey arXiv 2605.02801, §9): the heaviest chain of events, weighing each by
+    its duration, where event a precedes b by a causal arc (`critical_path`'s) or because a ended
+    before b started (a.end <= b.start, a first in time order), in seconds.
 
-    A trace without durations (`has_durations` false; flagged `durations_missing`) uses event
-    counts over critical steps instead. None when the denominator is 0 or undefined.
+    `critical_path` is the longest chain of causal arcs alone: what the dependencies would allow
+    (the timeline draws it); this is the observed schedule, so independent sub-agents that ran one
+    after another add up here, as they do in `critical_steps`. One sweep in time order with a heap
+    of end times: O(V log V + E).
+    """
+    graph = TraceGraph.of(source)
+    pred = graph.dag.pred
+    best: dict[str, float] = {}
+    ended: list[tuple[float, int, str]] = []
+    released = 0.0
+    for index, event in enumerate(graph.order):
+        while ended and ended[0][0] <= event.t:
+            released = max(released, best[heapq.heappop(ended)[2]])
+        before = max((best[source] for source in pred[event.id]), default=0.0)
+        best[event.id] = max(released, before) + event_duration(event)
+        heapq.heappush(ended, (event.t_end if event.t_end is not None else event.t, index, event.id))
+    return max(best.values(), default=0.0)
+
+
+def parallelism_efficiency(source: Trace | TraceGraph) -> float | None:
+    """T_serial / T_parallel (survey arXiv 2605.02801, §9): Σ event durations over `parallel_time`; >= 1.
+
+    A trace without durations (`has_durations` false; flagged `durations_missing`) uses the same
+    ratio in steps instead: all execution steps over `critical_steps` (the PARL speed-up). None
+    when the denominator is 0 or undefined (no durations and no orchestrator).
     """
     graph = TraceGraph.of(source)
     serial: float
     parallel: float | None
     if has_durations(graph.trace):
         serial = sum(event_duration(event) for event in graph.order)
-        parallel = critical_path(graph)[0]
+        parallel = parallel_time(graph)
     else:
-        serial, parallel = len(graph.order), critical_steps(graph)
+        serial, parallel = len(graph.steps), critical_steps(graph)
     return float(serial / parallel) if parallel else None
 
 
 def useful_agent_utilisation(source: Trace | TraceGraph) -> float | None:
-    """Sub-agent events with a causal path to the final answer / all sub-agent events (survey §9).
+    """Sub-agent events with a causal path to the final answer / all sub-agent events (survey arXiv
+    2605.02801, §9).
 
     In [0, 1]; None without sub-agent events. A trace without an orchestrator counts every agent.
     """
@@ -124,24 +204,47 @@ def useful_agent_utilisation(source: Trace | TraceGraph) -> float | None:
     return sum(event.id in graph.useful_events for event in events) / len(events)
 
 
-def protocol_overhead(source: Trace | TraceGraph) -> float | None:
-    """Tokens of message, delegate, return and aggregate events / all tokens (survey §9).
+def is_coordination(event: Event, agents: frozenset[str] | set[str]) -> bool:
+    """Whether `event` is coordination (protocol overhead): a COORDINATION_EVENT_TYPES event, or a
+    `message` addressed (`to`) to another agent of `agents` (a hand-off or an inter-agent note)."""
+    if event.type in COORDINATION_EVENT_TYPES:
+        return True
+    return event.type == "message" and event.to is not None and event.to != event.agent and event.to in agents
 
-    In [0, 1]; tokens per `event_tokens` (estimated where absent: flagged `tokens_estimated`).
-    None when the trace has no tokens at all.
-    """
-    trace = TraceGraph.of(source).trace
-    total = protocol = 0
-    for event in trace.events:
+
+def _protocol_tokens(graph: TraceGraph) -> tuple[int, int, int, int]:
+    """(coordination tokens, all tokens, coordination events, those of them with tokens or content)."""
+    agents = frozenset(graph.tree.nodes)
+    total = protocol = events = known = 0
+    for event in graph.order:
         tokens = event_tokens(event)
         total += tokens
-        if event.type in PROTOCOL_EVENT_TYPES:
+        if is_coordination(event, agents):
             protocol += tokens
-    return protocol / total if total else None
+            events += 1
+            known += event.tokens is not None or bool(event.content)
+    return protocol, total, events, known
+
+
+def protocol_overhead(source: Trace | TraceGraph) -> float | None:
+    """Coordination tokens / all tokens (survey arXiv 2605.02801, §9 "protocol overhead").
+
+    Coordination (`is_coordination`): delegation prompts (`delegate`), `spawn` / `despawn`,
+    routing (`orchestrator_decision`), `stop`, and messages addressed to another agent (hand-offs).
+    The work that comes back is not coordination: `return` and `aggregate` events carry the
+    sub-agents' outputs, and messages addressed to nobody are an agent's own turn. Tokens per
+    `event_tokens` (estimated where absent: flagged `tokens_estimated`). In [0, 1]; None when the
+    trace has no tokens at all, or when it has coordination events none of which carries tokens
+    or content (their cost is unknown, not zero: `compute_metrics` says so).
+    """
+    protocol, total, events, known = _protocol_tokens(TraceGraph.of(source))
+    if not total or (events and not known):
+        return None
+    return protocol / total
 
 
 def message_redundancy(source: Trace | TraceGraph) -> float | None:
-    """Messages repeating an earlier message to the same receiver / all messages (survey §9).
+    """Messages repeating an earlier message to the same receiver / all messages (survey arXiv 2605.02801, §9).
 
     Messages are `message` events in time order; their receiver is `to` (messages without one
     share a receiver), their content `content` casefolded with whitespace collapsed, else
@@ -167,7 +270,8 @@ def message_redundancy(source: Trace | TraceGraph) -> float | None:
 
 
 def error_amplification(source: Trace | TraceGraph) -> float | None:
-    """Mean, over initially corrupted events, of their causal descendants also corrupted (survey §9).
+    """Mean, over initially corrupted events, of their causal descendants also corrupted (survey arXiv
+    2605.02801, §9 "error amplification").
 
     Corrupted: `corrupted_events`; initially corrupted: without a corrupted causal ancestor.
     Units: events per initial error; 0.0 when errors stay isolated; None without any. One sweep
@@ -197,7 +301,8 @@ def error_amplification(source: Trace | TraceGraph) -> float | None:
 
 
 def fan_out(source: Trace | TraceGraph) -> tuple[int, float]:
-    """(max, mean) children per spawning agent in the spawn tree; (0, 0.0) when nobody spawns.
+    """(max, mean) children per spawning agent in the spawn tree (survey arXiv 2605.02801, §4, §9); (0, 0.0)
+    when nobody spawns.
 
     The mean is over agents that spawned at least one agent (leaves would pull it towards 1).
     """
@@ -207,7 +312,8 @@ def fan_out(source: Trace | TraceGraph) -> tuple[int, float]:
 
 
 def spawn_depth(source: Trace | TraceGraph) -> int:
-    """Levels of spawning below the roots: 0 without spawns, 1 for orchestrator + sub-agents.
+    """Levels of spawning below the roots (survey arXiv 2605.02801, §4): 0 without spawns, 1 for
+    orchestrator + sub-agents.
 
     Agents on a parent cycle (malformed traces) are unreachable from a root and not counted.
     """
@@ -223,7 +329,8 @@ def spawn_depth(source: Trace | TraceGraph) -> int:
 
 
 def agents_alive(source: Trace | TraceGraph) -> list[tuple[float, int]]:
-    """Agents alive over time as steps `(t, count)`: from `t` (seconds) on, `count` agents live.
+    """Agents alive over time as steps `(t, count)` (survey arXiv 2605.02801, §4: the agent set changes over
+    time): from `t` (seconds) on, `count` agents live.
 
     An agent lives over [spawned_at, despawned_at), each bound falling back to the start of its
     first / end of its last event; agents with neither bound, or a zero-length life, do not
@@ -255,8 +362,9 @@ def agents_alive(source: Trace | TraceGraph) -> list[tuple[float, int]]:
 
 
 def pseudo_parallel_agents(source: Trace | TraceGraph) -> list[str]:
-    """Failure mode pseudo-parallelism (docs/architecture.md "Metrics"): spawned agents none of whose events has a
-    causal path to the final answer (also those that never act), sorted by name."""
+    """Failure mode pseudo-parallelism (survey arXiv 2605.02801, §9; DESIGN.md "Metrics"): spawned agents
+    none of whose events has a causal path to the final answer (`swarmscope.graph`: the answering
+    agent's last output), also those that never act; sorted by name."""
     graph = TraceGraph.of(source)
     if graph.final_answer is None:
         return []
@@ -264,29 +372,108 @@ def pseudo_parallel_agents(source: Trace | TraceGraph) -> list[str]:
     return sorted(graph.spawned_agents - useful_agents)
 
 
-def serial_collapse(source: Trace | TraceGraph) -> bool:
-    """Failure mode serial collapse (docs/architecture.md "Metrics"): critical steps >= 0.9 x all steps while at least
-    two sub-agents act. False when critical steps are undefined (no orchestrator)."""
+def serial_collapse(source: Trace | TraceGraph) -> bool | None:
+    """Failure mode serial collapse (DESIGN.md "Metrics"; Kimi K2.5 PARL): critical steps >= 0.9 x all
+    execution steps while at least two sub-agents act, and, where the trace has durations, the
+    critical path at least 0.9 x the summed durations too (parallelism efficiency <= 1 / 0.9), so
+    the flag never contradicts the duration-based efficiency. A pipeline serial by design (a
+    hand-off chain, a round-robin chat) is flagged: it ran serially. None when critical steps
+    are undefined (no orchestrator)."""
     graph = TraceGraph.of(source)
     steps = critical_steps(graph)
-    return steps is not None and len(graph.sub_agents) >= 2 and steps >= SERIAL_COLLAPSE_SHARE * len(graph.order)
+    if steps is None:
+        return None
+    if len(graph.sub_agents) < 2 or steps < SERIAL_COLLAPSE_SHARE * len(graph.steps):
+        return False
+    if has_durations(graph.trace):
+        efficiency = parallelism_efficiency(graph)
+        return efficiency is not None and efficiency <= 1 / SERIAL_COLLAPSE_SHARE
+    return True
 
 
-def compute_metrics(trace: Trace) -> dict[str, Any]:
+def free_riders(source: Trace | TraceGraph, attributions: AgentAttributions) -> list[str]:
+    """Failure mode free-riding (DESIGN.md "Metrics"; survey arXiv 2605.02801, credit assignment):
+    agents with at least 5 % of the trace's events whose removal changes the reward by less than
+    its interval, i.e. whose removal effect Δ = E[R | h] - E[R | do(remove agent)] has a 95 %
+    interval [ci_low, ci_high] that contains 0. An agent whose removal lowers the reward beyond
+    its interval (a verifier that others rely on) is no free rider, however few decisions name it;
+    one whose removal raises it is harmful, not free-riding. `attributions`: agent -> (estimate,
+    ci_low, ci_high); agents without one are not judged. Sorted by name."""
+    graph = TraceGraph.of(source)
+    counts = Counter(event.agent for event in graph.order)
+    floor = FREE_RIDER_EVENT_SHARE * len(graph.order)
+    return sorted(
+        agent
+        for agent, (_, low, high) in attributions.items()
+        if counts[agent] and counts[agent] >= floor and low <= 0.0 <= high
+    )
+
+
+def _unavailable(graph: TraceGraph, metrics: dict[str, Any]) -> dict[str, str]:
+    """Metric -> why it is None on this trace, for every None metric of `metrics`."""
+    reasons: dict[str, str] = {}
+    if not graph.order:
+        for name in (
+            "critical_steps",
+            "parallelism_efficiency",
+            "useful_agent_utilisation",
+            "protocol_overhead",
+            "message_redundancy",
+            "error_amplification",
+            "serial_collapse",
+        ):
+            reasons[name] = "the trace has no events"
+        return reasons
+    no_orchestrator = (
+        "no orchestrator: critical steps count the steps of a main agent and its sub-agents (Kimi K2.5 PARL), "
+        "and no root agent here spawns, delegates or decides"
+    )
+    if metrics["critical_steps"] is None:
+        reasons["critical_steps"] = no_orchestrator
+        reasons["serial_collapse"] = no_orchestrator
+    if metrics["parallelism_efficiency"] is None:
+        reasons["parallelism_efficiency"] = (
+            "the critical path has zero duration"
+            if has_durations(graph.trace)
+            else "no durations to measure time, and no critical steps to count instead (no orchestrator)"
+        )
+    if metrics["useful_agent_utilisation"] is None:
+        reasons["useful_agent_utilisation"] = "no sub-agent events"
+    if metrics["protocol_overhead"] is None:
+        _, total, events, _ = _protocol_tokens(graph)
+        reasons["protocol_overhead"] = (
+            "no event carries token counts or content"
+            if not total
+            else f"the trace's {events} coordination events (spawn, delegate, routing, hand-off messages) carry "
+            "neither token counts nor content, so the coordination tokens are unknown"
+        )
+    if metrics["message_redundancy"] is None:
+        reasons["message_redundancy"] = "no message events"
+    if metrics["error_amplification"] is None:
+        reasons["error_amplification"] = "no corrupted events: no mistake labels and no failed tool results"
+    return reasons
+
+
+def compute_metrics(trace: Trace, attributions: AgentAttributions | None = None) -> dict[str, Any]:
     """All metrics of `trace` as a JSON-serialisable dict of plain ints, floats, lists and None.
 
-    Keys: the metrics above; `orchestrators` (names) and `final_answer` (event id); a
-    `failure_modes` dict; `flags` saying where a figure rests on estimates or fallbacks
-    (`tokens_estimated`, `durations_missing`: parallelism from counts, `durations_partial`,
-    `no_orchestrator`, `final_answer_fallback`: the last event, `backward_edges`: edges dropped
-    from the causal DAG); `agents_alive` as [t, count] pairs.
+    Keys: the metrics above; `total_steps` (execution steps, the units of critical steps) and
+    `total_events`; `orchestrators` (names) and `final_answer` (event id); a `failure_modes` dict
+    (pseudo-parallelism, serial collapse, free-riding: `free_riding` None and `free_riders` []
+    without `attributions`, agent -> (estimate, ci_low, ci_high) of its removal effect; with them,
+    `free_riding_unjudged` lists the agents with >= 5 % of events that have none); `unavailable`:
+    metric -> why it is None (every None metric and failure mode has one); `flags` saying where a
+    figure rests on estimates or fallbacks (`tokens_estimated`, `durations_missing`: parallelism
+    from steps, `durations_partial`, `no_orchestrator`, `final_answer_fallback`: the last event,
+    `backward_edges`: edges dropped from the causal DAG); `agents_alive` as [t, count] pairs.
     """
     graph = TraceGraph.of(trace)
     fan_out_max, fan_out_mean = fan_out(graph)
     durations = has_durations(trace)
     pseudo = pseudo_parallel_agents(graph)
-    return {
-        "total_steps": len(graph.order),
+    metrics: dict[str, Any] = {
+        "total_steps": len(graph.steps),
+        "total_events": len(graph.order),
         "critical_steps": critical_steps(graph),
         "parallelism_efficiency": parallelism_efficiency(graph),
         "useful_agent_utilisation": useful_agent_utilisation(graph),
@@ -299,18 +486,38 @@ def compute_metrics(trace: Trace) -> dict[str, Any]:
         "sub_agents": len(graph.sub_agents),
         "orchestrators": sorted(graph.orchestrators),
         "final_answer": graph.final_answer.id if graph.final_answer else None,
-        "failure_modes": {
-            "pseudo_parallelism": bool(pseudo),
-            "pseudo_parallel_agents": pseudo,
-            "serial_collapse": serial_collapse(graph),
-        },
-        "flags": {
-            "tokens_estimated": any(event.tokens is None for event in trace.events),
-            "durations_missing": not durations,
-            "durations_partial": durations and any(event.t_end is None for event in trace.events),
-            "no_orchestrator": not graph.orchestrators,
-            "final_answer_fallback": graph.final_answer_fallback,
-            "backward_edges": graph.backward_edges,
-        },
-        "agents_alive": [[t, count] for t, count in agents_alive(graph)],
     }
+    collapse = serial_collapse(graph)
+    failure_modes: dict[str, Any] = {
+        "pseudo_parallelism": bool(pseudo),
+        "pseudo_parallel_agents": pseudo,
+        "serial_collapse": collapse,
+        "free_riding": None,
+        "free_riders": [],
+    }
+    unavailable = _unavailable(graph, metrics)
+    if collapse is not None:
+        unavailable.pop("serial_collapse", None)
+    if attributions is None:
+        unavailable["free_riding"] = NEEDS_ATTRIBUTION
+    else:
+        riders = free_riders(graph, attributions)
+        counts = Counter(event.agent for event in graph.order)
+        floor = FREE_RIDER_EVENT_SHARE * len(graph.order)
+        failure_modes["free_riding"] = bool(riders)
+        failure_modes["free_riders"] = riders
+        failure_modes["free_riding_unjudged"] = sorted(
+            agent for agent, count in counts.items() if count >= floor and agent not in attributions
+        )
+    metrics["failure_modes"] = failure_modes
+    metrics["unavailable"] = unavailable
+    metrics["flags"] = {
+        "tokens_estimated": any(event.tokens is None for event in trace.events),
+        "durations_missing": not durations,
+        "durations_partial": durations and any(event.t_end is None for event in trace.events),
+        "no_orchestrator": not graph.orchestrators,
+        "final_answer_fallback": graph.final_answer_fallback,
+        "backward_edges": graph.backward_edges,
+    }
+    metrics["agents_alive"] = [[t, count] for t, count in agents_alive(graph)]
+    return metrics

@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+from collections import Counter
 
 import pytest
 
@@ -162,3 +163,28 @@ def test_otlp_export_carries_the_attribution_and_the_branch_parent(api_client, s
     branch_resource = {a["key"]: a["value"] for a in branch_doc["resourceSpans"][0]["resource"]["attributes"]}
     assert branch_resource["swarmscope.branch.of_trace"] == {"intValue": str(sim_trace.pk)}
     assert api_client.get(f"/api/traces/{sim_trace.pk + 999}/export/otlp/").status_code == 404
+
+
+def test_an_agent_removal_attribution_lets_the_metrics_judge_free_riding(api_client, sim_trace):
+    from webapp.traces.services import get_computed_metrics
+
+    sim_trace.refresh_from_db()
+    before = get_computed_metrics(sim_trace)
+    assert before["failure_modes"]["free_riding"] is None and "free_riding" in before["unavailable"]
+    counts = Counter(sim_trace.events.values_list("agent", flat=True))
+    agent = max((a for a in counts if a not in before["orchestrators"]), key=lambda a: (counts[a], a))
+    assert counts[agent] >= 0.05 * sum(counts.values())  # enough events to be judged (metrics.free_riders)
+    response = post(
+        api_client,
+        f"/api/traces/{sim_trace.pk}/counterfactuals/",
+        {"intervention": {"kind": "remove", "agents": [agent]}, "n": 8, "backend": "sim", "seed": 1},
+    )
+    assert response.status_code == 202, response.json()
+    finish(response.json()["id"])
+    attribution = CounterfactualJob.objects.get(pk=response.json()["id"]).attribution
+    sim_trace.refresh_from_db()
+    after = get_computed_metrics(sim_trace)
+    assert "free_riding" not in after["unavailable"] and after["failure_modes"]["free_riding"] is not None
+    # The rule of swarmscope.metrics.free_riders: the removal effect's interval contains 0.
+    rides = attribution.ci_low <= 0 <= attribution.ci_high
+    assert (agent in after["failure_modes"]["free_riders"]) == rides

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { agentsAliveSeries, raisedFlags } from "../../static/js/panels/metrics_panel.js";
+import { agentsAliveSeries, failureModeRows, metricText, raisedFlags } from "../../static/js/panels/metrics_panel.js";
 
 test("agents alive pairs become sorted uPlot columns", () => {
   assert.deepEqual(agentsAliveSeries([[2, 3], [0, 1], [1, 2]]), [[0, 1, 2], [1, 2, 3]]);
@@ -11,4 +11,30 @@ test("agents alive pairs become sorted uPlot columns", () => {
 test("only raised flags are listed, with their detail", () => {
   assert.deepEqual(raisedFlags({ serial_collapse: true, free_riding: [], pseudo_parallelism: ["w1", "w2"], tokens_estimated: false }),
     [["serial_collapse", ""], ["pseudo_parallelism", '["w1","w2"]']]);
+});
+
+test("a metric that cannot be computed shows its reason instead of a number", () => {
+  const computed = {
+    critical_steps: 3,
+    protocol_overhead: null,
+    unavailable: { protocol_overhead: "the trace's 8 coordination events carry neither token counts nor content" },
+  };
+  assert.deepEqual(metricText(computed, "critical_steps"), { text: "3", reason: "" });
+  assert.deepEqual(metricText(computed, "protocol_overhead"),
+    { text: "n/a", reason: "the trace's 8 coordination events carry neither token counts nor content" });
+  assert.deepEqual(metricText({ protocol_overhead: null }, "protocol_overhead"), { text: "—", reason: "" });
+});
+
+test("failure modes read raised, clear, or unavailable with the reason (free-riding needs attribution)", () => {
+  const computed = {
+    failure_modes: { pseudo_parallelism: true, pseudo_parallel_agents: ["w1", "w2"], serial_collapse: false,
+      free_riding: null, free_riders: [] },
+    unavailable: { free_riding: "needs attribution: no agent-removal effects" },
+  };
+  assert.deepEqual(failureModeRows(computed), [
+    { name: "pseudo_parallelism", label: "Pseudo-parallelism", state: "raised", detail: "w1, w2" },
+    { name: "serial_collapse", label: "Serial collapse", state: "clear", detail: "" },
+    { name: "free_riding", label: "Free-riding", state: "unavailable", detail: "needs attribution: no agent-removal effects" },
+  ]);
+  assert.deepEqual(failureModeRows({}), []);
 });

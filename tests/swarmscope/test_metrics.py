@@ -17,13 +17,16 @@ from swarmscope.graph import (
     time_order,
 )
 from swarmscope.metrics import (
+    NEEDS_ATTRIBUTION,
     agents_alive,
     compute_metrics,
     critical_path,
     critical_steps,
     error_amplification,
     fan_out,
+    free_riders,
     message_redundancy,
+    parallel_time,
     parallelism_efficiency,
     protocol_overhead,
     pseudo_parallel_agents,
@@ -151,9 +154,13 @@ def test_final_answer_rule():
 
 
 def test_critical_steps_by_hand(swarm):
-    # stage o1: 1 + max(A: a1 a2 = 2, B: b1 b2 = 2) = 3; stage o2: 1 + max(A: 1, B: b3 b4 = 2) = 3;
-    # stage o3: 1.  CS = 7 of 10 steps.
-    assert critical_steps(swarm) == 7
+    # Timed: steps precede by causal arc or by end <= start. Ten steps (no dispatch turn of two).
+    # o1 [0,1] -> b1 [1,2] -> b2 [2,3] -> a2 [3,4] (b2 ended as a2 began; b1 -> a2 is a message)
+    # -> o2 [4,5] -> b3 [5,6] -> b4 [6,7] -> o3 [8,9]: 8. a1 [1,3] overlaps b1 and b2 (parallel),
+    # a3 [5,7] overlaps b3 and b4. PARL's per-lane maximum said 7: it took B's b1 b2 and A's a2 as
+    # parallel lanes although a2 ran after both.
+    assert critical_steps(swarm) == 8
+    assert compute_metrics(swarm)["total_steps"] == 10
 
 
 def test_critical_steps_counts_sub_agent_events_before_the_first_orchestrator_event():
@@ -172,21 +179,27 @@ def test_critical_steps_counts_sub_agent_events_before_the_first_orchestrator_ev
 
 
 def test_parallelism_efficiency_from_durations(swarm):
-    # T_serial = 1+2+1+1+1+1+2+1+1+1 = 12 s; longest path o1(1) a1(2) a2(1) a3(2) o3(1) = 7 s
+    # T_serial = 1+2+1+1+1+1+2+1+1+1 = 12 s. Causal DAG alone: o1(1) a1(2) a2(1) a3(2) o3(1) = 7 s.
+    # As run (arcs or end <= start): o1 1, b1 1, b2 1, a2 1, o2 1 (a2 ended at 4 as o2 began),
+    # a3 2, o3 1 = 8 s: o2 waited for a2, which the DAG does not say.
     assert critical_path(swarm) == (7.0, ["o1", "a1", "a2", "a3", "o3"])
-    assert parallelism_efficiency(swarm) == pytest.approx(12 / 7)
+    assert parallel_time(swarm) == pytest.approx(8.0)
+    assert parallelism_efficiency(swarm) == pytest.approx(12 / 8)
 
 
 def test_parallelism_efficiency_falls_back_to_counts_over_critical_steps(swarm):
+    # Untimed, PARL's stages: o1 1 | a1 2 (o1 -> a1), b1 2, b2 3, a2 3 (a1, b1 -> a2) | o2 4 |
+    # a3 5, b3 5, b4 6 | o3 = 1 + max(o2 4, stage 6, a3 5) = 7 of 10 steps.
     trace = without_durations(swarm)
+    assert critical_steps(trace) == 7
     assert parallelism_efficiency(trace) == pytest.approx(10 / 7)
     flags = compute_metrics(trace)["flags"]
     assert flags["durations_missing"] and not flags["durations_partial"]
 
 
 def test_partial_durations_weigh_missing_ones_zero(swarm):
-    swarm.events[1].t_end = None  # a1: the path o1 a2 a3 o3 is now 1+1+2+1 = 5 s, serial 10 s
-    assert parallelism_efficiency(swarm) == pytest.approx(10 / 5)
+    swarm.events[1].t_end = None  # a1 weighs 0: serial 10 s; as run o1 b1 b2 a2 o2 a3 o3 = 8 s
+    assert parallelism_efficiency(swarm) == pytest.approx(10 / 8)
     assert compute_metrics(swarm)["flags"]["durations_partial"]
 
 
@@ -198,17 +211,51 @@ def test_useful_agent_utilisation(swarm):
 
 
 def test_protocol_overhead(swarm):
-    # protocol: delegate 10 + messages 4+4+4 + return 6 + aggregate 12 = 40 of 76 tokens
-    assert protocol_overhead(swarm) == pytest.approx(40 / 76)
+    # coordination: delegate o1 10 + decision o2 8 + messages to agents b1 4, b2 4, b4 4 = 30 of 76;
+    # a3's return (6) and o3's aggregate (12) are the work that came back, not coordination
+    assert protocol_overhead(swarm) == pytest.approx(30 / 76)
 
 
 def test_protocol_overhead_estimates_missing_tokens():
     trace = Trace(
         "native",
         "est",
-        events=[event("m", 0, "message", "A", content="abcdefghi"), event("c", 1, "tool_call", "A", tokens=7)],
+        agents=[Agent("A"), Agent("B")],
+        events=[event("m", 0, "message", "A", to="B", content="abcdefghi"), event("c", 1, "tool_call", "A", tokens=7)],
     )
     assert protocol_overhead(trace) == pytest.approx(3 / 10)  # ceil(9 chars / 4) = 3
+    assert compute_metrics(trace)["flags"]["tokens_estimated"]
+
+
+def test_protocol_overhead_leaves_out_returned_work_and_undirected_turns():
+    trace = Trace(
+        "native",
+        "work",
+        events=[
+            event("d", 0, "delegate", "O", to="A", content="x" * 40),  # 10 tokens of coordination
+            event("w", 1, "message", "A", content="y" * 400),  # A's own turn: 100, work
+            event("r", 2, "return", "A", to="O", content="z" * 200),  # 50, work returned
+            event("g", 3, "aggregate", "O", tokens=40),  # work
+        ],
+    )
+    assert protocol_overhead(trace) == pytest.approx(10 / 200)
+
+
+def test_protocol_overhead_is_unknown_when_coordination_events_are_empty():
+    # A Monocle-like fan-out: the dispatches carry neither tokens nor content; the returns do.
+    trace = Trace(
+        "native",
+        "empty-dispatch",
+        events=[
+            event("s", 0, "spawn", "O", to="A"),
+            event("d", 0, "delegate", "O", to="A"),
+            event("r", 1, "return", "A", to="O", tokens=300),
+        ],
+    )
+    metrics = compute_metrics(trace)
+    assert metrics["protocol_overhead"] is None
+    assert "2 coordination events" in metrics["unavailable"]["protocol_overhead"]
+    assert protocol_overhead(Trace("native", "solo", events=[event("w", 0, "message", "A", tokens=5)])) == 0.0
     assert compute_metrics(trace)["flags"]["tokens_estimated"]
 
 
@@ -283,6 +330,66 @@ def test_failure_modes(swarm):
     assert not serial_collapse(swarm)  # 7 < 0.9 x 10
 
 
+def test_dispatch_turn_is_one_step_and_overlapping_sub_agents_are_parallel():
+    # dispatcher turn (4 instantaneous spawn+delegate pairs, 0-0.03 s) -> A..D overlap 0.01-4.1 s
+    # -> aggregator at 5 s: CS = 3 of 6 steps; no serial collapse (efficiency (4*4+1)/(4+1) = 3.4)
+    events = []
+    for i, name in enumerate("ABCD"):
+        t = i / 100
+        events += [event(f"s{name}", t, "spawn", "O", to=name), event(f"d{name}", t, "delegate", "O", to=name)]
+        events.append(event(f"r{name}", t + 0.01, "return", name, t + 4.01, to="W"))
+    events.append(event("agg", 5, "aggregate", "W", 6))
+    edges = [Edge(f"d{name}", f"r{name}", "message") for name in "ABCD"]
+    edges += [Edge(f"r{name}", "agg", "return") for name in "ABCD"]
+    trace = Trace("native", "fan-out", events=events, edges=edges)
+    metrics = compute_metrics(trace)
+    assert (metrics["critical_steps"], metrics["total_steps"], metrics["total_events"]) == (3, 6, 13)
+    assert metrics["parallelism_efficiency"] == pytest.approx(17 / 5)
+    assert metrics["failure_modes"]["serial_collapse"] is False
+
+
+def test_timed_sub_agents_that_run_one_after_another_add_up():
+    # One dispatch turn to A and B, no causal arc between them, but B starts after A ended:
+    # turn -> a [1,2] -> b [3,4] -> stop: CS 4 = all 4 steps; the efficiency (1+1)/(2) = 1 agrees.
+    trace = Trace(
+        "native",
+        "one-after-another",
+        events=[
+            event("sa", 0, "spawn", "O", to="A"),
+            event("sb", 0.5, "spawn", "O", to="B"),
+            event("a", 1, "tool_call", "A", 2),
+            event("b", 3, "tool_call", "B", 4),
+            event("x", 5, "stop", "O"),
+        ],
+        edges=[Edge("sa", "a", "spawn"), Edge("sb", "b", "spawn")],
+    )
+    assert critical_steps(trace) == 4 and compute_metrics(trace)["total_steps"] == 4
+    assert parallelism_efficiency(trace) == pytest.approx(1.0) and serial_collapse(trace)
+
+
+def test_dispatch_turn_breaks_where_the_dispatcher_waits_or_takes_time():
+    timed = [
+        event("s1", 0, "spawn", "O", to="A"),
+        event("a", 0.1, "tool_call", "A", 0.2),  # ends between the two spawns: O could have waited
+        event("s2", 0.3, "spawn", "O", to="B"),
+        event("s3", 0.3, "delegate", "O", to="B", t_end=0.5),  # same t as s2: one turn with it
+        event("s4", 1, "spawn", "O", 2, to="C"),  # a decision that takes time: its own step
+        event("s5", 2, "spawn", "O", 3, to="D"),
+    ]
+    graph = TraceGraph.of(Trace("native", "turns", events=timed))
+    assert [step.events for step in graph.steps] == [("s1",), ("a",), ("s2", "s3"), ("s4",), ("s5",)]
+    received = Trace(
+        "native",
+        "received",
+        events=[event("s1", 0, "spawn", "O", to="A"), event("r", 0, "return", "A", 1, to="O")]
+        + [event("s2", 0, "spawn", "O", to="B")],
+        edges=[Edge("r", "s2", "return")],  # s2 answers A's return: a new turn even at the same t
+    )
+    assert len(TraceGraph.of(received).steps) == 3
+    untimed = [event("d1", 7, "delegate", "O", to="A"), event("d2", 8, "delegate", "O", to="A")]
+    assert len(TraceGraph.of(Trace("native", "log", events=untimed)).steps) == 2  # two log lines
+
+
 def test_serial_collapse_when_sub_agents_run_one_after_another():
     events = [event("o1", 0, "delegate", "O", to="A")]
     events += [event(f"a{i}", 1 + i, "tool_call", "A") for i in range(3)]
@@ -290,6 +397,7 @@ def test_serial_collapse_when_sub_agents_run_one_after_another():
     events += [event(f"b{i}", 5 + i, "tool_call", "B") for i in range(3)]
     events += [event("o3", 8, "stop", "O")]
     trace = Trace("native", "serial", events=events)
+    # untimed stages: o1 | a0 a1 a2 | o2 | b0 b1 b2 | o3 (o2 is a new turn: A's events came between)
     assert critical_steps(trace) == 4 + 4 + 1 and serial_collapse(trace)  # 9 >= 0.9 x 9
 
 
@@ -315,13 +423,26 @@ def test_group_chat_without_orchestrator():
     assert metrics["failure_modes"] == {
         "pseudo_parallelism": False,
         "pseudo_parallel_agents": [],
-        "serial_collapse": False,
+        "serial_collapse": None,
+        "free_riding": None,
+        "free_riders": [],
     }
+    unavailable = metrics["unavailable"]
+    assert set(unavailable) == {
+        "critical_steps",
+        "serial_collapse",
+        "parallelism_efficiency",
+        "error_amplification",
+        "free_riding",
+    }
+    assert unavailable["critical_steps"].startswith("no orchestrator")
+    assert unavailable["free_riding"] == NEEDS_ATTRIBUTION and NEEDS_ATTRIBUTION.startswith("needs attribution")
 
 
 def test_empty_trace():
     metrics = compute_metrics(Trace("native", "empty"))
     assert metrics["total_steps"] == 0 and metrics["final_answer"] is None
+    assert metrics["unavailable"]["critical_steps"] == "the trace has no events"
     for name in (
         "critical_steps",
         "parallelism_efficiency",
@@ -330,7 +451,7 @@ def test_empty_trace():
         "message_redundancy",
         "error_amplification",
     ):
-        assert metrics[name] is None, name
+        assert metrics[name] is None and metrics["unavailable"][name], name
     assert (metrics["fan_out_max"], metrics["fan_out_mean"], metrics["spawn_depth"]) == (0, 0.0, 0)
     assert metrics["agents_alive"] == []
 
@@ -358,7 +479,7 @@ def _plain(value):
 def test_compute_metrics_is_plain_json(swarm):
     metrics = compute_metrics(swarm)
     assert _plain(metrics) and json.loads(json.dumps(metrics)) == metrics
-    assert metrics["critical_steps"] == 7 and metrics["total_steps"] == 10
+    assert metrics["critical_steps"] == 8 and metrics["total_steps"] == 10
     assert metrics["orchestrators"] == ["O"] and metrics["final_answer"] == "o3"
     assert metrics["flags"] == {
         "tokens_estimated": False,
@@ -375,8 +496,69 @@ def test_survey_example_trace(shared_data):
     """The survey's own example (arXiv 2605.02801 trace schema): CS and utilisation by hand."""
     doc = json.loads((shared_data / "survey-trace-schema" / "example_trace.json").read_text())
     metrics = compute_metrics(trace_from_dict(doc))
-    # stages e1 | e2 | e3: planner_1 1, executor_1 2 (e5, e7), browser.search 1 | e8  ->  1+1+3+1
-    assert metrics["critical_steps"] == 6 and metrics["parallelism_efficiency"] == pytest.approx(8 / 6)
+    # untimed (t = 0..7, no t_end): e1 decision | e2 spawn planner_1 | e3 spawn executor_1 (two log
+    # lines: two turns) | e4 planner -> e5 executor (message) -> e6 browser (tool) -> e7 executor
+    # (causal) | e8 aggregate: one causal chain, CS 8 of 8 steps (before: 6, taking the three
+    # lanes as parallel although each waited for the one before).
+    assert metrics["critical_steps"] == 8 and metrics["parallelism_efficiency"] == pytest.approx(1.0)
     assert metrics["orchestrators"] == ["orchestrator"] and metrics["final_answer"] == "e8"
     assert metrics["useful_agent_utilisation"] == 1.0 and metrics["spawn_depth"] == 1
     assert metrics["protocol_overhead"] is None  # only content_ref: no tokens to count
+
+
+# --- final answer, free-riding ----------------------------------------------------------------
+
+
+def test_final_answer_is_the_answering_agents_last_message():
+    # group chat: the orchestrator collects a return, then routes to the reviewer, who speaks last
+    chat = Trace(
+        "native",
+        "chat",
+        agents=[Agent("M"), Agent("P", parent="M"), Agent("R", parent="M")],
+        events=[
+            event("d1", 0, "delegate", "M", to="P"),
+            event("p", 1, "return", "P", to="M"),
+            event("d2", 2, "delegate", "M", to="R"),
+            event("r", 3, "message", "R", content="approved"),
+        ],
+        edges=[Edge("d1", "p", "message"), Edge("p", "d2", "return"), Edge("d2", "r", "message")],
+    )
+    graph = TraceGraph.of(chat)
+    assert graph.final_answer.id == "r" and not graph.final_answer_fallback
+    assert pseudo_parallel_agents(chat) == []  # the reviewer is not pseudo-parallel
+    # a human who asks (a root that neither orchestrates nor receives anything) does not answer,
+    # even when it speaks last; the return to the orchestrator does
+    asked = Trace(
+        "native",
+        "asked",
+        events=[
+            event("q", 0, "message", "human", content="task"),
+            event("d", 1, "delegate", "O", to="A"),
+            event("a", 2, "return", "A", to="O"),
+            event("q2", 3, "message", "human", content="anyone?"),
+        ],
+        edges=[Edge("q", "d", "message"), Edge("d", "a", "message")],
+    )
+    graph = TraceGraph.of(asked)
+    assert graph.final_answer.id == "a" and not graph.final_answer_fallback
+
+
+def test_free_riders_by_removal_effect_within_its_interval(swarm):
+    # 10 events: A 3, B 4, O 3 (each >= 5 %). Δ(remove A) = 0.14, CI [0.10, 0.18]: needed.
+    # Δ(remove B) = 0.01, CI [-0.02, 0.04]: within its interval of 0, a free rider. O unattributed.
+    attributions = {"A": (0.14, 0.10, 0.18), "B": (0.01, -0.02, 0.04), "C": (0.0, -0.1, 0.1)}
+    assert free_riders(swarm, attributions) == ["B"]  # C has no events: not judged
+    modes = compute_metrics(swarm, attributions)["failure_modes"]
+    assert modes["free_riding"] is True and modes["free_riders"] == ["B"]
+    assert modes["free_riding_unjudged"] == ["O"]
+    assert "free_riding" not in compute_metrics(swarm, attributions)["unavailable"]
+    assert compute_metrics(swarm, {"A": (0.14, 0.10, 0.18)})["failure_modes"]["free_riding"] is False
+    metrics = compute_metrics(swarm)
+    assert metrics["failure_modes"]["free_riding"] is None
+    assert metrics["unavailable"]["free_riding"] == NEEDS_ATTRIBUTION
+
+
+def test_free_riding_ignores_agents_below_five_percent_of_events():
+    events = [event(f"o{i}", i, "orchestrator_decision", "O") for i in range(20)] + [event("x", 20, "message", "X")]
+    trace = Trace("native", "rare", events=events)  # X: 1 of 21 events < 5 %
+    assert free_riders(trace, {"X": (0.0, -0.1, 0.1)}) == []

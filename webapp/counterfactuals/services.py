@@ -54,7 +54,7 @@ from swarmscope.interventions import Intervention, InterventionError, check_inte
 from swarmscope.otlp_export import to_otlp_json
 from webapp.traces.ingest import do_ingest
 from webapp.traces.models import Trace
-from webapp.traces.services import to_core_trace
+from webapp.traces.services import forget_computed_metrics, to_core_trace
 from webapp.web.broadcast import broadcast_job
 from webapp.web.jobs import enqueue
 
@@ -555,8 +555,25 @@ def do_finish_job(job: CounterfactualJob, n: int | None = None) -> bool:
             environment=_backend(job).environment(),
             code_version=code_version(),
         )
+        forget_computed_metrics(job.trace_id)
         _notify(job)
     return True
+
+
+def agent_removal_effects(trace: Trace) -> dict[str, tuple[float, float, float]]:
+    """Agent -> (estimate, ci_low, ci_high) of Δ = E[R | h] - E[R | do(remove the agent)], the newest
+    paired leave-one-out attribution removing that one agent (what swarmscope.metrics.free_riders
+    reads; Shapley values are not removal effects and are left out)."""
+    effects: dict[str, tuple[float, float, float]] = {}
+    rows = Attribution.objects.filter(trace=trace, method=METHOD, target__startswith="agent:").order_by(
+        "created_at", "id"
+    )
+    for row in rows:
+        intervention = row.intervention or {}
+        agents = intervention.get("agents") or []
+        if intervention.get("kind") == "remove" and len(agents) == 1 and not intervention.get("events"):
+            effects[agents[0]] = (row.estimate, row.ci_low, row.ci_high)
+    return effects
 
 
 def _store_credit(job: CounterfactualJob, samples: list[RolloutSample]) -> None:
@@ -587,6 +604,7 @@ def _store_credit(job: CounterfactualJob, samples: list[RolloutSample]) -> None:
             )
         )
     Attribution.objects.bulk_create(rows)
+    forget_computed_metrics(job.trace_id)
 
 
 def do_fail_job(job: CounterfactualJob, reason: str, usage: dict[str, int] | None = None) -> None:

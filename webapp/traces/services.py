@@ -7,7 +7,7 @@ spans); both build their deltas with `write_delta` here, so the wire form lives 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -251,11 +251,27 @@ def to_core_trace(trace: Trace) -> core.Trace:
     return result
 
 
+#: Callables `trace -> {agent: (estimate, ci_low, ci_high)}` of agent-removal effects, registered by
+#: a layer above (webapp.counterfactuals, in its AppConfig.ready) so that this layer imports none:
+#: with them `compute_metrics` decides free-riding, without them it says "needs attribution".
+#: A layer that stores new attributions calls `forget_computed_metrics`.
+ATTRIBUTION_SOURCES: list[Callable[[Trace], dict[str, tuple[float, float, float]]]] = []
+
+
+def forget_computed_metrics(trace_id: int) -> None:
+    """Drop the cached computed metrics of a trace (recomputed on next read)."""
+    Trace.objects.filter(pk=trace_id).update(computed_metrics_seq=-1)
+
+
 def get_computed_metrics(trace: Trace) -> dict[str, Any]:
-    """Metrics of swarmscope.metrics for the trace's current seq, cached on the row."""
+    """Metrics of swarmscope.metrics for the trace's current seq, cached on the row; free-riding from
+    the agent-removal attributions of ATTRIBUTION_SOURCES, where there are any."""
     if trace.computed_metrics_seq == trace.seq and trace.computed_metrics:
         return trace.computed_metrics
-    metrics = compute_metrics(to_core_trace(trace)) if trace.event_count else {}
+    attributions: dict[str, tuple[float, float, float]] = {}
+    for source in ATTRIBUTION_SOURCES:
+        attributions.update(source(trace))
+    metrics = compute_metrics(to_core_trace(trace), attributions or None) if trace.event_count else {}
     Trace.objects.filter(pk=trace.pk).update(computed_metrics=metrics, computed_metrics_seq=trace.seq)
     trace.computed_metrics, trace.computed_metrics_seq = metrics, trace.seq
     return metrics

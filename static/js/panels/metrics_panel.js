@@ -1,7 +1,9 @@
 /**
- * The metrics panel: the server-computed metrics of a trace (swarmscope.metrics), its
- * failure-mode flags, a uPlot chart of the agents alive over time, the trace-level labels, and
+ * The metrics panel: the server-computed metrics of a trace (swarmscope.metrics, docs/metrics.md),
+ * its failure modes, a uPlot chart of the agents alive over time, the trace-level labels, and
  * the imported metrics, rewards and costs as given. Computed and imported metrics are shown apart, as stored.
+ * A metric that cannot be computed on the trace shows the reason the server gives
+ * (`computed_metrics.unavailable[name]`) instead of a number.
  */
 
 import { formatNumber, formatPercent, formatSeconds, formatValue } from "../lib/format.js";
@@ -10,13 +12,15 @@ import { el } from "../lib/dom.js";
 /** Known computed metrics: label, how to format, and the source of the formula. */
 export const COMPUTED_METRICS = Object.freeze({
   critical_steps: { label: "Critical steps", format: formatNumber,
-    help: "Σ over stages of orchestrator events + the busiest sub-agent's events (Kimi K2.5 PARL)" },
+    help: "steps on the longest chain of steps run one after another; a dispatch turn is one step, overlapping sub-agents run in parallel (Kimi K2.5 PARL)" },
+  total_steps: { label: "Steps", format: formatNumber,
+    help: "execution steps: events, a dispatch turn counting once (the units of critical steps)" },
   parallelism_efficiency: { label: "Parallelism efficiency", format: formatNumber,
-    help: "T_serial / T_parallel: summed event durations over the critical path's (survey §9)" },
+    help: "T_serial / T_parallel: summed event durations over the schedule's longest chain (survey §9); steps / critical steps without durations" },
   useful_agent_utilisation: { label: "Useful-agent utilisation", format: formatPercent,
     help: "sub-agent events with a causal path to the final answer / all sub-agent events" },
   protocol_overhead: { label: "Protocol overhead", format: formatPercent,
-    help: "tokens of message, delegate, return and aggregate events / all tokens" },
+    help: "coordination tokens (delegations, spawns, routing decisions, messages to other agents) / all tokens; returned work does not count (survey §9)" },
   message_redundancy: { label: "Message redundancy", format: formatPercent,
     help: "messages repeating an earlier message to the same receiver / all messages" },
   error_amplification: { label: "Error amplification", format: formatNumber,
@@ -26,7 +30,48 @@ export const COMPUTED_METRICS = Object.freeze({
 });
 
 /** Keys of computed_metrics that are not shown as metric cards. */
-const NOT_CARDS = new Set(["agents_alive", "flags"]);
+const NOT_CARDS = new Set(["agents_alive", "flags", "failure_modes", "unavailable"]);
+
+/** The failure modes of computed_metrics.failure_modes: label, and the key holding its agents. */
+export const FAILURE_MODES = Object.freeze({
+  pseudo_parallelism: { label: "Pseudo-parallelism", agents: "pseudo_parallel_agents",
+    help: "spawned agents none of whose events has a causal path to the final answer" },
+  serial_collapse: { label: "Serial collapse", agents: null,
+    help: "critical steps ≥ 0.9 × all steps (and the same in time) while two or more sub-agents act" },
+  free_riding: { label: "Free-riding", agents: "free_riders",
+    help: "agents with ≥ 5 % of events whose removal effect's 95 % interval contains 0" },
+});
+
+/**
+ * How one computed metric reads: `{text, reason}`. A null or missing value with a reason in
+ * `computed.unavailable` reads "n/a" with that reason; a number is formatted; `reason` is "" then.
+ * @param {object} computed the trace's computed_metrics
+ * @param {string} key
+ */
+export function metricText(computed, key) {
+  const value = computed?.[key];
+  const reason = computed?.unavailable?.[key];
+  if ((value === null || value === undefined) && reason) return { text: "n/a", reason };
+  return { text: (COMPUTED_METRICS[key]?.format ?? formatValue)(value), reason: "" };
+}
+
+/**
+ * The failure modes as rows `{name, label, state, detail}`: state "raised" (detail: the agents),
+ * "clear", or "unavailable" (detail: the reason, e.g. "needs attribution: ...").
+ * @param {object} computed the trace's computed_metrics
+ */
+export function failureModeRows(computed) {
+  const modes = computed?.failure_modes ?? {};
+  const unavailable = computed?.unavailable ?? {};
+  return Object.entries(FAILURE_MODES).filter(([name]) => name in modes || name in unavailable).map(([name, info]) => {
+    const value = modes[name];
+    if (value === null || value === undefined) {
+      return { name, label: info.label, state: "unavailable", detail: unavailable[name] ?? "not computed" };
+    }
+    const agents = info.agents ? modes[info.agents] ?? [] : [];
+    return { name, label: info.label, state: value ? "raised" : "clear", detail: value ? agents.join(", ") : "" };
+  });
+}
 
 /**
  * `[[t, count], ...]` as uPlot data `[[t...], [count...]]`, sorted by t.
@@ -83,12 +128,37 @@ export class MetricsPanel {
       const info = COMPUTED_METRICS[key];
       const card = el("div", null, "metric-card");
       card.dataset.metric = key;
-      if (info) card.title = info.help;
-      card.append(el("dt", info?.label ?? humanise(key)), el("dd", (info?.format ?? formatValue)(computed[key])));
+      const { text, reason } = metricText(computed, key);
+      card.title = [info?.help, reason].filter(Boolean).join("\n");
+      card.append(el("dt", info?.label ?? humanise(key)), el("dd", text));
+      if (reason) {
+        card.classList.add("metric-unavailable");
+        const why = el("dd", reason, "metric-reason muted");
+        why.dataset.testid = "metric-reason";
+        card.append(why);
+      }
       cards.append(card);
     }
     if (!keys.length) cards.append(el("p", "No computed metrics yet.", "muted"));
     parts.push(cards);
+
+    const modes = failureModeRows(computed);
+    if (modes.length) {
+      const list = el("ul", null, "flag-list");
+      list.dataset.testid = "failure-modes";
+      for (const row of modes) {
+        const text = row.state === "raised" ? row.label + (row.detail ? `: ${row.detail}` : "")
+          : row.state === "clear" ? `${row.label}: no` : `${row.label}: ${row.detail}`;
+        const li = el("li", text, row.state === "raised" ? "flag flag-warning" : "flag muted");
+        li.dataset.failureMode = row.name;
+        li.dataset.state = row.state;
+        li.title = FAILURE_MODES[row.name].help;
+        list.append(li);
+      }
+      const section = el("section", null, "metrics-section");
+      section.append(el("h3", "Failure modes"), list);
+      parts.push(section);
+    }
 
     const flags = raisedFlags(computed.flags);
     if (flags.length) {
