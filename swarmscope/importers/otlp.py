@@ -1,18 +1,21 @@
 """OTLP/JSON: the OpenTelemetry protocol's `ExportTraceServiceRequest` (a collector's file exporter
-writes one per line), and `decode_protobuf` for its binary form (`application/x-protobuf`).
+writes one per line), and `decode_protobuf` for its binary form (`application/x-protobuf`); the
+logs signal's `ExportLogsServiceRequest` (`split_logs`, `decode_logs_protobuf`, below), whose GenAI
+content events `attach_logs` adds to their spans as span events.
 
 Shape (the protobuf JSON mapping):
 
     {resourceSpans: [{resource: {attributes}, scopeSpans: [{scope: {name, version},
       spans: [{traceId, spanId, parentSpanId, name, kind, startTimeUnixNano, endTimeUnixNano,
-               attributes, events: [{timeUnixNano, name, attributes}], status: {code, message}}]}]}]}
+               attributes, events: [{timeUnixNano, name, attributes}], status: {code, message},
+               links: [{traceId, spanId, attributes}]}]}]}]}
 
 Attributes are `[{key, value: {stringValue | intValue | doubleValue | boolValue | bytesValue |
 arrayValue: {values} | kvlistValue: {values}}}]`; 64-bit integers may be strings. Ids are hex as the
 OTLP spec writes them (or base64, as the plain protobuf JSON mapping writes bytes: `json_id`); in
 protobuf they are bytes (`decode_protobuf`). snake_case keys (`resource_spans`) and the older
 `instrumentationLibrarySpans` are accepted. Ids and start times are required; malformed
-attributes and events are skipped. Spans may come in any order and any number of requests
+attributes, events and links are skipped. Spans may come in any order and any number of requests
 (children before their parents): `build` links them once all have arrived. The GenAI semantic
 conventions (`invoke_agent`, `execute_tool`, `chat`, `gen_ai.agent.name`, `gen_ai.usage.*`) are
 read by `spans.build_trace`.
@@ -22,11 +25,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from swarmscope.model import Trace
 
-from .otel import Span, SpanEvent, as_int, build_trace, bytes_id, hex_id
+from .otel import Span, SpanEvent, SpanLink, as_int, build_trace, bytes_id, hex_id
 
 FORMAT = "otlp"
 SPAN_KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
@@ -199,7 +203,38 @@ def span_from_json(span: dict, resource: dict[str, Any]) -> Span:
         service=resource.get("service.name"),
         kind=_kind(span.get("kind")),
         error=_error(span.get("status")),
+        links=_json_links(span.get("links")),
     )
+
+
+def _json_links(links: Any) -> list[SpanLink]:
+    """OTLP/JSON span `links` ([{traceId, spanId, attributes}]); a malformed link is skipped, as
+    malformed events and attributes are."""
+    decoded = []
+    for link in links if isinstance(links, list) else []:
+        if not isinstance(link, dict):
+            continue
+        try:
+            trace_id = json_id(_get(link, "traceId"), 16, "traceId")
+            span_id = json_id(_get(link, "spanId"), 8, "spanId")
+        except ValueError:
+            continue
+        if trace_id and span_id:
+            decoded.append(SpanLink(trace_id, span_id, attributes(link.get("attributes"))))
+    return decoded
+
+
+def _pb_links(links) -> list[SpanLink]:
+    """Protobuf span links, as `_json_links` reads them (ids as bytes)."""
+    decoded = []
+    for link in links:
+        try:
+            trace_id, span_id = bytes_id(link.trace_id, 16), bytes_id(link.span_id, 8)
+        except ValueError:
+            continue
+        if trace_id and span_id:
+            decoded.append(SpanLink(trace_id, span_id, _pb_attributes(link.attributes)))
+    return decoded
 
 
 def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
@@ -245,6 +280,7 @@ def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
                         service=resource.get("service.name"),
                         kind=SPAN_KINDS.get(span.kind),
                         error=span.status.message if span.status.code == STATUS_ERROR else None,
+                        links=_pb_links(span.links),
                     )
                 except ValueError as exc:
                     raise ValueError(f"span {index} ({span.name!r}): {exc}") from None
@@ -340,6 +376,11 @@ def encode_json(spans: list[Span]) -> dict[str, Any]:
             }
             if span.parent_id:
                 item["parentSpanId"] = span.parent_id
+            if span.links:
+                item["links"] = [
+                    {"traceId": k.trace_id, "spanId": k.span_id, "attributes": _json_attributes(k.attributes)}
+                    for k in span.links
+                ]
             encoded.append(item)
         resource = {"attributes": _json_attributes({"service.name": service} if service else {})}
         resource_spans.append({"resource": resource, "scopeSpans": [{"spans": encoded}]})
@@ -358,7 +399,292 @@ def encode_protobuf(spans: list[Span]) -> bytes:
     doc = encode_json(spans)
     for resource_spans in doc["resourceSpans"]:
         for span in resource_spans["scopeSpans"][0]["spans"]:
-            for key in ("traceId", "spanId", "parentSpanId"):
-                if key in span:  # the protobuf JSON mapping writes bytes in base64
-                    span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+            for item in [span, *span.get("links", [])]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in item:  # the protobuf JSON mapping writes bytes in base64
+                        item[key] = base64.b64encode(bytes.fromhex(item[key])).decode()
     return ParseDict(doc, ExportTraceServiceRequest()).SerializeToString()
+
+
+# --- logs: GenAI content events on the OTLP logs signal -----------------------------------------
+#
+# ExportLogsServiceRequest (OTLP spec, the protobuf JSON mapping):
+#
+#     {resourceLogs: [{resource: {attributes}, scopeLogs: [{scope: {name, version},
+#       logRecords: [{timeUnixNano, observedTimeUnixNano, severityNumber, severityText, body,
+#                     attributes, traceId, spanId, eventName, flags}]}]}]}
+#
+# The GenAI events of the semantic conventions (`gen_ai.system.message`, `gen_ai.user.message`,
+# `gen_ai.assistant.message`, `gen_ai.tool.message`, `gen_ai.choice`, and the newer
+# `gen_ai.client.inference.operation.details`) are log records named by `eventName` (the older
+# SDKs: the `event.name` attribute) and carrying the span context of the call they belong to; the
+# content is in the body (`{content, role, tool_calls}`, `gen_ai.choice`: `{index, finish_reason,
+# message}`) or, for the newer event, in attributes (`gen_ai.input.messages`, ...).
+# `LogRecord.to_span_event` gives the record as the span event the same content is when an SDK
+# records it on the span, so the span mapping reads both the same way (`attach_logs`).
+
+
+@dataclass
+class LogRecord:
+    """One OTLP log record, decoded. Ids are lower-case hex (None when empty or all zeros), times
+    integer nanoseconds since the Unix epoch (None when unset). `event_name` is the record's
+    `eventName`, else its `event.name` attribute ("" when neither). `body` is the plain value of its
+    `AnyValue` body (`any_value`), `service` the resource's `service.name`."""
+
+    trace_id: str | None
+    span_id: str | None
+    event_name: str
+    time_ns: int | None
+    observed_time_ns: int | None = None
+    severity_number: int | None = None
+    severity_text: str | None = None
+    body: Any = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    service: str | None = None
+    scope: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (how log records are stored); `from_dict` reads it back."""
+        return {name: getattr(self, name) for name in LOG_FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LogRecord:
+        fields: dict[str, Any] = {name: data[name] for name in LOG_FIELDS if name in data}
+        return cls(**fields)
+
+    @property
+    def when_ns(self) -> int | None:
+        """The record's time: `time_ns`, else when the SDK observed it."""
+        return self.time_ns or self.observed_time_ns
+
+    def to_span_event(self) -> SpanEvent:
+        """The record as a span event of its span: named by its event name, its attributes plus the
+        body's fields (a body that is not an object becomes `content`; the body wins a clash:
+        it is the event's payload by the GenAI events spec)."""
+        attributes = dict(self.attributes)
+        if isinstance(self.body, dict):
+            attributes.update(self.body)
+        elif self.body not in (None, ""):
+            attributes["content"] = self.body
+        return SpanEvent(name=self.event_name, time_ns=self.when_ns, attributes=attributes)
+
+
+LOG_FIELDS = tuple(LogRecord.__dataclass_fields__)
+
+
+def _log_requests(doc: Any) -> list[dict] | None:
+    requests = doc if isinstance(doc, list) else [doc]
+    if requests and all(isinstance(r, dict) and isinstance(_get(r, "resourceLogs"), list) for r in requests):
+        return requests
+    return None
+
+
+def sniff_logs(doc: Any) -> bool:
+    """Whether `doc` is an OTLP/JSON ExportLogsServiceRequest (or a list of them)."""
+    return _log_requests(doc) is not None
+
+
+def _optional_time(value: Any, field_name: str) -> int | None:
+    """A log record's time (OTLP: optional, 0 or absent when unknown), else ValueError naming it."""
+    if value in (None, "", 0, "0"):
+        return None
+    return unix_nano(value, field_name)
+
+
+def _optional_int(value: Any, field_name: str) -> int | None:
+    if value in (None, ""):
+        return None
+    number = as_int(value)
+    if number is None:
+        raise ValueError(f"{field_name} {value!r} is not an integer")
+    return number
+
+
+def _severity_number(value: Any) -> int | None:
+    """`severityNumber`: the number, or its enum name as the protobuf JSON mapping may write it."""
+    if isinstance(value, str) and value.startswith("SEVERITY_NUMBER_"):
+        from opentelemetry.proto.logs.v1.logs_pb2 import SeverityNumber  # noqa: PLC0415
+
+        try:
+            return SeverityNumber.Value(value)
+        except ValueError:
+            raise ValueError(f"severityNumber {value!r} is not a SeverityNumber") from None
+    return _optional_int(value, "severityNumber")
+
+
+def log_from_json(record: dict, resource: dict[str, Any], scope: str | None) -> LogRecord:
+    """One OTLP/JSON log record (with its resource's attributes and scope name) decoded. Raises
+    ValueError on a malformed id, time or severity number."""
+    attrs = attributes(record.get("attributes"))
+    return LogRecord(
+        trace_id=json_id(_get(record, "traceId"), 16, "traceId"),
+        span_id=json_id(_get(record, "spanId"), 8, "spanId"),
+        event_name=str(_get(record, "eventName") or attrs.get("event.name") or ""),
+        time_ns=_optional_time(_get(record, "timeUnixNano"), "timeUnixNano"),
+        observed_time_ns=_optional_time(_get(record, "observedTimeUnixNano"), "observedTimeUnixNano"),
+        severity_number=_severity_number(_get(record, "severityNumber")),
+        severity_text=str(_get(record, "severityText") or "") or None,
+        body=any_value(record.get("body")),
+        attributes=attrs,
+        service=resource.get("service.name") if isinstance(resource.get("service.name"), str) else None,
+        scope=scope,
+    )
+
+
+def split_logs(doc: Any) -> list[LogRecord]:
+    """The log records of an OTLP/JSON ExportLogsServiceRequest (or a list of them), in order.
+    Raises ValueError naming where a part is not an object or list, or the record
+    (`resourceLogs[i].scopeLogs[j].logRecords[k]`) and field of a malformed id, time or number."""
+    records: list[LogRecord] = []
+    for r, request in enumerate(_log_requests(doc) or []):
+        for i, resource_logs in enumerate(_objects(_get(request, "resourceLogs"), f"request {r}: resourceLogs")):
+            where = f"resourceLogs[{i}]"
+            resource = resource_logs.get("resource")
+            resource = attributes(resource.get("attributes")) if isinstance(resource, dict) else {}
+            for j, scope_logs in enumerate(_objects(_get(resource_logs, "scopeLogs") or [], f"{where}.scopeLogs")):
+                scope = scope_logs.get("scope")
+                scope_name = str(scope.get("name") or "") or None if isinstance(scope, dict) else None
+                items = _objects(_get(scope_logs, "logRecords") or [], f"{where}.scopeLogs[{j}].logRecords")
+                for k, record in enumerate(items):
+                    try:
+                        records.append(log_from_json(record, resource, scope_name))
+                    except (TypeError, ValueError) as exc:
+                        raise ValueError(f"{where}.scopeLogs[{j}].logRecords[{k}]: {exc}") from None
+    return records
+
+
+def decode_logs_protobuf(data: bytes) -> list[LogRecord]:
+    """An `application/x-protobuf` ExportLogsServiceRequest's log records, as `split_logs` gives
+    them (ids are bytes there, OTLP spec). Gzip is the caller's to undo.
+
+    Raises ValueError when `data` is not such a message, or naming the record
+    (`resourceLogs[i].scopeLogs[j].logRecords[k]`) of a malformed id or time.
+    """
+    # protobuf is heavy: loaded on first use, not when the importers are imported
+    from google.protobuf.message import DecodeError  # noqa: PLC0415
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest  # noqa: PLC0415
+
+    try:
+        request = ExportLogsServiceRequest.FromString(data)
+    except DecodeError as exc:
+        raise ValueError(f"not an OTLP ExportLogsServiceRequest: {exc}") from None
+    records: list[LogRecord] = []
+    for i, resource_logs in enumerate(request.resource_logs):
+        resource = _pb_attributes(resource_logs.resource.attributes)
+        service = resource.get("service.name")
+        for j, scope_logs in enumerate(resource_logs.scope_logs):
+            for k, record in enumerate(scope_logs.log_records):
+                attributes = _pb_attributes(record.attributes)
+                try:
+                    trace_id = _pb_id(record.trace_id, 16, "trace_id")
+                    span_id = _pb_id(record.span_id, 8, "span_id")
+                    time_ns = _optional_time(record.time_unix_nano, "time_unix_nano")
+                    observed = _optional_time(record.observed_time_unix_nano, "observed_time_unix_nano")
+                except ValueError as exc:
+                    raise ValueError(f"resourceLogs[{i}].scopeLogs[{j}].logRecords[{k}]: {exc}") from None
+                records.append(
+                    LogRecord(
+                        trace_id=trace_id,
+                        span_id=span_id,
+                        event_name=record.event_name or str(attributes.get("event.name") or ""),
+                        time_ns=time_ns,
+                        observed_time_ns=observed,
+                        severity_number=record.severity_number or None,
+                        severity_text=record.severity_text or None,
+                        body=_pb_value(record.body) if record.HasField("body") else None,
+                        attributes=attributes,
+                        service=service if isinstance(service, str) else None,
+                        scope=scope_logs.scope.name or None,
+                    )
+                )
+    return records
+
+
+def _pb_id(raw: bytes, size: int, field_name: str) -> str | None:
+    try:
+        return bytes_id(raw, size)
+    except ValueError as exc:
+        raise ValueError(f"{field_name}: {exc}") from None
+
+
+def encode_logs_response(rejected: int, message: str) -> bytes:
+    """A serialised ExportLogsServiceResponse; `partial_success` set when records were rejected."""
+    # protobuf is heavy: loaded on first use, not when the importers are imported
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (  # noqa: PLC0415
+        ExportLogsServiceResponse,
+    )
+
+    response = ExportLogsServiceResponse()
+    if rejected:
+        response.partial_success.rejected_log_records = rejected
+        response.partial_success.error_message = message
+    return response.SerializeToString()
+
+
+def attach_logs(spans: list[Span], records: list[LogRecord]) -> list[Span]:
+    """`spans` with each log record that names one of them (by span id; the trace is the caller's)
+    added to its events as `LogRecord.to_span_event` gives it, the span's events then in time
+    order (events without a time keep their place at the span's start). Spans without such
+    records are returned as they are; records naming no span here are left out."""
+    by_span: dict[str, list[SpanEvent]] = {}
+    for record in sorted(records, key=lambda r: r.when_ns or 0):
+        if record.span_id:
+            by_span.setdefault(record.span_id, []).append(record.to_span_event())
+    if not by_span:
+        return spans
+    attached = []
+    for span in spans:
+        extra = by_span.get(span.span_id or "")
+        if extra:
+            events = sorted([*span.events, *extra], key=lambda e: e.time_ns or span.start_ns)
+            span = replace(span, events=events)
+        attached.append(span)
+    return attached
+
+
+def encode_logs_json(records: list[LogRecord]) -> dict[str, Any]:
+    """`records` as one OTLP/JSON ExportLogsServiceRequest (ids in hex, per the OTLP spec), one
+    resource per service; `split_logs` reads it back to the same records (bytes values stay text)."""
+    groups: dict[tuple[str | None, str | None], list[LogRecord]] = {}
+    for record in records:
+        groups.setdefault((record.service, record.scope), []).append(record)
+    resource_logs = []
+    for (service, scope), group in groups.items():
+        encoded = []
+        for record in group:
+            item: dict[str, Any] = {"attributes": _json_attributes(record.attributes)}
+            for key, value in (
+                ("traceId", record.trace_id),
+                ("spanId", record.span_id),
+                ("eventName", record.event_name),
+                ("timeUnixNano", None if record.time_ns is None else str(record.time_ns)),
+                ("observedTimeUnixNano", None if record.observed_time_ns is None else str(record.observed_time_ns)),
+                ("severityNumber", record.severity_number),
+                ("severityText", record.severity_text),
+            ):
+                if value:
+                    item[key] = value
+            if record.body is not None:
+                item["body"] = _json_value(record.body)
+            encoded.append(item)
+        resource = {"attributes": _json_attributes({"service.name": service} if service else {})}
+        resource_logs.append(
+            {"resource": resource, "scopeLogs": [{"scope": {"name": scope or ""}, "logRecords": encoded}]}
+        )
+    return {"resourceLogs": resource_logs}
+
+
+def encode_logs_protobuf(records: list[LogRecord]) -> bytes:
+    """`records` as one serialised OTLP/protobuf ExportLogsServiceRequest (ids as bytes);
+    `decode_logs_protobuf` reads it back to the same records."""
+    # protobuf is heavy: loaded on first use, not when the importers are imported
+    from google.protobuf.json_format import ParseDict  # noqa: PLC0415
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest  # noqa: PLC0415
+
+    doc = encode_logs_json(records)
+    for resource_logs in doc["resourceLogs"]:
+        for record in resource_logs["scopeLogs"][0]["logRecords"]:
+            for key in ("traceId", "spanId"):
+                if key in record:  # the protobuf JSON mapping writes bytes in base64
+                    record[key] = base64.b64encode(bytes.fromhex(record[key])).decode()
+    return ParseDict(doc, ExportLogsServiceRequest()).SerializeToString()

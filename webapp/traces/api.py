@@ -1,4 +1,4 @@
-"""REST API under /api/ and OTLP/HTTP at /v1/traces: parse, authorise, call services, serialise.
+"""REST API under /api/ and OTLP/HTTP at /v1/traces and /v1/logs: parse, authorise, call services, serialise.
 
 Authentication, limits and error bodies are `webapp.web.api`'s; every write here (creating a
 trace, adding events, uploads, OTLP) needs WRITE_ROLE.
@@ -87,8 +87,9 @@ def _ingest_response(project, fragment: core.Trace, trace: Trace | None = None, 
 
 @api_view("GET", "POST", ingest=True)
 def traces(request: HttpRequest):
-    """GET: paginated list (`page`, `page_size`, `q`, `session`: one session's traces). POST: create a trace (`name`, `system`,
-    `source_id`, `attributes`, and optionally a first batch of `events`/`edges`/`agents`)."""
+    """GET: paginated list (`page`, `page_size`, `q`, `session`: one session's traces). POST: create
+    a trace (`name`, `system`, `source_id`, `attributes`, and optionally a first batch of
+    `events`/`edges`/`agents`)."""
     if request.method == "GET":
         try:
             size = min(max(int(request.GET.get("page_size") or 50), 1), MAX_PAGE_SIZE)
@@ -270,11 +271,17 @@ def traces_upload(request: HttpRequest):
     return JsonResponse({"files": refused + [outcome_json(o) for o in outcomes]}, status=400 if failed else 200)
 
 
-@api_view("POST", ingest=True)
-def otlp_traces(request: HttpRequest):
-    """OTLP/HTTP trace export: JSON or protobuf (`application/x-protobuf`), optionally gzip. Spans
-    whose id is stored with other content are counted in `partialSuccess.rejectedSpans`."""
-    project = get_write_project(request, "sending OTLP traces")
+#: What decoding and storing an OTLP request can fail with (answered 400, nothing stored).
+OTLP_ERRORS = (core.TraceValidationError, KeyError, TypeError, ValueError, AttributeError)
+
+
+def _read_otlp(request: HttpRequest, action: str, root: str, sniff) -> tuple[Any, bool, bytes, Any] | HttpResponse:
+    """(project, protobuf?, body, JSON document or None for protobuf) of an OTLP/HTTP export, or the
+    answer refusing it: 403 without a project to write in, 400 for an unreadable body or a JSON
+    document that `sniff` does not take for the request whose list is `root` (`resourceSpans`,
+    `resourceLogs`). An empty JSON object is the empty request. How a transport other than HTTP
+    (the gRPC bridge) sets `request.otlp_transport`: webapp.traces.otlp_grpc."""
+    project = get_write_project(request, action)
     if project is None:
         return json_error(403, "you are not a member of any project")
     protobuf = request.content_type in ("application/x-protobuf", "application/protobuf")
@@ -284,22 +291,66 @@ def otlp_traces(request: HttpRequest):
     except (ValueError, OSError, EOFError, zlib.error) as exc:
         return json_error(400, f"unreadable OTLP request: {exc.detail if isinstance(exc, TraceFormatError) else exc}")
     if doc == {}:
-        doc = {"resourceSpans": []}  # an empty ExportTraceServiceRequest
-    if doc is not None and not otlp.sniff(doc):
-        return json_error(400, "not an OTLP ExportTraceServiceRequest (no resourceSpans)")
+        doc = {root: []}  # an empty Export*ServiceRequest
+    if doc is not None and not sniff(doc):
+        message = "ExportTraceServiceRequest" if root == "resourceSpans" else "ExportLogsServiceRequest"
+        return json_error(400, f"not an OTLP {message} (no {root})")
+    return project, protobuf, body, doc
+
+
+def _invalid_otlp(what: str, exc: Exception) -> JsonResponse:
+    return json_error(400, f"invalid {what}: {exc!r}" if isinstance(exc, KeyError) else f"invalid {what}: {exc}")
+
+
+def _otlp_answer(protobuf: bool, encode, rejected_key: str, rejected: int, message: str) -> HttpResponse:
+    """The Export*ServiceResponse in the request's encoding: `partialSuccess` with the count under
+    `rejected_key` (and `message`) when something was rejected, else empty (OTLP spec)."""
+    if protobuf:
+        return HttpResponse(encode(rejected, message), content_type="application/x-protobuf")
+    return JsonResponse({"partialSuccess": {rejected_key: str(rejected), "errorMessage": message} if rejected else {}})
+
+
+@api_view("POST", ingest=True)
+def otlp_traces(request: HttpRequest):
+    """OTLP/HTTP trace export: JSON or protobuf (`application/x-protobuf`), optionally gzip. Spans
+    whose id is stored with other content are counted in `partialSuccess.rejectedSpans`."""
+    read = _read_otlp(request, "sending OTLP traces", "resourceSpans", otlp.sniff)
+    if isinstance(read, HttpResponse):
+        return read
+    project, protobuf, body, doc = read
+    source = getattr(request, "otlp_transport", "OTLP/HTTP")
     rejected = 0
     try:
         chunks = otlp.decode_protobuf(body) if protobuf else otlp.split(doc)
         with transaction.atomic():  # every trace of the request, or none
             for trace_id, spans in chunks.items():
-                rejected += span_ingest.do_ingest_spans(project, otlp, trace_id, spans, source="OTLP/HTTP").rejected
-    except (core.TraceValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        return json_error(400, f"invalid spans: {exc!r}" if isinstance(exc, KeyError) else f"invalid spans: {exc}")
+                rejected += span_ingest.do_ingest_spans(project, otlp, trace_id, spans, source=source).rejected
+    except OTLP_ERRORS as exc:
+        return _invalid_otlp("spans", exc)
     message = (
         f"{rejected} span(s) reuse a stored span id with other content; the stored span is kept" if rejected else ""
     )
-    if protobuf:
-        return HttpResponse(otlp.encode_response(rejected, message), content_type="application/x-protobuf")
-    return JsonResponse(
-        {"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": message} if rejected else {}}
-    )
+    return _otlp_answer(protobuf, otlp.encode_response, "rejectedSpans", rejected, message)
+
+
+@api_view("POST", ingest=True)
+def otlp_logs(request: HttpRequest):
+    """OTLP/HTTP logs export (`ExportLogsServiceRequest`; JSON or protobuf, optionally gzip), for
+    the GenAI content events (`gen_ai.user.message`, `gen_ai.choice`,
+    `gen_ai.client.inference.operation.details`, ...) that the GenAI events API sends as log
+    records: each is kept and added to its span (trace id + span id) as a span event, whichever of
+    the two arrives first (`span_ingest.do_ingest_log_records`). Auth, limits and errors as
+    `otlp_traces`; a malformed record is a 400 naming it
+    (`resourceLogs[i].scopeLogs[j].logRecords[k]`) and its field, and nothing is stored."""
+    read = _read_otlp(request, "sending OTLP logs", "resourceLogs", otlp.sniff_logs)
+    if isinstance(read, HttpResponse):
+        return read
+    project, protobuf, body, doc = read
+    try:
+        records = otlp.decode_logs_protobuf(body) if protobuf else otlp.split_logs(doc)
+        span_ingest.do_ingest_log_records(
+            project, otlp, records, source=getattr(request, "otlp_transport", "OTLP/HTTP")
+        )
+    except OTLP_ERRORS as exc:
+        return _invalid_otlp("log records", exc)
+    return _otlp_answer(protobuf, otlp.encode_logs_response, "rejectedLogRecords", 0, "")

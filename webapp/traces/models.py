@@ -16,7 +16,9 @@ class Trace(models.Model):
     topology = models.CharField(max_length=40, default="unknown")
     task_id = models.CharField(max_length=300, blank=True)
     session_id = models.CharField(
-        max_length=300, blank=True, help_text="attributes['session_id'] (a conversation, Claude Code session, Codex thread)"
+        max_length=300,
+        blank=True,
+        help_text="attributes['session_id'] (a conversation, Claude Code session, Codex thread)",
     )
     attributes = models.JSONField(default=dict)
     rewards = models.JSONField(default=dict)
@@ -139,3 +141,26 @@ class StoredSpan(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["trace", "span_id"], name="span_identity")]
+
+
+class StoredLogRecord(models.Model):
+    """One OTLP log record (`otlp.LogRecord.to_dict`, redacted) of a project, kept as it came.
+
+    GenAI content events (`gen_ai.user.message`, `gen_ai.choice`, ...) arrive on the logs signal
+    beside the spans they belong to, before or after them. A record with a trace id belongs to
+    that trace's row (created empty when the record comes first) and is added to its span as a
+    span event whenever the trace is rebuilt (`span_ingest`), so it applies once the span arrives;
+    a record without a trace id has `trace` None and is only kept. `digest` (SHA-256 of the stored
+    form) makes an exporter's retry store nothing new.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, null=True, blank=True, related_name="log_records")
+    span_id = models.CharField(max_length=16, blank=True, help_text="hex; empty when the record names no span")
+    digest = models.CharField(max_length=64)
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "digest"], name="log_record_identity")]
+        indexes = [models.Index(fields=["trace", "span_id"])]

@@ -2,14 +2,19 @@
 
 `do_ingest_spans` stores the spans of one request and rebuilds the trace within it while the trace
 is small (SWARMSCOPE_OTLP_SYNC_SPANS), else leaves it `spans_pending` for the `derive_spans` task
-(`do_derive_spans`). `_store_build` writes only the difference between the stored trace and the
-build; viewers get a delta when it only adds or fills in, else a reset (a new snapshot).
+(`do_derive_spans`). `do_ingest_log_records` stores OTLP log records (GenAI content events) and
+rebuilds the traces whose spans they belong to the same way: every build adds a trace's stored
+log records to their spans as span events (`otlp.attach_logs`), so content joins its span
+whichever of the two arrives first. `_store_build` writes only the difference between the
+stored trace and the build; viewers get a delta when it only adds or fills in, else a reset.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -17,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from swarmscope import model as core
+from swarmscope.importers import otlp
 from swarmscope.importers.otel import Span
 from swarmscope.ingest import check_storable, holds_nul, label_key, new_trace_agents
 from swarmscope.redaction import redact_trace, redact_value
@@ -37,7 +43,7 @@ from .ingest import (
     redaction_patterns,
     stored_labels,
 )
-from .models import Agent, Edge, Event, Label, StoredSpan, Trace
+from .models import Agent, Edge, Event, Label, StoredLogRecord, StoredSpan, Trace
 from .services import AGENT_COLUMNS, EVENT_COLUMNS, EVENT_DATA_COLUMNS, event_columns, event_from_row, write_delta
 
 logger = logging.getLogger(__name__)
@@ -83,19 +89,95 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
         if not new:
             return IngestResult(row, False, row.seq, 0, 0, rejected)
         stored = row.spans.count()
-        if stored + len(new) <= settings.SWARMSCOPE_OTLP_SYNC_SPANS:
-            trace = module.build(trace_id, _stored_spans(row) + new, [source])
-            core.validate_trace(trace)
-            result = _store_build(row, trace)
-            result.created, result.rejected = stored == 0, rejected
-        else:  # the spans were checked as they were decoded (ids, times) and above (NUL)
-            Trace.objects.filter(pk=row.pk).update(spans_pending=True)
-            transaction.on_commit(lambda: _enqueue_derive(row.pk, source))
-            result = IngestResult(row, False, row.seq, 0, 0, rejected)
+        result = _derive(row, module, new, source)
+        result.created, result.rejected = stored == 0, rejected
         StoredSpan.objects.bulk_create(
             [StoredSpan(trace=row, span_id=s.span_id, data=s.to_dict()) for s in new], batch_size=BULK_BATCH
         )
         return result
+
+
+def _derive(row: Trace, module, new: list[Span], source: str) -> IngestResult:
+    """Make `row` the build of its stored spans, `new` (not yet stored) and its log records: within
+    the transaction while that is at most SWARMSCOPE_OTLP_SYNC_SPANS spans, else by the
+    `derive_spans` task after commit (the row is left `spans_pending`)."""
+    stored = row.spans.count()
+    if stored + len(new) <= settings.SWARMSCOPE_OTLP_SYNC_SPANS:
+        trace = _build(row, module, _stored_spans(row) + new, source)
+        core.validate_trace(trace)
+        return _store_build(row, trace)
+    # the spans were checked as they were decoded (ids, times) and when they came (NUL)
+    Trace.objects.filter(pk=row.pk).update(spans_pending=True)
+    transaction.on_commit(lambda: _enqueue_derive(row.pk, source))
+    return IngestResult(row, False, row.seq, 0, 0, 0)
+
+
+def _build(row: Trace, module, spans: list[Span], source: str) -> core.Trace:
+    """The trace of `spans` with the row's stored log records added to their spans as span events;
+    its attributes count the records (`log_records`) when there are any, so a build that saw
+    fewer is known to be older (`do_derive_spans`)."""
+    records = [otlp.LogRecord.from_dict(d) for d in row.log_records.values_list("data", flat=True)]
+    trace = module.build(row.source_id, otlp.attach_logs(spans, records), [source])
+    if records:
+        trace.attributes["log_records"] = len(records)
+    return trace
+
+
+def do_ingest_log_records(project: Project, module, records: list[otlp.LogRecord], source: str) -> LogIngestResult:
+    """Store the OTLP log `records` of one request and rebuild the traces they add content to, all
+    or nothing (the caller's transaction).
+
+    A record with a trace id is stored with that trace's row (created empty when the spans have not
+    come yet, so the records join them when they do); the trace is re-derived as for new spans
+    (`_derive`) when it has spans. A record without a trace id is kept with no trace. A record
+    equal to a stored one (an exporter's retry; same digest in the project) is not stored again.
+    Raises core.TraceValidationError naming the record's index when it holds a NUL character,
+    and what `do_ingest_spans` raises when the rebuilt trace is not valid.
+    """
+    patterns = redaction_patterns()
+    by_trace: dict[str | None, dict[str, dict[str, Any]]] = {}
+    for index, record in enumerate(records):
+        data = record.to_dict()
+        if holds_nul(data):
+            raise core.TraceValidationError(
+                f"log record {index} ({record.event_name or 'no event name'}) must not contain a NUL character "
+                "(U+0000)",
+                index=index,
+                kind="log record",
+            )
+        data = redact_value(data, patterns)
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+        by_trace.setdefault(record.trace_id, {})[digest] = data
+    result = LogIngestResult()
+    with transaction.atomic():
+        for trace_id, incoming in by_trace.items():
+            row = _lock_or_create_span_trace(project, module, trace_id) if trace_id else None
+            known = {
+                d
+                for chunk in in_chunks(incoming)
+                for d in StoredLogRecord.objects.filter(project=project, digest__in=chunk).values_list(
+                    "digest", flat=True
+                )
+            }
+            new = [
+                StoredLogRecord(project=project, trace=row, span_id=d.get("span_id") or "", digest=digest, data=d)
+                for digest, d in incoming.items()
+                if digest not in known
+            ]
+            StoredLogRecord.objects.bulk_create(new, batch_size=BULK_BATCH)
+            result.stored += len(new)
+            if row is not None and new and row.spans.exists():
+                _derive(row, module, [], source)
+                result.traces.append(row)
+    return result
+
+
+@dataclass
+class LogIngestResult:
+    """What `do_ingest_log_records` did: records stored (retries not counted) and traces rebuilt."""
+
+    stored: int = 0
+    traces: list[Trace] = field(default_factory=list)
 
 
 def _lock_or_create_span_trace(project: Project, module, trace_id: str) -> Trace:
@@ -136,16 +218,21 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
         return None
     row = Trace.objects.get(pk=trace_pk)
     try:
-        trace = module.build(row.source_id, _stored_spans(row), [source])
+        trace = _build(row, module, _stored_spans(row), source)
         core.validate_trace(trace)
     except (core.TraceValidationError, ValueError):  # its spans were checked when they came: a bug
         logger.exception("trace %s: its stored spans do not form a valid trace; kept as derived before", trace_pk)
         return None
     with transaction.atomic():
         row = Trace.objects.select_for_update().get(pk=trace_pk)
-        if row.attributes.get("spans", 0) > trace.attributes["spans"]:
+        if _build_size(row.attributes) > _build_size(trace.attributes):
             return None
         return _store_build(row, trace)
+
+
+def _build_size(attributes: dict[str, Any]) -> tuple[int, int]:
+    """(spans, log records) a build was made of; builds only grow, so a smaller one is older."""
+    return attributes.get("spans", 0), attributes.get("log_records", 0)
 
 
 # --- making a stored trace equal to a build ----------------------------------------------------

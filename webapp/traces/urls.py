@@ -17,4 +17,5 @@ urlpatterns = [
     path("api/traces/<int:trace_id>/snapshot/", api.trace_snapshot, name="api-trace-snapshot"),
     path("api/traces/<int:trace_id>/export/", api.trace_export, name="api-trace-export"),
     path("v1/traces", api.otlp_traces, name="otlp-traces"),
+    path("v1/logs", api.otlp_logs, name="otlp-logs"),
 ]

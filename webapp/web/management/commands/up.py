@@ -6,7 +6,10 @@ on first start (printing its password once), starts two Celery workers and Daphn
 stops all of them by process group, removing the socket and URL files. One worker takes the
 short tasks (metrics, rollouts) and runs Celery beat (`-B`) for the periodic jobs, such as the
 reaper of stale rollout chunks; the other takes only the `training` queue, so a training run that
-lasts an hour never holds up a counterfactual job.
+lasts an hour never holds up a counterfactual job. Beside Daphne (OTLP/HTTP on /v1/traces and
+/v1/logs) it starts the OTLP/gRPC receiver (`manage.py otlp_grpc`, port 4317 unless
+`--grpc-port`; `--no-grpc` leaves it out); when that port is taken (another collector) it says
+so and the rest of the app stays up.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ QUEUES = "default,rollouts-cpu,rollouts-gpu"
 TRAINING_QUEUE = "training"
 #: Unix socket paths longer than this fail to bind (sun_path is 108 bytes on Linux).
 MAX_SOCKET_PATH = 100
+#: The OTLP/gRPC port of the OTLP spec.
+GRPC_PORT = 4317
 
 
 def socket_path(data_dir: Path) -> Path:
@@ -48,8 +53,10 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-worker", action="store_true", help="do not start the Celery workers")
+        parser.add_argument("--grpc-port", type=int, default=GRPC_PORT, help="OTLP/gRPC port (default 4317)")
+        parser.add_argument("--no-grpc", action="store_true", help="do not start the OTLP/gRPC receiver")
 
-    def handle(self, *args, host, port, no_worker, **options):
+    def handle(self, *args, host, port, no_worker, grpc_port, no_grpc, **options):
         self.children: list[subprocess.Popen] = []
         self.cleanup_paths: list[Path] = []
         self.stopping = False
@@ -120,10 +127,25 @@ class Command(BaseCommand):
                 env,
                 "daphne",
             )
+            if not no_grpc:
+                grpc = self._spawn(
+                    [sys.executable, "-m", "django", "otlp_grpc", "--host", host, "--port", str(grpc_port)],
+                    env,
+                    "OTLP/gRPC receiver",
+                )
+                grpc.optional = True
             self.stdout.write(self.style.SUCCESS(f"Swarmscope is up at http://{host}:{port}/ (Ctrl-C stops it)"))
+            self.stdout.write(
+                f"OTLP: http://{host}:{port}/v1/traces and /v1/logs"
+                + ("" if no_grpc else f"; gRPC on {host}:{grpc_port}")
+            )
             while True:
-                for child in self.children:
+                for child in list(self.children):
                     if child.poll() is not None:
+                        if getattr(child, "optional", False):  # the rest of the app works without it
+                            self.stderr.write(f"{child.display_name} exited with code {child.returncode}")
+                            self.children.remove(child)
+                            continue
                         raise CommandError(f"{child.display_name} exited with code {child.returncode}")
                 time.sleep(0.5)
         except KeyboardInterrupt:
