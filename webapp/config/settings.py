@@ -20,6 +20,9 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
+# Django's technical 404/500 pages (tracebacks, settings) instead of the friendly ones: only with
+# DEBUG on and this set, for someone debugging the app itself (webapp.web.errors).
+SWARMSCOPE_DEBUG_PAGES = env_bool("SWARMSCOPE_DEBUG_PAGES", False)
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or ""
 if not SECRET_KEY:
     if not DEBUG:
@@ -56,6 +59,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: friendly 404/500 pages (JSON under /api/ and /v1/) with DEBUG on too (webapp.web.errors).
+    "webapp.web.errors.FriendlyErrorsMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.config.urls"
@@ -106,6 +111,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+
+# Sample data (webapp.traces.samples: `manage.py load_samples`, the trace list's "Load sample
+# data"): seconds the live SwarmSim episodes are streamed over, in a background thread; 0 writes them at once.
+SWARMSCOPE_SAMPLE_STREAM_S = float(os.environ.get("SWARMSCOPE_SAMPLE_STREAM_S", 40))
 
 # Uploads: the API and upload form take whole trace files; cap what one request may hold.
 SWARMSCOPE_MAX_UPLOAD_BYTES = int(os.environ.get("SWARMSCOPE_MAX_UPLOAD_BYTES", 200 * 1024 * 1024))

@@ -19,5 +19,8 @@ urlpatterns = [
     path("", include("webapp.review.urls")),
 ]
 
-# Unknown URLs under /api/ and /v1/ answer JSON, like unknown ids.
-handler404 = "webapp.web.api.not_found"
+# Friendly pages for people, JSON under /api/ and /v1/ (like unknown ids); with DEBUG on too, by
+# webapp.web.errors.FriendlyErrorsMiddleware (unless SWARMSCOPE_DEBUG_PAGES=1).
+handler400 = "webapp.web.errors.bad_request"
+handler404 = "webapp.web.errors.not_found"
+handler500 = "webapp.web.errors.server_error"

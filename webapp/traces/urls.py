@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, views
+from . import api, sample_views, views
 
 urlpatterns = [
     path("", views.trace_list, name="trace-list"),
@@ -8,6 +8,7 @@ urlpatterns = [
     path("traces/compare/", views.trace_compare, name="trace-compare"),
     path("sessions/<path:session_id>/", views.session_detail, name="session-detail"),
     path("upload/", views.upload, name="upload"),
+    path("samples/load/", sample_views.load_samples, name="load-samples"),
     path("traces/<int:trace_id>/delete/", views.trace_delete, name="trace-delete"),
     path("api/traces/", api.traces, name="api-traces"),
     path("api/traces/upload/", api.traces_upload, name="api-traces-upload"),

@@ -27,7 +27,7 @@ from webapp.accounts.services import (
 from webapp.accounts.views import require_admin
 from webapp.web.api import get_write_project
 
-from . import access, datacare, ingest, services
+from . import access, datacare, ingest, samples, services
 from .api import upload_sources
 from .models import Trace
 
@@ -57,7 +57,10 @@ def trace_list(request: HttpRequest):
     session = request.GET.get("session", "").strip()
     qs = services.list_traces(access.project_ids_for(request.user), query=query, session=session)
     page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page") or 1)
-    return render(request, "traces/trace_list.html", {"page": page, "query": query, "session": session})
+    context = {"page": page, "query": query, "session": session}
+    if not page.paginator.count and not (query or session):  # the empty state offers the sample data
+        context.update(can_load_samples=samples.can_load_samples(request.user), load_refused=samples.LOAD_REFUSED)
+    return render(request, "traces/trace_list.html", context)
 
 
 @login_required

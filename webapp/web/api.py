@@ -1,5 +1,5 @@
 """The JSON API's plumbing, shared by every app: the `api_view` decorator (caller, limits, errors),
-body reading and parsing, write checks and the 404 handler.
+body reading and parsing, write checks (the error handlers are in webapp.web.errors).
 
 Authentication: `Authorization: Bearer <token>` (an API token, acting in its project with its
 user's role there) or the browser session. Reading needs membership; every write needs WRITE_ROLE
@@ -18,10 +18,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
-from django.views.defaults import page_not_found
 
 from swarmscope import model as core
 from swarmscope.importers import SourceFile, TraceFormatError, decode
@@ -37,17 +36,11 @@ from webapp.accounts.services import (
     project_ids_for,
 )
 
+from .errors import not_found  # noqa: F401 - the 404 handler (JSON under /api/ and /v1/), where it was
+
 
 def json_error(status: int, message: str, **extra: Any) -> JsonResponse:
     return JsonResponse({"error": message, **extra}, status=status)
-
-
-def not_found(request: HttpRequest, exception=None) -> HttpResponse:
-    """The 404 handler (settings: `handler404`): JSON under /api/ and /v1/, so an API client that
-    sends a malformed id gets the same kind of answer as for an unknown one; pages elsewhere."""
-    if request.path.startswith(("/api/", "/v1/")):
-        return json_error(404, "not found")
-    return page_not_found(request, exception)
 
 
 class BodyTooLarge(Exception):

@@ -1,0 +1,294 @@
+"""The bundled sample data (`samples/` in the repository): `manage.py load_samples` and the trace
+list's "Load sample data" action both call `do_load_samples`.
+
+It imports every file under `samples/` into the project SAMPLES_PROJECT (created if absent; the
+user who asked becomes a member of it, and superusers read every project anyway), then (re)starts
+the live part: the first LIVE_EPISODES traces of SwarmSim's pivot-12 suite, streamed as live traces
+so the first screen moves. Importing is idempotent (a file stored already adds nothing); the live
+traces are deleted and streamed again, so running it twice changes nothing but restarting them.
+
+The stream runs in a background thread of the calling process for a bounded time (each episode is
+stretched over `seconds`, SWARMSCOPE_SAMPLE_STREAM_S = 40 by default), writing through `ingest.do_ingest(live=True)`
+as the REST API does, so viewers get the deltas over their websockets. A later call stops the
+previous stream of the same process first. SwarmSim is reached by its dotted path (Django imports
+`trainer` only through such paths, as the counterfactual backends do).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connections
+
+from swarmscope import model as core
+from swarmscope.importers import SourceFile
+from swarmscope.importers.files import iter_files
+from webapp.accounts.models import Membership, Project
+from webapp.accounts.services import WRITE_ROLE, do_add_member, do_get_or_create_project, has_role, list_projects_of
+
+from . import datacare, ingest
+from .models import Trace
+
+log = logging.getLogger(__name__)
+
+#: Where the bundled files are, and the project they go to.
+SAMPLES_DIR = Path(settings.BASE_DIR) / "samples"
+SAMPLES_PROJECT = "Samples"
+#: SwarmSim, by dotted path: `pivot12_case(k)` builds trace k of the pivot-12 suite, the stream
+#: module turns an episode into the events, edges and attributes that `python -m trainer.sim.stream` sends.
+PIVOT12_CASE = "trainer.sim.suites.pivot12_case"
+SIM_STREAM = "trainer.sim.stream"
+#: The pivot-12 traces streamed live (its 12 messages carry planted effects: What if removed? and
+#: Attribute this trace have known answers there).
+LIVE_EPISODES = (0, 1, 2)
+#: How often the live stream sends (its length is SWARMSCOPE_SAMPLE_STREAM_S).
+TICK_S = 0.25
+
+
+def sample_sources(root: Path = SAMPLES_DIR) -> list[SourceFile]:
+    """The bundled trace files (every file under `root` but the Markdown that describes them)."""
+    if not root.is_dir():
+        return []
+    return [
+        SourceFile(name=str(p.relative_to(root.parent)), data=p.read_bytes())
+        for p in iter_files([root])
+        if p.suffix.lower() != ".md"
+    ]
+
+
+def default_user():
+    """Who `manage.py load_samples` loads for when no user is named: the first superuser, else the
+    first user; None when there is none yet (superusers read every project anyway)."""
+    users = get_user_model().objects.order_by("pk")
+    return users.filter(is_superuser=True).first() or users.first()
+
+
+def do_get_samples_project(user=None) -> Project:
+    """The Samples project, with `user` (when given) a member: its admin when they are the first
+    member, else a reviewer (so they may try What if removed? on the samples). An existing
+    membership is kept as it is."""
+    project = do_get_or_create_project(SAMPLES_PROJECT)
+    if (
+        user is not None
+        and user.is_authenticated
+        and not Membership.objects.filter(project=project, user=user).exists()
+    ):
+        first = not project.memberships.exists()
+        do_add_member(project, user, Membership.Role.ADMIN if first else Membership.Role.REVIEWER)
+    return project
+
+
+#: Why the trace list's "Load sample data" is disabled for a user who may only read.
+LOAD_REFUSED = "Loading sample data needs the reviewer or admin role in a project"
+
+
+def can_load_samples(user) -> bool:
+    """Whether `user` may load the samples from the trace list: a superuser, or WRITE_ROLE (reviewer
+    or admin) in some project, the rule of every other write from a page."""
+    if not user.is_authenticated:
+        return False
+    return user.is_superuser or any(has_role(user, p.pk, WRITE_ROLE) for p in list_projects_of(user))
+
+
+# --- the live SwarmSim stream ------------------------------------------------------------------
+
+
+@dataclass
+class _Live:
+    """One live episode: its trace row and its payload, (event dict, edges after it) in time order."""
+
+    trace: Trace
+    payload: list[tuple[dict[str, Any], list[dict[str, str]]]]
+    scale: float  # real seconds per simulated second
+
+
+def _sim() -> tuple[Callable, Any]:
+    return importlib.import_module(PIVOT12_CASE.rsplit(".", 1)[0]).pivot12_case, importlib.import_module(SIM_STREAM)
+
+
+@functools.cache
+def _live_fragments() -> list[tuple[core.Trace, list]]:
+    """The live traces' headers (as `trainer.sim.stream` creates them) and payloads (built once per
+    process: a pivot-12 case solves its coalition values; callers only read them)."""
+    pivot12_case, stream = _sim()
+    found = []
+    for k in LIVE_EPISODES:
+        episode = pivot12_case(k).episode
+        header = core.Trace(
+            source_format="api",
+            source_id=episode.trace.source_id,
+            name=f"{episode.trace.name} (live sample)",
+            system=episode.trace.system,
+            attributes={**stream.trace_attributes(episode), "sample": "swarmsim-pivot-12"},
+        )
+        found.append((header, stream.trace_payload(episode)))
+    return found
+
+
+def live_identity_keys() -> list[str]:
+    """Identity keys of the live sample traces (what a restart deletes)."""
+    return [header.identity_key for header, _ in _live_fragments()]
+
+
+class LiveStream:
+    """The live part of the samples, streamed by a background thread (or inline with `run()`).
+
+    `traces` are created (empty) on construction, so they are on the trace list at once; the thread
+    then sends each episode's events in time order, stretched over `seconds`, in TICK_S batches, and
+    ends by itself. `stop()` ends it early."""
+
+    def __init__(self, project: Project, seconds: float):
+        self.seconds = max(0.0, seconds)
+        self.stopped = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.episodes: list[_Live] = []
+        for header, payload in _live_fragments():
+            for old in Trace.objects.filter(project=project, identity_key=header.identity_key):
+                datacare.do_delete_trace(old)
+            row = ingest.do_ingest(project, header, live=True).trace
+            span = max((event["t"] for event, _ in payload), default=0.0)
+            self.episodes.append(_Live(row, payload, self.seconds / span if span > 0 else 0.0))
+
+    @property
+    def traces(self) -> list[Trace]:
+        return [live.trace for live in self.episodes]
+
+    def start(self) -> LiveStream:
+        self.thread = threading.Thread(target=self._run_and_close, name="swarmscope-sample-stream", daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.stopped.set()
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join(timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the background stream to end; whether it has."""
+        if self.thread is not None:
+            self.thread.join(timeout)
+            return not self.thread.is_alive()
+        return True
+
+    def _run_and_close(self) -> None:
+        try:
+            self.run()
+        except Exception:  # noqa: BLE001 - a thread's error has no caller; say it in the log
+            log.warning("the live sample stream stopped", exc_info=True)
+        finally:
+            connections.close_all()
+
+    def run(self) -> None:
+        """Send every episode's events at their scaled times (at once when `seconds` is 0)."""
+        schedule = sorted(
+            (event["t"] * live.scale, k, n)
+            for k, live in enumerate(self.episodes)
+            for n, (event, _) in enumerate(live.payload)
+        )
+        started, i = time.monotonic(), 0
+        while i < len(schedule) and not self.stopped.is_set():
+            now = time.monotonic() - started
+            if schedule[i][0] > now:
+                self.stopped.wait(min(TICK_S, schedule[i][0] - now))
+                continue
+            due: dict[int, list[int]] = {}
+            while i < len(schedule) and schedule[i][0] <= now + TICK_S / 2:
+                due.setdefault(schedule[i][1], []).append(schedule[i][2])
+                i += 1
+            for k, positions in due.items():
+                self._send(self.episodes[k], positions)
+        for live in self.episodes:
+            ingest.request_metrics(live.trace)
+
+    def _send(self, live: _Live, positions: list[int]) -> None:
+        fragment = core.Trace(source_format="api", source_id=live.trace.source_id)
+        for n in positions:
+            event, edges = live.payload[n]
+            fragment.events.append(core.event_from_dict(event))
+            fragment.edges.extend(core.edge_from_dict(edge) for edge in edges)
+        ingest.do_ingest(live.trace.project, fragment, trace=live.trace, live=True)
+
+
+#: The running stream of this process, per project id (a restart stops the previous one).
+_running: dict[int, LiveStream] = {}
+_running_lock = threading.Lock()
+
+
+def do_restart_live_stream(project: Project, *, seconds: float | None = None) -> LiveStream:
+    """Stop this process's stream of the project, delete the live sample traces and stream them
+    anew over `seconds` (default SWARMSCOPE_SAMPLE_STREAM_S) in a background thread; with 0, all at
+    once, here and now (the tests' setting)."""
+    seconds = settings.SWARMSCOPE_SAMPLE_STREAM_S if seconds is None else seconds
+    background = seconds > 0
+    with _running_lock:
+        previous = _running.pop(project.pk, None)
+        if previous is not None:
+            previous.stop()
+        live = LiveStream(project, seconds)
+        if background:
+            _running[project.pk] = live.start()
+    if not background:
+        live.run()
+    return live
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+@dataclass
+class SampleReport:
+    """What `do_load_samples` did: one outcome per bundled file, the live stream (None: not asked)."""
+
+    project: Project
+    outcomes: list[ingest.FileOutcome]
+    live: LiveStream | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[ingest.FileOutcome]:
+        return [o for o in self.outcomes if o.error]
+
+    @property
+    def imported(self) -> list[Trace]:
+        unique = {t.pk: t for o in self.outcomes for t in o.traces}  # a Claude Code session spans files
+        return list(unique.values())
+
+    def summary(self, *, streamed: bool = False) -> str:
+        """One sentence for a page or a terminal (`streamed`: the live stream has ended)."""
+        text = f"{len(self.imported)} sample traces are in the project {self.project.name}"
+        if self.live is not None:
+            n = len(self.live.traces)
+            if not self.live.seconds:
+                text += f"; {n} SwarmSim pivot-12 traces were written"
+            elif streamed:
+                text += f"; {n} SwarmSim pivot-12 traces were streamed live"
+            else:
+                text += f"; {n} SwarmSim pivot-12 traces are streaming live for about {self.live.seconds:.0f} s"
+        if self.failed:
+            text += f"; {len(self.failed)} files could not be imported"
+        return text + "."
+
+
+def do_load_samples(
+    user=None, *, stream: bool = True, seconds: float | None = None, root: Path = SAMPLES_DIR
+) -> SampleReport:
+    """Import the bundled samples into the Samples project (`user` becomes a member) and, with
+    `stream`, (re)start the live SwarmSim suite. Never raises on a bad file (its outcome says why)."""
+    project = do_get_samples_project(user)
+    sources = sample_sources(root)
+    report = SampleReport(project, ingest.do_import_sources(project, sources) if sources else [])
+    if not sources:
+        report.notes.append(f"no sample files found under {root}")
+    if stream:
+        report.live = do_restart_live_stream(project, seconds=seconds)
+    return report
