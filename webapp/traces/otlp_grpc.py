@@ -78,9 +78,7 @@ def http_request(path: str, body: bytes, metadata) -> WSGIRequest:
         "wsgi.input": io.BytesIO(body),
         "wsgi.url_scheme": "http",
     }
-    authorization = next(
-        (v for k, v in metadata or () if k.lower() == "authorization" and isinstance(v, str)), None
-    )
+    authorization = next((v for k, v in metadata or () if k.lower() == "authorization" and isinstance(v, str)), None)
     if authorization is not None:
         environ.update(HTTP_AUTHORIZATION=authorization)  # the header, as a WSGI server passes it
     request = WSGIRequest(environ)
