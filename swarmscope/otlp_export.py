@@ -93,7 +93,7 @@ def to_otlp_json(
             _span(
                 trace_id,
                 span_id,
-                agent_span.get(parent, root_id) if parent != name else root_id,
+                agent_span.get(parent, root_id) if parent and parent != name else root_id,
                 f"invoke_agent {name}",
                 ns(min(window)),
                 ns(max(window)),
