@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from .inputs import refused_text_in
 from .model import Agent, Edge, Event, Label, Trace, TraceValidationError, merge_event
 
 #: Agent fields a later batch may fill in where the stored agent has none (attributes are kept).
@@ -128,9 +129,9 @@ def holds_nul(value: Any) -> bool:
 
 def check_storable(fragment: Trace) -> None:
     """Raise TraceValidationError naming the event, agent, edge or label (kind, index, id, field) or
-    the trace field with a NUL character (U+0000) in a string: PostgreSQL's text and jsonb cannot
-    hold one, so it is refused before any write, on every database alike."""
-    refusal = "must not contain a NUL character (U+0000)"
+    the trace field with text no database can store (`model.text_refusal`: a NUL character, which
+    PostgreSQL's text and jsonb cannot hold, or a lone surrogate), before any write, on every
+    database alike."""
     parts: dict[str, list[Any]] = {
         "event": fragment.events,
         "agent": fragment.agents,
@@ -140,17 +141,20 @@ def check_storable(fragment: Trace) -> None:
     for kind, items in parts.items():
         for index, item in enumerate(items):
             for name, value in vars(item).items():
-                if holds_nul(value):
+                refusal = refused_text_in(value)
+                if refusal is not None:
                     raise TraceValidationError(
                         refusal,
                         index=index,
                         kind=kind,
                         field=name.rstrip("_"),
-                        event_id=item.id if kind == "event" else None,
+                        event_id=item.id if kind == "event" and refused_text_in(item.id) is None else None,
                     )
     for name, value in vars(fragment).items():
-        if name not in ("events", "agents", "edges", "labels") and holds_nul(value):
-            raise TraceValidationError(refusal, field=name, kind="trace")
+        if name not in ("events", "agents", "edges", "labels"):
+            refusal = refused_text_in(value)
+            if refusal is not None:
+                raise TraceValidationError(refusal, field=name, kind="trace")
 
 
 def _merge_events(stored: dict[str, Event], events: list[Event]) -> tuple[dict[str, Event], dict[str, Event]]:

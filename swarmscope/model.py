@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
+from .inputs import text_refusal
+
 #: The survey schema's ten event types plus `delegate` (O2) and `stop` (O5).
 SURVEY_EVENT_TYPES = (
     "orchestrator_decision",
@@ -285,9 +287,14 @@ def _number(
 ) -> float | None:
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    try:  # an integer past float range (a 401-digit one) is not a finite number either
+        finite = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:
+        finite = False
+    if not finite:
+        shown = repr(value) if not isinstance(value, int) else f"an integer of {len(str(abs(value)))} digits"
         raise TraceValidationError(
-            f"must be a finite number, got {value!r}", index=index, event_id=event_id, field=name, kind=kind
+            f"must be a finite number, got {shown[:200]}", index=index, event_id=event_id, field=name, kind=kind
         )
     if value < 0:
         raise TraceValidationError(
@@ -297,19 +304,29 @@ def _number(
 
 
 @overload
-def _string(value: Any, *, name: str, index: int | None, event_id: str | None, optional: Literal[False]) -> str: ...
+def _string(
+    value: Any, *, name: str, index: int | None, event_id: str | None, optional: Literal[False], kind: str = "event"
+) -> str: ...
 @overload
-def _string(value: Any, *, name: str, index: int | None, event_id: str | None, optional: bool = True) -> str | None: ...
-def _string(value: Any, *, name: str, index: int | None, event_id: str | None, optional: bool = True) -> str | None:
+def _string(
+    value: Any, *, name: str, index: int | None, event_id: str | None, optional: bool = True, kind: str = "event"
+) -> str | None: ...
+def _string(
+    value: Any, *, name: str, index: int | None, event_id: str | None, optional: bool = True, kind: str = "event"
+) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str) or (not optional and not value):
         raise TraceValidationError(
-            f"must be a non-empty string, got {value!r}" if not optional else f"must be a string, got {value!r}",
+            f"must be {'a' if optional else 'a non-empty'} string, got {value!r:.200}",
             index=index,
             event_id=event_id,
             field=name,
+            kind=kind,
         )
+    refusal = text_refusal(value)
+    if refusal is not None:
+        raise TraceValidationError(refusal, index=index, event_id=event_id, field=name, kind=kind)
     return value
 
 
@@ -322,7 +339,7 @@ def event_from_dict(data: Any, index: int | None = None) -> Event:
     if not isinstance(data, dict):
         raise TraceValidationError(f"must be a JSON object, got {type(data).__name__}", index=index)
     raw_id = data.get("id")
-    event_id = raw_id if isinstance(raw_id, str) else None
+    event_id = raw_id if isinstance(raw_id, str) and text_refusal(raw_id) is None else None
     if "id" not in data:
         raise TraceValidationError("is required", index=index, field="id")
     checked_id = _string(raw_id, name="id", index=index, event_id=None, optional=False)
@@ -391,28 +408,37 @@ def edge_from_dict(data: Any, index: int | None = None) -> Edge:
 
 
 def agent_from_dict(data: Any, index: int | None = None) -> Agent:
+    """Build an `Agent` from `{name, role?, parent?, spawned_at?, despawned_at?, system_prompt?,
+    attributes?}`; raises TraceValidationError naming the agent index and the field."""
     if not isinstance(data, dict) or not isinstance(data.get("name"), str) or not data["name"]:
         raise TraceValidationError("needs a non-empty string 'name'", index=index, field="name", kind="agent")
+    where: dict[str, Any] = {"index": index, "event_id": None, "kind": "agent"}
+    attributes = data.get("attributes") or {}
+    if not isinstance(attributes, dict):
+        raise TraceValidationError("must be an object", field="attributes", **where)
     return Agent(
-        name=data["name"],
-        role=data.get("role"),
-        parent=data.get("parent"),
-        spawned_at=data.get("spawned_at"),
-        despawned_at=data.get("despawned_at"),
-        system_prompt=data.get("system_prompt"),
-        attributes=dict(data.get("attributes") or {}),
+        name=_string(data["name"], name="name", optional=False, **where),
+        role=_string(data.get("role"), name="role", **where),
+        parent=_string(data.get("parent"), name="parent", **where),
+        spawned_at=_number(data.get("spawned_at"), name="spawned_at", optional=True, **where),
+        despawned_at=_number(data.get("despawned_at"), name="despawned_at", optional=True, **where),
+        system_prompt=_string(data.get("system_prompt"), name="system_prompt", **where),
+        attributes=dict(attributes),
     )
 
 
 def label_from_dict(data: Any, index: int | None = None) -> Label:
+    """Build a `Label` from `{key, value, event_id?, agent?, source?}`; raises TraceValidationError
+    naming the label index and the field."""
     if not isinstance(data, dict) or not isinstance(data.get("key"), str):
         raise TraceValidationError("needs a string 'key'", index=index, field="key", kind="label")
+    where: dict[str, Any] = {"index": index, "event_id": None, "kind": "label"}
     return Label(
-        key=data["key"],
+        key=_string(data["key"], name="key", optional=False, **where) if data["key"] else "",
         value=data.get("value"),
-        event_id=data.get("event_id"),
-        agent=data.get("agent"),
-        source=data.get("source"),
+        event_id=_string(data.get("event_id"), name="event_id", **where),
+        agent=_string(data.get("agent"), name="agent", **where),
+        source=_string(data.get("source"), name="source", **where),
     )
 
 

@@ -13,10 +13,12 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
+
+from swarmscope.inputs import InputError, parse_int, text_refusal
 
 from . import datacare, services
 from .models import ApiToken, Invitation, Membership, Project
@@ -33,9 +35,22 @@ def _project_or_404(request: HttpRequest, project_id: int) -> tuple[Project, str
     return project, role
 
 
+def _form_text(request: HttpRequest, name: str) -> str:
+    """The posted text field `name` ("" when absent); ValueError naming it when it holds text no
+    database can store (a NUL character: PostgreSQL refuses it; `swarmscope.inputs.text_refusal`)."""
+    value = request.POST.get(name, "")
+    refusal = text_refusal(value)
+    if refusal is not None:
+        raise ValueError(f"{name}: {refusal}")
+    return value
+
+
 def _pk(value: str | None) -> int:
     """A posted id, or 0 (matches nothing) when it is not one."""
-    return int(value) if value and value.isdigit() and int(value) < 2**63 else 0
+    try:
+        return parse_int(value, field="id", low=1)
+    except InputError:
+        return 0
 
 
 def require_admin(role: str) -> None:
@@ -50,7 +65,7 @@ def projects(request: HttpRequest):
     error = None
     if request.method == "POST":
         try:
-            project = services.do_create_project(request.POST.get("name", ""), request.user)
+            project = services.do_create_project(_form_text(request, "name"), request.user)
         except ValueError as exc:
             error = str(exc)
         else:
@@ -83,7 +98,7 @@ def members(request: HttpRequest, project_id: int):
         try:
             if action == "invite":
                 _, raw = services.do_create_invitation(
-                    project, request.POST.get("role", ""), request.user, request.POST.get("email", "")[:254]
+                    project, request.POST.get("role", ""), request.user, _form_text(request, "email")[:254]
                 )
                 request.session[NEW_INVITE_KEY] = request.build_absolute_uri(reverse("invitation", args=[raw]))
             elif action in ("role", "remove"):
@@ -129,9 +144,11 @@ def project_settings(request: HttpRequest, project_id: int):
         require_admin(role)
         raw = request.POST.get("retention_days", "").strip()
         try:
-            if raw and not raw.isdigit():
-                raise ValueError("retention must be a whole number of days")
-            datacare.do_set_retention(project, int(raw) if raw else None)
+            try:
+                days = parse_int(raw, field="retention_days") if raw else None
+            except InputError:
+                raise ValueError("retention must be a whole number of days") from None
+            datacare.do_set_retention(project, days)
             messages.info(request, "Retention saved." if raw else "Traces are kept until deleted.")
         except ValueError as exc:
             messages.error(request, str(exc))
@@ -212,7 +229,11 @@ def tokens(request: HttpRequest):
         project = projects.get(request.POST.get("project", ""))
         if project is None:
             raise Http404("no such project")
-        _, raw = services.do_create_token(request.user, project, request.POST.get("name", "")[:200])
+        try:
+            name = _form_text(request, "name")[:200]
+        except ValueError as exc:
+            return HttpResponseBadRequest(str(exc))
+        _, raw = services.do_create_token(request.user, project, name)
         # Post/redirect/get: the token is shown once, and reloading the page creates no other.
         request.session[NEW_TOKEN_KEY] = raw
         return redirect("tokens")

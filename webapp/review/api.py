@@ -17,6 +17,7 @@ from webapp.accounts.models import Membership
 from webapp.accounts.services import PermissionRefused, check_role, get_role
 from webapp.traces.models import Trace
 from webapp.web.api import BodyError, api_view, json_body, json_error
+from webapp.web.validation import InputError, query_int
 
 from . import feed, services
 from .services import ReviewInputError
@@ -43,12 +44,10 @@ def _trace(request: HttpRequest, trace_id: int) -> Trace | None:
 
 
 def _int_param(request: HttpRequest, name: str) -> int | None:
-    value = request.GET.get(name)
-    if value in (None, ""):
-        return None
-    if not value.isdigit() or not 0 < int(value) < 2**63:
-        raise ReviewInputError("must be a positive integer", field=name)
-    return int(value)
+    try:
+        return query_int(request.GET, name, low=1)
+    except InputError as exc:
+        raise ReviewInputError(exc.message, field=name) from None
 
 
 def reviewing(view):

@@ -26,6 +26,7 @@ from webapp.accounts.services import PermissionRefused, get_role
 from webapp.counterfactuals.models import Attribution
 from webapp.traces.models import Agent, Event, Trace
 from webapp.web.broadcast import broadcast_project_activity
+from webapp.web.validation import MAX_DB_INT, InputError, parse_int
 
 from .feed import activity_wire, iso, target_link
 from .models import Activity, Comment, MistakeLabel, TargetKind, TraceReview, Vote
@@ -156,13 +157,15 @@ def get_target(project_ids: Iterable[int], kind: str, target_id: Any, trace_id: 
 
 
 def _pk(value: Any, field: str) -> int:
-    try:
-        pk = int(value)
-    except (TypeError, ValueError):
-        raise ReviewInputError("must be a positive integer id", field=field) from None
-    if not 0 < pk < 2**63:
+    """An id sent as a JSON integer or a string of ASCII digits, from 1 to 2**63 - 1."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if 0 < value <= MAX_DB_INT:
+            return value
         raise ReviewInputError("must be a positive integer id", field=field)
-    return pk
+    try:
+        return parse_int(value, field=field, low=1)
+    except InputError:
+        raise ReviewInputError("must be a positive integer id", field=field) from None
 
 
 # --- wire formats --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from django.shortcuts import render
 
 from webapp.accounts.models import Project
 from webapp.accounts.services import get_role
+from webapp.web.validation import InputError, query_int
 
 from . import feed, services
 
@@ -28,8 +29,11 @@ def project_review(request: HttpRequest, project_id: int):
     project = Project.objects.filter(pk=project_id).first() if get_role(request.user, project_id) else None
     if project is None:
         raise Http404("no such project")
-    before = request.GET.get("before", "")
-    activities = feed.list_activity(project.pk, before=int(before) if before.isdigit() else None, limit=FEED_PAGE)
+    try:
+        before = query_int(request.GET, "before", low=1)
+    except InputError:
+        before = None  # a bad page link shows the newest
+    activities = feed.list_activity(project.pk, before=before, limit=FEED_PAGE)
     return render(
         request,
         "review/project_review.html",

@@ -29,6 +29,7 @@ from webapp.web.api import (
     parse_body,
     read_body,
 )
+from webapp.web.validation import InputError, max_length, parse_int, query_int, text_problem
 
 from . import ingest, services, span_ingest
 from .models import Trace
@@ -92,14 +93,15 @@ def traces(request: HttpRequest):
     `events`/`edges`/`agents`)."""
     if request.method == "GET":
         try:
-            size = min(max(int(request.GET.get("page_size") or 50), 1), MAX_PAGE_SIZE)
-        except ValueError:
-            return json_error(400, f"page_size must be an integer from 1 to {MAX_PAGE_SIZE}", field="page_size")
+            size = query_int(request.GET, "page_size", 50, low=1, high=MAX_PAGE_SIZE, clamp=True)
+            number = query_int(request.GET, "page", 1, low=1, clamp=True)
+        except InputError as exc:
+            return json_error(400, exc.message, field=exc.field)
         listed = services.list_traces(
             request.project_ids, query=request.GET.get("q", ""), session=request.GET.get("session", "")
         )
         page = Paginator(listed, size)
-        current = page.get_page(request.GET.get("page") or 1)
+        current = page.get_page(number)
         return JsonResponse(
             {
                 "count": page.count,
@@ -118,6 +120,9 @@ def traces(request: HttpRequest):
         for name in ("name", "system", "source_id"):
             if not isinstance(doc.get(name) or "", str):
                 raise core.TraceValidationError("must be a string", field=name, kind="body")
+            problem = text_problem(doc.get(name) or "", max_length(Trace, name))
+            if problem is not None:  # before the name is hashed into an identity
+                raise core.TraceValidationError(problem, field=name, kind="body")
         if not isinstance(doc.get("attributes") or {}, dict):
             raise core.TraceValidationError("must be an object", field="attributes", kind="body")
         fragment = core.Trace(
@@ -207,10 +212,8 @@ def traces_export_jsonl(request: HttpRequest):
     qs = Trace.objects.filter(project_id__in=request.project_ids).order_by("id")
     if request.GET.get("ids"):
         try:
-            ids = [int(i) for i in request.GET["ids"].split(",") if i.strip()]
-            if any(not 0 < i < 2**63 for i in ids):
-                raise ValueError
-        except ValueError:
+            ids = [parse_int(i.strip(), field="ids", low=1) for i in request.GET["ids"].split(",") if i.strip()]
+        except InputError:
             return json_error(400, "ids must be comma-separated positive integers", field="ids")
         qs = qs.filter(pk__in=ids)
     traces_to_send = list(qs)  # read before streaming: an error in a stream would hang the client

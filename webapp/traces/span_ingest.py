@@ -24,7 +24,8 @@ from django.utils import timezone
 from swarmscope import model as core
 from swarmscope.importers import otlp
 from swarmscope.importers.otel import Span
-from swarmscope.ingest import check_storable, holds_nul, label_key, new_trace_agents
+from swarmscope.ingest import check_storable, label_key, new_trace_agents
+from swarmscope.inputs import refused_text_in
 from swarmscope.redaction import redact_trace, redact_value
 from webapp.accounts.models import Project
 from webapp.web.broadcast import broadcast_trace_delta, broadcast_trace_reset
@@ -40,6 +41,7 @@ from .ingest import (
     in_chunks,
     insert_events,
     label_summary,
+    notify_trace_list,
     redaction_patterns,
     stored_labels,
 )
@@ -69,9 +71,10 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
                 f"span {span.name!r} has no span id", index=index, kind="span", field="span_id"
             )
         data = span.to_dict()
-        if holds_nul(data):
+        refusal = refused_text_in(data)
+        if refusal is not None:  # a NUL character or a lone surrogate (swarmscope.inputs.text_refusal)
             raise core.TraceValidationError(
-                f"span {span.span_id} ({span.name!r}) must not contain a NUL character (U+0000)",
+                f"span {span.span_id} ({span.name!r}) {refusal}",
                 index=index,
                 kind="span",
             )
@@ -138,10 +141,10 @@ def do_ingest_log_records(project: Project, module, records: list[otlp.LogRecord
     by_trace: dict[str | None, dict[str, dict[str, Any]]] = {}
     for index, record in enumerate(records):
         data = record.to_dict()
-        if holds_nul(data):
+        refusal = refused_text_in(data)
+        if refusal is not None:
             raise core.TraceValidationError(
-                f"log record {index} ({record.event_name or 'no event name'}) must not contain a NUL character "
-                "(U+0000)",
+                f"log record {index} ({record.event_name or 'no event name'}) {refusal}",
                 index=index,
                 kind="log record",
             )
@@ -190,7 +193,12 @@ def _lock_or_create_span_trace(project: Project, module, trace_id: str) -> Trace
     try:
         with transaction.atomic():
             return Trace.objects.create(
-                project=project, identity_key=key, source_format=module.FORMAT, source_id=trace_id, name=trace_id
+                project=project,
+                identity_key=key,
+                source_format=module.FORMAT,
+                source_id=trace_id,
+                name=trace_id,
+                kind=Trace.STREAMED,
             )
     except IntegrityError:
         return Trace.objects.select_for_update().get(project=project, identity_key=key)
@@ -266,6 +274,7 @@ def _store_build(row: Trace, build: core.Trace) -> IngestResult:
         row.reset_seq = seq
         row.save()
         transaction.on_commit(lambda: broadcast_trace_reset(row.pk, seq))
+        transaction.on_commit(lambda: notify_trace_list(row))
     else:
         row.save()
         delta = write_delta(
@@ -277,6 +286,7 @@ def _store_build(row: Trace, build: core.Trace) -> IngestResult:
             labels.added,
         )
         transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
+        transaction.on_commit(lambda: notify_trace_list(row))
     return IngestResult(row, False, seq, len(events.added), len(events.changed))
 
 

@@ -22,6 +22,7 @@ from webapp.accounts.services import (
 )
 from webapp.traces import access
 from webapp.web.api import check_write, get_write_project
+from webapp.web.validation import InputError, parse_int
 
 from . import services
 from .forms import NewRunForm
@@ -162,8 +163,9 @@ def run_compare(request: HttpRequest):
     seed are left out and listed (`left_out`)."""
     project_ids = access.project_ids_for(request.user)
     try:
-        run_ids = list(dict.fromkeys(int(i) for i in request.GET.getlist("runs") if i.strip()))
-    except ValueError:
+        raw = [i.strip() for i in request.GET.getlist("runs") if i.strip()]
+        run_ids = list(dict.fromkeys(parse_int(i, field="runs", low=1) for i in raw))
+    except InputError:
         raise Http404("runs must be run ids") from None
     group_keys = list(dict.fromkeys(g for g in request.GET.getlist("groups") if g.strip()))
     series = []

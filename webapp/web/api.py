@@ -24,19 +24,20 @@ from django.views.decorators.csrf import csrf_exempt
 
 from swarmscope import model as core
 from swarmscope.importers import SourceFile, TraceFormatError, decode
-from swarmscope.ingest import holds_nul
 from webapp.accounts.ratelimit import check_ingest_rate
 from webapp.accounts.services import (
     WRITE_ROLE,
+    AuthenticationRefused,
     PermissionRefused,
+    authenticate_token,
     check_role,
-    check_token,
     has_role,
     list_projects_of,
     project_ids_for,
 )
 
 from .errors import not_found  # noqa: F401 - the 404 handler (JSON under /api/ and /v1/), where it was
+from .validation import json_problem
 
 
 def json_error(status: int, message: str, **extra: Any) -> JsonResponse:
@@ -77,9 +78,10 @@ def _authenticate(request: HttpRequest) -> JsonResponse | None:
     request.token = None
     header = request.headers.get("Authorization", "")
     if header.startswith("Bearer "):
-        request.token = check_token(header[len("Bearer ") :].strip())
-        if request.token is None:
-            return json_error(401, "invalid or revoked API token")
+        try:
+            request.token = authenticate_token(header[len("Bearer ") :].strip())
+        except AuthenticationRefused as exc:  # unknown, revoked, or its user deactivated
+            return json_error(401, str(exc))
     elif not request.user.is_authenticated:
         return json_error(401, "authentication required: send 'Authorization: Bearer <token>'")
     elif request.method not in ("GET", "HEAD"):
@@ -207,33 +209,38 @@ class BodyError(ValueError):
 
 
 def json_body(request: HttpRequest) -> Any:
-    """The request body as JSON ({} when empty). Raises BodyError for text that is not JSON or is
-    nested too deeply, and naming the top-level field that holds a NUL character (U+0000), which
-    PostgreSQL's text and jsonb cannot store."""
+    """The request body as JSON ({} when empty). Raises BodyError for text that is not JSON, a
+    document nested deeper than MAX_JSON_DEPTH, and naming the top-level field that holds text no
+    database can store (a NUL character, a lone surrogate: `webapp.web.validation.json_problem`)."""
     try:
         doc = json.loads(request.body or b"{}")
     except RecursionError:
         raise BodyError("JSON nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
         raise BodyError(f"invalid JSON: {exc}") from None
-    for name, value in doc.items() if isinstance(doc, dict) else [("body", doc)]:
-        if holds_nul(name) or holds_nul(value):
-            raise BodyError("must not contain a NUL character (U+0000)", name)
+    problem = json_problem(doc)
+    if problem is not None:
+        raise BodyError(problem[1], problem[0])
     return doc
 
 
 def parse_body(body: bytes) -> Any:
-    """A JSON document, or the list of an NDJSON body's documents. Raises TraceFormatError."""
+    """A JSON document, or the list of an NDJSON body's documents. Raises TraceFormatError, and
+    TraceValidationError (field `body`) for a document nested deeper than MAX_JSON_DEPTH (its text
+    is checked field by field by the trace validators, which name the event and field)."""
     check_no_nul(SourceFile("request body", body))
     doc = decode(SourceFile("request body", body), strict=True)
     if doc is None:
         raise TraceFormatError("request body", "expected JSON or NDJSON")
+    problem = json_problem(doc, text=False)
+    if problem is not None:
+        raise core.TraceValidationError(problem[1], field=problem[0], kind="body")
     return doc
 
 
 def bad_body(exc: Exception) -> JsonResponse:
     if isinstance(exc, TraceFormatError):
-        return json_error(400, exc.detail, line=exc.line, column=exc.column)
+        return json_error(400, exc.detail, line=exc.line, column=exc.column, field="body")
     if isinstance(exc, core.TraceValidationError):
         return JsonResponse(exc.as_dict(), status=400)
     return json_error(400, f"unreadable body: {exc}")

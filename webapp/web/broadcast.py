@@ -30,10 +30,10 @@ def run_group(run_id: int) -> str:
 
 
 def _send_group(group: str, message: dict[str, Any]) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
     try:
+        layer = get_channel_layer()  # inside: building a layer can fail too
+        if layer is None:
+            return
         async_to_sync(layer.group_send)(group, message)
     except Exception:  # noqa: BLE001 - a broken layer must not break the write path
         log.warning("could not send %s to the group %s", message["type"], group, exc_info=True)
@@ -87,3 +87,14 @@ def broadcast_project_activity(project_id: int, activity: dict[str, Any]) -> Non
     for the feed and for `resume`."""
     delta = {"type": "delta", "seq": activity["id"], "project": project_id, "activities": [activity]}
     _send_group(project_group(project_id), _delta_message("review.activity", delta))
+
+
+def trace_list_group(project_id: int) -> str:
+    return f"trace-list-{project_id}"
+
+
+def broadcast_trace_list(project_id: int, delta: dict[str, Any]) -> None:
+    """Send a trace-list delta (`{"type": "delta", "seq": N, "project": id, "traces": [row, ...]}`,
+    webapp.traces.list_consumer) to the viewers of the project's trace list
+    (`/ws/projects/<id>/traces/`); each row is also in the database for a reload and for `resume`."""
+    _send_group(trace_list_group(project_id), _delta_message("trace_list.delta", delta))

@@ -1,19 +1,45 @@
 """Enqueueing Celery tasks by name: services enqueue through here and never import their app's
-`tasks` module, which imports them (tasks call services, never the other way round)."""
+`tasks` module, which imports them (tasks call services, never the other way round).
+
+Enqueueing happens after commit (`transaction.on_commit`), when the write it follows is already
+stored: a broker that cannot be reached (Redis down or restarting) must not turn that committed
+write into a 500, nor make a client's retry create the work twice. So `enqueue` never raises for
+the broker: it logs and returns False, and the work stays discoverable in the database for the
+periodic sweeps to send again (docs/architecture.md "Job durability"): counterfactual jobs stay
+`queued` with their heartbeat and `reap_stale_jobs` re-queues their missing chunks; training runs
+stay `queued` and `reap_stale_runs` re-sends them; OTLP traces keep `spans_pending` for
+`derive_pending_spans`; metrics are recomputed on the next write or read.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import current_app
 
+log = logging.getLogger(__name__)
 
-def enqueue(name: str, *args: Any, queue: str | None = None) -> None:
+
+def enqueue(name: str, *args: Any, queue: str | None = None) -> bool:
     """Send the task registered as `name` (its dotted path, e.g. "webapp.traces.tasks.derive_spans")
     with `args`, on `queue` or the default one; with CELERY_TASK_ALWAYS_EAGER it runs here, now.
-    Raises KeyError for an unknown name and the broker's error when it cannot be reached."""
+    Returns whether it was sent. Raises KeyError for an unknown name (a bug); a broker that cannot
+    be reached, or fails the publish, is logged and answered False (see the module docstring)."""
     tasks = current_app.tasks
     if name not in tasks:
         current_app.loader.import_default_modules()  # runs every app's `tasks` autodiscovery
+    task = tasks[name]
     options = {"queue": queue} if queue else {}
-    tasks[name].apply_async(args, **options)
+    try:
+        task.apply_async(args, **options)
+    except Exception:  # noqa: BLE001 - any broker error (kombu OperationalError, OSError, redis errors)
+        log.error(
+            "could not enqueue %s%r on %s; left for the sweeps to send again",
+            name,
+            args,
+            queue or "default",
+            exc_info=True,
+        )
+        return False
+    return True
