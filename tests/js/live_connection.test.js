@@ -113,3 +113,18 @@ test("a close with a final code (no access) stops reconnecting and reports the c
   assert.equal(conn.state, "closed");
   assert.deepEqual(states, ["connecting", "open", "reconnecting", "closed"]);
 });
+
+test("by default a revoked token or ended session (4401) stops reconnecting, like no access (4404)", () => {
+  for (const code of [4401, 4404]) {
+    FakeSocket.all = [];
+    const timers = [];
+    const conn = new LiveConnection("ws://test/", {
+      WebSocketImpl: FakeSocket, onMessage: () => {}, setTimer: (fn, ms) => timers.push({ fn, ms }),
+    });
+    conn.start();
+    FakeSocket.all[0].open();
+    FakeSocket.all[0].close(code);
+    assert.equal(timers.length, 0, `no reconnect after ${code}`);
+    assert.equal(conn.state, "closed");
+  }
+});

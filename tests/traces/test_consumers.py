@@ -94,16 +94,23 @@ async def test_bad_messages_get_an_error_and_the_socket_survives(trace, api_toke
 
 
 async def test_unknown_or_foreign_trace_closes_4404(trace, api_token):
-    for path in (
-        f"/ws/traces/{trace.pk + 1000}/?token={api_token}",
-        f"/ws/traces/{trace.pk}/?token=wrong",
-        f"/ws/traces/{trace.pk}/",
+    ws = CheckedCommunicator("trace", f"/ws/traces/{trace.pk + 1000}/?token={api_token}")
+    connected, _ = await ws.connect()
+    assert connected
+    assert await ws.receive_output(timeout=10) == {"type": "websocket.close", "code": 4404}
+    await ws.disconnect()  # end the consumer, as a client's socket closing does
+
+
+async def test_a_bad_token_or_no_caller_closes_4401_with_the_reason(trace):
+    for path, reason in (
+        (f"/ws/traces/{trace.pk}/?token=wrong", "invalid or revoked API token"),
+        (f"/ws/traces/{trace.pk}/", "authentication required: log in, or connect with ?token=<API token>"),
     ):
         ws = CheckedCommunicator("trace", path)
-        connected, _ = await ws.connect()
-        assert connected
-        assert await ws.receive_output(timeout=10) == {"type": "websocket.close", "code": 4404}
-        await ws.disconnect()  # end the consumer, as a client's socket closing does
+        assert (await ws.connect())[0]
+        assert await ws.receive_json_from(timeout=10) == {"type": "error", "message": reason}
+        assert await ws.receive_output(timeout=10) == {"type": "websocket.close", "code": 4401, "reason": reason}
+        await ws.disconnect()
 
 
 async def test_token_clients_need_no_origin_but_session_clients_do(trace, api_token):

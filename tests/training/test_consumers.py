@@ -91,11 +91,15 @@ async def test_bad_messages_and_foreign_runs(run, api_token, django_user_model):
         do_add_member(project, user, "admin")
         return do_create_token(user, project, "t")[1]
 
-    for token in (await database_sync_to_async(foreign_token)(), "ssk_unknown"):
-        other = connect(run.pk, token)
-        await other.connect()
-        assert (await other.receive_output(timeout=10))["code"] == 4404
-        await other.disconnect()
+    other = connect(run.pk, await database_sync_to_async(foreign_token)())
+    await other.connect()
+    assert (await other.receive_output(timeout=10))["code"] == 4404
+    await other.disconnect()
+    unknown = connect(run.pk, "ssk_unknown")
+    await unknown.connect()
+    assert (await unknown.receive_json_from(timeout=10))["type"] == "error"
+    assert (await unknown.receive_output(timeout=10))["code"] == 4401
+    await unknown.disconnect()
 
 
 async def test_a_run_too_big_for_one_message_is_referred_to_http(run, api_token, iterations, monkeypatch):

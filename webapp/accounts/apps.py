@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class AccountsConfig(AppConfig):
     name = "webapp.accounts"
     label = "accounts"
+
+    def ready(self):
+        from . import revocation  # noqa: PLC0415 - models are loaded only once the app registry is ready
+
+        revocation.connect_signals()

@@ -58,19 +58,57 @@ def do_revoke_token(token: ApiToken) -> None:
         token.save(update_fields=["revoked_at"])
 
 
-def check_token(raw: str) -> ApiToken | None:
-    """The live token for `raw` (marking its use), or None when unknown or revoked."""
+class AuthenticationRefused(Exception):
+    """A token (or a socket's user) that does not let its bearer in; the message says why (answered 401, or close
+    code 4401 on a websocket)."""
+
+
+def authenticate_token(raw: str) -> ApiToken:
+    """The live token for `raw` (marking its use). Raises AuthenticationRefused when it is unknown or
+    revoked, or when its user is deactivated (`is_active` off)."""
     token = (
         ApiToken.objects.select_related("project", "user")
-        .filter(token_hash=hash_token(raw), revoked_at__isnull=True)
+        .filter(token_hash=hash_token(raw or ""), revoked_at__isnull=True)
         .first()
     )
-    if token is not None:
-        now = timezone.now()
-        if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 30:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-            token.last_used_at = now
+    if token is None:
+        raise AuthenticationRefused("invalid or revoked API token")
+    if not token.user.is_active:
+        raise AuthenticationRefused("this API token's user is deactivated")
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 30:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
     return token
+
+
+def check_token(raw: str) -> ApiToken | None:
+    """The live token for `raw` (marking its use), or None when unknown, revoked or of a
+    deactivated user (`authenticate_token` says which)."""
+    try:
+        return authenticate_token(raw)
+    except AuthenticationRefused:
+        return None
+
+
+def recheck_token(token_id: int) -> ApiToken:
+    """The token `token_id` as it is now, for a socket that authenticated with it; raises
+    AuthenticationRefused when it was revoked or deleted, or its user deactivated since."""
+    token = ApiToken.objects.select_related("project", "user").filter(pk=token_id, revoked_at__isnull=True).first()
+    if token is None:
+        raise AuthenticationRefused("API token revoked")
+    if not token.user.is_active:
+        raise AuthenticationRefused("this API token's user is deactivated")
+    return token
+
+
+def recheck_user(user_id: int):
+    """The user `user_id` as they are now, for a socket that authenticated with a session; raises
+    AuthenticationRefused when they were deactivated or deleted since."""
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    if user is None:
+        raise AuthenticationRefused("this user is deactivated")
+    return user
 
 
 def list_projects_of(user) -> list[Project]:
@@ -106,9 +144,10 @@ class PermissionRefused(PermissionDenied):
 
 
 def project_ids_for(user=None, token: ApiToken | None = None) -> list[int]:
-    """The ids of the projects the caller reads: a token's own project, a user's memberships."""
+    """The ids of the projects the caller reads: a token's own project (while its user may still
+    read it: a member, or a superuser), a user's memberships."""
     if token is not None:
-        return [token.project_id]
+        return [token.project_id] if get_role(token.user, token.project_id) is not None else []
     if user is None or not user.is_authenticated:
         return []
     return [p.pk for p in list_projects_of(user)]

@@ -29,6 +29,12 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off")
     SECRET_KEY = "insecure-local-development-key-not-for-production"
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
+# Origins (scheme://host[:port]) besides the site's own whose pages may open a websocket with the
+# session cookie (webapp.web.middleware.origin_allowed); e.g. the public name behind a proxy that
+# rewrites Host or does not forward X-Forwarded-Proto. Token sockets (`?token=`) need none.
+SWARMSCOPE_WEBSOCKET_ORIGINS = [
+    o.strip() for o in os.environ.get("SWARMSCOPE_WEBSOCKET_ORIGINS", "").split(",") if o.strip()
+]
 
 DATA_DIR = Path(os.environ.get("SWARMSCOPE_DATA_DIR", BASE_DIR / "var")).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,6 @@ gets one delta with the activities it missed (a snapshot when it missed too many
 
 from __future__ import annotations
 
-from webapp.accounts.services import check_token
 from webapp.traces import access
 from webapp.web.broadcast import project_group
 from webapp.web.sockets import SequencedConsumer
@@ -21,8 +20,9 @@ from . import feed
 class ProjectConsumer(SequencedConsumer):
     """One connection per member watching a project's review.
 
-    Authorised on connect (session user or `?token=`) and again on every client message: a
-    non-member, an unknown project or a revoked token closes with code 4404. Activity ids of other
+    Authorised on connect (session user or `?token=`) and re-checked as every socket is
+    (webapp.web.sockets): a non-member or an unknown project closes with code 4404, a revoked
+    token with 4401. Activity ids of other
     projects leave holes in a project's seqs, so a live activity is sent after reading what came
     after the last seq sent (one indexed query per viewer; review activity is human-paced).
     """
@@ -31,11 +31,7 @@ class ProjectConsumer(SequencedConsumer):
     snapshot_path = "/api/review/projects/{pk}/activity/"
 
     def get_authorised(self, pk: int):
-        raw = self._query("token")
-        token = check_token(raw) if raw else None
-        if raw and token is None:
-            return None
-        if pk not in access.project_ids_for(self.scope.get("user"), token):
+        if pk not in access.project_ids_for(self.user, self.token):
             return None
         return feed.ProjectFeed(pk=pk, seq=feed.last_activity_id(pk))
 

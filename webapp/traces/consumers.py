@@ -19,7 +19,7 @@ class TraceConsumer(SequencedConsumer):
         return self.target
 
     def get_authorised(self, pk: int):
-        return access.get_trace_for(pk, user=self.scope.get("user"), raw_token=self._query("token"))
+        return access.get_trace_for(pk, user=self.user, token=self.token)
 
     def get_snapshot(self, target) -> dict:
         return services.get_snapshot(target)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from webapp.accounts.services import check_token, project_ids_for
+from webapp.accounts.services import project_ids_for
 from webapp.web.broadcast import run_group
 from webapp.web.sockets import SequencedConsumer
 
@@ -17,9 +17,7 @@ class RunConsumer(SequencedConsumer):
     snapshot_path = "/api/runs/{pk}/snapshot/"
 
     def get_authorised(self, pk: int):
-        raw = self._query("token")
-        token = check_token(raw) if raw else None
-        return services.get_run_for(pk, project_ids_for(self.scope.get("user"), token))
+        return services.get_run_for(pk, project_ids_for(self.user, self.token))
 
     def get_snapshot(self, target) -> dict:
         return services.get_snapshot(target)

@@ -1,21 +1,112 @@
-"""Websocket origin checking that fits both kinds of client."""
+"""The one authentication path of every websocket (docs/architecture.md "Security").
 
-from urllib.parse import parse_qs
+A socket authenticates either with `?token=<API token>` or with the browser's session cookie, never
+both and never one after the other:
 
-from channels.security.websocket import AllowedHostsOriginValidator
+- With `?token=` (present at all, even empty or unknown) the cookie is not read: the consumer
+  (webapp.web.sockets.SequencedConsumer) resolves that token alone and closes with 4401 and a
+  reason when it is unknown, revoked or its user deactivated. No Origin check: a token is not an
+  ambient credential (a browser never sends it on its own), so a page that has it could use it
+  over HTTP anyway, and scripts and SDK clients send no Origin.
+- Without it the session cookie is used, which a browser attaches to a cross-site handshake as
+  well: the handshake is refused (HTTP 403) unless its Origin is the site's own (`origin_allowed`:
+  scheme, host and port) or one of SWARMSCOPE_WEBSOCKET_ORIGINS. No Origin header means refused.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+from channels.auth import AuthMiddlewareStack
+from channels.security.websocket import WebsocketDenier
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
+from django.http.request import split_domain_port, validate_host
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-class OriginValidatorUnlessToken:
-    """Check the Origin header (against ALLOWED_HOSTS) unless the client authenticates with `?token=`.
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
 
-    The origin check protects cookie sessions from cross-site websocket hijacking; an API token is
-    not sent by a browser on its own, so scripts and SDK clients connect without an Origin header.
-    """
+
+def normalise_origin(origin: str) -> tuple[str, str, int] | None:
+    """`(scheme, host, port)` of an origin such as `https://app.example.org:8443` (the port made
+    explicit), or None when it is not an http(s) origin (`null`, a path, junk)."""
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if scheme not in DEFAULT_PORTS or not host or parts.path not in ("", "/") or parts.query or parts.username:
+        return None
+    return scheme, host, port or DEFAULT_PORTS[scheme]
+
+
+def site_scheme(scope) -> str:
+    """The scheme the browser used to reach this server, as Django's `request.is_secure()` decides
+    it: the trusted proxy header (SECURE_PROXY_SSL_HEADER) when configured and present, else the
+    socket's own (`wss` -> https); when the server does not say (Daphne puts no scheme in a
+    websocket scope), https where plain HTTP is redirected to HTTPS (SECURE_SSL_REDIRECT), else http."""
+    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy:
+        name, secure_value = proxy
+        value = _header(scope, name.removeprefix("HTTP_").lower().replace("_", "-").encode())
+        if value is not None:
+            return "https" if value.split(",")[0].strip() == secure_value else "http"
+    scheme = scope.get("scheme")
+    if scheme:
+        return "https" if scheme in ("wss", "https") else "http"
+    return "https" if settings.SECURE_SSL_REDIRECT else "http"
+
+
+def site_origin(scope) -> tuple[str, str, int] | None:
+    """The site's own origin for this handshake: `site_scheme` and the Host header, when that host is
+    one of ALLOWED_HOSTS (else None: a rebound DNS name must not make any origin "its own")."""
+    host = _header(scope, b"host")
+    if not host:
+        return None
+    domain, port = split_domain_port(host.lower())
+    if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+        return None
+    scheme = site_scheme(scope)
+    try:
+        return scheme, domain.strip("[]"), int(port) if port else DEFAULT_PORTS[scheme]
+    except ValueError:
+        return None
+
+
+def origin_allowed(scope) -> bool:
+    """Whether a cookie-authenticated handshake comes from the site itself: its Origin equals the
+    site's own origin (scheme, host and port) or is listed in SWARMSCOPE_WEBSOCKET_ORIGINS. A missing
+    or unparseable Origin is refused."""
+    origin = _header(scope, b"origin")
+    parsed = normalise_origin(origin) if origin else None
+    if parsed is None:
+        return False
+    allowed = {normalise_origin(o) for o in settings.SWARMSCOPE_WEBSOCKET_ORIGINS}
+    return parsed in allowed or parsed == site_origin(scope)
+
+
+class SocketAuthentication:
+    """ASGI middleware of the websocket routes: token or session, as the module docstring says.
+
+    Sets `scope["auth"]` to "token" (with `scope["raw_token"]`, and an anonymous `scope["user"]`)
+    or "session" (with the session's user, from Channels' AuthMiddlewareStack)."""
 
     def __init__(self, app):
         self.app = app
-        self.checked = AllowedHostsOriginValidator(app)
+        self.with_session = AuthMiddlewareStack(app)
 
     async def __call__(self, scope, receive, send):
-        has_token = bool(parse_qs(scope.get("query_string", b"").decode()).get("token"))
-        return await (self.app if has_token else self.checked)(scope, receive, send)
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        if "token" in query:
+            scope = {**scope, "auth": "token", "raw_token": query["token"][0], "user": AnonymousUser()}
+            return await self.app(scope, receive, send)
+        if not origin_allowed(scope):
+            return await WebsocketDenier()(scope, receive, send)  # HTTP 403 to the handshake
+        return await self.with_session({**scope, "auth": "session"}, receive, send)

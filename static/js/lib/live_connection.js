@@ -23,6 +23,10 @@ export function withParam(url, name, value) {
   return `${url}${url.includes("?") ? "&" : "?"}${encodeURIComponent(name)}=${encodeURIComponent(value)}`;
 }
 
+/** Close codes after which reconnecting cannot help: 4401 (the token or session is no longer
+ * valid: revoked, deactivated, logged out) and 4404 (no access to the object). */
+export const NO_ACCESS_CODES = Object.freeze([4401, 4404]);
+
 export class LiveConnection {
   /**
    * @param {string|(() => string)} url ws(s) URL, or a function giving it at each (re)connect
@@ -31,10 +35,10 @@ export class LiveConnection {
    *   onClose?: (code: number|undefined) => void, finalCodes?: number[], seq?: () => (number|null),
    *   WebSocketImpl?: typeof WebSocket, setTimer?: (fn: () => void, ms: number) => unknown,
    *   clearTimer?: (id: unknown) => void, backoff?: object}} options `seq` gives the last seq
-   *   applied (null before the first snapshot); a close with one of `finalCodes` (e.g. 4404, no
-   *   access) stops reconnecting.
+   *   applied (null before the first snapshot); a close with one of `finalCodes` (default
+   *   NO_ACCESS_CODES) stops reconnecting.
    */
-  constructor(url, { onMessage, onOpen = () => {}, onState = () => {}, onClose = () => {}, finalCodes = [],
+  constructor(url, { onMessage, onOpen = () => {}, onState = () => {}, onClose = () => {}, finalCodes = NO_ACCESS_CODES,
     seq = () => null, WebSocketImpl = globalThis.WebSocket, setTimer = (fn, ms) => setTimeout(fn, ms),
     clearTimer = (id) => clearTimeout(id), backoff = {} }) {
     this.url = url;

@@ -14,7 +14,7 @@
  */
 
 import { csrfToken, el } from "../lib/dom.js";
-import { LiveConnection, websocketUrl } from "../lib/live_connection.js";
+import { LiveConnection, NO_ACCESS_CODES, websocketUrl } from "../lib/live_connection.js";
 
 /** The key of a review target: "trace", "event:<id>" or "attribution:<id>". */
 export function targetKey(target) {
@@ -328,14 +328,13 @@ class ReviewPanel {
     const badge = this.field("live");
     this.connection = new LiveConnection(websocketUrl(`/ws/projects/${this.projectId}/`), {
       seq: () => this.seq,
-      finalCodes: [4404],
       onOpen: () => {
         badge.dataset.state = "live";
         badge.textContent = "Live";
       },
       onClose: (code) => {
         badge.dataset.state = "offline";
-        badge.textContent = code === 4404 ? "No access" : "Reconnecting…";
+        badge.textContent = NO_ACCESS_CODES.includes(code) ? "No access" : "Reconnecting…";
       },
       onMessage: (msg) => this.receive(msg),
     });
