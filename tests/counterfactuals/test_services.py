@@ -72,8 +72,28 @@ def test_a_redelivered_chunk_changes_nothing(sim_trace, pivotal):
 def test_epsilon_stops_once_the_interval_is_narrow_enough(sim_trace, case):
     null = next(f"message:{case.episode.actions[c].item}" for c, k in zip(case.candidates, case.kinds) if k == "null")
     job = run_all(services.request_counterfactual(sim_trace, {"kind": "remove", "events": [null]}, 64, epsilon=0.5))
-    assert job.status == "done" and job.done_count == 8  # every pair equal: a zero-width interval at once
-    assert job.attribution.n_rollouts == 16 and job.attribution.estimate == 0
+    # every pair equal: Tango's interval is ±3.84 / (n + 3.84), narrower than 0.5 from n = 12, and
+    # the stop waits for EPSILON_MIN_SAMPLES = 16 (two chunks of 8)
+    assert job.status == "done" and job.done_count == 16
+    assert job.attribution.n_rollouts == 32 and job.attribution.estimate == 0
+    assert job.attribution.ci_low < 0 < job.attribution.ci_high
+
+
+def test_epsilon_never_reports_a_zero_width_interval_for_a_real_effect(sim_trace, case, pivotal):
+    """The pivotal message (Δ = 0.30) at a seed whose first chunk of 8 pairs all agree: the stop
+    used to end the job there with "Δ = 0, 95 % CI [0, 0]"."""
+    rollout, removal = SimRollout(case.episode), Intervention("remove", (pivotal,))
+    seed = next(s for s in range(0, 4000, 8) if not paired_effect(rollout, removal, 8, s).samples.any())
+    job = services.request_counterfactual(
+        sim_trace, {"kind": "remove", "events": [pivotal]}, 256, seed=seed, epsilon=0.5
+    )
+    job = run_all(job)
+    result = job.attribution
+    assert job.status == "done" and job.done_count >= 16 and result.ci_high - result.ci_low > 0
+    expected = paired_effect(rollout, removal, job.done_count, seed)
+    assert (result.estimate, result.ci_low, result.ci_high) == pytest.approx(
+        (expected.estimate, expected.ci_low, expected.ci_high)
+    )
 
 
 @pytest.mark.parametrize(
@@ -131,7 +151,9 @@ def test_a_backend_error_fails_the_job_with_its_reason_and_stores_nothing(sim_tr
     monkeypatch.setattr(SimRollout, "paired", broken)
     assert tasks.run_counterfactual_chunk(job.pk, 0, 8) == 0
     job.refresh_from_db()
-    assert job.status == "failed" and "the simulator exploded" in job.error and not job.samples.exists()
+    # an exception nobody mapped: its class in words, the traceback (with its text) in the worker log only
+    assert job.status == "failed" and job.error == "The backend failed: RuntimeError; see the worker log."
+    assert not job.samples.exists()
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_CHUNK=4)

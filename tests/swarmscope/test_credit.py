@@ -1,19 +1,22 @@
 """Credit estimators (swarmscope/credit.py) on hand-computed tiny games."""
 
-from math import sqrt
+from math import lgamma, pi, sqrt
 
 import numpy as np
 import pytest
 
 from swarmscope.credit import (
+    EPSILON_MIN_SAMPLES,
     Attribution,
     coalition_game,
     design_size,
     effect_until,
+    epsilon_met,
     from_samples,
     kernel_shap,
     leave_one_out,
     paired_effect,
+    paired_score_interval,
     play_chunk,
     rank,
     ranked_first,
@@ -60,23 +63,89 @@ def with_null(kept, seeds):
 GLOVE_SHAPLEY = np.array([2 / 3, 1 / 6, 1 / 6])
 
 
-@pytest.mark.parametrize("df, table", [(1, 12.706), (2, 4.303), (4, 2.776), (10, 2.228), (30, 2.042)])
-def test_t_quantile_matches_the_table(df, table):
-    assert t_quantile_975(df) == pytest.approx(table, abs=1e-3)
+@pytest.mark.parametrize(
+    "df, exact",
+    [  # the 0.975 quantile of t(df), to 15 digits (R: qt(0.975, df))
+        (1, 12.7062047361747),
+        (2, 4.30265272974946),
+        (3, 3.18244630528371),
+        (4, 2.77644510519779),
+        (7, 2.36462425159278),
+        (10, 2.22813885198627),
+        (30, 2.04227245630124),
+    ],
+)
+def test_t_quantile_is_exact(df, exact):
+    assert t_quantile_975(df) == pytest.approx(exact, rel=1e-12)
+
+
+@pytest.mark.parametrize("df", [2.5, 6.3, 41.7])
+def test_a_fractional_t_quantile_leaves_2_5_percent_above_it(df):
+    # Welch's degrees of freedom are fractional: integrate the t density from 0 to the quantile
+    q = t_quantile_975(df)
+    x = np.linspace(0, q, 400_001)
+    density = np.exp(lgamma((df + 1) / 2) - lgamma(df / 2)) / sqrt(df * pi) * (1 + x**2 / df) ** (-(df + 1) / 2)
+    assert 0.5 + np.trapezoid(density, x) == pytest.approx(0.975, abs=1e-9)
 
 
 def test_t_quantile_needs_a_degree_of_freedom():
+    for df in (0, 0.5, float("nan")):
+        with pytest.raises(ValueError):
+            t_quantile_975(df)
+
+
+Z = 1.959963984540054
+
+
+def score_statistic(plus, minus, n, delta):
+    """Tango's Z(Δ0) with the restricted maximum-likelihood P(d = -1) found by a fine grid search
+    of the trinomial log-likelihood: an independent check of the closed-form root."""
+    low, high = max(0.0, -delta), (1 - delta) / 2
+    q = np.linspace(low, high, 200_001)[1:-1] if high > low else np.array([low])
+    with np.errstate(divide="ignore"):
+        loglik = plus * np.log(q + delta) + minus * np.log(q) + (n - plus - minus) * np.log(1 - 2 * q - delta)
+    q = q[np.argmax(loglik)]
+    return (plus - minus - n * delta) / sqrt(n * (2 * q + delta * (1 - delta)))
+
+
+@pytest.mark.parametrize("plus, minus, n", [(3, 1, 10), (5, 2, 12), (1, 6, 20), (4, 0, 8), (10, 10, 40)])
+def test_paired_score_interval_ends_where_the_score_statistic_is_z(plus, minus, n):
+    low, high = paired_score_interval(plus, minus, n)
+    assert low < (plus - minus) / n < high
+    assert score_statistic(plus, minus, n, low) == pytest.approx(Z, abs=2e-3)
+    assert score_statistic(plus, minus, n, high) == pytest.approx(-Z, abs=2e-3)
+
+
+def test_paired_score_interval_never_collapses():
+    for n in (2, 4, 8, 100):
+        bound = Z**2 / (n + Z**2)  # Wilson's bound for a proportion seen 0 times in n
+        assert paired_score_interval(0, 0, n) == pytest.approx((-bound, bound), abs=1e-9)
+    assert paired_score_interval(8, 0, 8)[1] == 1.0 and paired_score_interval(0, 8, 8)[0] == -1.0
+    low, high = paired_score_interval(3, 1, 10)
+    assert paired_score_interval(1, 3, 10) == pytest.approx((-high, -low))
     with pytest.raises(ValueError):
-        t_quantile_975(0)
+        paired_score_interval(5, 6, 10)
 
 
 def test_paired_effect_by_hand():
     result = paired_effect(table_rollout([1, 1, 0, 1], [0, 1, 0, 0]), REMOVE_M, 4)
-    # differences (1, 0, 0, 1): mean 1/2, sd sqrt(1/3), t(3) interval
-    half = t_quantile_975(3) * sqrt(1 / 3) / 2
-    assert (result.estimate, result.ci_low, result.ci_high) == pytest.approx((0.5, 0.5 - half, 0.5 + half))
-    assert result.samples.tolist() == [1, 0, 0, 1]
+    # differences (1, 0, 0, 1) of 0/1 rewards: mean 1/2, Tango's score interval (b = 2, c = 0)
+    assert (result.estimate, result.ci_low, result.ci_high) == pytest.approx((0.5, *paired_score_interval(2, 0, 4)))
+    assert result.interval == "tango" and result.samples.tolist() == [1, 0, 0, 1]
     assert (result.n_rollouts, result.method, result.target) == (8, "paired_loo", "remove(event:m)")
+
+
+def test_paired_effect_of_graded_rewards_is_a_t_interval():
+    result = paired_effect(table_rollout([1, 0.5, 0, 1], [0, 0.5, 0, 0.25]), REMOVE_M, 4)
+    # differences (1, 0, 0, 0.75): mean 7/16, t(3) interval
+    half = t_quantile_975(3) * np.std([1, 0, 0, 0.75], ddof=1) / 2
+    assert (result.estimate, result.ci_low, result.ci_high) == pytest.approx((7 / 16, 7 / 16 - half, 7 / 16 + half))
+    assert result.interval == "t"
+
+
+def test_equal_pairs_of_0_1_rewards_do_not_give_a_point_interval():
+    result = paired_effect(table_rollout([1, 0, 1, 1, 0, 0, 1, 0], [1, 0, 1, 1, 0, 0, 1, 0]), REMOVE_M, 8)
+    assert result.estimate == 0 and result.ci_low < 0 < result.ci_high  # 8 agreeing pairs: |Δ| <= 0.32
 
 
 def test_paired_effect_of_a_deterministic_rollout_has_a_point_interval():
@@ -112,6 +181,34 @@ def test_effect_until_stops_at_epsilon_or_at_the_cap():
     assert effect_until(rollout, REMOVE_M, 0.2, 1000, 16, paired=False).method == "unpaired_loo"
     with pytest.raises(ValueError):
         effect_until(rollout, REMOVE_M, 0.1, cap=8, batch=16)
+
+
+def test_the_epsilon_stop_needs_enough_samples_and_an_interval_that_did_not_collapse():
+    effect = paired_effect(table_rollout([1.0] * 40, [0.5] * 40), REMOVE_M, 32)  # t, all equal: width 0
+    assert effect.width == 0 and not epsilon_met(effect, 0.5, 32)
+    narrow = paired_effect(noisy_rollout(0.7, 0.4), REMOVE_M, 400)
+    assert epsilon_met(narrow, 0.2, 400) and not epsilon_met(narrow, 0.2, EPSILON_MIN_SAMPLES - 1)
+
+
+def test_effect_until_does_not_stop_on_a_run_of_equal_pairs_of_a_real_effect():
+    # Δ = 1/2, but the first 8 pairs agree: before, the stop reported Δ = 0, CI [0, 0] at n = 8
+    control = np.array([1.0] * 8 + [1.0, 0.0] * 100)
+    treated = np.array([1.0] * 8 + [0.0, 0.0] * 100)
+    result = effect_until(table_rollout(control, treated), REMOVE_M, epsilon=0.5, cap=200, batch=8)
+    assert result.n_rollouts // 2 >= EPSILON_MIN_SAMPLES and result.width > 0 and result.estimate > 0
+    # a t interval (rewards not 0/1) of equal samples never stops early: it samples to the cap
+    flat = effect_until(table_rollout([0.5] * 64, [0.25] * 64), REMOVE_M, epsilon=0.5, cap=64, batch=8)
+    assert flat.n_rollouts == 128 and flat.width == 0
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_no_stopped_estimate_has_a_zero_width_interval_unless_its_samples_are_all_equal(seed):
+    rng = np.random.default_rng(seed)
+    p_control, p_treated = rng.uniform(0, 1, 2)
+    rollout = noisy_rollout(p_control, p_treated)
+    result = effect_until(rollout, REMOVE_M, epsilon=float(rng.uniform(0.05, 0.9)), cap=256, batch=8)
+    assert result.width > 0 or len(set(result.samples.tolist())) == 1
+    assert result.interval == "tango" and result.width > 0
 
 
 def test_coalition_game_removes_the_union_of_absent_players():
@@ -313,4 +410,5 @@ def test_attribution_to_dict():
         "ci_high": pytest.approx(0.3),
         "n_rollouts": 8,
         "samples": [0.0] * 4,
+        "interval": "t",
     }

@@ -195,3 +195,22 @@ def test_ctrl_c_leaves_the_app_run_open_for_resume(live_server, api_token, tmp_p
 def test_cli_with_an_unreachable_app_fails_in_one_line(tmp_path):
     done = cli(tmp_path, "http://127.0.0.1:9", "ssk_any")
     assert done.returncode == 2 and "Traceback" not in done.stderr and "http://127.0.0.1:9" in done.stderr
+
+
+def test_two_cli_runs_with_the_same_seed_and_another_credit_both_finish(live_server, api_token, tmp_path):
+    """The ablation from the CLI: same level and seed, another credit scheme, each its own app run;
+    their sample episodes are stored per run, so neither conflicts with the other's."""
+    for k, config in enumerate([TINY, {**TINY, "credit": "counterfactual", "budget_steps": 2000}]):
+        path = tmp_path / f"cfg-{k}.json"
+        path.write_text(json.dumps(config))
+        done = subprocess.run(
+            [sys.executable, "-m", "trainer.recipes.train_orchestrator", "--config", str(path)]
+            + ["--out", str(tmp_path / f"out-{k}"), "--url", live_server.url, "--token", api_token],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=150,
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    runs = list(Run.objects.order_by("pk"))
+    assert [r.status for r in runs] == [Run.FINISHED, Run.FINISHED] and all(r.iterations_done >= 2 for r in runs)

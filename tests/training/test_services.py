@@ -215,3 +215,43 @@ def test_the_training_task_rechecks_the_project_of_its_run(project, settings, tm
     run.refresh_from_db()
     assert run.status == Run.QUEUED and run.iterations_done == 0
     assert tasks.train_run(run.pk, project.pk) == Run.FINISHED
+
+
+def test_two_runs_with_the_same_seed_and_another_credit_both_finish_and_resume(
+    project, settings, tmp_path, monkeypatch
+):
+    """The ablation a new user tries first: the same level and seed, another credit scheme. Their
+    sample episodes share tasks and seeds but not content, so they must be stored apart, per run;
+    a resumed run re-sends its iterations without conflict and without doubling traces."""
+    settings.DATA_DIR = tmp_path
+    monkeypatch.setattr(services, "request_training", lambda run: None)
+    shared = services.do_create_run(project, TINY)
+    assert tasks.train_run(shared.pk) == Run.FINISHED
+    # counterfactual credit pays ~1,200 re-rollout steps per iteration: 2,000 buys 2 iterations
+    counterfactual = services.do_create_run(project, {**TINY, "credit": "counterfactual", "budget_steps": 2000})
+    assert tasks.train_run(counterfactual.pk) == Run.FINISHED, Run.objects.get(pk=counterfactual.pk).error
+    a, b = Run.objects.get(pk=shared.pk), Run.objects.get(pk=counterfactual.pk)
+    assert a.iterations_done >= 2 and b.iterations_done >= 2 and not a.error and not b.error
+    keys = {
+        run.pk: set(Trace.objects.filter(run_iterations__run=run).values_list("source_id", flat=True)) for run in (a, b)
+    }
+    assert keys[a.pk] and keys[b.pk] and not keys[a.pk] & keys[b.pk]
+    assert all(key.startswith(f"run-{run}/") for run, ks in keys.items() for key in ks)
+    # Another algorithm, cancelled at iteration 1 and resumed: it re-runs from its checkpoint and
+    # finishes, nothing doubles.
+    third = services.do_create_run(project, {**TINY, "algorithm": "grpo", "budget_steps": 1000})
+    record = services.do_record_iteration
+
+    def record_then_cancel(run_, doc):
+        row = record(run_, doc)
+        if doc["iteration"] == 1:
+            services.do_request_cancel(run_)
+        return row
+
+    monkeypatch.setattr(services, "do_record_iteration", record_then_cancel)
+    assert tasks.train_run(third.pk) == Run.CANCELLED
+    monkeypatch.setattr(services, "do_record_iteration", record)
+    services.request_resume(Run.objects.get(pk=third.pk))
+    assert tasks.train_run(third.pk) == Run.FINISHED, Run.objects.get(pk=third.pk).error
+    episodes = Trace.objects.filter(run_iterations__run_id=third.pk)
+    assert episodes.count() == episodes.values("source_id").distinct().count()

@@ -44,6 +44,18 @@ def app_run(client: Any, out: Path, config: RunConfig, args: argparse.Namespace)
     return run_id
 
 
+class AppRefused(Exception):  # noqa: N818 - named for what the user reads: the app refused
+    """The app refused an iteration (HTTP 4xx other than 409): `str()` says which and why in one
+    line, e.g. "the app refused iteration 3: episodes[0]: must be a trace object"."""
+
+
+def refusal(exc: SwarmscopeError) -> str:
+    """The app's reason in `exc` (its JSON answer {"error", "field"}) as "field: error"."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error") or (exc.body if isinstance(exc.body, str) and exc.body else f"HTTP {exc.status}")
+    return f"{body['field']}: {error}" if body.get("field") else str(error)
+
+
 class AppReporter:
     """One app run this process reports to (`run_id`, at `url` as given on the command line).
     `closed`: the app's answer (HTTP 409) once the run was closed there (cancelled), else None."""
@@ -60,20 +72,27 @@ class AppReporter:
         return cls(client, app_run(client, out, config, args), args.url)
 
     def post_iteration(self, report: dict) -> None:
-        """Send one iteration dict; a 409 (the run was closed in the app) sets `closed`, other
-        refusals raise SwarmscopeError."""
+        """Send one iteration dict; a 409 (the run was closed in the app) sets `closed`, another
+        4xx raises AppRefused naming the iteration and the app's reason, a 5xx (after the client's
+        retries) SwarmscopeError."""
         try:
             self.client.post_iteration(self.run_id, report)
         except SwarmscopeError as exc:
-            if exc.status != 409:
-                raise
-            if self.closed is None:
-                self.closed = exc
+            if exc.status == 409:
+                if self.closed is None:
+                    self.closed = exc
+                return
+            if 400 <= exc.status < 500:
+                raise AppRefused(f"the app refused iteration {report.get('iteration')}: {refusal(exc)}") from exc
+            raise
 
     def fail(self, exc: BaseException) -> None:
-        """Mark the run failed with `repr(exc)`; says so on stderr when the app cannot be told."""
+        """Mark the run failed with the reason: an AppRefused's message, else `repr(exc)`; says so on
+        stderr when the app cannot be told."""
         try:
-            self.client.finish_run(self.run_id, status="failed", error=repr(exc))
+            self.client.finish_run(
+                self.run_id, status="failed", error=str(exc) if isinstance(exc, AppRefused) else repr(exc)
+            )
         except (SwarmscopeError, OSError) as report_error:
             print(f"{self.url}: could not mark run {self.run_id} failed: {report_error}", file=sys.stderr)
 

@@ -45,7 +45,7 @@ import torch
 
 from swarmscope.client import SwarmscopeError
 from trainer.policy import STOP, OrchestratorPolicy, Script, play
-from trainer.recipes.app_client import AppReporter
+from trainer.recipes.app_client import AppRefused, AppReporter
 from trainer.recipes.config import RunConfig
 from trainer.recipes.report import iteration_report
 from trainer.rl.credit import decision_credit
@@ -318,10 +318,21 @@ def _resumable(config: RunConfig, checkpoint: Path, config_path: str) -> bool:
     return True
 
 
+def _refused(app: AppReporter | None, exc: AppRefused, url: str, out: Path) -> int:
+    """Mark the app run failed with the app's refusal `exc` and say so on stderr in one line; 2."""
+    where = ""
+    if app is not None:
+        app.fail(exc)
+        where = f"; run {app.run_id} marked failed"
+    print(f"{url}: {exc}{where}; checkpoint {out / 'last.pt'} kept", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train from the CLI: OUT/metrics.jsonl, OUT/episodes/, OUT/last.pt, OUT/summary.json; with
     --url, report to the app too (`trainer.recipes.app_client`). Returns the exit status: 0 done,
-    1 the run was closed in the app, 2 a bad config or checkpoint or an unreachable app, 130 Ctrl-C."""
+    1 the run was closed in the app, 2 a bad config or checkpoint, an unreachable app or an
+    iteration the app refused (said in one line, the app run marked failed), 130 Ctrl-C."""
     args = parse_args(argv)
     try:
         config = RunConfig.from_dict(json.loads(Path(args.config).read_text()))
@@ -371,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         where = f"; --resume continues, reporting to run {app.run_id}" if app is not None else "; --resume continues"
         print(f"interrupted: checkpoint {out / 'last.pt'} kept{where}", file=sys.stderr)
         return 130
+    except AppRefused as exc:  # said in one line, no traceback; the app run is marked failed with it
+        return _refused(app, exc, args.url, out)
     except BaseException as exc:
         if app is not None:
             app.fail(exc)

@@ -5,8 +5,9 @@
 `do_run_chunk` (the body of the Celery task) runs the chunk's missing paired samples and records
 them with `do_record_samples` (idempotent by (job, index)), adding the chunk's server usage to
 the job's (`add_usage`); the job finishes (`do_finish_job`) when
-its samples are all stored, or, with ε, when the 95 % interval of Δ is narrower than ε. Δ comes
-from `swarmscope.credit.paired_effect` over the stored samples. `reap_stale_jobs` re-queues the
+its samples are all stored, or, with ε, when the 95 % interval of Δ is narrower than ε (and not of
+zero width, and over at least 16 samples: `swarmscope.credit.epsilon_met`). Δ comes from
+`swarmscope.credit.paired_effect` over the stored samples. `reap_stale_jobs` re-queues the
 missing chunks of jobs whose heartbeat stopped (docs/architecture.md, "Job durability"). Every state
 change is broadcast after commit (`webapp.web.broadcast.broadcast_job`, in the form of `wire.job_wire`).
 Cost estimates are in `costs`.
@@ -42,6 +43,7 @@ from swarmscope.credit import (
     Rollout,
     coalition_game,
     design_size,
+    epsilon_met,
     from_samples,
     kernel_shap,
     leave_one_out,
@@ -58,6 +60,7 @@ from webapp.traces.services import forget_computed_metrics, to_core_trace
 from webapp.web.broadcast import broadcast_job
 from webapp.web.jobs import enqueue
 
+from . import capabilities
 from .models import Attribution, CounterfactualJob, RolloutSample
 from .wire import attribution_wire, job_wire
 
@@ -210,11 +213,14 @@ def request_counterfactual(
             intervention = Intervention.from_dict(intervention)
         core_trace = to_core_trace(trace)
         check_intervention(core_trace, intervention)
+        check_backend_runs(trace, backend, core_trace)
         backend_class.from_trace(core_trace).check(intervention)
+    except JobRequestError:
+        raise
     except InterventionError as exc:
         raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
     except ValueError as exc:
-        raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
+        raise JobRequestError(cannot_rerun_text(backend, exc), "backend") from exc
     with transaction.atomic():
         job = CounterfactualJob.objects.create(
             trace=trace,
@@ -289,15 +295,25 @@ def check_attribution(
         raise JobRequestError("must be a string", "backend")
     backend_class = get_backend_class(backend)
     core_trace = to_core_trace(trace)
-    messages = [event for event in core_trace.events if event.type == "message"]
+    check_backend_runs(trace, backend, core_trace)
+    messages = capabilities.message_events(core_trace, backend_class)
+    kinds = "/".join(capabilities.player_types(backend_class))
     if players == CounterfactualJob.AGENTS:
-        names = list(dict.fromkeys(event.agent for event in messages))
+        names = capabilities.message_agents(messages)
         if len(names) < 2:
-            raise JobRequestError("the trace needs at least 2 agents that send messages to attribute", "players")
+            raise JobRequestError(
+                f"the trace needs at least 2 agents that send messages to attribute; it has {len(names)} "
+                f"({kinds} events, as the {backend} backend removes them)",
+                "players",
+            )
     else:
         names = [event.id for event in messages]
         if len(names) < 2:
-            raise JobRequestError("the trace needs at least 2 messages to attribute", "method")
+            raise JobRequestError(
+                f"the trace needs at least 2 messages to attribute; it has {len(names)} "
+                f"({kinds} events, as the {backend} backend removes them)",
+                "method",
+            )
     try:
         runner = backend_class.from_trace(core_trace)
         for name in names:
@@ -305,7 +321,7 @@ def check_attribution(
     except InterventionError as exc:
         raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
     except ValueError as exc:
-        raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
+        raise JobRequestError(cannot_rerun_text(backend, exc), "backend") from exc
     per_sample = ESTIMATORS[method].rollouts(len(names))
     n = budget // per_sample
     if not 2 <= n <= MAX_SAMPLES:
@@ -387,7 +403,7 @@ def do_run_chunk(job_id: int, start: int, stop: int, project_id: int | None = No
             results = _run_samples(job, backend, indices)
         except Exception as exc:  # noqa: BLE001 - any backend failure fails the job, with its reason
             log.warning("counterfactual job %s failed", job.pk, exc_info=True)
-            do_fail_job(job, f"{type(exc).__name__}: {exc}", _chunk_usage(backend))
+            do_fail_job(job, capabilities.describe_failure(exc), _chunk_usage(backend))
             return 0
         usage = _chunk_usage(backend)  # the chunk's requests, sample 0's branch re-run included
     added = do_record_samples(job, results, usage)
@@ -406,7 +422,7 @@ def _run_samples(job: CounterfactualJob, backend, indices: list[int]) -> list[Sa
     branch = None
     if 0 in indices:
         branch_trace = backend.paired(intervention, seeds[:1], traces=True).branches[0]
-        branch = do_ingest(job.trace.project, branch_trace).trace
+        branch = do_ingest(job.trace.project, branch_trace, kind="branch", derived_from=f"trace:{job.trace_id}").trace
     return [
         SampleResult(i, int(s), float(c), float(t), branch if i == 0 else None)
         for i, s, c, t in zip(indices, seeds, pairs.control, pairs.treated)
@@ -505,8 +521,16 @@ def _leading_samples(job: CounterfactualJob) -> list[RolloutSample]:
 
 
 def maybe_finish_job(job: CounterfactualJob) -> bool:
-    """Finish `job` when all its samples are stored, or (with ε) when the 95 % interval of Δ over
-    its leading samples is narrower than ε. Returns whether it finished now."""
+    """Finish `job` when all its samples are stored, or (with ε) when `swarmscope.credit.epsilon_met`
+    holds for Δ over its k leading samples: k >= EPSILON_MIN_SAMPLES and 0 < width < ε. Returns
+    whether it finished now.
+
+    The ε stop never ends a job on a zero-width interval: with 0/1 rewards Δ's interval is Tango's
+    score interval, which has width >= 2 z² / (k + z²) even when every pair agrees (a run of equal
+    pairs is evidence of a small effect, not of none); a t interval (other rewards) has width 0
+    only when all k samples are equal, and then the job samples on (to its cap). Before, the first
+    chunk of 8 equal pairs (likely for a real effect of 0.2: 0.8^8 = 0.17) stopped the job with
+    "Δ = 0, CI [0, 0]" (bench/bench_interval_coverage.py: 27 % of real effects at ε = 0.1)."""
     samples = _leading_samples(job)
     if len(samples) < 2:
         return False
@@ -516,7 +540,7 @@ def maybe_finish_job(job: CounterfactualJob) -> bool:
         effect = paired_effect(
             _stored_rollout(samples), Intervention.from_dict(job.intervention), len(samples), job.seed
         )
-        if effect.width >= job.epsilon:
+        if not epsilon_met(effect, job.epsilon, len(samples)):
             return False
     return do_finish_job(job, len(samples))
 
@@ -711,3 +735,19 @@ def otlp_export(trace: Trace) -> dict[str, Any]:
 def list_jobs(trace: Trace, limit: int = 50):
     """The trace's counterfactual and attribution jobs, newest first (at most `limit`)."""
     return CounterfactualJob.objects.filter(trace=trace).order_by("-created_at", "-id")[:limit]
+
+
+# --- what a backend can run (capabilities.py), at request time -------------------------------------
+
+
+def check_backend_runs(trace: Trace, backend: str, core_trace=None) -> None:
+    """Raise JobRequestError naming `backend`, with the reason in words (`capabilities.refusal`:
+    which setting, what the trace lacks), when backend `backend` cannot re-run `trace` at all."""
+    reason = capabilities.refusal(trace, backend, core_trace)
+    if reason:
+        raise JobRequestError(reason, "backend")
+
+
+def cannot_rerun_text(backend: str, exc: ValueError) -> str:
+    """A backend's refusal (`from_trace`'s ValueError) as a request error, without exception reprs."""
+    return f"the {backend} backend cannot re-run this trace: {capabilities.words(str(exc))}"

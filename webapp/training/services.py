@@ -24,7 +24,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.module_loading import import_module
 
@@ -378,13 +378,45 @@ def reap_stale_runs() -> list[int]:
             run, status=Run.FAILED, error=f"the training worker stopped reporting (no heartbeat for {limit:.0f} s)"
         )
         reaped.append(run.pk)
+    requeue_lost_runs()
     return reaped
+
+
+def requeue_lost_runs(max_age_s: float | None = None) -> list[int]:
+    """Send again the training task of the app's queued runs whose message may be lost: one whose
+    send failed (the broker was down at commit: `heartbeat_at` cleared by `request_training`) and
+    one sent more than `max_age_s` (default SWARMSCOPE_RUN_STALE_S) seconds ago and still queued
+    (a broker restart drops its queues). A duplicate is harmless: `do_train` claims a queued run
+    once. Called by `reap_stale_runs` (Celery beat). Returns the re-queued run ids."""
+    cutoff = timezone.now() - timedelta(seconds=settings.SWARMSCOPE_RUN_STALE_S if max_age_s is None else max_age_s)
+    requeued = []
+    lost = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff)
+    for run in Run.objects.filter(lost, status=Run.QUEUED, external=False):
+        # Conditional on the heartbeat read: of two reapers, one re-sends.
+        if Run.objects.filter(pk=run.pk, status=Run.QUEUED, heartbeat_at=run.heartbeat_at).update(
+            heartbeat_at=timezone.now()
+        ):
+            request_training(run)
+            requeued.append(run.pk)
+    return requeued
+
+
+def keyed_by_run(run: Run, episode: dict[str, Any]) -> dict[str, Any]:
+    """`episode` (a trace object) with its `source_id` prefixed `run-<id>/`, once: the identity of a
+    sample episode is the run's. The recipe names an episode by task and seed
+    (`<task>/seed-<seed>`), which two runs of the same level and seed share while their policies,
+    and so their episodes, differ (another algorithm or credit scheme: the ablation); a run that
+    re-sends an iteration (a resume) re-sends the same episodes under the same keys."""
+    prefix = f"run-{run.pk}/"
+    source_id = str(episode.get("source_id") or "")
+    return episode if source_id.startswith(prefix) else {**episode, "source_id": prefix + source_id}
 
 
 def do_record_iteration(run: Run, doc: Any) -> RunIteration:
     """Store one iteration (re-sent iteration numbers replace the stored one, e.g. after a resume),
-    import its sample episodes as traces of the run's project and link them, update the run's
-    progress and best reward — all or nothing. Raises RunInputError naming the bad field."""
+    import its sample episodes as traces of the run's project (keyed by run: `keyed_by_run`) and
+    link them, update the run's progress and best reward — all or nothing. Raises RunInputError
+    naming the bad field."""
     data = check_iteration(doc)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
@@ -405,7 +437,13 @@ def do_record_iteration(run: Run, doc: Any) -> RunIteration:
         trace_ids = []
         for i, episode in enumerate(data["episodes"]):
             name = f"run {run.pk} iteration {data['iteration']} episode {i}.json"
-            [outcome] = trace_ingest.do_import_sources(run.project, [SourceFile(name, json.dumps(episode).encode())])
+            episode = keyed_by_run(run, episode)
+            [outcome] = trace_ingest.do_import_sources(
+                run.project,
+                [SourceFile(name, json.dumps(episode).encode())],
+                kind="episode",
+                derived_from=f"run:{run.pk}",
+            )
             if outcome.error or outcome.skipped or not outcome.traces:
                 raise RunInputError(outcome.error or outcome.skipped or "holds no trace", f"episodes[{i}]")
             trace_ids.extend(t.pk for t in outcome.traces)
@@ -488,6 +526,11 @@ def do_set_checkpoint(run: Run, path: str) -> None:
     Run.objects.filter(pk=run.pk).update(checkpoint_path=path)
 
 
+class _Unstorable(Exception):  # noqa: N818 - a signal out of the recipe's loop, not an error class
+    """An iteration `do_record_iteration` refused, raised through the recipe to end its run; the
+    message is the run's error as the user reads it."""
+
+
 def do_train(run_id: int, project_id: int | None = None, *, pace: Callable[[], None] | None = None) -> str:
     """Train run `run_id` with the recipe's `train(config, checkpoint_dir=..., resume=...,
     on_iteration=..., should_stop=...)`: each iteration is stored and broadcast, cancel is polled
@@ -510,6 +553,9 @@ def do_train(run_id: int, project_id: int | None = None, *, pace: Callable[[], N
         return Run.CANCELLED
     if run.status != Run.QUEUED:
         return run.status  # a duplicate delivery: the run already ran or is running elsewhere
+    # Claim the run: of two deliveries of one queued run (a re-sent task), one trains it.
+    if not Run.objects.filter(pk=run.pk, status=Run.QUEUED).update(status=Run.RUNNING, heartbeat_at=timezone.now()):
+        return Run.objects.values_list("status", flat=True).get(pk=run.pk)
     training = recipe()
     directory = checkpoint_dir(run)
     directory.mkdir(parents=True, exist_ok=True)
@@ -528,7 +574,10 @@ def do_train(run_id: int, project_id: int | None = None, *, pace: Callable[[], N
             pace()
         # an iteration the app cannot store (a reward that overflowed to inf) fails the run, with
         # the field named, rather than training on unseen
-        do_record_iteration(run, doc)
+        try:
+            do_record_iteration(run, doc)
+        except RunInputError as exc:
+            raise _Unstorable(f"iteration {doc.get('iteration')} could not be stored: {exc}") from exc
         do_set_checkpoint(run, str(checkpoint))
 
     try:
@@ -539,6 +588,10 @@ def do_train(run_id: int, project_id: int | None = None, *, pace: Callable[[], N
             on_iteration=on_iteration,
             should_stop=lambda: is_cancel_requested(run_id),
         )
+    except _Unstorable as exc:  # the app's own refusal, said as such (no exception class name)
+        log.warning("run %s failed: %s", run_id, exc)
+        do_finish(run, status=Run.FAILED, error=str(exc))
+        return Run.FAILED
     except Exception as exc:  # noqa: BLE001 - the run records why; the worker lives on
         log.exception("run %s failed", run_id)
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
@@ -559,8 +612,16 @@ def do_train(run_id: int, project_id: int | None = None, *, pace: Callable[[], N
 
 
 def request_training(run: Run) -> None:
-    """Enqueue the run's training task on the `training` queue, after commit."""
-    transaction.on_commit(lambda: enqueue("webapp.training.tasks.train_run", run.pk, run.project_id, queue="training"))
+    """Enqueue the run's training task on the `training` queue, after commit. A queued run's
+    `heartbeat_at` is when its task was sent; a send that fails (the broker is down) clears it and
+    the write still succeeds: `requeue_lost_runs` sends it again."""
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+
+    def send() -> None:
+        if not enqueue("webapp.training.tasks.train_run", run.pk, run.project_id, queue="training"):
+            Run.objects.filter(pk=run.pk, status=Run.QUEUED).update(heartbeat_at=None)
+
+    transaction.on_commit(send)
 
 
 def request_resume(run: Run) -> Run:
