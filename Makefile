@@ -3,7 +3,8 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 VENDOR_FILES := node_modules/sigma/dist/sigma.min.js node_modules/graphology/dist/graphology.umd.min.js \
-                node_modules/uplot/dist/uPlot.iife.min.js node_modules/uplot/dist/uPlot.min.css
+                node_modules/uplot/dist/uPlot.iife.min.js node_modules/uplot/dist/uPlot.min.css \
+                node_modules/marked/lib/marked.umd.js node_modules/dompurify/dist/purify.min.js
 # A failing or hung test run must end: whole-suite wall clock limit, in seconds.
 TEST_TIMEOUT ?= 2400
 

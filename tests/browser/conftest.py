@@ -88,6 +88,7 @@ class App:
             match = re.match(r"(.+): imported as trace (\d+)", line)
             if match:
                 ids[Path(match.group(1)).name] = int(match.group(2))
+        assert ids, f"import_traces imported nothing:\n{result.stdout}\n{result.stderr[-3000:]}"
         return ids
 
 

@@ -146,7 +146,7 @@ def test_endpoint_errors_fail_the_job_with_the_reason_and_store_nothing(project,
     setattr(fake, failure, {"status": 502, "raw": b"<html>", "delay": 1.5}[failure])
     trace = do_ingest(project, make_trace()).trace
     job = run_all(services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 4, backend="openai"))
-    assert job.status == "failed" and "OpenAIError" in job.error and reason in job.error
+    assert job.status == "failed" and job.error.startswith("The LLM server failed: ") and reason in job.error
     assert not job.samples.exists() and not Attribution.objects.filter(job=job).exists()
 
 
@@ -196,7 +196,7 @@ def test_a_malformed_verdict_fails_the_job_with_the_reason_and_stores_nothing(pr
     job = run_all(
         services.request_counterfactual(trace, {"kind": "remove", "events": ["h2"]}, 4, backend="openai-verifier")
     )
-    assert job.status == "failed" and job.error.startswith("VerdictError: ")
+    assert job.status == "failed" and job.error.startswith("The verifier did not answer with a verdict: ")
     assert "malformed" in job.error and "Looks right to me." in job.error
     assert not job.samples.exists() and not Attribution.objects.filter(job=job).exists()
 

@@ -89,11 +89,14 @@ def test_agent_players_through_the_api_and_bad_player_kinds(api_client, sim_trac
         assert response.status_code == 400 and response.json()["field"] == "players"
 
 
-def test_a_trace_with_one_messaging_agent_cannot_be_attributed_per_agent(project):
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
+def test_a_trace_with_one_messaging_agent_cannot_be_attributed_per_agent(project, monkeypatch):
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # configured, never called
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_MODEL", "some-model")
     events = [Event("m1", 0.0, "message", "a", to="b", content="x"), Event("m2", 1.0, "message", "a", to="b")]
     trace = do_ingest(project, Trace("native", "one-sender", events=events, agents=[Agent("a"), Agent("b")])).trace
     with pytest.raises(services.JobRequestError) as raised:
-        services.request_attribution(trace, "loo", 100, players="agents")
+        services.request_attribution(trace, "loo", 100, players="agents", backend="openai")
     assert raised.value.field == "players" and "2 agents" in raised.value.message
 
 
@@ -239,12 +242,14 @@ def test_the_estimate_matches_a_hand_computation(api_client, project, endpoint):
     # Resampling e2 re-generates it in the intervention arm: e2 (prompt 2, once), then e4 per sample.
     resampled = costs.estimate_cost(trace, {"kind": "resample", "events": ["e2"]}, 4, "openai")
     assert resampled["arms"]["intervention"] == turns_only(2, 5, 2 + 4 * 10, 4 * 3 + 4 * 4)
+    # sim cannot re-run an LLM trace: its estimate says so in words (it would cost no tokens on a SwarmSim trace)
     sim = post(
         api_client,
         f"/api/traces/{trace.pk}/counterfactuals/estimate/",
         {"intervention": {"kind": "remove", "events": ["e2"]}, "n": 4},
-    ).json()
-    assert (sim["llm"], sim["confirmation_required"], sim["total_tokens"]) == (False, False, 0)
+    )
+    assert sim.status_code == 400 and sim.json()["field"] == "backend"
+    assert "not a SwarmSim episode" in sim.json()["error"]
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)

@@ -34,7 +34,10 @@ def test_every_shared_trace_imports_except_the_truncated_chunk(shared_data):
     assert re.search(r"trace_schema\.json: skipped: not a trace", out)
     assert re.search(r"README\.md: skipped: not a trace", out) and re.search(r"LICENSE: skipped: not a trace", out)
     by_format = dict(Trace.objects.values_list("source_format").annotate(n=Count("id")))
-    assert by_format == {"survey": 2, "whowhen": 45, "mast": 19, "jaeger": 1, "otel_sdk": 4}
+    assert by_format == {
+        **{"survey": 2, "whowhen": 45, "mast": 19, "jaeger": 1, "otel_sdk": 4},
+        **{"claude_code": 5, "codex": 1, "langfuse": 10},  # sessions (subagent files joined), rollouts, exports
+    }
     handoff = Trace.objects.get(source_id="a262a1005533d3dc6fd375c37d31ee95")
     assert {"triage_agent", "visa_agent"} <= set(handoff.agents.values_list("name", flat=True))
     assert handoff.events.filter(agent="visa_agent", tool="check_visa").exists()
@@ -59,4 +62,9 @@ def test_fixtures_import_one_trace_per_format(fixtures):
     assert code == 0, err
     assert "README.txt: skipped: not a trace" in out
     formats = set(Trace.objects.values_list("source_format", flat=True))
-    assert formats >= {"native", "survey", "whowhen", "mast", "jaeger", "otel_sdk", "otlp"}
+    assert formats >= {"native", "survey", "whowhen", "mast", "jaeger", "otel_sdk", "otlp"} | {
+        "claude_code",
+        "codex",
+        "langfuse",
+        "langsmith",
+    }

@@ -16,8 +16,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from webapp.traces.api import get_trace
 from webapp.web.api import BodyError, api_view, check_write, json_body, json_error
+from webapp.web.validation import InputError, query_int
 
-from . import costs, services, wire
+from . import capabilities, costs, services, wire
 
 CSV_COLUMNS = (
     "id",
@@ -106,6 +107,17 @@ def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
     return JsonResponse(estimate)
 
 
+@api_view("GET")
+def trace_capabilities(request: HttpRequest, trace_id: int):
+    """What the trace's actions can run (`capabilities.action_capabilities`): {backends: {name:
+    {available, reason, setting, docs, message_types, messages, agents, what_if, attribution,
+    notes, scoring}}, what_if, attribution: {available, reason, setting, docs, backends}, docs}."""
+    trace = get_trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    return JsonResponse(capabilities.action_capabilities(trace))
+
+
 ATTRIBUTION_FIELDS = {"method", "budget", "backend", "seed", "players", "confirmed"}
 
 
@@ -143,11 +155,9 @@ def trace_jobs(request: HttpRequest, trace_id: int):
     if trace is None:
         return json_error(404, "no such trace")
     try:
-        limit = int(request.GET.get("limit", 50))
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= 500:
-        return json_error(400, "limit must be an integer in [1, 500]", field="limit")
+        limit = query_int(request.GET, "limit", 50, low=1, high=500)
+    except InputError as exc:
+        return json_error(400, exc.message, field=exc.field)
     return JsonResponse({"results": [wire.job_summary_wire(j) for j in services.list_jobs(trace, limit)]})
 
 

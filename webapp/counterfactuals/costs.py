@@ -23,7 +23,9 @@ from .services import (
     ESTIMATORS,
     MAX_SAMPLES,
     JobRequestError,
+    cannot_rerun_text,
     check_attribution,
+    check_backend_runs,
     check_epsilon,
     check_int,
     get_backend_class,
@@ -104,7 +106,7 @@ def _planner(backend: str, core_trace):
     try:
         runner = get_backend_class(backend).from_trace(core_trace)
     except ValueError as exc:
-        raise JobRequestError(f"the {backend} backend cannot re-run this trace: {exc}", "backend") from exc
+        raise JobRequestError(cannot_rerun_text(backend, exc), "backend") from exc
     if not hasattr(runner, "plan_paired"):
         raise JobRequestError(
             f"the {backend} backend calls an LLM but cannot plan its requests (no plan_paired): "
@@ -192,6 +194,7 @@ def estimate_cost(
         check_intervention(core_trace, intervention)
     except InterventionError as exc:
         raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
+    check_backend_runs(trace, backend, core_trace)  # the reason in words: which setting, what the trace lacks
     events = core_trace.events
     changed, agents = set(intervention.events), set(intervention.agents)
     fork = next(i for i, e in enumerate(events) if e.id in changed or e.agent in agents)

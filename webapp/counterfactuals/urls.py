@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api
+from . import api, capabilities
 
 urlpatterns = [
     path("api/traces/<int:trace_id>/counterfactuals/", api.trace_counterfactuals, name="api-trace-counterfactuals"),
@@ -9,6 +9,12 @@ urlpatterns = [
         api.trace_counterfactual_estimate,
         name="api-trace-counterfactual-estimate",
     ),
+    path(
+        "api/traces/<int:trace_id>/counterfactuals/capabilities/",
+        api.trace_capabilities,
+        name="api-trace-capabilities",
+    ),
+    path("help/what-if/", capabilities.help_view, name="help-what-if"),
     path("api/traces/<int:trace_id>/jobs/", api.trace_jobs, name="api-trace-jobs"),
     path("api/traces/<int:trace_id>/attributions/", api.trace_attributions, name="api-trace-attributions"),
     path("api/traces/<int:trace_id>/attributions/run/", api.trace_attribution_run, name="api-trace-attribution-run"),

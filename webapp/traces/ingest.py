@@ -33,9 +33,10 @@ from swarmscope.ingest import (
 )
 from swarmscope.redaction import compiled, redact_trace
 from webapp.accounts.models import Project
-from webapp.web.broadcast import broadcast_trace_delta
+from webapp.web.broadcast import broadcast_trace_delta, broadcast_trace_list
 from webapp.web.jobs import enqueue
 
+from .columns import check_columns
 from .models import Agent, Edge, Event, Label, Trace
 from .services import (
     AGENT_COLUMNS,
@@ -44,6 +45,7 @@ from .services import (
     agent_from_row,
     event_columns,
     event_from_row,
+    list_delta,
     write_delta,
 )
 
@@ -79,7 +81,14 @@ def redaction_patterns() -> list[Pattern[str]]:
 
 
 def do_ingest(
-    project: Project, fragment: core.Trace, *, trace: Trace | None = None, live: bool = False, broadcast: bool = True
+    project: Project,
+    fragment: core.Trace,
+    *,
+    trace: Trace | None = None,
+    live: bool = False,
+    broadcast: bool = True,
+    kind: str | None = None,
+    derived_from: str = "",
 ) -> IngestResult:
     """Store `fragment` (a whole imported trace or an API batch) into its trace, all or nothing.
 
@@ -88,11 +97,16 @@ def do_ingest(
     contradicting event and core.TraceValidationError (400) on an edge naming an unknown event or a
     NUL character (`check_storable`). `live` marks events as arriving from a running swarm (the
     trace shows a live badge). Content fields are redacted first by SWARMSCOPE_REDACT_PATTERNS.
+    `kind` and `derived_from` (Trace.kind, Trace.derived_from) are set on a trace created now:
+    `kind` defaults to "streamed" when `live`, else "imported"; the layers above that derive traces
+    pass theirs ("branch", "episode").
     """
     check_storable(fragment)
+    check_columns(fragment)
     fragment = redact_trace(fragment, redaction_patterns())
     with transaction.atomic():
-        row, created = _find_or_create_trace(project, fragment, trace)
+        kind = kind or (Trace.STREAMED if live else Trace.IMPORTED)
+        row, created = _find_or_create_trace(project, fragment, trace, kind, derived_from)
         stored = _StoredRows() if created else _read_stored(row, fragment)
         plan = plan_batch(stored.state, fragment)
         if plan.empty and not created:
@@ -106,10 +120,18 @@ def do_ingest(
         )
         if broadcast:
             transaction.on_commit(lambda: broadcast_trace_delta(row.pk, delta))
+            transaction.on_commit(lambda: notify_trace_list(row))
         return IngestResult(row, created, seq, len(plan.insert_events), len(plan.update_events))
 
 
-def _find_or_create_trace(project: Project, fragment: core.Trace, trace: Trace | None) -> tuple[Trace, bool]:
+def notify_trace_list(row: Trace) -> None:
+    """Send the saved trace `row` to the viewers of its project's trace list (after commit)."""
+    broadcast_trace_list(row.project_id, list_delta(row))
+
+
+def _find_or_create_trace(
+    project: Project, fragment: core.Trace, trace: Trace | None, kind: str, derived_from: str
+) -> tuple[Trace, bool]:
     """The locked trace row of `fragment` and whether it was created now."""
     if trace is not None:
         return Trace.objects.select_for_update().get(pk=trace.pk), False
@@ -129,6 +151,8 @@ def _find_or_create_trace(project: Project, fragment: core.Trace, trace: Trace |
         rewards=fragment.rewards,
         costs=fragment.costs,
         metrics=fragment.metrics,
+        kind=kind,
+        derived_from=derived_from,
     ), True
 
 
@@ -360,11 +384,14 @@ class FileOutcome:
         ]
 
 
-def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[FileOutcome]:
+def do_import_sources(
+    project: Project, sources: Iterable[SourceFile], *, kind: str | None = None, derived_from: str = ""
+) -> list[FileOutcome]:
     """Import files into `project`: each trace in its own transaction, all of it or nothing.
 
     Chunks of one span trace spread over several files merge into one trace. Importing the same
-    file twice changes nothing. Never raises on bad input: failures are in the outcomes.
+    file twice changes nothing. Never raises on bad input: failures are in the outcomes. `kind` and
+    `derived_from` as for `do_ingest` (a training run's episodes: "episode", "run:<id>").
     """
     result = read_files(sources)
     stored: dict[str, Trace] = {}
@@ -372,7 +399,7 @@ def do_import_sources(project: Project, sources: Iterable[SourceFile]) -> list[F
     errors: dict[str, str] = {}
     for trace in result.traces:
         try:
-            ingested = do_ingest(project, trace)
+            ingested = do_ingest(project, trace, kind=kind, derived_from=derived_from)
             stored[trace.identity_key] = ingested.trace
             if ingested.changed:
                 request_metrics(ingested.trace)

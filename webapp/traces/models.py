@@ -7,6 +7,13 @@ from webapp.accounts.models import Project
 
 
 class Trace(models.Model):
+    #: How the trace came in (`kind`): imported from a file, streamed (the API, OTLP, a live
+    #: sample), a counterfactual's branch trace, or a training run's sample episode. Branches and
+    #: episodes are derived traces: the trace list hides them unless asked (`kind=branch`).
+    IMPORTED, STREAMED, BRANCH, EPISODE = "imported", "streamed", "branch", "episode"
+    KINDS = (IMPORTED, STREAMED, BRANCH, EPISODE)
+    DERIVED_KINDS = (BRANCH, EPISODE)
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="traces")
     identity_key = models.CharField(max_length=400)
     source_format = models.CharField(max_length=40)
@@ -36,6 +43,17 @@ class Trace(models.Model):
     label_summary = models.CharField(max_length=500, blank=True)
     last_event_at = models.DateTimeField(null=True, blank=True)
     spans_pending = models.BooleanField(default=False, help_text="stored spans not yet derived (OTLP)")
+    kind = models.CharField(max_length=16, default=IMPORTED, choices=[(k, k) for k in KINDS])
+    outcome = models.CharField(
+        max_length=8,
+        blank=True,
+        help_text="'success' (reward > 0, else is_correct), 'failure' (reward <= 0, else not correct) or ''; by save()",
+    )
+    derived_from = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="what a derived trace belongs to: 'trace:<id>' (a branch's parent) or 'run:<id>' (an episode's run)",
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -45,14 +63,24 @@ class Trace(models.Model):
             models.Index(fields=["project", "-created_at"]),
             models.Index(fields=["project", "name"]),
             models.Index(fields=["project", "session_id"]),
+            # the trace list's facets and default order (webapp.traces.services.list_traces)
+            models.Index(fields=["project", "kind", "-created_at"], name="trace_kind_created"),
+            models.Index(fields=["project", "kind", "source_format"], name="trace_kind_format"),
+            models.Index(fields=["project", "kind", "system"], name="trace_kind_system"),
+            models.Index(fields=["project", "kind", "label_summary"], name="trace_kind_labels"),
+            models.Index(fields=["project", "kind", "outcome"], name="trace_kind_outcome"),
+            models.Index(fields=["derived_from"], name="trace_derived_from"),
+            models.Index(fields=["project", "updated_at"], name="trace_updated"),
         ]
 
     def __str__(self) -> str:
         return self.name or self.identity_key
 
     def save(self, *args, **kwargs):
-        """Keeps `session_id` equal to `attributes["session_id"]` (importers set the attribute)."""
+        """Keeps `session_id` equal to `attributes["session_id"]` (importers set the attribute) and
+        `outcome` to what `reward` and `attributes["is_correct"]` say."""
         self.session_id = session_key(self.attributes)
+        self.outcome = outcome_of(self.reward, self.attributes)
         super().save(*args, **kwargs)
 
 
@@ -60,6 +88,15 @@ def session_key(attributes: dict) -> str:
     """The session a trace belongs to: `attributes["session_id"]` as text, at most 300 chars."""
     value = attributes.get("session_id") if isinstance(attributes, dict) else None
     return str(value)[:300] if value not in (None, "") else ""
+
+
+def outcome_of(reward: float | None, attributes: dict) -> str:
+    """A trace's outcome for the list's facet: by its reward (> 0: "success", else "failure"), else
+    by `attributes["is_correct"]` (Who&When), else ""."""
+    if reward is not None:
+        return "success" if reward > 0 else "failure"
+    correct = attributes.get("is_correct") if isinstance(attributes, dict) else None
+    return {True: "success", False: "failure"}.get(correct, "") if isinstance(correct, bool) else ""
 
 
 class Agent(models.Model):

@@ -8,15 +8,18 @@ spans); both build their deltas with `write_delta` here, so the wire form lives 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from swarmscope import model as core
 from swarmscope.metrics import compute_metrics
+from webapp.accounts.models import Project
 
 from .models import Agent, Edge, Event, Label, Trace
 
@@ -277,13 +280,134 @@ def get_computed_metrics(trace: Trace) -> dict[str, Any]:
     return metrics
 
 
-def list_traces(project_ids: Iterable[int], *, query: str = "", session: str = "", order: str = "-created_at"):
-    """Traces of the given projects, newest first, filtered by name/system/label text and by
-    session id (exact)."""
-    qs = Trace.objects.filter(project_id__in=list(project_ids))
-    if session:
-        qs = qs.filter(session_id=session)
-    if query:
+#: The trace list's sortable columns: `sort=<key>` ascending, `sort=-<key>` descending.
+LIST_SORTS = {
+    "name": "name",
+    "created": "created_at",
+    "events": "event_count",
+    "agents": "agent_count",
+    "tokens": "total_tokens",
+    "duration": "duration_s",
+    "reward": "reward",
+}
+DEFAULT_SORT = "-created"
+#: `outcome=`: a positive reward or `is_correct` true; a zero/negative reward or `is_correct` false; neither.
+OUTCOMES = ("success", "failure", "none")
+#: The most values one facet lists (its most frequent), so facet counts stay bounded.
+FACET_LIMIT = 12
+#: Kinds listed when the URL names none: derived traces (branches, episodes) are hidden.
+DEFAULT_KINDS = (Trace.IMPORTED, Trace.STREAMED)
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    """The trace list's filters and order, each a query parameter (a saved filter is its URL):
+    `q` (text), `session`, `format`/`system`/`kind`/`project` (repeatable), `label` (yes/no),
+    `outcome` (OUTCOMES), `from` (a derived trace's `derived_from`), `sort` (LIST_SORTS, `-` first
+    for descending). Unknown values are dropped."""
+
+    query: str = ""
+    session: str = ""
+    formats: tuple[str, ...] = ()
+    systems: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    projects: tuple[int, ...] = ()
+    label: str = ""
+    outcome: str = ""
+    derived_from: str = ""
+    sort: str = DEFAULT_SORT
+
+    @classmethod
+    def from_query(cls, params) -> ListFilters:
+        """From a QueryDict (or a dict of lists/strings)."""
+
+        def many(name: str) -> tuple[str, ...]:
+            raw = params.getlist(name) if hasattr(params, "getlist") else params.get(name, [])
+            values = [raw] if isinstance(raw, str) else list(raw)
+            return tuple(dict.fromkeys(v.strip() for v in values if v and v.strip()))
+
+        def one(name: str) -> str:
+            values = many(name)
+            return values[-1] if values else ""
+
+        sort = one("sort")
+        return cls(
+            query=one("q"),
+            session=one("session"),
+            formats=many("format"),
+            systems=many("system"),
+            kinds=tuple(k for k in many("kind") if k in Trace.KINDS),
+            projects=tuple(int(p) for p in many("project") if p.isdigit()),
+            label=one("label") if one("label") in ("yes", "no") else "",
+            outcome=one("outcome") if one("outcome") in OUTCOMES else "",
+            derived_from=one("from")[:64],
+            sort=sort if sort.lstrip("-") in LIST_SORTS else DEFAULT_SORT,
+        )
+
+    def params(self) -> list[tuple[str, str]]:
+        """The query parameters of these filters (defaults left out), in a stable order."""
+        pairs = [("q", self.query), ("session", self.session)]
+        pairs += [("format", v) for v in self.formats] + [("system", v) for v in self.systems]
+        pairs += [("kind", v) for v in self.kinds] + [("project", str(v)) for v in self.projects]
+        pairs += [("label", self.label), ("outcome", self.outcome), ("from", self.derived_from)]
+        pairs.append(("sort", "" if self.sort == DEFAULT_SORT else self.sort))
+        return [(k, v) for k, v in pairs if v]
+
+    def urlencode(self) -> str:
+        return urlencode(self.params())
+
+    def toggled(self, name: str, value) -> ListFilters:
+        """These filters with `value` of the facet `name` ("formats", "kinds", "label", ...) switched."""
+        current = getattr(self, name)
+        if isinstance(current, tuple):
+            return replace(
+                self, **{name: tuple(v for v in current if v != value) if value in current else current + (value,)}
+            )
+        return replace(self, **{name: "" if current == value else value})
+
+    @property
+    def active(self) -> bool:
+        """Whether anything narrows the list (the sort does not)."""
+        return bool([p for p in self.params() if p[0] != "sort"])
+
+    @property
+    def shown_kinds(self) -> tuple[str, ...]:
+        return self.kinds or (() if self.derived_from else DEFAULT_KINDS)
+
+    def order_by(self) -> tuple[str, ...]:
+        key = self.sort.lstrip("-")
+        column = LIST_SORTS[key]
+        if self.sort.startswith("-"):
+            return (F(column).desc(nulls_last=True), "-id") if key == "reward" else ("-" + column, "-id")
+        return (F(column).asc(nulls_last=True), "id") if key == "reward" else (column, "id")
+
+
+def _outcome_q(outcome: str) -> Q:
+    return Q(outcome="" if outcome == "none" else outcome)
+
+
+def _filtered(project_ids: list[int], filters: ListFilters, *, without: str = ""):
+    """The traces of `project_ids` passing every filter but the facet `without` (for its counts)."""
+    projects = (
+        [p for p in filters.projects if p in project_ids] if filters.projects and without != "projects" else project_ids
+    )
+    qs = Trace.objects.filter(project_id__in=projects)
+    if without != "kinds":
+        qs = qs.filter(kind__in=filters.shown_kinds) if filters.shown_kinds else qs
+    if filters.session:
+        qs = qs.filter(session_id=filters.session)
+    if filters.formats and without != "formats":
+        qs = qs.filter(source_format__in=filters.formats)
+    if filters.systems and without != "systems":
+        qs = qs.filter(system__in=filters.systems)
+    if filters.label and without != "label":
+        qs = qs.exclude(label_summary="") if filters.label == "yes" else qs.filter(label_summary="")
+    if filters.outcome and without != "outcome":
+        qs = qs.filter(_outcome_q(filters.outcome))
+    if filters.derived_from and without != "derived_from":
+        qs = qs.filter(derived_from=filters.derived_from)
+    if filters.query:
+        query = filters.query
         qs = qs.filter(
             Q(name__icontains=query)
             | Q(system__icontains=query)
@@ -291,7 +415,227 @@ def list_traces(project_ids: Iterable[int], *, query: str = "", session: str = "
             | Q(source_format__icontains=query)
             | Q(session_id=query)
         )
+    return qs
+
+
+def list_traces(
+    project_ids: Iterable[int],
+    *,
+    query: str = "",
+    session: str = "",
+    order: str = "-created_at",
+    filters: ListFilters | None = None,
+):
+    """Traces of the given projects, filtered and ordered by `filters` (ListFilters; derived traces
+    hidden unless it names their kind). Without `filters`: every kind, newest first, filtered by
+    name/system/label text and by session id (exact) — the API's list."""
+    project_ids = list(project_ids)
+    if filters is not None:
+        return _filtered(project_ids, filters).order_by(*filters.order_by())
+    qs = _filtered(project_ids, ListFilters(query=query, session=session, kinds=Trace.KINDS))
     return qs.order_by(order, "-id")
+
+
+def _grouped(qs, column: str, limit: int = FACET_LIMIT) -> list[tuple[Any, int]]:
+    rows = qs.order_by().values_list(column).annotate(n=Count("id")).order_by("-n", column)[:limit]
+    return [(value, n) for value, n in rows]
+
+
+def list_facets(project_ids: Iterable[int], filters: ListFilters) -> dict[str, list[dict[str, Any]]]:
+    """Each facet's values with their counts under the other filters (a facet's own selection does
+    not narrow its counts), most frequent first, at most FACET_LIMIT each: one indexed GROUP BY per
+    facet. Each value: {"value", "label", "count", "selected", "query"} (`query`: the list's
+    parameters with the value toggled)."""
+    project_ids = list(project_ids)
+
+    def entries(name: str, counted: list[tuple[Any, int]], selected, labels=None) -> list[dict[str, Any]]:
+        found = {value for value, _ in counted}
+        counted = counted + [
+            (v, 0) for v in (selected if isinstance(selected, tuple) else (selected,)) if v and v not in found
+        ]
+        return [
+            {
+                "value": value,
+                "label": (labels or {}).get(value, value) if value != "" else "(none)",
+                "count": n,
+                "selected": value in selected if isinstance(selected, tuple) else value == selected,
+                "query": filters.toggled(name, value).urlencode(),
+            }
+            for value, n in counted
+        ]
+
+    kind_counts = dict(_grouped(_filtered(project_ids, filters, without="kinds"), "kind"))
+    kinds_selected = filters.kinds or ()
+    facets: dict[str, list[dict[str, Any]]] = {
+        "kinds": [
+            {
+                "value": kind,
+                "label": KIND_LABELS[kind],
+                "count": kind_counts.get(kind, 0),
+                "selected": kind in kinds_selected,
+                "shown": kind in filters.shown_kinds,
+                "query": filters.toggled("kinds", kind).urlencode(),
+            }
+            for kind in Trace.KINDS
+        ],
+        "formats": entries(
+            "formats", _grouped(_filtered(project_ids, filters, without="formats"), "source_format"), filters.formats
+        ),
+        "systems": entries(
+            "systems",
+            [(v, n) for v, n in _grouped(_filtered(project_ids, filters, without="systems"), "system")],
+            filters.systems,
+        ),
+    }
+    if len(project_ids) > 1:
+        names = dict(Project.objects.filter(pk__in=project_ids).values_list("pk", "name"))
+        facets["projects"] = entries(
+            "projects",
+            _grouped(_filtered(project_ids, filters, without="projects"), "project_id"),
+            filters.projects,
+            names,
+        )
+    # two index-range counts (project, kind, label_summary) rather than one scan
+    unlabelled_base = _filtered(project_ids, filters, without="label")
+    unlabelled = unlabelled_base.filter(label_summary="").count()
+    labelled = {"yes": unlabelled_base.count() - unlabelled, "no": unlabelled}
+    facets["label"] = entries(
+        "label",
+        [("yes", labelled["yes"]), ("no", labelled["no"])],
+        filters.label,
+        {"yes": "labelled", "no": "no labels"},
+    )
+    by_outcome = dict(_grouped(_filtered(project_ids, filters, without="outcome"), "outcome"))
+    outcomes = {o: by_outcome.get("" if o == "none" else o, 0) for o in OUTCOMES}
+    facets["outcome"] = entries(
+        "outcome",
+        [(o, outcomes[o]) for o in OUTCOMES],
+        filters.outcome,
+        {"success": "success", "failure": "failure", "none": "no outcome"},
+    )
+    if any(k in Trace.DERIVED_KINDS for k in filters.shown_kinds) or filters.derived_from:
+        parents = _grouped(_filtered(project_ids, filters, without="derived_from"), "derived_from")
+        parents = [(v, n) for v, n in parents if v]
+        labels = {v: derived_label(v) for v in [v for v, _ in parents] + [filters.derived_from]}
+        facets["derived_from"] = entries("derived_from", parents, filters.derived_from, labels)
+    for name in ("formats", "systems", "label", "outcome"):
+        facets[name] = [e for e in facets[name] if e["count"] or e["selected"]]
+    return facets
+
+
+KIND_LABELS = {
+    Trace.IMPORTED: "imported",
+    Trace.STREAMED: "streamed",
+    Trace.BRANCH: "branch",
+    Trace.EPISODE: "training episode",
+}
+
+
+def derived_label(derived_from: str) -> str:
+    """'trace:12' -> 'branches of trace 12', 'run:3' -> 'episodes of run 3'."""
+    kind, _, pk = derived_from.partition(":")
+    return {"trace": f"branches of trace {pk}", "run": f"episodes of run {pk}"}.get(kind, derived_from)
+
+
+def derived_counts(traces: Iterable[Trace]) -> dict[int, dict[str, int]]:
+    """For each of `traces` with derived traces: {trace id: {kind: count}} (one indexed GROUP BY on
+    `derived_from` over the page's ids)."""
+    keys = {f"trace:{t.pk}": t.pk for t in traces}
+    counts: dict[int, dict[str, int]] = {}
+    if not keys:
+        return counts
+    rows = (
+        Trace.objects.filter(derived_from__in=list(keys))
+        .order_by()
+        .values_list("derived_from", "kind")
+        .annotate(n=Count("id"))
+    )
+    for derived_from, kind, n in rows:
+        counts.setdefault(keys[derived_from], {})[kind] = n
+    return counts
+
+
+# --- the live trace list (webapp.traces.list_consumer) -----------------------------------------
+
+
+def list_seq_of(moment: datetime | None) -> int:
+    """The trace list's sequence number of a trace row last saved at `moment`: microseconds since
+    the epoch of its `updated_at` (increasing with the saves of a project's traces, with holes)."""
+    return int(moment.timestamp() * 1_000_000) if moment else 0
+
+
+def list_seq(project_id: int) -> int:
+    """The project's trace-list seq now: the current microsecond (every later save of a trace of
+    the project gets a higher one; no query)."""
+    return list_seq_of(timezone.now())
+
+
+def list_row(trace: Trace) -> dict[str, Any]:
+    """One trace as the live list sends it: the columns of the list, `live` with the seconds it
+    stays live without new events (`live_for_s`), the trace's own `seq` (a client keeps the
+    newest row of a trace) and the list seq of this save (`list_seq`)."""
+    live_for = 0.0
+    if trace.last_event_at:
+        live_for = max(0.0, LIVE_WINDOW_S - (timezone.now() - trace.last_event_at).total_seconds())
+    return {
+        "id": trace.pk,
+        "project": trace.project_id,
+        "name": trace.name or trace.identity_key,
+        "system": trace.system,
+        "source_format": trace.source_format,
+        "kind": trace.kind,
+        "derived_from": trace.derived_from,
+        "session_id": trace.session_id,
+        "seq": trace.seq,
+        "list_seq": list_seq_of(trace.updated_at),
+        "event_count": trace.event_count,
+        "agent_count": trace.agent_count,
+        "total_tokens": trace.total_tokens,
+        "duration_s": trace.duration_s,
+        "synthetic_time": bool(isinstance(trace.attributes, dict) and trace.attributes.get("synthetic_time")),
+        "reward": trace.reward,
+        "labels": trace.label_summary,
+        "live": live_for > 0,
+        "live_for_s": round(live_for, 1),
+        "created_at": trace.created_at.isoformat() if trace.created_at else None,
+    }
+
+
+#: The most rows one trace-list delta carries (a resume after a long gap: the newest ones).
+MAX_LIST_ROWS = 200
+#: A resume re-sends rows saved this long before the seq asked for: saves of two traces commit in
+#: any order, and a row is an idempotent upsert for the client.
+LIST_RESUME_MARGIN_US = 2_000_000
+
+
+def list_delta(trace: Trace) -> dict[str, Any]:
+    """The trace-list delta of one saved trace row."""
+    row = list_row(trace)
+    return {"type": "delta", "seq": row["list_seq"], "project": trace.project_id, "traces": [row]}
+
+
+def list_snapshot(project_id: int) -> dict[str, Any]:
+    """The trace list's snapshot: the project's seq and its live traces (the page itself is HTML)."""
+    since = timezone.now() - timedelta(seconds=LIVE_WINDOW_S)
+    rows = Trace.objects.filter(project_id=project_id, last_event_at__gte=since).order_by("-updated_at")[:MAX_LIST_ROWS]
+    return {
+        "type": "snapshot",
+        "seq": list_seq(project_id),
+        "project": project_id,
+        "traces": [list_row(t) for t in rows],
+    }
+
+
+def list_delta_since(project_id: int, seq: int) -> dict[str, Any]:
+    """The rows of the project's traces saved after list seq `seq` (a little before, see
+    LIST_RESUME_MARGIN_US), newest MAX_LIST_ROWS, oldest first."""
+    after = datetime.fromtimestamp(max(0, seq - LIST_RESUME_MARGIN_US) / 1_000_000, tz=UTC)
+    rows = list(
+        Trace.objects.filter(project_id=project_id, updated_at__gt=after).order_by("-updated_at")[:MAX_LIST_ROWS]
+    )
+    rows.reverse()
+    current = max([list_seq_of(t.updated_at) for t in rows] + [seq])
+    return {"type": "delta", "seq": current, "project": project_id, "traces": [list_row(t) for t in rows]}
 
 
 #: The most traces a session page lists.

@@ -6,6 +6,7 @@ cancel) need the reviewer or admin role: `can_write` in the context, READ_ONLY_H
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from django.conf import settings
 from django.contrib import messages
@@ -26,6 +27,7 @@ from webapp.accounts.services import (
 )
 from webapp.accounts.views import require_admin
 from webapp.web.api import get_write_project
+from webapp.web.validation import InputError, parse_int
 
 from . import access, datacare, ingest, samples, services
 from .api import upload_sources
@@ -51,14 +53,94 @@ def _trace_urls(trace) -> dict[str, str]:
     }
 
 
+#: The trace list's columns: (sort key or "", heading, CSS classes). "secondary" columns wrap or
+#: fold away on narrow screens (static/css/trace_list.css).
+LIST_COLUMNS = (
+    ("name", "Name", "col-name"),
+    ("", "System", "secondary"),
+    ("", "Format", "secondary"),
+    ("agents", "Agents", "num"),
+    ("events", "Events", "num"),
+    ("tokens", "Tokens", "num secondary"),
+    ("duration", "Duration", "num"),
+    ("reward", "Reward", "num"),
+    ("", "Labels", "labels secondary"),
+    ("created", "Created", "col-created"),
+)
+#: At most this many projects' lists are watched live by one page.
+MAX_LIVE_PROJECTS = 20
+
+
+def _sort_columns(filters: services.ListFilters) -> list[dict]:
+    columns = []
+    for key, heading, classes in LIST_COLUMNS:
+        column = {"key": key, "heading": heading, "classes": classes, "aria_sort": "", "href": ""}
+        if key:
+            current = filters.sort.lstrip("-") == key
+            descending = filters.sort.startswith("-")
+            # a first click sorts numbers and dates high to low, names A to Z
+            first = key if key == "name" else "-" + key
+            target = (key if descending else "-" + key) if current else first
+            column["href"] = "?" + replace(filters, sort=target).urlencode()
+            if current:
+                column["aria_sort"] = "descending" if descending else "ascending"
+        columns.append(column)
+    return columns
+
+
 @login_required
 def trace_list(request: HttpRequest):
-    query = request.GET.get("q", "").strip()
-    session = request.GET.get("session", "").strip()
-    qs = services.list_traces(access.project_ids_for(request.user), query=query, session=session)
+    """The trace list: facets, sortable columns and paging, every one a query parameter
+    (services.ListFilters); derived traces (branches, episodes) hidden unless a `kind` asks for
+    them, counted as chips on their parents' rows; live over `/ws/projects/<id>/traces/`."""
+    filters = services.ListFilters.from_query(request.GET)
+    project_ids = list(access.project_ids_for(request.user))
+    qs = services.list_traces(project_ids, filters=filters)
     page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page") or 1)
-    context = {"page": page, "query": query, "session": session}
-    if not page.paginator.count and not (query or session):  # the empty state offers the sample data
+    traces = list(page.object_list)
+    derived = services.derived_counts(traces)
+    for trace in traces:
+        trace.derived = derived.get(trace.pk, {})
+        trace.live = services.is_live(trace)
+        trace.live_for_s = services.list_row(trace)["live_for_s"] if trace.live else 0
+        origin, _, pk = trace.derived_from.partition(":")
+        trace.parent_trace_id = int(pk) if origin == "trace" and pk.isdigit() else None
+        trace.derived_run_id = int(pk) if origin == "run" and pk.isdigit() else None
+    facets = services.list_facets(project_ids, filters)
+    hidden = [f for f in facets["kinds"] if not f["shown"] and f["count"]]
+    live_projects = project_ids[:MAX_LIVE_PROJECTS]
+    client_filters = {
+        "kinds": list(filters.shown_kinds),
+        "formats": list(filters.formats),
+        "systems": list(filters.systems),
+        "projects": list(filters.projects),
+        "session": filters.session,
+        "derived_from": filters.derived_from,
+        "label": filters.label,
+        "outcome": filters.outcome,
+        "query": filters.query,
+    }
+    context = {
+        "page": page,
+        "traces": traces,
+        "filters": filters,
+        "filter_query": filters.urlencode(),
+        "query": filters.query,
+        "session": filters.session,
+        "facets": facets,
+        "hidden_kinds": hidden,
+        "columns": _sort_columns(filters),
+        "live_config": {
+            "sockets": [
+                {"project": p, "url": f"/ws/projects/{p}/traces/", "seq": services.list_seq(p)} for p in live_projects
+            ],
+            "filters": client_filters,
+            "insertable": page.number == 1 and filters.sort == services.DEFAULT_SORT,
+            "live_window_s": services.LIVE_WINDOW_S,
+        },
+        "clear_session_query": replace(filters, session="").urlencode(),
+    }
+    if not page.paginator.count and not filters.active:  # the empty state offers the sample data
         context.update(can_load_samples=samples.can_load_samples(request.user), load_refused=samples.LOAD_REFUSED)
     return render(request, "traces/trace_list.html", context)
 
@@ -100,8 +182,8 @@ def trace_detail(request: HttpRequest, trace_id: int):
 @login_required
 def trace_compare(request: HttpRequest):
     try:
-        left, right = (_trace_or_404(request, int(request.GET[k])) for k in ("left", "right"))
-    except (KeyError, ValueError):
+        left, right = (_trace_or_404(request, parse_int(request.GET.get(k), field=k, low=1)) for k in ("left", "right"))
+    except InputError:
         raise Http404("compare needs ?left=<trace id>&right=<trace id>") from None
     return render(
         request,

@@ -787,6 +787,29 @@ PATHS: dict[str, Any] = {
             },
         },
     },
+    "/api/traces/{trace_id}/counterfactuals/capabilities/": {
+        "get": {
+            "summary": "Which rollout backends can run What-if and attribution jobs on the trace, and why not",
+            "operationId": "traceCapabilities",
+            "parameters": [_path_id("trace_id")],
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "required": ["backends", "what_if", "attribution", "docs"],
+                        "properties": {
+                            "backends": {"type": "object", "additionalProperties": {"type": "object"}},
+                            "what_if": {"type": "object"},
+                            "attribution": {"type": "object"},
+                            "docs": {"type": "string"},
+                        },
+                    },
+                    "per backend: available, reason, setting, docs, message types and counts, notes",
+                ),
+                **_errors(401, 404),
+            },
+        },
+    },
     "/api/traces/{trace_id}/jobs/": {
         "get": {
             "summary": "The trace's counterfactual and attribution jobs, newest first",

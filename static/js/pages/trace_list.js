@@ -1,25 +1,35 @@
 /**
- * Trace list page: pick two traces to compare side by side, and `/` focuses the search box.
+ * Trace list page: pick two traces to compare side by side, `/` focuses the search box, and the
+ * list is live: rows of the project's traces pushed over `/ws/projects/<id>/traces/` update their
+ * counts, new traces that pass the filters appear at the top (page 1, newest first; elsewhere a
+ * notice offers them), and a live badge clears once its trace has had no events for 30 s.
  */
 
+import { el } from "../lib/dom.js";
+import { LiveConnection, websocketUrl } from "../lib/live_connection.js";
+import { formatDuration, formatReward, ListRows, matchesFilters, truncate } from "../lib/trace_list_live.js";
+
+const PAGE_SIZE = 50;
+
 const form = document.querySelector("[data-testid=compare-form]");
-if (form) {
-  const boxes = () => [...document.querySelectorAll("input[name=compare]")];
+const boxes = () => [...document.querySelectorAll("input[name=compare]")];
+const updateCompare = () => {
+  if (!form) return;
   const button = form.querySelector("button");
-  const update = () => {
-    const picked = boxes().filter((b) => b.checked);
-    button.disabled = picked.length !== 2;
-    button.textContent = picked.length === 2 ? "Compare the 2 selected" : `Select 2 traces to compare (${picked.length})`;
-  };
+  const picked = boxes().filter((b) => b.checked);
+  button.disabled = picked.length !== 2;
+  button.textContent = picked.length === 2 ? "Compare the 2 selected" : `Select 2 traces to compare (${picked.length})`;
+};
+if (form) {
   document.addEventListener("change", (event) => {
-    if (event.target.name === "compare") update();
+    if (event.target.name === "compare") updateCompare();
   });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const [left, right] = boxes().filter((b) => b.checked).map((b) => b.value);
     if (left && right) window.location.assign(`${form.action}?left=${left}&right=${right}`);
   });
-  update();
+  updateCompare();
 }
 
 document.addEventListener("keydown", (event) => {
@@ -29,3 +39,157 @@ document.addEventListener("keydown", (event) => {
     search.focus();
   }
 });
+
+// --- live --------------------------------------------------------------------------------------
+
+const configNode = document.getElementById("trace-list-live");
+const config = configNode ? JSON.parse(configNode.textContent) : null;
+const tbody = document.querySelector("[data-testid=trace-table] tbody");
+const rows = new ListRows();
+const deadlines = new Map(); // badge element -> time (ms) it stops being live
+let added = 0;
+let waiting = 0; // new matching traces not shown (another page or sort)
+let applied = 0;
+
+for (const tr of document.querySelectorAll("tr[data-trace-id]")) rows.know(tr.dataset.traceId, tr.dataset.seq);
+for (const badge of document.querySelectorAll("[data-testid=row-live]")) {
+  deadlines.set(badge, Date.now() + Number(badge.dataset.liveForS || 0) * 1000);
+}
+
+function setLive(cell, row) {
+  let badge = cell.querySelector("[data-testid=row-live]");
+  if (!row.live) {
+    badge?.remove();
+    return;
+  }
+  if (!badge) {
+    badge = el("span", "live", "badge live");
+    badge.dataset.testid = "row-live";
+    badge.title = "events arrived in the last 30 s";
+    cell.querySelector("a[data-col=name]").after(" ", badge);
+  }
+  deadlines.set(badge, Date.now() + row.live_for_s * 1000);
+}
+
+function setText(tr, column, text) {
+  for (const node of tr.querySelectorAll(`[data-col=${column}]`)) node.textContent = text;
+}
+
+function fill(tr, row) {
+  tr.dataset.seq = row.seq;
+  setText(tr, "name", truncate(row.name, 90));
+  setText(tr, "system", row.system);
+  setText(tr, "agent_count", row.agent_count);
+  setText(tr, "event_count", row.event_count);
+  setText(tr, "total_tokens", row.total_tokens);
+  setText(tr, "duration_s", formatDuration(row));
+  setText(tr, "reward", formatReward(row.reward));
+  setText(tr, "labels", truncate(row.labels, 60));
+  setLive(tr.querySelector(".col-name"), row);
+}
+
+function newRow(row) {
+  const tr = document.createElement("tr");
+  tr.dataset.traceId = row.id;
+  tr.dataset.kind = row.kind;
+  tr.className = "just-added";
+  const pick = el("td", null, "col-pick");
+  const box = el("input");
+  Object.assign(box, { type: "checkbox", name: "compare", value: String(row.id) });
+  box.setAttribute("aria-label", `Select ${truncate(row.name, 40)} to compare`);
+  pick.append(box);
+  const name = el("td", null, "col-name");
+  const link = el("a");
+  Object.assign(link, { href: `/traces/${row.id}/` });
+  link.dataset.col = "name";
+  name.append(link);
+  const format = el("td", null, "secondary");
+  format.append(el("code", row.source_format));
+  const cell = (column, className) => {
+    const td = el("td", null, className);
+    td.dataset.col = column;
+    return td;
+  };
+  const created = el("td", "just now", "col-created");
+  created.title = row.created_at || "";
+  tr.append(
+    pick,
+    name,
+    cell("system", "secondary"),
+    format,
+    cell("agent_count", "num"),
+    cell("event_count", "num"),
+    cell("total_tokens", "num secondary"),
+    cell("duration_s", "num"),
+    cell("reward", "num"),
+    cell("labels", "labels secondary"),
+    created,
+  );
+  fill(tr, row);
+  return tr;
+}
+
+function showNotice() {
+  const notice = document.querySelector("[data-testid=live-notice]");
+  if (!notice || !waiting) return;
+  notice.querySelector("[data-live-notice-text]").textContent =
+    `${waiting} new trace${waiting === 1 ? "" : "s"} since this page loaded.`;
+  notice.querySelector("a").href = window.location.pathname + window.location.search;
+  notice.hidden = false;
+}
+
+function apply(row) {
+  applied += 1;
+  const tr = document.querySelector(`tr[data-trace-id="${row.id}"]`);
+  if (tr) {
+    if (rows.accept(row)) fill(tr, row);
+    return;
+  }
+  if (rows.known(row.id) || !rows.accept(row) || !matchesFilters(row, config.filters)) return;
+  if (!tbody) {
+    window.location.reload(); // the empty state: the first trace brings the table
+    return;
+  }
+  if (!config.insertable) {
+    waiting += 1;
+    showNotice();
+    return;
+  }
+  tbody.prepend(newRow(row));
+  added += 1;
+  while (tbody.rows.length > PAGE_SIZE) tbody.lastElementChild.remove();
+  const count = document.querySelector("[data-testid=trace-count]");
+  if (count) count.textContent = String(Number(count.textContent) + 1);
+}
+
+const lastSeqs = new Map();
+if (config) {
+  for (const socket of config.sockets) {
+    lastSeqs.set(socket.project, socket.seq);
+    const connection = new LiveConnection(() => websocketUrl(socket.url), {
+      seq: () => lastSeqs.get(socket.project),
+      onMessage: (msg) => {
+        if (msg.type !== "snapshot" && msg.type !== "delta") return;
+        for (const row of msg.traces || []) apply(row);
+        lastSeqs.set(socket.project, Math.max(lastSeqs.get(socket.project) ?? 0, msg.seq));
+        document.body.dataset.listSeq = String(msg.seq);
+        document.body.dataset.listApplied = String(applied);
+      },
+      onState: (state) => {
+        document.body.dataset.listSocket = state;
+      },
+    });
+    connection.start();
+  }
+  setInterval(() => {
+    const now = Date.now();
+    for (const [badge, until] of deadlines) {
+      if (until <= now) {
+        badge.remove();
+        deadlines.delete(badge);
+      }
+    }
+  }, 1000);
+}
+
+window.swarmscopeList = { added: () => added, waiting: () => waiting, applied: () => applied };

@@ -9,13 +9,19 @@
  * view selects it in the others and opens the inspector.
  *
  * Keyboard: ArrowRight / ArrowLeft step through the visible events in time order, `/`
- * focuses the search, Esc closes the inspector.
+ * focuses the search, Esc closes the inspector; in the transcript (panels/transcript.js), j / k
+ * or ↓ / ↑ step too. The transcript and the header's task facts follow the same selection.
  *
  * `data-can-write="false"` (a viewer) with `data-read-only-hint` disables the counterfactual and
  * attribution controls, the hint as their tooltip; the server refuses those writes as well.
  *
+ * Deep links (`openDeepLink`): `?event=<id>` selects that event on load, `?job=<id>` shows that job.
+ * The header's disabled actions say why in the page (webapp/counterfactuals "capabilities"); the
+ * panels get `data-capabilities` to offer only the backends that can run them.
+ *
  * For browser tests: `window.swarmscope` = {model, ready, selectEvent(id), selectAgent(name),
- * lastSeq(), eventCount()}; `<body data-seq data-event-count data-selected>` mirror the state.
+ * eventClientPoint(id), timeline (its camera: setWindow, fit, debugState, drawnItems), lastSeq(),
+ * eventCount()}; `<body data-seq data-event-count data-selected>` mirror the state.
  */
 
 import { AgentGraph } from "../views/agent_graph.js";
@@ -29,6 +35,9 @@ import { JobHistory } from "../panels/job_history.js";
 import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
 import { MetricsPanel } from "../panels/metrics_panel.js";
 import { Timeline } from "../views/timeline.js";
+import { TraceFacts } from "../panels/trace_facts.js";
+import { Transcript } from "../panels/transcript.js";
+import { makeResizer } from "../lib/resizer.js";
 
 /** The events/s counter averages over this window. */
 const RATE_WINDOW_MS = 5000;
@@ -64,6 +73,7 @@ class TracePage {
     this.notice = part("notice");
     this.timeline = new Timeline({
       canvas: part("timeline-canvas"), lanes: part("lane-column"), axis: part("timeline-axis"),
+      overview: part("timeline-overview"), only: part("timeline-only"),
       model: this.model,
       onSelectEvent: (id, modifiers) => this.selectEvent(id, modifiers),
       onSelectAgent: (name) => this.selectAgent(name),
@@ -71,17 +81,21 @@ class TracePage {
         this.model.toggleCollapsed(name);
         this.scheduleRender();
       },
+      onOnlyAgent: (name) => this.onlyAgent(name),
     });
     this.agentGraph = new AgentGraph({
       container: part("agent-graph-canvas"), model: this.model,
       onSelectAgent: (name) => this.selectAgent(name),
     });
     const readOnly = app.dataset.canWrite === "false" ? (app.dataset.readOnlyHint || "Viewers only read") : "";
+    // What each rollout backend can run here (webapp/counterfactuals/capabilities.py), and why not.
+    const capabilities = JSON.parse(app.dataset.capabilities || "null");
     this.counterfactual = new Counterfactual(part("counterfactual-panel"), {
       traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"), model: this.model, readOnly,
+      capabilities,
     });
     this.attribution = new AttributionPanel(part("attribution-panel"), {
-      traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"), readOnly,
+      traceId: app.dataset.traceId, backends: JSON.parse(app.dataset.rolloutBackends || "[]"), readOnly, capabilities,
       onSelectEvent: (id) => this.selectEvent(id),
       onCredit: (credit) => this.timeline.setCredit(credit),
       onSelectAgent: (name) => this.selectAgent(name),
@@ -102,6 +116,12 @@ class TracePage {
       onClose: () => this.clearSelection(),
     });
     this.metrics = new MetricsPanel(part("metrics-panel"));
+    this.transcript = new Transcript(part("transcript-panel"), {
+      model: this.model,
+      onSelectEvent: (id) => this.selectEvent(id),
+      onSelectAgent: (name) => this.selectAgent(name),
+    });
+    this.facts = new TraceFacts(part("trace-facts"), { onGoToMistake: () => this.transcript.goToMistake() });
     this.filters = new FiltersPanel(part("filters"), {
       model: this.model,
       onChange: () => this.scheduleRender(),
@@ -118,6 +138,14 @@ class TracePage {
     this.app.querySelector('[data-action="attribute"]')?.addEventListener("click", () => this.attribution.open());
     this.app.querySelector('[data-action="fit-graph"]')?.addEventListener("click", () => this.agentGraph.fit());
     this.app.querySelector('[data-action="size-by"]')?.addEventListener("change", (e) => this.agentGraph.setSizeBy(e.target.value));
+    makeResizer(this.app.querySelector('[data-resizer="transcript"]'), {
+      host: this.app.querySelector(".trace-main"), column: this.transcript.root, variable: "--transcript-w",
+      min: 280, max: 1200, storageKey: "swarmscope.transcript-w",
+    });
+    makeResizer(this.app.querySelector('[data-resizer="side"]'), {
+      host: this.app.querySelector(".trace-layout"), column: this.app.querySelector(".trace-side"), variable: "--side-w",
+      min: 260, max: 900, storageKey: "swarmscope.side-w",
+    });
     // The snapshot comes over HTTP when there is a URL for it (one request, no size limit);
     // the websocket then only needs what came after (`?seq=`). Without it, or when the request
     // fails, the websocket's own first message is the snapshot.
@@ -126,11 +154,37 @@ class TracePage {
     else connect();
     // Stored jobs come back once the events are there (attribution credit paints them).
     this.ready.then(() => this.history.load());
+    this.ready.then(() => this.openDeepLink(new URLSearchParams(window.location.search)));
     this.updateBadge();
     setInterval(() => {
       this.updateRate();
       this.updateBadge();
     }, 1000);
+  }
+
+  /**
+   * Deep links: `?event=<id>` selects the event once the trace is loaded (attribution rows link so),
+   * `?job=<id>` shows that job of the trace (a branch trace's banner links its job so).
+   */
+  async openDeepLink(params) {
+    const event = params.get("event");
+    if (event !== null) {
+      if (this.model.events.has(event)) this.selectEvent(event);
+      else this.showNotice(`There is no event ${event} in this trace.`);
+    }
+    const job = params.get("job");
+    if (job !== null && /^\d+$/.test(job)) {
+      try {
+        const response = await fetch(`/api/jobs/${job}/`, { credentials: "same-origin" });
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        const answer = await response.json();
+        if (String(answer.trace) !== this.app.dataset.traceId) return;
+        if (answer.kind === "attribution") this.attribution.show(answer);
+        else this.counterfactual.reveal(answer);
+      } catch {
+        this.showNotice(`Job ${job} could not be shown.`);
+      }
+    }
   }
 
   /** Open the websocket; each (re)connect asks for what came after the last applied seq. */
@@ -222,6 +276,8 @@ class TracePage {
     this.timeline.render();
     this.agentGraph.render();
     this.metrics.render(model.trace, model.traceLabels());
+    this.transcript.render();
+    this.facts.render(model.trace, model.labels);
     this.filters.sync();
     if (this.renderedVersion !== model.version) {
       this.renderedVersion = model.version;
@@ -264,6 +320,7 @@ class TracePage {
     this.timeline.selectAgent(ev.agent);
     this.agentGraph.select(ev.agent);
     this.inspector.showEvent(id);
+    this.transcript.select(id);
     document.body.dataset.selected = id;
   }
 
@@ -275,7 +332,23 @@ class TracePage {
     this.timeline.selectAgent(name);
     this.agentGraph.select(name);
     this.inspector.showAgent(name);
+    this.transcript.select(null);
     document.body.dataset.selected = `agent:${name}`;
+  }
+
+  /**
+   * "Only this agent" (a lane's button): hide every other agent's events (the agent filter, whose
+   * checkboxes follow); null shows every agent again.
+   */
+  onlyAgent(name) {
+    const hidden = name === null ? null : new Set([...this.model.agents.keys()].filter((a) => a !== name));
+    this.model.setFilters({ agents: hidden });
+    for (const box of this.app.querySelectorAll('[data-testid="filter-agents"] [data-agent] input[type="checkbox"]')) {
+      box.checked = !hidden?.has(box.closest("[data-agent]").dataset.agent);
+    }
+    this.timeline.setOnlyAgent(name);
+    this.timeline.fit();
+    this.scheduleRender();
   }
 
   clearSelection() {
@@ -285,6 +358,7 @@ class TracePage {
     this.timeline.selectAgent(null);
     this.agentGraph.select(null);
     this.inspector.close();
+    this.transcript.select(null);
     delete document.body.dataset.selected;
   }
 
@@ -344,8 +418,10 @@ if (app) {
     selectEvent: (id) => page.selectEvent(id),
     selectAgent: (name) => page.selectAgent(name),
     eventClientPoint: (id) => page.timeline.eventClientPoint(id),
+    timeline: page.timeline,
     lastSeq: () => page.model.seq,
     eventCount: () => page.model.eventCount,
+    transcript: page.transcript,
   };
   page.start();
 }

@@ -17,13 +17,16 @@
  * its progress (job_usage.js: requests beside the confirmed estimate's, prompt tokens, cache hit
  * rate, wall time counting on while it runs). Server text is only ever set with
  * `textContent`. For a viewer (`readOnly`: the reason) the form's Run is disabled with the reason
- * as tooltip and a note, and stored results still show.
+ * as tooltip and a note, and stored results still show. The backend selector offers the backends
+ * that can attribute this trace (`capabilities`, with their message and agent counts); where none
+ * can, Run is disabled and the reason shows as text with a link to the README section.
  */
 
 import { formatNumber } from "../lib/format.js";
 import { el } from "../lib/dom.js";
 import { creditColor } from "../lib/palette.js";
 import { EstimatedRun } from "./estimated_run.js";
+import { normaliseCapabilities, reasonElement } from "./counterfactual.js";
 import { WALL_TICK_MS, liveWall, usageElement } from "./job_usage.js";
 
 export const METHODS = [
@@ -63,6 +66,11 @@ export function formatAttributionEstimate(e) {
 /** The event id an attribution's target names (`event:<id>`), or null for another target. */
 export function targetEvent(target) {
   return target.startsWith("event:") && !target.includes(", ") ? target.slice("event:".length) : null;
+}
+
+/** The trace page's deep link that opens trace `traceId` with event `id` selected. */
+export function eventLink(traceId, id) {
+  return `/traces/${traceId}/?event=${encodeURIComponent(id)}`;
 }
 
 /** The agent an attribution's target names (`agent:<name>`), or null for another target. */
@@ -124,14 +132,17 @@ export class AttributionPanel {
    *   onCredit: (map: Map) => void, onGraphCredit?: (credit: object|null) => void,
    *   eventOf?: (id: string) => object|undefined, backends?: string[]}} options
    *   `backends`: the rollout backends offered (the page's `data-rollout-backends`); `readOnly`: why
-   *   the caller may not run attributions (a viewer), "" when they may
+   *   the caller may not run attributions (a viewer), "" when they may; `capabilities`: the page's
+   *   `data-capabilities` (which backend can attribute this trace, over how many messages or agents)
    */
   constructor(panel, { traceId, onSelectEvent, onCredit, onSelectAgent = () => {}, onGraphCredit = () => {},
-    eventOf = () => undefined, backends = ["sim"], readOnly = "" }) {
+    eventOf = () => undefined, backends = ["sim"], readOnly = "", capabilities = null }) {
     this.panel = panel;
     this.readOnly = readOnly;
     this.traceId = traceId;
-    this.backends = backends.length ? backends : ["sim"];
+    /** What each backend can run on this trace (counterfactual.js's `normaliseCapabilities`). */
+    this.capabilities = normaliseCapabilities(capabilities, backends.length ? backends : ["sim"]);
+    this.backends = Object.keys(this.capabilities.backends);
     this.onSelectEvent = onSelectEvent;
     this.onSelectAgent = onSelectAgent;
     this.onCredit = onCredit;
@@ -185,7 +196,17 @@ export class AttributionPanel {
     const backend = el("select");
     backend.name = "backend";
     backend.dataset.testid = "attribution-backend";
-    for (const b of this.backends) backend.append(new Option(b, b));
+    const caps = this.capabilities.backends;
+    for (const b of this.backends) {
+      const able = caps[b].available && caps[b].attribution?.available !== false;
+      const option = new Option(able ? `${b} (${caps[b].messages ?? "?"} messages, ${caps[b].agents ?? "?"} agents)`
+        : `${b} (unavailable)`, b);
+      option.disabled = !able;
+      if (!able) option.title = caps[b].reason || caps[b].attribution?.reason || "";
+      backend.append(option);
+    }
+    const firstAble = this.backends.find((b) => caps[b].available && caps[b].attribution?.available !== false);
+    if (firstAble) backend.value = firstAble;
     this._values = () => ({ method: this.method.value, budget: budget.value, seed: seed.value, players: players.value,
       backend: backend.value });
     /** The estimate -> confirm -> run flow of the form. */
@@ -213,13 +234,26 @@ export class AttributionPanel {
       label("Seed", seed), label("Rollout backend", backend), run);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      if (!this.readOnly) this.runner.submit();
+      if (!this.readOnly && !run.disabled) this.runner.submit();
     });
     if (this.readOnly) {
       Object.assign(run, { disabled: true, title: this.readOnly });
       const note = el("p", this.readOnly, "hint");
       note.dataset.testid = "attribution-read-only";
       form.append(note);
+    } else if (this.capabilities.attribution && !this.capabilities.attribution.available) {
+      // No backend can attribute this trace: say why, and where the README says how.
+      Object.assign(run, { disabled: true, title: this.capabilities.attribution.reason });
+      form.append(reasonElement(this.capabilities.attribution.reason, this.capabilities.docs ?? "",
+        "attribution-reason"));
+    }
+    const unavailable = this.backends.filter((b) => !(caps[b].available && caps[b].attribution?.available !== false));
+    const notes = [...(firstAble ? caps[firstAble].notes ?? [] : []),
+      ...(firstAble ? unavailable.map((b) => `${b}: ${caps[b].reason || caps[b].attribution?.reason}`) : [])];
+    if (notes.length) {
+      const line = el("p", notes.join(" "), "hint");
+      line.dataset.testid = "attribution-backend-note";
+      form.append(line);
     }
     // A confirmation is for the request whose estimate was shown: any change to it asks again.
     this.runner.watch(form, [budget, seed]);
@@ -293,7 +327,19 @@ export class AttributionPanel {
       swatch.style.background = creditColor(scale > 0 ? (credit?.get(r.target) ?? r.estimate) / scale : 0);
       const estimate = el("td");
       estimate.append(swatch, formatNumber(r.estimate));
-      row.append(el("td", i + 1), el("td", targetEvent(r.target) ?? targetAgent(r.target) ?? r.target), estimate,
+      const name = el("td");
+      const eventId = targetEvent(r.target);
+      if (eventId !== null) {
+        // A link that opens the trace page with the event selected (`?event=`): to share or open in a tab.
+        const link = el("a", eventId);
+        link.href = eventLink(this.traceId, eventId);
+        link.dataset.testid = "attribution-event-link";
+        link.addEventListener("click", (e) => {
+          if (e.button === 0 && !(e.ctrlKey || e.metaKey || e.shiftKey || e.altKey)) e.preventDefault();
+        });
+        name.append(link);
+      } else name.append(targetAgent(r.target) ?? r.target);
+      row.append(el("td", i + 1), name, estimate,
         el("td", `[${formatNumber(r.ci_low)}, ${formatNumber(r.ci_high)}]`));
       row.title = `${r.method}, ${r.n_rollouts} rollouts, seed ${r.seed}`;
       const select = () => {

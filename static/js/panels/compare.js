@@ -1,7 +1,8 @@
 /**
  * The compare view (templates/traces/compare.html, started by pages/compare_page.js): two
- * orchestration traces side by side, aligned by step (the whole trace in time order) or by agent
- * (each agent's events in time order), with the differences marked: events present in one trace
+ * orchestration traces side by side, aligned by event id (the default where they share most ids:
+ * a branch trace and its parent; `alignById`), by step (the whole trace in time order) or by agent
+ * (each agent's events in time order; `?align=id|step|agent` chooses), with the differences marked: events present in one trace
  * only, and events at the same place whose content differs. Typical use: a trace and its
  * counterfactual re-rollout.
  *
@@ -119,12 +120,13 @@ function rowsFromOps(ops, left, right) {
  * Align two traces.
  * @param {TraceModel} left
  * @param {TraceModel} right
- * @param {"step"|"agent"} mode
+ * @param {"step"|"agent"|"id"} mode
  * @returns {{agent: string, status: "same"|"changed"|"left-only"|"right-only",
  *   left: object|null, right: object|null}[]} in step order, or grouped by agent (agents in
- *   the left trace's lane order, then the right's new ones)
+ *   the left trace's lane order, then the right's new ones), or by event id (`alignById`)
  */
 export function alignTraces(left, right, mode = "step") {
+  if (mode === "id") return alignById(left, right);
   const inOrder = (model, ids) => ids.map((id) => model.events.get(id));
   const withAgent = (rows) => rows.map((r) => ({ agent: (r.left ?? r.right).agent, ...r }));
   if (mode === "step") {
@@ -143,6 +145,52 @@ export function alignTraces(left, right, mode = "step") {
     const b = ordered(right, name);
     return withAgent(rowsFromOps(diffSequences(a, b, eventSignature), a, b));
   });
+}
+
+/**
+ * Align two traces by event id: an event of both traces (same id) is one row, "same" where its
+ * agent, type, tool and content agree, else "changed"; the left trace's events in its time order,
+ * each right-only event after the row of the shared event that precedes it in the right trace
+ * (a branch trace keeps its parent's ids up to the fork and re-generates after it).
+ * @returns {{agent: string, status: string, left: object|null, right: object|null}[]}
+ */
+export function alignById(left, right) {
+  const after = new Map(); // shared id (or "" before every shared one) -> right-only events after it
+  let anchor = "";
+  for (const id of right.timeOrder) {
+    if (left.events.has(id)) anchor = id;
+    else {
+      if (!after.has(anchor)) after.set(anchor, []);
+      after.get(anchor).push(right.events.get(id));
+    }
+  }
+  const rows = [];
+  const rightOnly = (ev) => rows.push({ agent: ev.agent, status: "right-only", left: null, right: ev });
+  (after.get("") ?? []).forEach(rightOnly);
+  for (const id of left.timeOrder) {
+    const a = left.events.get(id);
+    const b = right.events.get(id);
+    if (!b) rows.push({ agent: a.agent, status: "left-only", left: a, right: null });
+    else {
+      rows.push({ agent: a.agent, status: eventSignature(a) === eventSignature(b) ? "same" : "changed", left: a, right: b });
+      (after.get(id) ?? []).forEach(rightOnly);
+    }
+  }
+  return rows;
+}
+
+/**
+ * The alignment a compare page opens with: `requested` ("step" | "agent" | "id", from `?align=`)
+ * when given, else "id" where the traces share at least half the events of the smaller one (a
+ * branch trace and its parent), else "step".
+ */
+export function defaultAlignment(left, right, requested = null) {
+  if (["step", "agent", "id"].includes(requested)) return requested;
+  const smaller = Math.min(left.events.size, right.events.size);
+  if (!smaller) return "step";
+  let shared = 0;
+  for (const id of left.events.keys()) if (right.events.has(id)) shared += 1;
+  return shared * 2 >= smaller ? "id" : "step";
 }
 
 /** Count rows per status. */
@@ -205,7 +253,9 @@ export class ComparePage {
       this.notice.textContent = `Could not load the traces (${err.message}).`;
       return;
     }
-    this.update({});
+    const mode = defaultAlignment(this.left, this.right, new URLSearchParams(globalThis.location?.search ?? "").get("align"));
+    for (const radio of this.app.querySelectorAll('[data-control="align"]')) radio.checked = radio.value === mode;
+    this.update({ mode });
   }
 
   update({ mode = this.mode, onlyDiffs = this.onlyDiffs, showAll = this.showAll }) {

@@ -19,6 +19,11 @@
  * time, counting on between messages while it runs). Server text is only ever set with `textContent`.
  * For a viewer (`readOnly`: the reason, from the page's `data-read-only-hint`) the buttons and
  * the jobs' Cancel are disabled with that reason as their tooltip; the server refuses them too.
+ * Where no backend can run it (`capabilities`, the page's `data-capabilities`: which backend can
+ * re-run the trace, and its message types, the one definition of a removable message), the button
+ * is disabled with the reason as visible text and a link to the README section (`whatIfState`);
+ * the dialog offers the backends that can, lists the chosen backend's messages, and says why the
+ * others cannot (and what the chosen one notes: verifier scoring, a long history).
  */
 
 import { formatNumber } from "../lib/format.js";
@@ -81,18 +86,80 @@ export function formatEstimate(e) {
 }
 
 /**
- * The message-like events of a trace that match `query` (in id, agent, receiver or content; case
- * folded), in time order, at most `limit`.
+ * The messages of a trace (events of `types`: the backend's message types, `capabilities`'
+ * `message_types`) that match `query` (in id, agent, receiver or content; case folded), in time
+ * order, at most `limit`.
  * @param {Iterable<{id: string, type: string, t: number, agent: string, to?: string, content?: any}>} events
  * @returns {{matches: object[], total: number}} `total`: all matches before the limit
  */
-export function targetChoices(events, query = "", limit = 300) {
+export function targetChoices(events, query = "", limit = 300, types = MESSAGE_LIKE_TYPES) {
   const q = query.trim().toLowerCase();
-  const matches = [...events].filter((ev) => MESSAGE_LIKE_TYPES.includes(ev.type)
+  const matches = [...events].filter((ev) => types.includes(ev.type)
     && (!q || [ev.id, ev.agent, ev.to, typeof ev.content === "string" ? ev.content : ""]
       .some((v) => typeof v === "string" && v.toLowerCase().includes(q))))
     .sort((a, b) => a.t - b.t || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return { matches: matches.slice(0, limit), total: matches.length };
+}
+
+/**
+ * The page's capabilities (`data-capabilities`: webapp/counterfactuals/capabilities.py's
+ * `action_capabilities`) or, without them, every offered backend as available for every
+ * message-like event.
+ * @param {object|null} capabilities
+ * @param {string[]} backends the offered backend names (`data-rollout-backends`)
+ */
+export function normaliseCapabilities(capabilities, backends = []) {
+  if (capabilities && capabilities.backends) return capabilities;
+  const on = { available: true, reason: "" };
+  const entries = (backends.length ? backends : ["sim"]).map((name) => [name, {
+    backend: name, available: true, reason: "", message_types: MESSAGE_LIKE_TYPES, what_if: on, attribution: on,
+    notes: [],
+  }]);
+  const names = entries.map(([name]) => name);
+  return { backends: Object.fromEntries(entries), docs: "", what_if: { ...on, backends: names },
+    attribution: { ...on, backends: names } };
+}
+
+/**
+ * Whether "What if removed?" can run on an event of type `type` (or, `type` null, on an agent)
+ * and on which backends: {enabled, backends (names, in the page's order), reason (words, "" when
+ * enabled), docs (the README section)}. An event is removable by a backend that can re-run the
+ * trace and counts its type among its messages (`message_types`); an agent by any backend that
+ * can re-run the trace.
+ * @param {object} capabilities `normaliseCapabilities`' answer
+ * @param {string|null} type
+ */
+export function whatIfState(capabilities, type = null) {
+  const entries = Object.entries(capabilities.backends);
+  const able = entries.filter(([, cap]) => cap.available && (type === null
+    ? true : (cap.message_types ?? MESSAGE_LIKE_TYPES).includes(type))).map(([name]) => name);
+  if (able.length) return { enabled: true, backends: able, reason: "", docs: capabilities.docs ?? "" };
+  let reason = capabilities.what_if?.reason ?? "";
+  if (capabilities.what_if?.available || !reason) {
+    const removes = entries.filter(([, cap]) => cap.available)
+      .map(([name, cap]) => `${name} removes ${(cap.message_types ?? MESSAGE_LIKE_TYPES).join("/")} events`);
+    reason = `No backend can remove a ${type} event here: ${removes.join("; ")}.`;
+  }
+  return { enabled: false, backends: [], reason, docs: capabilities.docs ?? "" };
+}
+
+/**
+ * A disabled action's visible reason: a paragraph with the words and a link to the README section.
+ * @param {string} reason
+ * @param {string} docs
+ * @param {string} testid
+ */
+export function reasonElement(reason, docs, testid) {
+  const note = el("p", null, "hint action-reason");
+  note.dataset.testid = testid;
+  note.append(reason);
+  if (docs) {
+    const link = el("a", "How to enable it (README)");
+    link.href = docs;
+    link.dataset.testid = `${testid}-docs`;
+    note.append(" ", link);
+  }
+  return note;
 }
 
 /**
@@ -127,13 +194,17 @@ export class Counterfactual {
    * @param {HTMLElement} panel the `[data-testid=counterfactual-panel]` section (hidden until a job)
    * @param {{traceId: string, backends: string[], model?: {events: Map, agents: Map}}} options
    *   `model` (model/trace_model.js's TraceModel) lists the dialog's other targets; `readOnly`: why the
-   *   caller may not request or cancel jobs (a viewer), "" when they may
+   *   caller may not request or cancel jobs (a viewer), "" when they may; `capabilities`: the
+   *   page's `data-capabilities` (null: every backend offered runs every message-like event)
    */
-  constructor(panel, { traceId, backends, model = { events: new Map(), agents: new Map() }, readOnly = "" }) {
+  constructor(panel, { traceId, backends, model = { events: new Map(), agents: new Map() }, readOnly = "",
+    capabilities = null }) {
     this.panel = panel;
     this.readOnly = readOnly;
     this.traceId = traceId;
-    this.backends = backends;
+    /** What each backend can run on this trace (`normaliseCapabilities`). */
+    this.capabilities = normaliseCapabilities(capabilities, backends);
+    this.backends = Object.keys(this.capabilities.backends);
     this.model = model;
     /** job id -> latest job state (websocket messages may arrive before the POST answers). */
     this.jobs = new Map();
@@ -167,7 +238,7 @@ export class Counterfactual {
     button.dataset.testid = "what-if";
     button.title = "Shift- or Ctrl-click events on the timeline to select several";
     button.addEventListener("click", () => this.open({ events: targets }));
-    return this._guard(button);
+    return this._capable(this._guard(button), whatIfState(this.capabilities, ev.type), "what-if-reason");
   }
 
   /** The inspector's action for agent `name`: a "What if removed?" button (the agent and all its events). */
@@ -177,7 +248,21 @@ export class Counterfactual {
     button.dataset.testid = "what-if-agent";
     button.title = `Remove ${name} with all its events`;
     button.addEventListener("click", () => this.open({ agents: [name] }));
-    return this._guard(button);
+    return this._capable(this._guard(button), whatIfState(this.capabilities), "what-if-agent-reason");
+  }
+
+  /**
+   * `button` as it is where some backend can run it (`state`: `whatIfState`), else disabled in a
+   * block with the reason as visible text and a link to the README section. For a viewer the role
+   * is the reason (`_guard`): no backend would make the action theirs.
+   */
+  _capable(button, state, testid) {
+    if (state.enabled || this.readOnly) return button;
+    button.disabled = true;
+    button.title = state.reason;
+    const block = el("div", null, "action-block");
+    block.append(button, reasonElement(state.reason, state.docs, testid));
+    return block;
   }
 
   /** `button`, disabled with the reason as its tooltip when the caller may only read. */
@@ -287,7 +372,30 @@ export class Counterfactual {
     Object.assign(n, { name: "n", type: "number", min: "2", max: "4096", value: String(DEFAULT_SAMPLES) });
     const backend = el("select");
     backend.name = "backend";
-    for (const b of this.backends) backend.append(new Option(b, b));
+    this.backendSelect = backend;
+    for (const b of this.backends) {
+      const cap = this.capabilities.backends[b];
+      const option = new Option(cap.available ? b : `${b} (unavailable)`, b);
+      option.disabled = !cap.available;
+      if (!cap.available) option.title = cap.reason;
+      backend.append(option);
+    }
+    const firstAble = this.backends.find((b) => this.capabilities.backends[b].available);
+    if (firstAble) backend.value = firstAble;
+    this.backendNote = el("p", null, "hint");
+    this.backendNote.dataset.testid = "what-if-backend-note";
+    const note = () => {
+      const cap = this.capabilities.backends[backend.value];
+      this.backendNote.textContent = [...(cap?.notes ?? []),
+        ...this.backends.filter((b) => !this.capabilities.backends[b].available)
+          .map((b) => `${b}: ${this.capabilities.backends[b].reason}`)].join(" ");
+      this.backendNote.hidden = !this.backendNote.textContent;
+    };
+    note();
+    backend.addEventListener("change", () => {
+      note();
+      this._renderTargets();
+    });
     this._values = () => ({ kind: kind.value, text: text.value, n: n.value, backend: backend.value });
     /** The estimate -> confirm -> run flow of the dialog's form. */
     this.runner = new EstimatedRun({
@@ -309,7 +417,7 @@ export class Counterfactual {
     const buttons = el("div", null, "button-row");
     buttons.append(this.runner.run, close);
     form.append(title, target, targets, this._label("Intervention", kind), textLabel,
-      this._label("Paired samples N", n), this._label("Rollout backend", backend), this.runner.estimate,
+      this._label("Paired samples N", n), this._label("Rollout backend", backend), this.backendNote, this.runner.estimate,
       this.runner.error, buttons);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
@@ -350,9 +458,10 @@ export class Counterfactual {
     return label;
   }
 
-  /** The dialog's checklists: matching message-like events (checked first) and agents. */
+  /** The dialog's checklists: the chosen backend's matching messages (checked first) and agents. */
   _renderTargets() {
-    const { matches, total } = targetChoices(this.model.events.values(), this.search.value);
+    const types = this.capabilities.backends[this.backendSelect?.value]?.message_types ?? MESSAGE_LIKE_TYPES;
+    const { matches, total } = targetChoices(this.model.events.values(), this.search.value, 300, types);
     const checkedEvents = [...this.checked.events].map((id) => this.model.events.get(id) ?? { id, agent: "?" });
     const shown = [...checkedEvents, ...matches.filter((ev) => !this.checked.events.has(ev.id))];
     this.eventList.replaceChildren(...shown.map((ev) => {

@@ -1,25 +1,42 @@
 /**
- * The swimlane timeline, drawn with sigma.js (WebGL): x = time or step, y = the agent's lane.
- * (Over 500 lines: the renderer, the lane column and the axis follow one camera, kept together.)
+ * The swimlane timeline, drawn on a 2D canvas: x = time or step, one lane per visible agent.
  *
- * Nodes are the events of `TraceModel.view()` coloured by type (bins of folded lanes are sized
- * by their count); edges are every dependency edge between them. Open events are drawn
- * hollow, the Who&When mistake step with a red ring, the critical path with a dark ring and
- * dark edges. The lane labels are an HTML column beside the canvas that follows the camera,
- * as does the axis; lane stripes are a CSS background with the same geometry. A click on an
- * event hands `onSelectEvent` its modifier keys (`clickModifiers`: shift, ctrl or meta toggle the
- * event in a multi-selection); `setMarked(ids)` rings the multi-selected events.
+ * Nodes are the items of timeline_layout.js (the events of `TraceModel.view()`, bins of folded
+ * lanes and of the node budget): a span with a duration is a bar from `t` to `t_end` (a Gantt
+ * view), an instantaneous event a dot, a bin a band over its events with their count. Edges
+ * are every dependency edge between them. Open events are drawn hollow, the Who&When mistake
+ * step with a red ring, the critical path with a dark outline and dark edges, credit
+ * ("Attribute this trace") as colour and size, the selected and multi-selected events ringed.
+ *
+ * The camera (lib/camera.js) is a window on the x axis plus the lanes' vertical scroll: the
+ * wheel zooms time about the pointer (shift+wheel, or the wheel over the lane names, scrolls the
+ * lanes), a drag pans time and scrolls lanes, and neither leaves the data's extent. Lanes keep a
+ * readable height and scroll; Fit shows the whole x extent. The lane names are an HTML column
+ * that scrolls with the lanes and never pans with time. Selecting an event (a click, the arrow
+ * keys) moves the camera as little as needed to show it. Clicking a bin of a folded lane unfolds
+ * the lane and zooms to the bin; clicking a budget bin zooms to it, and zoomed in, budget bins
+ * on screen are drawn as their events. The overview strip (timeline_overview.js) shows the whole
+ * trace and the window. A lane's "only" button filters the trace to that agent (`onOnlyAgent`).
  */
 
+import {
+  clampScroll, clampWindow, dataExtent, fromPx, keepInView, laneHeight, minSpan, panBy, centreOn,
+  scrollRowIntoView, toPx, visibleRows, wheelFactor, zoomAbout,
+} from "../lib/camera.js";
 import { formatSeconds } from "../lib/format.js";
 import { creditColor, eventColor, edgeColor, MARK_COLORS, fade } from "../lib/palette.js";
-import { applyChanges, createGraph, panTo, syncGraph, vendor } from "./sigma_sync.js";
+import { eventSpan, hitTest, TimelineLayout } from "./timeline_layout.js";
+import { TimelineOverview } from "./timeline_overview.js";
 
-/** When fitted, a lane is at most this many pixels tall. */
-const MAX_LANE_PX = 34;
-const EVENT_SIZE = 4;
-/** When a live trace outgrows its x scale, the new scale fits this many times its extent. */
-const GROWTH_HEADROOM = 1.5;
+/** Pixels kept free at each end of the x axis (events at the ends are not cut in half). */
+const PAD_PX = 12;
+/** The smallest window: in step mode a few steps, in time mode a tenth of a millisecond. */
+const MIN_SPAN = { step: 4, time: 1e-4 };
+/** A drag shorter than this (px) is a click. */
+const CLICK_SLOP_PX = 4;
+const STRIPE = "#f3f4f6";
+const SELECTED_LANE = "rgba(66, 99, 235, 0.09)";
+const GRID = "rgba(15, 23, 42, 0.06)";
 
 /**
  * What a click's modifier keys ask for: `toggle` (shift, ctrl or meta held) adds the clicked
@@ -47,278 +64,337 @@ export function niceTicks(min, max, count = 6) {
   return ticks;
 }
 
+/**
+ * A time tick's label, as precise as the tick step needs: "12:30" for steps of seconds and
+ * more, "12:30.25" or "4.25 s" below a second.
+ */
+export function formatTick(v, step) {
+  if (!(step < 1)) return formatSeconds(v);
+  const digits = Math.min(6, Math.max(1, Math.ceil(-Math.log10(step) - 1e-9)));
+  if (Math.abs(v) < 60) return `${v.toFixed(digits)} s`;
+  const m = Math.floor(v / 60);
+  const s = (v - m * 60).toFixed(digits).padStart(digits + 3, "0");
+  return `${m}:${s}`;
+}
+
 export class Timeline {
   /**
-   * @param {{canvas: HTMLElement, lanes: HTMLElement, axis: HTMLElement, model: object,
+   * @param {{canvas: HTMLElement, lanes: HTMLElement, axis: HTMLElement, overview?: HTMLElement,
+   *   only?: HTMLElement, model: object,
    *   onSelectEvent: (id: string, modifiers?: {toggle: boolean}) => void, onSelectAgent: (name: string) => void,
-   *   onToggleLane: (name: string) => void}} options `canvas` holds the WebGL view,
-   *   `lanes` the lane-label column, `axis` the tick labels; the three share a parent
-   *   whose CSS variables `--lane-h` / `--lane-offset` they use.
+   *   onToggleLane: (name: string) => void, onOnlyAgent?: (name: string|null) => void}} options
+   *   `canvas` holds the drawing, `lanes` the lane names (inside the element that scrolls them),
+   *   `axis` the tick labels, `overview` the overview strip, `only` the "only this agent" note;
+   *   they share a parent whose CSS variable `--lane-h` the lanes use.
    */
-  constructor({ canvas, lanes, axis, model, onSelectEvent, onSelectAgent, onToggleLane }) {
+  constructor({ canvas, lanes, axis, overview, only, model, onSelectEvent, onSelectAgent, onToggleLane, onOnlyAgent }) {
     this.canvas = canvas;
     this.laneColumn = lanes;
+    this.scroller = lanes.parentElement;
     this.axis = axis;
+    this.only = only ?? null;
     this.model = model;
     this.onSelectEvent = onSelectEvent;
     this.onSelectAgent = onSelectAgent;
     this.onToggleLane = onToggleLane;
+    this.onOnlyAgent = onOnlyAgent ?? (() => {});
     /** "time" or "step". */
     this.mode = "time";
     this.showCritical = true;
     this.selectedEvent = null;
     this.selectedAgent = null;
-    this.graph = createGraph();
-    this.sigma = null;
-    this.kx = null; // graph units per second (or step); fixed until fit() or a mode change
+    /** The agent the trace is filtered to by a lane's "only" button, or null. */
+    this.onlyAgent = null;
+    /** The camera: x window (data units), and whether the user moved it (else it follows the data). */
+    this.window = [0, 1];
+    this.extent = [0, 1];
     this.userMoved = false;
-    this._laneElements = new Map();
-    this._laneSignature = "";
-    this._overlayFrame = 0;
-    this._viewNodes = new Map();
-    this._selectedKey = null; // the drawn node showing the selected event
-    this._bboxSignature = "";
-    this._scaledSpan = 0;
-    this._view = null;
-    this._drawnView = null; // the view object the graph was last fully synced to
-    this._drawnCritical = true;
+    this.laneH = 24;
     /** event id -> credit in [-1, 1] ("Attribute this trace"): colours and sizes those events. */
     this.credit = new Map();
-    this._drawnCredit = this.credit;
     /** Ids of the multi-selected events (shift/ctrl-click): ringed like the selected one. */
     this.marked = new Set();
-    this._drawnMarked = this.marked;
+    this.layout = new TimelineLayout(model);
+    this._view = null;
+    this._drawnView = null;
+    this._selectedKey = null;
+    this._rowOf = new Map(); // lane name -> row
+    this._laneElements = new Map();
+    this._laneSignature = "";
+    this._frame = 0;
+    this._drawn = []; // {item, x0, x1, y0, y1} in canvas pixels, of the last draw
+    this._drawnByKey = new Map();
+    this._stats = {};
+    this._drag = null;
+    this._mounted = false;
+    this.element = document.createElement("canvas");
+    this.element.className = "timeline-plot";
+    this.element.setAttribute("aria-hidden", "true");
+    canvas.append(this.element);
+    this.overview = overview ? new TimelineOverview(overview, {
+      onCentre: (x) => this._setWindow(centreOn(this.window, x, this.extent)),
+      onZoom: (factor, x) => this._setWindow(zoomAbout(this.window, factor, x, this.extent, this._minSpan())),
+    }) : null;
+    this.only?.querySelector("button")?.addEventListener("click", () => this.onOnlyAgent(null));
   }
 
-  /**
-   * Bring the drawing in line with the model. Only what changed reaches sigma: after a live
-   * delta, the nodes and edges the model reports as changed (`takeViewChanges`); after a
-   * rebuild of the view, a re-scale or a display option change, every node is compared.
-   */
+  /** Bring the drawing in line with the model (only the changed nodes are laid out again). */
   render() {
     const view = this.model.view(this.mode);
     const changes = this.model.takeViewChanges(this.mode);
-    this._viewNodes = view.nodes;
+    if (changes.full || view !== this._drawnView || this.layout.mode !== this.mode) this.layout.syncAll(view, this.mode);
+    else this.layout.syncChanged(view, changes.nodes);
     this._view = view;
-    const selectedBefore = this._selectedKey;
-    this._selectedKey = this.selectedEvent === null ? null : this._nodeKeyOf(this.selectedEvent);
-    let full = changes.full || view !== this._drawnView || this.showCritical !== this._drawnCritical
-      || this.credit !== this._drawnCredit || this.marked !== this._drawnMarked;
-    if (this.kx === null) {
-      this.kx = this._scale(view);
-      full = true;
-    } else if (!this.userMoved && this._outgrown(view)) {
-      // A growing (live) trace: re-scale with room to grow, so that it is rarely re-scaled
-      // (each re-scale moves every node on screen).
-      this.kx = this._scale(view, GROWTH_HEADROOM);
-      full = true;
-    }
-    if (full) this._syncAll(view);
-    else {
-      if (selectedBefore !== this._selectedKey) {
-        for (const key of [selectedBefore, this._selectedKey]) {
-          if (key === null) continue;
-          changes.nodes.add(key);
-          if (this.graph.hasNode(key)) for (const edge of this.graph.edges(key)) changes.edges.add(edge);
-        }
-      }
-      this._syncChanged(view, changes);
-    }
     this._drawnView = view;
-    this._drawnCritical = this.showCritical;
-    this._drawnCredit = this.credit;
-    this._drawnMarked = this.marked;
+    this._selectedKey = this.selectedEvent === null ? null : view.nodeOf.get(this.selectedEvent) ?? null;
     this._renderLanes(view.lanes);
-    if (!this.sigma) this._mount();
-    else if (!this.userMoved) this._frame(view, false);
-    this._scheduleOverlay();
+    this._checkOnly();
+    this._updateExtent();
+    if (!this._mounted) this._mount();
+    this._scheduleDraw();
   }
 
-  /** Compare every node and edge of `view` with the graph (rebuilding it past BULK_CHANGES). */
-  _syncAll(view) {
-    const nodes = new Map();
-    for (const n of view.nodes.values()) nodes.set(n.key, this._nodeAttributes(n));
-    const edges = new Map();
-    for (const e of view.edges.values()) {
-      edges.set(e.key, { source: e.source, target: e.target, attributes: this._edgeAttributes(e) });
-    }
-    const { graph } = syncGraph(this.graph, nodes, edges);
-    if (graph !== this.graph) {
-      this.graph = graph;
-      this.sigma?.setGraph(graph);
-    }
+  /** The data's x extent; the window follows it until the user moves the camera. */
+  _updateExtent() {
+    const mode = this.mode;
+    const [t0, t1] = mode === "step" ? [0, Math.max(0, this.model.eventCount - 1)] : this.model.timeRange();
+    this.extent = dataExtent(t0, t1);
+    this.window = this.userMoved ? clampWindow(this.window, this.extent, this._minSpan()) : [...this.extent];
+    this.overview?.setData(this.extent, `${mode}:${this.model.version}:${this.model.viewVersion}`, () => {
+      const xs = [];
+      for (const id of this.model.sequence()) xs.push(eventSpan(this.model.events.get(id), this.model, mode)[0]);
+      return xs;
+    });
   }
 
-  /** Update only the nodes and edges whose keys are in `changes` (absent from the view: dropped). */
-  _syncChanged(view, changes) {
-    const nodes = new Map();
-    for (const key of changes.nodes) {
-      const n = view.nodes.get(key);
-      nodes.set(key, n === undefined ? null : this._nodeAttributes(n));
-    }
-    const edges = new Map();
-    for (const key of changes.edges) {
-      const e = view.edges.get(key);
-      edges.set(key, e === undefined ? null
-        : { source: e.source, target: e.target, attributes: this._edgeAttributes(e) });
-    }
-    applyChanges(this.graph, nodes, edges);
+  _minSpan() {
+    return minSpan(this.extent, MIN_SPAN[this.mode]);
   }
 
   /** Switch the x axis between "time" and "step"; everything is laid out again. */
   setMode(mode) {
     if (mode === this.mode) return;
     this.mode = mode;
-    this.fit();
+    this.userMoved = false;
+    this.render();
   }
 
   /** Highlight the critical path or not. */
   setShowCritical(show) {
     this.showCritical = show;
-    this.render();
+    this._scheduleDraw();
   }
 
-  /** Ring the multi-selected events `ids` (an iterable of event ids; a new Set each time). */
+  /** Ring the multi-selected events `ids` (an iterable of event ids). */
   setMarked(ids) {
-    const next = new Set(ids);
-    if (next.size === this.marked.size && [...next].every((id) => this.marked.has(id))) return;
-    this.marked = next;
-    this.render();
+    this.marked = new Set(ids);
+    this._scheduleDraw();
   }
 
-  /** Paint events by credit: `credit` maps event id -> credit in [-1, 1] (a new Map each time). */
+  /** Paint events by credit: `credit` maps event id -> credit in [-1, 1]. */
   setCredit(credit) {
     this.credit = credit;
-    this.render();
+    this._scheduleDraw();
   }
 
-  /** Re-scale x to the current data and show everything. */
+  /** Show the whole x extent (lanes keep their height and scroll). */
   fit() {
     this.userMoved = false;
-    this.kx = null;
     this.render();
-    if (this.sigma) this._frame(this.model.view(this.mode), true);
   }
 
-  /** Select event `id` (null to clear); pans to it when it is off screen. */
+  /** Show `[x0, x1]` (data units), clamped to the extent. */
+  setWindow(x0, x1) {
+    this._setWindow(clampWindow([x0, x1], this.extent, this._minSpan()));
+  }
+
+  /** Zoom by `factor` (< 1 in) about data x `anchor` (default: the window's centre). */
+  zoom(factor, anchor = (this.window[0] + this.window[1]) / 2) {
+    this._setWindow(zoomAbout(this.window, factor, anchor, this.extent, this._minSpan()));
+  }
+
+  /** Zoom to `[x0, x1]` with a margin (a bin's span). */
+  zoomTo(x0, x1) {
+    const span = Math.max(x1 - x0, this._minSpan());
+    const m = span * 0.15;
+    const mid = (x0 + x1) / 2;
+    this.setWindow(mid - span / 2 - m, mid + span / 2 + m);
+  }
+
+  _setWindow(win) {
+    const [a, b] = this.window;
+    if (win[0] === a && win[1] === b) return;
+    this.window = win;
+    this.userMoved = win[0] !== this.extent[0] || win[1] !== this.extent[1];
+    this._scheduleDraw();
+  }
+
+  /** Select event `id` (null to clear); moves the camera as little as needed to show it. */
   selectEvent(id) {
     this.selectedEvent = id;
     this.render();
-    if (this._selectedKey && this.sigma) panTo(this.sigma, this._selectedKey);
+    if (id !== null) this.reveal(id);
+  }
+
+  /** Pan (x) and scroll (lanes) until event `id` is on screen. */
+  reveal(id) {
+    const ev = this.model.events.get(id);
+    if (!ev) return;
+    const [lo, hi] = eventSpan(ev, this.model, this.mode);
+    this._setWindow(keepInView(this.window, lo, hi, this.extent));
+    const lane = this.model.displayLanes().get(ev.agent)?.lane;
+    const row = lane === undefined ? undefined : this._rowOf.get(lane);
+    if (row !== undefined) {
+      const height = this.scroller.clientHeight || this._size().height;
+      this.scroller.scrollTop = scrollRowIntoView(this.scroller.scrollTop, row, this.laneH, height, this._rowOf.size);
+    }
+    this._scheduleDraw();
   }
 
   /** Mark the lane that shows agent `name` (its own, or the one it is folded into) as selected. */
   selectAgent(name) {
     this.selectedAgent = name;
     this._markSelectedLane();
+    this._scheduleDraw();
+  }
+
+  /** Filter state from the page: the agent the trace is filtered to (null: none). */
+  setOnlyAgent(name) {
+    this.onlyAgent = name;
+    this._checkOnly();
+  }
+
+  /** Forget the "only" agent once the agent filter no longer shows just it (filters cleared). */
+  _checkOnly() {
+    const name = this.onlyAgent;
+    const hidden = this.model.filters.agents;
+    if (name !== null && !(hidden && !hidden.has(name) && hidden.size >= this.model.agents.size - 1)) this.onlyAgent = null;
+    if (this.only) {
+      this.only.hidden = this.onlyAgent === null;
+      const label = this.only.querySelector("[data-field=agent]");
+      if (label) label.textContent = this.onlyAgent ?? "";
+    }
+    for (const [agent, el] of this._laneElements) el.classList.toggle("is-only", agent === this.onlyAgent);
+  }
+
+  _selectedLane() {
+    return this.selectedAgent === null ? null : this.model.displayLanes().get(this.selectedAgent)?.lane ?? null;
   }
 
   _markSelectedLane() {
-    const lane = this.selectedAgent === null ? null : this.model.displayLanes().get(this.selectedAgent)?.lane;
+    const lane = this._selectedLane();
     for (const [agent, el] of this._laneElements) el.classList.toggle("is-selected", agent === lane);
   }
 
-  /** The drawn node that shows event `id`: itself, or the bin it is folded into. */
-  _nodeKeyOf(id) {
-    return this._view?.nodeOf.get(id) ?? null;
-  }
-
-  /** x scale so that, fitted, the trace fills the width and lanes fill the height. */
-  _scale(view, headroom = 1) {
-    const [x0, x1] = this._xExtent(view);
-    const { width, height } = this._size();
-    const rows = Math.max(view.lanes.length, height / MAX_LANE_PX);
-    this._scaledSpan = (x1 - x0) * headroom;
-    return x1 > x0 ? (width / height) * rows / this._scaledSpan : 1;
-  }
-
-  /**
-   * True when a growing (live) trace's x extent is a quarter past the one the scale was fitted
-   * to: re-scaling then keeps the lanes readable (rarely: each time the extent grows by 25 %).
-   */
-  _outgrown(view) {
-    const [x0, x1] = this._xExtent(view);
-    return x1 - x0 > 1.25 * this._scaledSpan;
-  }
-
-  _xExtent(view) {
-    if (this.mode === "step") return [0, Math.max(0, this.model.eventCount - 1)];
-    const [t0, t1] = this.model.timeRange();
-    if (view.nodes.size === 0) return [0, 0];
-    return [t0, t1];
-  }
-
   _size() {
-    const width = this.canvas.clientWidth || 800;
-    const height = this.canvas.clientHeight || 400;
-    return { width, height };
-  }
-
-  /**
-   * Frame sigma on the data: the bounding box is the x extent and the lanes (at least a
-   * viewport's worth of `MAX_LANE_PX` rows). Refreshes only when the box changed; resets the
-   * camera when `resetCamera`.
-   */
-  _frame(view, resetCamera) {
-    const [x0, x1] = this._xExtent(view);
-    const { height } = this._size();
-    const rows = Math.max(view.lanes.length, height / MAX_LANE_PX);
-    const pad = x1 > x0 ? 0 : 1;
-    const bbox = { x: [x0 * this.kx - pad, x1 * this.kx + pad], y: [-(rows - 0.5), 0.5] };
-    const signature = JSON.stringify(bbox);
-    if (signature !== this._bboxSignature) {
-      this._bboxSignature = signature;
-      this.sigma.setCustomBBox(bbox);
-      this.sigma.refresh();
-    }
-    if (resetCamera) this.sigma.getCamera().setState({ x: 0.5, y: 0.5, ratio: 1, angle: 0 });
+    return { width: this.canvas.clientWidth || 800, height: this.canvas.clientHeight || 400 };
   }
 
   _mount() {
-    const { Sigma } = vendor();
-    const { createNodeBorderProgram, NodePointProgram } = Sigma.rendering;
-    this.sigma = new Sigma(this.graph, this.canvas, {
-      allowInvalidContainer: true,
-      renderLabels: false,
-      renderEdgeLabels: false,
-      hideEdgesOnMove: true,
-      hideLabelsOnMove: true,
-      enableEdgeEvents: false,
-      zIndex: true,
-      stagePadding: 16,
-      defaultNodeType: "point",
-      defaultEdgeType: "arrow",
-      minCameraRatio: 0.002,
-      maxCameraRatio: 4,
-      nodeProgramClasses: {
-        point: NodePointProgram,
-        ring: createNodeBorderProgram({
-          borders: [
-            { size: { attribute: "borderSize", defaultValue: 0 }, color: { attribute: "borderColor" } },
-            { size: { fill: true }, color: { attribute: "color" } },
-          ],
-        }),
-      },
-    });
-    this._frame(this.model.view(this.mode), true);
-    this.sigma.on("clickNode", ({ node, event }) => this._clickNode(node, clickModifiers(event?.original)));
-    // Sigma reads a second click within its doubleClickTimeout as a double click, with no click
-    // event: quick clicks on two events (a multi-selection) must each count, not zoom.
-    this.sigma.on("doubleClickNode", ({ node, event }) => {
-      event?.preventSigmaDefault?.();
-      this._clickNode(node, clickModifiers(event?.original));
-    });
-    this.sigma.on("enterNode", () => { this.canvas.style.cursor = "pointer"; });
-    this.sigma.on("leaveNode", () => { this.canvas.style.cursor = ""; });
-    this.sigma.getCamera().on("updated", () => this._scheduleOverlay());
-    const moved = () => { this.userMoved = true; };
-    this.canvas.addEventListener("wheel", moved, { passive: true });
-    this.canvas.addEventListener("pointerdown", moved);
+    this._mounted = true;
+    const plot = this.canvas;
+    plot.addEventListener("wheel", (e) => this._wheel(e), { passive: false });
+    plot.addEventListener("pointerdown", (e) => this._down(e));
+    plot.addEventListener("pointermove", (e) => this._move(e));
+    plot.addEventListener("pointerup", (e) => this._up(e));
+    plot.addEventListener("pointercancel", () => { this._drag = null; });
+    plot.addEventListener("pointerleave", () => { if (!this._drag) plot.style.cursor = ""; });
+    plot.addEventListener("keydown", (e) => this._key(e));
+    this.scroller.addEventListener("scroll", () => this._scheduleDraw(), { passive: true });
     new ResizeObserver(() => {
-      this.sigma.resize();
-      this.sigma.refresh();
-      this._scheduleOverlay();
-    }).observe(this.canvas);
+      this._sizeLanes();
+      this._scheduleDraw();
+    }).observe(plot);
+  }
+
+  _wheel(e) {
+    e.preventDefault();
+    const { width } = this._size();
+    if (e.shiftKey) {
+      this.scroller.scrollTop += e.deltaY || e.deltaX;
+      return;
+    }
+    if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      const span = this.window[1] - this.window[0];
+      this._setWindow(panBy(this.window, (e.deltaX / Math.max(1, width - 2 * PAD_PX)) * span, this.extent));
+      return;
+    }
+    const box = this.canvas.getBoundingClientRect();
+    const anchor = fromPx(e.clientX - box.left, this.window, width, PAD_PX);
+    this.zoom(wheelFactor(e.deltaY, e.deltaMode), anchor);
+  }
+
+  _down(e) {
+    if (e.button !== 0) return;
+    this.canvas.setPointerCapture?.(e.pointerId);
+    this._drag = { x: e.clientX, y: e.clientY, win: this.window, top: this.scroller.scrollTop, moved: false };
+  }
+
+  _move(e) {
+    const drag = this._drag;
+    if (!drag) {
+      this._hover(e);
+      return;
+    }
+    const dx = e.clientX - drag.x;
+    const dy = e.clientY - drag.y;
+    if (!drag.moved && Math.abs(dx) + Math.abs(dy) < CLICK_SLOP_PX) return;
+    drag.moved = true;
+    this.canvas.style.cursor = "grabbing";
+    const { width } = this._size();
+    const span = drag.win[1] - drag.win[0];
+    this._setWindow(panBy(drag.win, (-dx / Math.max(1, width - 2 * PAD_PX)) * span, this.extent));
+    this.scroller.scrollTop = drag.top - dy;
+  }
+
+  _up(e) {
+    const drag = this._drag;
+    this._drag = null;
+    this.canvas.releasePointerCapture?.(e.pointerId);
+    this.canvas.style.cursor = "";
+    if (!drag || drag.moved) return;
+    const hit = this._hitAt(e.clientX, e.clientY);
+    if (hit) this._clickItem(hit.item, clickModifiers(e));
+  }
+
+  _hover(e) {
+    const hit = this._hitAt(e.clientX, e.clientY);
+    this.canvas.style.cursor = hit ? "pointer" : "";
+    const title = hit ? this._label(hit.item.node) : "";
+    if (this.canvas.title !== title) this.canvas.title = title;
+  }
+
+  _key(e) {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.key === "+" || e.key === "=") this.zoom(0.5);
+    else if (e.key === "-") this.zoom(2);
+    else if (e.key === "0") this.fit();
+    else return;
+    e.preventDefault();
+  }
+
+  _hitAt(clientX, clientY) {
+    this._drawIfPending();
+    const box = this.canvas.getBoundingClientRect();
+    return hitTest(this._drawn, clientX - box.left, clientY - box.top);
+  }
+
+  _clickItem(item, modifiers = { toggle: false }) {
+    const node = item.node;
+    if (node.kind === "event") {
+      this.onSelectEvent(node.eventId, modifiers);
+      return;
+    }
+    const [x0, x1] = [item.x0, item.x1];
+    if (node.folded) {
+      // A bin of a collapsed lane: unfold the lane, zoom to the bin and select its first event.
+      this.onToggleLane(node.lane);
+      this.zoomTo(x0, x1);
+      this.onSelectEvent(node.eventIds[0]);
+      return;
+    }
+    // A budget bin: zoomed to, it is drawn as its events.
+    this.zoomTo(x0, x1);
   }
 
   /**
@@ -326,99 +402,55 @@ export class Timeline {
    * folded into a bin or not on screen. Lets browser tests click an event like a person would.
    */
   eventClientPoint(id) {
-    if (!this.sigma) return null;
-    const key = this._nodeKeyOf(id);
-    const node = key === null ? undefined : this._viewNodes.get(key);
-    if (node && node.kind === "event" && this.graph.hasNode(key)) {
-      const { x, y } = this.graph.getNodeAttributes(key);
-      const point = this.sigma.graphToViewport({ x, y });
-      const box = this.canvas.getBoundingClientRect();
-      if (point.x < 0 || point.y < 0 || point.x > box.width || point.y > box.height) return null;
-      return { x: box.left + point.x, y: box.top + point.y };
+    this._drawIfPending();
+    const d = this._drawnByKey.get(id);
+    if (!d || d.item.node.kind !== "event") return null;
+    const { width, height } = this._size();
+    const y = (d.y0 + d.y1) / 2;
+    const lo = Math.max(0, d.x0);
+    const hi = Math.min(width, d.x1);
+    if (hi < lo || y < 0 || y > height) return null;
+    const box = this.canvas.getBoundingClientRect();
+    // The centre of its visible part, or the first pixel of it where no other item is on top.
+    const candidates = [(lo + hi) / 2];
+    for (let x = lo + 1; x <= hi; x += 2) candidates.push(x);
+    for (const x of candidates) {
+      if (hitTest(this._drawn, x, y)?.item === d.item) return { x: box.left + x, y: box.top + y };
     }
     return null;
   }
 
-  _clickNode(key, modifiers = { toggle: false }) {
-    const node = this._viewNodes.get(key);
-    if (!node) return;
-    if (node.kind === "event") {
-      this.onSelectEvent(node.eventId, modifiers);
-      return;
-    }
-    // A bin: unfold its lane and select the first event in it.
-    this.onToggleLane(node.lane);
-    this.onSelectEvent(node.eventIds[0]);
-  }
-
-  _nodeAttributes(n) {
-    const color = eventColor(n.type);
-    const selected = n.key === this._selectedKey;
-    let size = n.kind === "bin" ? Math.min(7, EVENT_SIZE + 0.6 * Math.log2(n.count)) : EVENT_SIZE;
-    const credit = n.kind === "event" ? this.credit.get(n.eventId) : undefined;
-    if (credit !== undefined) size *= 1 + Math.abs(credit);
-    let fill = credit === undefined ? color : creditColor(credit);
-    let borderColor = fill;
-    let borderSize = 0;
-    let zIndex = 0;
-    if (n.open) {
-      fill = "#ffffff";
-      borderSize = 0.45;
-    }
-    if (n.critical && this.showCritical) {
-      borderColor = MARK_COLORS.critical;
-      borderSize = Math.max(borderSize, 0.3);
-      zIndex = 1;
-    }
-    if (n.mistake) {
-      borderColor = MARK_COLORS.mistake;
-      borderSize = 0.5;
-      size *= 1.5;
-      zIndex = 2;
-    }
-    if (!selected && n.kind === "event" && this.marked.has(n.eventId)) {
-      borderColor = MARK_COLORS.selected;
-      borderSize = Math.max(borderSize, 0.4);
-      size *= 1.4;
-      zIndex = 3;
-    }
-    if (selected) {
-      borderColor = MARK_COLORS.selected;
-      borderSize = Math.max(borderSize, 0.4);
-      size *= 1.8;
-      zIndex = 3;
-    }
-    // Plain nodes use sigma's point program, several times cheaper to draw (in software
-    // WebGL too) than the ring program, which only the marked few need.
+  /** For tests and the benchmark: the camera and what the last draw drew. */
+  debugState() {
+    this._drawIfPending();
     return {
-      x: n.x * this.kx, y: -n.row, size, color: fill, borderColor, borderSize, zIndex,
-      type: borderSize > 0 ? "ring" : "point", label: this._label(n),
+      window: [...this.window], extent: [...this.extent], laneH: this.laneH, scrollTop: this.scroller.scrollTop,
+      rows: this._rowOf.size, mode: this.mode, userMoved: this.userMoved, onlyAgent: this.onlyAgent, ...this._stats,
     };
   }
 
-  _label(n) {
-    if (n.kind === "bin") return `${n.count} events folded into ${n.lane}`;
-    const ev = this.model.events.get(n.eventId);
-    const at = this.mode === "time" ? formatSeconds(ev.t) : `step ${n.x}`;
-    return `${ev.type} · ${ev.agent} · ${at}${n.mistake ? " · mistake step" : ""}`;
+  /** For tests: the drawn items, `{key, kind, folded, eventId, x, y, width}` in client pixels. */
+  drawnItems() {
+    this._drawIfPending();
+    const box = this.canvas.getBoundingClientRect();
+    return this._drawn.map((d) => ({
+      key: d.item.key, kind: d.item.node.kind, folded: Boolean(d.item.node.folded), eventId: d.item.node.eventId ?? null,
+      lane: d.item.node.lane, count: d.item.node.count ?? 1, span: d.item.x1 - d.item.x0,
+      x: box.left + (Math.max(0, d.x0) + Math.min(box.width, d.x1)) / 2, y: box.top + (d.y0 + d.y1) / 2, width: d.x1 - d.x0,
+    }));
   }
 
-  _edgeAttributes(e) {
-    const touchesSelected = this._selectedKey !== null
-      && (e.source === this._selectedKey || e.target === this._selectedKey);
-    if (e.critical && this.showCritical) {
-      return { color: fade(MARK_COLORS.critical, 0.85), size: 2.5, type: "arrow", zIndex: 2 };
+  // ---------------------------------------------------------------- lanes
+
+  /** The lane height for the current lane count, as `--lane-h` for the lane names. */
+  _sizeLanes() {
+    const height = this.scroller.clientHeight || this._size().height;
+    const laneH = laneHeight(this._rowOf.size, height);
+    if (laneH !== this.laneH || !this._laneHSet) {
+      this.laneH = laneH;
+      this._laneHSet = true;
+      this.canvas.parentElement.style.setProperty("--lane-h", `${laneH}px`);
     }
-    if (e.aggregated) {
-      return {
-        color: fade(edgeColor(e.type), touchesSelected ? 0.9 : 0.35),
-        size: Math.min(6, 1 + Math.log2(e.count)), type: "line", zIndex: 0,
-      };
-    }
-    return {
-      color: fade(edgeColor(e.type), touchesSelected ? 1 : 0.55),
-      size: touchesSelected ? 2 : 1, type: "arrow", zIndex: touchesSelected ? 3 : 1,
-    };
   }
 
   /** One element per visible lane, in order; rebuilt only when the lanes changed. */
@@ -427,6 +459,7 @@ export class Timeline {
       + `\u0002${this.model.version}`;
     if (signature === this._laneSignature) return;
     this._laneSignature = signature;
+    this._rowOf = new Map(lanes.map((l) => [l.name, l.row]));
     const wanted = new Set(lanes.map((l) => l.name));
     for (const [name, el] of this._laneElements) {
       if (!wanted.has(name)) {
@@ -435,6 +468,7 @@ export class Timeline {
       }
     }
     const inner = this.laneColumn;
+    let previous = null;
     for (const lane of lanes) {
       let el = this._laneElements.get(lane.name);
       if (!el) {
@@ -442,9 +476,12 @@ export class Timeline {
         this._laneElements.set(lane.name, el);
       }
       this._updateLane(el, lane);
-      inner.appendChild(el); // appending an existing child moves it into order
+      const expected = previous ? previous.nextSibling : inner.firstChild;
+      if (expected !== el) inner.insertBefore(el, expected);
+      previous = el;
     }
     this._markSelectedLane();
+    this._sizeLanes();
   }
 
   _laneElement(name) {
@@ -464,12 +501,18 @@ export class Timeline {
     label.addEventListener("click", () => this.onSelectAgent(name));
     const folded = document.createElement("span");
     folded.className = "lane-folded";
-    el.append(toggle, label, folded);
+    const only = document.createElement("button");
+    only.type = "button";
+    only.className = "lane-only";
+    only.dataset.testid = "lane-only";
+    only.textContent = "only";
+    only.addEventListener("click", () => this.onOnlyAgent(this.onlyAgent === name ? null : name));
+    el.append(toggle, label, folded, only);
     return el;
   }
 
   _updateLane(el, lane) {
-    const [toggle, label, folded] = el.children;
+    const [toggle, label, folded, only] = el.children;
     el.style.setProperty("--depth", lane.depth);
     el.setAttribute("aria-level", String(lane.depth + 1));
     el.classList.toggle("is-mistake", this.model.isMistakeAgent(lane.name));
@@ -480,37 +523,322 @@ export class Timeline {
     label.title = `${lane.name}${lane.role ? ` (${lane.role})` : ""}: ${lane.events} events`;
     folded.textContent = lane.collapsed ? `+${lane.hidden}` : "";
     folded.title = lane.collapsed ? `${lane.hidden} agents folded into this lane` : "";
+    only.setAttribute("aria-label", `Show only ${lane.name}'s events`);
+    only.title = `Only this agent: filter the trace to ${lane.name}'s events (again to show all)`;
   }
 
-  _scheduleOverlay() {
-    if (this._overlayFrame) return;
-    this._overlayFrame = requestAnimationFrame(() => {
-      this._overlayFrame = 0;
-      this._placeOverlay();
+  // ---------------------------------------------------------------- drawing
+
+  _scheduleDraw() {
+    if (this._frame) return;
+    this._frame = requestAnimationFrame(() => {
+      this._frame = 0;
+      this._draw();
     });
   }
 
-  /** Align the lane column, the stripes and the axis with the camera. */
-  _placeOverlay() {
-    if (!this.sigma || this.kx === null) return;
-    const top = this.sigma.graphToViewport({ x: 0, y: 0 }).y;
-    const laneH = this.sigma.graphToViewport({ x: 0, y: -1 }).y - top;
-    const host = this.canvas.parentElement;
-    host.style.setProperty("--lane-h", `${laneH}px`);
-    host.style.setProperty("--lane-offset", `${top - laneH / 2}px`);
-    host.classList.toggle("lanes-compact", laneH < 8);
-    const { width } = this._size();
-    const left = this.sigma.viewportToGraph({ x: 0, y: 0 }).x / this.kx;
-    const right = this.sigma.viewportToGraph({ x: width, y: 0 }).x / this.kx;
-    const ticks = niceTicks(left, right, Math.max(2, Math.floor(width / 110)))
-      .filter((v) => this.mode === "time" || Number.isInteger(v));
-    const labels = ticks.map((v) => {
+  _drawIfPending() {
+    if (!this._frame) return;
+    cancelAnimationFrame(this._frame);
+    this._frame = 0;
+    this._draw();
+  }
+
+  /** The fill, outline and size factor of item `it` (selection, marks, credit, critical path). */
+  _style(it) {
+    const n = it.node;
+    const isEvent = n.kind === "event";
+    const selected = isEvent ? n.eventId === this.selectedEvent : it.key === this._selectedKey;
+    const credit = isEvent ? this.credit.get(n.eventId) : undefined;
+    let fill = credit === undefined ? eventColor(n.type) : creditColor(credit);
+    let scale = credit === undefined ? 1 : 1 + Math.abs(credit);
+    let stroke = null;
+    let strokeW = 0;
+    if (n.open) {
+      stroke = fill;
+      strokeW = 1.5;
+      fill = "#ffffff";
+    }
+    if (n.critical && this.showCritical) {
+      stroke = MARK_COLORS.critical;
+      strokeW = Math.max(strokeW, 1.2);
+    }
+    if (n.mistake) {
+      stroke = MARK_COLORS.mistake;
+      strokeW = 2.5;
+      scale *= 1.5;
+    }
+    if (isEvent && !selected && this.marked.has(n.eventId)) {
+      stroke = MARK_COLORS.selected;
+      strokeW = 2;
+      scale *= 1.3;
+    }
+    if (selected) {
+      stroke = MARK_COLORS.selected;
+      strokeW = 2.5;
+      scale *= 1.6;
+    }
+    return { fill, stroke, strokeW, scale, selected };
+  }
+
+  _draw() {
+    const { width, height } = this._size();
+    const view = this._view;
+    if (!view) return;
+    const t0 = performance.now();
+    const dpr = window.devicePixelRatio || 1;
+    const c = this.element;
+    if (c.width !== Math.round(width * dpr) || c.height !== Math.round(height * dpr)) {
+      c.width = Math.round(width * dpr);
+      c.height = Math.round(height * dpr);
+      c.style.width = `${width}px`;
+      c.style.height = `${height}px`;
+    }
+    const ctx = c.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(0, 0, width, height);
+
+    const rows = view.lanes.length;
+    const laneH = this.laneH;
+    const top = clampScroll(this.scroller.scrollTop, rows, laneH, height);
+    const [r0, r1] = visibleRows(top, laneH, height, rows);
+    const win = this.window;
+    const px = (x) => toPx(x, win, width, PAD_PX);
+    const yOf = (row) => row * laneH - top + laneH / 2;
+
+    // Lane stripes (as the lane names' rows) and the selected lane.
+    const selectedRow = this._rowOf.get(this._selectedLane());
+    for (let r = r0; r <= r1; r += 1) {
+      const fill = r === selectedRow ? SELECTED_LANE : r % 2 === 1 ? STRIPE : null;
+      if (!fill) continue;
+      ctx.fillStyle = fill;
+      ctx.fillRect(0, r * laneH - top, width, laneH);
+    }
+    const ticks = this._ticks(width);
+    ctx.strokeStyle = GRID;
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (const v of ticks.values) {
+      const x = Math.round(px(v)) + 0.5;
+      ctx.moveTo(x, 0);
+      ctx.lineTo(x, height);
+    }
+    ctx.stroke();
+
+    const tGrid = performance.now();
+    const visible = this.layout.visible(win, [r0, r1]);
+    const barH = Math.max(4, Math.min(12, laneH * 0.5));
+    const dotR = Math.max(2.5, Math.min(4.5, laneH * 0.18));
+    const drawn = [];
+    const byKey = new Map();
+    const geometry = (it) => {
+      const y = yOf(it.row);
+      if (it.node.kind === "bin") {
+        const h = Math.min(laneH - 4, barH + 4);
+        let x0 = px(it.x0);
+        let x1 = px(it.x1);
+        if (x1 - x0 < 4) {
+          const mid = (x0 + x1) / 2;
+          x0 = mid - 2;
+          x1 = mid + 2;
+        }
+        return { x0, x1, y0: y - h / 2, y1: y + h / 2, shape: "bin" };
+      }
+      if (it.x1 > it.x0) {
+        let x0 = px(it.x0);
+        let x1 = px(it.x1);
+        if (x1 - x0 < 2) x1 = x0 + 2;
+        return { x0, x1, y0: y - barH / 2, y1: y + barH / 2, shape: "bar" };
+      }
+      const x = px(it.x0);
+      return { x0: x - dotR, x1: x + dotR, y0: y - dotR, y1: y + dotR, shape: "dot" };
+    };
+
+    // Edges (under the nodes), batched by style.
+    const tVisible = performance.now();
+    const segments = this.layout.edges(view, visible);
+    const tSegments = performance.now();
+    const buckets = new Map();
+    let edgeCount = 0;
+    const viewTop = -laneH;
+    const viewBottom = height + laneH;
+    for (const [a, b, e] of segments) {
+      const ya = yOf(a.row);
+      const yb = yOf(b.row);
+      if ((ya < viewTop && yb < viewTop) || (ya > viewBottom && yb > viewBottom)) continue;
+      const xa = px(a.node.kind === "bin" ? (a.x0 + a.x1) / 2 : a.x1);
+      const xb = px(b.node.kind === "bin" ? (b.x0 + b.x1) / 2 : b.x0);
+      if ((xa < 0 && xb < 0) || (xa > width && xb > width)) continue;
+      const style = this._edgeStyle(e, a, b);
+      let bucket = buckets.get(style.key);
+      if (!bucket) {
+        bucket = { style, lines: [] };
+        buckets.set(style.key, bucket);
+      }
+      bucket.lines.push(xa, ya, xb, yb);
+      edgeCount += 1;
+    }
+    for (const { style, lines } of [...buckets.values()].sort((p, q) => p.style.z - q.style.z)) {
+      ctx.strokeStyle = style.color;
+      ctx.lineWidth = style.width;
+      ctx.beginPath();
+      for (let i = 0; i < lines.length; i += 4) {
+        ctx.moveTo(lines[i], lines[i + 1]);
+        ctx.lineTo(lines[i + 2], lines[i + 3]);
+      }
+      ctx.stroke();
+      if (!style.arrow) continue;
+      ctx.fillStyle = style.color;
+      ctx.beginPath();
+      for (let i = 0; i < lines.length; i += 4) {
+        const dx = lines[i + 2] - lines[i];
+        const dy = lines[i + 3] - lines[i + 1];
+        const len = Math.hypot(dx, dy);
+        if (len < 14) continue;
+        const ux = dx / len;
+        const uy = dy / len;
+        const tx = lines[i + 2] - ux * 2;
+        const ty = lines[i + 3] - uy * 2;
+        ctx.moveTo(tx, ty);
+        ctx.lineTo(tx - ux * 6 - uy * 3, ty - uy * 6 + ux * 3);
+        ctx.lineTo(tx - ux * 6 + uy * 3, ty - uy * 6 - ux * 3);
+        ctx.closePath();
+      }
+      ctx.fill();
+    }
+
+    const tEdges = performance.now();
+    // Nodes: bins, then bars, then dots, each batched by colour; outlines last.
+    const fills = new Map();
+    const outlines = [];
+    const labels = [];
+    let bins = 0;
+    let bars = 0;
+    let dots = 0;
+    const order = { bin: 0, bar: 1, dot: 2 };
+    const placed = visible.items.map((it) => ({ it, g: geometry(it) }))
+      .sort((p, q) => order[p.g.shape] - order[q.g.shape]);
+    for (const { it, g } of placed) {
+      const s = this._style(it);
+      let { x0, x1, y0, y1 } = g;
+      if (g.shape === "bar" && s.scale !== 1) {
+        const grow = ((y1 - y0) * (Math.min(s.scale, 1.8) - 1)) / 2;
+        y0 -= grow;
+        y1 += grow;
+      } else if (g.shape === "dot" && s.scale !== 1) {
+        const r = ((x1 - x0) / 2) * s.scale;
+        const cx = (x0 + x1) / 2;
+        const cy = (y0 + y1) / 2;
+        x0 = cx - r; x1 = cx + r; y0 = cy - r; y1 = cy + r;
+      }
+      const fill = g.shape === "bin" ? fade(s.fill, Math.min(0.85, 0.3 + 0.12 * Math.log2(1 + (it.node.count || 1)))) : s.fill;
+      const key = `${order[g.shape]}${fill}`;
+      let list = fills.get(key);
+      if (!list) {
+        list = { fill, shapes: [] };
+        fills.set(key, list);
+      }
+      list.shapes.push([g.shape, x0, x1, y0, y1]);
+      if (s.stroke) outlines.push([g.shape, x0, x1, y0, y1, s.stroke, s.strokeW]);
+      if (g.shape === "bin") {
+        bins += 1;
+        if (x1 - x0 >= 26 && laneH >= 16) labels.push([String(it.node.count), (x0 + x1) / 2, (y0 + y1) / 2]);
+      } else if (g.shape === "bar") bars += 1;
+      else dots += 1;
+      const d = { item: it, x0, x1, y0, y1 };
+      drawn.push(d);
+      byKey.set(it.key, d);
+    }
+    for (const { fill, shapes } of [...fills.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, v]) => v)) {
+      ctx.fillStyle = fill;
+      ctx.beginPath();
+      for (const [shape, x0, x1, y0, y1] of shapes) {
+        if (shape === "dot") {
+          const r = (x1 - x0) / 2;
+          ctx.moveTo(x1, (y0 + y1) / 2);
+          ctx.arc((x0 + x1) / 2, (y0 + y1) / 2, r, 0, 2 * Math.PI);
+        } else ctx.rect(x0, y0, x1 - x0, y1 - y0);
+      }
+      ctx.fill();
+    }
+    for (const [shape, x0, x1, y0, y1, stroke, w] of outlines) {
+      ctx.strokeStyle = stroke;
+      ctx.lineWidth = w;
+      ctx.beginPath();
+      if (shape === "dot") ctx.arc((x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2 + w / 2, 0, 2 * Math.PI);
+      else ctx.rect(x0 - w / 2, y0 - w / 2, x1 - x0 + w, y1 - y0 + w);
+      ctx.stroke();
+    }
+    if (labels.length) {
+      ctx.fillStyle = "#212529";
+      ctx.font = "10px system-ui, sans-serif";
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      for (const [text, x, y] of labels) ctx.fillText(text, x, y);
+    }
+
+    const tNodes = performance.now();
+    this._drawn = drawn;
+    this._drawnByKey = byKey;
+    this._placeAxis(ticks, px);
+    this.overview?.draw(win);
+    this._stats = {
+      drawn: { bins, bars, dots, edges: edgeCount, expanded: visible.expanded.size },
+      visibleRows: [r0, r1], drawMs: performance.now() - t0,
+      phases: {
+        grid: tGrid - t0, visible: tVisible - tGrid, segments: tSegments - tVisible, edges: tEdges - tSegments,
+        nodes: tNodes - tEdges, axis: performance.now() - tNodes,
+      },
+    };
+  }
+
+  _edgeStyle(e, a, b) {
+    const touchesSelected = this.selectedEvent !== null
+      && (a.node.eventId === this.selectedEvent || b.node.eventId === this.selectedEvent
+        || a.key === this._selectedKey || b.key === this._selectedKey);
+    if (e.critical && this.showCritical) return { key: "critical", color: fade(MARK_COLORS.critical, 0.85), width: 2.2, arrow: true, z: 2 };
+    if (e.aggregated) {
+      const width = Math.min(5, 0.8 + Math.log2(e.count) * 0.6);
+      const color = fade(edgeColor(e.type), touchesSelected ? 0.9 : 0.3);
+      return { key: `a${color}${width}`, color, width, arrow: false, z: 0 };
+    }
+    const color = fade(edgeColor(e.type), touchesSelected ? 1 : 0.5);
+    const width = touchesSelected ? 2 : 1;
+    return { key: `e${color}${width}`, color, width, arrow: true, z: touchesSelected ? 3 : 1 };
+  }
+
+  /** Tick values over the window, inside the extent (no negative time), and their step. */
+  _ticks(width) {
+    const [a, b] = this.window;
+    const count = Math.max(2, Math.floor(width / 110));
+    let values = niceTicks(a, b, count);
+    const step = values.length > 1 ? values[1] - values[0] : 1;
+    const eps = step * 1e-6;
+    values = values.filter((v) => v >= this.extent[0] - eps && v <= this.extent[1] + eps
+      && (this.mode === "time" || Number.isInteger(v)));
+    return { values, step };
+  }
+
+  _placeAxis({ values, step }, px) {
+    const labels = values.map((v) => {
       const span = document.createElement("span");
       span.className = "axis-tick";
-      span.style.left = `${this.sigma.graphToViewport({ x: v * this.kx, y: 0 }).x}px`;
-      span.textContent = this.mode === "time" ? formatSeconds(v) : String(v);
+      span.style.left = `${px(v)}px`;
+      span.textContent = this.mode === "time" ? formatTick(v, step) : String(v);
       return span;
     });
     this.axis.replaceChildren(...labels);
+  }
+
+  _label(n) {
+    if (n.kind === "bin") {
+      return `${n.count} events ${n.folded ? `folded into ${n.lane}: click to unfold` : "binned: click to zoom in"}`;
+    }
+    const ev = this.model.events.get(n.eventId);
+    if (!ev) return "";
+    const at = this.mode === "time" ? formatSeconds(ev.t) : `step ${this.model.stepOf(ev.id)}`;
+    const took = this.mode === "time" && Number.isFinite(ev.t_end) && ev.t_end > ev.t ? ` (${formatSeconds(ev.t_end - ev.t)})` : "";
+    return `${ev.type} · ${ev.agent} · ${at}${took}${n.mistake ? " · mistake step" : ""}`;
   }
 }

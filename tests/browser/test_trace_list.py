@@ -1,0 +1,87 @@
+"""The trace list in headless Chromium: the kind facet hides branch traces (and back/forward
+restores the filter), a streamed trace appears and grows without a reload, and the table fits a
+1280 px window. Waits are on visible state and `body[data-list-socket]`, never sleeps."""
+
+import pytest
+
+from tests.servers import manage
+
+pytestmark = pytest.mark.timeout(300)
+
+BRANCH = """
+from webapp.traces.models import Trace
+parent = Trace.objects.get(pk={parent})
+Trace.objects.create(project=parent.project, identity_key="sim:branch-of-{parent}", source_format="sim",
+                     source_id="branch-of-{parent}", name="Branch of {parent} (what-if)", kind="branch",
+                     derived_from="trace:{parent}")
+"""
+
+
+def rows(page):
+    return page.get_by_test_id("trace-table").locator("tbody tr a[data-col=name]").all_inner_texts()
+
+
+def test_the_kind_facet_hides_branch_traces_and_the_url_keeps_it(app, page, fixtures):
+    parent = app.import_files(fixtures / "native_small.json")["native_small.json"]
+    made = manage("shell", "-c", BRANCH.format(parent=parent), env=app.env)
+    assert made.returncode == 0, made.stderr
+    page.goto(app.url + "/")
+    listed = rows(page)
+    assert not any("Branch of" in name for name in listed)
+    parent_row = page.locator(f"tr[data-trace-id='{parent}']")
+    chip = parent_row.get_by_test_id("derived-chip")
+    assert chip.inner_text() == "1 branch"
+
+    page.get_by_test_id("facet-kind").locator("a[data-value=branch]").click()
+    page.wait_for_url("**/?kind=branch")
+    assert rows(page) == [f"Branch of {parent} (what-if)"]
+    assert page.locator(f"tr[data-trace-id='{parent}']").count() == 0
+    page.go_back()
+    page.wait_for_url(app.url + "/")
+    assert not any("Branch of" in name for name in rows(page))
+    page.go_forward()
+    page.wait_for_url("**/?kind=branch")
+    assert rows(page) == [f"Branch of {parent} (what-if)"]
+
+    page.goto(app.url + "/")
+    chip = page.locator(f"tr[data-trace-id='{parent}']").get_by_test_id("derived-chip")
+    chip.click()
+    page.wait_for_url(f"**/?kind=branch&from=trace%3A{parent}")
+    assert rows(page) == [f"Branch of {parent} (what-if)"]
+
+
+def test_a_new_streamed_trace_appears_and_grows_without_a_reload(app, page):
+    page.goto(app.url + "/")
+    page.wait_for_function("document.body.dataset.listSocket === 'open'", timeout=30_000)
+    page.evaluate("window.__sameDocument = true")
+    trace = app.api("/api/traces/", {"name": "streamed into the list", "system": "browser-test"})["trace"]
+    row = page.locator(f"tr[data-trace-id='{trace['id']}']")
+    row.wait_for(timeout=30_000)
+    assert row.locator("a[data-col=name]").inner_text() == "streamed into the list"
+    assert row.get_by_test_id("row-live").is_visible()
+    events = [{"id": f"e{i}", "t": i * 0.1, "type": "message", "agent": f"a{i % 3}"} for i in range(12)]
+    app.api(f"/api/traces/{trace['id']}/events/", events)
+    page.wait_for_function(
+        "(id) => document.querySelector(`tr[data-trace-id='${id}'] [data-col=event_count]`)?.textContent === '12'",
+        arg=trace["id"],
+        timeout=30_000,
+    )
+    assert page.evaluate("window.__sameDocument") is True  # no reload happened
+    assert page.get_by_test_id("trace-table").locator("tbody tr").first.get_attribute("data-trace-id") == str(
+        trace["id"]
+    )
+
+
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_the_table_is_not_clipped(app, page, fixtures, width):
+    app.import_files(fixtures / "whowhen_hand_crafted.json", fixtures / "otlp_genai_agents.json")
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(app.url + "/")
+    last = page.get_by_test_id("trace-table").locator("thead th").last
+    box = last.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    for cell in page.get_by_test_id("trace-table").locator("tbody tr:first-child td").all():
+        cell_box = cell.bounding_box()
+        if cell_box is not None:  # a folded column has no box
+            assert cell_box["x"] + cell_box["width"] <= width
