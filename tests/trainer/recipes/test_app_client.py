@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("torch")
 
 from swarmscope.client import SwarmscopeError  # noqa: E402
-from trainer.recipes.app_client import AppReporter, app_run  # noqa: E402
+from trainer.recipes.app_client import AppRefused, AppReporter, app_run  # noqa: E402
 from trainer.recipes.config import RunConfig  # noqa: E402
 
 
@@ -68,7 +68,7 @@ def test_a_closed_run_is_noted_and_other_refusals_raise():
     reporter.post_iteration({"iteration": 0})
     reporter.post_iteration({"iteration": 1})
     assert reporter.closed is not None and reporter.closed.status == 409
-    with pytest.raises(SwarmscopeError):
+    with pytest.raises(AppRefused, match="the app refused iteration 0"):  # said in one line, no class name
         AppReporter(FakeClient(refuse=400), 3, "http://app/").post_iteration({"iteration": 0})
 
 
