@@ -34,14 +34,15 @@ def test_the_kind_facet_hides_branch_traces_and_the_url_keeps_it(app, page, fixt
 
     page.get_by_test_id("facet-kind").locator("a[data-value=branch]").click()
     page.wait_for_url("**/?kind=branch")
-    assert rows(page) == [f"Branch of {parent} (what-if)"]
+    # (Other tests of this app may have made branch traces too: only branches are listed.)
+    assert f"Branch of {parent} (what-if)" in rows(page) and not set(rows(page)) & set(listed)
     assert page.locator(f"tr[data-trace-id='{parent}']").count() == 0
     page.go_back()
     page.wait_for_url(app.url + "/")
     assert not any("Branch of" in name for name in rows(page))
     page.go_forward()
     page.wait_for_url("**/?kind=branch")
-    assert rows(page) == [f"Branch of {parent} (what-if)"]
+    assert f"Branch of {parent} (what-if)" in rows(page) and not set(rows(page)) & set(listed)
 
     page.goto(app.url + "/")
     chip = page.locator(f"tr[data-trace-id='{parent}']").get_by_test_id("derived-chip")

@@ -174,10 +174,16 @@ def test_fixture_mistake_search_and_safe_markdown(app, page, fixtures, tmp_path)
     assert "line 59" in body.inner_text()
     page.wait_for_function(f"document.querySelector('[data-event-id=e1].tx-row').offsetHeight > {folded_height + 200}")
     # Rows below moved down to make room (measured heights, no overlap).
+    # (Scrolled so that e1's end is in view: a tall e1 can push e2 out of the rendered window.)
+    page.evaluate(
+        """() => { const a = document.querySelector('[data-event-id=e1].tx-row');
+                   const box = document.querySelector('[data-testid=transcript-scroll]');
+                   box.scrollTop = a.offsetTop + a.offsetHeight - box.clientHeight / 2; }"""
+    )
     page.wait_for_function(
-        """() => { const a = document.querySelector('[data-event-id=e1].tx-row').getBoundingClientRect();
-                   const b = document.querySelector('[data-event-id=e2].tx-row').getBoundingClientRect();
-                   return b.top >= a.bottom - 1; }"""
+        """() => { const a = document.querySelector('[data-event-id=e1].tx-row');
+                   const b = document.querySelector('[data-event-id=e2].tx-row');
+                   return a && b && b.getBoundingClientRect().top >= a.getBoundingClientRect().bottom - 1; }"""
     )
 
     # Search: hits listed with snippets; Enter goes to each in turn.

@@ -579,7 +579,8 @@ def do_finish_job(job: CounterfactualJob, n: int | None = None) -> bool:
             environment=_backend(job).environment(),
             code_version=code_version(),
         )
-        forget_computed_metrics(job.trace_id)
+        if intervention.agents and not intervention.events:  # a removal effect: free-riding may change
+            forget_computed_metrics(job.trace_id)
         _notify(job)
     return True
 
@@ -628,7 +629,8 @@ def _store_credit(job: CounterfactualJob, samples: list[RolloutSample]) -> None:
             )
         )
     Attribution.objects.bulk_create(rows)
-    forget_computed_metrics(job.trace_id)
+    if job.player_kind == CounterfactualJob.AGENTS:  # agents' removal effects: free-riding may change
+        forget_computed_metrics(job.trace_id)
 
 
 def do_fail_job(job: CounterfactualJob, reason: str, usage: dict[str, int] | None = None) -> None:

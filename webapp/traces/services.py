@@ -20,6 +20,7 @@ from django.utils import timezone
 from swarmscope import model as core
 from swarmscope.metrics import compute_metrics
 from webapp.accounts.models import Project
+from webapp.web.jobs import enqueue
 
 from .models import Agent, Edge, Event, Label, Trace
 
@@ -262,8 +263,10 @@ ATTRIBUTION_SOURCES: list[Callable[[Trace], dict[str, tuple[float, float, float]
 
 
 def forget_computed_metrics(trace_id: int) -> None:
-    """Drop the cached computed metrics of a trace (recomputed on next read)."""
+    """Drop the cached computed metrics of a trace and have a worker compute them again after
+    commit (a read before that computes them itself)."""
     Trace.objects.filter(pk=trace_id).update(computed_metrics_seq=-1)
+    transaction.on_commit(lambda: enqueue("webapp.traces.tasks.refresh_metrics", trace_id))
 
 
 def get_computed_metrics(trace: Trace) -> dict[str, Any]:
