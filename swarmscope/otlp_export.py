@@ -15,8 +15,8 @@ resource (`service.name` = the trace's system) and one scope, holding
   attributes (a folded result: `swarmscope.result_event.id`);
 - the trace's edges as span links on the destination event's span (`swarmscope.edge.type`).
 
-Times: `origin_ns`, else the trace's `start_time_unix_nano` (attributes), else 1 s after the Unix
-epoch (OTLP reads 0 as "unset"), plus event `t` seconds.
+Times: `origin_ns`, else when the trace began by its attributes (`origin_ns(trace)`), else 1 s
+after the Unix epoch (OTLP reads 0 as "unset"), plus event `t` seconds.
 Ids are derived from the trace's identity key (sha256), so exporting twice gives the same ids.
 `extra` adds resource attributes (a branch trace's parent, attributions); `span_events` maps an
 event id to extra span events (e.g. `swarmscope.attribution` with its estimate and interval).
@@ -31,6 +31,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from .importers.otel_sdk import iso_ns
 from .model import Event, Trace
 
 #: Event types exported as `chat` spans (an LLM turn's output); the others have their own operation.
@@ -279,11 +280,25 @@ def _any_value(value: Any) -> dict[str, Any]:
     return {"stringValue": json.dumps(value, ensure_ascii=False, default=str)}
 
 
-def _origin_ns(trace: Trace) -> int:
+def origin_ns(trace: Trace) -> int | None:
+    """When the trace began, in ns since the Unix epoch, as its importer recorded it:
+    `start_time_unix_nano` (OTel formats), else an ISO 8601 `start_time` / `started_at` (Claude Code,
+    Codex, Langfuse); None when it recorded none."""
     started = trace.attributes.get("start_time_unix_nano")
     if isinstance(started, int) and not isinstance(started, bool) and started > 0:
         return started
-    return 1_000_000_000
+    for key in ("start_time", "started_at"):
+        text = trace.attributes.get(key)
+        if isinstance(text, str):
+            try:
+                return iso_ns(text)
+            except ValueError:
+                continue
+    return None
+
+
+def _origin_ns(trace: Trace) -> int:
+    return origin_ns(trace) or 1_000_000_000
 
 
 def _hex(text: str, width: int) -> str:

@@ -116,7 +116,7 @@ def decode(source: SourceFile, *, strict: bool = False) -> Any | None:
             lines = [ln for ln in text.splitlines() if ln.strip()]
             if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines[:2])):
                 raise TraceFormatError(
-                    source.name, f"invalid JSON: {whole_error.msg}", whole_error.lineno, whole_error.colno
+                    source.name, f"invalid JSON: {_reason(whole_error)}", whole_error.lineno, whole_error.colno
                 ) from None
         docs = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -125,7 +125,7 @@ def decode(source: SourceFile, *, strict: bool = False) -> Any | None:
                     docs.append(loads(line))
                 except json.JSONDecodeError as exc:
                     raise TraceFormatError(
-                        source.name, f"invalid JSON Lines record: {exc.msg}", number, exc.colno
+                        source.name, f"invalid JSON Lines record: {_reason(exc)}", number, exc.colno
                     ) from None
         return docs
     except RecursionError:
@@ -134,6 +134,12 @@ def decode(source: SourceFile, *, strict: bool = False) -> Any | None:
         if isinstance(exc, TraceFormatError):
             raise
         raise TraceFormatError(source.name, str(exc)) from None
+
+
+def _reason(error: json.JSONDecodeError) -> str:
+    """The decoder's message without a trailing "at" ("Unterminated string starting at"): the
+    line and column follow it in TraceFormatError."""
+    return error.msg.removesuffix(" at")
 
 
 def detect(doc: Any):
@@ -194,7 +200,9 @@ def read_files(sources: Iterable[SourceFile]) -> ImportResult:
         except (TraceFormatError, TraceValidationError) as exc:
             report.error = exc.detail if isinstance(exc, TraceFormatError) else str(exc)
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-            report.error = f"malformed {report.format or 'input'}: {exc!r}"
+            # A ValueError's text names the record and field; other classes need their name to read.
+            said = str(exc) if type(exc) is ValueError else repr(exc)
+            report.error = f"malformed {report.format or 'input'}: {said}"
     for (module, trace_id), (records, names, owners) in _grouped(chunks).items():
         try:
             trace = module.build(trace_id, records, names)

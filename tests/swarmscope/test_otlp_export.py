@@ -8,7 +8,9 @@ import pytest
 from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from swarmscope import read_traces
 from swarmscope.importers import SourceFile, read_files
+from swarmscope.importers.otel_sdk import iso_ns
 from swarmscope.otlp_export import to_otlp_json
 
 FIXTURE_FILES = ["native_small.json", "whowhen_hand_crafted.json", "monocle_small.json", "survey_small.json"]
@@ -77,3 +79,11 @@ def test_spawn_hierarchy_becomes_span_parents(fixtures):
         if agent.parent:
             assert agent_spans[agent.name]["parentSpanId"] == agent_spans[agent.parent]["spanId"]
     assert any(a.parent for a in trace.agents)  # the fixture has spawned agents, so the check ran
+
+
+def test_spans_start_when_the_session_ran(fixtures):
+    """The origin is the trace's own start (a Claude Code session's `start_time`), not the epoch or
+    the import."""
+    trace = next(t for t in read_traces(fixtures / "claude_code" / "project") if t.attributes.get("start_time"))
+    root = to_otlp_json(trace)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert int(root["startTimeUnixNano"]) == iso_ns(trace.attributes["start_time"])

@@ -53,7 +53,7 @@ from swarmscope.credit import (
     shapley_permutation,
 )
 from swarmscope.interventions import Intervention, InterventionError, check_intervention
-from swarmscope.otlp_export import to_otlp_json
+from swarmscope.otlp_export import origin_ns, to_otlp_json
 from webapp.traces.ingest import do_ingest
 from webapp.traces.models import Trace
 from webapp.traces.services import forget_computed_metrics, to_core_trace
@@ -729,9 +729,9 @@ def otlp_export(trace: Trace) -> dict[str, Any]:
                 )
     if attributions:
         extra["swarmscope.attributions"] = attributions
-    started = trace.attributes.get("start_time_unix_nano") if isinstance(trace.attributes, dict) else None
-    origin = None if isinstance(started, int) and started > 0 else int(trace.created_at.timestamp() * 1e9)
-    return to_otlp_json(to_core_trace(trace), extra=extra, span_events=span_events, origin_ns=origin)
+    core_trace = to_core_trace(trace)
+    origin = origin_ns(core_trace) or int(trace.created_at.timestamp() * 1e9)  # else when it arrived
+    return to_otlp_json(core_trace, extra=extra, span_events=span_events, origin_ns=origin)
 
 
 def list_jobs(trace: Trace, limit: int = 50):
