@@ -2,17 +2,18 @@
 workflows, plans, agent creation, transfers, remote callers, span links, evaluations, cache tokens."""
 
 import json
+from functools import partial
 from pathlib import Path
 
 from swarmscope.importers import otlp
-from swarmscope.importers.otel import Span, SpanLink, build_trace
+from swarmscope.importers.otel import SpanLink, build_trace
 from swarmscope.model import validate_trace
+from tests.swarmscope.importers.spans import make_span
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FIXTURE = "otlp_genai_agents.json"
 TRACE_ID = "8c1d2e3f40516273a4b5c6d7e8f90a1b"
 TRACE = "0" * 31 + "9"
-SECOND = 1_000_000_000
 
 
 def fixture_spans(*, with_links=True):
@@ -39,17 +40,7 @@ def build(spans, trace_id=TRACE):
     return trace
 
 
-def span(sid, parent=None, name="op", start=0.0, end=1.0, **attributes):
-    return Span(
-        trace_id=TRACE,
-        span_id=sid.rjust(16, "0"),
-        parent_id=parent.rjust(16, "0") if parent else None,
-        name=name,
-        start_ns=int(start * SECOND),
-        end_ns=int(end * SECOND),
-        service="app",
-        attributes={key.replace("__", "."): value for key, value in attributes.items()},
-    )
+span = partial(make_span, TRACE)
 
 
 def chat(sid, parent, agent, start, end, text):

@@ -2,15 +2,16 @@
 from `agent.name` / `graph.node.*`, hand-offs, flattened messages, token counts."""
 
 import json
+from functools import partial
 from pathlib import Path
 
 from swarmscope.importers import SourceFile, read_files
-from swarmscope.importers.otel import Span, build_trace
+from swarmscope.importers.otel import build_trace
 from swarmscope.model import validate_trace
+from tests.swarmscope.importers.spans import make_span
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TRACE = "0" * 31 + "7"
-SECOND = 1_000_000_000
 
 
 def load(name):
@@ -20,18 +21,7 @@ def load(name):
     return trace
 
 
-def span(sid, parent=None, name="op", start=0.0, end=1.0, **attributes):
-    """A span from times in seconds and attributes given as keywords (`__` for dots)."""
-    return Span(
-        trace_id=TRACE,
-        span_id=sid.rjust(16, "0"),
-        parent_id=parent.rjust(16, "0") if parent else None,
-        name=name,
-        start_ns=int(start * SECOND),
-        end_ns=int(end * SECOND),
-        service="app",
-        attributes={key.replace("__", "."): value for key, value in attributes.items()},
-    )
+span = partial(make_span, TRACE)
 
 
 def build(*spans):
