@@ -7,9 +7,12 @@ first; message that worker (a null item: it costs time and tokens); aggregate (l
 subtask is delegated: an earlier answer is certainly wrong); stop. The argument
 of a move is resolved by these rules, so the network chooses the kind of decision, and the masks
 (`legal_moves`) rule out the illegal ones. Stop modes: `learned` (stop is an optimal-stopping
-decision on the value heads, below), `rule` (stop and aggregate masked until every subtask is
-delegated, then aggregate and stop are forced: the survey's rule-based stop) and `none` (stop
-masked: the episode runs to the step limit).
+decision on the value heads, below, offered once the orchestrator has answered), `anytime` (the
+same learned stop, offered at every decision: a stop before the answer submits a partial answer,
+worth something under SwarmSim's partial credit, `trainer.sim.env`, so a premature stop is a
+real, possible mistake), `rule` (stop and aggregate masked until every subtask is delegated, then
+aggregate and stop are forced: the survey's rule-based stop) and `none` (stop masked: the episode
+runs to the step limit).
 
 **The learned stop is optimal stopping** (Snell 1952; Chow, Robbins & Siegmund 1971, ch. 3), not
 a policy-gradient logit. Two heads estimate the value of stopping now, S(s) (the reward the episode
@@ -24,8 +27,9 @@ under 0/1 outcome noise. Guards against the collapse into stopping at once: G st
 once the orchestrator has answered (aggregated). A stop without an answer scores R = 0 in SwarmSim;
 when it was offered as soon as every subtask was delegated, G was measured against an early
 policy's continuation full of filler moves (each paying the critical-steps cost), came out
-negative, and runs learned to stop without answering at all (bench/RESULTS.md). So the learned
-decision is when to end the episode once answered: at once, or after more moves.
+negative, and runs learned to stop without answering at all (bench/RESULTS.md). So under
+`learned` the decision is when to end the episode once answered: at once, or after more moves;
+`anytime` drops the guard, for environments where an unfinished answer earns partial credit.
 
 Sampling uses SwarmSim's counter-based randomness (`trainer.sim.rng`): decision t of the episode
 with seed s draws u = uniform(s, "policy/<t>") (with a `salt`, "policy/<t>/<salt>"), so a
@@ -62,7 +66,9 @@ SPAWN_SOLVER, SPAWN_EXPERT, SPAWN_VERIFIER, DELEGATE, MESSAGE, AGGREGATE, STOP =
 SPAWN_ROLES = ("solver", "expert", "verifier")
 #: The decision kind of each move (spawn / delegate / message / aggregate / stop).
 MOVE_KIND = ("spawn", "spawn", "spawn", "delegate", "message", "aggregate", "stop")
-STOP_MODES = ("learned", "rule", "none")
+STOP_MODES = ("learned", "anytime", "rule", "none")
+#: The stop modes whose stop is the learned optimal-stopping decision (the stop heads are trained).
+LEARNED_STOPS = ("learned", "anytime")
 #: Observation features (`features`), in order.
 FEATURES = (
     "delegated_share",
@@ -137,7 +143,8 @@ class OrchestratorState:
         mask[MESSAGE] = bool(self.workers)
         # an answer before every subtask is delegated is certainly wrong (E[R] = 0, `trainer.sim.env`)
         mask[AGGREGATE] = not self.env.aggregated and self.next_subtask == self.n
-        mask[STOP] = mode == "learned" and self.env.aggregated  # the guard (module docstring)
+        # the guard (module docstring): under `learned`, stop only once answered
+        mask[STOP] = mode == "anytime" or mode == "learned" and self.env.aggregated
         if mode == "rule":
             mask[AGGREGATE] = False
             if self.next_subtask == self.n:  # every subtask delegated: aggregate, then stop
@@ -259,14 +266,14 @@ def move_probabilities(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(probabilities (B, M) of every move, log-probabilities (B, M) of the non-stop moves given
     that the orchestrator does not stop). p(stop) is 1 where stop is the only legal move; under the
-    `learned` mode, where stop is legal among others, sigmoid(-gain / STOP_TEMPERATURE) (optimal
+    `LEARNED_STOPS` modes, where stop is legal among others, sigmoid(-gain / STOP_TEMPERATURE) (optimal
     stopping, module docstring); else 0. The non-stop moves share 1 - p(stop) by the softmax of
     `logits` (B, M) over the legal ones. `gain` (B,), `mask` (B, M) bool."""
     others = mask.clone()
     others[:, STOP] = False
     conditional = torch.log_softmax(logits.masked_fill(~others, -1e9), dim=-1)
     only_stop = mask[:, STOP] & ~others.any(-1)
-    learned = torch.sigmoid(-gain / STOP_TEMPERATURE) if mode == "learned" else torch.zeros_like(gain)
+    learned = torch.sigmoid(-gain / STOP_TEMPERATURE) if mode in LEARNED_STOPS else torch.zeros_like(gain)
     p_stop = torch.where(only_stop, torch.ones_like(gain), torch.where(mask[:, STOP], learned, torch.zeros_like(gain)))
     probs = conditional.exp() * (1 - p_stop)[:, None] * others
     probs[:, STOP] = p_stop
@@ -390,9 +397,11 @@ def play(
     return games
 
 
-def moves_of(game: Played) -> tuple[int, ...]:
-    """The moves of a played episode, forced and sampled alike, in decision order."""
-    return tuple(_move_of(action) for action in game.env.actions)
+def moves_of(game: Played | Episode) -> tuple[int, ...]:
+    """The moves of a played episode (or of an `Episode`'s actions), forced and sampled alike, in
+    decision order. Raises KeyError for an action no move makes (despawn)."""
+    actions = game.actions if isinstance(game, Episode) else game.env.actions
+    return tuple(_move_of(action) for action in actions)
 
 
 def _move_of(action: Action) -> int:

@@ -11,8 +11,16 @@ stop at s (one step). Both re-rollouts count in the budget. Because both terms o
 outcome draws, its target after the answer is the exact, small, negative critical-steps cost of
 going on, not buried in ±0.5 outcome noise as a reward difference across episodes would be. Against
 the collapse into stopping without an answer, stop is offered once the orchestrator has answered
-(`trainer.policy`). `stop_hindsight` measures an episode's stop regret against the best stopping
-point, which SwarmSim knows.
+(`trainer.policy`), unless the stop mode is `anytime` (for partial credit, `trainer.sim.env`).
+
+Two regrets. `stop_regret` (use this one) is over the stops the policy could actually take: the
+oracle is the best stopping point among the decisions where stop was offered on the episode's
+path, its decisions up to its stop and (given the policy) its continuation, the same policy
+re-rolled at the episode's seed with stop masked from there on; each point is valued by a paired
+re-rollout (the prefix replayed, then stop: one step) at SwarmSim's exact expectation E[R]. A
+stop before the oracle's point is premature, one after it late.
+`stop_hindsight` (the older figure) also credits stopping at decision 0 ("never start") and
+stopping right after the last delegation, whether or not the policy was offered them.
 """
 
 from __future__ import annotations
@@ -23,10 +31,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainer.policy import AGGREGATE, STOP, OrchestratorPolicy, Played, Script, moves_of, play
+from trainer.policy import (
+    AGGREGATE,
+    LEARNED_STOPS,
+    STOP,
+    STOP_MODES,
+    OrchestratorPolicy,
+    Played,
+    Script,
+    moves_of,
+    play,
+)
 from trainer.rl.rewards import critical_steps_of, episode_reward
 from trainer.sim.actions import aggregate, delegate, spawn, stop
-from trainer.sim.env import Episode, simulate
+from trainer.sim.env import Episode, SimConfig, simulate
 
 if TYPE_CHECKING:
     from trainer.recipes.config import RunConfig
@@ -36,13 +54,16 @@ if TYPE_CHECKING:
 class StopOutcome:
     """`regret` = expected task reward at the best stopping point in hindsight - achieved (>= 0);
     `best_point` and `achieved_point`: decisions taken before answering (the first aggregate or stop);
-    `premature` / `late`: the episode answered before / ended after its best point, with regret > 0."""
+    `premature` / `late`: the episode answered before / ended after its best point, with regret > 0.
+    (`stop_regret`: the points are stopping decisions, the decision the stop replaced;
+    `replays`: the re-rollouts it took, one environment step each after the replayed prefix.)"""
 
     regret: float
     best_point: int
     achieved_point: int
     premature: bool
     late: bool
+    replays: int = 0
 
 
 def stop_hindsight(episode: Episode, weights: Mapping[str, float]) -> StopOutcome:
@@ -55,8 +76,12 @@ def stop_hindsight(episode: Episode, weights: Mapping[str, float]) -> StopOutcom
     its decisions before the answer completed by delegating the rest round-robin to its workers
     (a solver spawned if it had none). Before every subtask is delegated (point t*) E[R] = 0; from
     t* on E[R] is fixed and CS only grows; so the best point is 0 or t*, and two short replays
-    (same seed) give both. Units: reward.
+    (same seed) give both. Units: reward. That holds for all-or-nothing grading only: under
+    partial credit (`trainer.sim.env`) this returns `stop_regret` over the episode's own path
+    (late stops only), at 8 stop points drawn from the episode's seed.
     """
+    if episode.config.answer_credit == "partial":
+        return stop_regret(episode, weights, "anytime", points=8, rng=np.random.default_rng(episode.seed))
     actions, task, seed = list(episode.actions), episode.task, episode.seed
     n = len(task.subtasks)
     answer_at = next((t for t, a in enumerate(actions) if a.kind in ("aggregate", "stop")), len(actions))
@@ -101,10 +126,110 @@ def stop_hindsight(episode: Episode, weights: Mapping[str, float]) -> StopOutcom
     return StopOutcome(regret, best_point, answer_at, premature, late)
 
 
-def episode_summary(episode: Episode, weights: Mapping[str, float]) -> dict[str, float]:
+def stop_value(episode: Episode, point: int, weights: Mapping[str, float]) -> float:
+    """The expected task reward (w_success * E[R] - w_critical_steps * CS; reward units) of stopping
+    `episode` at decision `point` instead of taking its action there: the first `point` actions
+    replayed at the episode's seed (common random numbers), then a stop. Raises IndexError unless
+    0 <= point <= len(actions)."""
+    if not 0 <= point <= len(episode.actions):
+        raise IndexError(f"stop point {point} outside the episode's 0..{len(episode.actions)} decisions")
+    stopped = simulate(episode.task, list(episode.actions[:point]) + [stop()], episode.config, episode.seed)
+    return weights["success"] * stopped.p_success - weights["critical_steps"] * critical_steps_of(stopped)
+
+
+def offered_stops(episode: Episode, mode: str) -> list[int]:
+    """The decisions of `episode` at which stop mode `mode` (`trainer.policy.STOP_MODES`) offered a
+    choice to stop, other than the episode's own end: every decision under `anytime`; those after
+    the aggregate under `learned`; none under `rule` and `none` (their stop is not a choice).
+    Raises ValueError for an unknown mode."""
+    if mode not in STOP_MODES:
+        raise ValueError(f"stop mode must be one of {STOP_MODES}, got {mode!r}")
+    end = _achieved_point(episode)
+    if mode == "anytime":
+        return list(range(end))
+    if mode == "learned":
+        answered = next((t for t, a in enumerate(episode.actions) if a.kind == "aggregate"), None)
+        return [] if answered is None else list(range(answered + 1, end))
+    return []
+
+
+def _achieved_point(episode: Episode) -> int:
+    """The decision the episode stopped at: its stop action's, or len(actions) when the step limit
+    (or the end of a replayed plan) stopped it after its last action."""
+    actions = episode.actions
+    return len(actions) - 1 if actions and actions[-1].kind == "stop" else len(actions)
+
+
+def stop_regret(
+    episode: Episode,
+    weights: Mapping[str, float],
+    offer: str = "anytime",
+    *,
+    policy: OrchestratorPolicy | None = None,
+    mode: str | None = None,
+    config: SimConfig | None = None,
+    max_agents: int = 64,
+    points: int | None = None,
+    rng: np.random.Generator | None = None,
+) -> StopOutcome:
+    """Stop regret over the stops the policy could actually take (reward units, >= 0).
+
+    The path: the episode's decisions up to its stop at t, then, with a `policy`, its continuation:
+    a closed-loop re-rollout at the episode's seed (common random numbers) that replays the first t
+    decisions and plays on under stop `mode` (default `offer`) with stop masked from t on, to the
+    step limit of `config` (default the episode's; a larger one continues an episode the step limit
+    stopped). The oracle is the best of the path's stopping points: `offered_stops(path, offer)`,
+    each valued by `stop_value` (the prefix replayed, then a stop: one step), the path's end, and
+    the episode's own stop (its `expected_task`). regret = oracle - achieved. Premature: the episode
+    stopped before the oracle's point (only a continuation can show it); late: after it.
+
+    `points=None` values every offered stop (exact); `points=k` only k of them, drawn by `rng` (an
+    estimate from below). `replays` counts the environment steps it took (the continuation's after
+    its fork, one per valued stop). Raises ValueError for an unknown mode or `points` without `rng`.
+    """
+    if points is not None and rng is None:
+        raise ValueError("stop_regret: points needs an rng")
+    achieved_point = _achieved_point(episode)
+    achieved = episode_reward(episode, weights, 0.0)["expected_task"]
+    path, steps = episode, 0
+    if policy is not None:
+        t = achieved_point
+        script = Script(episode.task, episode.seed, moves_of(episode)[:t], (True,) * t, 0, t, t, no_stop_after=True)
+        sim = config or episode.config
+        [going_on] = play(policy, [script], sim, mode or offer, max_agents, record=False)
+        steps += going_on.env_steps
+        path = going_on.episode
+    candidates = [s for s in offered_stops(path, offer) if s != achieved_point]
+    if points is not None and rng is not None and candidates:
+        candidates = sorted(rng.choice(candidates, size=min(points, len(candidates)), replace=False).tolist())
+    best_point, best = achieved_point, achieved
+    end = _achieved_point(path)
+    if path is not episode and end != achieved_point:
+        own_end = episode_reward(path, weights, 0.0)["expected_task"]
+        if own_end > best + 1e-12:
+            best_point, best = end, own_end
+    for point in candidates:
+        value = stop_value(path, point, weights)
+        steps += 1
+        if value > best + 1e-12:
+            best_point, best = point, value
+    regret = best - achieved
+    return StopOutcome(
+        regret,
+        best_point,
+        achieved_point,
+        premature=regret > 1e-9 and achieved_point < best_point,
+        late=regret > 1e-9 and achieved_point > best_point,
+        replays=steps,
+    )
+
+
+def episode_summary(episode: Episode, weights: Mapping[str, float], mode: str | None = None) -> dict[str, float]:
     """The evaluation figures of any SwarmSim episode (a baseline's too): the `episode_reward` terms
-    (anneal 0), `length` (decisions), `p_success`, `stop_regret`, `premature`, `late` (0.0 / 1.0)."""
-    outcome = stop_hindsight(episode, weights)
+    (anneal 0), `length` (decisions), `p_success`, `stop_regret`, `premature`, `late` (0.0 / 1.0).
+    The regret is `stop_hindsight`'s, or with a stop `mode` `stop_regret`'s over the stops that
+    mode offered along the episode (exact; without a policy, so late stops only)."""
+    outcome = stop_hindsight(episode, weights) if mode is None else stop_regret(episode, weights, mode)
     return {
         **episode_reward(episode, weights, 0.0),
         "length": len(episode.actions),
@@ -132,13 +257,14 @@ def stop_targets(
     masked to the step limit (its steps after the fork count). At up to `config.stop_points`
     decisions s where stop was legal but not taken (drawn by `rng`), plus the first such decision
     after the answer (aggregate): S = R(the first s factual decisions, then stop) (one step after
-    the fork) and G = reward - S. Nothing is measured unless `config.stop` is "learned".
+    the fork) and G = reward - S. Nothing is measured unless `config.stop` is a learned stop
+    (`trainer.policy.LEARNED_STOPS`).
     """
     n = len(game.moves)
     values, gains = np.full(n, np.nan), np.full(n, np.nan)
     steps = 0
     env, moves = game.env, moves_of(game)
-    if config.stop != "learned" or not n:
+    if config.stop not in LEARNED_STOPS or not n:
         return values, gains, steps
     t = n - 1
     if game.moves[t] == STOP and game.masks[t].sum() > 1:

@@ -17,6 +17,20 @@ closed form (`Episode.p_success`): E[R] = p_agg * prod_i q_i, q_i = p_i + (1 - p
 c = catch where a verifier checked i, else 0. Every outcome is drawn by `trainer.sim.rng` from
 (seed, key), so replaying the same actions under the same seed gives the same trace.
 
+**Partial credit** (`SimConfig.answer_credit = "partial"`; the default "all_or_nothing" is the
+above). The checkpoint score of TheAgentCompany (Xu et al. 2024, arXiv 2412.14161, §3: S_partial =
+0.5 * checkpoints passed / total + 0.5 * S_full), with a subtask as a checkpoint:
+
+    R = 0.5 * (correct subtask results) / n + 0.5 * R_full
+
+R_full the all-or-nothing R above (0 without an aggregate). A stop before the aggregate submits
+the results delegated so far (waiting for their returns): a partial answer worth 0.5 * share. In
+expectation E[R] = 0.5 * (1/n) * sum_i m_i + 0.5 * p_agg * prod_i q_i, m_i = prod of q_j over i and
+its ancestors (a result is correct iff its own draws succeed and its inputs are correct, and the
+draws are independent). Each delegation adds 0.5 * m_i / n; deep subtasks of a hard task have a
+small m_i, less than the critical step their delegation costs in the recipe's reward, so there
+more work lowers the expected reward and the best stopping point is interior.
+
 Times are seconds; each action costs time and tokens (`Costs`). Event ids are stable names
 (`delegate:3`, `solve:3:0`, `message:<item>`, ...), so a factual and a counterfactual trace
 pair up by id.
@@ -39,6 +53,11 @@ from trainer.sim.tasks import Task
 
 #: Skill of each role in [0, 1] (probability scale of `solve_probability`).
 ROLE_SKILLS = {"solver": 0.6, "expert": 0.9, "verifier": 0.0, "free_rider": 0.0, "scout": 0.0}
+#: How an answer is graded (`SimConfig.answer_credit`, module docstring).
+ANSWER_CREDITS = ("all_or_nothing", "partial")
+#: Weight of the full answer in the partial-credit score (TheAgentCompany's 0.5); the share of
+#: correct subtasks gets the rest.
+FULL_ANSWER_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,8 @@ class SimConfig:
     `skills`: role -> skill in [0, 1]; `catch`: a verifier's probability of catching a wrong
     result; `aggregate_base`: success probability of the final aggregate before message effects;
     `effects`: planted message effects; `max_steps`: actions after which the episode is stopped.
+    `answer_credit`: "all_or_nothing" (R in {0, 1}) or "partial" (module docstring). Raises
+    ValueError for another `answer_credit`.
     """
 
     skills: dict[str, float] = field(default_factory=lambda: dict(ROLE_SKILLS))
@@ -71,6 +92,11 @@ class SimConfig:
     effects: tuple[Effect, ...] = ()
     costs: Costs = Costs()
     max_steps: int = 100_000
+    answer_credit: str = "all_or_nothing"
+
+    def __post_init__(self) -> None:
+        if self.answer_credit not in ANSWER_CREDITS:
+            raise ValueError(f"answer_credit: must be one of {', '.join(ANSWER_CREDITS)}, got {self.answer_credit!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -85,6 +111,7 @@ class SimConfig:
             effects=tuple(Effect(e["kind"], e["amount"], tuple(e["members"]), e["target"]) for e in data["effects"]),
             costs=Costs(**data["costs"]),
             max_steps=data["max_steps"],
+            answer_credit=data.get("answer_credit", "all_or_nothing"),  # traces recorded before it
         )
 
 
@@ -115,7 +142,9 @@ class Observation:
 class Episode:
     """A finished (or stopped) episode: its trace, actions, sampled `reward` (0 or 1) and the closed
     form `p_success` = E[R | these actions] over the random outcomes, = `p_subtasks` (prod_i q_i, 0
-    unless every subtask was delegated) times the aggregate's success probability (0 if none)."""
+    unless every subtask was delegated) times the aggregate's success probability (0 if none).
+    Under partial credit (module docstring) `reward` is the score in [0, 1] and `p_success` its
+    expectation; `p_subtasks` stays prod_i q_i."""
 
     trace: Trace
     actions: tuple[Action, ...]
@@ -173,6 +202,8 @@ class SwarmEnv:
         self._delegated: dict[int, str] = {}
         self._results: dict[int, tuple[str, float, bool]] = {}  # subtask -> (return id, t_end, correct)
         self._q: dict[int, float] = {}
+        self._ancestors: dict[int, frozenset[int]] = {}  # subtask -> it and its delegated ancestors
+        self.score = 0.0  # the sampled reward R (0/1, or the partial-credit score)
         self._ids: dict[str, int] = {}
         self.p_success = self.p_subtasks = 0.0
         self.aggregated = False
@@ -369,6 +400,7 @@ class SwarmEnv:
             self.edges.append(Edge(accepted, ret.id, "causal"))
         catch = self.config.catch if verifiers else 0.0
         self._q[i] = p + (1 - p) * catch * p
+        self._ancestors[i] = frozenset({i}).union(*(self._ancestors[d] for d in subtask.deps if d in self._ancestors))
         self._results[i] = (ret.id, _end(ret), correct)
 
     def _attempt(
@@ -419,6 +451,9 @@ class SwarmEnv:
         self.correct = all_correct and self._bernoulli("aggregate", p_agg)
         self.p_subtasks = float(np.prod(list(self._q.values()))) if complete else 0.0
         self.p_success = p_agg * self.p_subtasks
+        self.score = float(self.correct)
+        if self.config.answer_credit == "partial":
+            self._grade_partial(full=(self.score, self.p_success))
         event = self._decision(
             "aggregate",
             "aggregate",
@@ -430,8 +465,24 @@ class SwarmEnv:
         self.aggregated = True
 
     def _do_stop(self, action: Action) -> None:
-        self._decision("stop", "stop", content="stop")
+        partial = self.config.answer_credit == "partial" and not self.aggregated
+        if partial:  # a partial answer: the returns delegated so far
+            self.t = max([self.t] + [r[1] for r in self._results.values()])
+            self._grade_partial(full=(0.0, 0.0))
+        event = self._decision("stop", "stop", content="partial answer" if partial else "stop")
+        if partial:
+            self.edges += [Edge(r[0], event.id, "return") for r in self._results.values()]
         self.done = True
+
+    def _grade_partial(self, full: tuple[float, float]) -> None:
+        """Set `score` and `p_success` to the partial-credit score and its expectation (module
+        docstring), `full` = (R_full, E[R_full]) of the full answer (0.0, 0.0 without one)."""
+        n = max(1, len(self.task.subtasks))
+        share = sum(r[2] for r in self._results.values()) / n
+        expected_share = sum(float(np.prod([self._q[j] for j in self._ancestors[i]])) for i in self._results) / n
+        w = FULL_ANSWER_WEIGHT
+        self.score = (1 - w) * share + w * full[0]
+        self.p_success = (1 - w) * expected_share + w * full[1]
 
     # --- views ------------------------------------------------------------------------------
 
@@ -487,7 +538,7 @@ class SwarmEnv:
         return Episode(
             trace,
             tuple(self.actions),
-            1.0 if self.correct else 0.0,
+            self.score,
             self.p_success,
             self.p_subtasks,
             self.seed,
