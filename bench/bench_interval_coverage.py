@@ -1,23 +1,25 @@
 """Benchmark: do the 95 % intervals of paired leave-one-out Δ cover 95 % of the time?
 
-Many distinct SwarmSim games (not one relabelled): game g (seed GAME_SEED + g) is a random task of
-2-4 x 1-3 subtasks solved by 2-4 solvers, with 4-8 candidate messages to the orchestrator carrying
-randomly drawn planted effects on the aggregate (`trainer.sim.effects`): one pivotal (+U(0.02,
-0.45)), one harmful (-U(0.02, 0.40)), a synergistic pair (+U(0.02, 0.40) together), a redundant
-pair (+U(0.02, 0.30) for either) when there is room, the rest null; the aggregate's base success
-probability is U(0.05, 0.70). The exact Δ of every message is `trainer.sim.exact.leave_one_out` of
-the exact coalition values; per game one message with a real effect (|Δ| > 1e-9: pivotal, harmful,
-synergistic) and one with none (Δ = 0 exactly: null or redundant) are scored.
+Many distinct SwarmSim games (not one relabelled), from `trainer.sim.games` (family `mixed`, game
+g seeded 31,000 + g): a random task of 2-4 x 1-3 subtasks solved by 2-4 solvers, with 4-8
+candidate messages to the orchestrator carrying randomly drawn planted effects on the aggregate
+(`trainer.sim.effects`): one pivotal (+U(0.02, 0.45)), one harmful (-U(0.02, 0.40)), a
+synergistic pair (+U(0.02, 0.40) together), a redundant pair (+U(0.02, 0.30) for either) when
+there is room, the rest null; the aggregate's base success probability is U(0.05, 0.70). The
+exact Δ of every message is `trainer.sim.exact.leave_one_out` of the exact coalition values; per
+game one message with a real effect (|Δ| > 1e-9: pivotal, harmful, synergistic) and one with none
+(Δ = 0 exactly: null or redundant) are scored.
 
 Families (how the two arms of a pair share randomness):
 
 - `crn`: SwarmSim's common random numbers, `trainer.rollout.sim.AggregateRollout` (perfect
   coupling: every paired difference has the sign of Δ or is 0, the hardest case for a t interval);
 - `half`: the intervention arm reuses the control's aggregate draw on half the seeds and draws its
-  own on the others (partial coupling, as LLM re-rollouts share some of their randomness);
-- `none`: independent draws in the two arms (no coupling), still paired by seed;
+  own on the others (partial coupling, as LLM re-rollouts share some of their randomness:
+  `trainer.sim.games.coupled_rollout`, rho = 0.5);
+- `none`: independent draws in the two arms (no coupling, rho = 0), still paired by seed;
 - `resim`: `trainer.rollout.sim.SimRollout` re-simulating every rollout on tasks whose subtasks
-  may fail (difficulty U(0.1, 0.4)), exact values from `trainer.sim.exact.coalition_values`;
+  may fail (family `mixed-resim`, difficulty U(0.1, 0.4)), exact values from the closed form;
 - `graded`: rewards that are not 0/1, as an LLM verifier's scores: the mean of 4 aggregate draws
   (R in {0, 1/4, .., 1}, E[R] = v(S) still), CRN in both arms; `paired_effect` reports a t
   interval here (the differences are not all in {-1, 0, 1});
@@ -40,10 +42,8 @@ it draws.
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
 
@@ -53,93 +53,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from swarmscope.credit import epsilon_met, paired_effect, t_quantile_975  # noqa: E402
 from swarmscope.interventions import Intervention  # noqa: E402
-from trainer.rollout.sim import AggregateRollout, SimRollout, message_events  # noqa: E402
-from trainer.sim.actions import ORCHESTRATOR, Action, aggregate, delegate, message, spawn, stop  # noqa: E402
-from trainer.sim.effects import harmful, null, pivotal, redundant, synergistic  # noqa: E402
-from trainer.sim.env import Episode, SimConfig, simulate  # noqa: E402
-from trainer.sim.episode_interventions import message_indices  # noqa: E402
-from trainer.sim.exact import aggregate_coalition_values, coalition_values, leave_one_out  # noqa: E402
+from trainer.rollout.sim import AggregateRollout, SimRollout  # noqa: E402
+from trainer.sim.games import Game, coupled_rollout, make_game  # noqa: E402
 from trainer.sim.rng import key_hash, uniforms  # noqa: E402
-from trainer.sim.suites import pivot12_case  # noqa: E402
-from trainer.sim.tasks import Level, generate_task  # noqa: E402
 
-GAME_SEED = 31_000
 NS = (4, 8, 16, 32)
 SEED_STRIDE = 1_000_000  # game g's rollouts use seeds from g * SEED_STRIDE
 CHUNK, CAP, EPSILONS = 8, 256, (0.1, 0.2)
 Z = NormalDist().inv_cdf(0.975)
-
-
-@dataclass
-class Game:
-    """One game: its episode, the message event ids (players, in action order), exact Δ (m,)."""
-
-    episode: Episode
-    players: list[str]
-    loo: np.ndarray
-    values: np.ndarray
-
-
-def make_game(g: int, resim: bool = False) -> Game:
-    """Game g of the suite (module docstring); `resim`: subtasks may fail (SimRollout's family)."""
-    seed = GAME_SEED + g + (500_000 if resim else 0)
-    rng = random.Random(seed)
-    difficulty = (0.1, 0.4) if resim else (0.0, 0.0)
-    task = generate_task(Level(rng.randint(2, 4), rng.randint(1, 3), difficulty), seed, f"coverage/{g}")
-    m = rng.randint(4, 8)
-    items = [f"fact/{j}" for j in range(m)]
-    rng.shuffle(items)
-    effects = [
-        pivotal(items[0], rng.uniform(0.02, 0.45)),
-        harmful(items[1], rng.uniform(0.02, 0.40)),
-        synergistic((items[2], items[3]), rng.uniform(0.02, 0.40)),
-    ]
-    rest = items[4:]
-    if len(rest) >= 3:
-        effects.append(redundant((rest[0], rest[1]), rng.uniform(0.02, 0.30)))
-        rest = rest[2:]
-    effects += [null(item) for item in rest]
-    solvers = [f"solver_{j}" for j in range(1, rng.randint(2, 4) + 1)]
-    work: list[Action] = [delegate(s.id, solvers[s.id % len(solvers)]) for s in task.subtasks]
-    sent = [message(rng.choice(solvers), ORCHESTRATOR, item) for item in sorted(items)]
-    slots = set(rng.sample(range(len(work) + len(sent)), len(sent)))
-    w, s = iter(work), iter(sent)
-    body = [next(s) if position in slots else next(w) for position in range(len(work) + len(sent))]
-    actions = [spawn("solver") for _ in solvers] + body + [aggregate(), stop()]
-    config = SimConfig(aggregate_base=rng.uniform(0.05, 0.70), effects=tuple(effects))
-    episode = simulate(task, actions, config, seed)
-    candidates = message_indices(episode.actions)
-    values = coalition_values(episode, candidates) if resim else aggregate_coalition_values(episode, candidates)
-    event_of = {index: event for event, index in message_events(episode).items()}
-    return Game(episode, [event_of[c] for c in candidates], leave_one_out(values), values)
-
-
-def coupled_rollout(game: Game, share: float):
-    """A Rollout over `game`'s exact values whose intervention arm reuses the control's aggregate
-    draw on a `share` of seeds (drawn per seed) and draws its own elsewhere."""
-    own, coin, other = key_hash("aggregate"), key_hash("coupling"), key_hash("aggregate/rerun")
-    bit = {player: 1 << k for k, player in enumerate(game.players)}
-    full = len(game.values) - 1
-
-    def rollout(intervention: Intervention | None, seeds: np.ndarray) -> np.ndarray:
-        seeds = np.asarray(seeds)
-        keys = np.full(len(seeds), own, np.uint64)
-        u = uniforms(seeds, keys)
-        mask = full
-        if intervention is not None:
-            shared = uniforms(seeds, np.full(len(seeds), coin, np.uint64)) < share
-            u = np.where(shared, u, uniforms(seeds, np.full(len(seeds), other, np.uint64)))
-            for event in intervention.events:
-                mask &= ~bit[event]
-        return (u < game.values[mask]).astype(float)
-
-    return rollout
-
-
-def pivot12_game(k: int) -> Game:
-    """Trace k of pivot-12 (`trainer.sim.suites`): the audit's suite, one game relabelled."""
-    case = pivot12_case(k)
-    return Game(case.episode, AggregateRollout(case.episode).players, case.loo, case.values)
 
 
 def graded_rollout(game: Game, draws: int = 4):
@@ -296,9 +217,9 @@ def main() -> None:
     parser.add_argument("--pivot12", type=int, default=200, help="pivot-12 traces (5 seed blocks each)")
     args = parser.parse_args()
     start = time.perf_counter()
-    games = [make_game(g) for g in range(args.games)]
-    resim = [make_game(g, resim=True) for g in range(args.resim_games)]
-    pivot = [pivot12_game(k) for k in range(args.pivot12)]
+    games = [make_game("mixed", g) for g in range(args.games)]
+    resim = [make_game("mixed-resim", g) for g in range(args.resim_games)]
+    pivot = [make_game("pivot12", k) for k in range(args.pivot12)]
     real = np.concatenate([np.abs(game.loo[np.abs(game.loo) > 1e-9]) for game in games])
     print(
         f"{len(games)} aggregate games ({time.perf_counter() - start:.0f} s to build); real |Δ|: "

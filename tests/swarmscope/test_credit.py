@@ -25,6 +25,8 @@ from swarmscope.credit import (
     shapley_permutation,
     t_quantile_975,
     unpaired_effect,
+    unpaired_score_interval,
+    wilson_interval,
 )
 from swarmscope.interventions import Intervention
 
@@ -154,13 +156,27 @@ def test_paired_effect_of_a_deterministic_rollout_has_a_point_interval():
 
 
 def test_unpaired_effect_uses_other_seeds_and_welch():
-    rollout = table_rollout([1, 0, 1, 1, 9, 9, 9, 9], [9, 9, 9, 9, 0, 0, 1, 0])
+    rollout = table_rollout([0.5, 0, 0.5, 0.5, 9, 9, 9, 9], [9, 9, 9, 9, 0, 0, 0.5, 0])
     result = unpaired_effect(rollout, REMOVE_M, 4)
-    assert result.samples.tolist() == [[1, 0, 1, 1], [0, 0, 1, 0]]
-    # equal variances 1/4 per arm: se = sqrt(1/16 + 1/16), Welch df = 2 (n - 1) = 6
-    half = t_quantile_975(6) * sqrt(1 / 8)
-    assert (result.estimate, result.ci_low, result.ci_high) == pytest.approx((0.5, 0.5 - half, 0.5 + half))
-    assert result.n_rollouts == 8
+    assert result.samples.tolist() == [[0.5, 0, 0.5, 0.5], [0, 0, 0.5, 0]]
+    # equal variances 1/16 per arm: se = sqrt(1/64 + 1/64), Welch df = 2 (n - 1) = 6
+    half = t_quantile_975(6) * sqrt(1 / 32)
+    assert (result.estimate, result.ci_low, result.ci_high) == pytest.approx((0.25, 0.25 - half, 0.25 + half))
+    assert result.n_rollouts == 8 and result.interval == "welch"
+
+
+def test_unpaired_effect_of_01_rewards_gets_newcombes_interval():
+    # Newcombe 1998, Table II, method 10: 56/70 - 48/80 -> [0.0524, 0.3339]; 10/10 - 0/20 -> [0.6791, 1]
+    assert unpaired_score_interval(56, 70, 48, 80) == pytest.approx((0.0524, 0.3339), abs=5e-5)
+    assert unpaired_score_interval(10, 10, 0, 20) == pytest.approx((0.6791, 1.0), abs=5e-5)
+    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=5e-5)
+    # every control 1, every intervention 0: Welch's se is 0 (a point); Newcombe's is not
+    result = unpaired_effect(table_rollout([1] * 4 + [9] * 4, [9] * 4 + [0] * 4), REMOVE_M, 4)
+    assert result.interval == "newcombe" and result.estimate == 1.0
+    assert result.ci_low == pytest.approx(unpaired_score_interval(4, 4, 0, 4)[0]) and 0 < result.ci_low < 0.6
+    assert result.ci_high == 1.0
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)
 
 
 def test_common_random_numbers_narrow_the_interval():

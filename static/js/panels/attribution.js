@@ -19,13 +19,17 @@
  * `textContent`. For a viewer (`readOnly`: the reason) the form's Run is disabled with the reason
  * as tooltip and a note, and stored results still show. The backend selector offers the backends
  * that can attribute this trace (`capabilities`, with their message and agent counts); where none
- * can, Run is disabled and the reason shows as text with a link to the README section.
+ * can, Run is disabled and the reason shows as text with a link to the README section. Under the
+ * form, the estimator guide (estimator_guide.js: what the chosen estimator estimates and what
+ * bench/bench_estimators.py measured for it) and, when the budget buys fewer samples than the
+ * 95 % interval needs to cover real effects 93 % of the time (measured), a note that says so.
  */
 
 import { formatNumber } from "../lib/format.js";
 import { el } from "../lib/dom.js";
 import { creditColor } from "../lib/palette.js";
 import { EstimatedRun } from "./estimated_run.js";
+import { coverageNote, estimatorGuide, samplesPerPlayer } from "./estimator_guide.js";
 import { normaliseCapabilities, reasonElement } from "./counterfactual.js";
 import { WALL_TICK_MS, liveWall, usageElement } from "./job_usage.js";
 
@@ -255,6 +259,28 @@ export class AttributionPanel {
       line.dataset.testid = "attribution-backend-note";
       form.append(line);
     }
+    // Which estimator for which situation, from bench/bench_estimators.py (estimator_guide.js), and
+    // the interval's measured coverage at the sample count this budget buys when it falls short.
+    this.guide = el("div", null, "estimator-guide");
+    this.guide.dataset.testid = "estimator-guide";
+    const showGuide = () => {
+      const method = this.method.value;
+      const line = el("p", estimatorGuide(method), "hint");
+      line.dataset.testid = "estimator-guide-text";
+      const counts = caps[backend.value] ?? {};
+      const samples = samplesPerPlayer(method, budget.value, players.value === "agents" ? counts.agents : counts.messages);
+      const note = coverageNote(method, samples);
+      const parts = [line];
+      if (note) {
+        const warning = el("p", note, "notice");
+        warning.dataset.testid = "estimator-coverage-note";
+        parts.push(warning);
+      }
+      this.guide.replaceChildren(...parts);
+    };
+    for (const control of [this.method, players, budget, backend]) control.addEventListener("input", showGuide);
+    for (const control of [this.method, players, backend]) control.addEventListener("change", showGuide);
+    showGuide();
     // A confirmation is for the request whose estimate was shown: any change to it asks again.
     this.runner.watch(form, [budget, seed]);
     // Keys typed here are the form's, not the page's shortcuts (arrows step, Esc clears).
@@ -262,8 +288,8 @@ export class AttributionPanel {
     this.status = el("div", null, "attribution-status");
     this.status.setAttribute("aria-live", "polite");
     this.table = el("div", null, "attribution-results");
-    this.panel.querySelector("[data-field=body]").append(form, this.runner.estimate, this.runner.error, this.status,
-      this.table);
+    this.panel.querySelector("[data-field=body]").append(form, this.guide, this.runner.estimate, this.runner.error,
+      this.status, this.table);
   }
 
   _render() {

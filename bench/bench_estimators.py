@@ -1,0 +1,390 @@
+"""Benchmark: credit estimators against exact answers on game families that can make them fail (issue 16).
+
+Games: `trainer.sim.games` (many distinct SwarmSim episodes per family, 6-8 candidate messages):
+`pairwise` (interactions at most pairwise, varied sizes), `synergy3` / `synergy4` (one 3- or
+4-way synergy), `redundancy` (a redundant triple), `noisy` (subtasks that may fail, effects on
+subtasks and on the aggregate, re-simulated downstream of the fork). Coupling rho in COUPLINGS:
+the probability that a counterfactual rollout reuses the factual rollout's draw of each outcome
+after the fork (1: SwarmSim's common random numbers; 0: regenerated, as LLM re-rollouts are).
+
+Estimators (`swarmscope.credit`), each against its own exact target (`trainer.sim.exact`):
+`loo paired` (`leave_one_out`, N seeds shared by the control and every removal: N (n + 1)
+rollouts) and `loo unpaired` (`unpaired_effect` per player, independent seeds: 2 N n; rho does not
+apply) against leave-one-out Δ; `shapley permutation` (antithetic pairs: 2 n per pair),
+`kernel shap` (paired coalitions: 4 per pair) and `2-additive` (orthogonal design: 2
+`design_size(n)` per sample) against Shapley values.
+
+Per estimator x family x rho, over a ladder of budgets (rollouts per game, each estimator taking
+as many samples as fit, at least 2): the mean over games of the mean |estimate - exact| over the
+players, and the rollouts at which it first reaches 0.05 (log-log interpolation between rungs);
+at the reference budget: the share of games with max |error| <= 0.05, top-1 accuracy (the player
+ranked first has the largest exact value; ties for the largest count as right) and the 95 %
+interval's coverage of the exact value for one player per game of each kind, "real" (|exact| >
+1e-9) and "null" (exact = 0), with Wilson intervals (games are independent). Then coverage at N
+= 4, 8, 16, 32 samples. The full default run writes the numbers the attribution panel's estimator
+guide shows (`static/js/panels/estimator_bench.js`, with the date and command) unless `--no-guide`.
+
+    .venv/bin/python bench/bench_estimators.py [--profile full|ci] [--workers 2] [--no-guide]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from swarmscope.credit import (  # noqa: E402
+    Attribution,
+    design_size,
+    kernel_shap,
+    leave_one_out,
+    shapley_2additive,
+    shapley_permutation,
+    unpaired_effect,
+)
+from swarmscope.interventions import Intervention  # noqa: E402
+from trainer.sim.games import COUPLINGS, FAMILIES, Game, coupled_game, coupled_rollout, make_game  # noqa: E402
+
+ESTIMATORS = ("loo paired", "loo unpaired", "shapley permutation", "kernel shap", "2-additive")
+#: The exact value each estimator estimates: leave-one-out Δ or the Shapley value.
+TARGETS = {
+    "loo paired": "loo",
+    "loo unpaired": "loo",
+    "shapley permutation": "shapley",
+    "kernel shap": "shapley",
+    "2-additive": "shapley",
+}
+#: The app's method name of each estimator (webapp/counterfactuals/services.py ESTIMATORS).
+METHODS = {"loo paired": "loo", "shapley permutation": "shapley", "kernel shap": "kernelshap", "2-additive": "shapley2"}
+TARGET_ERROR = 0.05
+NS = (4, 8, 16, 32)
+SEED_STRIDE = 1_000_000  # game g's rollouts use seeds from g * SEED_STRIDE
+Z = NormalDist().inv_cdf(0.975)
+GUIDE = ROOT / "static" / "js" / "panels" / "estimator_bench.js"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A benchmark size: `games` per family, the budget `ladder` (rollouts per game), the
+    `reference` budget of the accuracy and coverage columns, `ns` (sample counts of the coverage
+    table), `families` and `couplings`. Raises ValueError unless the reference is a rung."""
+
+    games: int
+    ladder: tuple[int, ...]
+    reference: int
+    ns: tuple[int, ...] = NS
+    families: tuple[str, ...] = FAMILIES
+    couplings: tuple[float, ...] = COUPLINGS
+
+    def __post_init__(self):
+        if self.reference not in self.ladder:
+            raise ValueError(f"the reference budget {self.reference} is not on the ladder {self.ladder}")
+
+
+PROFILES = {
+    "full": Profile(games=160, ladder=(64, 128, 256, 512, 1024, 2048, 4096, 8192), reference=1024),
+    "ci": Profile(games=12, ladder=(128, 512, 2048), reference=512),
+}
+
+
+def per_sample(estimator: str, n_players: int) -> int:
+    """Rollouts one sample of `estimator` costs on a game of n_players."""
+    return {
+        "loo paired": n_players + 1,
+        "loo unpaired": 2 * n_players,
+        "shapley permutation": 2 * n_players,
+        "kernel shap": 4,
+        "2-additive": 2 * design_size(n_players),
+    }[estimator]
+
+
+def run_estimator(
+    estimator: str, game: Game, play: Callable, rollout: Callable, samples: int, seed: int
+) -> list[Attribution]:
+    """`samples` >= 2 samples of `estimator` on `game` (coalition game `play`, `rollout` for the
+    unpaired one), seeds from `seed`; one attribution per player."""
+    n = game.n_players
+    if estimator == "loo paired":
+        return leave_one_out(play, n, samples, seed, game.players)
+    if estimator == "loo unpaired":
+        return [
+            unpaired_effect(rollout, Intervention("remove", (p,)), samples, seed + 2 * samples * j)
+            for j, p in enumerate(game.players)
+        ]
+    function = {"shapley permutation": shapley_permutation, "kernel shap": kernel_shap, "2-additive": shapley_2additive}
+    return function[estimator](play, n, samples, seed, sampling_seed=seed, targets=game.players)
+
+
+def scored_players(exact: np.ndarray, rng: np.random.Generator) -> dict[str, int]:
+    """One player per kind, drawn with `rng`: "real" (|exact| > 1e-9) and "null" (|exact| <= 1e-12),
+    where the game has one."""
+    chosen = {}
+    real, zero = np.flatnonzero(np.abs(exact) > 1e-9), np.flatnonzero(np.abs(exact) <= 1e-12)
+    if len(real):
+        chosen["real"] = int(rng.choice(real))
+    if len(zero):
+        chosen["null"] = int(rng.choice(zero))
+    return chosen
+
+
+def covers(attribution: Attribution, truth: float) -> bool:
+    """Whether the 95 % interval holds `truth` (1e-12 slack for rounding)."""
+    return attribution.ci_low - 1e-12 <= truth <= attribution.ci_high + 1e-12
+
+
+def coverage_hits(attributions: list[Attribution], exact: np.ndarray, chosen: dict[str, int]) -> dict[str, bool]:
+    """kind -> whether player chosen[kind]'s interval covers its exact value."""
+    return {kind: covers(attributions[k], float(exact[k])) for kind, k in chosen.items()}
+
+
+def top1(attributions: list[Attribution], exact: np.ndarray) -> bool:
+    """Whether the player with the highest estimate (first on ties) has the largest exact value."""
+    first = int(np.argmax([a.estimate for a in attributions]))
+    return bool(exact[first] >= exact.max() - 1e-9)
+
+
+def unequal_zero_width(attributions: list[Attribution]) -> int:
+    """How many of `attributions` have a zero-width interval though their samples are not all equal."""
+    return sum(a.width == 0 and np.ptp(np.asarray(a.samples, float)) > 0 for a in attributions)
+
+
+def score_game(task: tuple[str, int, Profile]) -> dict[str, Any]:
+    """Every measurement of one game (module docstring), by (estimator, rho): plain lists."""
+    family, g, profile = task
+    game = make_game(family, g)
+    seed = g * SEED_STRIDE
+    out: dict[str, Any] = {"family": family, "game": g, "n": game.n_players, "cells": {}}
+    for rho in profile.couplings:
+        play, rollout = coupled_game(game, rho), coupled_rollout(game, rho)
+        for estimator in ESTIMATORS:
+            if estimator == "loo unpaired" and rho != profile.couplings[0]:
+                continue  # independent seeds: the coupling does not apply
+            exact = game.loo if TARGETS[estimator] == "loo" else game.shapley
+            chosen = scored_players(exact, np.random.default_rng([g, ESTIMATORS.index(estimator)]))
+            cell: dict[str, Any] = {"mean": [], "max": [], "rollouts": [], "zero": 0}
+            for budget in profile.ladder:
+                samples = max(2, budget // per_sample(estimator, game.n_players))
+                result = run_estimator(estimator, game, play, rollout, samples, seed)
+                error = np.abs(np.array([a.estimate for a in result]) - exact)
+                cell["zero"] += unequal_zero_width(result)
+                cell["mean"].append(float(error.mean()))
+                cell["max"].append(float(error.max()))
+                cell["rollouts"].append(samples * per_sample(estimator, game.n_players))
+                if budget == profile.reference:
+                    cell["top1"] = top1(result, exact)
+                    cell["pass"] = bool(error.max() <= TARGET_ERROR)
+                    cell["ref_mean"] = float(error.mean())
+                    cell["coverage"] = coverage_hits(result, exact, chosen)
+            cell["by_n"] = {}
+            for n in profile.ns:
+                result = run_estimator(estimator, game, play, rollout, n, seed + SEED_STRIDE // 2)
+                cell["zero"] += unequal_zero_width(result)
+                cell["by_n"][n] = coverage_hits(result, exact, chosen)
+            out["cells"][f"{estimator}|{rho}"] = cell
+    return out
+
+
+def wilson(hits: int, n: int) -> tuple[float, float]:
+    """Wilson's 95 % interval of a proportion hits / n (Wilson 1927); NaNs for n = 0."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p, z2 = hits / n, Z * Z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return float(centre - half), float(centre + half)
+
+
+def share(hits: int, n: int) -> str:
+    low, high = wilson(hits, n)
+    return f"{hits / n:.3f} [{low:.2f}, {high:.2f}]" if n else "—"
+
+
+def needed(errors: list[float], rollouts: list[float]) -> float:
+    """Rollouts at which the error first reaches TARGET_ERROR, interpolating log-log between rungs;
+    the first rung when it starts below; inf when it never does."""
+    for i, value in enumerate(errors):
+        if value <= TARGET_ERROR:
+            if i == 0:
+                return float(rollouts[0])
+            x0, x1 = np.log(rollouts[i - 1]), np.log(rollouts[i])
+            y0, y1 = np.log(errors[i - 1]), np.log(max(value, 1e-12))
+            return float(np.exp(x0 + (np.log(TARGET_ERROR) - y0) * (x1 - x0) / (y1 - y0)))
+    return float("inf")
+
+
+def summarise(scores: list[dict[str, Any]], profile: Profile) -> dict[str, dict[str, Any]]:
+    """Per "estimator|family|rho": rollouts to error, mean error per rung, pass share, top-1,
+    coverage counts at the reference budget and by N, unequal zero-width intervals."""
+    table: dict[str, dict[str, Any]] = {}
+    for score in scores:
+        for name, cell in score["cells"].items():
+            estimator, rho = name.split("|")
+            row = table.setdefault(
+                f"{estimator}|{score['family']}|{rho}",
+                {"mean": [], "rollouts": [], "pass": 0, "top1": 0, "games": 0, "zero": 0, "ref_mean": []}
+                | {"coverage": {}, "by_n": {}},
+            )
+            row["mean"].append(cell["mean"])
+            row["rollouts"].append(cell["rollouts"])
+            row["ref_mean"].append(cell["ref_mean"])
+            row["games"] += 1
+            row["pass"] += cell["pass"]
+            row["top1"] += cell["top1"]
+            row["zero"] += cell["zero"]
+            for kind, hit in cell["coverage"].items():
+                hits, count = row["coverage"].get(kind, (0, 0))
+                row["coverage"][kind] = (hits + hit, count + 1)
+            for n, kinds in cell["by_n"].items():
+                for kind, hit in kinds.items():
+                    hits, count = row["by_n"].get((int(n), kind), (0, 0))
+                    row["by_n"][(int(n), kind)] = (hits + hit, count + 1)
+    for row in table.values():
+        mean = np.mean(row.pop("mean"), axis=0)
+        rollouts = np.mean(row.pop("rollouts"), axis=0)
+        row["ladder"] = [(float(r), float(e)) for r, e in zip(rollouts, mean)]
+        row["needed"] = needed(list(mean), list(rollouts))
+        row["ref_mean"] = float(np.mean(row["ref_mean"]))
+    return table
+
+
+def markdown(table: dict[str, dict[str, Any]], profile: Profile) -> str:
+    """The RESULTS tables: the main one, then coverage by N."""
+    lines = [
+        f"| estimator | family | ρ | rollouts to mean err ≤ {TARGET_ERROR} | mean err at {profile.reference:,} | "
+        f"max err ≤ {TARGET_ERROR} at {profile.reference:,} | top-1 at {profile.reference:,} | "
+        "coverage, real | coverage, null |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for key, row in table.items():
+        estimator, family, rho = key.split("|")
+        needed_ = "> {:,.0f}".format(row["ladder"][-1][0]) if row["needed"] == float("inf") else f"{row['needed']:,.0f}"
+        lines.append(
+            f"| {estimator} | {family} | {'—' if estimator == 'loo unpaired' else rho} | {needed_} | "
+            f"{row['ref_mean']:.3f} | {row['pass'] / row['games']:.2f} | {row['top1'] / row['games']:.2f} | "
+            f"{share(*row['coverage'].get('real', (0, 0)))} | {share(*row['coverage'].get('null', (0, 0)))} |"
+        )
+    lines += [
+        "",
+        "| estimator | family | ρ | " + " | ".join(f"real, N = {n}" for n in profile.ns) + " | null, N = 8 |",
+        "|---|---|---:|" + "---|" * (len(profile.ns) + 1),
+    ]
+    for key, row in table.items():
+        estimator, family, rho = key.split("|")
+        cells = [share(*row["by_n"].get((n, "real"), (0, 0))) for n in profile.ns]
+        lines.append(
+            f"| {estimator} | {family} | {'—' if estimator == 'loo unpaired' else rho} | "
+            + " | ".join(cells)
+            + f" | {share(*row['by_n'].get((8, 'null'), (0, 0)))} |"
+        )
+    return "\n".join(lines)
+
+
+def pooled(table: dict[str, dict[str, Any]], estimator: str, n: int, kind: str) -> tuple[int, int]:
+    """(hits, count) of `estimator`'s intervals at N = n on players of `kind`, over every family and
+    coupling."""
+    cells = [row["by_n"].get((n, kind), (0, 0)) for key, row in table.items() if key.split("|")[0] == estimator]
+    return sum(h for h, _ in cells), sum(c for _, c in cells)
+
+
+def guide(table: dict[str, dict[str, Any]], profile: Profile, command: str) -> dict[str, Any]:
+    """The numbers of the attribution panel's estimator guide (static/js/panels/estimator_guide.js),
+    per app method: by family and coupling, rollouts to mean error <= TARGET_ERROR (null: not
+    reached on the ladder), mean error, the share of games with max error <= TARGET_ERROR and top-1
+    at the reference budget; by N, real-effect coverage pooled over families and couplings (with
+    its Wilson interval) and the worst cell, and null coverage pooled."""
+    methods: dict[str, Any] = {}
+    for estimator, method in METHODS.items():
+        families: dict[str, Any] = {}
+        for family in profile.families:
+            families[family] = {}
+            for rho in profile.couplings:
+                row = table[f"{estimator}|{family}|{rho}"]
+                families[family][str(rho)] = {
+                    "rollouts_to_error": None if row["needed"] == float("inf") else round(row["needed"]),
+                    "mean_error": round(row["ref_mean"], 4),
+                    "max_error_pass": round(row["pass"] / row["games"], 3),
+                    "top1": round(row["top1"] / row["games"], 3),
+                }
+        coverage: dict[str, Any] = {}
+        for n in profile.ns:
+            hits, count = pooled(table, estimator, n, "real")
+            cells = {
+                key: row["by_n"][(n, "real")]
+                for key, row in table.items()
+                if key.split("|")[0] == estimator and row["by_n"].get((n, "real"), (0, 0))[1]
+            }
+            worst = min(cells, key=lambda key: cells[key][0] / cells[key][1])
+            null_hits, null_count = pooled(table, estimator, n, "null")
+            coverage[str(n)] = {
+                "real": round(hits / count, 3),
+                "real_wilson": [round(x, 3) for x in wilson(hits, count)],
+                "real_worst": round(cells[worst][0] / cells[worst][1], 3),
+                "real_worst_cell": " ".join(worst.split("|")[1:]),
+                "null": round(null_hits / null_count, 3) if null_count else None,
+            }
+        methods[method] = {"estimator": estimator, "families": families, "coverage": coverage}
+    return {
+        "measured": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": command,
+        "games_per_family": profile.games,
+        "target_error": TARGET_ERROR,
+        "reference_budget": profile.reference,
+        "coverage_floor": 0.93,
+        "methods": methods,
+    }
+
+
+def run(profile: Profile, workers: int = 1) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Score every game of `profile` (in `workers` processes when > 1): (per-game scores, summary)."""
+    tasks = [(family, g, profile) for family in profile.families for g in range(profile.games)]
+    if workers > 1:
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            scores = list(pool.imap(score_game, tasks, chunksize=4))
+    else:
+        scores = [score_game(task) for task in tasks]
+    return scores, summarise(scores, profile)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="full")
+    parser.add_argument("--games", type=int, help="games per family (default: the profile's)")
+    parser.add_argument("--workers", type=int, default=2, help="processes (1: none)")
+    parser.add_argument("--no-guide", action="store_true", help=f"do not write {GUIDE.relative_to(ROOT)}")
+    args = parser.parse_args()
+    profile = PROFILES[args.profile]
+    if args.games:
+        profile = Profile(args.games, profile.ladder, profile.reference, profile.ns, profile.families)
+    start = time.perf_counter()
+    scores, table = run(profile, args.workers)
+    print(markdown(table, profile))
+    zero = sum(row["zero"] for row in table.values())
+    print(f"\nzero-width intervals over samples not all equal: {zero}")
+    print(f"\n{len(scores)} games, {time.perf_counter() - start:.0f} s wall")
+    if args.no_guide or args.profile != "full" or args.games:
+        print(f"{GUIDE.relative_to(ROOT)} not written (only the full default run writes it)")
+    else:
+        command = "python bench/bench_estimators.py " + " ".join(sys.argv[1:])
+        data = guide(table, profile, command.strip())
+        GUIDE.write_text(
+            "// Written by bench/bench_estimators.py (the numbers of its bench/RESULTS.md section); do not edit.\n"
+            f"export const ESTIMATOR_BENCH = {json.dumps(data, indent=2)};\n"
+        )
+        print(f"wrote {GUIDE.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
