@@ -14,5 +14,7 @@ only (no torch, no Django). Modules, inward first:
 - `interventions`: remove / mask / resample / replace a message, remove an agent, re-simulation;
 - `exact`: exact E[R] by enumeration, coalition values, exact Shapley values;
 - `suites`: pivot-12, the long-trace level, the Kimi-scale envelope;
+- `games`: the estimator benchmark's game families (higher-order synergy, redundancy, noisy
+  subtasks, a coupling knob rho), each game with its exact values;
 - `stream`: the CLI that streams episodes into a running app.
 """
