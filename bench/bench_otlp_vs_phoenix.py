@@ -32,8 +32,24 @@ command, git commit and the working tree's changes, Phoenix version and install 
 every request's latency) to `--out`. Every server is stopped by process group in `finally`.
 Client and servers share the machine's CPUs.
 
+`--scaling 1000,10000,33000,100000` measures instead how Swarmscope's cost per request grows with the
+trace, in this process (Django's test client posting OTLP/protobuf to the same view, SQLite in a
+temporary SWARMSCOPE_DATA_DIR, no server, no worker): for each size, a fan-out trace of about that
+many spans (`otlp_cases.fanout`, 300 workers per round) is streamed in `--batch`-span requests and
+derived; then `--repeats` times a 1-span request (one more orchestrator `chat` span) is timed, and
+the re-derivation it asks for (`span_ingest.do_derive_spans`, what the `derive_spans` task runs)
+separately; size 0 is a 1-span request that opens a new trace (built within the request).
+
     .venv/bin/python bench/bench_otlp_vs_phoenix.py [--cases supervisor,roundrobin,fanout100,fanout-33k]
         [--batch 500] [--seed 0] [--skip-swarmscope] [--skip-phoenix] [--phoenix-timeout 1200]
+`--decode` times the decoding alone, in this process, per span of the fanout-33k case's requests:
+`webapp.web.api.parse_body` (what the view runs on an OTLP/JSON body: NUL scan, JSON, depth walk),
+`otlp.split` of the parsed document and `otlp.decode_protobuf`; CPU time, best of 5 rounds. With
+`--decode-baseline FILE` (another version of swarmscope/importers/otlp.py, e.g. from `git show`)
+it times that file's decoders alongside and checks that both give the same spans.
+
+    .venv/bin/python bench/bench_otlp_vs_phoenix.py --scaling 1000,10000,33000,100000 [--repeats 3]
+    .venv/bin/python bench/bench_otlp_vs_phoenix.py --decode [--decode-baseline /tmp/otlp_before.py]
 """
 
 from __future__ import annotations
@@ -62,7 +78,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench_fanout import percentile  # noqa: E402
-from otlp_cases import CASES, requests, to_json  # noqa: E402
+from otlp_cases import CASES, EPOCH_NS, fanout, requests, to_json  # noqa: E402
 
 from tests.servers import app_env, free_port, manage, start, stop, wait_http  # noqa: E402
 
@@ -362,6 +378,171 @@ def git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30).stdout.strip()
 
 
+# --- the scaling curve: cost of a 1-span request against the size of the trace ----------------------
+
+#: Spans of one fan-out round of 300 workers (`otlp_cases.fanout`: a chat turn, then per worker an
+#: `execute_tool` span over an `invoke_agent` span with 5 chat and 4 tool spans).
+ROUND_SPANS = 1 + 300 * 11
+
+
+def scaling_case(size: int, seed: int):
+    """A fan-out trace of about `size` spans: 300 workers over round(size / ROUND_SPANS) rounds, or
+    one round of size // 11 workers for smaller sizes."""
+    if size >= ROUND_SPANS:
+        return fanout(f"scaling-{size}", seed, workers=300, rounds=round(size / ROUND_SPANS))
+    return fanout(f"scaling-{size}", seed, workers=max(1, size // 11), rounds=1)
+
+
+def one_more_span(case, index: int):
+    """A 1-span ExportTraceServiceRequest: a copy of the orchestrator's first chat span with a new id,
+    ending just before the root ends (or, for an empty `case`, a root span of a new trace)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+    span = Span()
+    if case is None:
+        span.trace_id = bytes.fromhex(f"{index + 1:032x}")
+        span.name, span.start_time_unix_nano = "chat gpt-4o-mini", EPOCH_NS
+        span.end_time_unix_nano = EPOCH_NS + 10**9
+    else:
+        root = case.spans[0]
+        span.CopyFrom(next(s for s in case.spans if s.parent_span_id == root.span_id and s.name.startswith("chat")))
+        span.start_time_unix_nano = root.end_time_unix_nano - 2_000_000 - 1000 * index
+        span.end_time_unix_nano = root.end_time_unix_nano - 1_000_000
+    span.span_id = bytes.fromhex(f"{0xFEED0000 + index:016x}")
+    return ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])])
+
+
+def scaling(sizes: list[int], seed: int, batch: int, repeats: int) -> list[dict[str, Any]]:
+    """Per size: spans, time to stream and derive the trace, and per 1-span request the latency of
+    the request and of the re-derivation it asks for, wall and CPU time of this process, in ms (see
+    the module docstring)."""
+    import django
+
+    with tempfile.TemporaryDirectory(prefix="bench-otlp-scaling-") as tmp:
+        os.environ.update(
+            SWARMSCOPE_DATA_DIR=tmp,
+            DJANGO_SETTINGS_MODULE="webapp.config.settings",
+            DJANGO_DEBUG="0",
+            DJANGO_SECRET_KEY="bench-only-secret",
+            SECURE_SSL_REDIRECT="0",
+            SWARMSCOPE_LOG_LEVEL="WARNING",
+        )
+        for name in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"):
+            os.environ.pop(name, None)
+        django.setup()
+        from django.contrib.auth import get_user_model
+        from django.core.management import call_command
+        from django.test import Client as DjangoClient
+
+        from swarmscope.importers import otlp
+        from webapp.accounts.services import do_add_member, do_create_token, do_get_or_create_project
+        from webapp.traces import span_ingest
+
+        call_command("migrate", interactive=False, verbosity=0)
+        user = get_user_model().objects.create_superuser("admin", "admin@localhost", "bench-password")
+        project = do_get_or_create_project()
+        do_add_member(project, user)
+        client = DjangoClient(HTTP_AUTHORIZATION=f"Bearer {do_create_token(user, project, 'scaling')[1]}")
+        asked: list[int] = []
+        span_ingest._enqueue_derive = lambda pk, source: asked.append(pk)  # derived below, timed apart
+
+        def post(request) -> tuple[float, float]:
+            """(wall ms, CPU ms) of one request."""
+            start, cpu = time.perf_counter(), time.process_time()
+            response = client.post("/v1/traces", request.SerializeToString(), content_type="application/x-protobuf")
+            if response.status_code != 200:
+                raise RuntimeError(f"answered {response.status_code}: {response.content[:300]!r}")
+            return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
+
+        def derive() -> tuple[float, float]:
+            """(wall ms, CPU ms) of the derivations the requests since the last call asked for."""
+            start, cpu = time.perf_counter(), time.process_time()
+            for pk in dict.fromkeys(asked):
+                span_ingest.do_derive_spans(pk, otlp, "OTLP/HTTP")
+            asked.clear()
+            return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
+
+        post(one_more_span(None, 10**6))  # warm-up (imports, first queries); not reported
+        rows = []
+        for size in [0, *sizes]:
+            case = scaling_case(size, seed) if size else None
+            load_s = 0.0
+            if case is not None:
+                start = time.perf_counter()
+                for request in requests(case, batch):
+                    post(request)
+                derive()
+                load_s = time.perf_counter() - start
+            request, derived = [], []
+            for index in range(repeats):
+                request.append(post(one_more_span(case, index)))
+                derived.append(derive())
+            row = {
+                "spans": len(case.spans) if case else 0,
+                "load_s": round(load_s, 1),
+                "request_ms": [round(wall, 1) for wall, _ in request],
+                "request_cpu_ms": [round(cpu, 1) for _, cpu in request],
+                "derive_ms": [round(wall, 1) for wall, _ in derived],
+                "derive_cpu_ms": [round(cpu, 1) for _, cpu in derived],
+                "load_1min": float(Path("/proc/loadavg").read_text().split()[0]),
+            }
+            rows.append(row)
+            median = {key: statistics.median(row[key]) for key in row if key.endswith("_ms")}
+            print(
+                f"{row['spans']:>7,} spans (streamed and derived in {load_s:.1f} s): 1-span request "
+                f"{median['request_ms']:.1f} ms ({median['request_cpu_ms']:.1f} ms CPU), its re-derivation "
+                f"{median['derive_ms']:.1f} ms ({median['derive_cpu_ms']:.1f} ms CPU); medians of {repeats}, "
+                f"load {row['load_1min']}",
+                flush=True,
+            )
+        return rows
+
+
+def decode_costs(seed: int, batch: int, baseline: Path | None) -> dict[str, float]:
+    """Microseconds per span of each decoding step (see the module docstring), best of 5 rounds."""
+    import importlib.util
+
+    import django
+
+    os.environ.update(DJANGO_SETTINGS_MODULE="webapp.config.settings", DJANGO_SECRET_KEY="bench-only-secret")
+    django.setup()
+    from swarmscope.importers import otlp
+    from webapp.web.api import parse_body
+
+    batches = requests(CASES["fanout-33k"](seed), batch)
+    protobuf, texts = [r.SerializeToString() for r in batches], [to_json(r) for r in batches]
+    docs = [json.loads(text) for text in texts]
+    spans = sum(len(b.resource_spans[0].scope_spans[0].spans) for b in batches)
+    steps: dict[str, Callable[[], object]] = {
+        "parse_body (JSON)": lambda: [parse_body(text) for text in texts],
+        "otlp.split (JSON)": lambda: [otlp.split(doc) for doc in docs],
+        "otlp.decode_protobuf": lambda: [otlp.decode_protobuf(body) for body in protobuf],
+    }
+    if baseline is not None:
+        spec = importlib.util.spec_from_file_location("swarmscope.importers.otlp_baseline", baseline)
+        assert spec is not None and spec.loader is not None
+        before = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = before
+        spec.loader.exec_module(before)
+        if [before.split(d) for d in docs] != [otlp.split(d) for d in docs] or [
+            before.decode_protobuf(b) for b in protobuf
+        ] != [otlp.decode_protobuf(b) for b in protobuf]:
+            raise RuntimeError(f"{baseline} decodes other spans")
+        steps["baseline otlp.split (JSON)"] = lambda: [before.split(doc) for doc in docs]
+        steps["baseline otlp.decode_protobuf"] = lambda: [before.decode_protobuf(body) for body in protobuf]
+    best = dict.fromkeys(steps, float("inf"))
+    for _ in range(5):  # interleaved rounds, CPU time: a busy machine slows all steps alike
+        for name, step in steps.items():
+            start = time.process_time()
+            step()
+            best[name] = min(best[name], time.process_time() - start)
+    costs = {name: round(seconds / spans * 1e6, 1) for name, seconds in best.items()}
+    for name, us in costs.items():
+        print(f"{name:32s} {us:6.1f} us/span")
+    return costs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
@@ -378,7 +559,22 @@ def main() -> None:
         help="seconds after its last answer for Phoenix to store a case's spans",
     )
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--scaling", default="", help="comma-separated trace sizes in spans: the scaling curve only")
+    parser.add_argument("--repeats", type=int, default=3, help="1-span requests per size (--scaling)")
+    parser.add_argument("--decode", action="store_true", help="time the decoding alone")
+    parser.add_argument("--decode-baseline", type=Path, help="another otlp.py to time alongside (--decode)")
     args = parser.parse_args()
+    if args.decode:
+        decode_costs(args.seed, args.batch, args.decode_baseline)
+        return
+    if args.scaling:
+        started = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "command": shlex.join(sys.argv)}
+        rows = scaling([int(n) for n in args.scaling.split(",")], args.seed, args.batch, args.repeats)
+        out = args.out.with_name("otlp_scaling.json") if args.out == OUT else args.out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"benchmark": "otlp_scaling", **started, "results": rows}, indent=1))
+        print(f"wrote {out}")
+        return
     names = args.cases.split(",")
     if unknown := [n for n in names if n not in CASES]:
         parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")

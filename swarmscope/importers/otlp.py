@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,6 +34,7 @@ from swarmscope.model import Trace
 from .otel import Span, SpanEvent, SpanLink, as_int, build_trace, bytes_id, hex_id
 
 FORMAT = "otlp"
+HEX_DIGITS = "0123456789abcdefABCDEF"
 SPAN_KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 STATUS_ERROR = 2
 
@@ -41,7 +43,12 @@ def _get(obj: dict, camel: str) -> Any:
     """`obj[camel]`, else its snake_case spelling (protobuf JSON accepts both)."""
     if camel in obj:
         return obj[camel]
-    return obj.get("".join(f"_{c.lower()}" if c.isupper() else c for c in camel))
+    return obj.get(_snake(camel))
+
+
+@functools.cache
+def _snake(camel: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
 
 
 def _requests(doc: Any) -> list[dict] | None:
@@ -60,6 +67,8 @@ def any_value(value: Any) -> Any:
     `arrayValue`, dicts for `kvlistValue`, the base64 text for `bytesValue`; None when empty."""
     if not isinstance(value, dict) or not value:
         return None
+    if len(value) == 1 and "stringValue" in value:  # most values: read before the general case
+        return value["stringValue"]
     kind, inner = next(iter(value.items()))
     try:
         if kind in ("intValue", "int_value"):
@@ -137,6 +146,9 @@ def json_id(value: Any, size: int, field: str) -> str | None:
     if value is None or value == "":
         return None
     text = str(value)
+    if len(text) == 2 * size and not text.strip(HEX_DIGITS):  # the usual form, as `hex_id` reads it
+        text = text.lower()
+        return text if text.strip("0") else None
     if len(text) == 2 * size:
         try:
             return hex_id(text, size)

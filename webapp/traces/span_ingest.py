@@ -6,7 +6,9 @@ is small (SWARMSCOPE_OTLP_SYNC_SPANS), else leaves it `spans_pending` for the `d
 rebuilds the traces whose spans they belong to the same way: every build adds a trace's stored
 log records to their spans as span events (`otlp.attach_logs`), so content joins its span
 whichever of the two arrives first. `_store_build` writes only the difference between the
-stored trace and the build; viewers get a delta when it only adds or fills in, else a reset.
+stored trace and the build; viewers get a delta when it only adds or fills in, else a reset. The
+task makes that difference outside the write transaction (`_plan_build`) and writes it under the
+trace's lock (`_apply_plan`), making it again there when the trace was written in between.
 """
 
 from __future__ import annotations
@@ -220,22 +222,27 @@ def _enqueue_derive(trace_pk: int, source: str) -> None:
 
 def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
     """Re-derive a trace from all its stored spans if requests left it `spans_pending`; None when
-    there was nothing to do. The build runs outside any transaction (SQLite's write lock is held
-    only while the difference is written); a build older than the stored one is dropped."""
+    there was nothing to do. The build, its checks and its difference from the stored trace are
+    made outside any transaction, so SQLite's write lock (which every OTLP request takes) is held
+    only while the difference is written; the difference is made again under the lock when the
+    trace was written in between (its seq moved). A build older than the stored one is dropped."""
     if not Trace.objects.filter(pk=trace_pk, spans_pending=True).update(spans_pending=False):
         return None
     row = Trace.objects.get(pk=trace_pk)
     try:
         trace = _build(row, module, _stored_spans(row), source)
         core.validate_trace(trace)
+        plan = _plan_build(row, trace)
     except (core.TraceValidationError, ValueError):  # its spans were checked when they came: a bug
         logger.exception("trace %s: its stored spans do not form a valid trace; kept as derived before", trace_pk)
         return None
     with transaction.atomic():
-        row = Trace.objects.select_for_update().get(pk=trace_pk)
-        if _build_size(row.attributes) > _build_size(trace.attributes):
+        locked = Trace.objects.select_for_update().get(pk=trace_pk)
+        if _build_size(locked.attributes) > _build_size(trace.attributes):
             return None
-        return _store_build(row, trace)
+        if locked.seq != row.seq:  # a request or another derivation wrote the trace meanwhile
+            plan = _plan_build(locked, trace)
+        return _apply_plan(locked, plan)
 
 
 def _build_size(attributes: dict[str, Any]) -> tuple[int, int]:
@@ -249,16 +256,45 @@ def _build_size(attributes: dict[str, Any]) -> tuple[int, int]:
 def _store_build(row: Trace, build: core.Trace) -> IngestResult:
     """Make `row`'s events, edges, agents and labels equal to what `do_ingest` would store for
     `build` in a new trace, writing only the difference under the next seq. Viewers get a delta
-    when the difference only adds or fills in; else (something removed or changed) a new snapshot."""
+    when the difference only adds or fills in; else (something removed or changed) a new snapshot.
+    Raises core.TraceValidationError (before any write) for text no database can store."""
+    return _apply_plan(row, _plan_build(row, build))
+
+
+@dataclass
+class _BuildPlan:
+    """What `_store_build` writes to make a trace row equal to `build` (redacted): the differences
+    from the rows stored at `seq - 1`, made by reading only (`_plan_build`)."""
+
+    build: core.Trace
+    seq: int
+    events: _EventDiff
+    agents: _AgentDiff
+    edges: _KeyedDiff
+    labels: _KeyedDiff
+
+
+def _plan_build(row: Trace, build: core.Trace) -> _BuildPlan:
+    """Check and redact `build` and diff it against `row`'s stored rows; reads only, so it may run
+    outside the transaction that writes it (`do_derive_spans`). Raises core.TraceValidationError
+    for text no database can store (`check_storable`)."""
     check_storable(build)
     build = redact_trace(build, redaction_patterns())
     seq = row.seq + 1
-    events = _diff_events(row, build.events)
-    agents = _diff_agents(row, new_trace_agents(build), seq)
     stored_edges = {(r["src"], r["dst"], r["type"]): r["id"] for r in row.edges.values("id", "src", "dst", "type")}
-    edges = _diff_keyed({(e.src, e.dst, e.type): e for e in build.edges}, stored_edges)
-    labels = _diff_keyed({label_key(lb): lb for lb in build.labels}, stored_labels(row))
+    return _BuildPlan(
+        build=build,
+        seq=seq,
+        events=_diff_events(row, build.events),
+        agents=_diff_agents(row, new_trace_agents(build), seq),
+        edges=_diff_keyed({(e.src, e.dst, e.type): e for e in build.edges}, stored_edges),
+        labels=_diff_keyed({label_key(lb): lb for lb in build.labels}, stored_labels(row)),
+    )
 
+
+def _apply_plan(row: Trace, plan: _BuildPlan) -> IngestResult:
+    """Write `plan` (made against `row` as it is stored now) under its seq, and notify viewers."""
+    build, seq, events, agents, edges, labels = plan.build, plan.seq, plan.events, plan.agents, plan.edges, plan.labels
     _write_events(row, events, seq)
     _delete(Edge, edges.removed)
     create_edges(row, edges.added, seq)

@@ -190,7 +190,9 @@ NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 def check_no_nul(source: SourceFile) -> None:
     """Raise TraceFormatError (naming line and column) where the JSON text holds a NUL character,
     which the database cannot store: refused up front instead of failing the write."""
-    escape, raw = NUL_ESCAPE.search(source.data), source.data.find(b"\x00")
+    # the regex tries every backslash (embedded JSON text has many): only where an escape may be
+    escape = NUL_ESCAPE.search(source.data) if b"\\u0000" in source.data else None
+    raw = source.data.find(b"\x00")
     if escape is not None or raw >= 0:
         start = escape.end() - len(b"\\u0000") if escape is not None else raw
         line = source.data.count(b"\n", 0, start) + 1
