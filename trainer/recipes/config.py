@@ -8,11 +8,11 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
 
 from trainer.policy import STOP_MODES
-from trainer.sim.env import SimConfig
-from trainer.sim.tasks import LEVELS
+from trainer.sim.env import ANSWER_CREDITS, SimConfig
+from trainer.sim.tasks import LEVELS, Level
 
 ALGORITHMS = ("ppo", "grpo")
-CREDITS = ("shared", "counterfactual", "shapley")
+CREDITS = ("shared", "counterfactual", "shapley", "oracle")
 #: Reward weights and their anneal settings (see `trainer.rl.rewards.episode_reward`).
 DEFAULT_REWARD_WEIGHTS = {
     "success": 1.0,
@@ -26,7 +26,13 @@ DEFAULT_REWARD_WEIGHTS = {
 MAX_WEIGHT = 1e6
 
 #: The allowed values of the fields that name a choice, checked in this order.
-CHOICES = {"level": tuple(LEVELS), "algorithm": ALGORITHMS, "credit": CREDITS, "stop": STOP_MODES}
+CHOICES = {
+    "level": tuple(LEVELS),
+    "algorithm": ALGORITHMS,
+    "credit": CREDITS,
+    "stop": STOP_MODES,
+    "answer_credit": ANSWER_CREDITS,
+}
 
 
 class Bound(NamedTuple):
@@ -53,6 +59,8 @@ BOUNDS = (
     Bound("max_agents", int, 1, 10_000),
     Bound("credit_blocks", int, 1, 1000),
     Bound("credit_samples", int, 2, 1000),
+    Bound("credit_block_size", int, 0, 100_000),
+    Bound("n_subtasks", int, 0, 100_000),
     Bound("stop_points", int, 0, 1000),
     Bound("sample_episodes", int, 0, 16),
     Bound("threads", int, 1, 64),
@@ -117,8 +125,11 @@ class RunConfig:
     """One training run; JSON-serialisable (`to_dict`), validated by `from_dict`.
 
     level: a SwarmSim level of `trainer.sim.tasks.LEVELS` (`long`: >= 200 decisions per episode).
-    algorithm: "ppo" | "grpo". credit: "shared" | "counterfactual" | "shapley".
-    stop: "learned" | "rule" | "none" (`trainer.policy` stop modes).
+    algorithm: "ppo" | "grpo". credit: "shared" | "counterfactual" | "shapley" | "oracle" (how the
+        episode's outcome is redistributed over its decisions; `trainer.rl.credit`).
+    stop: "learned" | "anytime" | "rule" | "none" (`trainer.policy` stop modes).
+    answer_credit: "all_or_nothing" | "partial": how SwarmSim grades an answer (`trainer.sim.env`;
+        "partial" gives a stop before the answer partial credit).
     reward_weights: weights of `episode_reward` (success, parallelism, finish, critical_steps per
         critical step) and its settings parallel_target (sub-agents) and anneal_fraction (of the budget).
     budget_steps: environment steps in all, credit re-rollouts included; the run stops at the first
@@ -130,7 +141,11 @@ class RunConfig:
         orchestration terms, `anneal_factor`). hidden: torso width.
     max_steps: decisions after which SwarmSim stops an episode (the step limit).
     max_agents: most sub-agents alive at once. credit_blocks, credit_samples: see
-        `trainer.recipes.train_orchestrator`'s docstring.
+        `trainer.recipes.train_orchestrator`'s docstring. credit_block_size: decisions per credit
+        block (0: `credit_blocks` blocks whatever the episode's length; >= 1: blocks of this many
+        decisions, so their number grows with the episode, `trainer.rl.credit.blocks_of`).
+    n_subtasks: 0: the level's tasks; else tasks of this many subtasks in the level's layers
+        (`task_level`; the credit-diffusion sweep over episode length, bench/credit_diffusion.py).
     stop_points: decisions per episode at which the value of stopping is measured (`stop_targets`).
     sample_episodes: episodes per iteration reported as traces. threads: torch CPU threads.
     """
@@ -139,6 +154,7 @@ class RunConfig:
     algorithm: str = "ppo"
     credit: str = "shared"
     stop: str = "learned"
+    answer_credit: str = "all_or_nothing"
     reward_weights: dict = field(default_factory=lambda: dict(DEFAULT_REWARD_WEIGHTS))
     budget_steps: int = 200_000
     seed: int = 0
@@ -157,6 +173,8 @@ class RunConfig:
     max_agents: int = 64
     credit_blocks: int = 4
     credit_samples: int = 2
+    credit_block_size: int = 0
+    n_subtasks: int = 0
     stop_points: int = 4
     sample_episodes: int = 1
     threads: int = 1
@@ -189,7 +207,22 @@ class RunConfig:
             )
         if config.sample_episodes > config.episodes_per_iteration:
             raise ValueError("sample_episodes: must be <= episodes_per_iteration")
+        config.task_level()  # n_subtasks must fit the level's layers
         return config
 
+    def task_level(self) -> str | Level:
+        """The level tasks are drawn from: `level`'s name, or with `n_subtasks` a `Level` of
+        min(depth, n) layers of n / layers subtasks (the level's difficulty range). Raises
+        ValueError naming `n_subtasks` when the layers do not divide it."""
+        if not self.n_subtasks:
+            return self.level
+        spec = LEVELS[self.level]
+        depth = min(spec.depth, self.n_subtasks)
+        if self.n_subtasks % depth:
+            raise ValueError(
+                f"n_subtasks: must be a multiple of level {self.level}'s {depth} layers, got {self.n_subtasks}"
+            )
+        return Level(width=self.n_subtasks // depth, depth=depth, difficulty=spec.difficulty)
+
     def sim_config(self) -> SimConfig:
-        return SimConfig(max_steps=self.max_steps)
+        return SimConfig(max_steps=self.max_steps, answer_credit=self.answer_credit)

@@ -14,19 +14,24 @@ the pieces live in `trainer.rl` and are tested there on tiny inputs.
   lambda) advantages on V (`trainer.rl.losses`); `grpo`: the advantage of every decision is the
   episode's reward minus the mean of its group (episodes on the same task), over the group's std
   (Shao et al. 2024, DeepSeekMath §4.1, outcome supervision), with the same clipped surrogate.
-- **Credit** (`trainer.rl.credit`, per block of `credit_blocks` contiguous decisions): `shared`:
-  the episode's terminal reward (through the algorithm's baseline); `counterfactual`: paired
-  leave-one-out; `shapley`: Shapley values of the blocks; both by closed-loop re-rollouts at the
-  episode's seed (common random numbers, docs/architecture.md). The block's credit is the advantage
-  of each of its decisions. Every re-rollout step after the fork counts in `env_steps` and in
-  `budget_steps`.
+- **Credit** (`trainer.rl.credit`): every arm trains the same critic on the same targets, pays the
+  same per-decision cost and uses the same GAE (PPO) or group baseline (GRPO); the arms differ only
+  in where the episode's outcome is paid (`credit_advantages`: a return-equivalent redistribution
+  over the decisions). `shared`: all of it at the last decision; `counterfactual`: each block of
+  decisions (`credit_block_size` decisions, or `credit_blocks` blocks) its paired leave-one-out Δ;
+  `shapley`: its Shapley value; `oracle`: the leave-one-out Δ at SwarmSim's exact E[R] (no outcome
+  noise); all by closed-loop re-rollouts at the episode's seed (common random numbers,
+  docs/architecture.md), a block's credit spread over its decisions, less the episode's mean (a
+  zero-sum move of reward between decisions; the outcome still comes at the end). Every re-rollout
+  step after the fork counts in `env_steps` and in `budget_steps`.
 - **Reward** (`trainer.rl.rewards`): w_success * R + anneal * (w_parallelism * r_parallel +
   w_finish * r_finish) - w_critical_steps * CS, the Kimi K2.5 PARL orchestration terms, annealed
   linearly to 0 over the first `anneal_fraction` of the budget. Under PPO the CS cost of each
   orchestrator event is paid at its decision (the same return).
 - **Stop** (`trainer.rl.stop`): optimal stopping, p(stop) = sigmoid(-G / τ); stop gets no policy
   gradient: S and G are regressed on paired outcomes at the episode's seed, and stop is offered
-  once the orchestrator has answered. Logged: p(stop) and C(s) by step, the stop regret in hindsight.
+  once the orchestrator has answered (`stop="anytime"`: at every decision, for SwarmSim's partial
+  credit, `answer_credit="partial"`). Logged: p(stop) and C(s) by step, the stop regret in hindsight.
 """
 
 from __future__ import annotations
@@ -44,13 +49,13 @@ import numpy as np
 import torch
 
 from swarmscope.client import SwarmscopeError
-from trainer.policy import STOP, OrchestratorPolicy, Script, play
+from trainer.policy import STOP, OrchestratorPolicy, Played, Script, play
 from trainer.recipes.app_client import AppRefused, AppReporter
 from trainer.recipes.config import RunConfig
 from trainer.recipes.report import iteration_report
-from trainer.rl.credit import decision_credit
-from trainer.rl.losses import gae, ppo_update
-from trainer.rl.rewards import anneal_factor, decision_rewards, episode_reward, reward_to_go
+from trainer.rl.credit import blocks_of, credit_advantages, decision_credit, spread_of
+from trainer.rl.losses import ppo_update
+from trainer.rl.rewards import anneal_factor, episode_reward, reward_to_go
 from trainer.rl.stop import episode_summary, stop_targets
 from trainer.sim.env import Episode
 from trainer.sim.tasks import LEVELS, Task, generate_task
@@ -71,7 +76,7 @@ def iteration_scripts(config: RunConfig, iteration: int) -> list[Script]:
     scripts = []
     for g in range(groups):
         task_seed = TASK_SEED_BASE + config.seed * 10_000_000 + iteration * 1000 + g
-        task = generate_task(config.level, task_seed, f"{config.level}-train-{task_seed}")
+        task = generate_task(config.task_level(), task_seed, f"{config.level}-train-{task_seed}")
         for k in range(config.group_size):
             scripts.append(
                 Script(
@@ -79,6 +84,72 @@ def iteration_scripts(config: RunConfig, iteration: int) -> list[Script]:
                 )
             )
     return scripts
+
+
+def credit_advantages_of(
+    policy: OrchestratorPolicy,
+    games: list[Played],
+    terms: list[dict[str, float]],
+    config: RunConfig,
+    anneal: float,
+) -> tuple[list[np.ndarray], list[np.ndarray], int]:
+    """Per episode: the advantages (T,) (`trainer.rl.credit.credit_advantages`: the same critic,
+    per-decision costs and GAE or group baseline in every arm, the arms differing only in where
+    the outcome is paid) and the credit (T,) the attribution panel shows; and the environment
+    steps the credit re-rollouts took."""
+    weights = config.reward_weights
+    rewards = np.array([t["total"] for t in terms])
+
+    def reward_of(episode: Episode) -> float:
+        return episode_reward(episode, weights, anneal)["total"]
+
+    def expected_of(episode: Episode) -> float:  # the oracle: E[R] (closed form) for the 0/1 R
+        t = episode_reward(episode, weights, anneal)
+        return t["total"] - weights["success"] * (t["success"] - episode.p_success)
+
+    advantages, credits, steps = [], [], 0
+    for k, game in enumerate(games):
+        n = len(game.moves)
+        if config.credit == "shared":
+            credit, spread = np.full(n, rewards[k]), np.zeros(n)
+        else:
+            oracle = config.credit == "oracle"
+            factual = expected_of(game.episode) if oracle else rewards[k]
+            credit, extra = decision_credit(policy, game, factual, config, expected_of if oracle else reward_of)
+            steps += extra
+            spread = spread_of(credit, blocks_of(n, config.credit_block_size, config.credit_blocks))
+        group = rewards[k // config.group_size * config.group_size :][: config.group_size]
+        advantages.append(credit_advantages(np.array(game.values), rewards[k], spread, weights, config, group))
+        credits.append(credit)
+    return advantages, credits, steps
+
+
+def update_batch(
+    games: list[Played],
+    rewards: np.ndarray,
+    advantages: list[np.ndarray],
+    stop_values: list[np.ndarray],
+    gains: list[np.ndarray],
+    config: RunConfig,
+) -> dict[str, torch.Tensor]:
+    """`ppo_update`'s batch of the iteration's N decisions; the advantages normalised over the batch."""
+    flat = np.concatenate(advantages)
+    flat = (flat - flat.mean()) / (flat.std() + 1e-8)
+    weights = config.reward_weights
+    return {
+        "features": torch.from_numpy(np.concatenate([np.stack(g.features) for g in games])),
+        "masks": torch.from_numpy(np.concatenate([np.stack(g.masks) for g in games])),
+        "moves": torch.tensor(np.concatenate([g.moves for g in games]), dtype=torch.long),
+        "logp": torch.tensor(np.concatenate([g.logp for g in games]), dtype=torch.float32),
+        "advantages": torch.tensor(flat, dtype=torch.float32),
+        "returns": torch.tensor(
+            np.concatenate([reward_to_go(r, len(g.moves), weights) for g, r in zip(games, rewards)]),
+            dtype=torch.float32,
+        ),
+        "stop_value": torch.tensor(np.nan_to_num(np.concatenate(stop_values)), dtype=torch.float32),
+        "gain": torch.tensor(np.nan_to_num(np.concatenate(gains)), dtype=torch.float32),
+        "stop_measured": torch.tensor(~np.isnan(np.concatenate(gains)), dtype=torch.float32),
+    }
 
 
 def run_iteration(
@@ -97,45 +168,18 @@ def run_iteration(
         return episode_reward(episode, weights, anneal)["total"]
 
     # credit -> advantages per decision; stop -> the stop heads' targets
-    advantages, credits, stop_values, gains = [], [], [], []
+    advantages, credits, extra = credit_advantages_of(policy, games, terms, config, anneal)
+    steps += extra
+    stop_values, gains = [], []
     points_rng = np.random.default_rng([config.seed, iteration, 7])
     for k, game in enumerate(games):
-        values = np.array(game.values)
-        if config.credit == "shared":
-            credit = np.full(len(game.moves), rewards[k])
-            if config.algorithm == "ppo":
-                adv = gae(values, decision_rewards(rewards[k], len(game.moves), weights), config.gae_lambda)
-            else:
-                group = rewards[k // config.group_size * config.group_size :][: config.group_size]
-                adv = np.full(len(game.moves), (rewards[k] - group.mean()) / (group.std() + 1e-6))
-        else:
-            credit, extra = decision_credit(policy, game, rewards[k], config, reward_of)
-            steps += extra
-            adv = credit.copy()
         value, gain, extra = stop_targets(policy, game, rewards[k], config, reward_of, points_rng)
         steps += extra
         if game.moves and game.moves[-1] == STOP and not np.isnan(gain[-1]):
-            credit[-1] = -gain[-1]  # the stop's paired credit: stopping now vs continuing
-        advantages.append(adv)
-        credits.append(credit)
+            credits[k][-1] = -gain[-1]  # the stop's paired credit: stopping now vs continuing
         stop_values.append(value)
         gains.append(gain)
-    flat = np.concatenate(advantages)
-    flat = (flat - flat.mean()) / (flat.std() + 1e-8)
-    batch = {
-        "features": torch.from_numpy(np.concatenate([np.stack(g.features) for g in games])),
-        "masks": torch.from_numpy(np.concatenate([np.stack(g.masks) for g in games])),
-        "moves": torch.tensor(np.concatenate([g.moves for g in games]), dtype=torch.long),
-        "logp": torch.tensor(np.concatenate([g.logp for g in games]), dtype=torch.float32),
-        "advantages": torch.tensor(flat, dtype=torch.float32),
-        "returns": torch.tensor(
-            np.concatenate([reward_to_go(r, len(g.moves), weights) for g, r in zip(games, rewards)]),
-            dtype=torch.float32,
-        ),
-        "stop_value": torch.tensor(np.nan_to_num(np.concatenate(stop_values)), dtype=torch.float32),
-        "gain": torch.tensor(np.nan_to_num(np.concatenate(gains)), dtype=torch.float32),
-        "stop_measured": torch.tensor(~np.isnan(np.concatenate(gains)), dtype=torch.float32),
-    }
+    batch = update_batch(games, rewards, advantages, stop_values, gains, config)
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + iteration)
     losses = ppo_update(policy, optimizer, batch, config, generator, anneal)
 

@@ -1,17 +1,37 @@
-"""Per-decision credit by closed-loop re-rollouts, and the iteration's attribution panel.
+"""Per-decision credit by closed-loop re-rollouts, the outcome it redistributes over the decisions,
+and the iteration's attribution panel.
 
-The decisions are cut into `credit_blocks` contiguous blocks (`block_of`; one decision per block
-when there are fewer). `counterfactual`: paired leave-one-out Δ_k = R(h) - R(h with block k redrawn
-from the policy), `credit_samples` redraws per block, each a re-rollout at the episode's seed
-(common random numbers), by `swarmscope.credit.leave_one_out`; `shapley`: Shapley values of the
-blocks in the same coalition game (absent blocks redrawn), `credit_samples` antithetic permutation
-pairs (`swarmscope.credit.shapley_permutation`). Every re-rollout step after the fork counts as an
-environment step (the replayed prefix before the fork does not: it is the factual episode's).
+**What the arms share and what they do not** (issue 16 item 5). Every arm trains the same critic V
+on the same targets (the factual reward-to-go, `trainer.rl.rewards.reward_to_go`), pays the same
+per-decision cost (w_critical_steps at each decision, `decision_rewards`) and computes GAE on V
+(`trainer.rl.losses.gae`, PPO) or the group baseline (GRPO), and pays the outcome at the last
+decision (`decision_rewards`). The arms differ only in `spread` (T,), each decision's share of its
+block's credit, which moves reward between the episode's decisions: r_t = -w_cs + spread_t -
+mean(spread) (+ the outcome at the end; `credit_rewards`). The return is unchanged (a
+return-equivalent redistribution, Arjona-Medina et al. 2019, RUDDER, §3), so is the optimum.
+`shared`: spread = 0. Zero-sum rather than RUDDER's correction (the rest of the outcome, R -
+sum(credit), at the end): leave-one-out credits need not sum to the outcome, so the rest can be
+large (where several blocks' redraws would finish an episode that hit the step limit, each Δ is
+about -1), and GAE pays it to the last, padding decisions; a trial run with it fell to E[R] 0.12
+(bench/RESULTS.md, issue 16 item 5).
+
+The decisions are cut into blocks (`blocks_of`): `credit_block_size` decisions each (their number
+grows with the episode), or with block size 0 the older `credit_blocks` contiguous blocks whatever
+the episode's length (`block_of`). A block's credit is spread evenly over its decisions.
+`counterfactual`: paired leave-one-out Δ_k = R(h) - R(h with block k redrawn from the policy),
+`credit_samples` redraws per block, each a re-rollout at the episode's seed (common random numbers),
+by `swarmscope.credit.leave_one_out`; `shapley`: Shapley values of the blocks in the same coalition
+game (absent blocks redrawn), `credit_samples` antithetic permutation pairs
+(`swarmscope.credit.shapley_permutation`); `oracle`: the leave-one-out of `counterfactual` on the same
+re-rollouts, each valued at SwarmSim's exact E[R] given its actions (`Episode.p_success`, the closed
+form `trainer.sim.exact.enumerate_expected_reward` checks) instead of its 0/1 outcome: the credit
+without outcome noise (the redraws' own noise stays). Every re-rollout step after the fork counts
+as an environment step (the replayed prefix before the fork does not: it is the factual episode's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -19,10 +39,15 @@ import numpy as np
 from swarmscope.credit import leave_one_out, shapley_permutation
 from swarmscope.metrics import pseudo_parallel_agents
 from trainer.policy import OrchestratorPolicy, Played, Script, moves_of, play
+from trainer.rl.losses import gae
+from trainer.rl.rewards import decision_rewards
 from trainer.sim.env import Episode
 
 if TYPE_CHECKING:
     from trainer.recipes.config import RunConfig
+
+#: The credit schemes that re-roll blocks of decisions (`decision_credit`).
+REROLLED = ("counterfactual", "shapley", "oracle")
 
 
 def block_of(n_decisions: int, n_blocks: int) -> np.ndarray:
@@ -35,48 +60,111 @@ def block_of(n_decisions: int, n_blocks: int) -> np.ndarray:
     )
 
 
+def blocks_of(n_decisions: int, block_size: int, n_blocks: int) -> np.ndarray:
+    """(T,) block index of each decision: consecutive blocks of `block_size` decisions (the last
+    may be shorter) when block_size >= 1, else `block_of(n_decisions, n_blocks)`."""
+    if block_size >= 1:
+        return np.arange(n_decisions) // block_size
+    return block_of(n_decisions, n_blocks)
+
+
+def rerolled(
+    policy: OrchestratorPolicy,
+    game: Played,
+    blocks: np.ndarray,
+    kept: np.ndarray,
+    salts: Sequence[int],
+    config: RunConfig,
+) -> list[Played]:
+    """Re-rollouts of `game`, one per row of `kept` (R, K) bool (every row drops a block): the kept
+    blocks' factual moves replayed where still legal, the others drawn from `policy` with the row's
+    salt, at the episode's seed (common random numbers), forking at the first dropped decision."""
+    moves = moves_of(game)
+    env = game.env
+    scripts = []
+    for keep, salt in zip(np.asarray(kept, bool), salts):
+        per_decision = tuple(bool(keep[b]) for b in blocks)
+        scripts.append(Script(env.task, env.seed, moves, per_decision, int(salt), per_decision.index(False)))
+    return play(policy, scripts, config.sim_config(), config.stop, config.max_agents, record=False)
+
+
 def decision_credit(
     policy: OrchestratorPolicy, game: Played, reward: float, config: RunConfig, reward_of: Callable[[Episode], float]
 ) -> tuple[np.ndarray, int]:
-    """Per-decision credit (T,) of a played episode under `config.credit` ("counterfactual" or
-    "shapley"), and the environment steps its re-rollouts took.
+    """Per-decision credit (T,) of a played episode under `config.credit` (one of `REROLLED`): each
+    decision gets its block's credit; and the environment steps its re-rollouts took.
 
-    The coalition game: players are the decision blocks (`block_of`); a coalition keeps its blocks'
-    factual moves (where still legal) and redraws the others from the policy (salt = the estimator's
-    sample seed; the environment seed stays the episode's: common random numbers); its value is
-    `reward_of` the re-rolled episode. Keeping every block is the factual episode (no rollout).
+    The coalition game: players are the decision blocks (`blocks_of`); a coalition keeps its
+    blocks' factual moves (where still legal) and redraws the others (`rerolled`; salt = the
+    estimator's sample seed); its value is `reward_of` the re-rolled episode, `reward` for the
+    factual one (no rollout). For `oracle`, pass the exact expectations: `reward` the factual
+    episode's expected reward and `reward_of` an episode's (`trainer.rl.rewards.episode_reward`'s
+    `expected_total`). Raises ValueError for a credit scheme that re-rolls nothing.
     """
+    if config.credit not in REROLLED:
+        raise ValueError(f"credit: {config.credit!r} re-rolls no blocks (one of {', '.join(REROLLED)})")
     moves = moves_of(game)
-    blocks = block_of(len(moves), config.credit_blocks)
+    blocks = blocks_of(len(moves), config.credit_block_size, config.credit_blocks)
     n_players = int(blocks.max()) + 1 if len(blocks) else 1
-    env = game.env
     steps = 0
 
     def coalition(kept: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         nonlocal steps
+        kept = np.asarray(kept, bool)
         rewards = np.full(len(kept), reward)
-        scripts, rows = [], []
-        for row, (keep, salt) in enumerate(zip(np.asarray(kept, bool), seeds)):
-            if keep.all():
-                continue
-            per_decision = tuple(bool(keep[b]) for b in blocks)
-            fork = per_decision.index(False)
-            scripts.append(Script(env.task, env.seed, moves, per_decision, int(salt), fork))
-            rows.append(row)
-        if scripts:
-            played = play(policy, scripts, config.sim_config(), config.stop, config.max_agents, record=False)
+        rows = [row for row, keep in enumerate(kept) if not keep.all()]
+        if rows:
+            played = rerolled(policy, game, blocks, kept[rows], [int(s) for s in np.asarray(seeds)[rows]], config)
             steps += sum(p.env_steps for p in played)
             rewards[rows] = [reward_of(p.episode) for p in played]
         return rewards
 
-    if config.credit == "counterfactual":
-        found = leave_one_out(coalition, n_players, config.credit_samples, first_seed=1)
-    else:
+    if config.credit == "shapley":
         found = shapley_permutation(
-            coalition, n_players, config.credit_samples, first_seed=1, sampling_seed=env.seed % (2**32)
+            coalition, n_players, config.credit_samples, first_seed=1, sampling_seed=game.env.seed % (2**32)
         )
+    else:
+        found = leave_one_out(coalition, n_players, config.credit_samples, first_seed=1)
     per_block = np.array([a.estimate for a in found])
     return per_block[blocks], steps
+
+
+def spread_of(credit: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    """(T,) each decision's share of its block's credit: credit_t / (decisions in t's block), so a
+    block's spread sums to its credit. `credit` (T,) constant within each block, `blocks` (T,)."""
+    sizes = np.bincount(blocks)[blocks] if len(blocks) else np.zeros(0)
+    return np.asarray(credit, float) / np.maximum(sizes, 1)
+
+
+def credit_rewards(reward: float, spread: np.ndarray, weights: Mapping[str, float]) -> np.ndarray:
+    """(T,) per-decision rewards: `decision_rewards(reward, T, weights)` (-w_critical_steps at
+    every decision, the rest of `reward` at the last; the same in every arm) plus spread -
+    mean(spread), `spread` (T,). They sum to `reward` (return-equivalent, RUDDER §3)."""
+    spread = np.asarray(spread, float)
+    return decision_rewards(reward, len(spread), weights) + spread - (spread.mean() if len(spread) else 0.0)
+
+
+def credit_advantages(
+    values: np.ndarray,
+    reward: float,
+    spread: np.ndarray,
+    weights: Mapping[str, float],
+    config: RunConfig,
+    group: np.ndarray | None = None,
+) -> np.ndarray:
+    """(T,) advantages of one episode's decisions (before the batch's normalisation), the same in
+    every arm but for `spread` (T,) (module docstring). PPO: GAE(gamma 1, `gae_lambda`) on the
+    critic's `values` (T,) with `credit_rewards`. GRPO: (reward - mean(group) + sum_{s>=t} (spread_s
+    - mean(spread))) / (std(group) + 1e-6), `group` (G,) the rewards of the episodes on its task
+    (spread = 0: Shao et al. 2024's outcome supervision, every decision the same advantage)."""
+    spread = np.asarray(spread, float)
+    if config.algorithm == "ppo":
+        return gae(np.asarray(values, float), credit_rewards(reward, spread, weights), config.gae_lambda)
+    if group is None:
+        raise ValueError("group: GRPO needs the rewards of the episode's group")
+    centred = spread - (spread.mean() if len(spread) else 0.0)
+    to_go = np.cumsum(centred[::-1])[::-1]
+    return (reward - group.mean() + to_go) / (group.std() + 1e-6)
 
 
 def agents_of_decisions(episode: Episode) -> list[str]:

@@ -7,7 +7,9 @@ pairs summing to 1. `run_policy` samples from it with the episode's counter-base
 Baselines (survey §7's heuristics): `FixedFanOut(k)` spawns k solvers and delegates subtasks
 round-robin in topological order; `single_agent()` is k = 1; `SpawnEverything` spawns one solver per
 subtask (and a verifier); all three use the rule-based stop: aggregate and stop when every subtask
-has reported. `RuleBasedStop` adds that rule to any policy, e.g. `RandomPolicy`.
+has reported. `RuleBasedStop` adds that rule to any policy, e.g. `RandomPolicy`. `tune_fan_out`
+is the tuned heuristic: the best `FixedFanOut` over a grid of its knobs (k, role, verifier) on
+training tasks by a given score.
 
 `BatchedSwarmEnv` steps B episodes at once with numpy for training: the same outcomes, random
 numbers and closed-form E[R] as `SwarmEnv` for spawn, delegate, aggregate and stop (no messages,
@@ -16,7 +18,9 @@ despawns or trace; its clock ignores the verifier's own queue).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import product
 from typing import Protocol
 
 import numpy as np
@@ -94,6 +98,35 @@ class FixedFanOut:
 
 def single_agent(role: str = "solver") -> FixedFanOut:
     return FixedFanOut(1, role)
+
+
+#: The knobs `tune_fan_out` searches by default: k, role, verifier.
+FAN_OUT_GRID = ((1, 2, 4, 8, 16, 32, 64), ("solver", "expert"), (False, True))
+
+
+def tune_fan_out(
+    tasks: Sequence[Task],
+    score: Callable[[Episode], float],
+    config: SimConfig | None = None,
+    seed: int = 0,
+    grid: tuple[Iterable[int], Iterable[str], Iterable[bool]] = FAN_OUT_GRID,
+) -> tuple[FixedFanOut, dict[FixedFanOut, float]]:
+    """The tuned heuristic: every `FixedFanOut(k, role, verifier)` of `grid` plays each of `tasks`
+    once (episode seed `seed` + index, the same for every candidate: common random numbers); returns
+    the candidate of the highest mean `score` (ties: the first in grid order) and every candidate's
+    mean score. Raises ValueError for no tasks or an empty grid."""
+    if not tasks:
+        raise ValueError("tasks: tune_fan_out needs at least one task")
+    means: dict[FixedFanOut, float] = {}
+    for k, role, verifier in product(*grid):
+        policy = FixedFanOut(k, role, verifier)
+        means[policy] = float(
+            np.mean([score(run_policy(SwarmEnv(task, config, seed + i), policy)) for i, task in enumerate(tasks)])
+        )
+    if not means:
+        raise ValueError("grid: tune_fan_out needs at least one candidate")
+    best = max(means, key=lambda p: means[p])
+    return best, means
 
 
 @dataclass(frozen=True)

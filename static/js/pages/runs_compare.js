@@ -1,13 +1,15 @@
 /**
  * The compare page: 2–4 runs or seed groups on one uPlot chart against environment steps; a seed
- * group is its mean curve with a 95 % band (runs_model.groupBand).
+ * group is its mean curve with a 95 % band (runs_model.groupBand); `?metric=` picks the metric
+ * shown first (compare_metric.pickMetric).
  */
 
 import { el } from "../lib/dom.js";
+import { compareMetrics, pickMetric } from "../model/compare_metric.js";
 import { TRAINING_CHARTS, curveOf, groupBand, interpolate } from "../model/runs_model.js";
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9"];
-const METRICS = [...TRAINING_CHARTS.flatMap((c) => c.series)];
+const METRICS = compareMetrics(TRAINING_CHARTS.flatMap((c) => c.series));
 const series = JSON.parse(document.getElementById("compare-data").textContent);
 const host = document.querySelector('[data-testid="compare-chart"]');
 const select = document.querySelector('[data-testid="compare-metric"]');
@@ -17,6 +19,7 @@ for (const key of METRICS) {
   option.value = key;
   select.append(option);
 }
+select.value = pickMetric(globalThis.location.search, METRICS);
 let plot = null;
 
 function fade(hex, alpha) {

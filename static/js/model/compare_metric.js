@@ -1,0 +1,20 @@
+/**
+ * The compare page's metric choices (pure, no DOM): the run page's chart series plus the metrics
+ * a sweep is judged on (the training episodes' closed-form E[R], the task reward), and the one a
+ * link asks for with `?metric=` (bench/credit_diffusion.py's runs, webapp/training/sweeps.py).
+ * Unit-tested with `node --test` (tests/js/compare_metric.test.js).
+ */
+
+/** Metrics every compare page offers besides the run page's chart series. */
+export const EXTRA_COMPARE_METRICS = Object.freeze(["expected_success", "task_reward"]);
+
+/** The metric keys of the compare page's select: `chartSeries` first, then the extras, once each. */
+export function compareMetrics(chartSeries) {
+  return [...new Set([...chartSeries, ...EXTRA_COMPARE_METRICS])];
+}
+
+/** The metric `search` (a location.search string) names with `metric=` when `metrics` has it, else the first. */
+export function pickMetric(search, metrics) {
+  const wanted = new URLSearchParams(search).get("metric");
+  return wanted !== null && metrics.includes(wanted) ? wanted : metrics[0];
+}
