@@ -320,7 +320,7 @@ def first_render(browser, state: str, url: str) -> dict:
     context, page = new_page(browser, state)
     try:
         page.goto(url, wait_until="commit")
-        page.wait_for_function("window.swarmscope !== undefined")
+        page.wait_for_function("() => window.swarmscope !== undefined")
         figures = page.evaluate(FIRST_RENDER_JS)
         if page.errors:
             raise RuntimeError(f"console errors on {url}: {page.errors[:5]}")
@@ -334,7 +334,7 @@ def pan_zoom(browser, state: str, url: str, frames: int, runs: int) -> dict[str,
     context, page = new_page(browser, state)
     try:
         page.goto(url)
-        page.wait_for_function("window.swarmscope !== undefined")
+        page.wait_for_function("() => window.swarmscope !== undefined")
         page.evaluate("window.swarmscope.ready.then(() => new Promise((r) => requestAnimationFrame(r)))")
         page.evaluate("new Promise((r) => setTimeout(r, 500))")  # let the first frames settle
         lod = page.evaluate(

@@ -66,7 +66,7 @@ def main() -> None:
         with logged_in_browser(app, work) as (browser, state):
             context, page = new_page(browser, state, "")
             page.goto(f"{app.url}/traces/{trace_id}/")
-            page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined")
+            page.wait_for_function("() => window.swarmscope && document.body.dataset.seq !== undefined")
             ready_ms = page.evaluate(
                 "window.swarmscope.ready.then(() => new Promise("
                 "r => requestAnimationFrame(() => r(performance.now()))))"
@@ -102,7 +102,7 @@ def main() -> None:
             )
             search.fill("e0")
             search.press("Enter")
-            page.wait_for_function("document.body.dataset.selected !== undefined")
+            page.wait_for_function("() => document.body.dataset.selected !== undefined")
             errors = list(page.errors)
             context.close()
     iv, lay = scroll["intervals"], scroll["layouts"]

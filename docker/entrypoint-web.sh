@@ -13,6 +13,11 @@ fi
 if [ "${SWARMSCOPE_MIGRATE:-1}" = "1" ]; then
   "$PYTHON" manage.py migrate --noinput
 fi
-# --proxy-headers: behind a TLS proxy, the client's address and scheme come from X-Forwarded-*.
-exec "$PYTHON" -m daphne --proxy-headers -b "${BIND_HOST:-0.0.0.0}" -p "${PORT:-8000}" \
+# --proxy-headers (the client's address and scheme from X-Forwarded-*) only behind a TLS proxy that
+# every request passes: SWARMSCOPE_TRUST_PROXY_HEADERS=1, as Django's own reading of the header.
+case "${SWARMSCOPE_TRUST_PROXY_HEADERS:-0}" in
+  1|true|yes|on) set -- --proxy-headers ;;
+  *) set -- ;;
+esac
+exec "$PYTHON" -m daphne "$@" -b "${BIND_HOST:-0.0.0.0}" -p "${PORT:-8000}" \
   webapp.config.asgi:application

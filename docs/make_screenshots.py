@@ -69,7 +69,7 @@ def main() -> None:
                 ("trace-claude-code", claude_code, "delegate"),
             ):
                 page.goto(f"{url}/traces/{trace_id}/")
-                page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined")
+                page.wait_for_function("() => window.swarmscope && document.body.dataset.seq !== undefined")
                 page.evaluate("window.swarmscope.ready")
                 if select == "mistake":
                     event_id = page.evaluate(
@@ -88,7 +88,9 @@ def main() -> None:
                     page.screenshot(path=OUT / "transcript.png")
             # Every lane expanded and Fit: time fills the width, the 301 lanes scroll; one event selected.
             page.goto(f"{url}/traces/{ids[str(big)]}/")
-            page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined", timeout=120_000)
+            page.wait_for_function(
+                "() => window.swarmscope && document.body.dataset.seq !== undefined", timeout=120_000
+            )
             page.evaluate("window.swarmscope.ready")
             page.locator("[data-filter=expand-all]").click()
             page.get_by_test_id("fit-timeline").click()
@@ -96,7 +98,7 @@ def main() -> None:
             page.wait_for_timeout(500)
             page.locator(".timeline-panel").screenshot(path=OUT / "timeline-33k.png")
             page.goto(f"{url}/traces/{ids[str(swarmsim)]}/")
-            page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined")
+            page.wait_for_function("() => window.swarmscope && document.body.dataset.seq !== undefined")
             page.evaluate("window.swarmscope.ready")
             page.evaluate("(id) => window.swarmscope.selectEvent(id)", pivotal)
             page.get_by_test_id("what-if").click()

@@ -7,12 +7,15 @@ computes metrics after an import; Ctrl-C leaves no process and no socket behind.
 
 import asyncio
 import json
+import os
 import re
 import signal
 import sqlite3
 import sys
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import websockets
@@ -129,3 +132,92 @@ def test_second_start_prints_no_password(tmp_path):
             stop(up, signal.SIGINT)
         printed = "password:" in log.read_text()
         assert printed == (attempt == 0)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs (a killed one awaiting its reaper does not)."""
+    return bool(processes_in_group(pgid))
+
+
+def test_supervisor_restarts_a_killed_child_and_kills_what_it_left_in_its_group():
+    from webapp.web.management.commands.up import Supervisor
+
+    said: list[str] = []
+    supervisor = Supervisor(said.append, backoff_s=0.1)
+    # A child with a child of its own in its group, as a Celery worker has its beat and pool processes.
+    argv = [sys.executable, "-c", "import subprocess, time; subprocess.Popen(['sleep', '300']); time.sleep(300)"]
+    child = supervisor.spawn("worker", argv, dict(os.environ))
+    try:
+        first = child.pid
+        wait_for(lambda: len(processes_in_group(first)) == 2, timeout=30)
+        os.kill(first, signal.SIGKILL)
+        wait_for(lambda: supervisor.check() or child.pid != first, timeout=30)
+        assert not group_alive(first)  # its `sleep` went with it: no orphan
+        assert child.process.poll() is None and said[0] == "worker exited with code -9; restarting it in 0.1 s"
+        assert said[1] == f"worker restarted (pid {child.pid})"
+    finally:
+        supervisor.stop_all()
+    assert not group_alive(child.pid)
+
+
+def test_supervisor_gives_up_on_a_child_that_keeps_dying_at_start():
+    from django.core.management.base import CommandError
+
+    from webapp.web.management.commands.up import Supervisor
+
+    said: list[str] = []
+    supervisor = Supervisor(said.append, backoff_s=0.05, max_quick_deaths=3)
+    supervisor.spawn("embedded redis", [sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ))
+    with pytest.raises(CommandError) as gave_up:
+        wait_for(lambda: supervisor.check(), timeout=30, interval=0.02)
+    assert str(gave_up.value).startswith("embedded redis died 3 times, each within 30 s of its start")
+    assert "exit codes [3, 3, 3]" in str(gave_up.value)
+    # backoff doubled between the deaths before it gave up
+    assert [line.rsplit(" in ", 1)[1] for line in said if "restarting" in line] == ["0.05 s", "0.1 s"]
+    supervisor.stop_all()
+
+
+def processes_in_group(pgid: int) -> list[int]:
+    """Pids of the processes of process group `pgid` that still run (zombies left out)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                # /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."; comm may hold spaces
+                state, _, pgrp = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+            except (OSError, ValueError):
+                continue
+            if int(pgrp) == pgid and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def test_up_brings_back_a_worker_killed_with_sigkill_and_leaves_no_orphan(tmp_path):
+    """The short-task worker runs Celery beat (-B) in a child process: kill -9 the worker and `up`
+    kills the beat it left behind and starts the worker again; the app keeps answering."""
+    data_dir = tmp_path / "data"
+    port = free_port()
+    env = app_env(data_dir)
+    log = tmp_path / "up.log"
+    up = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-grpc"], env, log)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", up, log)
+        marker = f"swarmscope-{up.pid}@"  # the short-task worker's --hostname
+
+        def worker_group():
+            leaders = [pid for pid in processes_mentioning(marker) if pid in processes_in_group(pid)]
+            return leaders[0] if leaders and len(processes_in_group(leaders[0])) >= 3 else None
+
+        old = wait_for(worker_group, timeout=120)  # the worker, its pool process and its beat
+        assert wait_for(lambda: "beat: Starting" in log.read_text(), timeout=60)
+        os.kill(old, signal.SIGKILL)
+        assert wait_for(lambda: "celery worker exited with code -9; restarting it in 1 s" in log.read_text())
+        new = wait_for(lambda: (g := worker_group()) and g != old and g, timeout=120)
+        assert not group_alive(old), processes_in_group(old)  # no orphaned beat or pool process
+        assert f"celery worker restarted (pid {new})" in log.read_text()
+        assert up.poll() is None
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10)
+    finally:
+        stop(up, signal.SIGINT)
+    assert up.returncode == 0, log.read_text()[-3000:]
+    assert processes_mentioning(str(data_dir)) == [] and processes_mentioning(marker) == []

@@ -102,7 +102,7 @@ def test_what_if_removed_runs_32_samples_and_opens_the_branch(app, page, rollout
 
     # A reload loses nothing: both jobs, newest first, and the history lists them.
     page.reload()
-    page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
+    page.wait_for_function("() => window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
     restored = page.locator("[data-testid=job][data-status=done]")
     restored.nth(1).wait_for(timeout=30_000)
     assert restored.first.locator("code").inner_text() == f"remove(event:{pivotal}, event:{other})"
@@ -153,7 +153,7 @@ def test_attribute_this_trace_ranks_the_messages_and_paints_the_timeline(app, pa
     assert page.evaluate("document.body.dataset.selected") == rows.nth(1).get_attribute("data-target")[len("event:") :]
     rows.first.focus()
     page.keyboard.press("Enter")
-    page.wait_for_function(f"document.body.dataset.selected === {json.dumps(pivotal)}")
+    page.wait_for_function(f"() => document.body.dataset.selected === {json.dumps(pivotal)}")
     listed = app.api(f"/api/traces/{trace_id}/attributions/")["results"]
     assert len(listed) == 12 and {a["method"] for a in listed} == {"paired_loo"}
     # Message credit also paints the agent graph: node colours and sender→receiver edge widths.
@@ -162,7 +162,7 @@ def test_attribute_this_trace_ranks_the_messages_and_paints_the_timeline(app, pa
 
     # After a reload the stored attribution is shown again, ranked, with the history of the job.
     page.reload()
-    page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
+    page.wait_for_function("() => window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
     table.wait_for(timeout=30_000)
     assert rows.count() == 12 and rows.first.get_attribute("data-target") == f"event:{pivotal}"
     assert page.get_by_test_id("attribution-status").get_attribute("data-status") == "done"
@@ -186,11 +186,11 @@ def test_attribute_this_trace_ranks_the_messages_and_paints_the_timeline(app, pa
     assert "node colour" in page.get_by_test_id("graph-credit-legend").inner_text()
     agent_rows.first.click()
     assert page.evaluate("document.body.dataset.selected") == agent_rows.first.get_attribute("data-target")
-    page.wait_for_function("document.querySelectorAll('[data-testid=history-item]').length === 2")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
     # The history shows the earlier job's result again.
     page.get_by_test_id("history-item").nth(1).get_by_test_id("history-show").click()
     page.wait_for_function(
-        f"document.querySelector('[data-testid=attribution-row]')?.dataset.target === {json.dumps('event:' + pivotal)}"
+        "(t) => document.querySelector('[data-testid=attribution-row]')?.dataset.target === t", arg=f"event:{pivotal}"
     )
 
 
@@ -307,7 +307,7 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
     budget.press("Enter")
     run = page.get_by_test_id("attribution-run")
     page.wait_for_function(
-        "document.querySelector('[data-testid=attribution-run]').dataset.confirm === 'true'", timeout=15_000
+        "() => document.querySelector('[data-testid=attribution-run]').dataset.confirm === 'true'", timeout=15_000
     )
     expected = app.api(
         f"/api/traces/{trace_id}/attributions/estimate/",

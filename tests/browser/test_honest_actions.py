@@ -80,7 +80,7 @@ def test_swarmsim_what_if_runs_and_its_branch_links_back(app, page, rollout_work
     assert banner.is_visible() and f"job {job_id}" in banner.inner_text()
     page.get_by_test_id("origin-compare").click()
     page.wait_for_url(f"{app.url}/traces/compare/?left={trace_id}&right={branch}")
-    page.wait_for_function("document.body.dataset.compareRows !== undefined", timeout=60_000)
+    page.wait_for_function("() => document.body.dataset.compareRows !== undefined", timeout=60_000)
     assert page.get_by_test_id("align-id").is_checked()
     page.go_back()
     page.get_by_test_id("origin-job").click()

@@ -110,7 +110,7 @@ def axis_ticks(page) -> list[dict]:
 
 def expand_all(page) -> None:
     page.locator("[data-filter=expand-all]").click()
-    page.wait_for_function("document.querySelectorAll('[data-testid=lane]').length === 301")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=lane]').length === 301")
 
 
 def test_zoom_into_an_empty_corner_keeps_events_and_lane_names(app, page, big_trace):
@@ -286,7 +286,7 @@ def test_only_this_agent_and_the_overview_strip(app, page, big_trace):
     agent = lane.get_attribute("data-agent")
     lane.hover()
     lane.get_by_test_id("lane-only").click()
-    page.wait_for_function("document.querySelectorAll('[data-testid=lane]').length === 1")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=lane]').length === 1")
     assert page.get_by_test_id("timeline-only").is_visible()
     assert agent in page.get_by_test_id("timeline-only").inner_text()
     count = page.evaluate("(a) => window.swarmscope.model.sequence().length", agent)

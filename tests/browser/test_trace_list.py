@@ -53,7 +53,7 @@ def test_the_kind_facet_hides_branch_traces_and_the_url_keeps_it(app, page, fixt
 
 def test_a_new_streamed_trace_appears_and_grows_without_a_reload(app, page):
     page.goto(app.url + "/")
-    page.wait_for_function("document.body.dataset.listSocket === 'open'", timeout=30_000)
+    page.wait_for_function("() => document.body.dataset.listSocket === 'open'", timeout=30_000)
     page.evaluate("window.__sameDocument = true")
     trace = app.api("/api/traces/", {"name": "streamed into the list", "system": "browser-test"})["trace"]
     row = page.locator(f"tr[data-trace-id='{trace['id']}']")

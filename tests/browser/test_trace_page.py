@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(300)
 
 def open_trace(page, app, trace_id):
     page.goto(f"{app.url}/traces/{trace_id}/")
-    page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
+    page.wait_for_function("() => window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
     page.evaluate("window.swarmscope.ready")
 
 
@@ -109,7 +109,7 @@ def test_streamed_events_arrive_in_order_live(app, page):
 
     sender = threading.Thread(target=stream)
     sender.start()
-    page.wait_for_function(f"Number(document.body.dataset.eventCount) === {total}", timeout=120_000)
+    page.wait_for_function(f"() => Number(document.body.dataset.eventCount) === {total}", timeout=120_000)
     sender.join(timeout=60)
     assert errors == []
     assert page.evaluate("window.swarmscope.lastSeq()") == total // batch + 1  # creation, then one per batch
@@ -131,5 +131,5 @@ def test_trace_list_search_and_compare_two_traces(app, page, fixtures):
         page.locator(f"input[name=compare][value='{trace_id}']").check()
     page.get_by_test_id("compare-form").locator("button").click()
     page.wait_for_url("**/traces/compare/**")
-    page.wait_for_function("Number(document.body.dataset.compareRows) > 0")
+    page.wait_for_function("() => Number(document.body.dataset.compareRows) > 0")
     assert page.get_by_test_id("compare-row").count() > 0

@@ -21,7 +21,7 @@ WHOWHEN_FILE = "8.json"  # the longest Hand-Crafted log (129 turns, 165 kB of co
 
 def open_trace(page, app, trace_id):
     page.goto(f"{app.url}/traces/{trace_id}/")
-    page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
+    page.wait_for_function("() => window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
     page.evaluate("window.swarmscope.ready")
     page.get_by_test_id("transcript-row").first.wait_for()
 
@@ -98,12 +98,12 @@ def test_transcript_and_timeline_select_each_other(app, page, fixtures):
     # Timeline -> transcript: a click on the drawn event highlights its row.
     point = page.evaluate("(id) => window.swarmscope.eventClientPoint(id)", "e7")
     page.mouse.click(point["x"], point["y"])
-    page.wait_for_function("document.body.dataset.selected === 'e7'")
+    page.wait_for_function("() => document.body.dataset.selected === 'e7'")
     assert "selected" in row(page, "e7").get_attribute("class")
 
     # Transcript -> timeline and inspector: a click on a row (its text) selects it.
     row(page, "e4").get_by_test_id("transcript-content").click()
-    page.wait_for_function("document.body.dataset.selected === 'e4'")
+    page.wait_for_function("() => document.body.dataset.selected === 'e4'")
     assert page.get_by_test_id("inspector-title").inner_text() == "e4"
     assert "selected" not in row(page, "e7").get_attribute("class")
 
@@ -124,7 +124,7 @@ def test_transcript_and_timeline_select_each_other(app, page, fixtures):
         or row(page, "e5").get_by_test_id("transcript-pair").locator("button").get_attribute("data-goto") == "e6"
     )
     row(page, "e6").get_by_test_id("transcript-pair").locator("button").click()
-    page.wait_for_function("document.body.dataset.selected === 'e5'")
+    page.wait_for_function("() => document.body.dataset.selected === 'e5'")
 
 
 def test_fixture_mistake_search_and_safe_markdown(app, page, fixtures, tmp_path):
@@ -134,7 +134,7 @@ def test_fixture_mistake_search_and_safe_markdown(app, page, fixtures, tmp_path)
     assert "6 times 7" in page.get_by_test_id("fact-question").inner_text()
     assert page.get_by_test_id("fact-ground-truth").inner_text() == "42"
     page.get_by_test_id("transcript-mistake").click()
-    page.wait_for_function("document.body.dataset.selected === 'h3'")
+    page.wait_for_function("() => document.body.dataset.selected === 'h3'")
     assert "misread the page" in row(page, "h3").inner_text()
 
     # A trace whose content tries HTML and script: rendered as Markdown, never run.
@@ -170,9 +170,11 @@ def test_fixture_mistake_search_and_safe_markdown(app, page, fixtures, tmp_path)
     assert more.is_visible() and more.inner_text() == "Show more"
     folded_height = first.bounding_box()["height"]
     more.click()
-    page.wait_for_function("document.querySelector('[data-event-id=e1].tx-row').classList.contains('expanded')")
+    page.wait_for_function("() => document.querySelector('[data-event-id=e1].tx-row').classList.contains('expanded')")
     assert "line 59" in body.inner_text()
-    page.wait_for_function(f"document.querySelector('[data-event-id=e1].tx-row').offsetHeight > {folded_height + 200}")
+    page.wait_for_function(
+        f"() => document.querySelector('[data-event-id=e1].tx-row').offsetHeight > {folded_height + 200}"
+    )
     # Rows below moved down to make room (measured heights, no overlap).
     # (Scrolled so that e1's end is in view: a tall e1 can push e2 out of the rendered window.)
     page.evaluate(
@@ -207,7 +209,7 @@ def test_fixture_mistake_search_and_safe_markdown(app, page, fixtures, tmp_path)
 def test_live_events_append_to_the_transcript_and_it_stays_virtual(app, page):
     trace = app.api("/api/traces/", {"name": "live transcript", "system": "browser-test"})["trace"]
     page.goto(f"{app.url}/traces/{trace['id']}/")
-    page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
+    page.wait_for_function("() => window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
     page.evaluate("window.swarmscope.ready")
     total = 3000
     for start in range(0, total, 500):
@@ -216,10 +218,12 @@ def test_live_events_append_to_the_transcript_and_it_stays_virtual(app, page):
             for i in range(start, start + 500)
         ]
         app.api(f"/api/traces/{trace['id']}/events/", events)
-    page.wait_for_function(f"Number(document.body.dataset.eventCount) === {total}", timeout=120_000)
-    page.wait_for_function(f"document.querySelector('[data-testid=transcript-count]').textContent === '{total} events'")
+    page.wait_for_function(f"() => Number(document.body.dataset.eventCount) === {total}", timeout=120_000)
+    page.wait_for_function(
+        f"() => document.querySelector('[data-testid=transcript-count]').textContent === '{total} events'"
+    )
     # Scrolled to the end at the start, it follows the stream: the last event is in view.
-    page.wait_for_function("document.querySelector('[data-event-id=\"m2999\"].tx-row') !== null")
+    page.wait_for_function("() => document.querySelector('[data-event-id=\"m2999\"].tx-row') !== null")
     assert in_view(page, "m2999") or page.evaluate(
         "(() => { const s = document.querySelector('[data-testid=transcript-scroll]');"
         " return s.scrollTop + s.clientHeight >= s.scrollHeight - 4; })()"

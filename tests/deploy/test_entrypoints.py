@@ -73,7 +73,12 @@ def health_ping(service: str, env: dict[str, str]) -> subprocess.CompletedProces
 def test_web_entrypoint_migrates_serves_healthz_and_the_login_page(tmp_path, redis_server, postgres_url):
     port = free_port()
     env = entry_env(
-        tmp_path, DATABASE_URL=postgres_url, REDIS_URL=redis_server.url, PORT=str(port), BIND_HOST="127.0.0.1"
+        tmp_path,
+        DATABASE_URL=postgres_url,
+        REDIS_URL=redis_server.url,
+        PORT=str(port),
+        BIND_HOST="127.0.0.1",
+        SWARMSCOPE_TRUST_PROXY_HEADERS="1",  # as docker/env.example sets it: behind the TLS proxy
     )
     log = tmp_path / "web.log"
     web = start([str(DOCKER / "entrypoint-web.sh")], env, log)
@@ -86,6 +91,12 @@ def test_web_entrypoint_migrates_serves_healthz_and_the_login_page(tmp_path, red
         assert status == 301 and location.startswith("https://")
         status, body, _ = get(f"http://127.0.0.1:{port}/accounts/login/", **{"X-Forwarded-Proto": "https"})
         assert status == 200 and b'name="password"' in body
+        # Scripts on the host reach the API over plain HTTP: no redirect they cannot follow.
+        assert get(f"http://127.0.0.1:{port}/api/traces/")[0] == 401
+        # The image's health check asks the port the entrypoint bound ($PORT), not 8000.
+        check = [sys.executable, str(DOCKER / "healthcheck_web.py")]
+        assert subprocess.run(check, env={**env, "PORT": str(port)}, timeout=30).returncode == 0
+        assert subprocess.run(check, env={**env, "PORT": str(free_port())}, capture_output=True, timeout=30).returncode
         redis_server.stop()
         status, body, _ = get(f"http://127.0.0.1:{port}/healthz")
         answer = json.loads(body)
@@ -94,6 +105,28 @@ def test_web_entrypoint_migrates_serves_healthz_and_the_login_page(tmp_path, red
     finally:
         stop(web)
     assert "Apply all migrations" in log.read_text() or "Applying" in log.read_text()
+
+
+def test_web_entrypoint_believes_no_x_forwarded_proto_unless_told_to(tmp_path, redis_server, postgres_url):
+    """Without SWARMSCOPE_TRUST_PROXY_HEADERS, Daphne runs without --proxy-headers (which would set
+    the request's scheme from the client's header, whatever Django's settings say)."""
+    port = free_port()
+    env = entry_env(
+        tmp_path,
+        DATABASE_URL=postgres_url,
+        REDIS_URL=redis_server.url,
+        PORT=str(port),
+        BIND_HOST="127.0.0.1",
+        SWARMSCOPE_MIGRATE="0",  # the redirect comes before any query
+    )
+    log = tmp_path / "web.log"
+    web = start([str(DOCKER / "entrypoint-web.sh")], env, log)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", web, log, timeout=180)
+        status, _, location = get(f"http://127.0.0.1:{port}/accounts/login/", **{"X-Forwarded-Proto": "https"})
+        assert status == 301 and location.startswith("https://")
+    finally:
+        stop(web)
 
 
 class ModelList(BaseHTTPRequestHandler):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,47 @@ def test_requirements_gpu_pins_vllm():
     assert [line for line in lines if line.startswith("vllm")] and all(
         re.fullmatch(r"vllm==[\d.]+", line) for line in lines if line.startswith("vllm")
     )
+
+
+def test_the_dockerfile_needs_no_docker_hub_frontend_and_writes_nothing_under_a_volume_after_it(dockerfile):
+    assert not re.search(r"^#\s*syntax\s*=", dockerfile, re.MULTILINE | re.IGNORECASE)
+    for target in ("web", "worker", "gpu-worker"):
+        chain = set(stage_chain(dockerfile, target))
+        steps = [(word, rest) for stage, word, rest in instructions(dockerfile) if stage in chain]
+        volumes = [i for i, (word, _) in enumerate(steps) if word == "VOLUME"]
+        assert volumes, target
+        after = [rest for word, rest in steps[volumes[0] :] if word == "RUN"]
+        assert not [r for r in after if "/data" in r], f"{target}: a RUN writes under the /data volume after VOLUME"
+        made = " ".join(rest for word, rest in steps[: volumes[0]] if word == "RUN")
+        assert "/data/staticfiles" in made and "/data/huggingface" in made, target
+
+
+def test_cpu_images_take_torch_from_the_cpu_wheel_index_by_default(compose, dockerfile):
+    cpu_index = "https://download.pytorch.org/whl/cpu"
+    assert re.search(rf"^ARG PIP_EXTRA_INDEX_URL={re.escape(cpu_index)}$", dockerfile, re.MULTILINE)
+    for name in APP_SERVICES:
+        assert (
+            compose["services"][name]["build"]["args"]["PIP_EXTRA_INDEX_URL"] == f"${{PIP_EXTRA_INDEX_URL-{cpu_index}}}"
+        )
+    assert f"# PIP_EXTRA_INDEX_URL={cpu_index}" in (DOCKER / "env.example").read_text()
+
+
+def test_published_ports_are_loopback_only_by_default(compose):
+    published = [p for service in compose["services"].values() for p in service.get("ports", [])]
+    assert published and all(p.startswith("${SWARMSCOPE_PUBLISH_HOST:-127.0.0.1}:") for p in published), published
+
+
+def test_the_web_health_check_uses_the_port_the_entrypoint_binds(compose, dockerfile):
+    assert compose["services"]["web"]["healthcheck"]["test"] == ["CMD", "python", "docker/healthcheck_web.py"]
+    assert 'CMD ["python", "/app/docker/healthcheck_web.py"]' in dockerfile
+    assert "PORT" in (DOCKER / "healthcheck_web.py").read_text()
+    assert '-p "${PORT:-8000}"' in (DOCKER / "entrypoint-web.sh").read_text()
+
+
+def test_env_example_turns_on_no_backend_for_every_container_and_docker_env_is_ignored():
+    settings_lines = dict(
+        line.split("=", 1) for line in (DOCKER / "env.example").read_text().splitlines() if re.match(r"^[A-Z]", line)
+    )
+    assert "SWARMSCOPE_OPENAI_BASE_URL" not in settings_lines  # the gpu-worker service sets its own
+    ignored = subprocess.run(["git", "check-ignore", "-q", "docker/.env"], cwd=REPO)
+    assert ignored.returncode == 0, "docker/.env (the deployment's secrets) is not git-ignored"

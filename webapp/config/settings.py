@@ -24,10 +24,18 @@ DEBUG = env_bool("DJANGO_DEBUG", True)
 # DEBUG on and this set, for someone debugging the app itself (webapp.web.errors).
 SWARMSCOPE_DEBUG_PAGES = env_bool("SWARMSCOPE_DEBUG_PAGES", False)
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or ""
+#: Keys that are known to everyone: the local default below and docker/env.example's placeholder.
+PLACEHOLDER_SECRET_KEYS = ("insecure-local-development-key-not-for-production", "change-me-to-a-long-random-string")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off")
-    SECRET_KEY = "insecure-local-development-key-not-for-production"
+    SECRET_KEY = PLACEHOLDER_SECRET_KEYS[0]
+elif not DEBUG and (SECRET_KEY in PLACEHOLDER_SECRET_KEYS or SECRET_KEY.lower().startswith("change-me")):
+    # Anyone who read the example could sign sessions and password-reset links with it.
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is the placeholder of docker/env.example: set a long random one, e.g. "
+        "python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+    )
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
 # Origins (scheme://host[:port]) besides the site's own whose pages may open a websocket with the
 # session cookie (webapp.web.middleware.origin_allowed); e.g. the public name behind a proxy that
@@ -57,12 +65,15 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "webapp.web.middleware.ContentSecurityPolicyMiddleware",  # first: on redirects too
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A NUL in a page's query string or form fields: 400 naming the field (PostgreSQL refuses NUL).
+    "webapp.web.middleware.RefuseNulMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last: friendly 404/500 pages (JSON under /api/ and /v1/) with DEBUG on too (webapp.web.errors).
@@ -122,12 +133,28 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # data"): seconds the live SwarmSim episodes are streamed over, in a background thread; 0 writes them at once.
 SWARMSCOPE_SAMPLE_STREAM_S = float(os.environ.get("SWARMSCOPE_SAMPLE_STREAM_S", 40))
 
+# Live traces (webapp.traces.services): a trace is live (its badge on the trace page and in the list)
+# until it has had no events for SWARMSCOPE_LIVE_IDLE_S seconds; while it streams, a worker
+# recomputes its metrics at most every SWARMSCOPE_LIVE_METRICS_S seconds and pushes them to viewers.
+SWARMSCOPE_LIVE_IDLE_S = float(os.environ.get("SWARMSCOPE_LIVE_IDLE_S", 30))
+SWARMSCOPE_LIVE_METRICS_S = float(os.environ.get("SWARMSCOPE_LIVE_METRICS_S", 2))
+# Huge traces (webapp.traces.lod): above this many events the trace page loads an overview and
+# fetches the events of the visible window from the server.
+SWARMSCOPE_LOD_EVENTS = int(os.environ.get("SWARMSCOPE_LOD_EVENTS", 50_000))
+
 # Uploads: the API and upload form take whole trace files; cap what one request may hold.
 SWARMSCOPE_MAX_UPLOAD_BYTES = int(os.environ.get("SWARMSCOPE_MAX_UPLOAD_BYTES", 200 * 1024 * 1024))
 # An OTLP trace with more stored spans than this is re-derived by a worker task after the request
 # (coalesced: one rebuild for all the requests that arrived while the last one ran), so a request
 # costs what its own spans cost; a smaller one is re-derived within the request.
 SWARMSCOPE_OTLP_SYNC_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_SYNC_SPANS", 2000))
+# A batch adding more rows (events + edges + agents + labels) than this is staged in transactions
+# of this many rows, invisible until its last short transaction publishes it, so one big batch
+# never holds SQLite's write lock for long (webapp.traces.ingest, docs/architecture.md).
+SWARMSCOPE_INGEST_CHUNK_ROWS = int(os.environ.get("SWARMSCOPE_INGEST_CHUNK_ROWS", 20000))
+# Seconds after its last staged chunk that a chunked batch counts as abandoned (its writer died):
+# the next write to the trace deletes what it staged. Until then other writes to the trace get 503.
+SWARMSCOPE_INGEST_STAGE_TIMEOUT_S = float(os.environ.get("SWARMSCOPE_INGEST_STAGE_TIMEOUT_S", 120))
 DATA_UPLOAD_MAX_MEMORY_SIZE = SWARMSCOPE_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # A folder upload (a Claude Code project, ~/.codex/sessions) holds one file per session and subagent.
@@ -206,7 +233,8 @@ SWARMSCOPE_TRAINING_THREADS = int(os.environ.get("SWARMSCOPE_TRAINING_THREADS", 
 SWARMSCOPE_RUN_STALE_S = float(os.environ.get("SWARMSCOPE_RUN_STALE_S", 900))
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "webapp.counterfactuals.tasks.reap_stale_jobs", "schedule": SWARMSCOPE_JOB_STALE_S},
-    "reap-stale-runs": {"task": "webapp.training.tasks.reap_stale_runs", "schedule": 60.0},
+    # also re-sends queued runs whose broker message is lost (requeue_lost_runs): at most a minute
+    "reap-stale-runs": {"task": "webapp.training.tasks.reap_stale_runs", "schedule": min(60.0, SWARMSCOPE_RUN_STALE_S)},
     # OTLP traces whose re-derivation could not be enqueued (broker down) are asked for again.
     "derive-pending-spans": {"task": "webapp.traces.tasks.derive_pending_spans", "schedule": 60.0},
     # Retention (webapp.traces.datacare): delete traces older than their project's retention period, hourly.
@@ -263,12 +291,34 @@ if CELERY_TASK_ALWAYS_EAGER:
     # Tasks run inline (no broker configured): their per-task log lines would flood command output.
     LOGGING["loggers"]["celery.app.trace"] = {"level": "WARNING"}
 
+# Content-Security-Policy of every response (webapp.web.middleware.ContentSecurityPolicyMiddleware):
+# the pages load scripts, styles, fonts and images from this site only and have no inline script or
+# style attribute; websockets go to this site ('self' covers ws/wss of the same host in CSP 3).
+# Empty: no header.
+SWARMSCOPE_CSP = os.environ.get(
+    "SWARMSCOPE_CSP",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; font-src 'self' data:; "
+    "connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'",
+)
+# Trust the X-Forwarded-Proto header (and Daphne's --proxy-headers, docker/entrypoint-web.sh) only
+# behind a TLS proxy that every request passes and that sets it: otherwise any client could claim
+# HTTPS (secure-cookie and redirect decisions, the websocket Origin check).
+SWARMSCOPE_TRUST_PROXY_HEADERS = env_bool("SWARMSCOPE_TRUST_PROXY_HEADERS", False)
+if SWARMSCOPE_TRUST_PROXY_HEADERS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = 31536000
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+    # Preloading is a promise to browsers for a year and more that cannot be taken back quickly: asked for, not assumed.
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:  # `check --deploy` asks for preload (W021); here it is a deliberate choice
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # container and load-balancer probes speak plain HTTP
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Not redirected: container and load-balancer probes (/healthz), and the API and OTLP paths,
+    # whose clients (scripts, SDKs, collectors) do not follow a redirect of a POST and have sent
+    # their token by then anyway; HTTPS for them is the proxy's address they are given.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^api/", r"^v1/"]

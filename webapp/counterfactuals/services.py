@@ -58,7 +58,7 @@ from webapp.traces.ingest import do_ingest
 from webapp.traces.models import Trace
 from webapp.traces.services import forget_computed_metrics, to_core_trace
 from webapp.web.broadcast import broadcast_job
-from webapp.web.jobs import enqueue
+from webapp.web.jobs import consuming_queues, enqueue
 
 from . import capabilities
 from .models import Attribution, CounterfactualJob, RolloutSample
@@ -675,10 +675,26 @@ def do_retry_job(job: CounterfactualJob) -> CounterfactualJob:
 def reap_stale_jobs(max_age_s: float | None = None) -> list[int]:
     """Re-queue the missing chunks of every queued or running job whose heartbeat is older than
     `max_age_s` seconds (default SWARMSCOPE_JOB_STALE_S): its worker died or its task was lost.
-    The heartbeat is reset, so the next reaper waits for it again. Returns the re-queued job ids."""
+    The heartbeat is reset, so the next reaper waits for it again. A job whose backend's queue no
+    live worker consumes (`consuming_queues`) is failed with that reason instead. Returns the
+    re-queued job ids."""
     cutoff = timezone.now() - timedelta(seconds=settings.SWARMSCOPE_JOB_STALE_S if max_age_s is None else max_age_s)
     reaped = []
-    for job in CounterfactualJob.objects.filter(status__in=CounterfactualJob.ACTIVE, heartbeat_at__lt=cutoff):
+    consumed: set[str] | None = None
+    for n, job in enumerate(
+        CounterfactualJob.objects.filter(status__in=CounterfactualJob.ACTIVE, heartbeat_at__lt=cutoff)
+    ):
+        if n == 0:
+            consumed = consuming_queues()  # asked once per sweep, only when a job is stale
+        queue = import_string(job.backend_path).queue
+        if consumed is not None and queue not in consumed:
+            # e.g. an `openai` job on a deployment without the GPU worker: re-sending would never end
+            do_fail_job(
+                job,
+                f"no worker consumes the {queue} queue of the {job.backend} backend: "
+                "start a worker on it (e.g. compose's gpu profile), then retry the job",
+            )
+            continue
         with transaction.atomic():
             # Conditional on the heartbeat read: of two reapers, one re-queues.
             if CounterfactualJob.objects.filter(pk=job.pk, heartbeat_at=job.heartbeat_at).update(

@@ -625,15 +625,18 @@ def request_training(run: Run) -> None:
 
 
 def request_resume(run: Run) -> Run:
-    """Re-queue a cancelled or failed run; the task continues from its last checkpoint.
-    Raises RunInputError when the run is not resumable (active, finished, or external)."""
+    """Re-queue a cancelled or failed run; the task continues from its last checkpoint. A queued
+    run has its task sent again (its message may be lost: a broker restart drops its queues; a
+    duplicate is harmless, `do_train` claims a queued run once). Raises RunInputError when the run
+    is not resumable (running, cancelling, finished, or external)."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
-        if run.external or run.status not in Run.RESUMABLE:
+        if run.external or run.status not in (*Run.RESUMABLE, Run.QUEUED):
             raise RunInputError(
                 f"{'an external' if run.external else 'a'} {run.status} run cannot be resumed", "status"
             )
-        _save(run, status=Run.QUEUED, error="", finished_at=None)
+        if run.status != Run.QUEUED:
+            _save(run, status=Run.QUEUED, error="", finished_at=None)
         request_training(run)
     return run
 

@@ -147,12 +147,18 @@ def run_cancel(request: HttpRequest, run_id: int):
 def run_resume(request: HttpRequest, run_id: int):
     run = _run_or_404(request, run_id)
     check_write(request, run.project_id, "resuming a run")
+    was_queued = run.status == Run.QUEUED
     try:
         services.request_resume(run)
     except services.RunInputError as exc:
         messages.error(request, f"Run {run.pk}: {exc.message}.")
     else:
-        messages.info(request, f"Run {run.pk} resumes from its last checkpoint.")
+        messages.info(
+            request,
+            f"Run {run.pk}: its training task was sent again."
+            if was_queued
+            else f"Run {run.pk} resumes from its last checkpoint.",
+        )
     return redirect("run-detail", run.pk)
 
 

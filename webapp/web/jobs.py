@@ -21,16 +21,19 @@ from celery import current_app
 log = logging.getLogger(__name__)
 
 
-def enqueue(name: str, *args: Any, queue: str | None = None) -> bool:
+def enqueue(name: str, *args: Any, queue: str | None = None, countdown: float | None = None) -> bool:
     """Send the task registered as `name` (its dotted path, e.g. "webapp.traces.tasks.derive_spans")
-    with `args`, on `queue` or the default one; with CELERY_TASK_ALWAYS_EAGER it runs here, now.
+    with `args`, on `queue` or the default one, to run `countdown` seconds from now (default: at
+    once); with CELERY_TASK_ALWAYS_EAGER it runs here, now.
     Returns whether it was sent. Raises KeyError for an unknown name (a bug); a broker that cannot
     be reached, or fails the publish, is logged and answered False (see the module docstring)."""
     tasks = current_app.tasks
     if name not in tasks:
         current_app.loader.import_default_modules()  # runs every app's `tasks` autodiscovery
     task = tasks[name]
-    options = {"queue": queue} if queue else {}
+    options: dict[str, Any] = {"queue": queue} if queue else {}
+    if countdown:
+        options["countdown"] = countdown
     try:
         task.apply_async(args, **options)
     except Exception:  # noqa: BLE001 - any broker error (kombu OperationalError, OSError, redis errors)
@@ -43,3 +46,20 @@ def enqueue(name: str, *args: Any, queue: str | None = None) -> bool:
         )
         return False
     return True
+
+
+def consuming_queues(timeout: float = 2.0) -> set[str] | None:
+    """Names of the queues that some live worker consumes: Celery's `inspect().active_queues()`, a
+    broadcast each worker answers within `timeout` seconds. None where that cannot be known: tasks
+    run here (CELERY_TASK_ALWAYS_EAGER), the broker cannot be reached, or no worker answered at all
+    (then nothing runs the periodic sweeps either, and a job is not failed for a whole outage)."""
+    if current_app.conf.task_always_eager:
+        return None
+    try:
+        answers = current_app.control.inspect(timeout=timeout).active_queues()
+    except Exception:  # noqa: BLE001 - any broker error, as in `enqueue`
+        log.warning("could not ask the workers which queues they consume", exc_info=True)
+        return None
+    if not answers:
+        return None
+    return {queue["name"] for queues in answers.values() for queue in queues or ()}

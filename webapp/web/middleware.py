@@ -1,4 +1,6 @@
-"""The one authentication path of every websocket (docs/architecture.md "Security").
+"""The one authentication path of every websocket (docs/architecture.md "Security"), and the
+refusal of NUL characters in page requests (`RefuseNulMiddleware`) and the Content-Security-Policy
+header (`ContentSecurityPolicyMiddleware`), at the end.
 
 A socket authenticates either with `?token=<API token>` or with the browser's session cookie, never
 both and never one after the other:
@@ -21,7 +23,10 @@ from channels.auth import AuthMiddlewareStack
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.request import split_domain_port, validate_host
+from django.template import loader
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -110,3 +115,65 @@ class SocketAuthentication:
         if not origin_allowed(scope):
             return await WebsocketDenier()(scope, receive, send)  # HTTP 403 to the handshake
         return await self.with_session({**scope, "auth": "session"}, receive, send)
+
+
+# --- NUL characters in page requests ------------------------------------------------------------
+
+NUL_REFUSAL = "must not contain a NUL character (U+0000)"
+FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+
+
+def nul_field(request: HttpRequest) -> str | None:
+    """The name of the first query-string or url-encoded form field whose name or value holds a NUL
+    (`\\x00`), else None. PostgreSQL text cannot hold NUL, and psycopg refuses it in any query
+    parameter ("A string literal cannot contain NUL (0x00) characters", a 500 where a search or a
+    login looks it up); SQLite stores it. Multipart bodies (uploads) are left to their views: reading
+    them here would consume the stream; the API checks its own JSON bodies (webapp.web.validation)."""
+    if "%00" in request.META.get("QUERY_STRING", "") or "\x00" in request.META.get("QUERY_STRING", ""):
+        for name, values in request.GET.lists():
+            if "\x00" in name or any("\x00" in v for v in values):
+                return name.replace("\x00", "\\x00")
+    if request.method == "POST" and request.content_type == FORM_CONTENT_TYPE:
+        try:
+            body = request.body
+        except RequestDataTooBig:
+            return None  # the view's own refusal (413) stands
+        if b"%00" in body or b"\x00" in body:
+            for name, values in request.POST.lists():
+                if "\x00" in name or any("\x00" in v for v in values):
+                    return name.replace("\x00", "\\x00")
+    return None
+
+
+class RefuseNulMiddleware:
+    """Answer 400 naming the field to a page request with a NUL in its query string or form fields
+    (`nul_field`): JSON `{"error", "field"}` under /api/ and /v1/, else the 400 page with the reason.
+    Nothing reaches a view, so nothing is stored."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        field = nul_field(request)
+        if field is None:
+            return self.get_response(request)
+        if request.path.startswith(("/api/", "/v1/")):
+            return JsonResponse({"error": NUL_REFUSAL, "field": field}, status=400)
+        reason = f"{field}: {NUL_REFUSAL}"
+        return HttpResponse(loader.render_to_string("400.html", {"reason": reason}, request), status=400)
+
+
+class ContentSecurityPolicyMiddleware:
+    """Set the `Content-Security-Policy` header (SWARMSCOPE_CSP; none when empty) on every response
+    that has none: Django 5.2 has no CSP of its own. The policy is one header, so a library
+    (django-csp: nonces, per-view policies) would add nothing the pages need."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.policy = settings.SWARMSCOPE_CSP
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if self.policy and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = self.policy
+        return response

@@ -11,6 +11,8 @@ import { TRAINING_CHARTS, applyRunDelta, formatEta, metricSeries, shareSeries, s
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#c2255c", "#5c940d", "#868e96"];
 const ACTIVE = new Set(["queued", "running", "cancelling"]);
+/** Statuses a run can be resumed from (webapp.training.services: a queued one is re-sent). */
+const RESUMABLE = new Set(["queued", "cancelled", "failed"]);
 
 /** A uPlot chart in `host` that is re-fed with `setData` and keeps its width to its host. */
 class Chart {
@@ -148,7 +150,8 @@ class RunPage {
     const readOnly = this.root.dataset.canWrite === "false";
     // an external run can be cancelled too: its CLI stops at its next report
     this.q("cancel-run").disabled = readOnly || !(run.status === "queued" || run.status === "running");
-    this.q("resume-run").disabled = readOnly || run.external || !(run.status === "cancelled" || run.status === "failed");
+    // a queued run whose broker message was lost (a Redis restart) can be sent again: Resume re-queues it
+    this.q("resume-run").disabled = readOnly || run.external || !RESUMABLE.has(run.status);
     this.q("run-waiting").hidden = iterations.length > 0 || !ACTIVE.has(run.status);
     this._badge(this.connection.state);
 

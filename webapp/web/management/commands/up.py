@@ -10,6 +10,11 @@ lasts an hour never holds up a counterfactual job. Beside Daphne (OTLP/HTTP on /
 /v1/logs) it starts the OTLP/gRPC receiver (`manage.py otlp_grpc`, port 4317 unless
 `--grpc-port`; `--no-grpc` leaves it out); when that port is taken (another collector) it says
 so and the rest of the app stays up.
+
+`up` supervises its children (`Supervisor`): one that dies (the embedded Redis, a worker killed by
+the OOM killer) has what is left of its process group killed (a worker's beat or pool processes)
+and is started again after a backoff (1 s, doubling, at most 30 s); one that dies within 30 s of
+its start five times in a row is given up on, and `up` stops with a message naming it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
@@ -36,6 +43,114 @@ TRAINING_QUEUE = "training"
 MAX_SOCKET_PATH = 100
 #: The OTLP/gRPC port of the OTLP spec.
 GRPC_PORT = 4317
+
+
+@dataclass
+class Child:
+    """One supervised process: how to start it again, and its record of quick deaths."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    optional: bool = False
+    process: subprocess.Popen | None = None
+    started_at: float = 0.0
+    quick_deaths: int = 0
+    restart_at: float | None = None
+    exits: list[int] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+
+class Supervisor:
+    """Start children each in its own session (process group) and keep them running.
+
+    `check()` (called about twice a second) handles a child that exited: its process group is
+    killed (what it left behind: a Celery worker's beat process, pool processes); an `optional`
+    child is then dropped with a message; any other is started again after `backoff_s`, doubled
+    for each death within `quick_s` seconds of its start (at most `max_backoff_s`). A child that
+    lived `quick_s` seconds starts over at `backoff_s`. The `max_quick_deaths`-th quick death in a
+    row raises CommandError naming the child and its exit codes. `stop_all()` stops every group,
+    newest first: SIGTERM, then SIGKILL after `stop_timeout_s`."""
+
+    def __init__(
+        self,
+        write: Callable[[str], object],
+        *,
+        quick_s: float = 30.0,
+        max_quick_deaths: int = 5,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
+        stop_timeout_s: float = 15.0,
+    ):
+        self.write = write
+        self.quick_s, self.max_quick_deaths = quick_s, max_quick_deaths
+        self.backoff_s, self.max_backoff_s, self.stop_timeout_s = backoff_s, max_backoff_s, stop_timeout_s
+        self.children: list[Child] = []
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str], *, optional: bool = False) -> Child:
+        child = Child(name, argv, env, optional)
+        self._start(child)
+        self.children.append(child)
+        return child
+
+    def _start(self, child: Child) -> None:
+        child.process = subprocess.Popen(child.argv, env=child.env, start_new_session=True)
+        child.started_at, child.restart_at = time.monotonic(), None
+
+    def check(self) -> None:
+        """Restart the children that died (when their backoff is over); see the class docstring."""
+        now = time.monotonic()
+        for child in list(self.children):
+            if child.restart_at is not None:
+                if now >= child.restart_at:
+                    self._start(child)
+                    self.write(f"{child.name} restarted (pid {child.pid})")
+                continue
+            code = child.process.poll() if child.process is not None else None
+            if code is None:
+                continue
+            kill_group(child.pid, signal.SIGKILL)  # whatever it left in its group
+            child.exits.append(code)
+            if child.optional:  # the rest of the app works without it
+                self.write(f"{child.name} exited with code {code}")
+                self.children.remove(child)
+                continue
+            child.quick_deaths = child.quick_deaths + 1 if now - child.started_at < self.quick_s else 1
+            if child.quick_deaths >= self.max_quick_deaths:
+                raise CommandError(
+                    f"{child.name} died {child.quick_deaths} times, each within {self.quick_s:.0f} s of its start "
+                    f"(exit codes {child.exits[-child.quick_deaths :]}); giving up. Its output is above."
+                )
+            delay = min(self.max_backoff_s, self.backoff_s * 2 ** (child.quick_deaths - 1))
+            child.restart_at = now + delay
+            self.write(f"{child.name} exited with code {code}; restarting it in {delay:g} s")
+
+    def stop_all(self) -> None:
+        """Stop every child's process group, newest first (Daphne, workers, then Redis)."""
+        for child in reversed(self.children):
+            process = child.process
+            if process is None:
+                continue
+            if process.poll() is None:
+                kill_group(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                kill_group(process.pid, signal.SIGKILL)
+                process.wait()
+            kill_group(process.pid, signal.SIGKILL)  # a pool or beat process that outlived it
+
+
+def kill_group(pgid: int, sig: int) -> None:
+    """Send `sig` to process group `pgid`; a group with no process left is no error."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def socket_path(data_dir: Path) -> Path:
@@ -57,9 +172,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-grpc", action="store_true", help="do not start the OTLP/gRPC receiver")
 
     def handle(self, *args, host, port, no_worker, grpc_port, no_grpc, **options):
-        self.children: list[subprocess.Popen] = []
+        self.supervisor = Supervisor(lambda text: self.stderr.write(text))
         self.cleanup_paths: list[Path] = []
-        self.stopping = False
         env = dict(os.environ)
         for sig in (signal.SIGTERM, signal.SIGINT):  # SIGINT too: a background job starts with it ignored
             signal.signal(sig, lambda *_: self._raise_interrupt())
@@ -128,25 +242,19 @@ class Command(BaseCommand):
                 "daphne",
             )
             if not no_grpc:
-                grpc = self._spawn(
+                self.supervisor.spawn(
+                    "OTLP/gRPC receiver",
                     [sys.executable, "-m", "django", "otlp_grpc", "--host", host, "--port", str(grpc_port)],
                     env,
-                    "OTLP/gRPC receiver",
+                    optional=True,  # when its port is taken (another collector), the rest stays up
                 )
-                grpc.optional = True
             self.stdout.write(self.style.SUCCESS(f"Swarmscope is up at http://{host}:{port}/ (Ctrl-C stops it)"))
             self.stdout.write(
                 f"OTLP: http://{host}:{port}/v1/traces and /v1/logs"
                 + ("" if no_grpc else f"; gRPC on {host}:{grpc_port}")
             )
             while True:
-                for child in list(self.children):
-                    if child.poll() is not None:
-                        if getattr(child, "optional", False):  # the rest of the app works without it
-                            self.stderr.write(f"{child.display_name} exited with code {child.returncode}")
-                            self.children.remove(child)
-                            continue
-                        raise CommandError(f"{child.display_name} exited with code {child.returncode}")
+                self.supervisor.check()
                 time.sleep(0.5)
         except KeyboardInterrupt:
             self.stdout.write("Stopping…")
@@ -156,11 +264,8 @@ class Command(BaseCommand):
     def _raise_interrupt(self):
         raise KeyboardInterrupt
 
-    def _spawn(self, argv: list[str], env: dict[str, str], name: str) -> subprocess.Popen:
-        child = subprocess.Popen(argv, env=env, start_new_session=True)
-        child.display_name = name
-        self.children.append(child)
-        return child
+    def _spawn(self, argv: list[str], env: dict[str, str], name: str) -> Child:
+        return self.supervisor.spawn(name, argv, env)
 
     def _start_embedded_redis(self) -> str:
         sock = socket_path(settings.DATA_DIR)
@@ -193,7 +298,7 @@ class Command(BaseCommand):
         self.cleanup_paths.append(sock)
         deadline = time.monotonic() + 15
         while not sock.exists():
-            if server.poll() is not None or time.monotonic() > deadline:
+            if server.process is None or server.process.poll() is not None or time.monotonic() > deadline:
                 raise CommandError("the embedded Redis did not start")
             time.sleep(0.05)
         url = f"unix://{sock}?db=0"
@@ -204,17 +309,6 @@ class Command(BaseCommand):
         return url
 
     def _stop_all(self) -> None:
-        # Stop in reverse start order (Daphne, worker, then Redis), each by its process group.
-        for child in reversed(self.children):
-            if child.poll() is None:
-                try:
-                    os.killpg(child.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    continue
-            try:
-                child.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
+        self.supervisor.stop_all()
         for path in self.cleanup_paths:
             path.unlink(missing_ok=True)
