@@ -69,3 +69,23 @@ def pairwise_kappa(labels: Mapping[Hashable, Mapping[Hashable, Hashable]]) -> li
         observed = sum(x == y for x, y in zip(xs, ys)) / len(shared)
         out.append(PairAgreement(ra, rb, len(shared), observed, None if math.isnan(kappa) else kappa))
     return out
+
+
+def kappa_against(
+    labels: Mapping[Hashable, Mapping[Hashable, Hashable]], reference: Mapping[Hashable, Hashable], name: Hashable
+) -> list[PairAgreement]:
+    """Kappa of every rater against a reference rating (a dataset's own label), as if `name` were
+    one more rater: one PairAgreement(rater, name, ...) per rater in `sorted(labels, key=str)`,
+    scored on the items both the rater and the reference labelled (Cohen 1960, eq. 1, as above).
+
+    `labels`: rater -> {item -> category}; `reference`: {item -> category}. Raises ValueError when
+    `name` is also one of the raters (the reference must stay distinguishable).
+    """
+    if name in labels:
+        raise ValueError(f"the reference's name {name!r} is also a rater's")
+    out = []
+    for rater in sorted(labels, key=str):
+        (pair,) = pairwise_kappa({rater: labels[rater], name: reference})
+        # pairwise_kappa orders the pair by str(); keep the rater first.
+        out.append(PairAgreement(rater, name, pair.n_items, pair.observed, pair.kappa))
+    return out

@@ -1,10 +1,12 @@
 """Two reviewers in two browser contexts on the real app (Daphne + embedded Redis channel layer):
-one comments on an attribution, the other sees it appear live and votes; the first sees the vote,
-then labels the mistake step, which the other sees live too."""
+one comments on an attribution, @mentioning the other, who sees it appear live and votes on that
+attribution's row (by keyboard), then withdraws the vote; the first sees both live. The mention is
+on the other's notifications page, linking back. Then a mistake label, seen live too."""
 
 import json
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.servers import manage
 
@@ -24,6 +26,10 @@ trace = Trace.objects.get(pk=%d)
 attribution = Attribution.objects.create(trace=trace, target="event:e5", intervention={"kind": "remove"}, method="loo",
     estimate=0.25, ci_low=0.1, ci_high=0.4, n_rollouts=64, backend="trainer.rollout.sim.SimRollout", seed=7,
     environment={}, code_version="test")
+other = Attribution.objects.create(trace=trace, target="event:e3", intervention={"kind": "remove"}, method="shapley",
+    estimate=-0.5, ci_low=-0.9, ci_high=-0.1, n_rollouts=64, backend="trainer.rollout.sim.SimRollout", seed=7,
+    environment={}, code_version="test")
+print("other", other.pk)
 print("attribution", attribution.pk)
 """
 
@@ -51,16 +57,23 @@ def test_a_comment_on_an_attribution_appears_live_and_the_other_reviewer_votes(a
     result = manage("shell", "-c", SETUP % trace_id, env=app.env)
     assert result.returncode == 0, result.stderr
     attribution_id = int(result.stdout.split("attribution")[-1])
+    other_id = int(result.stdout.split("other")[-1].split()[0])
 
     ada_context, ada, ada_errors = login(browser, app.url, "ada")
     ben_context, ben, ben_errors = login(browser, app.url, "ben")
     try:
         url = f"{app.url}/traces/{trace_id}/?attribution={attribution_id}"
+        row = f'[data-testid="vote-row"][data-attribution="{attribution_id}"]'
+        other_row = f'[data-testid="vote-row"][data-attribution="{other_id}"]'
         for page in (ada, ben):
             page.goto(url)
             page.wait_for_selector('[data-testid="review-panel"] [data-field="live"][data-state="live"]')
             assert page.input_value('[data-testid="review-target"]') == f"attribution:{attribution_id}"
-            assert page.text_content('[data-testid="review-tally"]') == "No votes yet"
+            # Two groups (loo, shapley), one row each; the discussed attribution's row is marked.
+            assert page.locator('[data-testid="vote-group"]').count() == 2
+            page.wait_for_selector(f"{other_row}", state="attached")
+            assert page.text_content(f'{row} [data-testid="vote-tally"]') == "No votes yet"
+            assert page.get_attribute(row, "aria-current") == "true"
 
         ada.fill('[data-testid="review-form"] textarea', "Credit for **e5** looks too high, @ben")
         ada.click('[data-testid="review-submit"]')
@@ -69,16 +82,37 @@ def test_a_comment_on_an_attribution_appears_live_and_the_other_reviewer_votes(a
         comment = ben.locator('[data-testid="review-comments"] li .review-body')
         assert comment.inner_html() == "<p>Credit for <strong>e5</strong> looks too high, @ben</p>"
 
-        ben.fill('[data-testid="review-votes"] input', "the interval is wide")
-        ben.click('[data-testid="vote-disagree"]')
-        ada.wait_for_function(
-            "document.querySelector('[data-testid=\"review-tally\"]').textContent === '0 agree · 1 disagree'"
-        )
-        assert ben.get_attribute('[data-testid="vote-disagree"]', "aria-pressed") == "true"
+        # Ben votes on the row itself, from the keyboard: the reason field, then Tab to the row's buttons.
+        ben.fill('[data-testid="vote-reason"]', "the interval is wide")
+        ben.focus(f'{row} [data-testid="vote-disagree"]')
+        ben.keyboard.press("Enter")
+        tally = f'{row} [data-testid="vote-tally"]'
+        # (expect, not wait_for_function: the pages' CSP forbids the eval that a string predicate needs)
+        expect(ada.locator(tally)).to_have_text("0 agree · 1 disagree")
+        assert ada.text_content(f'{other_row} [data-testid="vote-tally"]') == "No votes yet"  # not the other row
+        expect(ben.locator(f'{row} [data-testid="vote-disagree"]')).to_have_attribute("aria-pressed", "true")
+        expect(ben.locator(f'{row} [data-testid="vote-disagree"]')).to_be_focused()  # focus stayed on the row
+        # Pressing it again withdraws the vote; Ada sees that live too.
+        ben.keyboard.press("Enter")
+        expect(ada.locator(tally)).to_have_text("No votes yet")
+        ben.click(f'{other_row} [data-testid="vote-agree"]')
+        expect(ada.locator(f'{other_row} [data-testid="vote-tally"]')).to_have_text("1 agree · 0 disagree")
         # The shareable link opens the same attribution in the panel.
         assert ada.get_attribute('[data-testid="review-share"]', "href") == (
             f"/traces/{trace_id}/?attribution={attribution_id}"
         )
+        # Ben's mention: the bell counts it, the notifications page links to the attribution.
+        ben.goto(app.url + "/notifications/")
+        assert int(ben.text_content('[data-testid="notification-count"]')) >= 1
+        mention = ben.locator('[data-testid="notification"]', has_text="Credit for **e5** looks too high").first
+        assert mention.locator("strong").text_content() == "ada"
+        mention.locator('button[name="open"]').click()
+        ben.wait_for_url(f"{url}")
+        ben.wait_for_selector('[data-testid="review-panel"] [data-field="live"][data-state="live"]')
+        assert ben.input_value('[data-testid="review-target"]') == f"attribution:{attribution_id}"
+        ben.goto(url)
+        ben.wait_for_selector('[data-testid="review-panel"] [data-field="live"][data-state="live"]')
+
         # Labelling the mistake step: select the event on the timeline, the panel follows; Ben sees the label live.
         ada.evaluate("window.swarmscope.selectEvent('e5')")
         assert ada.input_value('[data-testid="review-target"]') == "event:e5"

@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { feedStep, tallyText, targetKey, threadOrder } from "../../static/js/panels/review.js";
+import { feedStep, groupHeading, myVote, tallyText, targetKey, targetText, threadOrder }
+  from "../../static/js/panels/review.js";
 
 const comment = (id, kind, targetId, parent = null) => ({ id, parent, target: { kind, id: targetId, trace: 1 } });
 
@@ -40,4 +41,17 @@ test("feed messages: the first snapshot loads, later ones reload, newer deltas a
     { action: "refer", seq: 12, activities: [] });
   assert.equal(feedStep(7, { type: "error", message: "expected resume" }).action, "ignore");
   assert.equal(feedStep(7, null).action, "ignore");
+});
+
+test("vote rows: one's own vote, group headings, target text", () => {
+  const tally = { agree: 1, disagree: 1, votes: [{ user: "ada", value: "agree" }, { user: "ben", value: "disagree" }] };
+  assert.equal(myVote(tally, "ben"), "disagree");
+  assert.equal(myVote(tally, "cy"), null);
+  assert.equal(myVote(undefined, "ada"), null);
+  const row = { attribution: { id: 1 } };
+  assert.equal(groupHeading({ job: 12, method: "loo", rows: [row, row, row] }), "Job #12 · loo · 3 attributions");
+  assert.equal(groupHeading({ job: null, method: "shapley", rows: [row] }), "Stored without a job · shapley · 1 attribution");
+  assert.equal(targetText("event:e5"), "event e5");
+  assert.equal(targetText("agent:planner"), "agent planner");
+  assert.equal(targetText("event:e1, event:e2"), "event:e1, event:e2");
 });

@@ -127,10 +127,11 @@ def comment_detail(request: HttpRequest, comment_id: int):
     return JsonResponse(services.comment_wire(comment))
 
 
-@api_view("GET", "PUT")
+@api_view("GET", "PUT", "DELETE")
 @reviewing
 def attribution_votes(request: HttpRequest, attribution_id: int):
-    """GET the votes on an attribution; PUT {value: agree|disagree, reason} sets the caller's."""
+    """GET the votes on an attribution; PUT {value: agree|disagree, reason} sets the caller's;
+    DELETE withdraws it (answered with the votes left; withdrawing no vote changes nothing)."""
     attribution = services.get_attribution(request.project_ids, attribution_id)
     if attribution is None:
         return json_error(404, "no such attribution")
@@ -138,7 +139,29 @@ def attribution_votes(request: HttpRequest, attribution_id: int):
         check_role(_caller(request), attribution.trace.project_id, Membership.Role.REVIEWER)
         doc = _json_body(request)
         services.do_vote(_caller(request), attribution, doc.get("value"), doc.get("reason", ""))
+    elif request.method == "DELETE":
+        check_role(_caller(request), attribution.trace.project_id, Membership.Role.REVIEWER)
+        services.do_withdraw_vote(_caller(request), attribution)
     return JsonResponse(services.get_votes(attribution))
+
+
+@api_view("GET")
+@reviewing
+def trace_attribution_votes(request: HttpRequest, trace_id: int):
+    """Every attribution of the trace with its votes, grouped by job and estimator (what the review
+    panel's vote rows show): {trace, user, can_review, groups: services.list_attribution_votes}."""
+    trace = _trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    role = get_role(_caller(request), trace.project_id)
+    return JsonResponse(
+        {
+            "trace": trace.pk,
+            "user": _caller(request).username,
+            "can_review": Membership.RANK.get(role, -1) >= Membership.RANK[Membership.Role.REVIEWER],
+            "groups": services.list_attribution_votes(trace),
+        }
+    )
 
 
 @api_view("GET", "PUT")
@@ -157,7 +180,9 @@ def trace_status(request: HttpRequest, trace_id: int):
 @api_view("GET", "PUT")
 @reviewing
 def trace_mistake_labels(request: HttpRequest, trace_id: int):
-    """GET every reviewer's mistake label of the trace; PUT {agent, event_id, reason} sets the caller's."""
+    """GET every reviewer's mistake label of the trace (`results`) and the dataset's own, marked
+    as such (`reference`: services.list_trace_reference_labels); PUT {agent, event_id, reason} sets
+    the caller's."""
     trace = _trace(request, trace_id)
     if trace is None:
         return json_error(404, "no such trace")
@@ -165,7 +190,13 @@ def trace_mistake_labels(request: HttpRequest, trace_id: int):
         check_role(_caller(request), trace.project_id, Membership.Role.REVIEWER)
         doc = _json_body(request)
         services.do_label_mistake(_caller(request), trace, doc.get("agent"), doc.get("event_id"), doc.get("reason", ""))
-    return JsonResponse({"trace": trace.pk, "results": services.list_mistake_labels(trace)})
+    return JsonResponse(
+        {
+            "trace": trace.pk,
+            "results": services.list_mistake_labels(trace),
+            "reference": services.list_trace_reference_labels(trace),
+        }
+    )
 
 
 @api_view("GET")
@@ -191,3 +222,38 @@ def project_agreement(request: HttpRequest, project_id: int):
     if project_id not in request.project_ids:
         return json_error(404, "no such project")
     return JsonResponse(services.get_agreement(project_id))
+
+
+@api_view("GET")
+@reviewing
+def notifications(request: HttpRequest):
+    """The caller's notifications (@mentions), newest first: {unread, results}; `?unread=1` only
+    unread ones, `?before=<id>` pages back, `?limit=` (1..200, default 50)."""
+    limit = _int_param(request, "limit") or 50
+    if limit > services.MAX_NOTIFICATION_PAGE:
+        raise ReviewInputError(f"must be at most {services.MAX_NOTIFICATION_PAGE}", field="limit")
+    user = _caller(request)
+    rows = services.list_notifications(
+        user,
+        request.project_ids,
+        unread_only=request.GET.get("unread") in ("1", "true"),
+        before=_int_param(request, "before"),
+        limit=limit,
+    )
+    return JsonResponse(
+        {
+            "unread": services.count_unread(user, request.project_ids),
+            "results": [services.notification_wire(n) for n in rows],
+        }
+    )
+
+
+@api_view("POST")
+@reviewing
+def notifications_read(request: HttpRequest):
+    """POST {ids: [...]} marks those of the caller's notifications read; {} marks all read:
+    {marked, unread}."""
+    doc = _json_body(request)
+    user = _caller(request)
+    marked = services.do_mark_read(user, request.project_ids, doc.get("ids"))
+    return JsonResponse({"marked": marked, "unread": services.count_unread(user, request.project_ids)})

@@ -119,6 +119,27 @@ class Activity(models.Model):
         indexes = [models.Index(fields=["project", "-id"])]
 
 
+class Notification(models.Model):
+    """An in-app notification of `user`: they were @mentioned in `comment` (by its author).
+    One per user and comment (an edit that keeps the mention does not notify again); `read_at` is
+    set when they mark it read. Goes with the comment, and so with its trace."""
+
+    class Reason(models.TextChoices):
+        MENTIONED = "mentioned"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    comment = models.ForeignKey(Comment, on_delete=models.CASCADE, related_name="notifications")
+    reason = models.CharField(max_length=20, choices=Reason.choices, default=Reason.MENTIONED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+    emailed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "comment"], name="one_notification_per_comment")]
+        indexes = [models.Index(fields=["user", "read_at", "-id"], name="notification_user_unread")]
+
+
 @receiver(post_delete, sender="runs.Run", dispatch_uid="review-run-delete")
 def _delete_run_review(sender, instance, **kwargs):
     """Comments and activity on a run go with the run (runs have no foreign key from the review:

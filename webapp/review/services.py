@@ -8,6 +8,7 @@ the field; a write that is not the caller's to make raises PermissionRefused.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,20 +17,24 @@ from typing import Any
 import markdown
 import nh3
 from django.apps import apps
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
-from swarmscope.agreement import pairwise_kappa
+from swarmscope.agreement import kappa_against, pairwise_kappa
 from webapp.accounts.models import Membership
 from webapp.accounts.services import PermissionRefused, get_role
 from webapp.counterfactuals.models import Attribution
-from webapp.traces.models import Agent, Event, Trace
+from webapp.traces.models import Agent, Event, Label, Trace
 from webapp.web.broadcast import broadcast_project_activity
 from webapp.web.validation import MAX_DB_INT, InputError, parse_int
 
 from .feed import activity_wire, iso, target_link
-from .models import Activity, Comment, MistakeLabel, TargetKind, TraceReview, Vote
+from .models import Activity, Comment, MistakeLabel, Notification, TargetKind, TraceReview, Vote
+
+logger = logging.getLogger(__name__)
 
 MAX_COMMENT_CHARS = 20_000
 MAX_REASON_CHARS = 5_000
@@ -248,6 +253,7 @@ def do_comment(user, target: Target, body: Any, parent: Comment | None = None) -
     )
     mentioned = _mentioned_members(target.project_id, body)
     comment.mentions.set(mentioned)
+    do_notify_mentions(comment, mentioned)
     _record(
         target.project_id,
         user,
@@ -283,6 +289,7 @@ def do_edit_comment(user, comment: Comment, body: Any) -> Comment:
     comment.save(update_fields=["body", "body_html", "edited_at"])
     mentioned = _mentioned_members(comment.project_id, comment.body)
     comment.mentions.set(mentioned)
+    do_notify_mentions(comment, mentioned)
     _record(
         comment.project_id,
         user,
@@ -344,16 +351,8 @@ def get_comment(project_ids: Iterable[int], comment_id: int) -> Comment | None:
 
 def get_votes(attribution: Attribution) -> dict[str, Any]:
     """{attribution, agree, disagree, votes: [{user, value, reason, updated_at}]}."""
-    votes = list(Vote.objects.filter(attribution=attribution).select_related("user").order_by("updated_at"))
-    return {
-        "attribution": attribution.pk,
-        "agree": sum(v.value == Vote.Value.AGREE for v in votes),
-        "disagree": sum(v.value == Vote.Value.DISAGREE for v in votes),
-        "votes": [
-            {"user": v.user.username, "value": v.value, "reason": v.reason, "updated_at": iso(v.updated_at)}
-            for v in votes
-        ],
-    }
+    votes = list(Vote.objects.filter(attribution=attribution).select_related("user").order_by("updated_at", "id"))
+    return _tally(attribution.pk, votes)
 
 
 @transaction.atomic
@@ -379,6 +378,72 @@ def do_vote(user, attribution: Attribution, value: Any, reason: Any = "") -> Vot
         {"value": value, "reason": vote.reason, "votes": get_votes(attribution)},
     )
     return vote
+
+
+@transaction.atomic
+def do_withdraw_vote(user, attribution: Attribution) -> bool:
+    """Withdraw the caller's vote on `attribution`; False (and nothing recorded) when they had none.
+    The activity is a `voted` one with `value: null` (the feed's verbs stay as the protocol has them)."""
+    deleted, _ = Vote.objects.filter(attribution=attribution, user=user).delete()
+    if not deleted:
+        return False
+    _record(
+        attribution.trace.project_id,
+        user,
+        Activity.Verb.VOTED,
+        TargetKind.ATTRIBUTION,
+        str(attribution.pk),
+        attribution.trace_id,
+        {"value": None, "reason": "", "votes": get_votes(attribution)},
+    )
+    return True
+
+
+def list_attribution_votes(trace: Trace) -> list[dict[str, Any]]:
+    """The trace's attributions grouped by the job that computed them and its estimator, newest
+    group first, each group's rows ranked by estimate (highest credit first) with their votes:
+    [{"job": id | None, "method", "created_at", "rows": [{"attribution": {id, target, method,
+    estimate, ci_low, ci_high, n_rollouts}, "agree", "disagree", "votes": [...]}]}]. Two queries."""
+    attributions = list(Attribution.objects.filter(trace=trace).order_by("-created_at", "-id"))
+    votes: dict[int, list[Vote]] = {}
+    for vote in Vote.objects.filter(attribution__trace=trace).select_related("user").order_by("updated_at", "id"):
+        votes.setdefault(vote.attribution_id, []).append(vote)
+    groups: dict[tuple[int | None, str], dict[str, Any]] = {}
+    for a in attributions:
+        group = groups.setdefault(
+            (a.job_id, a.method), {"job": a.job_id, "method": a.method, "created_at": iso(a.created_at), "rows": []}
+        )
+        mine = votes.get(a.pk, [])
+        group["rows"].append(
+            {
+                **_tally(a.pk, mine),
+                # the attribution itself (the tally's "attribution" is its id only)
+                "attribution": {
+                    "id": a.pk,
+                    "target": a.target,
+                    "method": a.method,
+                    "estimate": a.estimate,
+                    "ci_low": a.ci_low,
+                    "ci_high": a.ci_high,
+                    "n_rollouts": a.n_rollouts,
+                },
+            }
+        )
+    for group in groups.values():
+        group["rows"].sort(key=lambda r: (-r["attribution"]["estimate"], r["attribution"]["id"]))
+    return list(groups.values())
+
+
+def _tally(attribution_id: int, votes: list[Vote]) -> dict[str, Any]:
+    return {
+        "attribution": attribution_id,
+        "agree": sum(v.value == Vote.Value.AGREE for v in votes),
+        "disagree": sum(v.value == Vote.Value.DISAGREE for v in votes),
+        "votes": [
+            {"user": v.user.username, "value": v.value, "reason": v.reason, "updated_at": iso(v.updated_at)}
+            for v in votes
+        ],
+    }
 
 
 def get_attribution(project_ids: Iterable[int], attribution_id: int) -> Attribution | None:
@@ -458,11 +523,71 @@ def do_label_mistake(user, trace: Trace, agent: Any, event_id: Any, reason: Any 
     return label
 
 
+#: Label keys a dataset states a trace's decisive mistake with (Who&When: swarmscope.importers.whowhen).
+MISTAKE_AGENT_KEY, MISTAKE_STEP_KEY = "mistake_agent", "mistake_step"
+#: Labels of this source are Swarmscope's own notes on an import, not a dataset's answer.
+OWN_LABEL_SOURCE = "swarmscope"
+#: A dataset's rater in the agreement view is named "dataset:<source>" (a user name has no ":").
+REFERENCE_PREFIX = "dataset:"
+
+
+def list_reference_labels(trace_ids: Iterable[int]) -> dict[str, dict[str, dict[int, str]]]:
+    """The datasets' own mistake labels of the traces, by source: {source: {"agent": {trace_id:
+    agent}, "step": {trace_id: event_id}}}. The agent is the trace's agent the label resolved to
+    (its value as given where it resolved to none); a step that names no event of the trace
+    (`mistake_step_unresolved`) is left out."""
+    out: dict[str, dict[str, dict[int, str]]] = {}
+    rows = (
+        Label.objects.filter(trace_id__in=list(trace_ids), key__in=(MISTAKE_AGENT_KEY, MISTAKE_STEP_KEY))
+        .exclude(source=OWN_LABEL_SOURCE)
+        .order_by("seq", "id")
+        .values_list("trace_id", "key", "value", "agent", "event_id", "source")
+    )
+    for trace_id, key, value, agent, event_id, source in rows:
+        dataset = out.setdefault(source or "dataset", {"agent": {}, "step": {}})
+        if key == MISTAKE_AGENT_KEY and (agent or value not in (None, "")):
+            dataset["agent"][trace_id] = agent or str(value)
+        elif key == MISTAKE_STEP_KEY and event_id:
+            dataset["step"][trace_id] = event_id
+    return out
+
+
+def list_trace_reference_labels(trace: Trace) -> list[dict[str, Any]]:
+    """The dataset's own answer for `trace`, per source: [{"source", "reference": true, "agent",
+    "event_id"}] (either may be None); [] for a trace no dataset labelled."""
+    by_source = list_reference_labels([trace.pk])
+    return [
+        {
+            "source": source,
+            "reference": True,
+            "agent": labels["agent"].get(trace.pk),
+            "event_id": labels["step"].get(trace.pk),
+        }
+        for source, labels in sorted(by_source.items())
+        if labels["agent"] or labels["step"]
+    ]
+
+
+def _agreement_wire(pair, step) -> dict[str, Any]:
+    return {
+        "a": pair.rater_a,
+        "b": pair.rater_b,
+        "n_traces": pair.n_items,
+        "agent": {"observed": pair.observed, "kappa": pair.kappa},
+        "step": {"observed": step.observed, "kappa": step.kappa},
+    }
+
+
 def get_agreement(project_id: int) -> dict[str, Any]:
     """Cohen's kappa between every pair of reviewers of the project, on the traces both labelled,
     for the mistake agent and for the mistake step (swarmscope.agreement):
     {"reviewers": [...], "traces_labelled": n, "pairs": [{a, b, n_traces, agent: {observed, kappa},
-    step: {observed, kappa}}]} (kappa null where undefined)."""
+    step: {observed, kappa}}], "references": [...]} (kappa null where undefined).
+
+    `references`: each dataset's own label (e.g. Who&When's mistake agent and step) as a reference
+    rater, one entry per source: {"source", "name": "dataset:<source>", "traces_labelled" (of the
+    traces reviewers labelled), "pairs": [{a: reviewer, b: name, ...}]}; empty when no reviewed trace
+    carries one."""
     agents: dict[str, dict[int, str]] = {}
     steps: dict[str, dict[int, str]] = {}
     rows = MistakeLabel.objects.filter(trace__project_id=project_id).values_list(
@@ -472,17 +597,145 @@ def get_agreement(project_id: int) -> dict[str, Any]:
         agents.setdefault(reviewer, {})[trace_id] = agent
         steps.setdefault(reviewer, {})[trace_id] = event_id
     by_pair = {(p.rater_a, p.rater_b): p for p in pairwise_kappa(steps)}
-    pairs = []
-    for pair in pairwise_kappa(agents):
-        step = by_pair[(pair.rater_a, pair.rater_b)]
-        pairs.append(
+    pairs = [_agreement_wire(pair, by_pair[(pair.rater_a, pair.rater_b)]) for pair in pairwise_kappa(agents)]
+    traces = {t for labels in agents.values() for t in labels}
+    references = []
+    for source, labels in sorted(list_reference_labels(traces).items()):
+        name = REFERENCE_PREFIX + source
+        step_pairs = {p.rater_a: p for p in kappa_against(steps, labels["step"], name)}
+        references.append(
             {
-                "a": pair.rater_a,
-                "b": pair.rater_b,
-                "n_traces": pair.n_items,
-                "agent": {"observed": pair.observed, "kappa": pair.kappa},
-                "step": {"observed": step.observed, "kappa": step.kappa},
+                "source": source,
+                "name": name,
+                "traces_labelled": len(set(labels["agent"]) | set(labels["step"])),
+                "pairs": [
+                    _agreement_wire(pair, step_pairs[pair.rater_a])
+                    for pair in kappa_against(agents, labels["agent"], name)
+                ],
             }
         )
-    traces = {t for labels in agents.values() for t in labels}
-    return {"project": project_id, "reviewers": sorted(agents), "traces_labelled": len(traces), "pairs": pairs}
+    return {
+        "project": project_id,
+        "reviewers": sorted(agents),
+        "traces_labelled": len(traces),
+        "pairs": pairs,
+        "references": references,
+    }
+
+
+# --- notifications ---------------------------------------------------------------------------------
+
+#: With these e-mail backends (the settings' default prints to the console) mentions are not e-mailed.
+NO_MAIL_BACKENDS = ("django.core.mail.backends.console.EmailBackend", "django.core.mail.backends.dummy.EmailBackend")
+MAX_NOTIFICATION_PAGE = 200
+
+
+def mail_configured() -> bool:
+    """Whether mentions are e-mailed: EMAIL_BACKEND names a backend that delivers (SMTP, a file,
+    locmem in tests), not the console or dummy one."""
+    return settings.EMAIL_BACKEND not in NO_MAIL_BACKENDS
+
+
+def do_notify_mentions(comment: Comment, mentioned: Iterable) -> list[Notification]:
+    """Notify each member `mentioned` in `comment` (project members only: _mentioned_members) once
+    per comment, the author excepted; e-mail them after commit where mail is configured and they
+    have an address. Returns the new notifications (an edit re-mentioning someone adds none)."""
+    users = [u for u in mentioned if u.pk != comment.author_id]
+    if not users:
+        return []
+    already = set(Notification.objects.filter(comment=comment).values_list("user_id", flat=True))
+    fresh = [
+        Notification.objects.create(user=u, project_id=comment.project_id, comment=comment)
+        for u in users
+        if u.pk not in already
+    ]
+    if fresh and mail_configured():
+        ids = [n.pk for n in fresh]
+        transaction.on_commit(lambda: do_email_notifications(ids))
+    return fresh
+
+
+def notification_wire(n: Notification) -> dict[str, Any]:
+    c = n.comment
+    return {
+        "id": n.pk,
+        "reason": n.reason,
+        "project": n.project_id,
+        "actor": c.author.username,
+        "target": {"kind": c.target_kind, "id": c.target_id, "trace": c.trace_id},
+        "trace_name": c.trace.name if c.trace else None,
+        "comment": c.pk,
+        "excerpt": "" if c.deleted_at else c.body[:200],
+        "deleted": c.deleted_at is not None,
+        "link": target_link(c.target_kind, c.target_id, c.trace_id),
+        "created_at": iso(n.created_at),
+        "read": n.read_at is not None,
+    }
+
+
+def do_email_notifications(notification_ids: list[int]) -> int:
+    """E-mail the notifications (django.core.mail) to users with an address, once each; returns how
+    many were sent. A failing mail server is logged, not raised: the comment is already stored."""
+    sent = 0
+    for n in Notification.objects.filter(pk__in=notification_ids, emailed_at__isnull=True).select_related(
+        "user", "comment__author", "comment__trace"
+    ):
+        if not n.user.email:
+            continue
+        wire = notification_wire(n)
+        target = wire["target"]
+        where = f"trace “{wire['trace_name']}”" if wire["trace_name"] else f"{target['kind']} {target['id']}"
+        try:
+            send_mail(
+                f"[Swarmscope] {wire['actor']} mentioned you on {where}",
+                f"{wire['actor']} wrote:\n\n{n.comment.body}\n\nOpen it on your Swarmscope server: {wire['link']}\n",
+                None,
+                [n.user.email],
+            )
+        except (OSError, ValueError) as exc:  # smtplib's errors are OSErrors
+            logger.warning("mention e-mail to user %s failed: %s", n.user.pk, exc)
+            continue
+        Notification.objects.filter(pk=n.pk).update(emailed_at=timezone.now())
+        sent += 1
+    return sent
+
+
+def list_notifications(
+    user, project_ids: Iterable[int], *, unread_only: bool = False, before: int | None = None, limit: int = 50
+) -> list[Notification]:
+    """The user's notifications in `project_ids` (those they may read: a member's, or a token's
+    one), newest first; `before`: older than that id."""
+    qs = Notification.objects.filter(user=user, project_id__in=list(project_ids)).select_related(
+        "comment__author", "comment__trace"
+    )
+    if unread_only:
+        qs = qs.filter(read_at__isnull=True)
+    if before is not None:
+        qs = qs.filter(pk__lt=before)
+    return list(qs.order_by("-id")[:limit])
+
+
+def get_notification(user, project_ids: Iterable[int], notification_id: int) -> Notification | None:
+    """One of the user's notifications in `project_ids`, or None."""
+    return (
+        Notification.objects.filter(user=user, project_id__in=list(project_ids), pk=notification_id)
+        .select_related("comment__author", "comment__trace")
+        .first()
+    )
+
+
+def count_unread(user, project_ids: Iterable[int]) -> int:
+    """How many of the user's notifications in `project_ids` are unread (one indexed COUNT)."""
+    return Notification.objects.filter(user=user, read_at__isnull=True, project_id__in=list(project_ids)).count()
+
+
+def do_mark_read(user, project_ids: Iterable[int], ids: Any = None) -> int:
+    """Mark the user's notifications in `project_ids` read: those of `ids` (a list of ids), or all
+    when None. Returns how many changed; others' ids match none of the user's and change nothing.
+    Raises ReviewInputError (field "ids") when `ids` is not a list of integers."""
+    qs = Notification.objects.filter(user=user, read_at__isnull=True, project_id__in=list(project_ids))
+    if ids is not None:
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise ReviewInputError("must be a list of notification ids", field="ids")
+        qs = qs.filter(pk__in=ids)
+    return qs.update(read_at=timezone.now())

@@ -4,6 +4,14 @@ from . import api, views
 
 urlpatterns = [
     path("projects/<int:project_id>/review/", views.project_review, name="project-review"),
+    path("notifications/", views.notifications, name="notifications"),
+    path("api/review/notifications/", api.notifications, name="api-review-notifications"),
+    path("api/review/notifications/read/", api.notifications_read, name="api-review-notifications-read"),
+    path(
+        "api/review/traces/<int:trace_id>/attribution-votes/",
+        api.trace_attribution_votes,
+        name="api-review-attribution-votes",
+    ),
     path("api/review/comments/", api.comments, name="api-review-comments"),
     path("api/review/comments/<int:comment_id>/", api.comment_detail, name="api-review-comment"),
     path("api/review/attributions/<int:attribution_id>/votes/", api.attribution_votes, name="api-review-votes"),

@@ -1,13 +1,16 @@
-"""The project's review page: agreement between reviewers (Cohen's kappa) and the activity feed."""
+"""The project's review page (agreement between reviewers, Cohen's kappa, and against the dataset's
+own label; the activity feed) and the user's notifications page (@mentions, mark read)."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
 
 from webapp.accounts.models import Project
 from webapp.accounts.services import get_role
+from webapp.traces import access
 from webapp.web.validation import InputError, query_int
 
 from . import feed, services
@@ -21,6 +24,12 @@ VERB_TEXT = {
     "set_status": "set the review status",
     "labelled": "labelled the mistake",
 }
+
+
+def _verb_text(activity) -> str:
+    if activity.verb == "voted" and activity.data.get("value") is None:
+        return "withdrew a vote"
+    return VERB_TEXT.get(activity.verb, activity.verb)
 
 
 @login_required
@@ -40,7 +49,39 @@ def project_review(request: HttpRequest, project_id: int):
         {
             "project": project,
             "agreement": services.get_agreement(project.pk),
-            "activities": [{**feed.activity_wire(a), "verb_text": VERB_TEXT.get(a.verb, a.verb)} for a in activities],
+            "activities": [{**feed.activity_wire(a), "verb_text": _verb_text(a)} for a in activities],
             "older": activities[-1].pk if len(activities) == FEED_PAGE else None,
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def notifications(request: HttpRequest):
+    """GET: the user's notifications, newest first (`?before=<id>` pages back), each linking to the
+    comment's trace, event or attribution. POST `id=<n>` marks one read (and opens it when `open`
+    is set), no id marks all read."""
+    project_ids = list(access.project_ids_for(request.user))
+    if request.method == "POST":
+        try:
+            one = query_int(request.POST, "id", low=1)
+        except InputError:
+            one = None
+        services.do_mark_read(request.user, project_ids, [one] if one else None)
+        opened = services.get_notification(request.user, project_ids, one) if one and "open" in request.POST else None
+        return redirect(services.notification_wire(opened)["link"] if opened else "notifications")
+    try:
+        before = query_int(request.GET, "before", low=1)
+    except InputError:
+        before = None
+    rows = services.list_notifications(request.user, project_ids, before=before, limit=FEED_PAGE)
+    return render(
+        request,
+        "review/notifications.html",
+        {
+            "notifications": [services.notification_wire(n) for n in rows],
+            "unread": services.count_unread(request.user, project_ids),
+            "older": rows[-1].pk if len(rows) == FEED_PAGE else None,
+            "mail": services.mail_configured(),
         },
     )

@@ -1,7 +1,9 @@
 /**
  * Review panel of the trace page (templates/review/panel.html): comments on the trace, the
  * selected event or an attribution, with replies, edit and delete of one's own; agree/disagree
- * votes on attributions; the trace's review status. Live over `/ws/projects/<id>/` (the live
+ * buttons on every attribution row, the rows grouped by the job and estimator that computed them
+ * (`/api/review/traces/<id>/attribution-votes/`): a vote goes to the row it is on, one's own shows
+ * pressed and can be changed or withdrawn (DELETE); the trace's review status. Live over `/ws/projects/<id>/` (the live
  * protocol, swarmscope/protocol.py, through LiveConnection): activity of other reviewers appears
  * without a reload; a reconnect asks for the activity after the last seq applied (`?seq=N`), and
  * when the server answers with a fresh snapshot or a `snapshot_too_large` referral instead, the
@@ -25,6 +27,27 @@ export function targetKey(target) {
 export function tallyText(votes) {
   if (!votes || (votes.agree === 0 && votes.disagree === 0)) return "No votes yet";
   return `${votes.agree} agree · ${votes.disagree} disagree`;
+}
+
+/** The caller's vote in a tally ("agree" | "disagree"), or null. */
+export function myVote(tally, user) {
+  return (tally?.votes || []).find((v) => v.user === user)?.value ?? null;
+}
+
+/** A vote-row group's heading: "Job #12 · loo · 3 attributions" ("Stored without a job" for none). */
+export function groupHeading(group) {
+  const n = group.rows.length;
+  const job = group.job === null ? "Stored without a job" : `Job #${group.job}`;
+  return `${job} · ${group.method} · ${n} attribution${n === 1 ? "" : "s"}`;
+}
+
+/** What an attribution's target names, for a row: "event e5", "agent planner", or the target as stored. */
+export function targetText(target) {
+  if (!target.includes(", ")) {
+    if (target.startsWith("event:")) return `event ${target.slice(6)}`;
+    if (target.startsWith("agent:")) return `agent ${target.slice(6)}`;
+  }
+  return target;
 }
 
 /** Comments of one target in thread order: each top-level comment followed by its replies. */
@@ -71,7 +94,7 @@ class ReviewPanel {
     this.projectId = Number(root.dataset.projectId);
     this.field = (name) => root.querySelector(`[data-field="${name}"]`);
     this.comments = [];
-    this.attributions = [];
+    this.groups = []; // attribution rows grouped by job and estimator (services.list_attribution_votes)
     this.votes = new Map(); // attribution id -> tally
     this.user = "";
     this.canReview = false;
@@ -95,9 +118,6 @@ class ReviewPanel {
       quietly(this.request("PUT", `/api/review/traces/${this.traceId}/status/`, { status: e.target.value })));
     this.field("mistake-save").addEventListener("click", () => quietly(this.saveMistake()));
     this.field("toggle").addEventListener("click", () => this.setOpen(this.field("body").hidden));
-    for (const button of this.root.querySelectorAll("[data-vote]")) {
-      button.addEventListener("click", () => quietly(this.vote(button.dataset.vote)));
-    }
     // The page mirrors its selection in <body data-selected>: an event id, or "agent:<name>".
     new MutationObserver(() => this.followSelection()).observe(document.body,
       { attributes: true, attributeFilter: ["data-selected"] });
@@ -114,7 +134,7 @@ class ReviewPanel {
   async start() {
     // A shared link to an attribution or an event opens the panel on it.
     if (this.key !== "trace" || this.wantEvent) this.setOpen(true);
-    await Promise.all([this.loadComments(), this.loadAttributions(), this.loadStatus(), this.loadMistakes()]);
+    await Promise.all([this.loadComments(), this.loadVoteRows(), this.loadStatus(), this.loadMistakes()]);
     if (window.swarmscope) {
       await window.swarmscope.ready;
       const agents = this.field("mistake-agent");
@@ -130,10 +150,8 @@ class ReviewPanel {
 
   async request(method, url, body) {
     const headers = { Accept: "application/json" };
-    if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
-      headers["X-CSRFToken"] = csrfToken();
-    }
+    if (method !== "GET") headers["X-CSRFToken"] = csrfToken(); // a DELETE has no body but needs it too
+    if (body !== undefined) headers["Content-Type"] = "application/json";
     const response = await fetch(url, { method, headers, credentials: "same-origin",
       body: body === undefined ? undefined : JSON.stringify(body) });
     const doc = await response.json().catch(() => ({}));
@@ -155,12 +173,92 @@ class ReviewPanel {
     this.field("form").hidden = !this.canReview;
     this.field("readonly").hidden = this.canReview;
     this.field("status").disabled = !this.canReview;
-    for (const b of this.root.querySelectorAll("[data-vote]")) b.disabled = !this.canReview;
   }
 
-  async loadAttributions() {
-    const doc = await this.request("GET", this.root.dataset.attributionsUrl);
-    this.attributions = doc.results;
+  /** Every attribution of the trace with its tally, grouped by job and estimator. */
+  async loadVoteRows() {
+    const doc = await this.request("GET", `/api/review/traces/${this.traceId}/attribution-votes/`);
+    this.groups = doc.groups;
+    for (const group of doc.groups) for (const row of group.rows) this.votes.set(row.attribution.id, row);
+    this.renderVoteRows();
+  }
+
+  /** The attribution rows: per group a table, each row its target, Δ and interval, tally, and
+   * Agree / Disagree (pressed: one's own vote; pressing it again withdraws it) and Discuss. */
+  renderVoteRows() {
+    const box = this.field("vote-rows");
+    box.hidden = this.groups.length === 0;
+    // A re-render (a live vote, one's own included) keeps the keyboard on the same row's button.
+    const focused = box.contains(document.activeElement) ? document.activeElement : null;
+    const focusRow = focused?.closest("tr[data-attribution]")?.dataset.attribution;
+    const focusTestid = focused?.dataset.testid;
+    const wasOpen = new Set([...box.querySelectorAll("details[open]")].map((d) => d.dataset.group));
+    const parts = this.groups.map((group, index) => {
+      const key = `${group.job}:${group.method}`;
+      const details = el("details", null, "vote-group");
+      details.dataset.group = key;
+      details.dataset.testid = "vote-group";
+      // the newest group opens first; a group the reader opened stays open across re-renders
+      details.open = wasOpen.size ? wasOpen.has(key) : index === 0;
+      if (group.rows.some((r) => `attribution:${r.attribution.id}` === this.key)) details.open = true;
+      details.append(el("summary", groupHeading(group)));
+      const table = el("table", null, "vote-table");
+      const head = el("tr");
+      for (const h of ["Target", "Δ [95 % interval]", "Votes", "Your vote"]) head.append(el("th", h));
+      table.append(el("thead"), el("tbody"));
+      table.tHead.append(head);
+      for (const row of group.rows) table.tBodies[0].append(this.renderVoteRow(row.attribution));
+      details.append(table);
+      return details;
+    });
+    this.field("vote-groups").replaceChildren(...parts);
+    this.field("vote-reason").disabled = !this.canReview;
+    if (focusRow && focusTestid) {
+      box.querySelector(`tr[data-attribution="${focusRow}"] [data-testid="${focusTestid}"]`)?.focus();
+    }
+  }
+
+  renderVoteRow(a) {
+    const tally = this.votes.get(a.id);
+    const mine = myVote(tally, this.user);
+    const tr = el("tr");
+    tr.dataset.testid = "vote-row";
+    tr.dataset.attribution = a.id;
+    tr.dataset.target = a.target;
+    if (this.key === `attribution:${a.id}`) tr.setAttribute("aria-current", "true");
+    const fmt = (x) => Number(x).toFixed(3);
+    const count = el("td", tallyText(tally));
+    count.dataset.testid = "vote-tally";
+    count.title = (tally?.votes || []).map((v) => `${v.user}: ${v.value}${v.reason ? ` (${v.reason})` : ""}`).join("\n");
+    const actions = el("td", null, "vote-actions");
+    const label = `${targetText(a.target)} (attribution #${a.id})`;
+    for (const value of ["agree", "disagree"]) {
+      const b = el("button", value === "agree" ? "Agree" : "Disagree", "button small");
+      b.type = "button";
+      b.dataset.vote = value;
+      b.dataset.testid = `vote-${value}`;
+      b.setAttribute("aria-pressed", String(mine === value));
+      b.setAttribute("aria-label", mine === value ? `Withdraw your ${value} vote on ${label}` : `${value} with ${label}`);
+      b.disabled = !this.canReview;
+      b.addEventListener("click", () => this.vote(a.id, mine === value ? null : value, value).catch(() => {}));
+      actions.append(b);
+    }
+    const discuss = el("button", "Discuss", "link-button");
+    discuss.type = "button";
+    discuss.dataset.testid = "vote-discuss";
+    discuss.setAttribute("aria-label", `Discuss ${label}`);
+    discuss.addEventListener("click", () => this.show(`attribution:${a.id}`).catch(() => {}));
+    actions.append(discuss);
+    tr.append(el("td", targetText(a.target)), el("td", `${fmt(a.estimate)} [${fmt(a.ci_low)}, ${fmt(a.ci_high)}]`),
+      count, actions);
+    tr.title = `attribution #${a.id}, ${a.method}, ${a.n_rollouts} rollouts`;
+    return tr;
+  }
+
+  /** The attribution (from the vote rows) with this id, or undefined. */
+  attribution(id) {
+    for (const group of this.groups) for (const row of group.rows) if (row.attribution.id === id) return row.attribution;
+    return undefined;
   }
 
   async loadStatus() {
@@ -199,28 +297,25 @@ class ReviewPanel {
     const select = this.field("target");
     select.replaceChildren(new Option("This trace", "trace"));
     if (this.selectedEvent) select.append(new Option(`Selected event ${this.selectedEvent}`, `event:${this.selectedEvent}`));
-    for (const a of this.attributions) {
-      const estimate = Number(a.estimate).toFixed(3);
-      select.append(new Option(`Attribution #${a.id}: ${a.target} (Δ ${estimate}, ${a.method})`, `attribution:${a.id}`));
+    // Only the attribution under discussion (its row's Discuss, or a shared link): votes are on the rows.
+    if (this.key.startsWith("attribution:")) {
+      const a = this.attribution(Number(this.key.slice(12)));
+      if (a) select.append(new Option(`Attribution #${a.id}: ${targetText(a.target)} (${a.method})`, this.key));
     }
     if ([...select.options].some((o) => o.value === this.key)) select.value = this.key;
   }
 
   async show(key) {
     this.key = key;
+    this.renderTargets();
     this.field("target").value = key;
     this.setReply(null);
     const share = new URL(window.location.pathname, window.location.origin);
     if (key.startsWith("event:")) share.searchParams.set("event", key.slice(6));
     if (key.startsWith("attribution:")) share.searchParams.set("attribution", key.slice(12));
     this.field("share").href = share.pathname + share.search;
-    const votes = this.field("votes");
-    votes.hidden = !key.startsWith("attribution:");
-    if (!votes.hidden) {
-      const id = Number(key.slice(12));
-      if (!this.votes.has(id)) this.votes.set(id, await this.request("GET", `/api/review/attributions/${id}/votes/`));
-    }
     this.render();
+    this.renderVoteRows();
   }
 
   target() {
@@ -235,14 +330,6 @@ class ReviewPanel {
     const rows = threadOrder(this.comments, this.key);
     list.replaceChildren(...rows.map(({ comment, depth }) => this.renderComment(comment, depth)));
     this.field("empty").hidden = rows.length > 0;
-    if (this.key.startsWith("attribution:")) {
-      const votes = this.votes.get(Number(this.key.slice(12)));
-      const tally = this.field("tally");
-      tally.textContent = tallyText(votes);
-      tally.title = (votes?.votes || []).map((v) => `${v.user}: ${v.value}${v.reason ? ` (${v.reason})` : ""}`).join("\n");
-      const mine = (votes?.votes || []).find((v) => v.user === this.user);
-      for (const b of this.root.querySelectorAll("[data-vote]")) b.setAttribute("aria-pressed", String(mine?.value === b.dataset.vote));
-    }
   }
 
   renderComment(c, depth) {
@@ -317,11 +404,18 @@ class ReviewPanel {
     this.render();
   }
 
-  async vote(value) {
-    const id = Number(this.key.slice(12));
-    const reason = this.field("reason").value.trim();
-    this.votes.set(id, await this.request("PUT", `/api/review/attributions/${id}/votes/`, { value, reason }));
-    this.render();
+  /** Vote `value` on attribution `id` (the row's), or withdraw one's vote (`value` null); focus
+   * stays on the row's `pressed` button. */
+  async vote(id, value, pressed = value) {
+    const url = `/api/review/attributions/${id}/votes/`;
+    const reasonField = this.field("vote-reason");
+    const tally = value === null ? await this.request("DELETE", url)
+      : await this.request("PUT", url, { value, reason: reasonField.value.trim() });
+    if (value !== null) reasonField.value = "";
+    this.votes.set(id, tally);
+    this.renderVoteRows();
+    // keep the keyboard where it was: on the same row's button (a click may have moved it)
+    this.field("vote-groups").querySelector(`tr[data-attribution="${id}"] [data-vote="${pressed}"]`)?.focus();
   }
 
   connect() {
@@ -349,6 +443,7 @@ class ReviewPanel {
     if (step.action === "apply") for (const activity of step.activities) this.apply(activity);
     if (step.action === "reload" || step.action === "refer") {
       this.loadComments().then(() => this.render()).catch(() => {});
+      this.loadVoteRows().catch(() => {});
     }
     // Reconnects with ?seq=N: the server sends only what came after the referral's seq.
     if (step.action === "refer") this.connection.socket?.close();
@@ -358,7 +453,13 @@ class ReviewPanel {
   apply(activity) {
     if (activity.target.trace !== this.traceId) return;
     if (activity.data.comment) this.upsert(activity.data.comment);
-    if (activity.verb === "voted") this.votes.set(Number(activity.target.id), activity.data.votes);
+    if (activity.verb === "voted") {
+      const id = Number(activity.target.id);
+      this.votes.set(id, activity.data.votes);
+      // a vote on an attribution this panel has not listed yet (a job finished since): re-read the rows
+      if (!this.attribution(id)) this.loadVoteRows().catch(() => {});
+      else this.renderVoteRows();
+    }
     if (activity.verb === "set_status") this.field("status").value = activity.data.status;
     if (activity.verb === "labelled") this.loadMistakes().catch(() => {});
     this.render();
