@@ -7,6 +7,8 @@ trace, adding events, uploads, OTLP) needs WRITE_ROLE.
 from __future__ import annotations
 
 import json
+import math
+import re
 import secrets
 import zlib
 from typing import Any
@@ -20,6 +22,7 @@ from swarmscope.importers import SourceFile, TraceFormatError, otlp, survey
 from swarmscope.ingest import IngestConflict
 from webapp.web.api import (
     BODY_ERRORS,
+    NUL_ESCAPE,
     api_view,
     bad_body,
     check_no_nul,
@@ -29,7 +32,15 @@ from webapp.web.api import (
     parse_body,
     read_body,
 )
-from webapp.web.validation import InputError, max_length, parse_int, query_int, text_problem
+from webapp.web.validation import (
+    MAX_JSON_DEPTH,
+    InputError,
+    json_problem,
+    max_length,
+    parse_int,
+    query_int,
+    text_problem,
+)
 
 from . import ingest, services, span_ingest
 from .models import Trace
@@ -45,6 +56,75 @@ def get_trace(request: HttpRequest, trace_id: int) -> Trace | None:
 BATCH_KEYS = frozenset({"events", "edges", "agents", "labels", "rewards", "costs", "metrics"})
 
 
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is not finite")
+    return value
+
+
+def _not_a_number(text: str) -> None:
+    raise ValueError(f"number {text} is not finite")
+
+
+#: JSON as `parse_body` reads it (non-finite numbers refused), one value at a time.
+_DECODER = json.JSONDecoder(parse_float=_finite, parse_constant=_not_a_number)
+
+
+def events_of_array(body: bytes) -> list[core.Event] | None:
+    """The events of a body that is one JSON array of events, decoded an element at a time: each
+    is built into an Event and its parsed form dropped before the next is read, so a big batch
+    never holds the parsed form of all of its events (json.loads of 10^6 events: about 600 MB).
+    None for any other body, and for any problem in this one (not JSON, a NUL, too deep, a bad
+    event): `parse_body` and `_fragment_from_batch` then read it again and name the problem."""
+    # `in` is a memchr-speed scan; the NUL_ESCAPE regex (about 5 s on 30 MB, holding the GIL) runs
+    # only where its literal occurs
+    if b"\x00" in body or (b"\\u0000" in body and NUL_ESCAPE.search(body) is not None):
+        return None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    index = _WHITESPACE.match(text).end()
+    if not text.startswith("[", index):
+        return None
+    events: list[core.Event] = []
+    index = _WHITESPACE.match(text, index + 1).end()
+    try:
+        if text.startswith("]", index):
+            index += 1
+        else:
+            while True:
+                item, index = _DECODER.raw_decode(text, index)
+                if json_problem(item, MAX_JSON_DEPTH - 1, text=False) is not None:
+                    return None
+                events.append(core.event_from_dict(item, len(events)))
+                index = _WHITESPACE.match(text, index).end()
+                if text.startswith(",", index):
+                    index = _WHITESPACE.match(text, index + 1).end()
+                elif text.startswith("]", index):
+                    index += 1
+                    break
+                else:
+                    return None
+    except (ValueError, RecursionError, core.TraceValidationError):  # JSONDecodeError is a ValueError
+        return None
+    return events if _WHITESPACE.match(text, index).end() == len(text) else None
+
+
+def _consume(items: list[Any], build) -> list[Any]:
+    """`[build(item, index) ...]`, emptying `items` as it goes: each parsed JSON object is freed
+    once built, so a big batch never holds both forms of all of its events."""
+    built = []
+    for index in range(len(items)):
+        built.append(build(items[index], index))
+        items[index] = None
+    return built
+
+
 def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
     """An API batch (events array, or {events, edges, agents, labels}) as a trace fragment."""
     if isinstance(doc, list):
@@ -55,10 +135,10 @@ def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
         if not isinstance(doc.get(name) or [], list):
             raise core.TraceValidationError("must be an array", field=name, kind="body")
     fragment = core.Trace(source_format=trace.source_format, source_id=trace.source_id)
-    fragment.events = [core.event_from_dict(e, i) for i, e in enumerate(doc.get("events") or [])]
-    fragment.edges = [core.edge_from_dict(e, i) for i, e in enumerate(doc.get("edges") or [])]
-    fragment.agents = [core.agent_from_dict(a, i) for i, a in enumerate(doc.get("agents") or [])]
-    fragment.labels = [core.label_from_dict(lb, i) for i, lb in enumerate(doc.get("labels") or [])]
+    fragment.events = _consume(doc.get("events") or [], core.event_from_dict)
+    fragment.edges = _consume(doc.get("edges") or [], core.edge_from_dict)
+    fragment.agents = _consume(doc.get("agents") or [], core.agent_from_dict)
+    fragment.labels = _consume(doc.get("labels") or [], core.label_from_dict)
     for name in ("rewards", "costs", "metrics"):
         value = doc.get(name)
         if value is not None:
@@ -68,6 +148,15 @@ def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
     return fragment
 
 
+def busy(exc: ingest.TraceBusy | ingest.StagingLost) -> JsonResponse:
+    """503 with Retry-After: the trace is taking another large batch in chunks (TraceBusy), or was
+    changed under this one (StagingLost); nothing of the batch was stored, so sending it again is safe."""
+    retry_after = exc.retry_after_s if isinstance(exc, ingest.TraceBusy) else 1
+    response = json_error(503, str(exc), code="trace_busy", retry_after_s=retry_after)
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
 def _ingest_response(project, fragment: core.Trace, trace: Trace | None = None, *, status: int = 200):
     try:
         result = ingest.do_ingest(project, fragment, trace=trace, live=True)
@@ -75,6 +164,8 @@ def _ingest_response(project, fragment: core.Trace, trace: Trace | None = None, 
         return JsonResponse(exc.error.as_dict(), status=409)
     except core.TraceValidationError as exc:
         return JsonResponse(exc.as_dict(), status=400)
+    except (ingest.TraceBusy, ingest.StagingLost) as exc:
+        return busy(exc)
     return JsonResponse(
         {
             "trace": services.trace_summary(result.trace),
@@ -163,10 +254,15 @@ def trace_events(request: HttpRequest, trace_id: int):
         return json_error(404, "no such trace")
     check_write(request, trace.project_id, "adding events to a trace")
     try:
-        doc = parse_body(read_body(request))
-        if isinstance(doc, dict) and doc and not BATCH_KEYS & doc.keys():
-            doc = [doc]  # one event (a one-line NDJSON body): refused with its field if it is not one
-        fragment = _fragment_from_batch(trace, doc)
+        body = read_body(request)
+        events = events_of_array(body)
+        if events is not None:
+            fragment = core.Trace(source_format=trace.source_format, source_id=trace.source_id, events=events)
+        else:
+            doc = parse_body(body)
+            if isinstance(doc, dict) and doc and not BATCH_KEYS & doc.keys():
+                doc = [doc]  # one event (a one-line NDJSON body): refused with its field if it is not one
+            fragment = _fragment_from_batch(trace, doc)
     except BODY_ERRORS as exc:
         return bad_body(exc)
     return _ingest_response(trace.project, fragment, trace)

@@ -43,6 +43,11 @@ class Trace(models.Model):
     label_summary = models.CharField(max_length=500, blank=True)
     last_event_at = models.DateTimeField(null=True, blank=True)
     spans_pending = models.BooleanField(default=False, help_text="stored spans not yet derived (OTLP)")
+    staged_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="last chunk of a batch being staged (rows with seq > seq, unpublished); null when none",
+    )
     kind = models.CharField(max_length=16, default=IMPORTED, choices=[(k, k) for k in KINDS])
     outcome = models.CharField(
         max_length=8,
@@ -70,6 +75,7 @@ class Trace(models.Model):
             models.Index(fields=["project", "kind", "label_summary"], name="trace_kind_labels"),
             models.Index(fields=["project", "kind", "outcome"], name="trace_kind_outcome"),
             models.Index(fields=["derived_from"], name="trace_derived_from"),
+            models.Index(fields=["project", "derived_from", "kind"], name="trace_derived_kind"),
             models.Index(fields=["project", "updated_at"], name="trace_updated"),
         ]
 
@@ -201,3 +207,28 @@ class StoredLogRecord(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "digest"], name="log_record_identity")]
         indexes = [models.Index(fields=["trace", "span_id"])]
+
+
+class TraceFacetCount(models.Model):
+    """How many traces of `project` share one combination of the trace list's faceted columns
+    (`labelled`: label_summary is not empty); read for the facets' counts and the list's total
+    (webapp.traces.facets) instead of grouping every trace row.
+
+    Kept by database triggers on the trace table, so every write path counts (save, bulk_create,
+    update, delete, raw SQL): SQLite and PostgreSQL, migration 0006_trace_list_indexes. Rows whose
+    `n` fell to 0 stay (and are skipped when read)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16)
+    source_format = models.CharField(max_length=40)
+    system = models.CharField(max_length=200)
+    labelled = models.BooleanField()
+    outcome = models.CharField(max_length=8)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "kind", "source_format", "system", "labelled", "outcome"], name="trace_facet_cell"
+            )
+        ]

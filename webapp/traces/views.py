@@ -29,7 +29,7 @@ from webapp.accounts.views import require_admin
 from webapp.web.api import get_write_project
 from webapp.web.validation import InputError, parse_int
 
-from . import access, datacare, ingest, samples, services
+from . import access, datacare, facets, ingest, samples, services
 from .api import upload_sources
 from .models import Trace
 
@@ -96,7 +96,10 @@ def trace_list(request: HttpRequest):
     filters = services.ListFilters.from_query(request.GET)
     project_ids = list(access.project_ids_for(request.user))
     qs = services.list_traces(project_ids, filters=filters)
-    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page") or 1)
+    counts = facets.facet_counts(project_ids, filters)
+    paginator = Paginator(qs, PAGE_SIZE)
+    paginator.count = counts.total  # the facets' cube counted the list already (a cached_property)
+    page = paginator.get_page(request.GET.get("page") or 1)
     traces = list(page.object_list)
     derived = services.derived_counts(traces)
     for trace in traces:
@@ -106,8 +109,8 @@ def trace_list(request: HttpRequest):
         origin, _, pk = trace.derived_from.partition(":")
         trace.parent_trace_id = int(pk) if origin == "trace" and pk.isdigit() else None
         trace.derived_run_id = int(pk) if origin == "run" and pk.isdigit() else None
-    facets = services.list_facets(project_ids, filters)
-    hidden = [f for f in facets["kinds"] if not f["shown"] and f["count"]]
+    facet_values = services.list_facets(project_ids, filters, counts)
+    hidden = [f for f in facet_values["kinds"] if not f["shown"] and f["count"]]
     live_projects = project_ids[:MAX_LIVE_PROJECTS]
     client_filters = {
         "kinds": list(filters.shown_kinds),
@@ -127,7 +130,7 @@ def trace_list(request: HttpRequest):
         "filter_query": filters.urlencode(),
         "query": filters.query,
         "session": filters.session,
-        "facets": facets,
+        "facets": facet_values,
         "hidden_kinds": hidden,
         "columns": _sort_columns(filters),
         "live_config": {
@@ -201,12 +204,20 @@ def trace_compare(request: HttpRequest):
 def upload(request: HttpRequest):
     """GET: the form (disabled, with a notice, for a viewer). POST: import the files into the first
     project where the user may write; the 403 page for a viewer, 404 for a user of no project."""
-    outcomes, nothing_chosen = None, False
+    outcomes, nothing_chosen, status = None, False, 200
     if request.method == "POST":
         project = get_write_project(request, "uploading traces")  # raises PermissionRefused (403) for a viewer
         if project is None:
             raise Http404("you are not a member of any project")
-        if request.FILES:
+        if _declared_length(request) > settings.SWARMSCOPE_MAX_UPLOAD_BYTES:
+            # Daphne and Django spooled the body to disk; it is refused before any file is read
+            messages.error(
+                request,
+                f"Upload refused: over {settings.SWARMSCOPE_MAX_UPLOAD_BYTES // 2**20} MiB "
+                "(SWARMSCOPE_MAX_UPLOAD_BYTES). Upload fewer files at a time.",
+            )
+            status = 413
+        elif request.FILES:
             outcomes = ingest.do_import_sources(project, upload_sources(request))
         else:
             nothing_chosen = True
@@ -223,7 +234,16 @@ def upload(request: HttpRequest):
             "can_write": can_write,
             "read_only_hint": READ_ONLY_HINT,
         },
+        status=status,
     )
+
+
+def _declared_length(request: HttpRequest) -> int:
+    """The request's Content-Length, 0 when absent or not a number."""
+    try:
+        return int(request.headers.get("Content-Length") or 0)
+    except ValueError:
+        return 0
 
 
 @login_required
