@@ -127,6 +127,15 @@ JOB = {
     ),
 }
 
+#: A trace's metrics (swarmscope.metrics) recomputed by a worker while it streams, at trace seq `seq`
+#: (webapp.traces.services.do_publish_metrics); not part of the delta stream: a client shows the
+#: newest (highest `seq`) it has, and a snapshot carries its own in `trace.computed_metrics`.
+METRICS = {
+    "$schema": DRAFT,
+    "title": "recomputed trace metrics",
+    **_record({"type": {"const": "metrics"}, "seq": SEQ, "computed_metrics": _OBJ}),
+}
+
 # --- /ws/runs/<id>/ --------------------------------------------------------------------------------
 
 ITERATION = _record(
@@ -196,7 +205,7 @@ ERROR = {
 RESUME = {"$schema": DRAFT, "title": "resume (client -> server)", **_record({"type": {"const": "resume"}, "seq": SEQ})}
 
 SERVER_MESSAGES: dict[str, dict[str, dict[str, Any]]] = {
-    "trace": {"snapshot": TRACE_SNAPSHOT, "delta": TRACE_DELTA, "error": ERROR, "job": JOB},
+    "trace": {"snapshot": TRACE_SNAPSHOT, "delta": TRACE_DELTA, "error": ERROR, "job": JOB, "metrics": METRICS},
     "run": {"snapshot": RUN_SNAPSHOT, "delta": RUN_DELTA, "error": ERROR},
     "review": {"snapshot": REVIEW_SNAPSHOT, "delta": REVIEW_DELTA, "error": ERROR},
 }

@@ -7,12 +7,15 @@ spans); both build their deltas with `write_delta` here, so the wire form lives 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
@@ -20,8 +23,10 @@ from django.utils import timezone
 from swarmscope import model as core
 from swarmscope.metrics import compute_metrics
 from webapp.accounts.models import Project
+from webapp.web.broadcast import broadcast_trace_metrics
 from webapp.web.jobs import enqueue
 
+from . import facets
 from .models import Agent, Edge, Event, Label, Trace
 
 #: Event columns holding the event itself, in the order of `event_columns`; EVENT_COLUMNS adds `seq`.
@@ -45,8 +50,11 @@ EVENT_COLUMNS = EVENT_DATA_COLUMNS + ("seq",)
 AGENT_COLUMNS = ("name", "role", "parent", "spawned_at", "despawned_at", "system_prompt", "attributes")
 LABEL_COLUMNS = ("key", "value", "event_id", "agent", "source", "seq")
 
-#: A trace is live while events arrived through the API in the last LIVE_WINDOW_S seconds.
-LIVE_WINDOW_S = 30
+#: A trace is live while events arrived through the API in the last LIVE_WINDOW_S seconds
+#: (SWARMSCOPE_LIVE_IDLE_S): after that long without events its stream counts as ended.
+LIVE_WINDOW_S: float = settings.SWARMSCOPE_LIVE_IDLE_S
+
+log = logging.getLogger(__name__)
 
 
 # --- wire and core forms of rows ---------------------------------------------------------------
@@ -159,6 +167,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "reward": trace.reward,
         "labels": trace.label_summary,
         "live": is_live(trace),
+        "live_idle_s": LIVE_WINDOW_S,
         "created_at": trace.created_at.isoformat() if trace.created_at else None,
     }
 
@@ -242,15 +251,19 @@ def to_core_trace(trace: Trace) -> core.Trace:
         metrics=dict(trace.metrics),
         attributes=dict(trace.attributes),
     )
-    result.agents = [agent_from_row(a) for a in trace.agents.order_by("id").values()]
-    result.events = [event_from_row(r) for r in trace.events.order_by("position").values(*EVENT_COLUMNS)]
+    # rows of a batch still being staged (seq > trace.seq, webapp.traces.ingest) are not part of it yet
+    published = {"seq__lte": trace.seq}
+    result.agents = [agent_from_row(a) for a in trace.agents.filter(**published).order_by("id").values()]
+    result.events = [
+        event_from_row(r) for r in trace.events.filter(**published).order_by("position").values(*EVENT_COLUMNS)
+    ]
     result.edges = [
         core.Edge(src=e["src"], dst=e["dst"], type=e["type"])
-        for e in trace.edges.order_by("id").values("src", "dst", "type")
+        for e in trace.edges.filter(**published).order_by("id").values("src", "dst", "type")
     ]
     result.labels = [
         core.Label(key=lb["key"], value=lb["value"], event_id=lb["event_id"], agent=lb["agent"], source=lb["source"])
-        for lb in trace.labels.order_by("id").values()
+        for lb in trace.labels.filter(**published).order_by("id").values()
     ]
     return result
 
@@ -278,9 +291,83 @@ def get_computed_metrics(trace: Trace) -> dict[str, Any]:
     for source in ATTRIBUTION_SOURCES:
         attributions.update(source(trace))
     metrics = compute_metrics(to_core_trace(trace), attributions or None) if trace.event_count else {}
-    Trace.objects.filter(pk=trace.pk).update(computed_metrics=metrics, computed_metrics_seq=trace.seq)
+    # Never over metrics of a later seq that another process stored meanwhile.
+    Trace.objects.filter(pk=trace.pk, computed_metrics_seq__lte=trace.seq).update(
+        computed_metrics=metrics, computed_metrics_seq=trace.seq
+    )
     trace.computed_metrics, trace.computed_metrics_seq = metrics, trace.seq
     return metrics
+
+
+# --- live metrics: recomputed by a worker while a trace streams, pushed on its socket ----------
+
+#: How long a "recompute pending" flag lives when its task never runs (a lost broker message): the
+#: next write after it asks again.
+LIVE_METRICS_FLAG_S = 60
+
+
+def _live_metrics_flag(trace_id: int) -> str:
+    return f"swarmscope:live-metrics:{trace_id}"
+
+
+def request_live_metrics(trace_id: int) -> bool:
+    """After a live write to trace `trace_id` commits: have a worker recompute its metrics and push
+    them to its viewers (`do_publish_metrics`) SWARMSCOPE_LIVE_METRICS_S seconds from now, unless
+    a recompute is already pending (a flag in the cache, shared by web processes and workers), so
+    a streaming trace is recomputed at most once per that period and always once after its last
+    write. Returns whether a task was sent; never raises (the metrics are recomputed on the next
+    write or read). Without a broker (CELERY_TASK_ALWAYS_EAGER, where a task would run inside the
+    request, once per batch) nothing is sent: viewers see the metrics of their snapshot, as a reload.
+    """
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return False
+    flag = _live_metrics_flag(trace_id)
+    try:
+        if not cache.add(flag, 1, timeout=LIVE_METRICS_FLAG_S):
+            return False
+    except Exception:  # noqa: BLE001 - a cache that is down must not fail a committed write
+        log.warning("could not set the live-metrics flag of trace %s", trace_id, exc_info=True)
+        return False
+    sent = enqueue("webapp.traces.tasks.publish_metrics", trace_id, countdown=settings.SWARMSCOPE_LIVE_METRICS_S)
+    if not sent:
+        try:
+            cache.delete(flag)
+        except Exception:  # noqa: BLE001 - the flag then expires after LIVE_METRICS_FLAG_S
+            log.warning("could not clear the live-metrics flag of trace %s", trace_id, exc_info=True)
+    return sent
+
+
+def metrics_message(trace: Trace) -> dict[str, Any]:
+    """The trace socket's `{"type": "metrics", "seq": N, "computed_metrics": {...}}`: the metrics of
+    swarmscope.metrics at the trace's seq N (computed now when the cache is older)."""
+    metrics = get_computed_metrics(trace)
+    return {"type": "metrics", "seq": trace.seq, "computed_metrics": metrics}
+
+
+def get_cached_metrics_message(trace_id: int, newer_than: int) -> dict[str, Any] | None:
+    """The metrics message of the metrics cached on the trace row when they are of a seq above
+    `newer_than` (what a socket sends after a resume), else None. One indexed read."""
+    row = Trace.objects.filter(pk=trace_id, computed_metrics_seq__gt=newer_than).values_list(
+        "computed_metrics_seq", "computed_metrics"
+    )
+    found = row.first()
+    if found is None or not found[1]:
+        return None
+    return {"type": "metrics", "seq": found[0], "computed_metrics": found[1]}
+
+
+def do_publish_metrics(trace_id: int) -> dict[str, Any] | None:
+    """Recompute the metrics of trace `trace_id` at its current seq, cache them on the row and send
+    them to its viewers (webapp.web.broadcast.broadcast_trace_metrics); the message, or None for a
+    trace that is gone. Clears the pending flag first, so a write committing during the
+    computation asks for another one."""
+    cache.delete(_live_metrics_flag(trace_id))
+    trace = Trace.objects.filter(pk=trace_id).first()
+    if trace is None:
+        return None
+    message = metrics_message(trace)
+    broadcast_trace_metrics(trace.pk, message)
+    return message
 
 
 #: The trace list's sortable columns: `sort=<key>` ascending, `sort=-<key>` descending.
@@ -444,12 +531,23 @@ def _grouped(qs, column: str, limit: int = FACET_LIMIT) -> list[tuple[Any, int]]
     return [(value, n) for value, n in rows]
 
 
-def list_facets(project_ids: Iterable[int], filters: ListFilters) -> dict[str, list[dict[str, Any]]]:
+def _top(counter, limit: int = FACET_LIMIT) -> list[tuple[Any, int]]:
+    """The `limit` most frequent values with their counts, ties by value (as _grouped orders them)."""
+    return sorted(((v, n) for v, n in counter.items() if n), key=lambda vn: (-vn[1], str(vn[0])))[:limit]
+
+
+def list_facets(
+    project_ids: Iterable[int], filters: ListFilters, counts: facets.FacetCounts | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """Each facet's values with their counts under the other filters (a facet's own selection does
-    not narrow its counts), most frequent first, at most FACET_LIMIT each: one indexed GROUP BY per
-    facet. Each value: {"value", "label", "count", "selected", "query"} (`query`: the list's
-    parameters with the value toggled)."""
+    not narrow its counts), most frequent first, at most FACET_LIMIT each, from `counts`
+    (webapp.traces.facets.facet_counts: one read of the maintained counts table, or one GROUP BY
+    with a search, session or derived-from filter; computed here when not given). The derived-from
+    facet is its own GROUP BY over derived traces. Each value: {"value", "label", "count",
+    "selected", "query"} (`query`: the list's parameters with the value toggled)."""
     project_ids = list(project_ids)
+    counts = counts if counts is not None else facets.facet_counts(project_ids, filters)
+    by = counts.by_facet
 
     def entries(name: str, counted: list[tuple[Any, int]], selected, labels=None) -> list[dict[str, Any]]:
         found = {value for value, _ in counted}
@@ -467,63 +565,47 @@ def list_facets(project_ids: Iterable[int], filters: ListFilters) -> dict[str, l
             for value, n in counted
         ]
 
-    kind_counts = dict(_grouped(_filtered(project_ids, filters, without="kinds"), "kind"))
     kinds_selected = filters.kinds or ()
-    facets: dict[str, list[dict[str, Any]]] = {
+    result: dict[str, list[dict[str, Any]]] = {
         "kinds": [
             {
                 "value": kind,
                 "label": KIND_LABELS[kind],
-                "count": kind_counts.get(kind, 0),
+                "count": by["kinds"].get(kind, 0),
                 "selected": kind in kinds_selected,
                 "shown": kind in filters.shown_kinds,
                 "query": filters.toggled("kinds", kind).urlencode(),
             }
             for kind in Trace.KINDS
         ],
-        "formats": entries(
-            "formats", _grouped(_filtered(project_ids, filters, without="formats"), "source_format"), filters.formats
-        ),
-        "systems": entries(
-            "systems",
-            [(v, n) for v, n in _grouped(_filtered(project_ids, filters, without="systems"), "system")],
-            filters.systems,
-        ),
+        "formats": entries("formats", _top(by["formats"]), filters.formats),
+        "systems": entries("systems", _top(by["systems"]), filters.systems),
     }
     if len(project_ids) > 1:
         names = dict(Project.objects.filter(pk__in=project_ids).values_list("pk", "name"))
-        facets["projects"] = entries(
-            "projects",
-            _grouped(_filtered(project_ids, filters, without="projects"), "project_id"),
-            filters.projects,
-            names,
-        )
-    # two index-range counts (project, kind, label_summary) rather than one scan
-    unlabelled_base = _filtered(project_ids, filters, without="label")
-    unlabelled = unlabelled_base.filter(label_summary="").count()
-    labelled = {"yes": unlabelled_base.count() - unlabelled, "no": unlabelled}
-    facets["label"] = entries(
+        result["projects"] = entries("projects", _top(by["projects"]), filters.projects, names)
+    result["label"] = entries(
         "label",
-        [("yes", labelled["yes"]), ("no", labelled["no"])],
+        [("yes", by["label"].get("yes", 0)), ("no", by["label"].get("no", 0))],
         filters.label,
         {"yes": "labelled", "no": "no labels"},
     )
-    by_outcome = dict(_grouped(_filtered(project_ids, filters, without="outcome"), "outcome"))
-    outcomes = {o: by_outcome.get("" if o == "none" else o, 0) for o in OUTCOMES}
-    facets["outcome"] = entries(
+    outcomes = {o: by["outcome"].get("" if o == "none" else o, 0) for o in OUTCOMES}
+    result["outcome"] = entries(
         "outcome",
         [(o, outcomes[o]) for o in OUTCOMES],
         filters.outcome,
         {"success": "success", "failure": "failure", "none": "no outcome"},
     )
     if any(k in Trace.DERIVED_KINDS for k in filters.shown_kinds) or filters.derived_from:
-        parents = _grouped(_filtered(project_ids, filters, without="derived_from"), "derived_from")
-        parents = [(v, n) for v, n in parents if v]
+        # only derived traces have a derived_from: the (project, derived_from) index skips the rest
+        derived = _filtered(project_ids, filters, without="derived_from").exclude(derived_from="")
+        parents = _grouped(derived, "derived_from")
         labels = {v: derived_label(v) for v in [v for v, _ in parents] + [filters.derived_from]}
-        facets["derived_from"] = entries("derived_from", parents, filters.derived_from, labels)
+        result["derived_from"] = entries("derived_from", parents, filters.derived_from, labels)
     for name in ("formats", "systems", "label", "outcome"):
-        facets[name] = [e for e in facets[name] if e["count"] or e["selected"]]
-    return facets
+        result[name] = [e for e in result[name] if e["count"] or e["selected"]]
+    return result
 
 
 KIND_LABELS = {

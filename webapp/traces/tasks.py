@@ -7,7 +7,7 @@ from webapp.accounts.models import Project
 
 from .datacare import do_delete_expired_traces
 from .models import Trace
-from .services import get_computed_metrics
+from .services import do_publish_metrics, get_computed_metrics
 from .span_ingest import do_derive_spans
 
 
@@ -18,6 +18,15 @@ def refresh_metrics(trace_id: int) -> dict | None:
     if trace is None:
         return None
     return get_computed_metrics(trace)
+
+
+@shared_task(acks_late=True)  # on CELERY_TASK_DEFAULT_QUEUE
+def publish_metrics(trace_id: int) -> int | None:
+    """Recompute a streaming trace's metrics and push them to its viewers (`{"type": "metrics"}` on
+    `/ws/traces/<id>/`; services.request_live_metrics asks for it after live writes); the seq they
+    are of, None when the trace is gone."""
+    message = do_publish_metrics(trace_id)
+    return message["seq"] if message is not None else None
 
 
 @shared_task(acks_late=True)  # on CELERY_TASK_DEFAULT_QUEUE

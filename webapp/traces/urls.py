@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, sample_views, views
+from . import api, lod, sample_views, views
 
 urlpatterns = [
     path("", views.trace_list, name="trace-list"),
@@ -17,6 +17,10 @@ urlpatterns = [
     path("api/traces/<int:trace_id>/events/", api.trace_events, name="api-trace-events"),
     path("api/traces/<int:trace_id>/snapshot/", api.trace_snapshot, name="api-trace-snapshot"),
     path("api/traces/<int:trace_id>/export/", api.trace_export, name="api-trace-export"),
+    path("api/traces/<int:trace_id>/snapshot/lod/", lod.lod_snapshot, name="api-trace-lod-snapshot"),
+    path("api/traces/<int:trace_id>/overview/", lod.trace_overview, name="api-trace-overview"),
+    path("api/traces/<int:trace_id>/window/", lod.trace_window, name="api-trace-window"),
+    path("api/traces/<int:trace_id>/search/", lod.trace_search, name="api-trace-search"),
     path("v1/traces", api.otlp_traces, name="otlp-traces"),
     path("v1/logs", api.otlp_logs, name="otlp-logs"),
 ]

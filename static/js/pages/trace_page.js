@@ -9,8 +9,16 @@
  * view selects it in the others and opens the inspector.
  *
  * Keyboard: ArrowRight / ArrowLeft step through the visible events in time order, `/`
- * focuses the search, Esc closes the inspector; in the transcript (panels/transcript.js), j / k
- * or ↓ / ↑ step too. The transcript and the header's task facts follow the same selection.
+ * focuses the search, Esc closes the inspector, `?` lists every key (lib/keys_help.js); the skip
+ * links (the first Tab stops) focus the timeline, the agent graph and the transcript. In the
+ * timeline ↑ / ↓ move between lanes; in the agent graph the arrows move between agents and Enter
+ * selects; in the transcript (panels/transcript.js), j / k or ↓ / ↑ step too. The transcript and
+ * the header's task facts follow the same selection.
+ *
+ * Live: deltas grow the model; the metrics panel (and its agents-alive chart) shows the newest
+ * `metrics` message, the worker's recomputation while the trace streams (webapp/traces/services.py
+ * `do_publish_metrics`), so it reads what a reload does. The badge says Live until the trace has
+ * had no events for the server's idle time (`trace.live_idle_s`, SWARMSCOPE_LIVE_IDLE_S).
  *
  * `data-can-write="false"` (a viewer) with `data-read-only-hint` disables the counterfactual and
  * attribution controls, the hint as their tooltip; the server refuses those writes as well.
@@ -19,9 +27,17 @@
  * The header's disabled actions say why in the page (webapp/counterfactuals "capabilities"); the
  * panels get `data-capabilities` to offer only the backends that can run them.
  *
+ * Huge traces (above SWARMSCOPE_LOD_EVENTS, webapp/traces/lod.py): the page loads the overview
+ * snapshot (`snapshot/lod/`: agents, no events), the timeline draws its bins, and once the camera
+ * rests on a window of at most DETAIL_LIMIT events (by the overview's counts) the window's events
+ * are fetched and replace the model's (model/server_window.js). Live deltas count into the overview;
+ * the store takes only their events inside the loaded window. The transcript lists the window's
+ * events; its search (Enter) and `?event=` deep links go through the server and load the hit's window.
+ * `<body data-lod="server" data-window-events>`, `window.swarmscope.server()`.
+ *
  * For browser tests: `window.swarmscope` = {model, ready, selectEvent(id), selectAgent(name),
  * eventClientPoint(id), timeline (its camera: setWindow, fit, debugState, drawnItems), lastSeq(),
- * eventCount()}; `<body data-seq data-event-count data-selected>` mirror the state.
+ * eventCount()}; `<body data-seq data-event-count data-selected data-metrics-seq>` mirror the state.
  */
 
 import { AgentGraph } from "../views/agent_graph.js";
@@ -30,8 +46,10 @@ import { Counterfactual } from "../panels/counterfactual.js";
 import { FiltersPanel } from "../panels/filters.js";
 import { formatNumber } from "../lib/format.js";
 import { TraceModel } from "../model/trace_model.js";
+import { DETAIL_LIMIT, ServerWindow, windowRecords, windowUrl } from "../model/server_window.js";
 import { Inspector } from "../panels/inspector.js";
 import { JobHistory } from "../panels/job_history.js";
+import { installKeyboardPaths, isTyping, TRACE_PAGE_KEYS } from "../lib/keys_help.js";
 import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
 import { MetricsPanel } from "../panels/metrics_panel.js";
 import { Timeline } from "../views/timeline.js";
@@ -43,8 +61,12 @@ import { makeResizer } from "../lib/resizer.js";
 const RATE_WINDOW_MS = 5000;
 /** A resume request for the same seq is not repeated within this time. */
 const RESUME_RETRY_MS = 3000;
-/** A trace is shown as live this long after its last events (the server's LIVE_WINDOW_S). */
+/** A trace is shown as live this long after its last events, unless the server says (`live_idle_s`). */
 const LIVE_WINDOW_MS = 30000;
+/** A huge trace's camera must rest this long before its window's events are fetched. */
+const WINDOW_FETCH_DELAY_MS = 150;
+/** The page's snapshot: the overview of a huge trace, else the full one (webapp/traces/lod.py). */
+const lodSnapshotUrl = (url) => url.replace(/snapshot\/?$/, "snapshot/lod/");
 
 const BADGES = {
   connecting: ["connecting", "Connecting…"],
@@ -62,7 +84,13 @@ class TracePage {
     this.arrivals = []; // [ms, events] per delta, for the events/s counter
     this.lastResume = { seq: null, at: 0 };
     this.liveUntil = 0; // performance.now() until which the trace counts as live
+    this.computedMetrics = null; // the newest computed metrics: the snapshot's, then `metrics` messages
+    this.metricsSeq = -1; // the trace seq they are of
     this.connection = null;
+    /** A huge trace's overview and loaded window (model/server_window.js), else null. */
+    this.server = null;
+    this.windowTimer = 0;
+    this.windowFetching = null; // the [t0, t1] being fetched
     this.renderFrame = 0;
     this.renderedVersion = -1;
     this.ready = new Promise((resolve) => { this._resolveReady = resolve; });
@@ -133,6 +161,7 @@ class TracePage {
   /** Load the snapshot, connect, and wire the controls. */
   start() {
     const { wsUrl, snapshotUrl } = this.app.dataset;
+    this.keysHelp = installKeyboardPaths(TRACE_PAGE_KEYS);
     document.addEventListener("keydown", (e) => this.onKey(e));
     this.app.querySelector('[data-action="fit-timeline"]')?.addEventListener("click", () => this.timeline.fit());
     this.app.querySelector('[data-action="attribute"]')?.addEventListener("click", () => this.attribution.open());
@@ -150,7 +179,7 @@ class TracePage {
     // the websocket then only needs what came after (`?seq=`). Without it, or when the request
     // fails, the websocket's own first message is the snapshot.
     const connect = () => wsUrl && this.connect(websocketUrl(wsUrl));
-    if (snapshotUrl) this.fetchSnapshot(snapshotUrl).finally(connect);
+    if (snapshotUrl) this.fetchSnapshot(lodSnapshotUrl(snapshotUrl)).finally(connect);
     else connect();
     // Stored jobs come back once the events are there (attribution credit paints them).
     this.ready.then(() => this.history.load());
@@ -169,7 +198,11 @@ class TracePage {
   async openDeepLink(params) {
     const event = params.get("event");
     if (event !== null) {
-      if (this.model.events.has(event)) this.selectEvent(event);
+      // A huge trace holds only a window: the server finds the event (by id) and its window.
+      const hit = this.server && !this.model.events.has(event)
+        ? (await this.searchServer(event).catch(() => ({ hits: [] }))).hits.find((h) => h.id === event) : null;
+      if (hit) await this.goToHit(hit);
+      else if (this.model.events.has(event)) this.selectEvent(event);
       else this.showNotice(`There is no event ${event} in this trace.`);
     }
     const job = params.get("job");
@@ -213,7 +246,9 @@ class TracePage {
   handle(msg) {
     if (msg.type === "error") {
       // Too much to send over the socket (a large trace, or a long time away): load it over HTTP.
-      if (msg.code === "snapshot_too_large" && this.app.dataset.snapshotUrl) this.fetchSnapshot(this.app.dataset.snapshotUrl);
+      if (msg.code === "snapshot_too_large" && this.app.dataset.snapshotUrl) {
+        this.fetchSnapshot(lodSnapshotUrl(this.app.dataset.snapshotUrl));
+      }
       else this.showNotice(msg.message ?? "The server reported an error.");
       return;
     }
@@ -223,11 +258,17 @@ class TracePage {
       else this.counterfactual.handleJob(msg.job);
       return;
     }
+    if (msg.type === "metrics") {
+      this.showMetrics(msg.seq, msg.computed_metrics);
+      return;
+    }
     if (msg.type === "snapshot") {
       const result = this.model.applySnapshot(msg);
       if (result.status === "applied") {
         this.showNotice(null);
-        this.liveUntil = msg.trace?.live ? performance.now() + LIVE_WINDOW_MS : 0;
+        this.liveUntil = msg.trace?.live ? performance.now() + this.liveWindowMs() : 0;
+        if (msg.trace?.computed_metrics) this.showMetrics(msg.seq, msg.trace.computed_metrics, true);
+        if (msg.trace?.lod) this.enterServerLod(msg.trace.lod.overview);
       }
       const queued = this.pending.sort((a, b) => a.seq - b.seq);
       this.pending = [];
@@ -242,12 +283,131 @@ class TracePage {
   }
 
   applyDelta(msg) {
+    const fresh = this.server ? (msg.events ?? []).filter((e) => !this.model.events.has(e.id)) : [];
+    if (this.server) msg = this.serverDelta(msg);
     const result = this.model.applyDelta(msg);
+    if (this.server && result.status === "applied") this.server.addEvents(fresh);
     if (result.status === "gap") this.requestResume(result.resumeFrom);
     else if (result.status === "applied") {
-      if (result.changes.events.length) this.liveUntil = performance.now() + LIVE_WINDOW_MS;
+      if (result.changes.events.length) this.liveUntil = performance.now() + this.liveWindowMs();
       this.scheduleRender();
     }
+  }
+
+  // ---------------------------------------------------------------- huge traces
+
+  /**
+   * A huge trace (its snapshot has `trace.lod`): the timeline draws the overview's bins, and the
+   * events of the visible window are fetched once it holds at most DETAIL_LIMIT of them.
+   */
+  enterServerLod(overview) {
+    const loaded = this.server?.loaded ?? null;
+    this.server = new ServerWindow(overview);
+    this.server.loaded = loaded;
+    document.body.dataset.lod = "server";
+    this.transcript.setServer({
+      note: "showing events of the visible window",
+      search: (q) => this.searchServer(q),
+      goTo: (hit) => this.goToHit(hit),
+    });
+    this.timeline.setServerWindow(this.server, (win) => this.onTimelineWindow(win));
+  }
+
+  /**
+   * A delta of a huge trace: only its events inside the loaded window (or already held) go to
+   * the store, with the edges between held events; `applyDelta` counts every event new to the
+   * store into the overview once the delta is applied (a rewrite of an event outside the window,
+   * e.g. a span closing, is counted again: the overview's counts can run high on live traces).
+   */
+  serverDelta(msg) {
+    const events = msg.events ?? [];
+    const kept = events.filter((e) => this.model.events.has(e.id) || this.server.inLoaded(e));
+    const ids = new Set(kept.map((e) => e.id));
+    const held = (id) => ids.has(id) || this.model.events.has(id);
+    const edges = (msg.edges ?? []).filter((e) => held(e.src) && held(e.dst));
+    return { ...msg, events: kept, edges };
+  }
+
+  /** After each timeline draw: fetch the window's events when it rests small enough and is not loaded. */
+  onTimelineWindow([a, b]) {
+    const server = this.server;
+    if (!server || server.covers(a, b) || !server.wantsDetail(a, b)) return;
+    clearTimeout(this.windowTimer);
+    this.windowTimer = setTimeout(() => this.fetchWindow(...server.fetchRange(a, b)), WINDOW_FETCH_DELAY_MS);
+  }
+
+  /** Fetch the events of `[t0, t1]` and make them the model's events. */
+  async fetchWindow(t0, t1) {
+    const key = `${t0}:${t1}`;
+    if (this.windowFetching === key) return;
+    this.windowFetching = key;
+    try {
+      const base = `/api/traces/${this.app.dataset.traceId}/`;
+      const response = await fetch(windowUrl(base, t0, t1, DETAIL_LIMIT * 2), { credentials: "same-origin" });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      this.loadWindow(await response.json());
+    } catch (err) {
+      this.showNotice(`Could not load the events of this window (${err.message}).`);
+    } finally {
+      if (this.windowFetching === key) this.windowFetching = null;
+    }
+  }
+
+  /**
+   * Replace the model's events with a window answer's (those up to the model's seq; later ones
+   * come as deltas): the store holds exactly the loaded window. Agents, labels, filters and the
+   * trace stay.
+   */
+  loadWindow(answer) {
+    const model = this.model;
+    if (model.seq === null || !this.server) return;
+    const { seq, trace, filters, viewVersion } = model;
+    const agents = [...model.agents.values()].filter((a) => !a.implicit);
+    const labels = [...model.labels];
+    const { events, edges } = windowRecords(answer, seq);
+    model.reset();
+    model.viewVersion = viewVersion + 1; // views and the transcript rebuild (their stamps differ)
+    model.filters = filters;
+    model.applySnapshot({ type: "snapshot", seq, trace, agents, labels, events, edges });
+    this.server.loaded = { t0: answer.t0, t1: answer.t1, truncated: answer.truncated };
+    if (this.selection?.kind === "event" && !model.events.has(this.selection.id)) this.clearSelection();
+    document.body.dataset.windowEvents = String(events.length);
+    this.scheduleRender();
+  }
+
+  /** Server search of a huge trace: `{hits: [{id, t, agent, type}], truncated}`. */
+  async searchServer(q) {
+    const url = `/api/traces/${this.app.dataset.traceId}/search/?q=${encodeURIComponent(q)}&limit=1000`;
+    const response = await fetch(url, { credentials: "same-origin" });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return response.json();
+  }
+
+  /** Show a search hit anywhere: load a window around it, zoom there, select it. */
+  async goToHit(hit) {
+    const span = Math.max(this.server.width / 4, 1e-3);
+    if (!this.model.events.has(hit.id)) await this.fetchWindow(hit.t - span, hit.t + span);
+    if (!this.model.events.has(hit.id)) await this.fetchWindow(hit.t, hit.t + span / 16); // a crowded window
+    this.timeline.setWindow(hit.t - span / 2, hit.t + span / 2);
+    this.timeline.render();
+    this.selectEvent(hit.id);
+  }
+
+  /** How long the trace stays live after events (ms): the server's idle time, else 30 s. */
+  liveWindowMs() {
+    const seconds = Number(this.model.trace?.live_idle_s);
+    return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : LIVE_WINDOW_MS;
+  }
+
+  /**
+   * Show computed metrics of trace seq `seq` unless newer ones are shown; a snapshot's (`reset`,
+   * e.g. after a rebuild) replaces whatever was shown.
+   */
+  showMetrics(seq, computed, reset = false) {
+    if (!computed || (!reset && seq < this.metricsSeq)) return;
+    this.metricsSeq = seq;
+    this.computedMetrics = computed;
+    this.scheduleRender();
   }
 
   /** Ask for everything after `seq` (not twice in a row for the same seq unless `force`). */
@@ -275,7 +435,8 @@ class TracePage {
     }
     this.timeline.render();
     this.agentGraph.render();
-    this.metrics.render(model.trace, model.traceLabels());
+    this.metrics.render(model.trace, model.traceLabels(), this.computedMetrics ?? model.trace?.computed_metrics);
+    if (this.computedMetrics) document.body.dataset.metricsSeq = String(this.metricsSeq);
     this.transcript.render();
     this.facts.render(model.trace, model.labels);
     this.filters.sync();
@@ -283,7 +444,7 @@ class TracePage {
       this.renderedVersion = model.version;
       this.inspector.refresh();
     }
-    const empty = model.eventCount === 0;
+    const empty = model.eventCount === 0 && !this.server;
     this.empty.hidden = !empty;
     if (empty) {
       this.empty.textContent = model.trace?.live
@@ -363,13 +524,15 @@ class TracePage {
   }
 
   onKey(e) {
-    const typing = e.target.closest?.("input, textarea, select, [contenteditable='true']");
+    const typing = isTyping(e.target);
+    if (this.keysHelp?.isOpen) return; // its Escape closes the key help only
     if (e.key === "Escape") {
       if (typing) e.target.blur();
       this.clearSelection();
       return;
     }
-    if (typing || e.altKey || e.ctrlKey || e.metaKey) return;
+    // e.defaultPrevented: a focused view's own key (the agent graph's arrows, a resizer's ← →)
+    if (typing || e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) return;
     if (e.key === "/") {
       e.preventDefault();
       this.filters.focusSearch();
@@ -422,6 +585,7 @@ if (app) {
     lastSeq: () => page.model.seq,
     eventCount: () => page.model.eventCount,
     transcript: page.transcript,
+    server: () => page.server,
   };
   page.start();
 }

@@ -4,6 +4,10 @@
  * the imported metrics, rewards and costs as given. Computed and imported metrics are shown apart, as stored.
  * A metric that cannot be computed on the trace shows the reason the server gives
  * (`computed_metrics.unavailable[name]`) instead of a number.
+ *
+ * Live: the page passes the newest computed metrics it has (the snapshot's, then each `metrics`
+ * message the worker pushes while the trace streams, webapp/traces/services.py
+ * `do_publish_metrics`), so the panel shows what a reload would: one computation, on the server.
  */
 
 import { formatNumber, formatPercent, formatSeconds, formatValue } from "../lib/format.js";
@@ -103,19 +107,27 @@ export class MetricsPanel {
     this.root = root;
     this.trace = null;
     this.labelCount = 0;
+    this.computed = null;
+    this.shownKey = "";
     this.plot = null;
     this._resize = new ResizeObserver(() => this._fitPlot());
   }
 
   /**
-   * Render `trace` (the snapshot's trace object) and the labels about the whole trace (e.g.
-   * MAST's failure modes); does nothing when neither changed.
+   * Render `trace` (the snapshot's trace object), the labels about the whole trace (e.g. MAST's
+   * failure modes) and `computed`, the newest computed metrics (default: the trace's own
+   * `computed_metrics`); does nothing when none of what it shows changed.
    */
-  render(trace, labels = []) {
-    if (!trace || (trace === this.trace && labels.length === this.labelCount)) return;
+  render(trace, labels = [], computed = trace?.computed_metrics) {
+    if (!trace) return;
+    computed = computed ?? {};
+    // A delta replaces the trace object without changing what is shown here: redraw only on a change.
+    const key = JSON.stringify([trace.metrics, trace.rewards, trace.costs, labels.length]);
+    if (computed === this.computed && key === this.shownKey) return;
     this.trace = trace;
     this.labelCount = labels.length;
-    const computed = trace.computed_metrics ?? {};
+    this.computed = computed;
+    this.shownKey = key;
     const parts = [];
 
     const cards = el("dl", null, "metric-cards");
@@ -184,6 +196,7 @@ export class MetricsPanel {
     chart.append(el("figcaption", "Agents alive over time"));
     const plotHost = el("div", null, "alive-plot");
     plotHost.dataset.testid = "agents-alive-chart";
+    plotHost.dataset.points = JSON.stringify(computed.agents_alive ?? []);
     chart.append(plotHost);
     parts.push(chart);
 

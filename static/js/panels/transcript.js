@@ -16,6 +16,10 @@
  * Search: the rows whose content, tool, id or agent contain the text, listed with a snippet;
  * Enter goes to the next hit, Shift+Enter to the previous; hits are marked in the rows.
  * "Go to labelled mistake" selects the Who&When `mistake_step` event and unfolds it.
+ *
+ * A huge trace (`setServer`, webapp/traces/lod.py): the rows are the loaded window's events, under
+ * a note saying so, and Enter searches the whole trace on the server and goes to the next hit in
+ * time (the page loads its window), Shift+Enter to the previous one.
  */
 
 import { eventColor, roleColor } from "../lib/palette.js";
@@ -80,6 +84,9 @@ export class Transcript {
     this._target = null; // {id, align}: a row to keep in view until its height settles
     this._stickToEnd = true;
     this._searchTimer = 0;
+    /** A huge trace's server search (`setServer`), its query and hits, and the hit shown. */
+    this.server = null;
+    this.serverHits = { q: null, hits: [], truncated: false, at: -1 };
     /** Figures for tests and benchmarks: rows rendered by the last layout, layouts, their time. */
     this.stats = { rendered: 0, layouts: 0, created: 0, lastLayoutMs: 0, maxLayoutMs: 0, lastRebuildMs: 0 };
 
@@ -103,7 +110,8 @@ export class Transcript {
       e.preventDefault();
       clearTimeout(this._searchTimer);
       if (normaliseQuery(this.searchInput.value) !== this.query) this.setQuery(this.searchInput.value);
-      this.stepHit(e.shiftKey ? -1 : 1);
+      if (this.server) this.stepServerHit(e.shiftKey ? -1 : 1);
+      else this.stepHit(e.shiftKey ? -1 : 1);
     });
     this.resultsList?.addEventListener("click", (e) => {
       const button = e.target.closest("button[data-event-id]");
@@ -350,6 +358,11 @@ export class Transcript {
 
   _updateHitCount() {
     if (!this.query) return;
+    if (this.server && this.serverHits.q === this.query && this.serverHits.at >= 0) {
+      const { at, hits, truncated } = this.serverHits;
+      this.searchCount.textContent = `${at + 1} of ${hits.length}${truncated ? "+" : ""} in the trace`;
+      return;
+    }
     const at = this.selectedId === null ? -1 : this.hits.indexOf(this.indexOf.get(this.selectedId));
     this.searchCount.textContent = this.hits.length
       ? `${at >= 0 ? `${at + 1} of ` : ""}${this.hits.length} ${this.hits.length === 1 ? "match" : "matches"}`
@@ -357,6 +370,44 @@ export class Transcript {
     for (const li of this.resultsList.children) {
       li.firstElementChild?.classList.toggle("current", li.firstElementChild.dataset.eventId === this.selectedId);
     }
+  }
+
+  /**
+   * A huge trace: `note` is shown above the rows; `search(q)` resolves to the server's
+   * `{hits: [{id, t}], truncated}` and `goTo(hit)` shows a hit anywhere in the trace.
+   */
+  setServer({ note, search, goTo }) {
+    this.server = { search, goTo };
+    let node = this.root.querySelector('[data-testid="transcript-window-note"]');
+    if (!node) {
+      node = el("p", null, "muted tx-window-note");
+      node.dataset.testid = "transcript-window-note";
+      this.scroller.before(node);
+    }
+    node.textContent = note;
+  }
+
+  /** The next (1) or previous (-1) server hit of the query, in time order; the page shows it. */
+  async stepServerHit(dir) {
+    const q = this.query;
+    if (!q) return;
+    const state = this.serverHits;
+    if (state.q !== q) {
+      try {
+        const answer = await this.server.search(q);
+        Object.assign(state, { q, hits: answer.hits, truncated: answer.truncated, at: -1 });
+      } catch (err) {
+        this.searchCount.textContent = `search failed (${err.message})`;
+        return;
+      }
+    }
+    if (!state.hits.length) {
+      this.searchCount.textContent = "no matches in the trace";
+      return;
+    }
+    state.at = (state.at + dir + state.hits.length) % state.hits.length;
+    this._updateHitCount();
+    await this.server.goTo(state.hits[state.at]);
   }
 
   /** Select the next (1) or previous (-1) search hit after the selected row. */

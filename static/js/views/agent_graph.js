@@ -9,6 +9,11 @@
  * With credit (`setCredit`, from attribution.js's `graphCredit`), nodes are coloured by their
  * agent's credit and sender→receiver edges drawn with width by |credit| and colour by its sign
  * (`creditEdgeStyle`, pure), with a legend under the graph; edges without credit stay thin.
+ *
+ * Keyboard: the graph is one tab stop; while it has the focus the arrow keys move a cursor to the
+ * nearest agent on screen in that direction (`nearestInDirection`, pure), Home to the first root,
+ * Enter (or Space) selects the cursor's agent. The cursor is drawn with an orange ring and its
+ * label, and announced in a polite live region.
  */
 
 import { el } from "../lib/dom.js";
@@ -22,6 +27,44 @@ export const RADIAL_ABOVE_LEAVES = 16;
 const LARGE_GRAPH = 200;
 /** Up to this many agents every node is labelled. */
 const LABEL_ALL_BELOW = 12;
+/** The keyboard cursor's ring. */
+export const CURSOR_COLOR = "#f08c00";
+/** Arrow keys and their screen directions (y grows downwards). */
+const ARROWS = Object.freeze({ ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] });
+
+/**
+ * The point nearest to `from` in direction `dir` ([dx, dy], a unit axis, screen pixels with y
+ * down): among the points within 45° of the direction, the one with the smallest distance along
+ * it plus twice the sideways offset; when none is in that cone, the same over the half-plane
+ * ahead. `points`: Map name -> {x, y}. Returns a name, or null when nothing lies that way.
+ * @param {Map<string, {x: number, y: number}>} points
+ * @param {string} from
+ * @param {[number, number]} dir
+ * @returns {string|null}
+ */
+export function nearestInDirection(points, from, dir) {
+  const origin = points.get(from);
+  if (!origin) return null;
+  let best = null;
+  let bestScore = Infinity;
+  let bestInCone = false;
+  for (const [name, p] of points) {
+    if (name === from) continue;
+    const dx = p.x - origin.x;
+    const dy = p.y - origin.y;
+    const along = dx * dir[0] + dy * dir[1];
+    const side = Math.abs(dx * dir[1] - dy * dir[0]);
+    if (!(along > 0)) continue;
+    const inCone = side <= along;
+    const score = along + 2 * side;
+    if ((inCone && !bestInCone) || (inCone === bestInCone && score < bestScore)) {
+      best = name;
+      bestScore = score;
+      bestInCone = inCone;
+    }
+  }
+  return best;
+}
 
 /**
  * Positions for a forest: leaves take consecutive slots in depth-first order, a parent sits
@@ -96,6 +139,24 @@ export class AgentGraph {
     this.legend = null;
     this._layoutVersion = -1;
     this._layout = new Map();
+    /** The keyboard cursor: the agent the arrow keys are on (drawn while the graph has the focus). */
+    this.cursor = null;
+    this.focused = false;
+    this.announcer = el("p", null, "visually-hidden");
+    this.announcer.dataset.testid = "agent-graph-cursor";
+    this.announcer.setAttribute("aria-live", "polite");
+    container.after(this.announcer);
+    if (!container.hasAttribute("tabindex")) container.tabIndex = 0;
+    container.addEventListener("keydown", (e) => this._key(e));
+    container.addEventListener("focus", () => {
+      this.focused = true;
+      if (this.cursor === null || !this._nodeShown(this.cursor)) this._moveCursor(this._firstShown(this.selected));
+      else this.render();
+    });
+    container.addEventListener("blur", () => {
+      this.focused = false;
+      this.render();
+    });
   }
 
   /** Bring the drawing in line with the model. */
@@ -116,15 +177,16 @@ export class AgentGraph {
       const value = stats.get(name)?.[this.sizeBy] ?? 0;
       const mistake = model.isMistakeAgent(name);
       const selected = name === this.selected;
+      const cursor = this.focused && name === this.cursor;
       nodes.set(name, {
         x: at.x, y: at.y, label: name,
-        size: (base + range * Math.sqrt(value / max)) * (selected ? 1.3 : 1),
+        size: (base + range * Math.sqrt(value / max)) * (selected || cursor ? 1.3 : 1),
         color: this.credit?.nodes.size ? creditColor(this.credit.nodes.get(name) ?? 0) : roleColor(model.roleOf(name)),
-        borderColor: selected ? MARK_COLORS.selected : MARK_COLORS.mistake,
-        borderSize: selected || mistake ? 0.3 : 0,
-        type: selected || mistake ? "ring" : "point", // points are much cheaper to draw
-        highlighted: selected, forceLabel: selected || this._layout.size <= LABEL_ALL_BELOW,
-        zIndex: selected ? 2 : mistake ? 1 : 0,
+        borderColor: cursor ? CURSOR_COLOR : selected ? MARK_COLORS.selected : MARK_COLORS.mistake,
+        borderSize: cursor ? 0.45 : selected || mistake ? 0.3 : 0,
+        type: selected || mistake || cursor ? "ring" : "point", // points are much cheaper to draw
+        highlighted: selected || cursor, forceLabel: selected || cursor || this._layout.size <= LABEL_ALL_BELOW,
+        zIndex: cursor ? 3 : selected ? 2 : mistake ? 1 : 0,
       });
     }
     const edges = new Map();
@@ -229,6 +291,61 @@ export class AgentGraph {
     this.selected = name;
     this.render();
     if (name !== null && this.sigma && this.graph.hasNode(name)) panTo(this.sigma, name);
+  }
+
+  // ---------------------------------------------------------------- keyboard
+
+  _nodeShown(name) {
+    return this._layout.has(name) && this.model.agentPasses(name);
+  }
+
+  /** `preferred` when it is drawn, else the first drawn root (or agent), else null. */
+  _firstShown(preferred) {
+    if (preferred !== null && this._nodeShown(preferred)) return preferred;
+    for (const name of [...this.model.rootAgents(), ...this._layout.keys()]) if (this._nodeShown(name)) return name;
+    return null;
+  }
+
+  /** Where the drawn agents are on screen (px, y down): from sigma once mounted, else the layout. */
+  _screenPoints() {
+    const points = new Map();
+    for (const [name, at] of this._layout) {
+      if (!this._nodeShown(name)) continue;
+      const data = this.sigma?.getNodeDisplayData(name);
+      points.set(name, data ? this.sigma.framedGraphToViewport(data) : { x: at.x, y: -at.y });
+    }
+    return points;
+  }
+
+  _moveCursor(name) {
+    if (name === null) return;
+    this.cursor = name;
+    this.container.dataset.cursor = name;
+    const stats = this.model.agentStats().get(name);
+    const role = this.model.roleOf(name);
+    this.announcer.textContent = `${name}${role ? `, ${role}` : ""}${stats ? `, ${stats.events} events` : ""}`
+      + `${name === this.selected ? ", selected" : ""}. Enter selects.`;
+    this.render();
+    if (this.sigma && this.graph.hasNode(name)) panTo(this.sigma, name);
+  }
+
+  _key(e) {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const dir = ARROWS[e.key];
+    if (dir) {
+      const from = this._firstShown(this.cursor);
+      const next = from === this.cursor ? nearestInDirection(this._screenPoints(), from, dir) : from;
+      if (next !== null) this._moveCursor(next);
+    } else if (e.key === "Home") {
+      this._moveCursor(this._firstShown(null));
+    } else if (e.key === "Enter" || e.key === " ") {
+      if (this.cursor !== null && this._nodeShown(this.cursor)) this.onSelectAgent(this.cursor);
+    } else {
+      return;
+    }
+    // The page's own arrow keys (stepping through events) do not act while the graph has the focus.
+    e.preventDefault();
+    e.stopPropagation();
   }
 
   /** Show the whole graph. */

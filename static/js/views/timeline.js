@@ -17,6 +17,10 @@
  * the lane and zooms to the bin; clicking a budget bin zooms to it, and zoomed in, budget bins
  * on screen are drawn as their events. The overview strip (timeline_overview.js) shows the whole
  * trace and the window. A lane's "only" button filters the trace to that agent (`onOnlyAgent`).
+ *
+ * Keyboard (the plot is one tab stop): ← → step through the events in time (the page's keys),
+ * ↑ ↓ select the event nearest in x in the lane above / below (`nearestInLane`; lanes without
+ * visible events are skipped), + − zoom time and 0 fits.
  */
 
 import {
@@ -77,6 +81,27 @@ export function formatTick(v, step) {
   return `${m}:${s}`;
 }
 
+/**
+ * Of `ids` (one lane's visible events) the one whose x (`xOf(id)`) is nearest to `x`; the earliest
+ * of equally near ones. null for no ids.
+ * @param {string[]} ids
+ * @param {(id: string) => number} xOf
+ * @param {number} x
+ * @returns {string|null}
+ */
+export function nearestInLane(ids, xOf, x) {
+  let best = null;
+  let distance = Infinity;
+  for (const id of ids) {
+    const d = Math.abs(xOf(id) - x);
+    if (d < distance) {
+      best = id;
+      distance = d;
+    }
+  }
+  return best;
+}
+
 export class Timeline {
   /**
    * @param {{canvas: HTMLElement, lanes: HTMLElement, axis: HTMLElement, overview?: HTMLElement,
@@ -114,6 +139,9 @@ export class Timeline {
     this.credit = new Map();
     /** Ids of the multi-selected events (shift/ctrl-click): ringed like the selected one. */
     this.marked = new Set();
+    /** A huge trace's overview (model/server_window.js, `setServerWindow`), else null. */
+    this.server = null;
+    this.onWindow = null;
     this.layout = new TimelineLayout(model);
     this._view = null;
     this._drawnView = null;
@@ -157,7 +185,12 @@ export class Timeline {
   /** The data's x extent; the window follows it until the user moves the camera. */
   _updateExtent() {
     const mode = this.mode;
-    const [t0, t1] = mode === "step" ? [0, Math.max(0, this.model.eventCount - 1)] : this.model.timeRange();
+    let [t0, t1] = mode === "step" ? [0, Math.max(0, this.model.eventCount - 1)] : this.model.timeRange();
+    if (this.server) {
+      // A huge trace (server-side level of detail): the extent is the whole trace's, not the window's.
+      const [s0, s1] = this.server.extent();
+      [t0, t1] = this.model.eventCount ? [Math.min(t0, s0), Math.max(t1, s1)] : [s0, s1];
+    }
     this.extent = dataExtent(t0, t1);
     this.window = this.userMoved ? clampWindow(this.window, this.extent, this._minSpan()) : [...this.extent];
     this.overview?.setData(this.extent, `${mode}:${this.model.version}:${this.model.viewVersion}`, () => {
@@ -173,7 +206,7 @@ export class Timeline {
 
   /** Switch the x axis between "time" and "step"; everything is laid out again. */
   setMode(mode) {
-    if (mode === this.mode) return;
+    if (mode === this.mode || (this.server && mode !== "time")) return;
     this.mode = mode;
     this.userMoved = false;
     this.render();
@@ -195,6 +228,18 @@ export class Timeline {
   setCredit(credit) {
     this.credit = credit;
     this._scheduleDraw();
+  }
+
+  /**
+   * A huge trace (model/server_window.js): draw `server`'s overview bins in the lanes under the
+   * events the model holds, and call `onWindow([x0, x1])` after every draw (the page fetches the
+   * window's events when it is small enough). Time mode only.
+   */
+  setServerWindow(server, onWindow) {
+    this.server = server;
+    this.onWindow = onWindow;
+    this.mode = "time";
+    this.render();
   }
 
   /** Show the whole x extent (lanes keep their height and scroll). */
@@ -369,8 +414,36 @@ export class Timeline {
     if (e.key === "+" || e.key === "=") this.zoom(0.5);
     else if (e.key === "-") this.zoom(2);
     else if (e.key === "0") this.fit();
-    else return;
+    else if (e.key === "ArrowUp" || e.key === "ArrowDown") {
+      const next = this.eventInNextLane(e.key === "ArrowDown" ? 1 : -1);
+      if (next !== null) this.onSelectEvent(next);
+    } else return;
     e.preventDefault();
+  }
+
+  /**
+   * The event to select one lane down (`dir` 1) or up (-1) from the selected event's lane: the
+   * nearest in x there, skipping lanes without visible events; with no selection, the first
+   * event of the top lane (down) or the bottom lane (up). null at the first / last lane.
+   */
+  eventInNextLane(dir) {
+    const lanes = this.model.displayLanes();
+    const laneOf = (id) => lanes.get(this.model.events.get(id)?.agent)?.lane;
+    const byLane = new Map();
+    for (const id of this.model.sequence()) {
+      const lane = laneOf(id);
+      if (lane === undefined) continue;
+      if (!byLane.has(lane)) byLane.set(lane, []);
+      byLane.get(lane).push(id);
+    }
+    const rows = [...this._rowOf].filter(([name]) => byLane.has(name)).sort((a, b) => a[1] - b[1]).map(([name]) => name);
+    if (!rows.length) return null;
+    const current = this.selectedEvent !== null && this.model.events.has(this.selectedEvent) ? this.selectedEvent : null;
+    if (current === null) return byLane.get(rows[dir > 0 ? 0 : rows.length - 1])[0];
+    const xOf = (id) => eventSpan(this.model.events.get(id), this.model, this.mode)[0];
+    const row = this._rowOf.get(laneOf(current));
+    const next = dir > 0 ? rows.find((name) => this._rowOf.get(name) > row) : rows.findLast((name) => this._rowOf.get(name) < row);
+    return next === undefined ? null : nearestInLane(byLane.get(next), xOf, xOf(current));
   }
 
   _hitAt(clientX, clientY) {
@@ -626,6 +699,7 @@ export class Timeline {
     }
     ctx.stroke();
 
+    const overviewCells = this.server ? this._drawServerCells(ctx, view.lanes, [r0, r1], px, top) : 0;
     const tGrid = performance.now();
     const visible = this.layout.visible(win, [r0, r1]);
     const barH = Math.max(4, Math.min(12, laneH * 0.5));
@@ -784,13 +858,40 @@ export class Timeline {
     this._placeAxis(ticks, px);
     this.overview?.draw(win);
     this._stats = {
-      drawn: { bins, bars, dots, edges: edgeCount, expanded: visible.expanded.size },
+      drawn: { bins, bars, dots, edges: edgeCount, expanded: visible.expanded.size, overviewCells },
       visibleRows: [r0, r1], drawMs: performance.now() - t0,
       phases: {
         grid: tGrid - t0, visible: tVisible - tGrid, segments: tSegments - tVisible, edges: tEdges - tSegments,
         nodes: tNodes - tEdges, axis: performance.now() - tNodes,
       },
     };
+    this.onWindow?.([...win]);
+  }
+
+  /**
+   * The overview bins of a huge trace in lanes `[r0, r1]` of `lanes`: a band per bin, shaded by
+   * its count (log scale), red where it holds errors; faint inside the loaded window, whose
+   * events are drawn on top. Returns how many bins were drawn.
+   */
+  _drawServerCells(ctx, lanes, [r0, r1], px, top) {
+    const server = this.server;
+    const [a, b] = this.window;
+    const laneH = this.laneH;
+    const loaded = server.loaded;
+    const scale = Math.log2(1 + server.maxCount);
+    let n = 0;
+    for (let r = r0; r <= r1 && r < lanes.length; r += 1) {
+      const y = r * laneH - top + laneH * 0.2;
+      for (const cell of server.cellsIn(server.lane(lanes[r].name), a, b)) {
+        const inLoaded = loaded !== null && cell.x0 >= loaded.t0 && cell.x1 <= loaded.t1;
+        const alpha = (inLoaded ? 0.08 : 0.15) + (inLoaded ? 0.1 : 0.6) * (Math.log2(1 + cell.count) / scale);
+        ctx.fillStyle = cell.errors ? `rgba(220, 53, 69, ${alpha})` : `rgba(66, 99, 235, ${alpha})`;
+        const x0 = px(cell.x0);
+        ctx.fillRect(x0, y, Math.max(1, px(cell.x1) - x0 - 0.5), laneH * 0.6);
+        n += 1;
+      }
+    }
+    return n;
   }
 
   _edgeStyle(e, a, b) {
