@@ -10,7 +10,7 @@ Lanes: one per agent up to MAX_LANES agents; above that they are grouped by role
 are at most MAX_LANES), else by parent (the spawning agent; roots under ROOT_LANE).
 
 The overview is one grouped SQL query over `(trace, t)` (index `event_trace_t`, migration
-0009_event_time_index) as of the trace's seq. Live deltas of a huge trace add their events to the
+0008_event_time_index) as of the trace's seq. Live deltas of a huge trace add their events to the
 overview's counts on the client, on the snapshot's bin grid (static/js/model/server_window.js), and
 to its event store only when inside the loaded window: the store holds exactly the events fetched.
 

@@ -215,7 +215,7 @@ class TraceFacetCount(models.Model):
     (webapp.traces.facets) instead of grouping every trace row.
 
     Kept by database triggers on the trace table, so every write path counts (save, bulk_create,
-    update, delete, raw SQL): SQLite and PostgreSQL, migration 0006_trace_list_indexes. Rows whose
+    update, delete, raw SQL): SQLite and PostgreSQL, migration 0007_trace_list_indexes. Rows whose
     `n` fell to 0 stay (and are skipped when read)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")

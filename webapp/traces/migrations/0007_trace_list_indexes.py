@@ -1,10 +1,7 @@
 """The trace list at scale: TraceFacetCount (one row per project and combination of the faceted
 columns, with its trace count), filled from the stored traces and kept by triggers on traces_trace
 (SQLite and PostgreSQL; on another database the table stays empty and unused: the facets group the
-trace rows, webapp.traces.facets), and an index for the derived-from facet.
-
-Depends on 0007_staged_batches, the latest migration when this one was written (numbers were
-handed out before either existed)."""
+trace rows, webapp.traces.facets), and an index for the derived-from facet."""
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -27,7 +24,7 @@ def drop_triggers(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("accounts", "0002_project_retention_days_invitation"),
-        ("traces", "0007_staged_batches"),
+        ("traces", "0006_staged_batches"),
     ]
 
     operations = [

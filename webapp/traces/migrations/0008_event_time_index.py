@@ -2,15 +2,13 @@
 huge traces (webapp.traces.lod) reads a trace's time span and time windows through it, and its
 overview bins from it alone (a covering index: about 3x faster than through the rows on SQLite).
 
-Plain SQL (SQLite and PostgreSQL) with no change to the model state, so models.py stays as it is.
-Depends on 0006_trace_list_indexes, the latest migration when this one was written (0006 itself
-comes after 0007)."""
+Plain SQL (SQLite and PostgreSQL) with no change to the model state, so models.py stays as it is."""
 
 from django.db import migrations
 
 
 class Migration(migrations.Migration):
-    dependencies = [("traces", "0006_trace_list_indexes")]
+    dependencies = [("traces", "0007_trace_list_indexes")]
 
     operations = [
         migrations.RunSQL(
