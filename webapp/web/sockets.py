@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from importlib import import_module
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -26,6 +30,98 @@ from webapp.web.validation import InputError, query_int
 #: loads the state over HTTP (`SequencedConsumer.snapshot_path`) and connects with `?seq=N`.
 MAX_SOCKET_BYTES = 800_000
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class EncodedState:
+    """A snapshot or catch-up delta as sent: its `type` ("snapshot" or "delta"), `seq` and JSON `text`."""
+
+    type: str
+    seq: int
+    text: str
+
+
+class SharedReads:
+    """Reads of one Daphne process done once for all its sockets that ask for the same one at about
+    the same time: snapshots and catch-up deltas (N viewers joining at once, N viewers filling the
+    same gap), rights re-checks (N sockets of one caller on one object). A read in flight is awaited
+    by the others ("single flight"), and a finished one is reused for `max_age` seconds by a
+    caller for whom it is `usable`.
+
+    Keys name the socket class, the object and the read (`("TraceConsumer", 7, <created_at>,
+    "snapshot")`, `(..., "since", 12)`, `(..., "rights", <token>, <user>, <session>)`). A state is
+    usable when its seq is at least the one the caller must get (current when asked, or a group
+    message's), so a reused state is never older than what a fresh read would have had to
+    include. Rights are each socket's own: a state is read only after the socket's check, and a
+    check is shared only between sockets of the same caller. One event loop per process, so no
+    locking.
+    """
+
+    def __init__(self) -> None:
+        self._done: dict[tuple, tuple[float, Any]] = {}
+        self._pending: dict[tuple, asyncio.Future[Any]] = {}
+
+    async def get(
+        self,
+        key: tuple,
+        read: Callable[[], Awaitable[T]],
+        *,
+        max_age: float,
+        usable: Callable[[T], bool] = lambda _: True,
+    ) -> T:
+        """The value under `key`: reused, awaited from a read in flight, or `await read()` (whose
+        exception, if any, every waiter gets; a cancelled read's waiters read for themselves)."""
+        now = time.monotonic()
+        done = self._done.get(key)
+        if done is not None and now - done[0] <= max_age and usable(done[1]):
+            return done[1]
+        pending = self._pending.get(key)
+        if pending is not None:
+            try:
+                shared = await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                if not pending.cancelled():
+                    raise  # this caller was cancelled, not the read it waited for
+            else:
+                if usable(shared):
+                    return shared
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            value = await read()
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" warning when nobody waited
+            raise
+        finally:
+            if self._pending.get(key) is future:
+                del self._pending[key]
+        future.set_result(value)
+        self._done = {k: v for k, v in self._done.items() if now - v[0] <= SHARED_MAX_AGE_S}
+        self._done[key] = (time.monotonic(), value)
+        return value
+
+    def forget(self, key: tuple) -> None:
+        """Drop a finished read (a fresh rights check refused: no other socket may reuse the old one)."""
+        self._done.pop(key, None)
+
+
+#: The longest any read stays in SharedReads (entries older are pruned).
+SHARED_MAX_AGE_S = 10.0
+#: Seconds a finished snapshot or catch-up read stays reusable (a herd of joins or gap fills
+#: arrives within this).
+SHARED_STATE_S = 1.0
+#: The process's SharedReads (Daphne runs one event loop per process).
+SHARED_READS = SharedReads()
+
+
+def _reaches(seq: int) -> Callable[[EncodedState], bool]:
+    return lambda state: state.seq >= seq
+
 
 class SequencedConsumer(AsyncJsonWebsocketConsumer):
     """The snapshot + numbered deltas + resume protocol for one object (`/ws/traces/`, `/ws/runs/`,
@@ -37,7 +133,10 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
     `get_snapshot(obj)` and `get_delta_since(obj, seq)` (sync; a delta, or a snapshot when `seq`
     cannot be answered with one), and `group_for(obj)`. A group message `{"seq": N, "text": "<delta
     as JSON>"}` handled by `forward_delta` is sent as is when it is the next one; a gap (or a
-    message without text) is filled from the database. Snapshots and catch-up deltas over
+    message without text) is filled from the database. A subclass with `share_reads` reads its
+    snapshots and gap fills once for the process's sockets asking at once (SharedReads), and a
+    socket of it that lags over COALESCE_AFTER_S behind the broadcasts catches up in one delta
+    from the database instead of forwarding each. Snapshots and catch-up deltas over
     MAX_SOCKET_BYTES are answered with `{"type": "error", "code": "snapshot_too_large", "seq": N,
     "message": ...}`. Bad client messages get an `error` message, never a crash.
 
@@ -68,6 +167,15 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
     joined: tuple[str, ...] = ()
     #: The session key of a session socket (its logout ends the socket too).
     session_key: str | None = None
+    #: Whether snapshots and gap fills go through SHARED_READS (a subclass whose state is the same
+    #: for every reader allowed to see it, and whose `get_authorised` returns the current `seq`).
+    share_reads = False
+    #: With `share_reads`: seconds a delta may have waited since its broadcast (the group
+    #: message's `at`) before this socket counts as lagging and catches up from the database in
+    #: one delta (coalescing what it has not sent yet) instead of forwarding each.
+    COALESCE_AFTER_S = 0.5
+    #: Until when (monotonic) coalescing is off after a catch-up was too big for one message.
+    coalesce_paused_until = 0.0
 
     def get_authorised(self, pk: int):
         raise NotImplementedError
@@ -162,12 +270,29 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
         self.checked_at = time.monotonic()
         return None
 
-    async def _still_authorised(self) -> bool:
-        """Re-check now; on refusal close the socket (False)."""
+    def _rights_key(self) -> tuple:
+        """What `_check`'s answer depends on: the object, the token or the user, the session."""
+        token = None if self.token is None else self.token.pk
+        return self._read_key("rights", token, self.user.pk, self.session_key)
+
+    def _timed_check(self) -> tuple[float, tuple[int, str] | None]:
+        return time.monotonic(), self._check()
+
+    async def _still_authorised(self, shared: bool = False) -> bool:
+        """Re-check now; on refusal close the socket (False). `shared` (the periodic check before a
+        delivery): a check of the same caller on the same object by another socket of this process
+        under RECHECK_S old counts as this socket's (SharedReads); a refusal is never reused past
+        the socket that saw it, and a fresh refusal drops the shared answer."""
         if self.closing:
             return False
-        refusal = await database_sync_to_async(self._check)()
+        if shared:
+            self.checked_at, refusal = await SHARED_READS.get(
+                self._rights_key(), database_sync_to_async(self._timed_check), max_age=self.RECHECK_S
+            )
+        else:
+            refusal = await database_sync_to_async(self._check)()
         if refusal is not None:
+            SHARED_READS.forget(self._rights_key())
             await self._refuse(*refusal)
             return False
         return True
@@ -200,7 +325,7 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
             and not kind.startswith("websocket.")
             and kind != ACCESS_CHANGED
             and time.monotonic() - self.checked_at >= self.RECHECK_S
-            and not await self._still_authorised()
+            and not await self._still_authorised(shared=True)
         ):
             return
         await super().dispatch(message)
@@ -215,30 +340,64 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code):
         await self._leave()
 
-    async def _send_snapshot(self):
+    def _read_key(self, *read) -> tuple:
+        """The SharedReads key of `read` on this socket's object; its `created_at`, where it has
+        one, tells apart a deleted object from a new one given its pk (SQLite reuses the last id)."""
+        return (type(self).__qualname__, self.target.pk, getattr(self.target, "created_at", None), *read)
+
+    def _current_seq(self) -> int | None:
+        """The object's seq now, re-read with the caller's rights (sync); None when gone."""
+        target = self.get_authorised(self.target.pk)
+        return None if target is None else target.seq
+
+    async def _read_snapshot(self) -> EncodedState:
         snapshot = await database_sync_to_async(self.get_snapshot)(self.target)
-        self.last_seq = snapshot["seq"]
-        await self._send_or_refer(snapshot)
+        return EncodedState("snapshot", snapshot["seq"], await self.encode_json(snapshot))
 
-    async def _send_since(self, seq: int):
+    async def _read_since(self, seq: int) -> EncodedState:
         delta = await database_sync_to_async(self.get_delta_since)(self.target, seq)
-        if delta["type"] == "snapshot" or delta["seq"] > seq:
-            self.last_seq = max(self.last_seq, delta["seq"])
-            await self._send_or_refer(delta)
+        return EncodedState(delta["type"], delta["seq"], await self.encode_json(delta))
 
-    async def _send_or_refer(self, message: dict):
+    async def _send_snapshot(self):
+        at_least = await database_sync_to_async(self._current_seq)() if self.share_reads else None
+        if at_least is None:
+            state = await self._read_snapshot()
+        else:
+            state = await SHARED_READS.get(
+                self._read_key("snapshot"), self._read_snapshot, max_age=SHARED_STATE_S, usable=_reaches(at_least)
+            )
+        self.last_seq = state.seq
+        await self._send_state(state)
+
+    async def _send_since(self, seq: int, at_least: int | None = None):
+        """Send what was written after `seq` (one delta, or a snapshot after a rebuild), if anything.
+        `at_least`: a group message's seq the answer must reach; given (a gap fill), the read is
+        shared with the process's other sockets filling the same gap (SHARED_READS)."""
+        if self.share_reads and at_least is not None:
+            state = await SHARED_READS.get(
+                self._read_key("since", seq),
+                lambda: self._read_since(seq),
+                max_age=SHARED_STATE_S,
+                usable=_reaches(at_least),
+            )
+        else:
+            state = await self._read_since(seq)
+        if state.type == "snapshot" or state.seq > seq:
+            self.last_seq = max(self.last_seq, state.seq)
+            await self._send_state(state)
+
+    async def _send_state(self, state: EncodedState):
         """Send a snapshot or catch-up delta, or, when its JSON exceeds MAX_SOCKET_BYTES, the
         referral to load the state over HTTP (the client then continues from the referral's seq)."""
-        text = await self.encode_json(message)
         # json.dumps escapes non-ASCII characters (ensure_ascii), so characters are bytes here.
-        if len(text) <= MAX_SOCKET_BYTES:
-            await self.send(text_data=text)
+        if len(state.text) <= MAX_SOCKET_BYTES:
+            await self.send(text_data=state.text)
             return
         await self.send_json(
             {
                 "type": "error",
                 "code": "snapshot_too_large",
-                "seq": message["seq"],
+                "seq": state.seq,
                 "message": f"GET {self.snapshot_path.format(pk=self.target.pk)}, then connect with ?seq=N",
             }
         )
@@ -262,15 +421,42 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "message": "messages must be JSON (not nested too deeply)"})
 
     async def forward_delta(self, message):
-        """Send the group message `{"seq": N, "text": ...}` (webapp.web.broadcast) when it is the
-        next delta; otherwise (a gap, a seq space with holes, no text) send what the database has
-        after the last seq sent."""
+        """Send the group message `{"seq": N, "text": ..., "at": <broadcast time.time()>}`
+        (webapp.web.broadcast) when it is the next delta; otherwise (a gap, a seq space with holes,
+        no text) send what the database has after the last seq sent. With `share_reads`, a socket
+        whose next delta waited over COALESCE_AFTER_S catches up in one delta from the database
+        (shared with the process's other lagging sockets; later deltas it already covers are then
+        dropped here), unless that delta is too big for a message: then it forwards one by one."""
         seq = message["seq"]
         if seq <= self.last_seq:
             return
         text = message.get("text")
-        if text is not None and seq == self.last_seq + 1:
-            self.last_seq = seq
-            await self.send(text_data=text)
-        else:
-            await self._send_since(self.last_seq)
+        if text is None or seq != self.last_seq + 1:
+            await self._send_since(self.last_seq, at_least=seq)
+            return
+        if self._lagging(message) and await self._catch_up(seq):
+            return
+        self.last_seq = seq
+        await self.send(text_data=text)
+
+    def _lagging(self, message) -> bool:
+        if not self.share_reads or "at" not in message or time.monotonic() < self.coalesce_paused_until:
+            return False
+        return time.time() - message["at"] > self.COALESCE_AFTER_S
+
+    async def _catch_up(self, seq: int) -> bool:
+        """One delta of everything after the last seq sent, reaching at least `seq`, sent if it
+        fits a message (True); else coalescing pauses for SHARED_STATE_S (False)."""
+        since = self.last_seq
+        state = await SHARED_READS.get(
+            self._read_key("since", since),
+            lambda: self._read_since(since),
+            max_age=SHARED_STATE_S,
+            usable=_reaches(seq),
+        )
+        if len(state.text) > MAX_SOCKET_BYTES:
+            self.coalesce_paused_until = time.monotonic() + SHARED_STATE_S
+            return False
+        self.last_seq = max(self.last_seq, state.seq)
+        await self.send(text_data=state.text)
+        return True
