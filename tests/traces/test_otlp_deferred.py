@@ -3,6 +3,8 @@ request (here run eagerly, as on the embedded default without a worker), to the 
 
 import json
 
+from django.utils import timezone
+
 from swarmscope.importers import otlp
 from tests.traces.test_otlp_streaming import (
     _file_traces,
@@ -62,3 +64,24 @@ def test_a_lost_task_is_asked_again(api_client, fixtures, settings, monkeypatch,
     trace.refresh_from_db()
     assert not trace.spans_pending and trace.attributes["spans"] == len(spans)
     assert do_derive_spans(trace.pk, otlp, "OTLP/HTTP") is None  # nothing left to do
+
+
+def test_spans_wait_while_a_large_api_batch_is_staged_into_their_trace(api_client, fixtures, settings):
+    """A trace taking a large API batch in chunks (Trace.staged_at, webapp.traces.ingest) refuses
+    OTLP spans with a 503 (exporters retry it) and stores none of them; a derivation asked for
+    meanwhile is left pending for the periodic sweep."""
+    (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
+    post = lambda batch: api_client.post(  # noqa: E731
+        "/v1/traces", data=json.dumps(otlp.encode_json(batch)), content_type="application/json"
+    )
+    assert post(spans[:2]).status_code == 200
+    trace = Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}")
+    Trace.objects.filter(pk=trace.pk).update(staged_at=timezone.now(), spans_pending=True)
+    response = post(spans[2:])
+    assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert response.json()["code"] == "trace_busy"
+    assert trace.spans.count() == 2
+    assert do_derive_spans(trace.pk, otlp, "OTLP/HTTP") is None
+    assert Trace.objects.get(pk=trace.pk).spans_pending  # asked again by derive_pending_spans
+    Trace.objects.filter(pk=trace.pk).update(staged_at=None)
+    assert post(spans[2:]).status_code == 200 and trace.spans.count() == len(spans)

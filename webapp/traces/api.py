@@ -426,6 +426,8 @@ def otlp_traces(request: HttpRequest):
                 rejected += span_ingest.do_ingest_spans(project, otlp, trace_id, spans, source=source).rejected
     except OTLP_ERRORS as exc:
         return _invalid_otlp("spans", exc)
+    except ingest.TraceBusy as exc:  # OTLP exporters retry a 503 (OTLP/HTTP spec)
+        return busy(exc)
     message = (
         f"{rejected} span(s) reuse a stored span id with other content; the stored span is kept" if rejected else ""
     )
@@ -452,4 +454,6 @@ def otlp_logs(request: HttpRequest):
         )
     except OTLP_ERRORS as exc:
         return _invalid_otlp("log records", exc)
+    except ingest.TraceBusy as exc:
+        return busy(exc)
     return _otlp_answer(protobuf, otlp.encode_logs_response, "rejectedLogRecords", 0, "")

@@ -36,6 +36,7 @@ from webapp.web.jobs import enqueue
 from .ingest import (
     BULK_BATCH,
     IngestResult,
+    TraceBusy,
     create_agents,
     create_edges,
     create_labels,
@@ -191,6 +192,8 @@ def _lock_or_create_span_trace(project: Project, module, trace_id: str) -> Trace
     key = f"{module.FORMAT}:{trace_id}"
     row = Trace.objects.select_for_update().filter(project=project, identity_key=key).first()
     if row is not None:
+        if row.staged_at is not None:  # a large API batch is being staged into it (webapp.traces.ingest)
+            raise TraceBusy(row.pk, 1)
         return row
     try:
         with transaction.atomic():
@@ -238,6 +241,9 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
         return None
     with transaction.atomic():
         locked = Trace.objects.select_for_update().get(pk=trace_pk)
+        if locked.staged_at is not None:  # a large API batch is being staged: derive again later
+            Trace.objects.filter(pk=trace_pk).update(spans_pending=True)
+            return None
         if _build_size(locked.attributes) > _build_size(trace.attributes):
             return None
         if locked.seq != row.seq:  # a request or another derivation wrote the trace meanwhile
