@@ -15,7 +15,19 @@ CREDITS = [
     ("counterfactual", "Paired counterfactual per decision"),
     ("shapley", "Shapley over decisions"),
 ]
-STOPS = [("learned", "Learned (value of continuing)"), ("rule", "Rule-based"), ("none", "None (run to the step limit)")]
+STOPS = [
+    ("learned", "Learned, offered after the answer"),
+    ("anytime", "Learned, offered at every decision (anytime)"),
+    ("rule", "Rule-based"),
+    ("none", "None (run to the step limit)"),
+]
+#: SwarmSim's grading of an answer (RunConfig.answer_credit, trainer.sim.env).
+ANSWER_CREDITS = [
+    ("all_or_nothing", "All or nothing"),
+    ("partial", "Partial (a stop before the answer earns part)"),
+]
+#: The RunConfig choice fields the form sets as they are.
+CHOICE_FIELDS = ("level", "algorithm", "credit", "stop", "answer_credit")
 #: Reward weight fields of the form -> keys of RunConfig.reward_weights.
 WEIGHTS = {
     "w_success": "success",
@@ -39,7 +51,19 @@ class NewRunForm(forms.Form):
     level = forms.ChoiceField(choices=[], help_text="a SwarmSim level (`long`: at least 200 decisions per episode)")
     algorithm = forms.ChoiceField(choices=ALGORITHMS)
     credit = forms.ChoiceField(choices=CREDITS, label="Credit scheme")
-    stop = forms.ChoiceField(choices=STOPS, label="Stop decision")
+    stop = forms.ChoiceField(
+        choices=STOPS,
+        label="Stop decision",
+        help_text="learned: the policy may stop once it has answered; anytime: also before the answer (a premature "
+        "stop is possible, use with partial credit); rule: stop right after the answer; none: run to the step limit",
+    )
+    answer_credit = forms.ChoiceField(
+        choices=ANSWER_CREDITS,
+        required=False,
+        label="Answer credit",
+        help_text="all or nothing: only a full, correct answer scores; partial: a stop before the answer earns half "
+        "the share of correct subtasks, and an answer adds half the all-or-nothing score (left out: the recipe's)",
+    )
     w_success = forms.FloatField(label="Success weight")
     w_parallelism = forms.FloatField(label="Parallelism weight", help_text="annealed orchestration term (Kimi PARL)")
     w_finish = forms.FloatField(label="Finish weight", help_text="annealed orchestration term (Kimi PARL)")
@@ -65,7 +89,7 @@ class NewRunForm(forms.Form):
         preselected (default: the first)."""
         self.defaults = defaults
         weights = defaults.get("reward_weights") or {}
-        initial = {k: defaults.get(k) for k in ("level", "algorithm", "credit", "stop", "budget_steps", "seed")}
+        initial = {k: defaults.get(k) for k in (*CHOICE_FIELDS, "budget_steps", "seed")}
         initial.update({field: weights.get(key, 0.0) for field, key in WEIGHTS.items()})
         chosen = project or (projects[0] if projects else None)
         initial["project"] = chosen.pk if chosen else None
@@ -84,7 +108,7 @@ class NewRunForm(forms.Form):
         weights = dict(self.defaults.get("reward_weights") or {})
         weights.update({key: data[field] for field, key in WEIGHTS.items()})
         config = dict(self.defaults)
-        config.update({k: data[k] for k in ("level", "algorithm", "credit", "stop", "budget_steps", "seed")})
+        config.update({k: data[k] for k in (*CHOICE_FIELDS, "budget_steps", "seed") if data[k] != ""})
         config["reward_weights"] = weights
         return config
 

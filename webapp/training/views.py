@@ -27,9 +27,12 @@ from webapp.web.validation import InputError, parse_int
 from . import services
 from .forms import NewRunForm
 from .models import Run
+from .sweeps import get_sweep_summary
 
 log = logging.getLogger(__name__)
 MAX_COMPARE = 4
+#: Seed groups one compare page takes when they span several n (a credit-diffusion sweep's arms x n).
+MAX_SWEEP_COMPARE = 40
 
 
 def _run_or_404(request: HttpRequest, run_id: int):
@@ -166,7 +169,9 @@ def run_resume(request: HttpRequest, run_id: int):
 def run_compare(request: HttpRequest):
     """`?runs=1&runs=2` (2–4 runs) or `?groups=<seed group>&groups=...`: each group is drawn as the
     mean of its runs, one per seed, with a 95 % band (static/js/runs_model.js); repeated runs of a
-    seed are left out and listed (`left_out`)."""
+    seed are left out and listed (`left_out`). Seed groups spanning several episode lengths
+    (`n_subtasks`) add the summary vs n (sweeps.get_sweep_summary, `sweep-summary` JSON) and may be
+    up to MAX_SWEEP_COMPARE; the curves are then drawn one n at a time."""
     project_ids = access.project_ids_for(request.user)
     try:
         raw = [i.strip() for i in request.GET.getlist("runs") if i.strip()]
@@ -198,6 +203,8 @@ def run_compare(request: HttpRequest):
                 ],
             }
         )
-    if not 2 <= len(series) <= MAX_COMPARE:
-        return render(request, "runs/run_compare.html", {"series": None, "count": len(series)}, status=400)
-    return render(request, "runs/run_compare.html", {"series": series, "count": len(series)})
+    summary = get_sweep_summary([snap for s in series for snap in s["runs"]])
+    cap = MAX_SWEEP_COMPARE if summary is not None and not run_ids else MAX_COMPARE
+    if not 2 <= len(series) <= cap:
+        return render(request, "runs/run_compare.html", {"series": None, "count": len(series), "cap": cap}, status=400)
+    return render(request, "runs/run_compare.html", {"series": series, "count": len(series), "summary": summary})

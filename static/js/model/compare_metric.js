@@ -18,3 +18,23 @@ export function pickMetric(search, metrics) {
   const wanted = new URLSearchParams(search).get("metric");
   return wanted !== null && metrics.includes(wanted) ? wanted : metrics[0];
 }
+
+/**
+ * uPlot data of one measure of the server's sweep summary (webapp/training/sweeps.get_sweep_summary):
+ * `measure` is "final" or "steps"; returns { data: [ns, then per arm mean, high, low], arms } with
+ * null where an arm has no runs at that n (or no band, for one seed).
+ */
+export function sweepPlotData(summary, measure) {
+  const data = [summary.n.slice()];
+  for (const arm of summary.arms) {
+    const cells = arm[measure];
+    data.push(cells.map((c) => (c ? c[0] : null)), cells.map((c) => (c ? c[2] : null)), cells.map((c) => (c ? c[1] : null)));
+  }
+  return { data, arms: summary.arms.map((a) => a.arm) };
+}
+
+/** The episode length (config.n_subtasks) of a compare series, or null. */
+export function seriesN(series) {
+  const n = series.runs[0]?.run?.config?.n_subtasks;
+  return Number.isInteger(n) ? n : null;
+}

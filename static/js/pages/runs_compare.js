@@ -1,16 +1,22 @@
 /**
  * The compare page: 2–4 runs or seed groups on one uPlot chart against environment steps; a seed
  * group is its mean curve with a 95 % band (runs_model.groupBand); `?metric=` picks the metric
- * shown first (compare_metric.pickMetric).
+ * shown first (compare_metric.pickMetric). Seed groups spanning several n add the server's summary
+ * vs n (`sweep-summary`: final E[R] and env steps to the target per arm, 95 % bands) and draw the
+ * curves of one n at a time.
  */
 
 import { el } from "../lib/dom.js";
-import { compareMetrics, pickMetric } from "../model/compare_metric.js";
+import { compareMetrics, pickMetric, seriesN, sweepPlotData } from "../model/compare_metric.js";
 import { TRAINING_CHARTS, curveOf, groupBand, interpolate } from "../model/runs_model.js";
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9"];
 const METRICS = compareMetrics(TRAINING_CHARTS.flatMap((c) => c.series));
-const series = JSON.parse(document.getElementById("compare-data").textContent);
+const allSeries = JSON.parse(document.getElementById("compare-data").textContent);
+const summaryTag = document.getElementById("sweep-summary");
+const summary = summaryTag ? JSON.parse(summaryTag.textContent) : null;
+const nSelect = document.querySelector('[data-testid="compare-n"]');
+let series = allSeries;
 const host = document.querySelector('[data-testid="compare-chart"]');
 const select = document.querySelector('[data-testid="compare-metric"]');
 const legend = document.querySelector('[data-testid="compare-legend"]');
@@ -27,8 +33,46 @@ function fade(hex, alpha) {
   return `rgba(${n >> 16},${(n >> 8) & 255},${n & 255},${alpha})`;
 }
 
+function drawSummary() {
+  const legendHost = document.querySelector('[data-testid="sweep-legend"]');
+  const charts = [
+    ["final", '[data-testid="sweep-final-chart"]', summary.final === "held_out" ? "final held-out E[R]" : "last-iteration E[R]"],
+    ["steps", '[data-testid="sweep-steps-chart"]', "env steps to the target E[R]"],
+  ];
+  for (const [measure, selector, label] of charts) {
+    const chartHost = document.querySelector(selector);
+    const { data, arms } = sweepPlotData(summary, measure);
+    const specs = [{ label: "n subtasks" }];
+    const uBands = [];
+    arms.forEach((arm, i) => {
+      const color = COLORS[i % COLORS.length];
+      const at = specs.length;
+      specs.push({ label: arm, stroke: color, width: 2, spanGaps: true, points: { show: true } },
+        { label: `${arm} 95 % high`, stroke: fade(color, 0.3), width: 1, spanGaps: true },
+        { label: `${arm} 95 % low`, stroke: fade(color, 0.3), width: 1, spanGaps: true });
+      uBands.push({ series: [at + 1, at + 2], fill: fade(color, 0.15) });
+    });
+    chartHost.dataset.arms = String(arms.length);
+    chartHost.dataset.points = String(data[0].length);
+    chartHost.replaceChildren();
+    new globalThis.uPlot({
+      title: label, width: Math.max(400, chartHost.clientWidth || 600), height: 300,
+      scales: { x: { time: false, distr: 3, range: [summary.n[0] / 1.25, summary.n.at(-1) * 1.25] } },
+      series: specs, bands: uBands, axes: [{ label: "n subtasks (log)" }, { label }],
+    }, data, chartHost);
+  }
+  legendHost.replaceChildren(...summary.arms.map((arm, i) => {
+    const li = el("li");
+    li.style.borderLeftColor = COLORS[i % COLORS.length];
+    const cells = summary.n.map((n, j) => `n=${n}: ${arm.seeds[j]} seeds${arm.censored[j] ? `, ${arm.censored[j]} censored` : ""}`);
+    li.append(el("strong", arm.arm), el("span", ` · ${cells.join("; ")}`, "muted"));
+    return li;
+  }));
+}
+
 function draw() {
   const key = select.value;
+  if (nSelect) series = allSeries.filter((s) => String(seriesN(s)) === nSelect.value);
   const bands = series.map((s) => groupBand(s.runs.map((snap) => curveOf(snap.iterations, key))));
   const xs = [...new Set(bands.flatMap((b) => b[0]))].sort((a, b) => a - b);
   const data = [xs];
@@ -83,4 +127,13 @@ function draw() {
 }
 
 select.addEventListener("change", draw);
+if (summary) {
+  for (const n of [...new Set(allSeries.map(seriesN))].sort((a, b) => a - b)) {
+    const option = el("option", String(n));
+    option.value = String(n);
+    nSelect.append(option);
+  }
+  nSelect.addEventListener("change", draw);
+  drawSummary();
+}
 draw();

@@ -1,6 +1,6 @@
 """`manage.py import_credit_sweep [PATH] [--project NAME]`: store bench/credit_diffusion.py's sweep
 (default bench/figures/credit_diffusion.json) as finished runs of a project and print the compare
-page of each n's arms (webapp.training.sweeps)."""
+page of each n's arms and one of every arm and n, which adds the summary vs n (webapp.training.sweeps)."""
 
 import json
 from pathlib import Path
@@ -36,3 +36,5 @@ class Command(BaseCommand):
         )
         for n, url in sorted(imported.compare_urls.items()):
             self.stdout.write(f"n = {n}: {url}")
+        if len(imported.compare_urls) > 1:
+            self.stdout.write(f"all n (summary vs n): {imported.compare_all_url}")
