@@ -27,6 +27,7 @@ parameter answers 400 naming it in `field`):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -317,44 +318,40 @@ def _bins(request: HttpRequest) -> int:
     return query_int(request.GET, "bins", DEFAULT_BINS, low=1, high=MAX_BINS) or DEFAULT_BINS
 
 
-def _bad(exc: InputError) -> JsonResponse:
-    return json_error(400, exc.message, field=exc.field)
+def _answer(request: HttpRequest, trace_id: int, read: Callable[[Trace], dict[str, Any]]) -> JsonResponse:
+    """`read(trace)` as JSON for a trace the caller may read (404 otherwise); a bad query
+    parameter (InputError from `read`) is a 400 naming it."""
+    trace = get_trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    try:
+        return JsonResponse(read(trace))
+    except InputError as exc:
+        return json_error(400, exc.message, field=exc.field)
 
 
 @api_view("GET")
 def lod_snapshot(request: HttpRequest, trace_id: int):
     """`?bins=N`: the overview snapshot of a huge trace, else the full snapshot."""
-    trace = get_trace(request, trace_id)
-    if trace is None:
-        return json_error(404, "no such trace")
-    try:
-        bins = _bins(request)
-    except InputError as exc:
-        return _bad(exc)
-    return JsonResponse(get_lod_snapshot(trace, bins) if is_huge(trace) else services.get_snapshot(trace))
+    return _answer(
+        request,
+        trace_id,
+        lambda trace: get_lod_snapshot(trace, _bins(request)) if is_huge(trace) else services.get_snapshot(trace),
+    )
 
 
 @api_view("GET")
 def trace_overview(request: HttpRequest, trace_id: int):
     """`?bins=N` (1..MAX_BINS, default DEFAULT_BINS): `get_overview`."""
-    trace = get_trace(request, trace_id)
-    if trace is None:
-        return json_error(404, "no such trace")
-    try:
-        bins = _bins(request)
-    except InputError as exc:
-        return _bad(exc)
-    return JsonResponse(get_overview(trace, bins))
+    return _answer(request, trace_id, lambda trace: get_overview(trace, _bins(request)))
 
 
 @api_view("GET")
 def trace_window(request: HttpRequest, trace_id: int):
     """`?t0=&t1=` (seconds, t0 <= t1), `lanes=a,b` (overview lane names, optional), `limit`
     (1..MAX_WINDOW_LIMIT): `get_window`."""
-    trace = get_trace(request, trace_id)
-    if trace is None:
-        return json_error(404, "no such trace")
-    try:
+
+    def read(trace: Trace) -> dict[str, Any]:
         t0 = query_float(request.GET, "t0")
         t1 = query_float(request.GET, "t1")
         if t1 < t0:
@@ -362,22 +359,20 @@ def trace_window(request: HttpRequest, trace_id: int):
         limit = query_int(request.GET, "limit", DEFAULT_WINDOW_LIMIT, low=1, high=MAX_WINDOW_LIMIT)
         raw = request.GET.get("lanes")
         lanes = [name for name in raw.split(",") if name] if raw else None
-    except InputError as exc:
-        return _bad(exc)
-    return JsonResponse(get_window(trace, t0, t1, lanes, limit or DEFAULT_WINDOW_LIMIT))
+        return get_window(trace, t0, t1, lanes, limit or DEFAULT_WINDOW_LIMIT)
+
+    return _answer(request, trace_id, read)
 
 
 @api_view("GET")
 def trace_search(request: HttpRequest, trace_id: int):
     """`?q=` (1..MAX_QUERY_CHARS characters), `limit` (1..MAX_SEARCH_LIMIT): `search_events`."""
-    trace = get_trace(request, trace_id)
-    if trace is None:
-        return json_error(404, "no such trace")
-    q = request.GET.get("q", "").strip()
-    try:
+
+    def read(trace: Trace) -> dict[str, Any]:
+        q = request.GET.get("q", "").strip()
         if not q or len(q) > MAX_QUERY_CHARS:
             raise InputError(f"must be 1 to {MAX_QUERY_CHARS} characters", field="q")
         limit = query_int(request.GET, "limit", DEFAULT_SEARCH_LIMIT, low=1, high=MAX_SEARCH_LIMIT)
-    except InputError as exc:
-        return _bad(exc)
-    return JsonResponse(search_events(trace, q, limit or DEFAULT_SEARCH_LIMIT))
+        return search_events(trace, q, limit or DEFAULT_SEARCH_LIMIT)
+
+    return _answer(request, trace_id, read)
