@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from re import Pattern
 from typing import Any
 
-from .model import Trace
+from .model import Event, Trace
 
 REDACTED = "[REDACTED]"
 
@@ -55,19 +55,24 @@ def redact_value(value: Any, patterns: list[Pattern[str]]) -> Any:
     return value
 
 
+def redact_event(event: Event, patterns: list[Pattern[str]]) -> Event:
+    """A copy of `event` with its content and attribute strings redacted; `event` itself when there
+    are no patterns."""
+    if not patterns:
+        return event
+    return dataclasses.replace(
+        event,
+        content=None if event.content is None else redact_text(event.content, patterns),
+        attributes=redact_value(event.attributes, patterns),
+    )
+
+
 def redact_trace(trace: Trace, patterns: list[Pattern[str]]) -> Trace:
     """A copy of `trace` with its content fields redacted (see the module docstring); `trace` is
     not changed. With no patterns, `trace` itself."""
     if not patterns:
         return trace
-    events = [
-        dataclasses.replace(
-            e,
-            content=None if e.content is None else redact_text(e.content, patterns),
-            attributes=redact_value(e.attributes, patterns),
-        )
-        for e in trace.events
-    ]
+    events = [redact_event(e, patterns) for e in trace.events]
     agents = [
         dataclasses.replace(
             a,

@@ -4,6 +4,7 @@ OpenTelemetry trace and the small benchmark cases, in seeded random batch splits
 re-sent batch, with the trace built within each request or deferred to `do_derive_spans` after it
 (as past SWARMSCOPE_OTLP_SYNC_SPANS), and with GenAI log records arriving between the span batches."""
 
+import dataclasses
 import json
 import random
 import sys
@@ -43,8 +44,9 @@ def ingest(db, settings, monkeypatch, django_capture_on_commit_callbacks):
                     span_ingest.do_ingest_log_records(project, otlp, batch, SOURCE)
                 else:
                     span_ingest.do_ingest_spans(project, otlp, batch[0].trace_id, batch, SOURCE)
-            for pk in dict.fromkeys(asked):
-                span_ingest.do_derive_spans(pk, otlp, SOURCE)
+            with django_capture_on_commit_callbacks(execute=True):  # the worker keeps its derivation
+                for pk in dict.fromkeys(asked):
+                    span_ingest.do_derive_spans(pk, otlp, SOURCE)
             asked.clear()
         trace_id = next(b for b in batches if isinstance(b[0], otlp.Span))[0].trace_id
         (row,) = Trace.objects.filter(project=project, source_id=trace_id)
@@ -115,9 +117,9 @@ def test_a_derivation_diffs_again_when_the_trace_was_written_meanwhile(ingest, f
     span_ingest.do_ingest_spans(row.project, otlp, row.source_id, ordered[3:], SOURCE)  # pending
     plan_build, plans = span_ingest._plan_build, []
 
-    def racing(trace, build):
+    def racing(trace, build, memo=None):
         plans.append(trace.seq)
-        plan = plan_build(trace, build)
+        plan = plan_build(trace, build, memo)
         if len(plans) == 1:  # another derivation of the same spans writes first
             with transaction.atomic():
                 span_ingest._store_build(Trace.objects.select_for_update().get(pk=trace.pk), build)
@@ -126,4 +128,53 @@ def test_a_derivation_diffs_again_when_the_trace_was_written_meanwhile(ingest, f
     monkeypatch.setattr(span_ingest, "_plan_build", racing)
     assert span_ingest.do_derive_spans(row.pk, otlp, SOURCE) is not None
     assert plans == [row.seq, row.seq, row.seq + 1]  # ours, the other's, ours again under the lock
+    assert stored_form(Trace.objects.get(pk=row.pk)) == import_once(spans)
+
+
+def test_a_kept_derivation_maps_only_new_spans_into_the_same_trace(ingest, monkeypatch):
+    """With the worker's last derivation kept (`span_ingest._DERIVED`), the next one reads only the
+    spans stored since and never diffs against the stored event rows, and stores the one-shot import."""
+    spans = [
+        span
+        for request in requests(CASES["supervisor"](0), 10**6)
+        for trace_spans in otlp.decode_protobuf(request.SerializeToString()).values()
+        for span in trace_spans
+    ]
+    ordered = sorted(spans, key=lambda s: s.end_ns)
+    cut = len(ordered) // 2
+    reads = []
+    from_dict = span_ingest.Span.from_dict
+    monkeypatch.setattr(span_ingest.Span, "from_dict", lambda data: reads.append(1) or from_dict(data))
+
+    def no_row_diff(row, events):
+        raise AssertionError("diffed against the stored rows")
+
+    ingest([ordered[:cut]], deferred=True)  # first derivation: reads every span, diffs the rows
+    (row,) = Trace.objects.filter(project__name="incremental")
+    assert span_ingest._DERIVED[row.pk].seq == row.seq
+    monkeypatch.setattr(span_ingest, "_diff_events", no_row_diff)
+    reads.clear()
+    span_ingest.do_ingest_spans(row.project, otlp, row.source_id, ordered[cut:], SOURCE)
+    ingested = len(reads)  # the request decodes its own new spans once
+    assert span_ingest.do_derive_spans(row.pk, otlp, SOURCE) is not None
+    assert len(reads) - ingested == len(ordered) - cut  # the derivation read only the new spans
+    assert stored_form(Trace.objects.get(pk=row.pk)) == import_once(spans)
+
+
+def test_a_kept_derivation_is_not_used_for_another_trace_or_after_another_write(ingest, fixtures):
+    """A derivation kept for a trace is dropped when the row is another trace (same pk, other
+    creation time) and not used to diff when the trace was written since (its seq moved)."""
+    (spans,) = otlp.split(json.loads((fixtures / "otlp_genai_small.json").read_text())).values()
+    ordered = sorted(spans, key=lambda s: s.end_ns)
+    ingest([ordered[:3]], deferred=True)
+    (row,) = Trace.objects.filter(project__name="incremental")
+    kept = span_ingest._DERIVED[row.pk]
+    span_ingest._DERIVED[row.pk] = dataclasses.replace(kept, seq=kept.seq - 1)  # the trace moved on since
+    span_ingest.do_ingest_spans(row.project, otlp, row.source_id, ordered[3:], SOURCE)
+    assert span_ingest.do_derive_spans(row.pk, otlp, SOURCE) is not None
+    assert stored_form(Trace.objects.get(pk=row.pk)) == import_once(spans)
+    stale = dataclasses.replace(kept, created_at=None, spans=[], raw={}, stored={}, position={})
+    span_ingest._DERIVED[row.pk] = stale  # as if kept for a deleted trace whose pk this one got
+    Trace.objects.filter(pk=row.pk).update(spans_pending=True)
+    assert span_ingest.do_derive_spans(row.pk, otlp, SOURCE) is not None  # (with no spans it would fail)
     assert stored_form(Trace.objects.get(pk=row.pk)) == import_once(spans)

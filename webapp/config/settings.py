@@ -148,6 +148,10 @@ SWARMSCOPE_MAX_UPLOAD_BYTES = int(os.environ.get("SWARMSCOPE_MAX_UPLOAD_BYTES", 
 # (coalesced: one rebuild for all the requests that arrived while the last one ran), so a request
 # costs what its own spans cost; a smaller one is re-derived within the request.
 SWARMSCOPE_OTLP_SYNC_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_SYNC_SPANS", 2000))
+# A worker keeps its last derivation of the OTLP traces it re-derived (their spans and events), so
+# the next one reads only new spans and diffs only changed events: at most this many spans in all
+# per worker process (about 2-3 KB of memory each), least recently derived traces dropped first.
+SWARMSCOPE_OTLP_DERIVE_CACHE_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_DERIVE_CACHE_SPANS", 200_000))
 # A batch adding more rows (events + edges + agents + labels) than this is staged in transactions
 # of this many rows, invisible until its last short transaction publishes it, so one big batch
 # never holds SQLite's write lock for long (webapp.traces.ingest, docs/architecture.md).

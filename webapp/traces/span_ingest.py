@@ -13,10 +13,13 @@ trace's lock (`_apply_plan`), making it again there when the trace was written i
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from re import Pattern
 from typing import Any
 
 from django.conf import settings
@@ -28,7 +31,7 @@ from swarmscope.importers import otlp
 from swarmscope.importers.otel import Span
 from swarmscope.ingest import check_storable, label_key, new_trace_agents
 from swarmscope.inputs import refused_text_in
-from swarmscope.redaction import redact_trace, redact_value
+from swarmscope.redaction import redact_event, redact_trace, redact_value
 from webapp.accounts.models import Project
 from webapp.web.broadcast import broadcast_trace_delta, broadcast_trace_reset
 from webapp.web.jobs import enqueue
@@ -49,7 +52,7 @@ from .ingest import (
     stored_labels,
 )
 from .models import Agent, Edge, Event, Label, StoredLogRecord, StoredSpan, Trace
-from .services import AGENT_COLUMNS, EVENT_COLUMNS, EVENT_DATA_COLUMNS, event_columns, event_from_row, write_delta
+from .services import AGENT_COLUMNS, EVENT_DATA_COLUMNS, event_columns, event_from_row, write_delta
 
 logger = logging.getLogger(__name__)
 
@@ -228,14 +231,23 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
     there was nothing to do. The build, its checks and its difference from the stored trace are
     made outside any transaction, so SQLite's write lock (which every OTLP request takes) is held
     only while the difference is written; the difference is made again under the lock when the
-    trace was written in between (its seq moved). A build older than the stored one is dropped."""
+    trace was written in between (its seq moved). A build older than the stored one is dropped.
+
+    The worker keeps its last derivation of a trace (`_Derivation`): the next one reads only the
+    spans stored since, maps each span's own fields once (`span_memo`), and, while no one else wrote
+    the trace, diffs and redacts only the events whose build changed instead of reading every
+    stored event back."""
     if not Trace.objects.filter(pk=trace_pk, spans_pending=True).update(spans_pending=False):
         return None
     row = Trace.objects.get(pk=trace_pk)
+    memo = _DERIVED.pop(trace_pk, None)
+    if memo is not None and memo.created_at != row.created_at:  # another trace that had this pk
+        memo = None
+    spans, span_pk = _spans_since(row, memo)
     try:
-        trace = _build(row, module, _stored_spans(row), source)
+        trace = _build(row, module, spans, source)
         core.validate_trace(trace)
-        plan = _plan_build(row, trace)
+        plan = _plan_build(row, trace, memo if memo is not None and memo.seq == row.seq else None)
     except (core.TraceValidationError, ValueError):  # its spans were checked when they came: a bug
         logger.exception("trace %s: its stored spans do not form a valid trace; kept as derived before", trace_pk)
         return None
@@ -248,12 +260,64 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
             return None
         if locked.seq != row.seq:  # a request or another derivation wrote the trace meanwhile
             plan = _plan_build(locked, trace)
-        return _apply_plan(locked, plan)
+        result = _apply_plan(locked, plan)
+        derived = _Derivation.after(locked, plan, spans, span_pk)
+        transaction.on_commit(lambda: _remember(trace_pk, derived))
+        return result
 
 
 def _build_size(attributes: dict[str, Any]) -> tuple[int, int]:
     """(spans, log records) a build was made of; builds only grow, so a smaller one is older."""
     return attributes.get("spans", 0), attributes.get("log_records", 0)
+
+
+@dataclass
+class _Derivation:
+    """A worker's last derivation of one trace, valid while the trace's seq is still `seq`: the
+    spans read (`spans`, up to StoredSpan pk `span_pk`), the build's events before redaction
+    (`raw`) and as stored (`stored`), by event id, with their `position`s. `created_at` tells the
+    trace from a later one given the same pk."""
+
+    created_at: Any
+    seq: int
+    span_pk: int
+    spans: list[Span]
+    raw: dict[str, core.Event]
+    stored: dict[str, core.Event]
+    position: dict[str, int]
+
+    @classmethod
+    def after(cls, row: Trace, plan: _BuildPlan, spans: list[Span], span_pk: int) -> _Derivation:
+        """The state of `row` once `plan` is written."""
+        diff, start = plan.events, plan.events.next_position
+        position = {i: p for i, p in diff.position.items() if i in diff.stored}
+        position.update(zip((e.id for e in diff.added), range(start, start + len(diff.added))))
+        return cls(row.created_at, plan.seq, span_pk, spans, diff.raw, diff.stored, position)
+
+
+#: Trace pk -> its last derivation in this process, least recently used first; at most
+#: SWARMSCOPE_OTLP_DERIVE_CACHE_SPANS spans in all.
+_DERIVED: OrderedDict[int, _Derivation] = OrderedDict()
+
+
+def _remember(trace_pk: int, derived: _Derivation) -> None:
+    _DERIVED[trace_pk] = derived
+    budget = settings.SWARMSCOPE_OTLP_DERIVE_CACHE_SPANS
+    while _DERIVED and sum(len(d.spans) for d in _DERIVED.values()) > budget:
+        _DERIVED.popitem(last=False)
+
+
+def _spans_since(row: Trace, memo: _Derivation | None) -> tuple[list[Span], int]:
+    """(all stored spans of `row`, the highest StoredSpan pk read): only those stored after `memo`'s
+    when given (stored spans are never changed or removed)."""
+    spans, since = ([], 0) if memo is None else (list(memo.spans), memo.span_pk)
+    last = since
+    for pk, data in row.spans.filter(pk__gt=since).order_by("pk").values_list("pk", "data").iterator(chunk_size=2000):
+        span = Span.from_dict(data)
+        span.memo = {}  # kept by the worker and never changed: the mapping's per-span work is kept
+        spans.append(span)
+        last = pk
+    return spans, last
 
 
 # --- making a stored trace equal to a build ----------------------------------------------------
@@ -280,18 +344,30 @@ class _BuildPlan:
     labels: _KeyedDiff
 
 
-def _plan_build(row: Trace, build: core.Trace) -> _BuildPlan:
+def _plan_build(row: Trace, build: core.Trace, memo: _Derivation | None = None) -> _BuildPlan:
     """Check and redact `build` and diff it against `row`'s stored rows; reads only, so it may run
-    outside the transaction that writes it (`do_derive_spans`). Raises core.TraceValidationError
-    for text no database can store (`check_storable`)."""
-    check_storable(build)
-    build = redact_trace(build, redaction_patterns())
+    outside the transaction that writes it (`do_derive_spans`). With `memo` (the last derivation,
+    made at the row's seq) only the events whose build changed since are checked, redacted and
+    compared, and stored events are not read. Raises core.TraceValidationError for text no database
+    can store (`check_storable`)."""
+    patterns = redaction_patterns()
+    if memo is None:
+        check_storable(build)
+        build = redact_trace(build, patterns)
+        events = _diff_events(row, build.events)
+    else:
+        events = _diff_events_since(memo, build.events, patterns)
+        check_storable(dataclasses.replace(build, events=events.raw_changes))
+        build = dataclasses.replace(
+            redact_trace(dataclasses.replace(build, events=[]), patterns),
+            events=[events.stored[e.id] for e in build.events],
+        )
     seq = row.seq + 1
     stored_edges = {(r["src"], r["dst"], r["type"]): r["id"] for r in row.edges.values("id", "src", "dst", "type")}
     return _BuildPlan(
         build=build,
         seq=seq,
-        events=_diff_events(row, build.events),
+        events=events,
         agents=_diff_agents(row, new_trace_agents(build), seq),
         edges=_diff_keyed({(e.src, e.dst, e.type): e for e in build.edges}, stored_edges),
         labels=_diff_keyed({label_key(lb): lb for lb in build.labels}, stored_labels(row)),
@@ -323,7 +399,7 @@ def _apply_plan(row: Trace, plan: _BuildPlan) -> IngestResult:
             row,
             seq,
             agents.added + agents.changed,
-            events.added + [e for _, e in events.changed],
+            events.added + [after for _, _, after in events.changed],
             edges.added,
             labels.added,
         )
@@ -334,32 +410,81 @@ def _apply_plan(row: Trace, plan: _BuildPlan) -> IngestResult:
 
 @dataclass
 class _EventDiff:
-    """A build's events against the stored rows: `changed` pairs a stored row (with `id` and
-    `position`) with its new form; `removed` are row pks; `fills_in`: every change only adds."""
+    """A build's events against the stored ones. `changed`: (stored form, its position, new form);
+    `removed`: event ids; `fills_in`: every change only adds. By event id: `stored`, every event as
+    it is stored once the diff is written (redacted); `raw`, the build's events before redaction;
+    `position`, the stored events' positions. `raw_changes`: the raw form of added and changed events."""
 
     added: list[core.Event]
-    changed: list[tuple[dict[str, Any], core.Event]]
-    removed: list[int]
-    next_position: int
-    count: int
-    fills_in: bool
+    changed: list[tuple[core.Event, int, core.Event]]
+    removed: list[str]
+    stored: dict[str, core.Event]
+    raw: dict[str, core.Event]
+    position: dict[str, int]
+    raw_changes: list[core.Event] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.stored)
+
+    @property
+    def next_position(self) -> int:
+        return max(self.position.values(), default=-1) + 1
+
+    @property
+    def fills_in(self) -> bool:
+        return all(_fills_in(before, after) for before, _, after in self.changed)
 
 
 def _diff_events(row: Trace, build_events: list[core.Event]) -> _EventDiff:
+    """`build_events` (redacted) against every event row stored for `row`."""
     events = {e.id: e for e in build_events}
-    stored = {r["event_id"]: r for r in row.events.values("id", "position", *EVENT_COLUMNS)}
-    changed = [
-        (stored[i], e)
-        for i, e in events.items()
-        if i in stored and event_columns(e) != {c: stored[i][c] for c in EVENT_DATA_COLUMNS}
-    ]
+    stored = {r["event_id"]: r for r in row.events.values("position", *EVENT_DATA_COLUMNS)}
+    added, changed = [], []
+    for i, e in events.items():
+        before = stored.get(i)
+        if before is None:
+            added.append(e)
+        elif event_columns(e) != {c: before[c] for c in EVENT_DATA_COLUMNS}:
+            changed.append((event_from_row(before), before["position"], e))
     return _EventDiff(
-        added=[e for i, e in events.items() if i not in stored],
+        added=added,
         changed=changed,
-        removed=[r["id"] for i, r in stored.items() if i not in events],
-        next_position=max((r["position"] for r in stored.values()), default=-1) + 1,
-        count=len(events),
-        fills_in=all(_fills_in(event_from_row(before), after) for before, after in changed),
+        removed=[i for i in stored if i not in events],
+        stored=events,
+        raw=events,
+        position={i: r["position"] for i, r in stored.items()},
+    )
+
+
+def _diff_events_since(memo: _Derivation, build_events: list[core.Event], patterns: list[Pattern[str]]) -> _EventDiff:
+    """`build_events` (not redacted) against the events of the last derivation `memo`, stored
+    since: an event equal to its last build is stored as it was; only the others are redacted
+    and compared."""
+    raw = {e.id: e for e in build_events}
+    stored: dict[str, core.Event] = {}
+    added, changed, raw_changes = [], [], []
+    for i, e in raw.items():
+        if memo.raw.get(i) == e:
+            stored[i] = memo.stored[i]
+            continue
+        after = stored[i] = redact_event(e, patterns)
+        before = memo.stored.get(i)
+        if before is None:
+            added.append(after)
+        elif event_columns(before) != event_columns(after):
+            changed.append((before, memo.position[i], after))
+        else:
+            continue
+        raw_changes.append(e)
+    return _EventDiff(
+        added=added,
+        changed=changed,
+        removed=[i for i in memo.stored if i not in raw],
+        stored=stored,
+        raw=raw,
+        position=memo.position,
+        raw_changes=raw_changes,
     )
 
 
@@ -374,9 +499,11 @@ def _fills_in(before: core.Event, after: core.Event) -> bool:
 def _write_events(row: Trace, diff: _EventDiff, seq: int) -> None:
     # A changed event is deleted and inserted again at its position: bulk_update's CASE per row
     # costs seconds for a few thousand rows.
-    _delete(Event, diff.removed + [before["id"] for before, _ in diff.changed])
-    insert_events(row, [after for _, after in diff.changed], [before["position"] for before, _ in diff.changed], seq)
-    insert_events(row, diff.added, range(diff.next_position, diff.next_position + len(diff.added)), seq)
+    for chunk in in_chunks(diff.removed + [before.id for before, _, _ in diff.changed]):
+        Event.objects.filter(trace=row, event_id__in=chunk).delete()
+    insert_events(row, [after for _, _, after in diff.changed], [position for _, position, _ in diff.changed], seq)
+    start = diff.next_position
+    insert_events(row, diff.added, range(start, start + len(diff.added)), seq)
 
 
 @dataclass

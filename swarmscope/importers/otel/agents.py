@@ -132,10 +132,12 @@ class SpanTree:
 
     def _text(self, span: Span) -> tuple[str | None, str | None]:
         """(input, output) of `span` rendered as text, computed once."""
-        if span.sid not in self.texts:
+        memo = self.texts if span.memo is None else span.memo
+        texts = memo.get(span.sid)
+        if texts is None:
             raw_input, raw_output = span_io(span)
-            self.texts[span.sid] = (render(raw_input), render(raw_output))
-        return self.texts[span.sid]
+            texts = memo[span.sid] = (render(raw_input), render(raw_output))
+        return texts
 
     def _descendants(self, span: Span) -> Iterable[Span]:
         stack = list(self.children.get(span.sid, ()))

@@ -71,7 +71,8 @@ class _TraceBuilder(TraceFields):
     """One use: `build()` creates the events of the span tree (agents assigned), then the edges.
 
     By event id: `rank` (sort key after `t`), `event_span`, `event_inv` (the invocation the event
-    belongs to, for the invoked agent's own events). Delegations: `deliveries` (resolved),
+    belongs to, for the invoked agent's own events); `inv_events`: (agent, invocation) -> those
+    events in lane order. Delegations: `deliveries` (resolved),
     `pending_handoffs`, `pending_broadcasts`; `uninvoked` (span tree root id -> invocation roots
     nobody invoked: group chat turns). Span-level state: `SpanTree`.
     """
@@ -94,6 +95,7 @@ class _TraceBuilder(TraceFields):
         self.spawns: list[tuple[Event, str]] = []
         self.position: dict[str, int] = {}
         self.lanes: dict[str, list[Event]] = defaultdict(list)
+        self.inv_events: dict[tuple[str, str], list[Event]] = defaultdict(list)
         self.lane_starts: dict[str, list[float]] = {}
         self.edge_types: dict[tuple[str, str], str] = {}
 
@@ -477,6 +479,8 @@ class _TraceBuilder(TraceFields):
         self.position = {e.id: i for i, e in enumerate(self.events)}
         for event in self.events:
             self.lanes[event.agent].append(event)
+            if inv := self.event_inv[event.id]:
+                self.inv_events[(event.agent, inv)].append(event)
         self.lane_starts = {agent: [e.t for e in lane] for agent, lane in self.lanes.items()}
         for spawn, agent in self.spawns:
             self._add(spawn, self._next_of(agent, spawn, spawn.t), "spawn")
@@ -484,7 +488,7 @@ class _TraceBuilder(TraceFields):
         for delivery in self.deliveries:
             root = cast(Span, delivery.root)  # `_delegate` and `_deliver` set the root of each delivery
             root_id = root.sid
-            own = [e for e in self.lanes.get(delivery.receiver or "", []) if self.event_inv[e.id] == root_id]
+            own = self.inv_events.get((delivery.receiver or "", root_id), [])
             first = own[0] if own else self._next_of(delivery.receiver, delivery.event, delivery.event.t)
             self._add(delivery.event, first, "message")
             if own:
@@ -590,8 +594,8 @@ class _TraceBuilder(TraceFields):
                 if sender == receiver or after.start_ns < before.end_ns:
                     continue
                 before_id, after_id = before.sid, after.sid
-                said = [e for e in self.lanes.get(sender or "", []) if self.event_inv[e.id] == before_id]
-                heard = [e for e in self.lanes.get(receiver or "", []) if self.event_inv[e.id] == after_id]
+                said = self.inv_events.get((sender or "", before_id), [])
+                heard = self.inv_events.get((receiver or "", after_id), [])
                 if not said or not heard:
                     continue
                 last = max(said, key=lambda e: (self._end(e), *self.rank[e.id]))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import keys
-from .span import Span, as_int
+from .span import Span, as_int, span_memo
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ def _text(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
+@span_memo
 def transfer(span: Span) -> Transfer | None:
     """The transfer a span records (`gen_ai.transfer.target.name` with `gen_ai.transfer.mode`, or
     `gen_ai.agent.handoff.target.name`, always a hand-off), else None. A mode other than
@@ -124,6 +125,7 @@ TOKEN_DETAIL_KEYS = {
 }
 
 
+@span_memo
 def token_details(span: Span) -> dict[str, int]:
     """Cache-read, cache-creation and reasoning token counts a span reports (a subset of its input
     / output tokens, per the spec), by `TOKEN_DETAIL_KEYS` name; absent ones left out."""

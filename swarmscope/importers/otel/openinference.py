@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from . import keys
-from .span import Span
+from .span import Span, span_memo
 
 NUMBERED = re.compile(r"^(\d+)\.(.+)$")
 #: Google ADK names its agent spans `agent_run [<agent>]` (OpenInference and ADK's own tracer).
@@ -105,6 +105,7 @@ def prompts(span: Span) -> list[str] | None:
     return texts or None
 
 
+@span_memo
 def tool_names(span: Span) -> list[str]:
     """Names of the tools advertised to the model (`llm.tools.N.tool.json_schema`), in order."""
     names = []
@@ -125,6 +126,7 @@ def tool_names(span: Span) -> list[str]:
     return names
 
 
+@span_memo
 def agent_name(span: Span) -> str | None:
     """The agent an OpenInference span names: `agent.name`, `graph.node.name`, `graph.node.id`;
     else, on an AGENT span, its span name (`agent_run [x]`: x). None when it names none."""
@@ -137,6 +139,7 @@ def agent_name(span: Span) -> str | None:
     return None
 
 
+@span_memo
 def span_name_agent(span: Span) -> str | None:
     """An agent named by its span name (`agent_run [x]`: x); None for an empty name."""
     match = BRACKETED_AGENT.match(span.name)
@@ -144,6 +147,7 @@ def span_name_agent(span: Span) -> str | None:
     return name.strip() or None
 
 
+@span_memo
 def handoff_span_target(span: Span) -> str | None:
     """The target of an OpenAI Agents hand-off span (TOOL span `handoff to <agent>`, whose
     `output.value` is the target and `input.value` the source), else None."""

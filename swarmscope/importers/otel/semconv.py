@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import genai, keys, openinference
-from .span import Span, as_int, hex_id
+from .span import Span, as_int, hex_id, span_memo
 
 AGENT, LLM, TOOL, HANDOFF = "agent", "llm", "tool", "handoff"
 #: GenAI `invoke_workflow` (the trace root), `plan` (an orchestrator decision), `create_agent`
@@ -278,6 +278,7 @@ def _parts_text(body: Any, calls: list[dict]) -> str | None:
 # --- reading one span -----------------------------------------------------------------------------
 
 
+@span_memo
 def entities(span: Span) -> list[dict[str, Any]]:
     """Monocle's `entity.N.*` attributes as dicts ordered by N (`type`, `name`, `from_agent`, ...)."""
     found: dict[int, dict[str, Any]] = defaultdict(dict)
@@ -292,6 +293,7 @@ def _entity_names(span: Span, prefix: str) -> list[str]:
     return [str(e["name"]) for e in entities(span) if str(e.get("type", "")).startswith(prefix) and e.get("name")]
 
 
+@span_memo
 def span_role(span: Span) -> str | None:
     """AGENT, LLM, TOOL, HANDOFF or None (docs/otel-mapping.md, "Role")."""
     attributes = span.attributes
@@ -345,6 +347,7 @@ def agent_label_source(span: Span, role: str | None) -> tuple[str | None, str]:
     return None, ""
 
 
+@span_memo
 def tool_name(span: Span) -> str:
     """`gen_ai.tool.name`, `tool.name`, a Monocle tool entity, a GenAI retrieval / memory operation's
     name, else the span name without "execute_tool "."""
@@ -362,6 +365,7 @@ def tool_name(span: Span) -> str:
     return span.name.removeprefix("execute_tool ").strip() or span.name
 
 
+@span_memo
 def model_name(span: Span) -> str | None:
     """The model of an LLM span: response/request model, a Monocle model entity, else a LangChain
     `ls_model_name` association property; None when unknown."""
@@ -371,6 +375,7 @@ def model_name(span: Span) -> str | None:
     return next((str(c) for c in candidates if c is not None and str(c).casefold() not in NO_MODEL), None)
 
 
+@span_memo
 def usage(span: Span) -> tuple[int | None, int | None, int | None]:
     """(input, output, total) tokens from usage attributes or Monocle's `metadata` event."""
     sources = [span.attributes] + [e.attributes for e in span.events if e.name == "metadata"]
@@ -381,6 +386,7 @@ def usage(span: Span) -> tuple[int | None, int | None, int | None]:
     return first(INPUT_TOKEN_KEYS), first(OUTPUT_TOKEN_KEYS), first(TOTAL_TOKEN_KEYS)
 
 
+@span_memo
 def span_io(span: Span) -> tuple[Any, Any]:
     """(input, output) values of a span, raw (render them with `render`); None where absent."""
     return _io(span, INPUT_KEYS, INPUT_EVENTS, "prompt"), _io(span, OUTPUT_KEYS, OUTPUT_EVENTS, "completion")
@@ -417,6 +423,7 @@ def _io(span: Span, names: tuple[str, ...], event_keys: Mapping[str, tuple[str, 
     return None
 
 
+@span_memo
 def received_message(span: Span) -> Message | None:
     """The message an executor span received (Agent Framework `WorkflowMessage` in its input,
     else Monocle `entity.N.from_agent`, else the `gen_ai.caller.name` of an `invoke_agent` span), or None."""

@@ -8,9 +8,10 @@ How spans map to an orchestration trace: docs/otel-mapping.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property, wraps
+from typing import Any, TypeVar
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,9 @@ class Span:
     values. `service` is the resource's `service.name`; `kind` the span kind in lower case ("client",
     "server", ...); `error` the status description when the status is ERROR ("" when it gave none), else None.
     `missing` marks a placeholder for a parent span that never arrived. `links` are the span's links
-    (decoders that read none leave it empty).
+    (decoders that read none leave it empty). `memo`, where a holder of spans that never change
+    sets it to a dict, keeps what the mapping computed from this span alone (`span_memo`); it is
+    not part of the span (not compared, stored or copied by `replace`).
     """
 
     trace_id: str
@@ -59,12 +62,13 @@ class Span:
     error: str | None = None
     missing: bool = False
     links: list[SpanLink] = field(default_factory=list)
+    memo: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.service, str) or not self.service:
             self.service = None  # a service name that is not text names nothing
 
-    @property
+    @cached_property
     def sid(self) -> str:
         """`span_id` of a span known to have one (every span of a `SpanTree`); ValueError when None."""
         if self.span_id is None:
@@ -93,6 +97,30 @@ class Span:
             ],
             links=[SpanLink(k["trace_id"], k["span_id"], k.get("attributes") or {}) for k in data.get("links") or []],
         )
+
+
+Result = TypeVar("Result")
+
+
+def span_memo(function: Callable[[Span], Result]) -> Callable[[Span], Result]:
+    """`function` of one span, kept in `span.memo` where the span has one: a worker that keeps a
+    trace's spans between derivations (webapp.traces.span_ingest) maps a span's text, usage and
+    role once. Only for functions of the span alone whose result callers do not change; importers
+    that change a span's attributes leave `memo` None."""
+    key = f"{function.__module__}.{function.__qualname__}"
+
+    @wraps(function)
+    def memoized(span: Span) -> Result:
+        memo = span.memo
+        if memo is None:
+            return function(span)
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = function(span)
+            return value
+
+    return memoized
 
 
 SPAN_FIELDS = ("trace_id", "span_id", "parent_id", "name", "start_ns", "end_ns", "service", "kind", "error")
