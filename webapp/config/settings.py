@@ -274,7 +274,7 @@ SWARMSCOPE_INGEST_RATE_WINDOW_S = int(os.environ.get("SWARMSCOPE_INGEST_RATE_WIN
 # The rate counters live in the cache: Redis when there is one (shared by every web process), else
 # this process's memory.
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {"default": {"BACKEND": "webapp.config.cache.SharedRedisCache", "LOCATION": REDIS_URL}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
