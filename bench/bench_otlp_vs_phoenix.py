@@ -12,7 +12,8 @@ cases, one small warm-up trace (not reported) goes to each server.
 - Swarmscope: `manage.py up` on the embedded default (SQLite, embedded Redis, its Celery workers;
   DJANGO_DEBUG=0) in a temporary SWARMSCOPE_DATA_DIR, with a token from `manage.py create_token
   admin`; once with OTLP/protobuf (`application/x-protobuf`), then, with a fresh data folder, with
-  OTLP/JSON. It stores a batch's spans before answering; a trace past SWARMSCOPE_OTLP_SYNC_SPANS
+  OTLP/JSON; with `--postgres URL`, once more with OTLP/protobuf on a new database of that
+  PostgreSQL server (dropped afterwards) instead of SQLite. It stores a batch's spans before answering; a trace past SWARMSCOPE_OTLP_SYNC_SPANS
   spans is re-derived by its worker after the answer, so it counts as persisted once that is done.
 - Phoenix: `phoenix serve` of arize-phoenix `--phoenix-version`, installed into its own venv
   (`--phoenix-venv`, git-ignored) when that is missing or holds another version; embedded SQLite in
@@ -42,6 +43,7 @@ separately; size 0 is a 1-span request that opens a new trace (built within the 
 
     .venv/bin/python bench/bench_otlp_vs_phoenix.py [--cases supervisor,roundrobin,fanout100,fanout-33k]
         [--batch 500] [--seed 0] [--skip-swarmscope] [--skip-phoenix] [--phoenix-timeout 1200]
+        [--postgres postgres://postgres@127.0.0.1:5432]
 `--decode` times the decoding alone, in this process, per span of the fanout-33k case's requests:
 `webapp.web.api.parse_body` (what the view runs on an OTLP/JSON body: NUL scan, JSON, depth walk),
 `otlp.split` of the parsed document and `otlp.decode_protobuf`; CPU time, best of 5 rounds. With
@@ -162,14 +164,22 @@ def phoenix_stored(client: Client, trace_hex: str) -> tuple[int, dict[str, Any]]
 
 
 @contextlib.contextmanager
-def swarmscope(workdir: Path, encoding: str) -> Iterator[Server]:
-    """`manage.py up` on the embedded default in a fresh data folder, and an API token of its admin."""
+def swarmscope(workdir: Path, encoding: str, postgres: str | None = None) -> Iterator[Server]:
+    """`manage.py up` on the embedded default in a fresh data folder, and an API token of its admin;
+    with `postgres` (a server URL without a database), on a new database there instead of SQLite,
+    dropped afterwards."""
+    database: dict[str, str] = {}
+    name = f"bench_otlp_{encoding}_{os.getpid()}"
+    if postgres:
+        subprocess.run(["psql", f"{postgres}/postgres", "-qc", f"CREATE DATABASE {name}"], check=True)
+        database["DATABASE_URL"] = f"{postgres}/{name}"
     env = app_env(
         workdir / f"swarmscope-{encoding}",
         SWARMSCOPE_LOG_LEVEL="WARNING",
         DJANGO_DEBUG="0",
         DJANGO_SECRET_KEY="bench-only-secret",
         SECURE_SSL_REDIRECT="0",
+        **database,
     )
     port, log = free_port(), workdir / f"swarmscope-{encoding}.log"
     process = start([sys.executable, "manage.py", "up", "--port", str(port)], env, log)
@@ -180,7 +190,7 @@ def swarmscope(workdir: Path, encoding: str) -> Iterator[Server]:
             raise RuntimeError(f"manage.py create_token admin: {result.stderr[-2000:]}")
         token = result.stdout.strip().splitlines()[-1]
         yield Server(
-            "Swarmscope",
+            "Swarmscope" + (" (PostgreSQL)" if postgres else ""),
             encoding,
             port,
             {"Authorization": f"Bearer {token}"},
@@ -190,6 +200,8 @@ def swarmscope(workdir: Path, encoding: str) -> Iterator[Server]:
         )
     finally:
         stop(process)
+        if postgres:
+            subprocess.run(["psql", f"{postgres}/postgres", "-qc", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"])
 
 
 @contextlib.contextmanager
@@ -558,6 +570,12 @@ def main() -> None:
         default=1200,
         help="seconds after its last answer for Phoenix to store a case's spans",
     )
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="also run Swarmscope (protobuf) on a new database of this PostgreSQL server, e.g. "
+        "postgres://postgres@127.0.0.1:5432",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--scaling", default="", help="comma-separated trace sizes in spans: the scaling curve only")
     parser.add_argument("--repeats", type=int, default=3, help="1-span requests per size (--scaling)")
@@ -631,6 +649,8 @@ def main() -> None:
             if args.skip_swarmscope
             else [lambda: swarmscope(workdir, "protobuf"), lambda: swarmscope(workdir, "json")]
         )
+        if args.postgres and not args.skip_swarmscope:
+            servers += [lambda: swarmscope(workdir, "protobuf", args.postgres)]
         servers += [] if args.skip_phoenix else [lambda: phoenix(args.phoenix_venv, workdir, args.phoenix_timeout)]
         for open_server in servers:
             with open_server() as server:
