@@ -62,6 +62,38 @@ def test_a_bad_request_fails_at_once_with_the_servers_reason(scripted):
     assert raised.value.status == 400 and raised.value.body["field"] == "events[0].t" and len(seen) == 1
 
 
+def test_leaving_a_stream_sends_the_rest_then_closes_it_once(scripted):
+    url, answers, seen = scripted
+    answers += [(201, {}, {"trace": {"id": 7, "project": 1}}), (200, {}, {"seq": 2}), (200, {}, {"closed": True})]
+    with SwarmscopeClient(url, "ssk_x").stream("run", batch_size=10) as trace:
+        trace.event(id="e1", t=0.0, type="message", agent="a")
+        trace.edge("e1", "e1", "next")
+    assert [path for _, path, _, _ in seen] == ["/api/traces/", "/api/traces/7/events/", "/api/traces/7/close/"]
+    assert json.loads(seen[1][2])["events"][0]["id"] == "e1"
+    trace.close()  # a second close sends nothing
+    assert len(seen) == 3 and trace.closed
+    with pytest.raises(ValueError, match="stream into trace 7 is closed"):
+        trace.event(id="e2", t=1.0, type="message", agent="a")
+
+
+def test_a_failed_close_leaves_the_stream_open_and_an_older_server_is_no_error(scripted):
+    url, answers, seen = scripted
+    client = SwarmscopeClient(url, "ssk_x", retries=0)
+    answers += [(403, {}, {"error": "closing a trace's stream needs the reviewer role"})]
+    trace = swarmscope_client.TraceStream(client, 7)
+    with pytest.raises(SwarmscopeError) as refused:
+        trace.close()
+    assert refused.value.status == 403 and not trace.closed
+    answers += [(404, {}, {"error": "not found"})]  # a server without the call: its idle time decides
+    trace.close()
+    assert trace.closed and [path for _, path, _, _ in seen] == ["/api/traces/7/close/"] * 2
+    # leaving with an exception: the close is tried, the block's own exception is what propagates
+    answers += [(500, {}, {"error": "down"})]
+    with pytest.raises(KeyError), swarmscope_client.TraceStream(client, 8):
+        raise KeyError("the swarm crashed")
+    assert seen[-1][1] == "/api/traces/8/close/"
+
+
 @pytest.fixture
 def no_settings(monkeypatch):
     for name in ("SWARMSCOPE_URL", "SWARMSCOPE_API_KEY", "SWARMSCOPE_PROJECT"):

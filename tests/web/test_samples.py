@@ -53,7 +53,9 @@ def test_load_samples_imports_every_bundled_file_without_error_and_streams_the_l
     assert imported.count() == 4 and all(t.event_count > 0 for t in imported)
     live = traces.filter(source_format="api")
     assert live.count() == len(samples.LIVE_EPISODES)
-    assert all(t.event_count >= 20 and t.system == "swarmsim" and t.last_event_at is not None for t in live)
+    assert all(t.event_count >= 20 and t.system == "swarmsim" and t.kind == Trace.STREAMED for t in live)
+    # each stream was closed at its end: no Live badge waits for the idle time
+    assert all(t.last_event_at is None and t.seq > 1 for t in live)
     assert "pivot-12" in text and "sample traces are in the project Samples" in text
 
 
@@ -82,14 +84,16 @@ def test_load_samples_no_stream_and_an_unknown_user():
 
 def test_the_live_stream_runs_in_a_bounded_background_thread(monkeypatch, project):
     """With seconds > 0 the stream is a daemon thread that ends by itself; stop() ends it early."""
-    sent = []
+    sent, closed = [], []
     monkeypatch.setattr(samples.LiveStream, "_send", lambda self, live, positions: sent.append(len(positions)))
+    monkeypatch.setattr(samples.LiveStream, "_close", lambda self, live: closed.append(live.trace.pk))
     monkeypatch.setattr(samples.ingest, "request_metrics", lambda trace: None)
     live = samples.LiveStream(project, seconds=0.5).start()
     assert live.thread.daemon
     assert live.wait(timeout=20)
     total = sum(len(e.payload) for e in live.episodes)
     assert sum(sent) == total and len(sent) > 1  # in several batches over time, not one
+    assert sorted(closed) == sorted(t.pk for t in live.traces)  # then each stream is closed
     sent.clear()
     slow = samples.LiveStream(project, seconds=60).start()
     slow.stop()

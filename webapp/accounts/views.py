@@ -7,6 +7,8 @@ for a change get 403.
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -61,7 +63,8 @@ def require_admin(role: str) -> None:
 @login_required
 @require_http_methods(["GET", "POST"])
 def projects(request: HttpRequest):
-    """The user's projects; POST `name` creates one with the user as its admin."""
+    """The user's projects and their recent review activity (live); POST `name` creates one with
+    the user as its admin."""
     error = None
     if request.method == "POST":
         try:
@@ -78,10 +81,13 @@ def projects(request: HttpRequest):
         .order_by("name")
     ):
         rows.append({"project": project, "role": services.get_role(request.user, project.pk)})
+    # the recent review activity below the table comes from each project's socket (/ws/projects/<id>/,
+    # static/js/pages/activity_feed.js): its snapshot fills the list, then new activity arrives live
+    feed = json.dumps([{"project": r["project"].pk, "name": r["project"].name, "seq": None} for r in rows])
     return render(
         request,
         "accounts/projects.html",
-        {"rows": rows, "error": error, "name": request.POST.get("name", "")},
+        {"rows": rows, "error": error, "name": request.POST.get("name", ""), "feed_projects": feed},
         status=400 if error else 200,
     )
 

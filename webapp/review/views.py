@@ -3,6 +3,8 @@ own label; the activity feed) and the user's notifications page (@mentions, mark
 
 from __future__ import annotations
 
+import json
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest
 from django.shortcuts import redirect, render
@@ -16,6 +18,7 @@ from webapp.web.validation import InputError, query_int
 from . import feed, services
 
 FEED_PAGE = 50
+#: What each verb reads as; static/js/lib/activity_feed.js says the same for live items.
 VERB_TEXT = {
     "commented": "commented",
     "edited": "edited a comment",
@@ -34,7 +37,8 @@ def _verb_text(activity) -> str:
 
 @login_required
 def project_review(request: HttpRequest, project_id: int):
-    """GET: kappa per reviewer pair (agent and step) and the newest activity (`?before=<id>` pages back)."""
+    """GET: kappa per reviewer pair (agent and step) and the newest activity (`?before=<id>` pages
+    back); the newest page's activity is live over `/ws/projects/<id>/`."""
     project = Project.objects.filter(pk=project_id).first() if get_role(request.user, project_id) else None
     if project is None:
         raise Http404("no such project")
@@ -42,7 +46,10 @@ def project_review(request: HttpRequest, project_id: int):
         before = query_int(request.GET, "before", low=1)
     except InputError:
         before = None  # a bad page link shows the newest
+    newest = feed.last_activity_id(project.pk)  # before the page's rows: one arriving meanwhile shows once
     activities = feed.list_activity(project.pk, before=before, limit=FEED_PAGE)
+    # the newest page follows the project's socket (static/js/pages/activity_feed.js); older pages stay
+    live = [{"project": project.pk, "name": project.name, "seq": newest}] if before is None else []
     return render(
         request,
         "review/project_review.html",
@@ -51,6 +58,8 @@ def project_review(request: HttpRequest, project_id: int):
             "agreement": services.get_agreement(project.pk),
             "activities": [{**feed.activity_wire(a), "verb_text": _verb_text(a)} for a in activities],
             "older": activities[-1].pk if len(activities) == FEED_PAGE else None,
+            "live_projects": json.dumps(live) if live else "",
+            "feed_page": FEED_PAGE,
         },
     )
 

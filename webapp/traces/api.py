@@ -42,7 +42,7 @@ from webapp.web.validation import (
     text_problem,
 )
 
-from . import ingest, services, span_ingest
+from . import ingest, live, services, span_ingest
 from .models import Trace
 
 MAX_PAGE_SIZE = 200
@@ -266,6 +266,29 @@ def trace_events(request: HttpRequest, trace_id: int):
     except BODY_ERRORS as exc:
         return bad_body(exc)
     return _ingest_response(trace.project, fragment, trace)
+
+
+@api_view("POST")
+def trace_close(request: HttpRequest, trace_id: int):
+    """The sender's stream into the trace has ended: its live state clears now (the trace page's
+    and the trace list's Live badge), not after SWARMSCOPE_LIVE_IDLE_S without events. No body
+    needed (one is ignored). 200 `{"trace": summary, "seq": N, "closed": bool}`, `closed` false
+    when there was nothing to end (closed before, never streamed: closing is idempotent); 404 for
+    an unknown or foreign trace, 403 for a viewer, 503 with Retry-After while a large batch is
+    being stored in chunks. A later batch makes the trace live again."""
+    trace = get_trace(request, trace_id)
+    if trace is None:
+        return json_error(404, "no such trace")
+    check_write(request, trace.project_id, "closing a trace's stream")
+    try:
+        result = live.do_close_stream(trace.pk)
+    except ingest.TraceBusy as exc:
+        return busy(exc)
+    if result is None:
+        return json_error(404, "no such trace")
+    return JsonResponse(
+        {"trace": services.trace_summary(result.trace), "seq": result.trace.seq, "closed": result.closed}
+    )
 
 
 @api_view("GET")

@@ -9,8 +9,9 @@ traces are deleted and streamed again, so running it twice changes nothing but r
 
 The stream runs in a background thread of the calling process for a bounded time (each episode is
 stretched over `seconds`, SWARMSCOPE_SAMPLE_STREAM_S = 40 by default), writing through `ingest.do_ingest(live=True)`
-as the REST API does, so viewers get the deltas over their websockets. A later call stops the
-previous stream of the same process first. SwarmSim is reached by its dotted path (Django imports
+as the REST API does, so viewers get the deltas over their websockets, and closes each stream at
+its end (`webapp.traces.live.do_close_stream`, as the client's `TraceStream.close()`). A later
+call stops the previous stream of the same process first. SwarmSim is reached by its dotted path (Django imports
 `trainer` only through such paths, as the counterfactual backends do).
 """
 
@@ -37,6 +38,7 @@ from webapp.accounts.models import Membership, Project
 from webapp.accounts.services import WRITE_ROLE, do_add_member, do_get_or_create_project, has_role, list_projects_of
 
 from . import datacare, ingest
+from .live import do_close_stream
 from .models import Trace
 
 log = logging.getLogger(__name__)
@@ -209,6 +211,11 @@ class LiveStream:
                 self._send(self.episodes[k], positions)
         for live in self.episodes:
             ingest.request_metrics(live.trace)
+            self._close(live)
+
+    def _close(self, live: _Live) -> None:
+        """End the episode's stream (its Live badge clears now), as `trainer.sim.stream` does."""
+        do_close_stream(live.trace.pk)
 
     def _send(self, live: _Live, positions: list[int]) -> None:
         fragment = core.Trace(source_format="api", source_id=live.trace.source_id)

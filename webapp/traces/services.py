@@ -206,14 +206,15 @@ def get_delta_since(trace: Trace, seq: int) -> dict[str, Any]:
     """One delta holding every row written after `seq` (the answer to a resume).
 
     When the trace was rebuilt after `seq` (its `reset_seq`, see webapp.traces.span_ingest) a delta
-    cannot express the change, and the answer is a fresh snapshot instead.
+    cannot express the change, and the answer is a fresh snapshot instead. The delta carries the
+    trace's summary as of now (`trace_summary`: live or closed, counts), as each live delta does.
     """
     with transaction.atomic():
-        current, reset_seq = Trace.objects.values_list("seq", "reset_seq").get(pk=trace.pk)
-        if reset_seq > seq:
+        row = Trace.objects.get(pk=trace.pk)
+        if row.reset_seq > seq:
             return get_snapshot(trace)
-        collections = _collections_since(trace, seq, current)
-    return {"type": "delta", "seq": current, **collections}
+        collections = _collections_since(trace, seq, row.seq)
+    return {"type": "delta", "seq": row.seq, **collections, "trace": trace_summary(row)}
 
 
 def write_delta(

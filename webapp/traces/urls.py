@@ -15,6 +15,7 @@ urlpatterns = [
     path("api/traces/export.jsonl", api.traces_export_jsonl, name="api-traces-export"),
     path("api/traces/<int:trace_id>/", api.trace_detail, name="api-trace"),
     path("api/traces/<int:trace_id>/events/", api.trace_events, name="api-trace-events"),
+    path("api/traces/<int:trace_id>/close/", api.trace_close, name="api-trace-close"),
     path("api/traces/<int:trace_id>/snapshot/", api.trace_snapshot, name="api-trace-snapshot"),
     path("api/traces/<int:trace_id>/export/", api.trace_export, name="api-trace-export"),
     path("api/traces/<int:trace_id>/snapshot/lod/", lod.lod_snapshot, name="api-trace-lod-snapshot"),

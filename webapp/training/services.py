@@ -31,7 +31,7 @@ from django.utils.module_loading import import_module
 from swarmscope.importers import SourceFile
 from webapp.accounts.models import Project
 from webapp.traces import ingest as trace_ingest
-from webapp.web.broadcast import broadcast_run_delta
+from webapp.web.broadcast import broadcast_run_delta, broadcast_run_list
 from webapp.web.jobs import enqueue
 
 from .models import Run, RunIteration
@@ -290,6 +290,54 @@ def list_runs(project_ids: Iterable[int]):
     return Run.objects.filter(project_id__in=list(project_ids)).order_by("-created_at")
 
 
+# --- the live runs list (`/ws/projects/<id>/runs/`, webapp.training.consumers.RunListConsumer) ----
+
+#: Runs in a runs-list snapshot: the project's newest (the page itself is HTML).
+RUN_LIST_SNAPSHOT = 50
+#: A resume that missed more new runs than this is answered with a snapshot.
+RUN_LIST_MAX_RESUME = 200
+
+
+def last_run_id(project_id: int) -> int:
+    """The runs list's seq: the id of the project's newest run (ids only grow; a project's seqs have
+    holes where other projects' runs took ids); 0 without any."""
+    return Run.objects.filter(project_id=project_id).order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def get_run_list_snapshot(project_id: int) -> dict[str, Any]:
+    """`{"type": "snapshot", "seq": N, "project": id, "runs": [run_summary, ...]}`: the
+    RUN_LIST_SNAPSHOT newest runs, oldest first; N the newest one's id (0 without any)."""
+    runs = list(Run.objects.filter(project_id=project_id).order_by("-id")[:RUN_LIST_SNAPSHOT])[::-1]
+    return {
+        "type": "snapshot",
+        "seq": runs[-1].pk if runs else 0,
+        "project": project_id,
+        "runs": [run_summary(r) for r in runs],
+    }
+
+
+def get_run_list_delta_since(project_id: int, seq: int) -> dict[str, Any]:
+    """`{"type": "delta", "seq": N, "project": id, "runs": [...]}`: the runs created after run id
+    `seq`, oldest first, N the newest one's id (`seq` when none); a snapshot past RUN_LIST_MAX_RESUME."""
+    runs = list(Run.objects.filter(project_id=project_id, pk__gt=seq).order_by("id")[: RUN_LIST_MAX_RESUME + 1])
+    if len(runs) > RUN_LIST_MAX_RESUME:
+        return get_run_list_snapshot(project_id)
+    return {
+        "type": "delta",
+        "seq": runs[-1].pk if runs else seq,
+        "project": project_id,
+        "runs": [run_summary(r) for r in runs],
+    }
+
+
+def _announce_run(run_id: int) -> None:
+    """After a run's creation commits: send it to the viewers of its project's runs list."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is not None:
+        delta = {"type": "delta", "seq": run.pk, "project": run.project_id, "runs": [run_summary(run)]}
+        broadcast_run_list(run.project_id, delta)
+
+
 def get_run_for(run_id: int, project_ids: Iterable[int]) -> Run | None:
     """The run if it is in one of `project_ids`, else None (unknown and foreign look the same)."""
     return Run.objects.filter(pk=run_id, project_id__in=list(project_ids)).first()
@@ -338,6 +386,7 @@ def do_create_run(project: Project, config: dict[str, Any], *, name: str = "", e
             Run.objects.filter(pk=run.pk).update(name=_default_name(run))
             run.name = _default_name(run)
         run.seq = _next_seq(run)
+        transaction.on_commit(lambda: _announce_run(run.pk))
     return run
 
 

@@ -31,6 +31,8 @@ from .sweeps import get_sweep_summary
 
 log = logging.getLogger(__name__)
 MAX_COMPARE = 4
+#: Rows the runs list shows (newest first; live arrivals push the oldest out).
+RUN_LIST_ROWS = 200
 #: Seed groups one compare page takes when they span several n (a credit-diffusion sweep's arms x n).
 MAX_SWEEP_COMPARE = 40
 
@@ -52,13 +54,19 @@ def _recipe_defaults() -> tuple[dict, list[str]]:
 @login_required
 def run_list(request: HttpRequest):
     """Newest runs first (`?group=<seed group>` shows one seed group); each row with its seed group
-    (one run per seed; a repeated seed's other runs are marked as left out of the group's mean)."""
+    (one run per seed; a repeated seed's other runs are marked as left out of the group's mean).
+    Live (static/js/pages/runs_list.js): runs created later arrive over `/ws/projects/<id>/runs/`,
+    one socket per project, from the newest run id at render time (`live_config`)."""
     project_ids = access.project_ids_for(request.user)
+    # read before the rows: a run created in between is in both, and the page keeps one row of it
+    sockets = [
+        {"project": p, "url": f"/ws/projects/{p}/runs/", "seq": services.last_run_id(p)} for p in sorted(project_ids)
+    ]
     qs = services.list_runs(project_ids)
     group = request.GET.get("group", "").strip()
     if group:
         qs = qs.filter(seed_group=group)
-    runs = list(qs[:200])
+    runs = list(qs[:RUN_LIST_ROWS])
     groups = services.list_seed_groups([r.seed_group for r in runs], project_ids)
     rows = [
         {
@@ -79,6 +87,7 @@ def run_list(request: HttpRequest):
             "group": group,
             "can_write": can_write,
             "read_only_hint": READ_ONLY_HINT,
+            "live_config": {"sockets": sockets, "group": group, "max_rows": RUN_LIST_ROWS},
         },
     )
 

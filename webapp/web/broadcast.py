@@ -92,6 +92,18 @@ def broadcast_run_delta(run_id: int, delta: dict[str, Any]) -> None:
     _send_group(run_group(run_id), _delta_message("run.delta", delta))
 
 
+def run_list_group(project_id: int) -> str:
+    return f"run-list-{project_id}"
+
+
+def broadcast_run_list(project_id: int, delta: dict[str, Any]) -> None:
+    """Send a runs-list delta (`{"type": "delta", "seq": N, "project": id, "runs": [run, ...]}`, N
+    the newest run's id; webapp.training.services.get_run_list_delta_since) to the viewers of the
+    project's runs list (`/ws/projects/<id>/runs/`): a run was created (its later changes travel
+    on `/ws/runs/<id>/`)."""
+    _send_group(run_list_group(project_id), _delta_message("run_list.delta", delta))
+
+
 def project_group(project_id: int) -> str:
     return f"project-{project_id}"
 

@@ -524,6 +524,30 @@ PATHS: dict[str, Any] = {
             },
         },
     },
+    "/api/traces/{trace_id}/close/": {
+        "post": {
+            "summary": "End the stream into a trace: its live state clears now, not after the idle time",
+            "description": "The sender's stream has ended (the Python client's TraceStream.close(), or leaving "
+            "`with client.stream(...)`): the trace's Live badge clears on its page and in the trace list at once "
+            "instead of after SWARMSCOPE_LIVE_IDLE_S without events, which stays the fallback. Viewers get one "
+            "delta without rows whose `trace.live` is false. No body needed. Idempotent: `closed` is false when "
+            "there was nothing to end. A later batch makes the trace live again. While a large batch is being "
+            "stored in chunks the answer is 503 with Retry-After (send again).",
+            "operationId": "closeTrace",
+            "parameters": [_path_id("trace_id")],
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "required": ["trace", "seq", "closed"],
+                        "properties": {"trace": OBJECT, "seq": {"type": "integer"}, "closed": {"type": "boolean"}},
+                    },
+                    "closed (or nothing to close): the trace, its seq, whether this call ended a stream",
+                ),
+                **_errors(401, 403, 404),
+            },
+        },
+    },
     "/api/traces/{trace_id}/snapshot/": {
         "get": {
             "summary": "The trace's live-protocol snapshot",

@@ -18,7 +18,9 @@
  * Live: deltas grow the model; the metrics panel (and its agents-alive chart) shows the newest
  * `metrics` message, the worker's recomputation while the trace streams (webapp/traces/services.py
  * `do_publish_metrics`), so it reads what a reload does. The badge says Live until the trace has
- * had no events for the server's idle time (`trace.live_idle_s`, SWARMSCOPE_LIVE_IDLE_S).
+ * had no events for the server's idle time (`trace.live_idle_s`, SWARMSCOPE_LIVE_IDLE_S), or
+ * until a delta says `trace.live: false` (the sender closed its stream, POST
+ * /api/traces/<id>/close/): then it says Recorded at once.
  *
  * `data-can-write="false"` (a viewer) with `data-read-only-hint` disables the counterfactual and
  * attribution controls, the hint as their tooltip; the server refuses those writes as well.
@@ -289,7 +291,8 @@ class TracePage {
     if (this.server && result.status === "applied") this.server.addEvents(fresh);
     if (result.status === "gap") this.requestResume(result.resumeFrom);
     else if (result.status === "applied") {
-      if (result.changes.events.length) this.liveUntil = performance.now() + this.liveWindowMs();
+      if (msg.trace?.live === false) this.liveUntil = 0; // the stream was closed
+      else if (result.changes.events.length) this.liveUntil = performance.now() + this.liveWindowMs();
       this.scheduleRender();
     }
   }

@@ -85,8 +85,9 @@ class RecordingClient(SwarmscopeClient):
 def test_stream_episode_builds_valid_batches(episode):
     client = RecordingClient()
     assert stream.stream_episode(client, episode, batch_size=5, speed=0) == 7
-    (method, path, created), *batches = client.requests
+    (method, path, created), *batches, close = client.requests
     assert (method, path) == ("POST", "/api/traces/")
+    assert close[:2] == ("POST", "/api/traces/7/close/"), "the stream ends with its close signal"
     assert created["source_id"] == episode.trace.source_id and created["system"] == "swarmsim"
     assert created["attributes"]["rewards"] == episode.trace.rewards
     assert all(path == "/api/traces/7/events/" for _, path, _ in batches) and len(batches) > 1
@@ -113,7 +114,7 @@ def test_each_policy_streams_its_own_trace_and_pivot12_streams_messages(monkeypa
     created = [body for client in clients for _, path, body in client.requests if path == "/api/traces/"]
     assert created[0]["source_id"].endswith("/fan-out") and created[1]["source_id"].endswith("/single")
     assert created[0]["source_id"].rsplit("/", 1)[0] == created[1]["source_id"].rsplit("/", 1)[0]
-    pivot = [e for _, path, body in clients[2].requests if path != "/api/traces/" for e in body["events"]]
+    pivot = [e for _, path, body in clients[2].requests if path.endswith("/events/") for e in body["events"]]
     assert created[2]["source_id"].startswith("pivot-12/0")
     assert sum(e["type"] == "message" for e in pivot) == 12
 

@@ -6,6 +6,7 @@
         trace.event(id="e1", t=0.0, type="spawn", agent="orchestrator", to="worker_1")
         trace.event(id="e2", t=0.4, type="message", agent="worker_1", to="orchestrator", content="...")
         trace.edge("e1", "e2", "spawn")
+    # leaving the block flushes and closes the stream: the trace stops showing as live at once
 
 Events are buffered and sent in batches (`batch_size` events or every `flush_interval` seconds);
 a batch that fails with a network error or a 5xx is retried with backoff (re-sending is safe:
@@ -164,6 +165,19 @@ class SwarmscopeClient:
         body = {"events": list(events), "edges": list(edges), "agents": list(agents), "labels": list(labels)}
         return self._request("POST", f"/api/traces/{trace_id}/events/", json.dumps(body).encode())
 
+    def close_trace(self, trace_id: int) -> dict[str, Any] | None:
+        """Tell the server the stream into trace `trace_id` has ended (`POST /api/traces/<id>/close/`):
+        its Live badge clears now rather than after the server's idle time. Idempotent; returns
+        `{trace, seq, closed}` (`closed` false when there was nothing to end), or None where the
+        server has no such call (an older one, answering 404 or 405: it falls back to its idle
+        time) or no longer has the trace."""
+        try:
+            return self._request("POST", f"/api/traces/{trace_id}/close/", b"{}")
+        except SwarmscopeError as exc:
+            if exc.status in (404, 405):
+                return None
+            raise
+
     def upload(self, path: str | Path) -> dict[str, Any]:
         """Import a trace file of any supported format; returns the per-file report."""
         path = Path(path)
@@ -208,13 +222,15 @@ class SwarmscopeClient:
         self, name: str, *, batch_size: int = 500, flush_interval: float = 0.5, **trace_fields: Any
     ) -> TraceStream:
         """A buffered stream into a new trace (`trace_fields` as for `create_trace`); use it as a
-        context manager, which flushes on exit."""
+        context manager, which flushes and closes it on exit (`TraceStream.close`)."""
         trace_id = self.create_trace(name, **trace_fields)["id"]
         return TraceStream(self, trace_id, batch_size=batch_size, flush_interval=flush_interval)
 
 
 class TraceStream:
-    """Buffers events and edges of one trace and sends them in batches from the caller's thread."""
+    """Buffers events and edges of one trace and sends them in batches from the caller's thread.
+    `close()` (or leaving the `with` block) sends what is left and tells the server the stream has
+    ended; queuing an event or edge after that raises ValueError."""
 
     def __init__(self, client: SwarmscopeClient, trace_id: int, *, batch_size: int = 500, flush_interval: float = 0.5):
         self.client, self.trace_id = client, trace_id
@@ -223,6 +239,7 @@ class TraceStream:
         self._edges: list[dict[str, str]] = []
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()
+        self.closed = False
 
     def event(self, **fields: Any) -> None:
         """Queue one event: `id`, `t` (s from trace start), `type`, `agent`, and optional fields.
@@ -230,11 +247,13 @@ class TraceStream:
         if "from_" in fields:
             fields["from"] = fields.pop("from_")
         with self._lock:
+            self._check_open()
             self._events.append(fields)
         self._maybe_flush()
 
     def edge(self, src: str, dst: str, type: str) -> None:
         with self._lock:
+            self._check_open()
             self._edges.append({"src": src, "dst": dst, "type": type})
         self._maybe_flush()
 
@@ -250,11 +269,37 @@ class TraceStream:
         if events or edges:
             self.client.send_batch(self.trace_id, events, edges=edges)
 
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError(f"the stream into trace {self.trace_id} is closed")
+
+    def close(self) -> None:
+        """Send what is buffered, then tell the server the stream has ended (`close_trace`): the
+        trace's live state clears at once. A second call does nothing. Raises SwarmscopeError as
+        `flush` does (the stream then stays open, so a retry sends the rest)."""
+        with self._lock:  # no event slips in between the last flush and the close
+            if self.closed:
+                return
+            self.closed = True
+        try:
+            self.flush()
+            self.client.close_trace(self.trace_id)
+        except BaseException:
+            self.closed = False
+            raise
+
     def __enter__(self) -> TraceStream:
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
-        self.flush()
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Close the stream; leaving with an exception, a failure to close does not hide it."""
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - the block's own exception is the one to see
+            pass
 
 
 #: The name to use: `Client()` reads its settings from the environment.
