@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
@@ -608,7 +608,8 @@ def insert_events(trace: Trace, events: list[core.Event], positions: Iterable[in
     insert_rows(Event, EVENT_INSERT_COLUMNS, event_rows(trace.pk, events, positions, seq))
 
 
-def create_agents(trace: Trace, agents: list[core.Agent], seq: int) -> None:
+def create_agents(trace: Trace, agents: Sequence[core.Agent | Agent], seq: int) -> None:
+    """Insert `agents` (core Agents, or Agent rows to insert again) under `seq`."""
     Agent.objects.bulk_create(
         [Agent(trace=trace, seq=seq, **{f: getattr(a, f) for f in AGENT_COLUMNS}) for a in agents],
         batch_size=BULK_BATCH,

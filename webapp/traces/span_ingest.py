@@ -380,9 +380,9 @@ def _apply_plan(row: Trace, plan: _BuildPlan) -> IngestResult:
     _write_events(row, events, seq)
     _delete(Edge, edges.removed)
     create_edges(row, edges.added, seq)
-    _delete(Agent, agents.removed)
-    Agent.objects.bulk_update(agents.changed, [*AGENT_COLUMNS, "seq"], batch_size=BULK_BATCH)
-    create_agents(row, agents.added, seq)
+    # A changed agent is deleted and inserted again, as events are (no row refers to an agent's pk).
+    _delete(Agent, agents.removed + [a.pk for a in agents.changed])
+    create_agents(row, [*agents.added, *agents.changed], seq)
     _delete(Label, labels.removed)
     create_labels(row, labels.added, seq)
     _set_from_build(row, build, seq, event_count=events.count, agent_count=agents.count)
@@ -465,11 +465,17 @@ def _diff_events_since(memo: _Derivation, build_events: list[core.Event], patter
     stored: dict[str, core.Event] = {}
     added, changed, raw_changes = [], [], []
     for i, e in raw.items():
-        if memo.raw.get(i) == e:
+        last = memo.raw.get(i)
+        if last == e:
             stored[i] = memo.stored[i]
             continue
-        after = stored[i] = redact_event(e, patterns)
         before = memo.stored.get(i)
+        if before is not None and last is not None and last.content == e.content and last.attributes == e.attributes:
+            # only times, type or ends moved (a parent arriving late moves the time origin): its
+            # redacted content is the stored one
+            after = stored[i] = dataclasses.replace(e, content=before.content, attributes=before.attributes)
+        else:
+            after = stored[i] = redact_event(e, patterns)
         if before is None:
             added.append(after)
         elif event_columns(before) != event_columns(after):
