@@ -142,6 +142,15 @@ def test_dockerfile_targets_copy_sources_and_entrypoints_exist(compose, dockerfi
     assert {".venv", "node_modules", "var"} <= set(ignored)
 
 
+def test_a_new_commit_rebuilds_no_dependency_layer(dockerfile):
+    """The code version (a build argument that changes with every commit) is declared after the
+    pip installs: declared before them, it invalidated their cached layers on every commit."""
+    app = [(word, rest) for stage, word, rest in instructions(dockerfile) if stage == "app"]
+    version = next(i for i, (word, rest) in enumerate(app) if word == "ARG" and "SWARMSCOPE_CODE_VERSION" in rest)
+    installs = [i for i, (word, rest) in enumerate(app) if word == "RUN" and "pip install" in rest]
+    assert len(installs) >= 2 and max(installs) < version, (installs, version)
+
+
 def test_requirements_gpu_pins_vllm():
     lines = [
         line.strip()
