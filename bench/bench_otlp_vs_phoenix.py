@@ -13,8 +13,9 @@ cases, one small warm-up trace (not reported) goes to each server.
   DJANGO_DEBUG=0) in a temporary SWARMSCOPE_DATA_DIR, with a token from `manage.py create_token
   admin`; once with OTLP/protobuf (`application/x-protobuf`), then, with a fresh data folder, with
   OTLP/JSON; with `--postgres URL`, once more with OTLP/protobuf on a new database of that
-  PostgreSQL server (dropped afterwards) instead of SQLite. It stores a batch's spans before answering; a trace past SWARMSCOPE_OTLP_SYNC_SPANS
-  spans is re-derived by its worker after the answer, so it counts as persisted once that is done.
+  PostgreSQL server (dropped afterwards) instead of SQLite. It stores a batch's spans before
+  answering; a trace past SWARMSCOPE_OTLP_SYNC_SPANS spans is re-derived by its worker after the
+  answer, so it counts as persisted once that is done.
 - Phoenix: `phoenix serve` of arize-phoenix `--phoenix-version`, installed into its own venv
   (`--phoenix-venv`, git-ignored) when that is missing or holds another version; embedded SQLite in
   a temporary PHOENIX_WORKING_DIR, bound to 127.0.0.1 (its gRPC port, unused here, listens on all
@@ -62,6 +63,7 @@ import http.client
 import json
 import os
 import platform
+import resource
 import shlex
 import signal
 import statistics
@@ -498,6 +500,7 @@ def scaling(sizes: list[int], seed: int, batch: int, repeats: int) -> list[dict[
                 "derive_ms": [round(wall, 1) for wall, _ in derived],
                 "derive_cpu_ms": [round(cpu, 1) for _, cpu in derived],
                 "load_1min": float(Path("/proc/loadavg").read_text().split()[0]),
+                "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             }
             rows.append(row)
             median = {key: statistics.median(row[key]) for key in row if key.endswith("_ms")}
@@ -505,7 +508,7 @@ def scaling(sizes: list[int], seed: int, batch: int, repeats: int) -> list[dict[
                 f"{row['spans']:>7,} spans (streamed and derived in {load_s:.1f} s): 1-span request "
                 f"{median['request_ms']:.1f} ms ({median['request_cpu_ms']:.1f} ms CPU), its re-derivation "
                 f"{median['derive_ms']:.1f} ms ({median['derive_cpu_ms']:.1f} ms CPU); medians of {repeats}, "
-                f"load {row['load_1min']}",
+                f"load {row['load_1min']}, peak RSS {row['max_rss_mb']} MB",
                 flush=True,
             )
         return rows
