@@ -6,6 +6,7 @@ class AccountsConfig(AppConfig):
     label = "accounts"
 
     def ready(self):
-        from . import revocation  # noqa: PLC0415 - models are loaded only once the app registry is ready
+        from . import login_throttle, revocation  # noqa: PLC0415 - models are loaded only once the app registry is ready
 
         revocation.connect_signals()
+        login_throttle.connect_signals()

@@ -40,8 +40,19 @@ def do_create_project(name: str, creator) -> Project:
     return project
 
 
+@transaction.atomic
 def do_add_member(project: Project, user, role: str = Membership.Role.ADMIN) -> Membership:
-    membership, _ = Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
+    """Make `user` a member of `project` with at least `role`: an existing member keeps the higher
+    of their role and `role` (Membership.RANK: admin > reviewer > viewer), so adding never lowers
+    a role, and never leaves the project without an admin. Lowering a role is `do_change_role`."""
+    if role not in Membership.RANK:
+        raise ValueError(f"unknown role {role!r}")
+    membership, created = Membership.objects.select_for_update().get_or_create(
+        project=project, user=user, defaults={"role": role}
+    )
+    if not created and Membership.RANK[role] > Membership.RANK[membership.role]:
+        membership.role = role
+        membership.save(update_fields=["role"])
     return membership
 
 
@@ -153,6 +164,16 @@ def project_ids_for(user=None, token: ApiToken | None = None) -> list[int]:
     return [p.pk for p in list_projects_of(user)]
 
 
+def get_ingest_project_id(user) -> int | None:
+    """The id of the project a session user's new traces, uploads and OTLP exports go to: the
+    first of their projects (by name) where they have WRITE_ROLE; None when there is none. What
+    the ingestion rate counts a session's requests against (a token counts against its own)."""
+    for project in list_projects_of(user):
+        if has_role(user, project.pk, WRITE_ROLE):
+            return project.pk
+    return None
+
+
 def get_role(user, project_id: int) -> str | None:
     """`user`'s role in the project: "viewer", "reviewer" or "admin"; "admin" for a superuser;
     None when they are not a member (callers answer 404 then, as for an unknown project)."""
@@ -222,7 +243,8 @@ def check_invitation(raw: str) -> Invitation | None:
 
 @transaction.atomic
 def do_accept_invitation(invitation: Invitation, user) -> Membership:
-    """Make `user` a member with the invitation's role and mark the invitation used (once)."""
+    """Make `user` a member with the invitation's role, or keep their role where it is higher
+    (`do_add_member`: accepting never lowers a role), and mark the invitation used (once)."""
     updated = Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True).update(
         accepted_at=timezone.now(), accepted_by=user
     )

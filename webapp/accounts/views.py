@@ -11,6 +11,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.exceptions import PermissionDenied
@@ -22,7 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from swarmscope.inputs import InputError, parse_int, text_refusal
 
-from . import datacare, services
+from . import datacare, login_throttle, services
 from .models import ApiToken, Invitation, Membership, Project
 
 NEW_INVITE_KEY = "swarmscope_new_invitation"
@@ -222,7 +223,7 @@ def invitation(request: HttpRequest, key: str):
             user.email = invite.email
             user.save()
             services.do_accept_invitation(invite, user)
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            login(request, user, backend="webapp.accounts.login_throttle.ThrottledModelBackend")
             messages.info(request, f"Welcome, {user.username}: you joined {invite.project.name} as {invite.role}.")
             return redirect("trace-list")
     return render(request, "accounts/invitation.html", {"invite": invite, "form": form})
@@ -263,3 +264,20 @@ def token_revoke(request: HttpRequest, token_id: int):
     services.do_revoke_token(token)
     messages.info(request, f"Token {token.prefix}… revoked.")
     return redirect("tokens")
+
+
+class ThrottledLoginView(auth_views.LoginView):
+    """Django's login page, answering 429 with when to try again, without checking the password,
+    while the user name or the client address is over the failed-login limit (login_throttle)."""
+
+    def post(self, request: HttpRequest, *args, **kwargs):
+        username = request.POST.get("username", "")
+        wait = login_throttle.check_login_allowed(username, login_throttle.client_address(request))
+        if wait is None:
+            return super().post(request, *args, **kwargs)
+        context = self.get_context_data(
+            form=self.get_form_class()(request), throttled=login_throttle.retry_message(wait)
+        )
+        response = self.render_to_response(context, status=429)
+        response["Retry-After"] = str(wait)
+        return response

@@ -267,10 +267,20 @@ SWARMSCOPE_REDACT_PATTERNS = (
     ]
 )
 
-# Ingestion rate per API token (webapp.accounts.ratelimit): at most this many ingestion requests
-# (trace create, event batches, uploads, OTLP) per window; over it the API answers 429 with Retry-After.
+# Ingestion rates (webapp.accounts.ratelimit): at most SWARMSCOPE_INGEST_RATE ingestion requests
+# (trace create, event batches, uploads, OTLP) per window per user, all their API tokens and their
+# browser session together, and at most SWARMSCOPE_INGEST_RATE_PROJECT per project, all its members
+# together (default: four users' worth); over either the API answers 429 with Retry-After. 0: no limit.
 SWARMSCOPE_INGEST_RATE = int(os.environ.get("SWARMSCOPE_INGEST_RATE", 6000))
+SWARMSCOPE_INGEST_RATE_PROJECT = int(os.environ.get("SWARMSCOPE_INGEST_RATE_PROJECT", 4 * SWARMSCOPE_INGEST_RATE))
 SWARMSCOPE_INGEST_RATE_WINDOW_S = int(os.environ.get("SWARMSCOPE_INGEST_RATE_WINDOW_S", 60))
+# Failed logins (webapp.accounts.login_throttle): after SWARMSCOPE_LOGIN_FAILURES wrong passwords for
+# one user name, or from one client address, within SWARMSCOPE_LOGIN_WINDOW_S seconds, the login page
+# answers 429 (saying when to try again) without checking the password. 0: no limit.
+SWARMSCOPE_LOGIN_FAILURES = int(os.environ.get("SWARMSCOPE_LOGIN_FAILURES", 10))
+SWARMSCOPE_LOGIN_WINDOW_S = int(os.environ.get("SWARMSCOPE_LOGIN_WINDOW_S", 900))
+# Django's ModelBackend, refusing logins over that limit on every login form (the admin's too).
+AUTHENTICATION_BACKENDS = ["webapp.accounts.login_throttle.ThrottledModelBackend"]
 # The rate counters live in the cache: Redis when there is one (shared by every web process), else
 # this process's memory.
 if REDIS_URL:

@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from webapp.accounts.views import ThrottledLoginView
 from webapp.web.openapi import openapi_document
 
 from .health import healthz
@@ -12,6 +13,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/openapi.json", openapi_document, name="api-openapi"),
     path("", include("webapp.accounts.urls")),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),  # failed logins throttled
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("webapp.traces.urls")),
     path("", include("webapp.counterfactuals.urls")),

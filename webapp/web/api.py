@@ -31,6 +31,7 @@ from webapp.accounts.services import (
     PermissionRefused,
     authenticate_token,
     check_role,
+    get_ingest_project_id,
     has_role,
     list_projects_of,
     project_ids_for,
@@ -92,19 +93,17 @@ def _authenticate(request: HttpRequest) -> JsonResponse | None:
 
 
 def _over_ingest_rate(request: HttpRequest) -> JsonResponse | None:
-    """The 429 answer (with Retry-After) when the token is over its ingestion rate, else None."""
-    if request.token is None or request.method != "POST":
+    """The 429 answer (with Retry-After) when the caller's user or project is over its ingestion
+    rate (webapp.accounts.ratelimit), else None. A session's project: the one it writes new traces to."""
+    if request.method != "POST":
         return None
-    retry_after = check_ingest_rate(request.token.pk)
-    if retry_after is None:
+    user = request.token.user if request.token is not None else request.user
+    project_id = request.token.project_id if request.token is not None else get_ingest_project_id(user)
+    refused = check_ingest_rate(user.pk, project_id)
+    if refused is None:
         return None
-    response = json_error(
-        429,
-        f"over the ingestion rate of {settings.SWARMSCOPE_INGEST_RATE} requests "
-        f"per {settings.SWARMSCOPE_INGEST_RATE_WINDOW_S} s for this token",
-        retry_after_s=retry_after,
-    )
-    response["Retry-After"] = str(retry_after)
+    response = json_error(429, refused.message, retry_after_s=refused.retry_after_s)
+    response["Retry-After"] = str(refused.retry_after_s)
     return response
 
 
@@ -113,7 +112,8 @@ def api_view(*methods: str, ingest: bool = False):
     answer 401 without one, 405 for other methods. Token requests are exempt from CSRF.
     Ids in the path beyond 64 bits answer 404; bodies over SWARMSCOPE_MAX_UPLOAD_BYTES 413;
     a role too low for the write (PermissionRefused, e.g. from `check_write`) 403.
-    `ingest` views count against the token's ingestion rate (over it: 429 with Retry-After)."""
+    `ingest` views count against the caller's user and project ingestion rates (over one: 429
+    with Retry-After)."""
 
     def decorate(view: Callable) -> Callable:
         @functools.wraps(view)

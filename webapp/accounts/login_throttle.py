@@ -1,0 +1,117 @@
+"""Failed-login throttle: counters in Django's cache (Redis in production, shared by every web
+process), one per user name and one per client address.
+
+After SWARMSCOPE_LOGIN_FAILURES failed logins for a user name (compared ignoring case), or from a
+client address (REMOTE_ADDR; Daphne sets it from X-Forwarded-For behind a trusted proxy), within
+SWARMSCOPE_LOGIN_WINDOW_S seconds of the first of them, logins for that name or from that address
+are refused until the window ends: the login page answers 429 saying when to try again, and
+`ThrottledModelBackend` refuses every other login form (the admin's) without checking the password.
+Failures are counted from Django's `user_login_failed` signal; a successful login clears its user
+name's counter (not the address's, so a caller's own account cannot reset it). A cache that is down
+lets logins through.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+
+from django.conf import settings
+from django.contrib.auth import user_logged_in, user_login_failed
+from django.contrib.auth.backends import ModelBackend
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
+
+log = logging.getLogger(__name__)
+
+
+def _keys(username: str | None, address: str | None) -> list[str]:
+    keys = []
+    if username:
+        digest = hashlib.sha256(username.casefold().encode("utf-8", "replace")).hexdigest()
+        keys.append(f"swarmscope:login-failures:user:{digest}")
+    if address:
+        keys.append(f"swarmscope:login-failures:address:{address}")
+    return keys
+
+
+def client_address(request) -> str | None:
+    """The caller's address (REMOTE_ADDR), or None without a request (e.g. `Client.login`)."""
+    return (request.META.get("REMOTE_ADDR") or None) if request is not None else None
+
+
+def check_login_allowed(username: str | None, address: str | None, *, now: float | None = None) -> int | None:
+    """None when a login for `username` from `address` may be tried, else the whole seconds
+    (>= 1) until the window of the counter that is over the limit ends. Counts nothing."""
+    limit = settings.SWARMSCOPE_LOGIN_FAILURES
+    if limit <= 0:
+        return None
+    now = time.time() if now is None else now
+    wait = 0.0
+    try:
+        for key in _keys(username, address):
+            if (cache.get(key) or 0) >= limit:
+                wait = max(wait, (cache.get(f"{key}:until") or now + 1) - now)
+    except Exception:  # noqa: BLE001 - a broken cache must not lock everybody out
+        log.warning("login throttle cache unavailable; login let through", exc_info=True)
+        return None
+    return max(1, math.ceil(wait)) if wait > 0 else None
+
+
+def do_count_login_failure(username: str | None, address: str | None, *, now: float | None = None) -> None:
+    """Count one failed login for `username` and from `address` (a window starts at the first)."""
+    window = settings.SWARMSCOPE_LOGIN_WINDOW_S
+    now = time.time() if now is None else now
+    try:
+        for key in _keys(username, address):
+            if cache.add(key, 0, timeout=window):
+                cache.set(f"{key}:until", now + window, timeout=window)
+            cache.incr(key)
+    except Exception:  # noqa: BLE001
+        log.warning("login throttle cache unavailable; failure not counted", exc_info=True)
+
+
+def do_clear_login_failures(username: str) -> None:
+    """Forget the failed logins of `username` (after a successful login)."""
+    try:
+        cache.delete_many([k for key in _keys(username, None) for k in (key, f"{key}:until")])
+    except Exception:  # noqa: BLE001
+        log.warning("login throttle cache unavailable; failures not cleared", exc_info=True)
+
+
+def retry_message(seconds: int) -> str:
+    """What the login page says while refusing: when to try again, in minutes (or seconds)."""
+    when = f"{math.ceil(seconds / 60)} minute(s)" if seconds >= 60 else f"{seconds} second(s)"
+    return f"Too many failed logins for this user name or from this address. Try again in {when}."
+
+
+class ThrottledModelBackend(ModelBackend):
+    """Django's ModelBackend, refusing (PermissionDenied: no other backend is tried, the password is
+    not checked) while the user name or the address is over the failed-login limit."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        name = username if username is not None else kwargs.get(self._username_field())
+        if check_login_allowed(name, client_address(request)) is not None:
+            raise PermissionDenied("too many failed logins")
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
+    @staticmethod
+    def _username_field() -> str:
+        from django.contrib.auth import get_user_model  # noqa: PLC0415 - the user model is swappable
+
+        return get_user_model().USERNAME_FIELD
+
+
+def _on_login_failed(sender, credentials, request=None, **kwargs) -> None:
+    do_count_login_failure(credentials.get("username"), client_address(request))
+
+
+def _on_logged_in(sender, request, user, **kwargs) -> None:
+    do_clear_login_failures(user.get_username())
+
+
+def connect_signals() -> None:
+    user_login_failed.connect(_on_login_failed, dispatch_uid="swarmscope-login-throttle-failed")
+    user_logged_in.connect(_on_logged_in, dispatch_uid="swarmscope-login-throttle-logged-in")
