@@ -235,6 +235,10 @@ class TracePage {
   }
 
   async fetchSnapshot(url) {
+    // The first call's request is the one templates/traces/trace_detail.html preloads (`<link
+    // rel="preload" as="fetch" crossorigin>`, started before the modules load): it is used only
+    // while this stays a GET of the same URL with credentials "same-origin" (what `crossorigin`
+    // means for this site); otherwise the browser fetches the snapshot twice.
     try {
       const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
