@@ -182,3 +182,55 @@ def test_register_speaks_grpc_to_the_receivers_port_and_refuses_other_protocols(
         register(endpoint="http://127.0.0.1:1", api_key="ssk_x", protocol="http/json")
     with pytest.raises(ValueError, match="SWARMSCOPE_URL"):
         register(api_key="ssk_x", set_global_tracer_provider=False)
+
+
+def test_create_trace_sends_one_idempotency_key_that_its_retries_reuse(scripted, monkeypatch):
+    url, answers, seen = scripted
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    answers += [(503, {}, {"error": "busy"}), (502, {}, {"error": "gateway"}), (201, {}, {"trace": {"id": 7}})]
+    answers += [(201, {}, {"trace": {"id": 8}})]
+    client = SwarmscopeClient(url, "ssk_x")
+    assert client.create_trace("run")["id"] == 7
+    keys = [headers.get("idempotency-key") for _, _, _, headers in seen]
+    assert len(keys) == 3 and keys[0] is not None and len(set(keys)) == 1  # one logical call, one key
+    assert keys[0].startswith('"') and keys[0].endswith('"')  # an sf-string, as the IETF draft writes it
+    assert client.create_trace("run")["id"] == 8
+    assert seen[-1][3]["idempotency-key"] != keys[0]  # a new call, a fresh key
+
+
+def test_a_failed_flush_keeps_its_batch_in_order_for_the_next_one(scripted):
+    url, answers, seen = scripted
+    client = SwarmscopeClient(url, "ssk_x", retries=0)
+    trace = swarmscope_client.TraceStream(client, 7, batch_size=1000, flush_interval=3600)
+    trace.event(id="e1", t=0.0, type="message", agent="a")
+    trace.event(id="e2", t=1.0, type="message", agent="a")
+    trace.edge("e1", "e2", "causal")
+    answers += [(500, {}, {"error": "down"})]
+    with pytest.raises(SwarmscopeError):
+        trace.flush()
+    trace.event(id="e3", t=2.0, type="message", agent="a")  # queued after the failure
+    answers += [(200, {}, {"seq": 2}), (200, {}, {"closed": True})]
+    trace.close()
+    sent = json.loads(seen[1][2])
+    assert [e["id"] for e in sent["events"]] == ["e1", "e2", "e3"] and sent["edges"] == [
+        {"src": "e1", "dst": "e2", "type": "causal"}
+    ]
+    assert [path for _, path, _, _ in seen] == ["/api/traces/7/events/"] * 2 + ["/api/traces/7/close/"]
+
+
+def test_a_network_failure_keeps_the_batch_and_a_refused_batch_is_not_sent_again(scripted):
+    url, answers, seen = scripted
+    client = SwarmscopeClient(url, "ssk_x", retries=0, timeout=5)
+    dead = swarmscope_client.TraceStream(SwarmscopeClient("http://127.0.0.1:9", "ssk_x", retries=0), 7)
+    dead.event(id="e1", t=0.0, type="message", agent="a")
+    with pytest.raises(OSError):  # nothing listens on port 9: connection refused
+        dead.flush()
+    assert [e["id"] for e in dead._events] == ["e1"]
+    trace = swarmscope_client.TraceStream(client, 7, flush_interval=3600)
+    trace.event(id="e1", t="x", type="message", agent="a")
+    answers += [(400, {}, {"error": "must be a number", "field": "t", "index": 0})]
+    with pytest.raises(SwarmscopeError):
+        trace.flush()
+    answers += [(200, {}, {"closed": True})]
+    trace.close()  # the refused batch is gone: the close is all that is sent
+    assert [path for _, path, _, _ in seen] == ["/api/traces/7/events/", "/api/traces/7/close/"]

@@ -12,8 +12,10 @@ import csv
 import io
 import json
 
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from webapp.traces import idempotency
 from webapp.traces.api import get_trace
 from webapp.web.api import BodyError, api_view, check_write, json_body, json_error
 from webapp.web.validation import InputError, query_int
@@ -64,27 +66,55 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
     """Request a job: `{"intervention": {...}, "n": N, "backend": "sim", "seed": 0, "epsilon": ε?,
     "confirmed": bool}` -> 202 with the job; 400 `{"error", "field"}` for what cannot run. A job on
     an LLM backend needs `"confirmed": true` (after `.../counterfactuals/estimate/`), else 400
-    naming `confirmed`."""
+    naming `confirmed`. With an `Idempotency-Key` header (webapp.traces.idempotency) a repeat of
+    the request answers the first's job (202, `Idempotent-Replayed: true`) and starts none; the
+    key with another body answers 422."""
     trace = get_trace(request, trace_id)
     if trace is None:
         return json_error(404, "no such trace")
     check_write(request, trace.project_id, "requesting a counterfactual job")
+    try:
+        key = idempotency.check_key(request)
+    except idempotency.KeyProblem as exc:
+        return exc.response()
     body = _json_object(request, COUNTERFACTUAL_FIELDS, ("intervention",))
     if isinstance(body, JsonResponse):
         return body
     try:
         costs.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
-        job = services.request_counterfactual(
-            trace,
-            body["intervention"],
-            body.get("n", 32),
-            body.get("backend", "sim"),
-            body.get("seed", 0),
-            body.get("epsilon"),
-        )
+        with transaction.atomic():  # the key's claim and the job: both or neither
+            claim = None
+            if key is not None:
+                endpoint = f"POST /api/traces/{trace.pk}/counterfactuals/"
+                claim = idempotency.do_claim(
+                    trace.project, key, endpoint, idempotency.request_hash(request, request.body)
+                )
+                if claim.object_id is not None:
+                    return _replayed_job(request, claim.object_id)
+            job = services.request_counterfactual(
+                trace,
+                body["intervention"],
+                body.get("n", 32),
+                body.get("backend", "sim"),
+                body.get("seed", 0),
+                body.get("epsilon"),
+            )
+            if claim is not None:
+                idempotency.do_bind(claim, job.pk, 202)
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
+    except idempotency.KeyProblem as exc:
+        return exc.response()
     return JsonResponse(wire.job_wire(job), status=202)
+
+
+def _replayed_job(request: HttpRequest, job_id: int) -> JsonResponse:
+    """The answer to a repeat of a job request (same `Idempotency-Key` and body): the job the first
+    created, as it is now, 202 like the first; 404 where it was deleted since."""
+    job = services.get_job_for(job_id, request.project_ids)
+    if job is None:
+        return json_error(404, f"the job created with this {idempotency.HEADER} was deleted")
+    return idempotency.replayed(JsonResponse(wire.job_wire(job), status=202))
 
 
 @api_view("POST")

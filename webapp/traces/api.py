@@ -42,7 +42,7 @@ from webapp.web.validation import (
     text_problem,
 )
 
-from . import ingest, live, services, span_ingest
+from . import idempotency, ingest, live, services, span_ingest
 from .models import Trace
 
 MAX_PAGE_SIZE = 200
@@ -52,8 +52,14 @@ def get_trace(request: HttpRequest, trace_id: int) -> Trace | None:
     return Trace.objects.select_related("project").filter(pk=trace_id, project_id__in=request.project_ids).first()
 
 
-#: Keys of an object batch; an object with none of them is taken as a single event.
+#: Keys of an object batch; an object with none of them is taken as a single event (but one whose
+#: only key is `attributes`: an event needs an `id`, and attributes alone are the trace's).
 BATCH_KEYS = frozenset({"events", "edges", "agents", "labels", "rewards", "costs", "metrics"})
+
+
+def is_batch_object(doc: dict[str, Any]) -> bool:
+    """Whether the JSON object `doc` is a batch (BATCH_KEYS), not a single event."""
+    return bool(BATCH_KEYS & doc.keys()) or doc.keys() == {"attributes"}
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
@@ -126,7 +132,9 @@ def _consume(items: list[Any], build) -> list[Any]:
 
 
 def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
-    """An API batch (events array, or {events, edges, agents, labels}) as a trace fragment."""
+    """An API batch (events array, or {events, edges, agents, labels, rewards, costs, metrics,
+    attributes}) as a trace fragment; the four objects merge into the trace's, key by key, even
+    in a batch without events (`ingest.do_ingest`)."""
     if isinstance(doc, list):
         doc = {"events": doc}
     if not isinstance(doc, dict):
@@ -139,7 +147,7 @@ def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
     fragment.edges = _consume(doc.get("edges") or [], core.edge_from_dict)
     fragment.agents = _consume(doc.get("agents") or [], core.agent_from_dict)
     fragment.labels = _consume(doc.get("labels") or [], core.label_from_dict)
-    for name in ("rewards", "costs", "metrics"):
+    for name in ("rewards", "costs", "metrics", "attributes"):
         value = doc.get(name)
         if value is not None:
             if not isinstance(value, dict):
@@ -157,31 +165,67 @@ def busy(exc: ingest.TraceBusy | ingest.StagingLost) -> JsonResponse:
     return response
 
 
-def _ingest_response(project, fragment: core.Trace, trace: Trace | None = None, *, status: int = 200):
+def _ingest(project, fragment: core.Trace, trace: Trace | None = None) -> ingest.IngestResult | JsonResponse:
+    """`ingest.do_ingest` of a live batch, or the answer refusing it (409, 400, 503)."""
     try:
-        result = ingest.do_ingest(project, fragment, trace=trace, live=True)
+        return ingest.do_ingest(project, fragment, trace=trace, live=True)
     except IngestConflict as exc:
         return JsonResponse(exc.error.as_dict(), status=409)
     except core.TraceValidationError as exc:
         return JsonResponse(exc.as_dict(), status=400)
     except (ingest.TraceBusy, ingest.StagingLost) as exc:
         return busy(exc)
-    return JsonResponse(
-        {
-            "trace": services.trace_summary(result.trace),
-            "seq": result.seq,
-            "events_added": result.events_added,
-            "events_updated": result.events_updated,
-        },
-        status=201 if result.created else status,
+
+
+def _batch_answer(trace: Trace, seq: int, added: int, updated: int, status: int) -> JsonResponse:
+    summary = services.trace_summary(trace)
+    return JsonResponse({"trace": summary, "seq": seq, "events_added": added, "events_updated": updated}, status=status)
+
+
+def _ingest_response(project, fragment: core.Trace, trace: Trace | None = None, *, status: int = 200):
+    result = _ingest(project, fragment, trace)
+    if isinstance(result, JsonResponse):
+        return result
+    return _batch_answer(
+        result.trace, result.seq, result.events_added, result.events_updated, 201 if result.created else status
     )
+
+
+#: `IdempotencyKey.endpoint` of trace creation.
+CREATE_TRACE = "POST /api/traces/"
+
+
+def _create_once(request: HttpRequest, project, fragment: core.Trace, key: str, body: bytes) -> JsonResponse:
+    """Create the trace of `fragment` under `Idempotency-Key` `key` (webapp.traces.idempotency):
+    the creation and its first batch are one transaction with the key's claim, so a refused batch
+    frees the key. A repeat of the request answers the trace the first created, with its status
+    (201, or 200 where `source_id` found a stored trace), the trace as it is now and no events
+    added; the same key with another body answers 422."""
+    with transaction.atomic():
+        try:
+            claim = idempotency.do_claim(project, key, CREATE_TRACE, idempotency.request_hash(request, body))
+        except idempotency.KeyProblem as exc:
+            return exc.response()
+        if claim.object_id is not None:
+            stored = Trace.objects.filter(pk=claim.object_id).first()
+            if stored is None:
+                return json_error(404, f"the trace created with this {idempotency.HEADER} was deleted")
+            return idempotency.replayed(_batch_answer(stored, stored.seq, 0, 0, claim.status or 201))
+        result = _ingest(project, fragment)
+        if isinstance(result, JsonResponse):
+            transaction.set_rollback(True)  # the key is free again: nothing was created
+            return result
+        status = 201 if result.created else 200
+        idempotency.do_bind(claim, result.trace.pk, status)
+        return _batch_answer(result.trace, result.seq, result.events_added, result.events_updated, status)
 
 
 @api_view("GET", "POST", ingest=True)
 def traces(request: HttpRequest):
     """GET: paginated list (`page`, `page_size`, `q`, `session`: one session's traces). POST: create
     a trace (`name`, `system`, `source_id`, `attributes`, and optionally a first batch of
-    `events`/`edges`/`agents`)."""
+    `events`/`edges`/`agents`); with an `Idempotency-Key` header, a retry creates nothing
+    (`_create_once`)."""
     if request.method == "GET":
         try:
             size = query_int(request.GET, "page_size", 50, low=1, high=MAX_PAGE_SIZE, clamp=True)
@@ -205,7 +249,12 @@ def traces(request: HttpRequest):
     if project is None:
         return json_error(403, "you are not a member of any project")
     try:
-        doc = parse_body(read_body(request) or b"{}")
+        key = idempotency.check_key(request)
+    except idempotency.KeyProblem as exc:
+        return exc.response()
+    try:
+        body = read_body(request)
+        doc = parse_body(body or b"{}")
         if not isinstance(doc, dict):
             raise core.TraceValidationError("body must be a JSON object", kind="body")
         for name in ("name", "system", "source_id"):
@@ -234,6 +283,8 @@ def traces(request: HttpRequest):
         )
     except BODY_ERRORS as exc:
         return bad_body(exc)
+    if key is not None:
+        return _create_once(request, project, fragment, key, body)
     return _ingest_response(project, fragment)
 
 
@@ -247,7 +298,10 @@ def trace_detail(request: HttpRequest, trace_id: int):
 
 @api_view("POST", ingest=True)
 def trace_events(request: HttpRequest, trace_id: int):
-    """Append a batch: a JSON array of events, NDJSON, or {events, edges, agents, labels}.
+    """Append a batch: a JSON array of events, NDJSON, or {events, edges, agents, labels, rewards,
+    costs, metrics, attributes}. A batch of rewards (costs, ...) alone is stored like any other
+    (new seq, a delta to viewers); one changing nothing keeps the seq. A re-sent event (same id,
+    same content) is a no-op, so resending a batch whose answer was lost stores nothing twice.
     400 names the bad event's index and field; 409 when it contradicts stored events."""
     trace = get_trace(request, trace_id)
     if trace is None:
@@ -260,7 +314,7 @@ def trace_events(request: HttpRequest, trace_id: int):
             fragment = core.Trace(source_format=trace.source_format, source_id=trace.source_id, events=events)
         else:
             doc = parse_body(body)
-            if isinstance(doc, dict) and doc and not BATCH_KEYS & doc.keys():
+            if isinstance(doc, dict) and doc and not is_batch_object(doc):
                 doc = [doc]  # one event (a one-line NDJSON body): refused with its field if it is not one
             fragment = _fragment_from_batch(trace, doc)
     except BODY_ERRORS as exc:

@@ -165,7 +165,7 @@ def do_ingest(
                 else:
                     stored = _StoredRows() if created else _read_stored(row, fragment)
                     plan = plan_batch(stored.state, fragment)
-                if plan.empty and not created:
+                if plan.empty and not created and not _changes_fields(row, fragment):
                     return IngestResult(row, False, row.seq, 0, 0)
                 seq = row.seq + 1
                 if staged_rows(plan) <= settings.SWARMSCOPE_INGEST_CHUNK_ROWS:
@@ -196,6 +196,20 @@ def _redact(fragment: core.Trace) -> core.Trace:
     rest = redact_trace(dataclasses.replace(fragment, events=[]), patterns)
     rest.events = events
     return rest
+
+
+#: The trace-level fields a batch merges into the stored trace (as `_add_to_trace` does).
+MERGED_FIELDS = ("rewards", "costs", "metrics", "attributes")
+
+
+def _changes_fields(row: Trace, fragment: core.Trace) -> bool:
+    """Whether merging the fragment's rewards, costs, metrics or attributes changes the stored
+    trace: a batch of those alone (an episode's reward, reported at its end) is a write with its
+    own seq and delta, not a no-op; one repeating the stored values is."""
+    return any(
+        getattr(fragment, name) and {**getattr(row, name), **getattr(fragment, name)} != getattr(row, name)
+        for name in MERGED_FIELDS
+    )
 
 
 def _fragment_rows(fragment: core.Trace) -> int:

@@ -232,3 +232,26 @@ class TraceFacetCount(models.Model):
                 fields=["project", "kind", "source_format", "system", "labelled", "outcome"], name="trace_facet_cell"
             )
         ]
+
+
+class IdempotencyKey(models.Model):
+    """One `Idempotency-Key` request header (IETF draft-ietf-httpapi-idempotency-key-header) of a
+    POST that creates something: `POST /api/traces/` (a trace) and `POST
+    /api/traces/<id>/counterfactuals/` (a job). `endpoint` names the call ("POST /api/traces/");
+    `request_hash` is the SHA-256 of the caller's user id and the request body; `object_id` the id
+    of what the first request created (null only inside that request's transaction) and `status`
+    its HTTP status. Unique per (project, key, endpoint), so two concurrent retries cannot both
+    create; kept IDEMPOTENCY_KEY_TTL (24 h), then deleted (webapp.traces.idempotency)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    endpoint = models.CharField(max_length=200)
+    request_hash = models.CharField(max_length=64)
+    object_id = models.BigIntegerField(null=True, blank=True)
+    status = models.PositiveSmallIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "key", "endpoint"], name="idempotency_key_once_per_endpoint")
+        ]

@@ -6,6 +6,7 @@ from swarmscope.importers import otlp
 from webapp.accounts.models import Project
 
 from .datacare import do_delete_expired_traces
+from .idempotency import do_delete_expired_keys
 from .models import Trace
 from .services import do_publish_metrics, get_computed_metrics
 from .span_ingest import do_derive_spans
@@ -49,7 +50,10 @@ def derive_pending_spans() -> int:
 @shared_task
 def delete_expired_traces(project_id: int | None = None) -> dict[int, int]:
     """Delete traces older than their project's retention period (Celery beat runs this hourly,
-    see CELERY_BEAT_SCHEDULE). With `project_id`, only that project. Returns {project id: deleted}."""
+    see CELERY_BEAT_SCHEDULE). With `project_id`, only that project. Returns {project id: deleted}.
+    The hourly run (no `project_id`) also deletes expired `Idempotency-Key`s (webapp.traces.idempotency)."""
+    if project_id is None:
+        do_delete_expired_keys()
     ids = (
         [project_id]
         if project_id is not None

@@ -10,8 +10,10 @@
 
 Events are buffered and sent in batches (`batch_size` events or every `flush_interval` seconds);
 a batch that fails with a network error or a 5xx is retried with backoff (re-sending is safe:
-the server treats an event re-sent with the same id as a no-op). A 4xx raises SwarmscopeError
-carrying the server's JSON (which names the bad event index and field).
+the server treats an event re-sent with the same id as a no-op), and one that still fails stays
+buffered for the next flush. Creating a trace sends an `Idempotency-Key`, so its retries create
+one trace. A 4xx raises SwarmscopeError carrying the server's JSON (which names the bad event
+index and field).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -108,20 +111,27 @@ class SwarmscopeClient:
         return resource
 
     def _request(
-        self, method: str, path: str, body: bytes | None = None, content_type: str = "application/json"
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+        *,
+        idempotency_key: str | None = None,
     ) -> Any:
+        """Send one logical call, resending it after a 5xx, a 429 or a network error (`retries`
+        times, backoff 0.5 s doubling to 8 s); every resend carries the same `Idempotency-Key`
+        when one is given, so the server creates what the call creates once."""
+        headers = {
+            "Authorization": f"Bearer {self.api_key}",
+            "Content-Type": content_type,
+            "Accept": "application/json",
+        }
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = f'"{idempotency_key}"'  # an sf-string (IETF draft)
         delay = 0.5
         for attempt in range(self.retries + 1):
-            request = urllib.request.Request(
-                self.url + path,
-                data=body,
-                method=method,
-                headers={
-                    "Authorization": f"Bearer {self.api_key}",
-                    "Content-Type": content_type,
-                    "Accept": "application/json",
-                },
-            )
+            request = urllib.request.Request(self.url + path, data=body, method=method, headers=headers)
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     payload = response.read()
@@ -147,9 +157,12 @@ class SwarmscopeClient:
     def create_trace(
         self, name: str, *, system: str = "", source_id: str = "", attributes: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """Create a trace (or find it again by `source_id`); returns the trace resource."""
+        """Create a trace (or find it again by `source_id`); returns the trace resource. The call
+        carries a fresh `Idempotency-Key` (uuid4) that its resends reuse: a retry after a timeout
+        answers the trace the first attempt created instead of creating another."""
         body = {"name": name, "system": system, "source_id": source_id, "attributes": attributes or {}}
-        trace = self._request("POST", "/api/traces/", json.dumps(body).encode())["trace"]
+        key = str(uuid.uuid4())
+        trace = self._request("POST", "/api/traces/", json.dumps(body).encode(), idempotency_key=key)["trace"]
         return self._check_project(trace, "trace")
 
     def send_batch(
@@ -262,12 +275,32 @@ class TraceStream:
             self.flush()
 
     def flush(self) -> None:
+        """Send the buffered events and edges as one batch. Where the send fails for a reason
+        that may pass (a network error, a timeout, a 5xx or 429 after the client's retries; the
+        exception propagates) they go back to the front of the buffer, in order, so the next flush
+        or `close` sends them again: safe even when the server stored the batch and only its
+        answer was lost, as a re-sent event (same id and content) is a no-op. A batch the server
+        refused (another 4xx: SwarmscopeError naming the bad event) is not kept: it cannot pass."""
         with self._lock:
             events, edges = self._events, self._edges
             self._events, self._edges = [], []
             self._last_flush = time.monotonic()
-        if events or edges:
+        if not (events or edges):
+            return
+        try:
             self.client.send_batch(self.trace_id, events, edges=edges)
+        except SwarmscopeError as exc:
+            if exc.status >= 500 or exc.status == 429:
+                self._requeue(events, edges)
+            raise
+        except BaseException:
+            self._requeue(events, edges)
+            raise
+
+    def _requeue(self, events: list[dict[str, Any]], edges: list[dict[str, str]]) -> None:
+        """Put a batch whose send failed back before what was queued meanwhile."""
+        with self._lock:
+            self._events[:0], self._edges[:0] = events, edges
 
     def _check_open(self) -> None:
         if self.closed:
