@@ -36,6 +36,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         405: "method not allowed",
         409: "contradicts stored events; nothing of the batch is stored",
         413: "request body over SWARMSCOPE_MAX_UPLOAD_BYTES",
+        422: "this `Idempotency-Key` was used for another request (another body or user); `field` names the header",
         429: "over the token's ingestion rate; the `Retry-After` header says when to try again",
     }
     return {str(c): _json(ERROR, text[c]) for c in codes}
@@ -47,6 +48,21 @@ def _path_id(name: str) -> dict[str, Any]:
 
 def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+#: The `Idempotency-Key` request header (IETF draft-ietf-httpapi-idempotency-key-header) of the
+#: POSTs that create something (webapp.traces.idempotency).
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 257},
+    "description": "a fresh value per logical call (a UUID; quoted as an sf-string or bare), the same on "
+    "its retries: a repeat with the same body answers the object the first request created, with the first's "
+    "status and `Idempotent-Replayed: true`, and creates nothing; the same key with another body (or from "
+    "another user) is a 422 naming the header; 1 to 255 printable ASCII characters, else 400. Keys are kept "
+    "24 h; a request that failed leaves its key free.",
+}
 
 
 def _body(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
@@ -77,7 +93,14 @@ BATCH = {
                 "edges": {"type": "array"},
                 "agents": {"type": "array"},
                 "labels": {"type": "array"},
+                "rewards": OBJECT,
+                "costs": OBJECT,
+                "metrics": OBJECT,
+                "attributes": OBJECT,
             },
+            "description": "`rewards`, `costs`, `metrics` and `attributes` merge into the trace's, key by key, "
+            "also in a batch without events (an episode's reward reported at its end): a new seq and a delta to "
+            "viewers where they change something",
         },
     ]
 }
@@ -483,7 +506,10 @@ PATHS: dict[str, Any] = {
         },
         "post": {
             "summary": "Create a trace, optionally with a first batch",
+            "description": "With an `Idempotency-Key`, a retry of the request (after a timeout or a 5xx) answers "
+            "the trace the first created, as it is now, with `events_added` 0, and creates none.",
             "operationId": "createTrace",
+            "parameters": [IDEMPOTENCY_KEY],
             "requestBody": _body(
                 {
                     "type": "object",
@@ -500,7 +526,7 @@ PATHS: dict[str, Any] = {
             "responses": {
                 "201": _json(OBJECT, "created"),
                 "200": _json(OBJECT, "already stored, unchanged"),
-                **_errors(400, 401, 403, 409, 413, 429),
+                **_errors(400, 401, 403, 409, 413, 422, 429),
             },
         },
     },
@@ -515,6 +541,9 @@ PATHS: dict[str, Any] = {
     "/api/traces/{trace_id}/events/": {
         "post": {
             "summary": "Append a batch of events (all or nothing)",
+            "description": "An event re-sent with the same id and content is a no-op, so a batch whose answer was "
+            "lost can be sent again (the Python client's TraceStream keeps a batch whose send failed and sends it "
+            "with the next flush); one contradicting a stored event is a 409.",
             "operationId": "appendEvents",
             "parameters": [_path_id("trace_id")],
             "requestBody": _body(BATCH),
@@ -793,10 +822,12 @@ PATHS: dict[str, Any] = {
     "/api/traces/{trace_id}/counterfactuals/": {
         "post": {
             "summary": "Request a counterfactual job: n paired re-rollouts under an intervention; reviewers",
+            "description": "With an `Idempotency-Key`, a retry of the request answers the job the first created "
+            "(202, as it is now) and starts none.",
             "operationId": "requestCounterfactual",
-            "parameters": [_path_id("trace_id")],
+            "parameters": [_path_id("trace_id"), IDEMPOTENCY_KEY],
             "requestBody": _body(COUNTERFACTUAL_REQUEST),
-            "responses": {"202": _json(JOB, "the job, queued"), **_errors(400, 401, 403, 404, 413)},
+            "responses": {"202": _json(JOB, "the job, queued"), **_errors(400, 401, 403, 404, 413, 422)},
         },
     },
     "/api/traces/{trace_id}/counterfactuals/estimate/": {
