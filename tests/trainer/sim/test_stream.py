@@ -77,7 +77,7 @@ class RecordingClient(SwarmscopeClient):
         super().__init__("http://recorder", "token")
         self.requests = []
 
-    def _request(self, method, path, body=None, content_type="application/json"):
+    def _request(self, method, path, body=None, content_type="application/json", *, idempotency_key=None):
         self.requests.append((method, path, json.loads(body)))
         return {"trace": {"id": 7}} if path == "/api/traces/" else {"seq": len(self.requests)}
 
