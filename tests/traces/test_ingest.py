@@ -44,6 +44,27 @@ def test_import_twice_duplicates_nothing(project, native):
     assert Event.objects.count() == 11 and trace.edges.count() == 9
 
 
+def test_reimport_with_only_a_new_reward_is_a_write_and_refreshes_metrics(
+    project, native, monkeypatch, django_capture_on_commit_callbacks
+):
+    enqueued = []
+    monkeypatch.setattr(ingest, "enqueue", lambda name, *args: enqueued.append((name, *args)))
+    ingest.do_import_sources(project, [SourceFile("a.json", json.dumps(native).encode())])
+    trace = Trace.objects.get()
+    rescored = {**native, "rewards": {**native["rewards"], "team": 0.25}}
+    with django_capture_on_commit_callbacks(execute=True):
+        outcome = ingest.do_import_sources(project, [SourceFile("a.json", json.dumps(rescored).encode())])
+    trace.refresh_from_db()
+    assert trace.rewards["team"] == 0.25 and trace.seq == 2
+    assert "nothing new" not in outcome[0].lines[0]
+    assert ("webapp.traces.tasks.refresh_metrics", trace.pk) in enqueued
+
+    enqueued.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        again = ingest.do_import_sources(project, [SourceFile("a.json", json.dumps(rescored).encode())])
+    assert "already stored, nothing new" in again[0].lines[0] and not enqueued
+
+
 def test_event_adding_t_end_merges_and_contradiction_refuses_whole_batch(
     project, native, deltas, django_capture_on_commit_callbacks
 ):

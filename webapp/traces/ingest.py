@@ -76,7 +76,8 @@ _MERGED_EVENT_COLUMNS = tuple(c for c in EVENT_DATA_COLUMNS if c not in ("event_
 @dataclass
 class IngestResult:
     """One write's outcome: the trace row as saved, its new `seq` (unchanged when nothing was new)
-    and the counts of events inserted and merged."""
+    and the counts of events inserted and merged; `wrote`: the write took a new seq (it may hold only
+    agents, edges, labels or trace fields such as a reward)."""
 
     trace: Trace
     created: bool
@@ -84,10 +85,11 @@ class IngestResult:
     events_added: int
     events_updated: int
     rejected: int = 0  # OTLP spans refused (an id already stored with other content)
+    wrote: bool = False
 
     @property
     def changed(self) -> bool:
-        return self.created or self.events_added > 0 or self.events_updated > 0
+        return self.created or self.wrote or self.events_added > 0 or self.events_updated > 0
 
 
 class TraceBusy(Exception):
@@ -274,7 +276,7 @@ def _write_now(
         transaction.on_commit(lambda: notify_trace_list(row))
         if live:  # a streaming trace's metrics, recomputed by a worker and pushed (debounced)
             transaction.on_commit(lambda: request_live_metrics(row.pk))
-    return IngestResult(row, created, seq, len(plan.insert_events), len(plan.update_events))
+    return IngestResult(row, created, seq, len(plan.insert_events), len(plan.update_events), wrote=True)
 
 
 def staged_rows(plan: BatchPlan) -> int:
@@ -385,7 +387,7 @@ def _write_staged(
     except BaseException:
         discard_staged(staging, delete_trace=created)
         raise
-    return IngestResult(fresh, created, seq, len(plan.insert_events), len(plan.update_events))
+    return IngestResult(fresh, created, seq, len(plan.insert_events), len(plan.update_events), wrote=True)
 
 
 def discard_staged(staging: Staging, *, delete_trace: bool = False) -> None:
