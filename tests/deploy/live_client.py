@@ -41,8 +41,12 @@ class ResumingViewer:
         with urllib.request.urlopen(request, timeout=60) as response:
             return {"type": "snapshot", **json.loads(response.read())}
 
-    def _apply(self, message: dict) -> None:
-        now = time.monotonic()
+    #: Parses one websocket text message; a subclass may share parses between viewers.
+    decode = staticmethod(json.loads)
+
+    def _apply(self, message: dict, now: float | None = None) -> None:
+        """Apply one snapshot or delta (`now`: the time.monotonic() it arrived, default now)."""
+        now = time.monotonic() if now is None else now
         kind = message.get("type")
         if kind == "error":
             self.errors.append(message)
@@ -68,21 +72,19 @@ class ResumingViewer:
                         self.reconnects += 1
                     first, delay = False, 0.1
                     self.open.set()
-                    stop = asyncio.ensure_future(self.stopped.wait())
+                    closer = asyncio.ensure_future(self._close_when_stopped(ws))
                     try:
-                        while True:
-                            recv = asyncio.ensure_future(ws.recv())
-                            done, _ = await asyncio.wait({recv, stop}, return_when=asyncio.FIRST_COMPLETED)
-                            if recv not in done:
-                                recv.cancel()
-                                return
-                            message = json.loads(recv.result())
+                        async for raw in ws:
+                            message = self.decode(raw)
                             if message.get("type") == "error" and message.get("code") == "snapshot_too_large":
                                 message = await asyncio.to_thread(self._fetch_snapshot)
                                 self.http_snapshots += 1
                             self._apply(message)
                     finally:
-                        stop.cancel()
+                        closer.cancel()
+                    if self.stopped.is_set():
+                        return
+                    self.closes.append(ws.close_code)  # a normal close by the server (1000, 1001)
             except websockets.ConnectionClosed as exc:
                 self.closes.append(exc.rcvd.code if exc.rcvd else None)
             except (TimeoutError, OSError, websockets.InvalidHandshake) as exc:
@@ -93,6 +95,10 @@ class ResumingViewer:
             except TimeoutError:
                 pass
             delay = min(delay * 2, 2.0)
+
+    async def _close_when_stopped(self, ws) -> None:
+        await self.stopped.wait()
+        await ws.close()
 
     def stop(self) -> None:
         self.stopped.set()
