@@ -39,32 +39,36 @@ def compiled(patterns: tuple[str, ...]) -> list[Pattern[str]]:
 
 
 def redact_text(text: str, patterns: list[Pattern[str]]) -> str:
+    """`text` with every match replaced, pattern by pattern; `text` itself when nothing matches."""
     for pattern in patterns:
         text = pattern.sub(REDACTED, text)
     return text
 
 
 def redact_value(value: Any, patterns: list[Pattern[str]]) -> Any:
-    """`value` with every string inside it redacted; dicts keep their keys, lists their length."""
+    """`value` with every string inside it redacted; dicts keep their keys, lists their length.
+    `value` itself when nothing in it changed (so callers can tell by identity)."""
     if isinstance(value, str):
         return redact_text(value, patterns)
     if isinstance(value, dict):
-        return {k: redact_value(v, patterns) for k, v in value.items()}
+        redacted = {k: redact_value(v, patterns) for k, v in value.items()}
+        return value if all(redacted[k] is v for k, v in value.items()) else redacted
     if isinstance(value, list):
-        return [redact_value(v, patterns) for v in value]
+        items = [redact_value(v, patterns) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
     return value
 
 
 def redact_event(event: Event, patterns: list[Pattern[str]]) -> Event:
     """A copy of `event` with its content and attribute strings redacted; `event` itself when there
-    are no patterns."""
+    are no patterns or nothing in it matched."""
     if not patterns:
         return event
-    return dataclasses.replace(
-        event,
-        content=None if event.content is None else redact_text(event.content, patterns),
-        attributes=redact_value(event.attributes, patterns),
-    )
+    content = None if event.content is None else redact_text(event.content, patterns)
+    attributes = redact_value(event.attributes, patterns)
+    if content is event.content and attributes is event.attributes:
+        return event
+    return dataclasses.replace(event, content=content, attributes=attributes)
 
 
 def redact_trace(trace: Trace, patterns: list[Pattern[str]]) -> Trace:

@@ -1,5 +1,6 @@
 """Deleting traces and projects (confirm page listing dependants), retention, redaction at ingestion."""
 
+import dataclasses
 import json
 from datetime import timedelta
 
@@ -159,3 +160,17 @@ def test_the_default_e_mail_pattern(settings, text, expected):
     # Starts only at the beginning of a run of local-part characters (linear time on long runs
     # without "@": bench/bench_redaction.py), yet matches what the plain pattern matched.
     assert redact_text(text, compile_patterns(settings.SWARMSCOPE_REDACT_PATTERNS)) == expected
+
+
+def test_redacting_an_event_copies_it_only_where_something_matched(settings, fixtures):
+    from swarmscope.importers import SourceFile, read_files
+    from swarmscope.redaction import redact_event
+
+    patterns = compile_patterns(settings.SWARMSCOPE_REDACT_PATTERNS)
+    (trace,) = read_files([SourceFile("n.json", (fixtures / "native_small.json").read_bytes())]).traces
+    clean = trace.events[0]
+    assert redact_event(clean, patterns) is clean
+    leaky = dataclasses.replace(clean, attributes={"deep": {"list": ["ok", "mail ops@example.org"]}, "n": 1})
+    redacted = redact_event(leaky, patterns)
+    assert redacted.attributes == {"deep": {"list": ["ok", f"mail {REDACTED}"]}, "n": 1}
+    assert leaky.attributes["deep"]["list"][1] == "mail ops@example.org"  # the original is not changed

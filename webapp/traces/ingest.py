@@ -45,7 +45,7 @@ from swarmscope.ingest import (
     label_key,
     plan_batch,
 )
-from swarmscope.redaction import compiled, redact_trace
+from swarmscope.redaction import compiled, redact_event, redact_trace
 from webapp.accounts.models import Project
 from webapp.web.broadcast import broadcast_trace_delta, broadcast_trace_list, broadcast_trace_seq
 from webapp.web.jobs import enqueue
@@ -179,24 +179,14 @@ def do_ingest(
     raise TraceBusy(row.pk, 1)
 
 
-#: Events redacted at a time by `_redact`.
-REDACT_SLICE = 5000
-
-
 def _redact(fragment: core.Trace) -> core.Trace:
-    """`redact_trace` by SWARMSCOPE_REDACT_PATTERNS, REDACT_SLICE events at a time, keeping the
-    original of every event it leaves equal: a big batch holds copies of its redacted events only
-    (`redact_trace` copies all). `fragment` is not changed."""
+    """`redact_trace` by SWARMSCOPE_REDACT_PATTERNS: a big batch holds copies of its redacted events
+    only (`redact_event` keeps every event it leaves equal). `fragment` is not changed."""
     patterns = redaction_patterns()
     if not patterns:
         return fragment
-    events: list[core.Event] = []
-    for start in range(0, len(fragment.events), REDACT_SLICE):
-        part = fragment.events[start : start + REDACT_SLICE]
-        redacted = redact_trace(core.Trace(source_format="", source_id="", events=part), patterns).events
-        events.extend(original if original == copy else copy for original, copy in zip(part, redacted))
     rest = redact_trace(dataclasses.replace(fragment, events=[]), patterns)
-    rest.events = events
+    rest.events = [redact_event(event, patterns) for event in fragment.events]
     return rest
 
 
