@@ -9,6 +9,7 @@ from django.core.cache import cache
 from webapp.accounts import ratelimit
 from webapp.accounts.models import Membership
 from webapp.accounts.services import do_accept_invitation, do_create_invitation, do_create_token
+from webapp.traces.models import Trace
 
 pytestmark = pytest.mark.django_db
 
@@ -94,6 +95,25 @@ def test_two_users_of_one_project_hit_the_project_limit(team, settings):
     assert "SWARMSCOPE_INGEST_RATE_PROJECT" in refused.json()["error"]
     other = team.client("zed").post("/api/traces/", data=json.dumps({"name": "b"}), content_type="application/json")
     assert other.status_code == 201  # another project is not limited
+
+
+def test_the_upload_page_counts_against_the_same_limit(team, settings, client, fixtures):
+    settings.SWARMSCOPE_INGEST_RATE, settings.SWARMSCOPE_INGEST_RATE_PROJECT = 2, 100
+    client.force_login(team.users["rev"])
+    assert post_batch(client, team).status_code == 200
+    before = Trace.objects.count()
+
+    def upload():
+        with open(fixtures / "survey_small.json", "rb") as f:
+            return client.post("/upload/", {"file": [f]})
+
+    assert upload().status_code == 200 and Trace.objects.count() == before + 1
+    refused = upload()
+    text = refused.content.decode()
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert "Upload refused: over the ingestion rate of 2 requests" in text and "Nothing was imported" in text
+    assert "Traceback" not in text and Trace.objects.count() == before + 1
+    assert post_batch(client, team).status_code == 429  # the API shares the count
 
 
 def test_a_cache_that_is_down_lets_ingestion_through(settings, monkeypatch):

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from webapp.accounts.datacare import list_dependants
+from webapp.accounts.ratelimit import check_ingest_rate
 from webapp.accounts.services import (
     READ_ONLY_HINT,
     WRITE_ROLE,
@@ -204,12 +205,16 @@ def trace_compare(request: HttpRequest):
 def upload(request: HttpRequest):
     """GET: the form (disabled, with a notice, for a viewer). POST: import the files into the first
     project where the user may write; the 403 page for a viewer, 404 for a user of no project."""
-    outcomes, nothing_chosen, status = None, False, 200
+    outcomes, nothing_chosen, status, refused = None, False, 200, None
     if request.method == "POST":
         project = get_write_project(request, "uploading traces")  # raises PermissionRefused (403) for a viewer
         if project is None:
             raise Http404("you are not a member of any project")
-        if _declared_length(request) > settings.SWARMSCOPE_MAX_UPLOAD_BYTES:
+        refused = check_ingest_rate(request.user.pk, project.pk)  # counted as the API counts it
+        if refused is not None:
+            messages.error(request, f"Upload refused: {refused.message}. Nothing was imported.")
+            status = 429
+        elif _declared_length(request) > settings.SWARMSCOPE_MAX_UPLOAD_BYTES:
             # Daphne and Django spooled the body to disk; it is refused before any file is read
             messages.error(
                 request,
@@ -225,7 +230,7 @@ def upload(request: HttpRequest):
         can_write = get_write_project(request, "uploading traces") is not None
     except PermissionRefused:
         can_write = False
-    return render(
+    response = render(
         request,
         "traces/upload.html",
         {
@@ -236,6 +241,9 @@ def upload(request: HttpRequest):
         },
         status=status,
     )
+    if refused is not None:
+        response["Retry-After"] = str(refused.retry_after_s)
+    return response
 
 
 def _declared_length(request: HttpRequest) -> int:
