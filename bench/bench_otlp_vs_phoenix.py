@@ -52,6 +52,7 @@ separately; size 0 is a 1-span request that opens a new trace (built within the 
 it times that file's decoders alongside and checks that both give the same spans.
 
     .venv/bin/python bench/bench_otlp_vs_phoenix.py --scaling 1000,10000,33000,100000 [--repeats 3]
+        [--profile /tmp/derive.pstats]
     .venv/bin/python bench/bench_otlp_vs_phoenix.py --decode [--decode-baseline /tmp/otlp_before.py]
 """
 
@@ -59,10 +60,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import http.client
 import json
 import os
 import platform
+import pstats
 import resource
 import shlex
 import signal
@@ -427,10 +430,11 @@ def one_more_span(case, index: int):
     return ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])])
 
 
-def scaling(sizes: list[int], seed: int, batch: int, repeats: int) -> list[dict[str, Any]]:
+def scaling(sizes: list[int], seed: int, batch: int, repeats: int, profile: Path | None = None) -> list[dict[str, Any]]:
     """Per size: spans, time to stream and derive the trace, and per 1-span request the latency of
     the request and of the re-derivation it asks for, wall and CPU time of this process, in ms (see
-    the module docstring)."""
+    the module docstring). With `profile`, the re-derivations of the largest size run under
+    cProfile (their times then include its overhead): stats written there, the top printed."""
     import django
 
     with tempfile.TemporaryDirectory(prefix="bench-otlp-scaling-") as tmp:
@@ -469,11 +473,17 @@ def scaling(sizes: list[int], seed: int, batch: int, repeats: int) -> list[dict[
                 raise RuntimeError(f"answered {response.status_code}: {response.content[:300]!r}")
             return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
 
-        def derive() -> tuple[float, float]:
+        profiler = cProfile.Profile() if profile else None
+
+        def derive(profiled: bool = False) -> tuple[float, float]:
             """(wall ms, CPU ms) of the derivations the requests since the last call asked for."""
             start, cpu = time.perf_counter(), time.process_time()
+            if profiled and profiler is not None:
+                profiler.enable()
             for pk in dict.fromkeys(asked):
                 span_ingest.do_derive_spans(pk, otlp, "OTLP/HTTP")
+            if profiled and profiler is not None:
+                profiler.disable()
             asked.clear()
             return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
 
@@ -491,7 +501,7 @@ def scaling(sizes: list[int], seed: int, batch: int, repeats: int) -> list[dict[
             request, derived = [], []
             for index in range(repeats):
                 request.append(post(one_more_span(case, index)))
-                derived.append(derive())
+                derived.append(derive(profiled=size == max(sizes)))
             row = {
                 "spans": len(case.spans) if case else 0,
                 "load_s": round(load_s, 1),
@@ -511,6 +521,9 @@ def scaling(sizes: list[int], seed: int, batch: int, repeats: int) -> list[dict[
                 f"load {row['load_1min']}, peak RSS {row['max_rss_mb']} MB",
                 flush=True,
             )
+        if profiler is not None and profile is not None:
+            profiler.dump_stats(profile)
+            pstats.Stats(str(profile)).sort_stats("cumulative").print_stats(30)
         return rows
 
 
@@ -582,6 +595,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--scaling", default="", help="comma-separated trace sizes in spans: the scaling curve only")
     parser.add_argument("--repeats", type=int, default=3, help="1-span requests per size (--scaling)")
+    parser.add_argument(
+        "--profile", type=Path, metavar="FILE", help="cProfile the largest size's re-derivations into FILE (--scaling)"
+    )
     parser.add_argument("--decode", action="store_true", help="time the decoding alone")
     parser.add_argument("--decode-baseline", type=Path, help="another otlp.py to time alongside (--decode)")
     args = parser.parse_args()
@@ -590,7 +606,7 @@ def main() -> None:
         return
     if args.scaling:
         started = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "command": shlex.join(sys.argv)}
-        rows = scaling([int(n) for n in args.scaling.split(",")], args.seed, args.batch, args.repeats)
+        rows = scaling([int(n) for n in args.scaling.split(",")], args.seed, args.batch, args.repeats, args.profile)
         out = args.out.with_name("otlp_scaling.json") if args.out == OUT else args.out
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"benchmark": "otlp_scaling", **started, "results": rows}, indent=1))

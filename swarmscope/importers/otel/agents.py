@@ -31,18 +31,34 @@ from .semconv import (
     span_io,
     span_role,
 )
-from .span import Span, canonical_order
+from .span import Span, canonical_order, span_memo
+
+NOT_NAME_CHARACTERS = re.compile(r"[^0-9a-z]")
 
 
 def canonical_name(name: str) -> str:
     """`name` case-folded with everything but letters and digits removed (to match agent names)."""
-    return re.sub(r"[^0-9a-z]", "", name.casefold())
+    return NOT_NAME_CHARACTERS.sub("", name.casefold())
+
+
+@span_memo
+def own_label(span: Span) -> tuple[str | None, str]:
+    """`agent_label_source` of `span` in its own role (`span_role`): the agent it names itself."""
+    return agent_label_source(span, span_role(span))
+
+
+@span_memo
+def span_texts(span: Span) -> tuple[str | None, str | None]:
+    """(input, output) of `span` rendered as text (`span_io`, `render`)."""
+    raw_input, raw_output = span_io(span)
+    return render(raw_input), render(raw_output)
 
 
 class SpanTree:
     """The span tree of one trace id's spans, with the agent acting in each span (built on creation).
 
-    By span id: `by_id` (first record of each id in canonical order, placeholders added), `parent`
+    By span id: `by_id` (first record of each id in canonical order, placeholders added; `real`: without
+    them, `linking`: those with span links), `parent`
     (cycles cut), `depth`, `children`, `role`, `message` (the message received), `owner` (the acting
     agent, None where unknown), `invocation` (its root span id). By invocation root: `members`;
     `productive` (those that will have events). By agent: `named_by` (where its name came from);
@@ -60,6 +76,7 @@ class SpanTree:
         if not self.by_id:
             raise ValueError(f"trace {trace_id} has no spans")
         self.real = list(self.by_id.values())
+        self.linking = [span for span in self.real if span.links]
         self.t0 = min(span.start_ns for span in self.real)
         self.parent: dict[str, str | None] = {s.sid: s.parent_id for s in self.real}
         self._add_placeholders()
@@ -131,12 +148,12 @@ class SpanTree:
         return self.by_id[parent_id] if parent_id else None
 
     def _text(self, span: Span) -> tuple[str | None, str | None]:
-        """(input, output) of `span` rendered as text, computed once."""
-        memo = self.texts if span.memo is None else span.memo
-        texts = memo.get(span.sid)
+        """(input, output) of `span` rendered as text, computed once (`span_texts`)."""
+        if span.memo is not None:
+            return span_texts(span)
+        texts = self.texts.get(span.sid)
         if texts is None:
-            raw_input, raw_output = span_io(span)
-            texts = memo[span.sid] = (render(raw_input), render(raw_output))
+            texts = self.texts[span.sid] = span_texts(span)
         return texts
 
     def _descendants(self, span: Span) -> Iterable[Span]:
@@ -162,7 +179,7 @@ class SpanTree:
         `_names_owner`)."""
         labels: dict[str, str | None] = {}
         for sid, span in self.by_id.items():
-            label, source = agent_label_source(span, self.role[sid])
+            label, source = own_label(span)  # in the role `self.role` holds: span_role(span)
             labels[sid] = label
             if label:
                 self.label_source[sid] = source
@@ -181,12 +198,14 @@ class SpanTree:
         acting, workflow_labels = self._workflow_labels(labels)
         claims = self._claims(labels)
         in_tool: dict[str, bool] = {}
+        owners, parents, roles, messages, named_by = self.owner, self.parent, self.role, self.message, self.named_by
         for span in self.top_down:
-            sid, parent = span.sid, self._parent_span(span)
+            sid = span.sid
+            parent_id = parents[sid]
             label = labels[sid] if labels[sid] not in workflow_labels else None
-            message = self.message.get(sid)
+            message = messages.get(sid)
             owner: str | None
-            in_tool[sid] = parent is not None and (self.role[parent.sid] == TOOL or in_tool[parent.sid])
+            in_tool[sid] = under_tool = parent_id is not None and (roles[parent_id] == TOOL or in_tool[parent_id])
             if sid in acting:
                 owner = acting[sid]
             elif label:
@@ -198,41 +217,51 @@ class SpanTree:
             elif span.missing:
                 owner = None
             elif (
-                parent is not None
-                and self.owner[parent.sid] is not None
-                and (in_tool[sid] or not parent.service or not span.service or parent.service == span.service)
+                parent_id is not None
+                and owners[parent_id] is not None
+                and (
+                    under_tool
+                    or not (service := self.by_id[parent_id].service)
+                    or not span.service
+                    or service == span.service
+                )
             ):
-                owner = self.owner[parent.sid]
+                owner = owners[parent_id]
             else:
                 owner = span.service or UNKNOWN_SERVICE
-                self.named_by.setdefault(owner, "service")
-            if not in_tool[sid] and self.named_by.get(owner or "") == "service" and self._names_by_span_name(span):
+                named_by.setdefault(owner, "service")
+            if not under_tool and named_by.get(owner or "") == "service" and self._names_by_span_name(span):
                 owner = cast(str, span_name_agent(span))
-                self.named_by.setdefault(owner, SPAN_NAME)
-            self.owner[sid] = owner
+                named_by.setdefault(owner, SPAN_NAME)
+            owners[sid] = owner
 
     def _assign_invocations(self) -> None:
         """Fill `invocation`, then `members` and `productive` (see `_assign_agents`)."""
+        owners, parents, invocation = self.owner, self.parent, self.invocation
         for span in self.top_down:
-            sid, parent = span.sid, self._parent_span(span)
-            if self.owner[sid] is None:
-                self.invocation[sid] = None
-            elif parent is None or self.owner[parent.sid] != self.owner[sid] or self._sender(span):
-                self.invocation[sid] = sid
+            sid = span.sid
+            parent_id, owner = parents[sid], owners[sid]
+            if owner is None:
+                invocation[sid] = None
+            elif parent_id is None or owners[parent_id] != owner or (sid in self.message and self._sender(span)):
+                invocation[sid] = sid
             else:
-                self.invocation[sid] = self.invocation[parent.sid]
+                invocation[sid] = invocation[parent_id]
+        members, productive, roles = self.members, self.productive, self.role
         for span in self.order:
-            inv = self.invocation[span.sid]
+            inv = invocation[span.sid]
             if inv is None:
                 continue
-            self.members[inv].append(span)
-            role = self.role[span.sid]
-            if not span.missing and (
+            members[inv].append(span)
+            if inv in productive or span.missing:
+                continue
+            role = roles[span.sid]
+            if (
                 role in (LLM, TOOL, HANDOFF, PLAN)
                 or (role not in (WORKFLOW, EVALUATION) and self._text(span)[1] is not None)
                 or self._names_owner(span)
             ):
-                self.productive.add(inv)
+                productive.add(inv)
 
     def _workflow_labels(self, labels: dict[str, str | None]) -> tuple[dict[str, str], set[str]]:
         """Executors Monocle labelled with the workflow's name: span id -> the agent that acted
@@ -253,10 +282,18 @@ class SpanTree:
     def _claims(self, labels: dict[str, str | None]) -> dict[str, str]:
         """Span id -> the one agent that its labelled LLM and tool children name (their caller)."""
         claims: dict[str, str] = {}
+        roles = self.role
         for sid, kids in self.children.items():
-            named = {label for k in kids if self.role[k.sid] in (LLM, TOOL) and (label := labels[k.sid])}
-            if len(named) == 1:
-                claims[sid] = named.pop()
+            named: str | None = None
+            for kid in kids:
+                if roles[kid.sid] in (LLM, TOOL) and (label := labels[kid.sid]):
+                    if named is None:
+                        named = label
+                    elif label != named:  # two agents: no claim
+                        named = None
+                        break
+            if named is not None:
+                claims[sid] = named
         return claims
 
     def _names_owner(self, span: Span) -> bool:
@@ -268,7 +305,7 @@ class SpanTree:
             not span.missing
             and self.role[span.sid] in (AGENT, None)
             and self.label_source.get(span.sid) in (keys.AGENT_NAME, "openinference")
-            and agent_label_source(span, self.role[span.sid])[0] == self.owner[span.sid]
+            and own_label(span)[0] == self.owner[span.sid]
         )
 
     @staticmethod

@@ -36,11 +36,13 @@ from .semconv import (
     tool_name,
     usage,
 )
-from .span import Span
+from .span import Span, span_memo
 
 #: `named_by` of agents that invoke another only where they act themselves (a bare service or a
 #: span name wrapping the run is no agent).
 WEAK_NAMES = ("service", SPAN_NAME)
+#: `Span.memo` key of `_TraceBuilder._message_fields`.
+MESSAGE_FIELDS = f"{__name__}.message_fields"
 
 
 @dataclass
@@ -54,6 +56,13 @@ class Delivery:
     receiver: str | None
     root: Span | None = None
     returns: bool = True
+
+
+@span_memo
+def graph_node_parent_id(span: Span) -> str | None:
+    """OpenInference's `graph.node.parent_id` of `span` when it is non-empty text, else None."""
+    value = span.attributes.get(keys.GRAPH_NODE_PARENT_ID)
+    return value if isinstance(value, str) and value else None
 
 
 def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str, sources: Iterable[str] = ()) -> Trace:
@@ -82,6 +91,9 @@ class _TraceBuilder(TraceFields):
         self.source_format, self.sources = source_format, sources
         self.events: list[Event] = []
         self.rank: dict[str, tuple[int, int]] = {}
+        self.sort_keys: list[tuple[float, int, int]] = []
+        self.times: dict[int, float] = {}
+        self.end_rank: dict[str, tuple[float, int, int]] = {}
         self.event_span: dict[str, Span] = {}
         self.event_inv: dict[str, str | None] = {}
         self.appeared: dict[str, float] = {}
@@ -98,6 +110,8 @@ class _TraceBuilder(TraceFields):
         self.inv_events: dict[tuple[str, str], list[Event]] = defaultdict(list)
         self.lane_starts: dict[str, list[float]] = {}
         self.edge_types: dict[tuple[str, str], str] = {}
+        self.node_owner: dict[str, str | None] | None = None
+        self.graph_children: bool | None = None  # whether any span sets `graph.node.parent_id`
 
     def build(self) -> Trace:
         for span in self.order:
@@ -128,7 +142,11 @@ class _TraceBuilder(TraceFields):
     # -- events
 
     def _t(self, ns: int) -> float:
-        return round(max(ns - self.t0, 0) / 1e9, 6)
+        """Seconds from the time origin `t0` to `ns` (0 before it), to the microsecond."""
+        t = self.times.get(ns)
+        if t is None:
+            t = self.times[ns] = round(max(ns - self.t0, 0) / 1e9, 6)
+        return t
 
     def _event(
         self,
@@ -143,15 +161,18 @@ class _TraceBuilder(TraceFields):
         **fields: Any,
     ) -> Event:
         """Add an event made from `span` (its ids go to the attributes); tokens estimated if absent."""
+        sid = span.sid
         t = self._t(span.start_ns if t_ns is None else t_ns)
-        span_attributes: dict[str, Any] = {
-            "span_id": span.sid,
-            "parent_span_id": self.parent[span.sid],
+        event_attributes: dict[str, Any] = {
+            "span_id": sid,
+            "parent_span_id": self.parent[sid],
             "trace_id": span.trace_id,
             "span_name": span.name,
         }
         if span.missing:
-            span_attributes["span_missing"] = True
+            event_attributes["span_missing"] = True
+        if attributes:
+            event_attributes.update(attributes)
         event = estimate_missing_tokens(
             Event(
                 id=event_id,
@@ -159,15 +180,17 @@ class _TraceBuilder(TraceFields):
                 t_end=None if end_ns is None else max(self._t(end_ns), t),
                 type=type_,
                 agent=agent,
-                attributes={**span_attributes, **(attributes or {})},
+                attributes=event_attributes,
                 **fields,
             )
         )
-        self.rank[event_id] = (0 if type_ == "spawn" else 1, len(self.events))
+        self.rank[event_id] = rank = (0 if type_ == "spawn" else 1, len(self.events))
+        self.sort_keys.append((t, *rank))
         self.events.append(event)
         self.event_span[event_id] = span
-        self.event_inv[event_id] = self.invocation[span.sid] if self.owner[span.sid] == agent else None
-        self.appeared.setdefault(agent, t)
+        self.event_inv[event_id] = self.invocation[sid] if self.owner[sid] == agent else None
+        if agent not in self.appeared:
+            self.appeared[agent] = t
         return event
 
     def _span_events(self, span: Span) -> None:
@@ -198,13 +221,17 @@ class _TraceBuilder(TraceFields):
 
     def _has_llm_below(self, span: Span) -> bool:
         """Whether an LLM span of the same agent nests inside this one (keep the innermost call)."""
-        return any(
-            self.role[kid.sid] == LLM and self.owner[kid.sid] == self.owner[span.sid] for kid in self._descendants(span)
-        )
+        if span.sid not in self.children:
+            return False
+        owner = self.owner[span.sid]
+        return any(self.role[kid.sid] == LLM and self.owner[kid.sid] == owner for kid in self._descendants(span))
 
     def _runs_other_agent(self, span: Span) -> bool:
         """Whether another agent acts inside this tool span (an agent called as a tool)."""
-        return any(self.owner[kid.sid] not in (None, self.owner[span.sid]) for kid in self._descendants(span))
+        if span.sid not in self.children:
+            return False
+        owners = (None, self.owner[span.sid])
+        return any(self.owner[kid.sid] not in owners for kid in self._descendants(span))
 
     def _repeats_parent_tool(self, span: Span) -> bool:
         parent = self._parent_span(span)
@@ -222,6 +249,8 @@ class _TraceBuilder(TraceFields):
         if target is not None:
             return self.agents_by_canonical.get(canonical_name(target), target)
         name = tool_name(span)
+        if not name.startswith(HANDOFF_TOOL_PREFIXES):
+            return None
         prefix = next((p for p in HANDOFF_TOOL_PREFIXES if name.startswith(p)), None)
         return self.agents_by_canonical.get(canonical_name(name[len(prefix) :])) if prefix else None
 
@@ -252,15 +281,7 @@ class _TraceBuilder(TraceFields):
         t_end: the span's unless given): content its output, else its input flagged `content_from:
         "input"` (an input beside an output is kept as `input`); model, token usage (with cache and
         reasoning token details) and error status kept."""
-        text_in, text_out = self._text(span)
-        tokens, attributes = self._usage_fields(span)
-        model = model_name(span)
-        if model:
-            attributes["model"] = model
-        if text_out is None and text_in is not None:
-            attributes["content_from"] = "input"
-        elif text_in is not None:
-            attributes["input"] = text_in
+        content, tokens, attributes = self._message_fields(span)
         self._event(
             span,
             agent,
@@ -268,10 +289,31 @@ class _TraceBuilder(TraceFields):
             span.sid,
             t_ns=t_ns,
             end_ns=span.end_ns if end_ns is None else end_ns,
-            content=text_out if text_out is not None else text_in,
+            content=content,
             tokens=tokens,
-            attributes={**attributes, **self._status(span)},
+            attributes=attributes,
         )
+
+    def _message_fields(self, span: Span) -> tuple[str | None, int | None, dict[str, Any]]:
+        """(content, tokens, attributes) of a message event made from `span`: of the span alone,
+        kept in `span.memo` where it has one (the attributes are read, never changed)."""
+        memo = span.memo
+        found = memo.get(MESSAGE_FIELDS) if memo is not None else None
+        if found is None:
+            text_in, text_out = self._text(span)
+            tokens, attributes = self._usage_fields(span)
+            model = model_name(span)
+            if model:
+                attributes["model"] = model
+            if text_out is None and text_in is not None:
+                attributes["content_from"] = "input"
+            elif text_in is not None:
+                attributes["input"] = text_in
+            attributes.update(self._status(span))
+            found = (text_out if text_out is not None else text_in, tokens, attributes)
+            if memo is not None:
+                memo[MESSAGE_FIELDS] = found
+        return found
 
     def _tool_events(self, span: Span, agent: str) -> None:
         text_in, text_out = self._text(span)
@@ -382,20 +424,23 @@ class _TraceBuilder(TraceFields):
     def _graph_parent(self, root: Span, agent: str) -> str | None:
         """The agent OpenInference's `graph.node.parent_id` names on the invocation's spans (the node
         that handed over to this one: a node id of another span's agent, or an agent's name)."""
+        if self.graph_children is None:
+            self.graph_children = any(keys.GRAPH_NODE_PARENT_ID in span.attributes for span in self.real)
+        if not self.graph_children:
+            return None
         parent_id = next(
-            (
-                value
-                for span in self.members[root.sid]
-                if isinstance(value := span.attributes.get(keys.GRAPH_NODE_PARENT_ID), str) and value
-            ),
+            (value for span in self.members[root.sid] if (value := graph_node_parent_id(span))),
             None,
         )
         if parent_id is None:
             return None
-        node_agent = next(
-            (self.owner[s.sid] for s in self.order if s.attributes.get(keys.GRAPH_NODE_ID) == parent_id), None
-        )
-        found = node_agent or self.agents_by_canonical.get(canonical_name(parent_id))
+        if self.node_owner is None:  # the first owner of each `graph.node.id`, in span order
+            self.node_owner = {}
+            for span in self.order:
+                node_id = span.attributes.get(keys.GRAPH_NODE_ID)
+                if isinstance(node_id, str) and node_id not in self.node_owner:
+                    self.node_owner[node_id] = self.owner[span.sid]
+        found = self.node_owner.get(parent_id) or self.agents_by_canonical.get(canonical_name(parent_id))
         return found if found and found != agent else None
 
     def _delegate(self, sender: str, receiver: str, root: Span) -> None:
@@ -475,13 +520,16 @@ class _TraceBuilder(TraceFields):
     def _edges(self) -> list[Edge]:
         """Sort the events, then add spawn, message, return, tool_dependency and causal edges
         (the first type given to a pair wins); only edges pointing forward in that order are kept."""
-        self.events.sort(key=lambda e: (e.t, *self.rank[e.id]))
+        events, keys_ = self.events, self.sort_keys  # (t, *rank) of each event, in creation order
+        self.events[:] = [events[i] for i in sorted(range(len(events)), key=keys_.__getitem__)]
         self.position = {e.id: i for i, e in enumerate(self.events)}
         for event in self.events:
             self.lanes[event.agent].append(event)
             if inv := self.event_inv[event.id]:
                 self.inv_events[(event.agent, inv)].append(event)
         self.lane_starts = {agent: [e.t for e in lane] for agent, lane in self.lanes.items()}
+        rank = self.rank
+        self.end_rank = {e.id: (e.t if e.t_end is None else e.t_end, *rank[e.id]) for e in self.events}
         for spawn, agent in self.spawns:
             self._add(spawn, self._next_of(agent, spawn, spawn.t), "spawn")
         returns: dict[str, set[str]] = defaultdict(set)
@@ -516,19 +564,23 @@ class _TraceBuilder(TraceFields):
         lane = self.lanes.get(agent)
         if not lane:
             return None
-        start = bisect_left(self.lane_starts[agent], t)
-        return next((e for e in lane[start:] if self.position[e.id] > self.position[after.id]), None)
+        position, after_position = self.position, self.position[after.id]
+        for index in range(bisect_left(self.lane_starts[agent], t), len(lane)):
+            if position[lane[index].id] > after_position:
+                return lane[index]
+        return None
 
-    @staticmethod
-    def _end(event: Event) -> float:
-        return event.t_end if event.t_end is not None else event.t
+    def _last(self, events: list[Event]) -> Event:
+        """The event of `events` that ends last (ties: the last in rank)."""
+        end_rank = self.end_rank
+        return max(events, key=lambda e: end_rank[e.id])
 
     def _return(self, delivery: Delivery, root: Span, own: list[Event], returns: dict[str, set[str]]) -> None:
         """The last event of the invocation at `root` (`delivery.root`) returns to the sender's next
         event after it ends, else to the next event of the agent whose span encloses it; a `message`
         becomes a `return` event.
         `returns` collects, per receiving event, the agents that returned to it."""
-        last = max(own, key=lambda e: (self._end(e), *self.rank[e.id]))
+        last = self._last(own)
         end = self._t(root.end_ns)
         parent = self._parent_span(root)
         enclosing = self.owner[parent.sid] if parent is not None else None
@@ -556,13 +608,13 @@ class _TraceBuilder(TraceFields):
             before = turns.get(message.from_span or "")
             after = delivered.get(sid) or (turns[sid][0] if turns.get(sid) else None)
             if before and after is not None:
-                self._add(max(before, key=lambda e: (self._end(e), *self.rank[e.id])), after, "causal")
+                self._add(self._last(before), after, "causal")
 
     def _linked_spans(self) -> None:
         """Span links within the trace: a `causal` edge from the last event made from the linked
         span (or below it) to the first event of the linking span's agent made from it (or below
         it; else its first event)."""
-        linking = {s.sid: k.span_id for s in self.real for k in s.links if k.trace_id == self.trace_id}
+        linking = {s.sid: k.span_id for s in self.linking for k in s.links if k.trace_id == self.trace_id}
         wanted = set(linking) | set(linking.values())
         if not linking:
             return
@@ -577,7 +629,7 @@ class _TraceBuilder(TraceFields):
             before, after = below.get(target), below.get(source)
             if before and after:
                 own = [e for e in after if e.agent == self.owner[source]] or after
-                last = max(before, key=lambda e: (self._end(e), *self.rank[e.id]))
+                last = self._last(before)
                 self._add(last, min(own, key=lambda e: self.position[e.id]), "causal")
 
     def _group_chat_turns(self) -> None:
@@ -598,7 +650,7 @@ class _TraceBuilder(TraceFields):
                 heard = self.inv_events.get((receiver or "", after_id), [])
                 if not said or not heard:
                     continue
-                last = max(said, key=lambda e: (self._end(e), *self.rank[e.id]))
+                last = self._last(said)
                 self._add(last, heard[0], "message")
                 if last.type == "message" and last.to is None:
                     last.to = receiver

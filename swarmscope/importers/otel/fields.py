@@ -18,7 +18,7 @@ from .agents import SpanTree
 from .genai import Evaluation
 from .openinference import tool_names
 from .semconv import CREATE, TRACE_ATTRIBUTE_KEYS, WORKFLOW, WORKFLOW_NAME_KEYS, render
-from .span import Span
+from .span import Span, span_memo
 
 #: Token details summed into the trace costs: cost key <- event attribute (`genai.TOKEN_DETAIL_KEYS`).
 COST_TOKEN_DETAILS = {
@@ -26,7 +26,33 @@ COST_TOKEN_DETAILS = {
     "cache_creation_tokens": "cache_creation_input_tokens",
     "reasoning_tokens": "reasoning_output_tokens",
 }
+#: Every span attribute a trace attribute is read from (`TRACE_ATTRIBUTE_KEYS`).
+TRACE_ATTRIBUTE_SOURCES = tuple(dict.fromkeys(key for keys_ in TRACE_ATTRIBUTE_KEYS.values() for key in keys_))
 EVALUATION_SOURCE = keys.EVALUATION_RESULT_EVENT
+#: Agent facts a span states: span attribute -> the fact (`TraceFields._agents`).
+AGENT_FACT_KEYS = (
+    (keys.AGENT_ID, "id"),
+    (keys.AGENT_DESCRIPTION, "description"),
+    (keys.SYSTEM_INSTRUCTIONS, "system_prompt"),
+)
+
+
+@span_memo
+def agent_facts(span: Span) -> tuple[tuple[str, Any], ...]:
+    """(fact, value) of each `AGENT_FACT_KEYS` attribute `span` sets (non-empty), in that order."""
+    return tuple((fact, span.attributes[key]) for key, fact in AGENT_FACT_KEYS if span.attributes.get(key))
+
+
+@span_memo
+def workflow_name(span: Span) -> Any:
+    """The first `WORKFLOW_NAME_KEYS` attribute `span` sets (non-empty), else None."""
+    return next((span.attributes[key] for key in WORKFLOW_NAME_KEYS if span.attributes.get(key)), None)
+
+
+@span_memo
+def span_evaluations(span: Span) -> tuple[list[Evaluation], Evaluation | None]:
+    """(the `gen_ai.evaluation.result` events of `span`, its own result as an evaluation span)."""
+    return genai.evaluations(span), genai.span_evaluation(span)
 
 
 class TraceFields(SpanTree):
@@ -40,9 +66,10 @@ class TraceFields(SpanTree):
 
     def _root(self) -> Span:
         """The earliest `invoke_workflow` span, else the earliest span without a (received) parent."""
-        workflow = next((s for s in self.order if not s.missing and self.role[s.sid] == WORKFLOW), None)
-        if workflow is not None:
-            return workflow
+        if WORKFLOW in self.role.values():
+            workflow = next((s for s in self.order if not s.missing and self.role[s.sid] == WORKFLOW), None)
+            if workflow is not None:
+                return workflow
         return next(
             (
                 s
@@ -54,7 +81,7 @@ class TraceFields(SpanTree):
 
     def _name(self, root: Span) -> str:
         for span in [root] + self.real:
-            name = next((span.attributes[key] for key in WORKFLOW_NAME_KEYS if span.attributes.get(key)), None)
+            name = workflow_name(span)
             if name:
                 return str(name)
         if self.role[root.sid] == WORKFLOW:
@@ -77,16 +104,14 @@ class TraceFields(SpanTree):
                 continue
             if span.service:
                 services[owner].add(span.service)
+            stated, advertised = agent_facts(span), tool_names(span)
+            if not stated and not advertised:
+                continue
             if self.role[span.sid] == CREATE:  # it describes the agent it creates
                 owner = str(span.attributes.get(keys.AGENT_NAME) or owner)
-            for key, fact in (
-                (keys.AGENT_ID, "id"),
-                (keys.AGENT_DESCRIPTION, "description"),
-                (keys.SYSTEM_INSTRUCTIONS, "system_prompt"),
-            ):
-                if span.attributes.get(key):
-                    facts[owner].setdefault(fact, span.attributes[key])
-            tools[owner].extend(name for name in tool_names(span) if name not in tools[owner])
+            for fact, value in stated:
+                facts[owner].setdefault(fact, value)
+            tools[owner].extend(name for name in advertised if name not in tools[owner])
         agents = []
         for name, first in sorted(self.appeared.items(), key=lambda item: item[1]):
             if name not in acting:
@@ -115,18 +140,29 @@ class TraceFields(SpanTree):
         """tokens: the sum of reported usage (else of estimates), wall_clock_s, tool_calls; and
         `cache_read_tokens`, `cache_creation_tokens`, `reasoning_tokens` where any span reported them
         (already counted in `tokens`: the spec counts them in the input / output tokens)."""
-        reported = [e.tokens for e in self.events if e.tokens is not None and not e.attributes.get(TOKENS_ESTIMATED)]
-        tokens = sum(reported) if reported else sum(e.tokens or 0 for e in self.events)
+        reported: int | None = None  # None: no event reported usage
+        estimated = tool_calls = 0
+        counts: dict[str, list[Any]] = defaultdict(list)
+        for event in self.events:
+            attributes = event.attributes
+            if event.tokens is not None:
+                estimated += event.tokens
+                if not attributes.get(TOKENS_ESTIMATED):
+                    reported = event.tokens if reported is None else reported + event.tokens
+            if event.type == "tool_call":
+                tool_calls += 1
+            for attribute in COST_TOKEN_DETAILS.values():
+                if attribute in attributes:
+                    counts[attribute].append(attributes[attribute])
         end = max(s.end_ns for s in self.real)
         costs: dict[str, float] = {
-            "tokens": tokens,
+            "tokens": reported if reported is not None else estimated,
             "wall_clock_s": round((end - self.t0) / 1e9, 6),
-            "tool_calls": sum(e.type == "tool_call" for e in self.events),
+            "tool_calls": tool_calls,
         }
         for cost, attribute in COST_TOKEN_DETAILS.items():
-            counts = [e.attributes[attribute] for e in self.events if attribute in e.attributes]
-            if counts:
-                costs[cost] = sum(counts)
+            if counts[attribute]:
+                costs[cost] = sum(counts[attribute])
         return costs
 
     def _attributes(self) -> dict[str, Any]:
@@ -139,11 +175,16 @@ class TraceFields(SpanTree):
             "spans": len(self.real),
             "start_time_unix_nano": self.t0,
         }
+        first: dict[str, Any] = {}  # the first value of each key, in span order
+        for span in self.order:
+            for key in TRACE_ATTRIBUTE_SOURCES:
+                if key not in first and (value := span.attributes.get(key)):
+                    first[key] = value
         for name, candidates in TRACE_ATTRIBUTE_KEYS.items():
-            value = next((v for key in candidates for s in self.order if (v := s.attributes.get(key))), None)
+            value = next((first[key] for key in candidates if key in first), None)
             if value is not None:
                 attributes[name] = value
-        linked = sorted({k.trace_id for s in self.real for k in s.links if k.trace_id != self.trace_id})
+        linked = sorted({k.trace_id for s in self.linking for k in s.links if k.trace_id != self.trace_id})
         if linked:
             attributes["linked_traces"] = linked
         first_input = next((text for s in self.order if not s.missing and (text := self._text(s)[0])), None)
@@ -162,8 +203,8 @@ class TraceFields(SpanTree):
         for span in self.order:
             if span.missing:
                 continue
-            found.extend((result, span) for result in genai.evaluations(span))
-            own = genai.span_evaluation(span)
+            results, own = span_evaluations(span)
+            found.extend((result, span) for result in results)
             if own is not None:
                 found.append((own, self._parent_span(span) or span))
         return found
@@ -174,13 +215,16 @@ class TraceFields(SpanTree):
         agent (where that agent acts). An explanation is a second label, `<name>.explanation`. Numeric scores are reward
         channels: rewards[name] = the mean of that name's scores (one per trace is usual; per-turn
         results average to one trace-level channel)."""
+        evaluations = self._evaluations()
+        if not evaluations:
+            return [], {}
         first_event: dict[str, Event] = {}
         for event in self.events:
             first_event.setdefault(self.event_span[event.id].sid, event)
         agents = {e.agent for e in self.events}
         labels: list[Label] = []
         scores: dict[str, list[float]] = defaultdict(list)
-        for result, about in self._evaluations():
+        for result, about in evaluations:
             key = result.name or "evaluation"
             about_event = first_event.get(about.sid)
             event_id = about_event.id if about_event is not None else None

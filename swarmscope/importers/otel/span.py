@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property, wraps
+from functools import wraps
 from typing import Any, TypeVar
 
 
@@ -34,19 +34,21 @@ class SpanLink:
     attributes: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Span:
     """One OpenTelemetry span, decoded from any encoding.
 
     Ids are lower-case hex (`trace_id` 32 digits, span ids 16); a decoder gives `span_id` None for
-    an empty or all-zero id (`SpanTree` rejects such spans; `sid` is the id of an accepted one).
+    an empty or all-zero id (`SpanTree` rejects such spans; `sid` is the id of an accepted one, the
+    `span_id` it was made with, and unset, AttributeError, on a span without one).
     Times are integer nanoseconds since the Unix epoch. `attributes` are flat key -> scalar/list/dict
     values. `service` is the resource's `service.name`; `kind` the span kind in lower case ("client",
     "server", ...); `error` the status description when the status is ERROR ("" when it gave none), else None.
     `missing` marks a placeholder for a parent span that never arrived. `links` are the span's links
     (decoders that read none leave it empty). `memo`, where a holder of spans that never change
     sets it to a dict, keeps what the mapping computed from this span alone (`span_memo`); it is
-    not part of the span (not compared, stored or copied by `replace`).
+    not part of the span (not compared, stored or copied by `replace`). Slots, not a `__dict__`: a
+    worker keeps every span of the traces it derives (webapp.traces.span_ingest).
     """
 
     trace_id: str
@@ -63,17 +65,13 @@ class Span:
     missing: bool = False
     links: list[SpanLink] = field(default_factory=list)
     memo: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
+    sid: str = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.service, str) or not self.service:
             self.service = None  # a service name that is not text names nothing
-
-    @cached_property
-    def sid(self) -> str:
-        """`span_id` of a span known to have one (every span of a `SpanTree`); ValueError when None."""
-        if self.span_id is None:
-            raise ValueError(f"span {self.name!r} has no span id")
-        return self.span_id
+        if self.span_id is not None:
+            self.sid = self.span_id  # a plain slot: the mapping reads it at every step
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (how OTLP spans are stored between requests); `from_dict` reads it."""
