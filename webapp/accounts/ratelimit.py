@@ -43,10 +43,14 @@ class RateRefused:
 
 
 def _count(key: str, window: int) -> int | None:
-    """Add one to the counter `key` (expiring after the window); None when the cache is down."""
+    """Add one to the counter `key` (expiring after the window); None when the cache is down. One
+    round trip but for the window's first request (which creates the key with its expiry)."""
     try:
-        cache.add(key, 0, timeout=window + 1)
-        return cache.incr(key)
+        try:
+            return cache.incr(key)
+        except ValueError:  # no such key yet; of two requests racing here, add() lets one create it
+            cache.add(key, 0, timeout=window + 1)
+            return cache.incr(key)
     except Exception:  # noqa: BLE001 - a broken cache must not stop ingestion
         log.warning("rate limit cache unavailable; request let through", exc_info=True)
         return None
