@@ -19,11 +19,12 @@ import hashlib
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from re import Pattern
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -296,8 +297,9 @@ def _build_size(attributes: dict[str, Any]) -> tuple[int, int]:
 class _Derivation:
     """A worker's last derivation of one trace, valid while the trace's seq is still `seq`: the
     spans read (`spans`, up to StoredSpan pk `span_pk`), the build's events before redaction
-    (`raw`) and as stored (`stored`), by event id, with their `position`s. `created_at` tells the
-    trace from a later one given the same pk."""
+    (`raw`) and as stored (`stored`), by event id, with their `position`s, and the stored edges
+    (`edges`: (src, dst, type) -> pk, None for those it wrote). `created_at` tells the trace from
+    a later one given the same pk."""
 
     created_at: Any
     seq: int
@@ -306,14 +308,15 @@ class _Derivation:
     raw: dict[str, core.Event]
     stored: dict[str, core.Event]
     position: dict[str, int]
+    edges: dict[tuple[str, str, str], int | None]
 
     @classmethod
     def after(cls, row: Trace, plan: _BuildPlan, spans: list[Span], span_pk: int) -> _Derivation:
-        """The state of `row` once `plan` is written."""
+        """The state of `row` once `plan` is written (takes over the plan's positions)."""
         diff, start = plan.events, plan.events.next_position
-        position = {i: p for i, p in diff.position.items() if i in diff.stored}
+        position = {i: p for i, p in diff.position.items() if i in diff.stored} if diff.removed else diff.position
         position.update(zip((e.id for e in diff.added), range(start, start + len(diff.added))))
-        return cls(row.created_at, plan.seq, span_pk, spans, diff.raw, diff.stored, position)
+        return cls(row.created_at, plan.seq, span_pk, spans, diff.raw, diff.stored, position, plan.edge_pks)
 
 
 #: Trace pk -> its last derivation in this process, least recently used first; at most
@@ -363,6 +366,8 @@ class _BuildPlan:
     agents: _AgentDiff
     edges: _KeyedDiff
     labels: _KeyedDiff
+    #: Every edge once written, (src, dst, type) -> its pk (None: written by this plan).
+    edge_pks: dict[tuple[str, str, str], int | None]
 
 
 def _plan_build(row: Trace, build: core.Trace, memo: _Derivation | None = None) -> _BuildPlan:
@@ -372,27 +377,41 @@ def _plan_build(row: Trace, build: core.Trace, memo: _Derivation | None = None) 
     compared, and stored events are not read. Raises core.TraceValidationError for text no database
     can store (`check_storable`)."""
     patterns = redaction_patterns()
+    wanted_edges = {(e.src, e.dst, e.type): e for e in build.edges}
+    stored_edges = _stored_edges(row, memo, wanted_edges)
     if memo is None:
         check_storable(build)
         build = redact_trace(build, patterns)
         events = _diff_events(row, build.events)
     else:
         events = _diff_events_since(memo, build.events, patterns)
-        check_storable(dataclasses.replace(build, events=events.raw_changes))
+        new_edges = [e for key, e in wanted_edges.items() if key not in stored_edges]  # the others are stored
+        check_storable(dataclasses.replace(build, events=events.raw_changes, edges=new_edges))
         build = dataclasses.replace(
             redact_trace(dataclasses.replace(build, events=[]), patterns),
             events=[events.stored[e.id] for e in build.events],
         )
     seq = row.seq + 1
-    stored_edges = {(r["src"], r["dst"], r["type"]): r["id"] for r in row.edges.values("id", "src", "dst", "type")}
     return _BuildPlan(
         build=build,
         seq=seq,
         events=events,
         agents=_diff_agents(row, new_trace_agents(build), seq),
-        edges=_diff_keyed({(e.src, e.dst, e.type): e for e in build.edges}, stored_edges),
+        edges=_diff_keyed(wanted_edges, stored_edges),
         labels=_diff_keyed({label_key(lb): lb for lb in build.labels}, stored_labels(row)),
+        edge_pks={key: stored_edges.get(key) for key in wanted_edges},
     )
+
+
+def _stored_edges(
+    row: Trace, memo: _Derivation | None, wanted: dict[tuple[str, str, str], core.Edge]
+) -> dict[tuple[str, str, str], int | None]:
+    """(src, dst, type) -> pk of `row`'s stored edges: those `memo` kept (pk None for an edge written
+    since, not read back) unless one of those is no longer `wanted` (its pk is needed to delete
+    it), else read from the database."""
+    if memo is not None and all(pk is not None or key in wanted for key, pk in memo.edges.items()):
+        return memo.edges
+    return {(r["src"], r["dst"], r["type"]): r["id"] for r in row.edges.values("id", "src", "dst", "type")}
 
 
 def _apply_plan(row: Trace, plan: _BuildPlan) -> IngestResult:
@@ -448,8 +467,9 @@ class _EventDiff:
     def count(self) -> int:
         return len(self.stored)
 
-    @property
+    @cached_property
     def next_position(self) -> int:
+        """The position after the stored events' (read once: `after` then adds to `position`)."""
         return max(self.position.values(), default=-1) + 1
 
     @property
@@ -482,14 +502,19 @@ def _diff_events_since(memo: _Derivation, build_events: list[core.Event], patter
     """`build_events` (not redacted) against the events of the last derivation `memo`, stored
     since: an event equal to its last build is stored as it was; only the others are redacted
     and compared."""
-    raw = {e.id: e for e in build_events}
+    raw: dict[str, core.Event] = {}
     stored: dict[str, core.Event] = {}
     added, changed, raw_changes = [], [], []
-    for i, e in raw.items():
-        last = memo.raw.get(i)
-        if last == e:
-            raw[i], stored[i] = last, memo.stored[i]  # the kept objects: the build's own go with it
+    kept_raw, kept_stored = memo.raw, memo.stored  # by the same ids
+    kept = 0  # events of the last build that this one has too
+    for e in build_events:  # ids are unique (core.validate_trace)
+        i = e.id
+        last = kept_raw.get(i)
+        kept += last is not None
+        if last is not None and last.__dict__ == e.__dict__:  # `last == e` (same fields), without tuples
+            raw[i], stored[i] = last, kept_stored[i]  # the kept objects: the build's own go with it
             continue
+        raw[i] = e
         before = memo.stored.get(i)
         if before is not None and last is not None and last.content == e.content and last.attributes == e.attributes:
             # only times, type or ends moved (a parent arriving late moves the time origin): its
@@ -507,7 +532,7 @@ def _diff_events_since(memo: _Derivation, build_events: list[core.Event], patter
     return _EventDiff(
         added=added,
         changed=changed,
-        removed=[i for i in memo.stored if i not in raw],
+        removed=[i for i in kept_stored if i not in raw] if kept < len(kept_stored) else [],
         stored=stored,
         raw=raw,
         position=memo.position,
@@ -578,10 +603,11 @@ class _KeyedDiff:
     removed: list[int]
 
 
-def _diff_keyed(wanted: dict[Any, Any], stored: dict[Any, int]) -> _KeyedDiff:
+def _diff_keyed(wanted: Mapping[Any, Any], stored: Mapping[Any, int | None]) -> _KeyedDiff:
+    """`stored` pks may be None only for keys still `wanted` (`_stored_edges`)."""
     return _KeyedDiff(
         added=[item for key, item in wanted.items() if key not in stored],
-        removed=[pk for key, pk in stored.items() if key not in wanted],
+        removed=[cast(int, pk) for key, pk in stored.items() if key not in wanted],
     )
 
 
@@ -594,8 +620,13 @@ def _set_from_build(row: Trace, build: core.Trace, seq: int, *, event_count: int
     row.rewards, row.metrics = {**row.rewards, **build.rewards}, {**row.metrics, **build.metrics}
     row.reward = headline_reward(row.rewards)
     row.seq, row.event_count, row.agent_count = seq, event_count, agent_count
-    row.total_tokens = sum(e.tokens or 0 for e in build.events)
-    row.duration_s = max((e.t_end if e.t_end is not None else e.t for e in build.events), default=0.0)
+    total_tokens, duration_s = 0, 0.0
+    for event in build.events:
+        total_tokens += event.tokens or 0
+        end = event.t_end if event.t_end is not None else event.t
+        if end > duration_s:
+            duration_s = end
+    row.total_tokens, row.duration_s = total_tokens, duration_s
     row.label_summary = label_summary("", build.labels)
     row.last_event_at = timezone.now()
 

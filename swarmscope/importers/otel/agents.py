@@ -126,7 +126,14 @@ class SpanTree:
     def _depths(self) -> dict[str, int]:
         """Depth of every span (roots 0); a parent link that closes a cycle is cut."""
         depth: dict[str, int] = {}
+        parents = self.parent
         for span_id in self.by_id:
+            parent_id = parents[span_id]
+            if span_id in depth:  # on the path of an earlier one
+                continue
+            if parent_id is None or parent_id in depth:  # a root, or its parent's depth known
+                depth[span_id] = 0 if parent_id is None else depth[parent_id] + 1
+                continue
             path: list[str] = []
             on_path: set[str] = set()
             node: str | None = span_id

@@ -92,7 +92,6 @@ class _TraceBuilder(TraceFields):
         self.events: list[Event] = []
         self.rank: dict[str, tuple[int, int]] = {}
         self.sort_keys: list[tuple[float, int, int]] = []
-        self.times: dict[int, float] = {}
         self.end_rank: dict[str, tuple[float, int, int]] = {}
         self.event_span: dict[str, Span] = {}
         self.event_inv: dict[str, str | None] = {}
@@ -142,11 +141,16 @@ class _TraceBuilder(TraceFields):
     # -- events
 
     def _t(self, ns: int) -> float:
-        """Seconds from the time origin `t0` to `ns` (0 before it), to the microsecond."""
-        t = self.times.get(ns)
-        if t is None:
-            t = self.times[ns] = round(max(ns - self.t0, 0) / 1e9, 6)
-        return t
+        """Seconds from the time origin `t0` to `ns` (0 before it): `round(max(ns - t0, 0) / 1e9, 6)`,
+        made from the whole microseconds where that is the same float (away from a tie at half a
+        microsecond, and within 10^6 s, where the quotient's error is far below a nanosecond)."""
+        delta = ns - self.t0
+        if delta <= 0:
+            return 0.0
+        micros, rest = divmod(delta, 1000)
+        if rest == 500 or delta >= 10**15:
+            return round(delta / 1e9, 6)
+        return (micros + (rest > 500)) / 1e6
 
     def _event(
         self,
