@@ -47,6 +47,8 @@ def ingest(db, settings, monkeypatch, django_capture_on_commit_callbacks):
             with django_capture_on_commit_callbacks(execute=True):  # the worker keeps its derivation
                 for pk in dict.fromkeys(asked):
                     span_ingest.do_derive_spans(pk, otlp, SOURCE)
+            for pk in dict.fromkeys(asked):
+                check_kept_edges(pk)
             asked.clear()
         trace_id = next(b for b in batches if isinstance(b[0], otlp.Span))[0].trace_id
         (row,) = Trace.objects.filter(project=project, source_id=trace_id)
@@ -54,6 +56,19 @@ def ingest(db, settings, monkeypatch, django_capture_on_commit_callbacks):
         return stored_form(row)
 
     return run
+
+
+def check_kept_edges(trace_pk: int) -> None:
+    """A kept derivation's edges are the stored edge rows: every key, and the pk where it has one."""
+    kept = span_ingest._DERIVED.get(trace_pk)
+    if kept is None:
+        return
+    rows = {
+        (src, dst, type_): pk
+        for pk, src, dst, type_ in Trace.objects.get(pk=trace_pk).edges.values_list("pk", "src", "dst", "type")
+    }
+    assert kept.edges.keys() == rows.keys()
+    assert all(pk is None or pk == rows[key] for key, pk in kept.edges.items())
 
 
 def check_batches(ingest, name: str, spans: list) -> None:
@@ -133,7 +148,8 @@ def test_a_derivation_diffs_again_when_the_trace_was_written_meanwhile(ingest, f
 
 def test_a_kept_derivation_maps_only_new_spans_into_the_same_trace(ingest, monkeypatch):
     """With the worker's last derivation kept (`span_ingest._DERIVED`), the next one reads only the
-    spans stored since and never diffs against the stored event rows, and stores the one-shot import."""
+    spans stored since, never diffs against the stored event rows nor reads the edge rows back, and
+    stores the one-shot import."""
     spans = [
         span
         for request in requests(CASES["supervisor"](0), 10**6)
@@ -153,12 +169,22 @@ def test_a_kept_derivation_maps_only_new_spans_into_the_same_trace(ingest, monke
     (row,) = Trace.objects.filter(project__name="incremental")
     assert span_ingest._DERIVED[row.pk].seq == row.seq
     monkeypatch.setattr(span_ingest, "_diff_events", no_row_diff)
+    stored_edges, edges_kept = span_ingest._stored_edges, []
+
+    def recording(trace, memo, wanted):
+        found = stored_edges(trace, memo, wanted)
+        edges_kept.append(memo is not None and found is memo.edges)
+        return found
+
+    monkeypatch.setattr(span_ingest, "_stored_edges", recording)
     reads.clear()
     span_ingest.do_ingest_spans(row.project, otlp, row.source_id, ordered[cut:], SOURCE)
     ingested = len(reads)  # the request decodes its own new spans once
     assert span_ingest.do_derive_spans(row.pk, otlp, SOURCE) is not None
     assert len(reads) - ingested == len(ordered) - cut  # the derivation read only the new spans
+    assert edges_kept == [True]  # nor the stored edges
     assert stored_form(Trace.objects.get(pk=row.pk)) == import_once(spans)
+    check_kept_edges(row.pk)
 
 
 def test_a_kept_derivation_is_not_used_for_another_trace_or_after_another_write(ingest, fixtures):

@@ -188,8 +188,9 @@ class _TraceBuilder(TraceFields):
                 **fields,
             )
         )
-        self.rank[event_id] = rank = (0 if type_ == "spawn" else 1, len(self.events))
-        self.sort_keys.append((t, *rank))
+        kind, index = 0 if type_ == "spawn" else 1, len(self.events)
+        self.rank[event_id] = (kind, index)
+        self.sort_keys.append((t, kind, index))
         self.events.append(event)
         self.event_span[event_id] = span
         self.event_inv[event_id] = self.invocation[sid] if self.owner[sid] == agent else None
@@ -526,14 +527,15 @@ class _TraceBuilder(TraceFields):
         (the first type given to a pair wins); only edges pointing forward in that order are kept."""
         events, keys_ = self.events, self.sort_keys  # (t, *rank) of each event, in creation order
         self.events[:] = [events[i] for i in sorted(range(len(events)), key=keys_.__getitem__)]
-        self.position = {e.id: i for i, e in enumerate(self.events)}
-        for event in self.events:
+        position, end_rank, rank, event_inv = self.position, self.end_rank, self.rank, self.event_inv
+        for index, event in enumerate(self.events):
+            event_id = event.id
+            position[event_id] = index
+            end_rank[event_id] = (event.t if event.t_end is None else event.t_end, *rank[event_id])
             self.lanes[event.agent].append(event)
-            if inv := self.event_inv[event.id]:
+            if inv := event_inv[event_id]:
                 self.inv_events[(event.agent, inv)].append(event)
         self.lane_starts = {agent: [e.t for e in lane] for agent, lane in self.lanes.items()}
-        rank = self.rank
-        self.end_rank = {e.id: (e.t if e.t_end is None else e.t_end, *rank[e.id]) for e in self.events}
         for spawn, agent in self.spawns:
             self._add(spawn, self._next_of(agent, spawn, spawn.t), "spawn")
         returns: dict[str, set[str]] = defaultdict(set)

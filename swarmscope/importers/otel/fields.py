@@ -8,7 +8,7 @@ the span tree: it adds no events. The rules: docs/otel-mapping.md, "Trace-level 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, NamedTuple
 
 from swarmscope.model import Agent, Event, Label
 
@@ -37,22 +37,37 @@ AGENT_FACT_KEYS = (
 )
 
 
-@span_memo
 def agent_facts(span: Span) -> tuple[tuple[str, Any], ...]:
     """(fact, value) of each `AGENT_FACT_KEYS` attribute `span` sets (non-empty), in that order."""
     return tuple((fact, span.attributes[key]) for key, fact in AGENT_FACT_KEYS if span.attributes.get(key))
 
 
-@span_memo
 def workflow_name(span: Span) -> Any:
     """The first `WORKFLOW_NAME_KEYS` attribute `span` sets (non-empty), else None."""
     return next((span.attributes[key] for key in WORKFLOW_NAME_KEYS if span.attributes.get(key)), None)
 
 
-@span_memo
-def span_evaluations(span: Span) -> tuple[list[Evaluation], Evaluation | None]:
+def span_evaluations(span: Span) -> tuple[tuple[Evaluation, ...], Evaluation | None]:
     """(the `gen_ai.evaluation.result` events of `span`, its own result as an evaluation span)."""
-    return genai.evaluations(span), genai.span_evaluation(span)
+    results, own = tuple(genai.evaluations(span)), genai.span_evaluation(span)
+    return NO_EVALUATIONS if not results and own is None else (results, own)
+
+
+NO_EVALUATIONS: tuple[tuple[Evaluation, ...], None] = ((), None)
+
+
+class SpanFacts(NamedTuple):
+    """What the trace-level fields read from one span alone (`span_facts`)."""
+
+    workflow_name: Any
+    agent_facts: tuple[tuple[str, Any], ...]
+    evaluations: tuple[tuple[Evaluation, ...], Evaluation | None]
+
+
+@span_memo
+def span_facts(span: Span) -> SpanFacts:
+    """`workflow_name`, `agent_facts` and `span_evaluations` of `span`, kept as one memo entry."""
+    return SpanFacts(workflow_name(span), agent_facts(span), span_evaluations(span))
 
 
 class TraceFields(SpanTree):
@@ -81,7 +96,7 @@ class TraceFields(SpanTree):
 
     def _name(self, root: Span) -> str:
         for span in [root] + self.real:
-            name = workflow_name(span)
+            name = span_facts(span).workflow_name
             if name:
                 return str(name)
         if self.role[root.sid] == WORKFLOW:
@@ -104,7 +119,7 @@ class TraceFields(SpanTree):
                 continue
             if span.service:
                 services[owner].add(span.service)
-            stated, advertised = agent_facts(span), tool_names(span)
+            stated, advertised = span_facts(span).agent_facts, tool_names(span)
             if not stated and not advertised:
                 continue
             if self.role[span.sid] == CREATE:  # it describes the agent it creates
@@ -203,7 +218,7 @@ class TraceFields(SpanTree):
         for span in self.order:
             if span.missing:
                 continue
-            results, own = span_evaluations(span)
+            results, own = span_facts(span).evaluations
             found.extend((result, span) for result in results)
             if own is not None:
                 found.append((own, self._parent_span(span) or span))

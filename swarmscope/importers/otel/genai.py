@@ -125,7 +125,6 @@ TOKEN_DETAIL_KEYS = {
 }
 
 
-@span_memo
 def token_details(span: Span) -> dict[str, int]:
     """Cache-read, cache-creation and reasoning token counts a span reports (a subset of its input
     / output tokens, per the spec), by `TOKEN_DETAIL_KEYS` name; absent ones left out."""

@@ -126,7 +126,6 @@ def tool_names(span: Span) -> list[str]:
     return names
 
 
-@span_memo
 def agent_name(span: Span) -> str | None:
     """The agent an OpenInference span names: `agent.name`, `graph.node.name`, `graph.node.id`;
     else, on an AGENT span, its span name (`agent_run [x]`: x). None when it names none."""

@@ -365,7 +365,6 @@ def tool_name(span: Span) -> str:
     return span.name.removeprefix("execute_tool ").strip() or span.name
 
 
-@span_memo
 def model_name(span: Span) -> str | None:
     """The model of an LLM span: response/request model, a Monocle model entity, else a LangChain
     `ls_model_name` association property; None when unknown."""
@@ -375,7 +374,6 @@ def model_name(span: Span) -> str | None:
     return next((str(c) for c in candidates if c is not None and str(c).casefold() not in NO_MODEL), None)
 
 
-@span_memo
 def usage(span: Span) -> tuple[int | None, int | None, int | None]:
     """(input, output, total) tokens from usage attributes or Monocle's `metadata` event."""
     sources = [span.attributes] + [e.attributes for e in span.events if e.name == "metadata"]
@@ -386,7 +384,6 @@ def usage(span: Span) -> tuple[int | None, int | None, int | None]:
     return first(INPUT_TOKEN_KEYS), first(OUTPUT_TOKEN_KEYS), first(TOTAL_TOKEN_KEYS)
 
 
-@span_memo
 def span_io(span: Span) -> tuple[Any, Any]:
     """(input, output) values of a span, raw (render them with `render`); None where absent."""
     return _io(span, INPUT_KEYS, INPUT_EVENTS, "prompt"), _io(span, OUTPUT_KEYS, OUTPUT_EVENTS, "completion")
