@@ -240,7 +240,8 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
     The worker keeps its last derivation of a trace (`_Derivation`): the next one reads only the
     spans stored since, maps each span's own fields once (`span_memo`), and, while no one else wrote
     the trace, diffs and redacts only the events whose build changed instead of reading every
-    stored event back."""
+    stored event (or edge) back. The build and diff run with the cyclic collector paused
+    (`_collector_paused`)."""
     if not Trace.objects.filter(pk=trace_pk, spans_pending=True).update(spans_pending=False):
         return None
     row = Trace.objects.get(pk=trace_pk)

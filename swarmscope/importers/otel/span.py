@@ -102,9 +102,10 @@ Result = TypeVar("Result")
 
 def span_memo(function: Callable[[Span], Result]) -> Callable[[Span], Result]:
     """`function` of one span, kept in `span.memo` where the span has one: a worker that keeps a
-    trace's spans between derivations (webapp.traces.span_ingest) maps a span's text, usage and
-    role once. Only for functions of the span alone whose result callers do not change; importers
-    that change a span's attributes leave `memo` None."""
+    trace's spans between derivations (webapp.traces.span_ingest) maps a span's role, label, texts
+    and message fields once. Only for functions of the span alone whose result callers do not
+    change; importers that change a span's attributes leave `memo` None. Each kept result is a dict
+    entry on every kept span: readers used only through a memoised caller are not memoised."""
     key = f"{function.__module__}.{function.__qualname__}"
 
     @wraps(function)
