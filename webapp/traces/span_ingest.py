@@ -274,8 +274,8 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while a derivation builds and diffs (back on after,
-    unless it was off before). The build's objects are alive until it ends, and most then go
+    """Python's cyclic garbage collector off, process-wide, while a derivation builds and diffs
+    (back on after, unless it was off before). The build's objects are alive until it ends, and most then go
     (an unchanged event keeps its last build's object): collections while it runs would move them
     to the oldest generation, and every full collection walks the whole kept state (0.6 s of a
     3 s re-derivation at 33k spans, measured: bench/RESULTS.md). Nothing is leaked: reference
