@@ -150,7 +150,9 @@ SWARMSCOPE_MAX_UPLOAD_BYTES = int(os.environ.get("SWARMSCOPE_MAX_UPLOAD_BYTES", 
 SWARMSCOPE_OTLP_SYNC_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_SYNC_SPANS", 2000))
 # A worker keeps its last derivation of the OTLP traces it re-derived (their spans and events), so
 # the next one reads only new spans and diffs only changed events: at most this many spans in all
-# per worker process (about 2-3 KB of memory each), least recently derived traces dropped first.
+# per worker process, least recently derived traces dropped first. A kept span holds about 1.8 KB
+# (tracemalloc at 33k spans); a re-derivation's peak is several times that (2.9 GB of RSS for a
+# 300k-span trace in bench/bench_otlp_vs_phoenix.py --scaling, bench/RESULTS.md).
 SWARMSCOPE_OTLP_DERIVE_CACHE_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_DERIVE_CACHE_SPANS", 200_000))
 # A batch adding more rows (events + edges + agents + labels) than this is staged in transactions
 # of this many rows, invisible until its last short transaction publishes it, so one big batch
