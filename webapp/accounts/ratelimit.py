@@ -43,8 +43,9 @@ class RateRefused:
 
 
 def _count(key: str, window: int) -> int | None:
-    """Add one to the counter `key` (expiring after the window); None when the cache is down. One
-    round trip but for the window's first request (which creates the key with its expiry)."""
+    """Add one to the counter `key` (expiring after the window); None when the cache is down. Only
+    the window's first request creates the key (with its expiry, which ends after the window, so no
+    increment of this window can outlive it)."""
     try:
         try:
             return cache.incr(key)
