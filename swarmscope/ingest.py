@@ -113,8 +113,9 @@ def new_trace_agents(trace: Trace) -> dict[str, Agent]:
 
 
 def label_key(label: Label) -> LabelKey:
-    """A label's identity: two labels with the same key are one (the value compared by `repr`)."""
-    return (label.key, repr(label.value), label.event_id, label.agent)
+    """A label's identity: two labels with the same key are one. The value is compared as canonical
+    JSON (sorted keys): PostgreSQL's jsonb gives a stored dict back in its own key order."""
+    return (label.key, json.dumps(label.value, sort_keys=True, default=repr), label.event_id, label.agent)
 
 
 def holds_nul(value: Any) -> bool:

@@ -153,6 +153,16 @@ def test_labels_already_stored_are_not_added_again():
     assert [lb.key for lb in plan.add_labels] == ["mistake_step"]
 
 
+def test_a_stored_label_whose_dict_value_comes_back_in_another_key_order_is_the_same_label():
+    # PostgreSQL's jsonb returns {"mistake_agent": .., "step_speaker": ..} with the shorter key first.
+    sent = {"key": "mismatch", "value": {"mistake_agent": "a", "step_speaker": "b"}, "event_id": "h2"}
+    stored = {**sent, "value": {"step_speaker": "b", "mistake_agent": "a"}}
+    known = Stored(labels={label_key(core.label_from_dict(stored))})
+    assert plan_batch(known, fragment(labels=[sent])).add_labels == []
+    other = {**sent, "value": {"mistake_agent": "a", "step_speaker": "c"}}
+    assert len(plan_batch(known, fragment(labels=[other])).add_labels) == 1
+
+
 def test_new_trace_agents_is_the_agent_rule_of_a_new_trace():
     trace = fragment(
         [
