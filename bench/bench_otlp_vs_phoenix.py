@@ -53,6 +53,9 @@ it times that file's decoders alongside and checks that both give the same spans
 
     .venv/bin/python bench/bench_otlp_vs_phoenix.py --scaling 1000,10000,33000,100000 [--repeats 3]
         [--profile /tmp/derive.pstats]
+
+`--with-scaling SIZES` measures both in one run: the side-by-side cases, then (servers stopped) the
+scaling curve, in one report.
     .venv/bin/python bench/bench_otlp_vs_phoenix.py --decode [--decode-baseline /tmp/otlp_before.py]
 """
 
@@ -594,6 +597,12 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--scaling", default="", help="comma-separated trace sizes in spans: the scaling curve only")
+    parser.add_argument(
+        "--with-scaling",
+        default="",
+        metavar="SIZES",
+        help="after the side-by-side cases, the scaling curve of these sizes in the same run and report",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="1-span requests per size (--scaling)")
     parser.add_argument(
         "--profile", type=Path, metavar="FILE", help="cProfile the largest size's re-derivations into FILE (--scaling)"
@@ -688,6 +697,11 @@ def main() -> None:
 
     print()
     print(markdown(rows))
+    curve = (
+        scaling([int(n) for n in args.with_scaling.split(",")], args.seed, args.batch, args.repeats)
+        if args.with_scaling
+        else None
+    )
     report = {
         "benchmark": "bench_otlp_vs_phoenix",
         **started,
@@ -698,6 +712,7 @@ def main() -> None:
         "cases": described,
         "results": rows,
         "server_log_tails": logs,
+        **({"scaling": curve} if curve is not None else {}),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))
