@@ -39,6 +39,27 @@ def test_upload_page_reports_each_file(logged_in, fixtures):
     assert "imported as trace" in text and "skipped: not a trace" in text
 
 
+def test_upload_goes_to_the_project_chosen_on_the_page(logged_in, member, project, fixtures):
+    from webapp.accounts.services import do_add_member, do_get_or_create_project
+    from webapp.traces.models import Trace
+
+    first_by_name = do_get_or_create_project("Aaa scratch")
+    do_add_member(first_by_name, member, "admin")
+    readonly = do_get_or_create_project("Read only here")
+    do_add_member(readonly, member, "viewer")
+    form = logged_in.get(f"/upload/?project={project.pk}").content.decode()
+    assert 'name="project"' in form and "Read only here" not in form  # only projects one may write in
+    assert f'<option value="{project.pk}" selected>Test project</option>' in form
+    with open(fixtures / "native_small.json", "rb") as good:
+        answer = logged_in.post("/upload/", {"file": good, "project": project.pk}).content.decode()
+    assert Trace.objects.get().project == project and "Into project <strong" in answer and "Test project" in answer
+    with open(fixtures / "native_small.json", "rb") as good:
+        assert logged_in.post("/upload/", {"file": good, "project": readonly.pk}).status_code == 403
+    with open(fixtures / "native_small.json", "rb") as good:
+        assert logged_in.post("/upload/", {"file": good, "project": 10**6}).status_code == 404
+    assert Trace.objects.count() == 1
+
+
 def test_token_page_shows_a_new_token_once(logged_in, project):
     created = logged_in.post("/tokens/", {"name": "cluster", "project": project.pk}, follow=True).content.decode()
     assert "ssk_" in created

@@ -22,12 +22,12 @@ from webapp.accounts.ratelimit import check_ingest_rate
 from webapp.accounts.services import (
     READ_ONLY_HINT,
     WRITE_ROLE,
-    PermissionRefused,
     get_role,
     has_role,
+    list_projects_of,
 )
 from webapp.accounts.views import require_admin
-from webapp.web.api import get_write_project
+from webapp.web.api import check_write, get_write_project, writable_projects
 from webapp.web.validation import InputError, parse_int
 
 from . import access, datacare, facets, ingest, samples, services
@@ -203,13 +203,14 @@ def trace_compare(request: HttpRequest):
 
 @login_required
 def upload(request: HttpRequest):
-    """GET: the form (disabled, with a notice, for a viewer). POST: import the files into the first
-    project where the user may write; the 403 page for a viewer, 404 for a user of no project."""
-    outcomes, nothing_chosen, status, refused = None, False, 200, None
+    """GET: the form, its Project preselected (`?project=<id>`, else the first project, by name,
+    where the user may write; disabled, with a notice, for a viewer). POST: import the files into
+    the chosen project (`project`; without one, that first project); the 403 page for a project
+    where the user only reads or a viewer everywhere, 404 for a user of no project."""
+    outcomes, nothing_chosen, status, refused, project = None, False, 200, None, None
+    projects = writable_projects(request.user)
     if request.method == "POST":
-        project = get_write_project(request, "uploading traces")  # raises PermissionRefused (403) for a viewer
-        if project is None:
-            raise Http404("you are not a member of any project")
+        project = _upload_project(request, projects)
         refused = check_ingest_rate(request.user.pk, project.pk)  # counted as the API counts it
         if refused is not None:
             messages.error(request, f"Upload refused: {refused.message}. Nothing was imported.")
@@ -226,17 +227,18 @@ def upload(request: HttpRequest):
             outcomes = ingest.do_import_sources(project, upload_sources(request))
         else:
             nothing_chosen = True
-    try:
-        can_write = get_write_project(request, "uploading traces") is not None
-    except PermissionRefused:
-        can_write = False
+    wanted = str(project.pk) if project is not None else request.GET.get("project", "")
+    selected = next((p for p in projects if str(p.pk) == wanted), projects[0] if projects else None)
     response = render(
         request,
         "traces/upload.html",
         {
             "outcomes": outcomes,
             "nothing_chosen": nothing_chosen,
-            "can_write": can_write,
+            "can_write": bool(projects),
+            "projects": projects,
+            "selected": selected,
+            "imported_into": project if outcomes is not None else None,
             "read_only_hint": READ_ONLY_HINT,
         },
         status=status,
@@ -244,6 +246,23 @@ def upload(request: HttpRequest):
     if refused is not None:
         response["Retry-After"] = str(refused.retry_after_s)
     return response
+
+
+def _upload_project(request: HttpRequest, projects: list):
+    """The project an upload goes to: the form's `project` (403 unless the user may write there,
+    404 for one they cannot see), else the first of `projects`."""
+    chosen = request.POST.get("project", "")
+    if not chosen:
+        project = get_write_project(request, "uploading traces")  # raises PermissionRefused (403) for a viewer
+        if project is None:
+            raise Http404("you are not a member of any project")
+        return project
+    project_id = int(chosen) if chosen.isdigit() else None
+    project = next((p for p in list_projects_of(request.user) if p.pk == project_id), None)
+    if project is None:
+        raise Http404("no such project")
+    check_write(request, project.pk, "uploading traces")  # raises PermissionRefused (403) for a reader
+    return project
 
 
 def _declared_length(request: HttpRequest) -> int:

@@ -18,10 +18,9 @@ from webapp.accounts.services import (
     READ_ONLY_HINT,
     WRITE_ROLE,
     has_role,
-    list_projects_of,
 )
 from webapp.traces import access
-from webapp.web.api import check_write, get_write_project
+from webapp.web.api import check_write, get_write_project, writable_projects
 from webapp.web.validation import InputError, parse_int
 
 from . import services
@@ -92,18 +91,13 @@ def run_list(request: HttpRequest):
     )
 
 
-def _startable_projects(request: HttpRequest) -> list:
-    """The session user's projects where they may start runs (WRITE_ROLE), by name."""
-    return [p for p in list_projects_of(request.user) if has_role(request.user, p.pk, WRITE_ROLE)]
-
-
 @login_required
 def run_new(request: HttpRequest):
     """GET: the form, its Project preselected (`?project=<id>`, else the first project where the
     user may start runs; disabled, with a notice, for a viewer). POST: start the run in the chosen
     project (a form error on that field for one where they only read); 403 page for a viewer
     everywhere, 404 for a user of no project."""
-    projects = _startable_projects(request)
+    projects = writable_projects(request.user)
     if request.method == "POST" and not projects:
         get_write_project(request, "starting a run")  # raises PermissionRefused (403) for a viewer
         raise Http404("you are not a member of any project")

@@ -148,6 +148,11 @@ def check_write(request: HttpRequest, project_id: int, action: str) -> None:
     check_role(user, project_id, WRITE_ROLE, action)
 
 
+def writable_projects(user) -> list:
+    """The session user's projects where they have WRITE_ROLE, by name."""
+    return [p for p in list_projects_of(user) if has_role(user, p.pk, WRITE_ROLE)]
+
+
 def get_write_project(request: HttpRequest, action: str = "writing"):
     """The project a new trace or run goes to: the token's project, else the first of the session
     user's projects where they have WRITE_ROLE. None when the caller is a member of no project;
