@@ -75,6 +75,31 @@ def test_load_samples_is_idempotent_but_for_restarting_the_live_traces(django_us
     assert Project.objects.filter(name=samples.SAMPLES_PROJECT).count() == 1
 
 
+def test_a_rerun_keeps_a_live_sample_trace_with_user_work_and_its_jobs(django_user_model):
+    """A counterfactual job and a mistake label on a live sample trace survive `load_samples` run
+    again: that trace is kept (same row, same events); the untouched live traces are restreamed."""
+    from webapp.counterfactuals.models import CounterfactualJob
+    from webapp.review.models import MistakeLabel
+
+    admin = django_user_model.objects.create_superuser("admin", password="admin-password-1")
+    call_command("load_samples", stdout=io.StringIO())
+    worked, *untouched = Trace.objects.filter(project__name=samples.SAMPLES_PROJECT, source_format="api").order_by("pk")
+    job = CounterfactualJob.objects.create(
+        trace=worked, intervention={}, backend="sim", backend_path="x", n_samples=1, heartbeat_at="2026-01-01T00:00:00Z"
+    )
+    MistakeLabel.objects.create(trace=worked, reviewer=admin, agent="a", event_id="e1")
+    out = io.StringIO()
+    call_command("load_samples", stdout=out)
+    again = Trace.objects.get(pk=worked.pk)
+    assert again.event_count == worked.event_count and again.last_event_at is None  # kept whole, and closed
+    assert CounterfactualJob.objects.filter(pk=job.pk, trace=again).exists()
+    assert MistakeLabel.objects.filter(trace=again).count() == 1
+    live = Trace.objects.filter(project__name=samples.SAMPLES_PROJECT, source_format="api")
+    assert live.count() == len(samples.LIVE_EPISODES)
+    assert not live.filter(pk__in=[t.pk for t in untouched]).exists()  # those were streamed again
+    assert "1 kept as they were" in out.getvalue()
+
+
 def test_load_samples_no_stream_and_an_unknown_user():
     call_command("load_samples", "--no-stream", stdout=io.StringIO())
     assert not Trace.objects.filter(source_format="api").exists()

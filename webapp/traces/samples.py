@@ -4,8 +4,11 @@ list's "Load sample data" action both call `do_load_samples`.
 It imports every file under `samples/` into the project SAMPLES_PROJECT (created if absent; the
 user who asked becomes a member of it, and superusers read every project anyway), then (re)starts
 the live part: the first LIVE_EPISODES traces of SwarmSim's pivot-12 suite, streamed as live traces
-so the first screen moves. Importing is idempotent (a file stored already adds nothing); the live
-traces are deleted and streamed again, so running it twice changes nothing but restarting them.
+so the first screen moves. Importing is idempotent (a file stored already adds nothing); a live
+trace nobody has worked on is deleted and streamed again, so running it twice changes nothing but
+restarting them. One with user work attached (USER_WORK: a counterfactual job, an attribution, a
+review status, a comment, a mistake label or a label) is kept, with that work: its stream sends
+its events again, which adds only those it lacks (a re-sent event is a no-op), then closes it.
 
 The stream runs in a background thread of the calling process for a bounded time (each episode is
 stretched over `seconds`, SWARMSCOPE_SAMPLE_STREAM_S = 40 by default), writing through `ingest.do_ingest(live=True)`
@@ -55,6 +58,9 @@ SIM_STREAM = "trainer.sim.stream"
 LIVE_EPISODES = (0, 1, 2)
 #: How often the live stream sends (its length is SWARMSCOPE_SAMPLE_STREAM_S).
 TICK_S = 0.25
+#: What users add to a trace, as its reverse relations: a live sample trace with any of them is kept
+#: by a restart rather than deleted with them.
+USER_WORK = ("counterfactual_jobs", "attributions", "review", "comments", "mistake_labels", "labels")
 
 
 def sample_sources(root: Path = SAMPLES_DIR) -> list[SourceFile]:
@@ -138,15 +144,21 @@ def _live_fragments() -> list[tuple[core.Trace, list]]:
 
 
 def live_identity_keys() -> list[str]:
-    """Identity keys of the live sample traces (what a restart deletes)."""
+    """Identity keys of the live sample traces (what a restart deletes, but those with user work)."""
     return [header.identity_key for header, _ in _live_fragments()]
+
+
+def has_user_work(trace: Trace) -> bool:
+    """Whether users have added anything of USER_WORK to `trace`."""
+    return any(Trace.objects.filter(pk=trace.pk, **{f"{name}__isnull": False}).exists() for name in USER_WORK)
 
 
 class LiveStream:
     """The live part of the samples, streamed by a background thread (or inline with `run()`).
 
-    `traces` are created (empty) on construction, so they are on the trace list at once; the thread
-    then sends each episode's events in time order, stretched over `seconds`, in TICK_S batches, and
+    `traces` are created (empty) on construction, so they are on the trace list at once, replacing
+    the stored ones but those with user work (`kept`: streamed into as they are); the thread then
+    sends each episode's events in time order, stretched over `seconds`, in TICK_S batches, and
     ends by itself. `stop()` ends it early."""
 
     def __init__(self, project: Project, seconds: float):
@@ -154,10 +166,15 @@ class LiveStream:
         self.stopped = threading.Event()
         self.thread: threading.Thread | None = None
         self.episodes: list[_Live] = []
+        self.kept: list[Trace] = []
         for header, payload in _live_fragments():
-            for old in Trace.objects.filter(project=project, identity_key=header.identity_key):
-                datacare.do_delete_trace(old)
-            row = ingest.do_ingest(project, header, live=True).trace
+            row = Trace.objects.filter(project=project, identity_key=header.identity_key).first()
+            if row is not None and has_user_work(row):
+                self.kept.append(row)
+            else:
+                if row is not None:
+                    datacare.do_delete_trace(row)
+                row = ingest.do_ingest(project, header, live=True).trace
             span = max((event["t"] for event, _ in payload), default=0.0)
             self.episodes.append(_Live(row, payload, self.seconds / span if span > 0 else 0.0))
 
@@ -232,9 +249,10 @@ _running_lock = threading.Lock()
 
 
 def do_restart_live_stream(project: Project, *, seconds: float | None = None) -> LiveStream:
-    """Stop this process's stream of the project, delete the live sample traces and stream them
-    anew over `seconds` (default SWARMSCOPE_SAMPLE_STREAM_S) in a background thread; with 0, all at
-    once, here and now (the tests' setting)."""
+    """Stop this process's stream of the project, delete the live sample traces (but those with
+    user work, `has_user_work`) and stream them anew over `seconds` (default
+    SWARMSCOPE_SAMPLE_STREAM_S) in a background thread; with 0, all at once, here and now (the
+    tests' setting)."""
     seconds = settings.SWARMSCOPE_SAMPLE_STREAM_S if seconds is None else seconds
     background = seconds > 0
     with _running_lock:
@@ -281,6 +299,8 @@ class SampleReport:
                 text += f"; {n} SwarmSim pivot-12 traces were streamed live"
             else:
                 text += f"; {n} SwarmSim pivot-12 traces are streaming live for about {self.live.seconds:.0f} s"
+            if self.live.kept:
+                text += f" ({len(self.live.kept)} kept as they were, with the work done on them)"
         if self.failed:
             text += f"; {len(self.failed)} files could not be imported"
         return text + "."

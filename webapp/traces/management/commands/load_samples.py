@@ -5,7 +5,8 @@ The stream runs in a background thread of this command for a bounded time (`--se
 SWARMSCOPE_SAMPLE_STREAM_S, 40; 0 writes the live traces at once). The command waits for it, then
 exits; Ctrl-C stops the stream early (the imported traces stay). `--no-stream` only imports. Run
 while `manage.py up` runs, viewers of the app see the live traces grow. Running it again imports
-nothing new and restarts the live traces.
+nothing new and restarts the live traces, but keeps those with user work on them (a counterfactual
+job, an attribution, a review, a comment or a label) as they are.
 """
 
 from django.conf import settings
