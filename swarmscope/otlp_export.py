@@ -11,9 +11,14 @@ resource (`service.name` = the trace's system) and one scope, holding
   `gen_ai.output.messages`), `execute_tool <tool>` for a tool call, its result (the `tool_result`
   its `tool_dependency` edge names) folded into the same span as `gen_ai.tool.call.result`,
   `create_agent` for spawns, `invoke_agent` for delegations (with `gen_ai.transfer.target.name`);
-  every span also carries `swarmscope.event.id`, `swarmscope.event.type` and the event's own
-  attributes (a folded result: `swarmscope.result_event.id`);
-- the trace's edges as span links on the destination event's span (`swarmscope.edge.type`).
+  every span also carries `swarmscope.event.id`, `swarmscope.event.type`, the fields no GenAI
+  attribute holds (`swarmscope.event.t`, `.t_end`, `.index`, `.role`, ...) and the event's own
+  attributes (`swarmscope.attributes.*`; a folded result: `swarmscope.result_event.*`);
+- the trace's edges as span links on the destination event's span (`swarmscope.edge.type`, `.src`,
+  `.dst`: event ids, since a folded span holds two events).
+
+Swarmscope's OTLP import reads these back (swarmscope.importers.otel.exported): export, then
+import, gives the same events, edges, agents and labels.
 
 Times: `origin_ns`, else when the trace began by its attributes (`origin_ns(trace)`), else 1 s
 after the Unix epoch (OTLP reads 0 as "unset"), plus event `t` seconds.
@@ -78,6 +83,7 @@ def to_otlp_json(
             {
                 "gen_ai.operation.name": "invoke_workflow",
                 "swarmscope.trace.identity_key": key,
+                "swarmscope.trace.name": trace.name,
                 "swarmscope.topology": trace.topology,
             },
         )
@@ -112,21 +118,26 @@ def to_otlp_json(
                 {
                     "traceId": trace_id,
                     "spanId": event_span[edge.src],
-                    "attributes": _attributes({"swarmscope.edge.type": edge.type}),
+                    "attributes": _attributes(
+                        {
+                            "swarmscope.edge.type": edge.type,
+                            "swarmscope.edge.src": edge.src,
+                            "swarmscope.edge.dst": edge.dst,
+                        }
+                    ),
                 }
             )
     result_of = {call.id: trace_result for trace_result, call in results.items()}
     by_id = {e.id: e for e in trace.events}
+    index = {e.id: i for i, e in enumerate(trace.events)}
     for event in trace.events:
         if event.id in results:
             continue
-        attrs = _event_attributes(event)
+        attrs = _event_attributes(event, index[event.id])
         last = event
         if event.id in result_of:
             last = by_id[result_of[event.id]]
-            attrs["swarmscope.result_event.id"] = last.id
-            if last.content is not None:
-                attrs["gen_ai.tool.call.result"] = last.content
+            attrs.update(_result_attributes(last, index[last.id]))
         span = _span(
             trace_id,
             event_span[event.id],
@@ -213,12 +224,63 @@ def _event_span_name(event: Event) -> str:
     return operation
 
 
-def _event_attributes(event: Event) -> dict[str, Any]:
+def _own_fields(event: Event, index: int, prefix: str) -> dict[str, Any]:
+    """The event's fields that no GenAI attribute carries, for the importer to read back exactly:
+    `t` / `t_end` (seconds, as in the trace), its position in the trace, role, content_ref, trusted."""
+    return {
+        f"{prefix}.t": event.t,
+        f"{prefix}.t_end": event.t_end,
+        f"{prefix}.index": index,
+        f"{prefix}.role": event.role,
+        f"{prefix}.content_ref": event.content_ref,
+        f"{prefix}.trusted": event.trusted,
+    }
+
+
+def _result_attributes(result: Event, index: int) -> dict[str, Any]:
+    """A tool result folded into its call's span: its id and its own fields (`swarmscope.result_event.*`)."""
+    attrs: dict[str, Any] = {
+        "swarmscope.result_event.id": result.id,
+        **_own_fields(result, index, "swarmscope.result_event"),
+        "swarmscope.result_event.tool": result.tool,
+        "swarmscope.result_event.tokens": result.tokens,
+        "gen_ai.tool.call.result": result.content,
+    }
+    return {**attrs, **_own_attributes(result, "swarmscope.result_event.attributes.", "swarmscope.result_event")}
+
+
+def _own_attributes(event: Event, key_prefix: str, prefix: str) -> dict[str, Any]:
+    """The event's attributes under `key_prefix`; a value that is no OTLP scalar (or None) is
+    written as JSON text, and `<prefix>.json_attributes` lists their names (as JSON text) so that
+    the importer tells them from text that only looks like JSON."""
+    attrs: dict[str, Any] = {}
+    as_json = []
+    for name, value in event.attributes.items():
+        if not _is_scalar(value):
+            value = json.dumps(value, ensure_ascii=False, default=str)
+            as_json.append(name)
+        attrs[f"{key_prefix}{name}"] = value
+    if as_json:
+        attrs[f"{prefix}.json_attributes"] = json.dumps(as_json, ensure_ascii=False)
+    return attrs
+
+
+def _is_scalar(value: Any) -> bool:
+    """Whether `_any_value` writes `value` as itself (not as JSON text)."""
+    if isinstance(value, bool) or isinstance(value, str):
+        return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def _event_attributes(event: Event, index: int) -> dict[str, Any]:
     attrs: dict[str, Any] = {
         "gen_ai.operation.name": OPERATIONS.get(event.type, "chat"),
         "gen_ai.agent.name": event.agent,
         "swarmscope.event.id": event.id,
         "swarmscope.event.type": event.type,
+        **_own_fields(event, index, "swarmscope.event"),
     }
     if event.tool:
         attrs["gen_ai.tool.name"] = event.tool
@@ -240,8 +302,8 @@ def _event_attributes(event: Event) -> dict[str, Any]:
             )
     if event.tokens is not None:
         attrs["gen_ai.usage.output_tokens"] = event.tokens
-    for name, value in event.attributes.items():
-        attrs.setdefault(f"swarmscope.attributes.{name}", value)
+    for key, value in _own_attributes(event, "swarmscope.attributes.", "swarmscope.event").items():
+        attrs.setdefault(key, value)
     return attrs
 
 

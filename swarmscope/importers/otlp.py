@@ -202,7 +202,7 @@ def span_from_json(span: dict, resource: dict[str, Any]) -> Span:
         name=str(span.get("name", "")),
         start_ns=start,
         end_ns=max(end, start),
-        attributes=attributes(span.get("attributes")),
+        attributes=with_trace_resource(attributes(span.get("attributes")), resource),
         events=[
             SpanEvent(
                 name=str(e.get("name", "")),
@@ -217,6 +217,17 @@ def span_from_json(span: dict, resource: dict[str, Any]) -> Span:
         error=_error(span.get("status")),
         links=_json_links(span.get("links")),
     )
+
+
+def with_trace_resource(attrs: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
+    """`attrs` of a span, and on the root span of a Swarmscope export (`swarmscope.trace.identity_key`)
+    also the resource's trace-level attributes that the exporter writes there (`swarmscope.*`:
+    labels, rewards, costs; `gen_ai.conversation.id`), which a span does not otherwise keep."""
+    if "swarmscope.trace.identity_key" in attrs:
+        for key, value in resource.items():
+            if key.startswith("swarmscope.") or key == "gen_ai.conversation.id":
+                attrs.setdefault(key, value)
+    return attrs
 
 
 def _json_links(links: Any) -> list[SpanLink]:
@@ -282,7 +293,7 @@ def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
                         name=span.name,
                         start_ns=span.start_time_unix_nano,
                         end_ns=max(span.end_time_unix_nano or span.start_time_unix_nano, span.start_time_unix_nano),
-                        attributes=_pb_attributes(span.attributes),
+                        attributes=with_trace_resource(_pb_attributes(span.attributes), resource),
                         events=[
                             SpanEvent(
                                 name=e.name, time_ns=e.time_unix_nano or None, attributes=_pb_attributes(e.attributes)

@@ -1,7 +1,9 @@
 """OTLP/JSON export: a valid ExportTraceServiceRequest (parsed by opentelemetry-proto itself), the
-GenAI operation names, and a round trip through Swarmscope's own OTLP importer that keeps the
-agents, the content and the edges."""
+GenAI operation names, and a round trip through Swarmscope's own OTLP importer that gives back the
+same trace (events, edges, agents, labels), from OTLP/JSON and from protobuf."""
 
+import base64
+import copy
 import json
 
 import pytest
@@ -9,7 +11,7 @@ from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from swarmscope import read_traces
-from swarmscope.importers import SourceFile, read_files
+from swarmscope.importers import SourceFile, otlp, read_files
 from swarmscope.importers.otel_sdk import iso_ns
 from swarmscope.otlp_export import to_otlp_json
 
@@ -87,3 +89,61 @@ def test_spans_start_when_the_session_ran(fixtures):
     trace = next(t for t in read_traces(fixtures / "claude_code" / "project") if t.attributes.get("start_time"))
     root = to_otlp_json(trace)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
     assert int(root["startTimeUnixNano"]) == iso_ns(trace.attributes["start_time"])
+
+
+def _same_trace(trace, back) -> None:
+    """`back` is `trace` again: every event field in order, the edges, the agents and their
+    parents, labels, rewards, costs, name and topology (the identity is the OTLP trace's)."""
+    assert [e.to_dict() for e in back.events] == [e.to_dict() for e in trace.events], trace.identity_key
+    assert set(back.edges) == set(trace.edges) and len(back.edges) == len(set(trace.edges)), trace.identity_key
+    assert {(a.name, a.parent) for a in back.agents} == {(a.name, a.parent) for a in trace.agents}
+    assert [lb.to_dict() for lb in back.labels] == [lb.to_dict() for lb in trace.labels]
+    assert (back.rewards, back.costs, back.name, back.topology) == (
+        trace.rewards,
+        trace.costs,
+        trace.name,
+        trace.topology,
+    )
+    assert back.attributes["exported_from"] == trace.identity_key
+
+
+def _protobuf(doc) -> bytes:
+    """The OTLP/JSON `doc` as protobuf: hex ids as bytes (the protobuf JSON mapping reads base64)."""
+    doc = copy.deepcopy(doc)
+    for span in doc["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        for item in [span, *span.get("links", [])]:
+            for key in ("traceId", "spanId", "parentSpanId"):
+                if key in item:
+                    item[key] = base64.b64encode(bytes.fromhex(item[key])).decode()
+    return ParseDict(doc, ExportTraceServiceRequest()).SerializeToString()
+
+
+def check_round_trip(traces) -> None:
+    """Each trace exported, then imported from the OTLP/JSON file and decoded from protobuf (as
+    /v1/traces takes either), is the same trace."""
+    assert traces
+    for trace in traces:
+        doc = to_otlp_json(trace)
+        again = read_files([SourceFile("export.json", json.dumps(doc).encode())])
+        assert not again.failed and len(again.traces) == 1, again.files
+        _same_trace(trace, again.traces[0])
+        ((trace_id, spans),) = otlp.decode_protobuf(_protobuf(doc)).items()
+        _same_trace(trace, otlp.build(trace_id, spans, ["export.pb"]))
+
+
+def test_export_then_import_gives_the_same_trace(fixtures):
+    """Every fixture trace, of every format (the importer reads the exporter's `swarmscope.*`
+    attributes instead of guessing events from the GenAI spans)."""
+    check_round_trip(read_traces(fixtures))
+
+
+def test_shared_traces_export_then_import_the_same(shared_data):
+    check_round_trip(
+        read_traces(
+            shared_data / "who-and-when" / "Hand-Crafted" / "4.json",
+            shared_data / "mast",
+            shared_data / "otel-agntcy-a2a",
+            shared_data / "langfuse-exports",
+            *sorted((shared_data / "otel-monocle-agent-framework").glob("*_concurrent_travel_*.json")),
+        )
+    )

@@ -17,7 +17,7 @@ from typing import Any, cast
 from swarmscope.model import Edge, Event, Trace
 
 from ..chatlog import estimate_missing_tokens
-from . import genai, keys
+from . import exported, genai, keys
 from .agents import canonical_name
 from .fields import TraceFields
 from .genai import Transfer
@@ -70,10 +70,13 @@ def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str, sou
 
     `trace_id` (hex) becomes `source_id`; `sources` names the files, kept in the trace attributes.
     The result depends on the set of spans only, not on their order; a span id seen twice keeps
-    its earliest-starting record. Raises ValueError when there are no spans or a
-    span has no id.
+    its earliest-starting record. Spans that Swarmscope exported (`exported.is_export`) map back
+    to the exported trace. Raises ValueError when there are no spans or a span has no id.
     """
-    return _TraceBuilder(list(spans), source_format, trace_id, list(sources)).build()
+    spans = list(spans)
+    if exported.is_export(spans):  # Swarmscope's own export: read back as written
+        return exported.build_export(spans, source_format=source_format, trace_id=trace_id, sources=list(sources))
+    return _TraceBuilder(spans, source_format, trace_id, list(sources)).build()
 
 
 class _TraceBuilder(TraceFields):
