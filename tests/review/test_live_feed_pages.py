@@ -61,6 +61,20 @@ def test_an_empty_feed_has_its_list_ready_for_the_first_activity(team):
     assert "No review activity yet." in page
 
 
+def test_the_feed_reads_its_dates_and_statuses_as_words(team):
+    response = team.client("rev").put(
+        f"/api/review/traces/{team.trace_a.pk}/status/",
+        data=json.dumps({"status": "in_review"}),
+        content_type="application/json",
+    )
+    assert response.status_code == 200, response.content
+    activity = Activity.objects.get(project=team.a, verb="set_status")
+    page = session(team, "ann").get(f"/projects/{team.a.pk}/review/").content.decode()
+    item = re.search(rf'<li data-activity-id="{activity.pk}">(.*?)</li>', page, re.S).group(1)
+    assert f"{activity.created_at:%Y-%m-%d %H:%M}</time>" in item  # a space between date and time
+    assert ": In review" in item and "in_review" not in item
+
+
 def test_the_projects_page_hands_its_feed_every_project_of_the_user(team):
     page = session(team, "ann").get("/projects/").content.decode()
     assert feed_projects(page, "recent-activity") == [{"project": team.a.pk, "name": team.a.name, "seq": None}]
@@ -73,3 +87,5 @@ def test_live_items_read_as_the_server_rendered_ones():
     block = source.split("export const VERB_TEXT = Object.freeze({", 1)[1].split("});", 1)[0]
     in_js = dict(re.findall(r'(\w+): "([^"]+)"', block))
     assert in_js == views.VERB_TEXT
+    block = source.split("export const STATUS_TEXT = Object.freeze({", 1)[1].split("});", 1)[0]
+    assert dict(re.findall(r'(\w+): "([^"]+)"', block)) == views.STATUS_TEXT

@@ -86,6 +86,8 @@ def test_bell_and_notifications_page(team):
     page = bob.get("/notifications/").content.decode()
     assert 'data-testid="notification-count">1<' in page
     assert f'href="/traces/{team.trace_a.pk}/?event=e5"' in page and "is e5 the mistake?" in page
+    created = Notification.objects.get(user=team.users["bob"]).created_at
+    assert f"{created:%Y-%m-%d %H:%M}</time>" in page  # a space between date and time
     # The bell is in every page's header; vic was not mentioned.
     assert 'data-testid="notification-count">1<' in bob.get("/").content.decode()
     vic_page = browser(team, "vic").get("/").content.decode()

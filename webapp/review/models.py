@@ -69,9 +69,9 @@ class TraceReview(models.Model):
     """The review status of a trace: open, in review, settled."""
 
     class Status(models.TextChoices):
-        OPEN = "open"
-        IN_REVIEW = "in_review"
-        SETTLED = "settled"
+        OPEN = "open", "Open"
+        IN_REVIEW = "in_review", "In review"
+        SETTLED = "settled", "Settled"
 
     trace = models.OneToOneField(Trace, on_delete=models.CASCADE, related_name="review")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)

@@ -16,6 +16,7 @@ from webapp.traces import access
 from webapp.web.validation import InputError, query_int
 
 from . import feed, services
+from .models import TraceReview
 
 FEED_PAGE = 50
 #: What each verb reads as; static/js/lib/activity_feed.js says the same for live items.
@@ -27,6 +28,9 @@ VERB_TEXT = {
     "set_status": "set the review status",
     "labelled": "labelled the mistake",
 }
+
+#: What each review status reads as (the model's labels); static/js/lib/activity_feed.js STATUS_TEXT says the same.
+STATUS_TEXT = dict(TraceReview.Status.choices)
 
 
 def _verb_text(activity) -> str:
@@ -56,7 +60,15 @@ def project_review(request: HttpRequest, project_id: int):
         {
             "project": project,
             "agreement": services.get_agreement(project.pk),
-            "activities": [{**feed.activity_wire(a), "verb_text": _verb_text(a)} for a in activities],
+            "activities": [
+                {
+                    **feed.activity_wire(a),
+                    "verb_text": _verb_text(a),
+                    "status_text": STATUS_TEXT.get(a.data.get("status"), a.data.get("status")),
+                    "created": a.created_at,
+                }
+                for a in activities
+            ],
             "older": activities[-1].pk if len(activities) == FEED_PAGE else None,
             "live_projects": json.dumps(live) if live else "",
             "feed_page": FEED_PAGE,
@@ -88,7 +100,7 @@ def notifications(request: HttpRequest):
         request,
         "review/notifications.html",
         {
-            "notifications": [services.notification_wire(n) for n in rows],
+            "notifications": [{**services.notification_wire(n), "created": n.created_at} for n in rows],
             "unread": services.count_unread(request.user, project_ids),
             "older": rows[-1].pk if len(rows) == FEED_PAGE else None,
             "mail": services.mail_configured(),

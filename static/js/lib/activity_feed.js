@@ -17,6 +17,13 @@ export const VERB_TEXT = Object.freeze({
   labelled: "labelled the mistake",
 });
 
+/** What each review status reads as (webapp/review/views.py STATUS_TEXT, the model's labels). */
+export const STATUS_TEXT = Object.freeze({
+  open: "Open",
+  in_review: "In review",
+  settled: "Settled",
+});
+
 /** The verb of `activity` as a phrase ("withdrew a vote" for a vote without a value). */
 export function verbText(activity) {
   if (activity.verb === "voted" && (activity.data?.value === null || activity.data?.value === undefined)) {
@@ -50,7 +57,8 @@ export function activityItem(activity, projectName = null) {
   const link = el("a", `${activity.target.kind} ${activity.target.id}`);
   link.href = activity.link;
   li.append(time, " · ", el("strong", activity.actor || "someone"), ` ${verbText(activity)} on `, link);
-  const detail = activity.data?.status ?? activity.data?.value;
+  const status = activity.data?.status;
+  const detail = status === null || status === undefined ? activity.data?.value : (STATUS_TEXT[status] ?? status);
   if (detail !== null && detail !== undefined && detail !== "") li.append(`: ${detail}`);
   if (activity.mentions?.length) li.append(` · mentions ${activity.mentions.join(", ")}`);
   return li;
