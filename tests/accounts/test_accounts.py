@@ -144,3 +144,13 @@ def test_any_member_creates_a_project_and_becomes_its_admin(team):
     zed.force_login(team.users["zed"])
     assert "Vic&#x27;s lab" not in zed.get("/projects/").content.decode()
     assert zed.get(f"/projects/{project.pk}/members/").status_code == 404
+
+
+def test_the_projects_page_counts_members_in_the_singular_and_plural(team):
+    from django.test import Client
+
+    zed, ann = Client(), Client()
+    zed.force_login(team.users["zed"])  # project B: zed alone
+    ann.force_login(team.users["ann"])  # project A: ann, rev, bob, vic
+    assert "1 member</a>" in zed.get("/projects/").content.decode()
+    assert "4 members</a>" in ann.get("/projects/").content.decode()
