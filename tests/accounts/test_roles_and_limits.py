@@ -158,11 +158,26 @@ def test_failed_logins_are_throttled_per_user_name(team, client, settings):
 
 
 def test_failed_logins_are_throttled_per_address(team, client, settings):
-    settings.SWARMSCOPE_LOGIN_FAILURES = 10
+    settings.SWARMSCOPE_LOGIN_FAILURES, settings.SWARMSCOPE_LOGIN_ADDRESS_FAILURES = 10, 10
     for n in range(10):
         log_in(client, f"guess-{n}", "wrong", "10.9.9.9")
     assert log_in(client, "bob", "bob-password-1", "10.9.9.9").status_code == 429
     assert log_in(client, "bob", "bob-password-1", "10.9.9.8").status_code == 302
+
+
+def test_wrong_passwords_by_others_at_a_shared_address_do_not_lock_a_user_out(team, client, settings):
+    """Every local browser is 127.0.0.1: by default the address allows ten user names' worth of
+    failures, so a user locked out for their own name leaves the others at that address free."""
+    settings.SWARMSCOPE_LOGIN_FAILURES, settings.SWARMSCOPE_LOGIN_ADDRESS_FAILURES = 3, None
+    for n in range(3):
+        log_in(client, "ann", f"wrong-{n}", "127.0.0.1")
+        log_in(client, f"typo-{n}", "wrong", "127.0.0.1")
+    assert log_in(client, "ann", "ann-password-1", "127.0.0.1").status_code == 429  # her name is over
+    assert log_in(client, "bob", "bob-password-1", "127.0.0.1").status_code == 302  # the address is not
+    client.logout()
+    for n in range(30 - 6):
+        log_in(client, f"spray-{n}", "wrong", "127.0.0.1")
+    assert log_in(client, "bob", "bob-password-1", "127.0.0.1").status_code == 429  # 30 = 10 x 3: now it is
 
 
 def test_a_successful_login_resets_the_user_names_count(team, client, settings):

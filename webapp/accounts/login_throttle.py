@@ -1,14 +1,21 @@
 """Failed-login throttle: counters in Django's cache (Redis in production, shared by every web
 process), one per user name and one per client address.
 
-After SWARMSCOPE_LOGIN_FAILURES failed logins for a user name (compared ignoring case), or from a
-client address (REMOTE_ADDR; Daphne sets it from X-Forwarded-For behind a trusted proxy), within
-SWARMSCOPE_LOGIN_WINDOW_S seconds of the first of them, logins for that name or from that address
-are refused until the window ends: the login page answers 429 saying when to try again, and
+After SWARMSCOPE_LOGIN_FAILURES failed logins for a user name (compared ignoring case), or
+SWARMSCOPE_LOGIN_ADDRESS_FAILURES from a client address (REMOTE_ADDR; Daphne sets it from
+X-Forwarded-For behind a trusted proxy), within SWARMSCOPE_LOGIN_WINDOW_S seconds of the first of
+them, logins for that name or from that address are refused until the window ends: the login page
+answers 429 saying when to try again, and
 `ThrottledModelBackend` refuses every other login form (the admin's) without checking the password.
 Failures are counted from Django's `user_login_failed` signal; a successful login clears its user
 name's counter (not the address's, so a caller's own account cannot reset it). A cache that is down
 lets logins through.
+
+The address limit defaults to ADDRESS_FACTOR times the user name's: many users share an address (on
+a local install every browser is 127.0.0.1, behind a proxy that does not forward theirs every
+client is the proxy), so a few wrong passwords by anyone there must not lock the others out, while
+guessing through many user names from one address still stops (django-axes keys its lockout by the
+user name and address together for the same reason).
 """
 
 from __future__ import annotations
@@ -26,14 +33,26 @@ from django.core.exceptions import PermissionDenied
 
 log = logging.getLogger(__name__)
 
+#: The address limit, where SWARMSCOPE_LOGIN_ADDRESS_FAILURES is unset: this many user names' worth.
+ADDRESS_FACTOR = 10
 
-def _keys(username: str | None, address: str | None) -> list[str]:
+
+def _limits() -> tuple[int, int]:
+    """(failures per user name, failures per address); 0 is no limit."""
+    per_user = settings.SWARMSCOPE_LOGIN_FAILURES
+    per_address = getattr(settings, "SWARMSCOPE_LOGIN_ADDRESS_FAILURES", None)
+    return per_user, ADDRESS_FACTOR * per_user if per_address is None else per_address
+
+
+def _keys(username: str | None, address: str | None) -> list[tuple[str, int]]:
+    """The counters of a login for `username` from `address`, each with its limit (0s left out)."""
+    per_user, per_address = _limits()
     keys = []
-    if username:
+    if username and per_user > 0:
         digest = hashlib.sha256(username.casefold().encode("utf-8", "replace")).hexdigest()
-        keys.append(f"swarmscope:login-failures:user:{digest}")
-    if address:
-        keys.append(f"swarmscope:login-failures:address:{address}")
+        keys.append((f"swarmscope:login-failures:user:{digest}", per_user))
+    if address and per_address > 0:
+        keys.append((f"swarmscope:login-failures:address:{address}", per_address))
     return keys
 
 
@@ -45,13 +64,10 @@ def client_address(request) -> str | None:
 def check_login_allowed(username: str | None, address: str | None, *, now: float | None = None) -> int | None:
     """None when a login for `username` from `address` may be tried, else the whole seconds
     (>= 1) until the window of the counter that is over the limit ends. Counts nothing."""
-    limit = settings.SWARMSCOPE_LOGIN_FAILURES
-    if limit <= 0:
-        return None
     now = time.time() if now is None else now
     wait = 0.0
     try:
-        for key in _keys(username, address):
+        for key, limit in _keys(username, address):
             if (cache.get(key) or 0) >= limit:
                 wait = max(wait, (cache.get(f"{key}:until") or now + 1) - now)
     except Exception:  # noqa: BLE001 - a broken cache must not lock everybody out
@@ -65,7 +81,7 @@ def do_count_login_failure(username: str | None, address: str | None, *, now: fl
     window = settings.SWARMSCOPE_LOGIN_WINDOW_S
     now = time.time() if now is None else now
     try:
-        for key in _keys(username, address):
+        for key, _limit in _keys(username, address):
             if cache.add(key, 0, timeout=window):
                 cache.set(f"{key}:until", now + window, timeout=window)
             cache.incr(key)
@@ -76,7 +92,7 @@ def do_count_login_failure(username: str | None, address: str | None, *, now: fl
 def do_clear_login_failures(username: str) -> None:
     """Forget the failed logins of `username` (after a successful login)."""
     try:
-        cache.delete_many([k for key in _keys(username, None) for k in (key, f"{key}:until")])
+        cache.delete_many([k for key, _limit in _keys(username, None) for k in (key, f"{key}:until")])
     except Exception:  # noqa: BLE001
         log.warning("login throttle cache unavailable; failures not cleared", exc_info=True)
 

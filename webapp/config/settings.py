@@ -277,9 +277,13 @@ SWARMSCOPE_INGEST_RATE = int(os.environ.get("SWARMSCOPE_INGEST_RATE", 6000))
 SWARMSCOPE_INGEST_RATE_PROJECT = int(os.environ.get("SWARMSCOPE_INGEST_RATE_PROJECT", 4 * SWARMSCOPE_INGEST_RATE))
 SWARMSCOPE_INGEST_RATE_WINDOW_S = int(os.environ.get("SWARMSCOPE_INGEST_RATE_WINDOW_S", 60))
 # Failed logins (webapp.accounts.login_throttle): after SWARMSCOPE_LOGIN_FAILURES wrong passwords for
-# one user name, or from one client address, within SWARMSCOPE_LOGIN_WINDOW_S seconds, the login page
-# answers 429 (saying when to try again) without checking the password. 0: no limit.
+# one user name, or SWARMSCOPE_LOGIN_ADDRESS_FAILURES from one client address, within
+# SWARMSCOPE_LOGIN_WINDOW_S seconds, the login page answers 429 (saying when to try again) without
+# checking the password. The address limit defaults to 10 times the user name's (every local browser
+# is 127.0.0.1: a few wrong passwords by one user must not lock out the others). 0: no limit.
 SWARMSCOPE_LOGIN_FAILURES = int(os.environ.get("SWARMSCOPE_LOGIN_FAILURES", 10))
+_login_address_failures = os.environ.get("SWARMSCOPE_LOGIN_ADDRESS_FAILURES", "").strip()
+SWARMSCOPE_LOGIN_ADDRESS_FAILURES = int(_login_address_failures) if _login_address_failures else None
 SWARMSCOPE_LOGIN_WINDOW_S = int(os.environ.get("SWARMSCOPE_LOGIN_WINDOW_S", 900))
 # Django's ModelBackend, refusing logins over that limit on every login form (the admin's too).
 AUTHENTICATION_BACKENDS = ["webapp.accounts.login_throttle.ThrottledModelBackend"]
