@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import test from "node:test";
 
 import {
-  applyRunDelta, curveOf, etaText, formatEta, groupBand, interpolate, metricSeries, shareSeries, shouldApply, stopCurves,
+  applyRunDelta, curveOf, etaText, formatEta, groupBand, interpolate, metricSeries, shareSeries, shouldApply, stepsText, stopCurves,
   tQuantile975,
 } from "../../static/js/model/runs_model.js";
 
@@ -88,4 +88,11 @@ test("etaText: the runs list's data-eta strings get the run page's formatter", (
   assert.equal(etaText(185), "3 min 05 s");
   assert.equal(etaText("0"), "0 s");
   for (const unknown of ["", "  ", null, undefined, "n/a"]) assert.equal(etaText(unknown), "–");
+});
+
+test("stepsText: a run past its budget (its last iteration ran over) shows its steps and the budget, not a fraction", () => {
+  assert.equal(stepsText(260, 600, " env steps"), "260 / 600 env steps");
+  assert.equal(stepsText(6480, 600, " env steps"), "6480 env steps (budget 600)");
+  assert.equal(stepsText(6480, 600), "6480 (budget 600)");
+  assert.equal(stepsText(12, 0), "12");
 });

@@ -194,3 +194,13 @@ def test_the_runs_list_leaves_the_eta_to_the_shared_formatter(browser_client, pr
     cell = re.search(r'<td class="num" data-testid="run-eta" data-eta="([\d.]+)" title="(\d+) s left"></td>', listing)
     assert cell and abs(float(cell.group(1)) - (10**9 - 100) * 0.3) < 1  # formatted by runs_list.js
     assert "runs_list.js" in listing
+
+
+def test_a_run_past_its_budget_shows_its_steps_and_the_budget_not_a_fraction(browser_client, project):
+    # The budget is checked between iterations: the trial's run did 6480 env steps on a budget of 600.
+    run = services.do_create_run(project, TINY, external=True)
+    Run.objects.filter(pk=run.pk).update(env_steps=6480, budget_steps=600, status=Run.FINISHED)
+    page = browser_client.get(f"/runs/{run.pk}/").content.decode()
+    assert re.search(r'data-testid="run-steps"[^>]*>6480 env steps \(budget 600\)</span>', page)
+    listing = browser_client.get("/runs/").content.decode()
+    assert re.search(r'data-col="steps"[^>]*>6480 \(budget 600\)</span>', listing) and "6480 / 600" not in listing

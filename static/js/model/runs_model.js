@@ -125,6 +125,17 @@ export function curveOf(iterations, key) {
   return iterations.filter((it) => isNumber(it.metrics?.[key])).map((it) => [it.env_steps, it.metrics[key]]);
 }
 
+/**
+ * A run's env steps against its budget, `unit` after the steps: "260 / 600 env steps"; past the
+ * budget "1459 env steps (budget 600)" (the recipe checks the budget between iterations, so its last
+ * iteration, credit re-rollouts and all, runs past it); "260 env steps" without one (budget 0).
+ * The run page and the runs list (templates/runs/) say the same.
+ */
+export function stepsText(envSteps, budgetSteps, unit = "") {
+  if (!(budgetSteps > 0)) return `${envSteps}${unit}`;
+  return envSteps > budgetSteps ? `${envSteps}${unit} (budget ${budgetSteps})` : `${envSteps} / ${budgetSteps}${unit}`;
+}
+
 /** Seconds as "1 h 02 min", "3 min 05 s", "42 s"; "–" when unknown. */
 export function formatEta(s) {
   if (!isNumber(s)) return "–";

@@ -14,7 +14,7 @@
 
 import { el } from "../lib/dom.js";
 import { LiveConnection, NO_ACCESS_CODES, websocketUrl } from "../lib/live_connection.js";
-import { etaText, shouldApply } from "../model/runs_model.js";
+import { etaText, shouldApply, stepsText } from "../model/runs_model.js";
 
 const ACTIVE = new Set(["queued", "running", "cancelling"]);
 /** At most this many rows listen at once (one socket each); the rest update on a reload. */
@@ -51,7 +51,7 @@ function fill(tr, run) {
     progress.value = run.env_steps;
   }
   const steps = tr.querySelector("[data-col=steps]");
-  if (steps) steps.textContent = `${run.env_steps} / ${run.budget_steps}`;
+  if (steps) steps.textContent = stepsText(run.env_steps, run.budget_steps);
   const eta = tr.querySelector("[data-eta]");
   if (eta) {
     eta.dataset.eta = run.eta_s ?? "";

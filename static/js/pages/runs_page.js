@@ -7,7 +7,7 @@
 import { el } from "../lib/dom.js";
 import { formatNumber } from "../lib/format.js";
 import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
-import { TRAINING_CHARTS, applyRunDelta, formatEta, metricSeries, shareSeries, shouldApply, stopCurves } from "../model/runs_model.js";
+import { TRAINING_CHARTS, applyRunDelta, formatEta, metricSeries, shareSeries, shouldApply, stepsText, stopCurves } from "../model/runs_model.js";
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#c2255c", "#5c940d", "#868e96"];
 const ACTIVE = new Set(["queued", "running", "cancelling"]);
@@ -139,7 +139,7 @@ class RunPage {
     const progress = this.q("run-progress");
     progress.max = Math.max(1, run.budget_steps);
     progress.value = run.env_steps;
-    this.q("run-steps").textContent = `${run.env_steps} / ${run.budget_steps} env steps`;
+    this.q("run-steps").textContent = stepsText(run.env_steps, run.budget_steps, " env steps");
     this.q("run-iterations").textContent = String(iterations.length);
     this.q("run-best").textContent = run.best_reward === null ? "–" : formatNumber(run.best_reward);
     this.q("run-eta").textContent = formatEta(run.eta_s);
