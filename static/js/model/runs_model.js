@@ -4,10 +4,10 @@
  * band of a seed group. Unit-tested with `node --test` (tests/js/runs_model.test.js).
  */
 
-/** The charts of the training section: metric key, title, and series drawn. */
+/** The charts of the training section: metric key, title, series drawn, and a fixed y range (`[min, max]`, a rate's). */
 export const TRAINING_CHARTS = Object.freeze([
   { key: "reward", title: "Reward", series: ["reward"] },
-  { key: "success_rate", title: "Success rate", series: ["success_rate"] },
+  { key: "success_rate", title: "Success rate", series: ["success_rate"], yRange: [0, 1] },
   { key: "critical_steps", title: "Critical steps", series: ["critical_steps"] },
   { key: "parallelism_efficiency", title: "Parallelism efficiency", series: ["parallelism_efficiency"] },
   { key: "tokens_per_episode", title: "Tokens per episode", series: ["tokens_per_episode"] },

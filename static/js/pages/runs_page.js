@@ -14,12 +14,15 @@ const ACTIVE = new Set(["queued", "running", "cancelling"]);
 /** Statuses a run can be resumed from (webapp.training.services: a queued one is re-sent). */
 const RESUMABLE = new Set(["queued", "cancelled", "failed"]);
 
-/** A uPlot chart in `host` that is re-fed with `setData` and keeps its width to its host. */
+/**
+ * A uPlot chart in `host` that is re-fed with `setData` and keeps its width to its host; `yRange`
+ * (`[min, max]`) fixes the left axis (uPlot's own range pads a rate of 1 up to 2).
+ */
 class Chart {
-  constructor(host, { labels, height = 170, xLabel = "env steps", rightAxis = null }) {
+  constructor(host, { labels, height = 170, xLabel = "env steps", rightAxis = null, yRange = null }) {
     this.host = host;
     this.labels = labels;
-    this.opts = { height, xLabel, rightAxis };
+    this.opts = { height, xLabel, rightAxis, yRange };
     this.plot = null;
     new ResizeObserver(() => this.plot?.setSize({ width: this._width(), height })).observe(host);
   }
@@ -49,7 +52,7 @@ class Chart {
     this.plot = new uPlot({
       width: this._width(), height: this.opts.height,
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: false } },
+      scales: { x: { time: false }, ...(this.opts.yRange ? { y: { range: this.opts.yRange } } : {}) },
       axes: [{ label: this.opts.xLabel, labelSize: 14, size: 30, font, labelFont: font }, { size: 56, font },
         ...(this.opts.rightAxis ? [{ scale: "right", side: 1, size: 56, font, grid: { show: false },
           label: this.opts.rightAxis, labelSize: 14, labelFont: font }] : [])],
@@ -76,7 +79,7 @@ class RunPage {
       host.dataset.testid = `chart-${spec.key}`;
       figure.append(el("figcaption", spec.title), host);
       grid.append(figure);
-      this.charts.set(spec.key, new Chart(host, { labels: spec.series.map((s) => s.replace(/_/g, " ")) }));
+      this.charts.set(spec.key, new Chart(host, { labels: spec.series.map((s) => s.replace(/_/g, " ")), yRange: spec.yRange }));
     }
     this.stopChart = new Chart(this.q("stop-chart"), { labels: ["p(stop)", "value of continuing"], xLabel: "decision step", rightAxis: "value of continuing" });
     this.regretChart = new Chart(this.q("regret-chart"), { labels: ["premature stops", "late stops", "stop regret"],
