@@ -94,6 +94,21 @@ def test_a_failed_close_leaves_the_stream_open_and_an_older_server_is_no_error(s
     assert seen[-1][1] == "/api/traces/8/close/"
 
 
+def test_a_refused_last_batch_still_closes_the_stream_and_reaches_the_caller(scripted):
+    """The only batch has a bad event: leaving the block ends the trace's live state all the same
+    (the close is sent), then raises the refusal; the empty trace is left, closed."""
+    url, answers, seen = scripted
+    answers += [(201, {}, {"trace": {"id": 7, "project": 1}})]
+    answers += [(400, {}, {"error": "events[0].t: must be a number", "field": "events[0].t"})]
+    answers += [(200, {}, {"closed": True})]
+    with pytest.raises(SwarmscopeError) as refused:
+        with SwarmscopeClient(url, "ssk_x", retries=0).stream("run") as trace:
+            trace.event(id="e1", t="x", type="message", agent="a")
+    assert refused.value.status == 400 and refused.value.body["field"] == "events[0].t"
+    assert [path for _, path, _, _ in seen] == ["/api/traces/", "/api/traces/7/events/", "/api/traces/7/close/"]
+    assert trace.closed
+
+
 @pytest.fixture
 def no_settings(monkeypatch):
     for name in ("SWARMSCOPE_URL", "SWARMSCOPE_API_KEY", "SWARMSCOPE_PROJECT"):

@@ -235,7 +235,9 @@ class SwarmscopeClient:
         self, name: str, *, batch_size: int = 500, flush_interval: float = 0.5, **trace_fields: Any
     ) -> TraceStream:
         """A buffered stream into a new trace (`trace_fields` as for `create_trace`); use it as a
-        context manager, which flushes and closes it on exit (`TraceStream.close`)."""
+        context manager, which flushes and closes it on exit (`TraceStream.close`). The trace is
+        created at once and kept: where every batch is refused it is left on the server empty and
+        closed (not live), the refusal raised to the caller."""
         trace_id = self.create_trace(name, **trace_fields)["id"]
         return TraceStream(self, trace_id, batch_size=batch_size, flush_interval=flush_interval)
 
@@ -290,7 +292,7 @@ class TraceStream:
         try:
             self.client.send_batch(self.trace_id, events, edges=edges)
         except SwarmscopeError as exc:
-            if exc.status >= 500 or exc.status == 429:
+            if _may_pass(exc):
                 self._requeue(events, edges)
             raise
         except BaseException:
@@ -308,18 +310,33 @@ class TraceStream:
 
     def close(self) -> None:
         """Send what is buffered, then tell the server the stream has ended (`close_trace`): the
-        trace's live state clears at once. A second call does nothing. Raises SwarmscopeError as
-        `flush` does (the stream then stays open, so a retry sends the rest)."""
+        trace's live state clears at once. A second call does nothing.
+
+        Where the server refuses the last batch (a 4xx but 429: it cannot pass), the stream is
+        closed all the same and then that SwarmscopeError is raised; the trace stays on the server,
+        closed, with what earlier batches stored (none: an empty trace), and is not deleted: a
+        stream may have found a trace that was there before (`source_id`), and deleting is the
+        trace's owner's call. Where the send fails for a reason that may pass (as in `flush`), or
+        the close itself fails, the error is raised and the stream stays open, so a retry sends the
+        rest."""
         with self._lock:  # no event slips in between the last flush and the close
             if self.closed:
                 return
             self.closed = True
+        refused: SwarmscopeError | None = None
         try:
-            self.flush()
+            try:
+                self.flush()
+            except SwarmscopeError as exc:
+                if _may_pass(exc):
+                    raise
+                refused = exc
             self.client.close_trace(self.trace_id)
         except BaseException:
             self.closed = False
             raise
+        if refused is not None:
+            raise refused
 
     def __enter__(self) -> TraceStream:
         return self
@@ -333,6 +350,11 @@ class TraceStream:
             self.close()
         except Exception:  # noqa: BLE001 - the block's own exception is the one to see
             pass
+
+
+def _may_pass(exc: SwarmscopeError) -> bool:
+    """Whether a refused request may pass when sent again: a 5xx or a 429 (after the retries)."""
+    return exc.status >= 500 or exc.status == 429
 
 
 #: The name to use: `Client()` reads its settings from the environment.
