@@ -47,6 +47,9 @@ def test_empty_state_and_the_form_defaults(browser_client):
     html = browser_client.get("/runs/new/").content.decode()
     assert 'name="budget_steps"' in html and 'value="200000"' in html  # the recipe's default budget
     assert '<option value="long" selected>' in html and '<option value="tiny">' in html  # the recipe's levels
+    hints = re.findall(r'<p class="hint">(.*?)</p>', html, re.S)
+    assert "a SwarmSim level (long: at least 200 decisions per episode)" in hints
+    assert not [h for h in hints if "`" in h]  # help texts are plain text, not markdown
 
 
 def test_form_errors_are_shown_next_to_their_field_and_start_nothing(browser_client):

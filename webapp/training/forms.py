@@ -48,7 +48,7 @@ class NewRunForm(forms.Form):
         },
     )
     name = forms.CharField(required=False, max_length=300, help_text="optional; a name is made from the config")
-    level = forms.ChoiceField(choices=[], help_text="a SwarmSim level (`long`: at least 200 decisions per episode)")
+    level = forms.ChoiceField(choices=[], help_text="a SwarmSim level (long: at least 200 decisions per episode)")
     algorithm = forms.ChoiceField(choices=ALGORITHMS)
     credit = forms.ChoiceField(choices=CREDITS, label="Credit scheme")
     stop = forms.ChoiceField(
