@@ -56,7 +56,11 @@ def test_api_reads_of_another_project_answer_404_like_unknown_ids(team):
     listed = ann.get("/api/traces/").json()["results"]
     assert [t["id"] for t in listed] == [team.trace_a.pk]
     exported = ann.get(f"/api/traces/export.jsonl?ids={team.trace_b.pk}")
-    assert b"".join(exported.streaming_content) == b""
+    unknown = ann.get(f"/api/traces/export.jsonl?ids={UNKNOWN}")
+    assert exported.status_code == unknown.status_code == 404  # as unknown, but for the id it names
+    assert exported.content.replace(str(team.trace_b.pk).encode(), b"N") == unknown.content.replace(
+        str(UNKNOWN).encode(), b"N"
+    )
     assert ann.get(f"/api/traces/{2**64}/").status_code == 404  # beyond 64 bits: still a clean 404
 
 

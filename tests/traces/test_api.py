@@ -101,6 +101,18 @@ def test_upload_export_round_trip(api_client, fixtures):
     assert len(lines) == 1 and json.loads(lines[0])["source_id"] == "hand-written-native-1"
 
 
+def test_export_jsonl_of_unknown_ids_answers_404_naming_them(api_client):
+    known = new_trace(api_client)
+    missing = api_client.get(f"/api/traces/export.jsonl?ids={known},987654,987653")
+    assert missing.status_code == 404
+    assert missing.json()["missing"] == [987653, 987654] and "987653, 987654" in missing.json()["error"]
+    for malformed in ("", ",", "1,x"):
+        refused = api_client.get(f"/api/traces/export.jsonl?ids={malformed}")
+        assert refused.status_code == 400 and refused.json()["field"] == "ids", malformed
+    found = api_client.get(f"/api/traces/export.jsonl?ids={known}")
+    assert found.status_code == 200 and len(b"".join(found.streaming_content).splitlines()) == 1
+
+
 def test_upload_of_non_trace_and_broken_files(api_client):
     readme = api_client.post(
         "/api/traces/upload/?filename=README.md", data=b"# hello", content_type="application/octet-stream"

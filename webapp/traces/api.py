@@ -381,15 +381,27 @@ def trace_export(request: HttpRequest, trace_id: int):
 
 @api_view("GET")
 def traces_export_jsonl(request: HttpRequest):
-    """Many traces as native JSONL, one trace per line: `?ids=1,2,3` or every trace the caller reads."""
+    """Many traces as native JSONL, one trace per line: `?ids=1,2,3` or every trace the caller reads.
+    400 for ids that are not comma-separated positive integers; 404 naming (`missing`) the ids of
+    the list that are unknown or that the caller may not read (alike: which exist is not told)."""
     qs = Trace.objects.filter(project_id__in=request.project_ids).order_by("id")
-    if request.GET.get("ids"):
+    if "ids" in request.GET:
         try:
             ids = [parse_int(i.strip(), field="ids", low=1) for i in request.GET["ids"].split(",") if i.strip()]
         except InputError:
+            ids = []
+        if not ids:
             return json_error(400, "ids must be comma-separated positive integers", field="ids")
         qs = qs.filter(pk__in=ids)
     traces_to_send = list(qs)  # read before streaming: an error in a stream would hang the client
+    if "ids" in request.GET:
+        found = {t.pk for t in traces_to_send}
+        missing = sorted({i for i in ids if i not in found})
+        if missing:
+            named = ", ".join(map(str, missing))
+            return json_error(
+                404, f"no such trace{'s' if len(missing) > 1 else ''}: {named}", field="ids", missing=missing
+            )
 
     def lines():
         for trace in traces_to_send:

@@ -612,7 +612,7 @@ PATHS: dict[str, Any] = {
                 _query(
                     "ids",
                     {"type": "string", "pattern": "^[0-9]+(,[0-9]+)*$"},
-                    "comma-separated trace ids; default all readable",
+                    "comma-separated trace ids (404 naming those unknown or unreadable); default all readable",
                 )
             ],
             "responses": {
@@ -620,7 +620,7 @@ PATHS: dict[str, Any] = {
                     "description": "one trace per line",
                     "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
                 },
-                **_errors(400, 401),
+                **_errors(400, 401, 404),
             },
         },
     },
