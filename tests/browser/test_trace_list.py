@@ -1,6 +1,6 @@
 """The trace list in headless Chromium: the kind facet hides branch traces (and back/forward
-restores the filter), a streamed trace appears and grows without a reload, and the table fits a
-1280 px window. Waits are on visible state and `body[data-list-socket]`, never sleeps."""
+restores the filter), a streamed trace appears and grows without a reload, the table fits a
+1280 px window and the top bar a 390 px phone. Waits are on visible state and `body[data-list-socket]`, never sleeps."""
 
 import pytest
 
@@ -86,3 +86,13 @@ def test_the_table_is_not_clipped(app, page, fixtures, width):
         cell_box = cell.bounding_box()
         if cell_box is not None:  # a folded column has no box
             assert cell_box["x"] + cell_box["width"] <= width
+
+
+def test_the_top_bar_fits_a_phone(app, page):
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(app.url + "/")
+    bar = page.locator("header.topbar")
+    assert bar.evaluate("(el) => el.scrollWidth <= el.clientWidth")
+    for item in bar.locator("nav a, .brand, .user").all():
+        box = item.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, item.inner_text()
