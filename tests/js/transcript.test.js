@@ -158,6 +158,10 @@ test("trace facts: Who&When question, ground truth, outcome and the mistake with
   assert.equal(ag.outcome, "correct (is_correct: True) · reward 0.5");
   assert.equal(ag.mistake, null);
   assert.equal(traceFacts(null, []).question, "");
+  // SwarmSim's `task` is an object with no text: the header names it, not its JSON
+  const sim = { id: "pivot-12/0", level: "pivot-12", subtasks: [[0, 0.3, []], [1, 0.5, [0]]] };
+  assert.equal(traceFacts({ attributes: { task: sim } }, []).question, "pivot-12/0: 2 subtasks (level pivot-12)");
+  assert.equal(traceFacts({ attributes: { task: { text: "Plan the release" } } }, []).question, "Plan the release");
 });
 
 test("resizer widths are clamped and whole", () => {

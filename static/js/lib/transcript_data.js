@@ -142,11 +142,31 @@ function asText(value) {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
+/** Fields of a task object that hold its text, first found first. */
+const TASK_TEXT_FIELDS = ["question", "text", "content", "prompt", "description"];
+
+/**
+ * The task as the header reads it: a string as it is; an object by its text field
+ * (TASK_TEXT_FIELDS), a SwarmSim task (`{id, level, subtasks}`, trainer/sim/tasks.py, no text of
+ * its own) as "pivot-12/0: 12 subtasks (level pivot-12)"; anything else as JSON.
+ */
+function taskText(value) {
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    const field = TASK_TEXT_FIELDS.find((key) => typeof value[key] === "string" && value[key].trim());
+    if (field) return value[field];
+    if (Array.isArray(value.subtasks)) {
+      const n = value.subtasks.length;
+      return `${value.id ?? "task"}: ${n} subtask${n === 1 ? "" : "s"}${value.level ? ` (level ${value.level})` : ""}`;
+    }
+  }
+  return asText(value);
+}
+
 /**
  * What the trace header shows about the task: question, ground truth, outcome and labels.
  * Who&When stores `question`, `ground_truth`, `is_correct` (Algorithm-Generated) or
  * `is_corrected` (Hand-Crafted) and `level` as trace attributes; `mistake_agent`, `mistake_step`
- * (with its event), `mistake_reason` as labels.
+ * (with its event), `mistake_reason` as labels. SwarmSim stores its `task` as an object (taskText).
  * @param {object|null} trace the snapshot's trace object
  * @param {object[]} labels every label of the trace
  * @returns {{question: string, groundTruth: string, outcome: string, outcomeOk: boolean|null,
@@ -155,7 +175,7 @@ function asText(value) {
  */
 export function traceFacts(trace, labels) {
   const attributes = trace?.attributes ?? {};
-  const question = asText(attributes.question ?? attributes.task ?? attributes.input ?? "").trim();
+  const question = taskText(attributes.question ?? attributes.task ?? attributes.input ?? "").trim();
   const groundTruth = asText(attributes.ground_truth ?? attributes.expected_answer ?? attributes.answer ?? "").trim();
   const outcomes = [];
   let outcomeOk = null;
