@@ -148,6 +148,22 @@ def test_page_links_keep_the_filters(logged_in, project):
     assert names(second) == [f"t{i}" for i in range(50, 55)]
 
 
+def test_the_projects_page_links_its_trace_counts_to_the_list_filtered_by_project(logged_in, project, listed):
+    """The count links to `?project=<id>`; that filter shows as a chosen facet (its link clears it)
+    even for a member of one project, and combines with the other filters."""
+    from webapp.accounts.services import do_get_or_create_project
+
+    make(do_get_or_create_project("Not theirs"), "foreign run")
+    page = logged_in.get("/projects/").content.decode()
+    link = re.search(r'<a href="/\?project=(\d+)" data-testid="project-traces">', page)
+    assert link and int(link[1]) == project.pk
+    body = logged_in.get(f"/?project={project.pk}").content.decode()
+    facet = body.split('data-testid="facet-project"')[1].split("</div>")[0]
+    assert 'data-facet="project"' in facet and 'aria-current="true"' in facet and 'href="?"' in facet
+    assert sorted(names(logged_in.get(f"/?project={project.pk}"))) == ["parent run", "plain import", "streamed one"]
+    assert names(logged_in.get(f"/?project={project.pk}&format=api")) == ["streamed one"]
+
+
 def test_ingest_sets_kind_where_traces_are_created(project, fixtures):
     data = (fixtures / "native_small.json").read_bytes()
     [outcome] = ingest.do_import_sources(project, [SourceFile("n.json", data)])

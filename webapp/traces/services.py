@@ -582,7 +582,7 @@ def list_facets(
         "formats": entries("formats", _top(by["formats"]), filters.formats),
         "systems": entries("systems", _top(by["systems"]), filters.systems),
     }
-    if len(project_ids) > 1:
+    if len(project_ids) > 1 or filters.projects:  # a chosen project shows, to be cleared, even if it is the only one
         names = dict(Project.objects.filter(pk__in=project_ids).values_list("pk", "name"))
         result["projects"] = entries("projects", _top(by["projects"]), filters.projects, names)
     result["label"] = entries(
