@@ -97,6 +97,8 @@ def _loader(source: SourceFile, strict: bool):
 
 def decode(source: SourceFile, *, strict: bool = False) -> Any | None:
     """Decode JSON or JSONL (NDJSON). Returns None for content that is not JSON at all (a README).
+    A document that does not parse is read as JSON Lines when its first non-blank line is a JSON
+    value by itself.
 
     Non-finite numbers become None, or are refused when `strict` (API bodies). Raises
     TraceFormatError naming the line and column where parsing stopped, or why it stopped.
@@ -113,17 +115,20 @@ def decode(source: SourceFile, *, strict: bool = False) -> Any | None:
         try:
             return loads(text)
         except json.JSONDecodeError as whole_error:
-            lines = [ln for ln in text.splitlines() if ln.strip()]
-            if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines[:2])):
-                raise TraceFormatError(
-                    source.name, f"invalid JSON: {_reason(whole_error)}", whole_error.lineno, whole_error.colno
-                ) from None
+            failed = whole_error
+        # JSON Lines only when the first non-blank line is a whole JSON value by itself; otherwise
+        # (a pretty-printed document cut short) the document's own error is the one to report.
+        # Lines end at "\n" only: JSON strings may hold U+2028 or U+0085, which `splitlines` splits at.
         docs = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(text.split("\n"), start=1):
             if line.strip():
                 try:
                     docs.append(loads(line))
                 except json.JSONDecodeError as exc:
+                    if not docs:
+                        raise TraceFormatError(
+                            source.name, f"invalid JSON: {_reason(failed)}", failed.lineno, failed.colno
+                        ) from None
                     raise TraceFormatError(
                         source.name, f"invalid JSON Lines record: {_reason(exc)}", number, exc.colno
                     ) from None

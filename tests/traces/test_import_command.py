@@ -1,5 +1,6 @@
 """`manage.py import_traces` on ../shared/data and on the hand-written fixtures."""
 
+import json
 import re
 from io import StringIO
 
@@ -68,3 +69,19 @@ def test_fixtures_import_one_trace_per_format(fixtures):
         "langfuse",
         "langsmith",
     }
+
+
+def test_a_cut_pretty_printed_json_file_fails_at_its_line_and_column(fixtures, tmp_path):
+    """Events one per line put "{" at the start of lines 1 and 2, as in JSON Lines: the error is
+    still the whole document's (the first line is no JSON value by itself)."""
+    doc = json.loads((fixtures / "native_small.json").read_text())
+    events = doc.pop("events")
+    text = json.dumps(doc)[:-1] + ', "events": [\n' + ",\n".join(f"  {json.dumps(e)}" for e in events) + "\n]}\n"
+    assert json.loads(text) == {**doc, "events": events}
+    cut = text[: len(text) // 2]
+    (tmp_path / "cut.json").write_text(cut)
+    code, out, err = run(tmp_path / "cut.json")
+    assert code == 1 and Trace.objects.count() == 0
+    last = cut.count("\n") + 1
+    assert re.fullmatch(rf".*cut\.json: failed: invalid JSON: [^\n]+ at line {last}, column \d+\n", err)
+

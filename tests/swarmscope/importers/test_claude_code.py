@@ -2,6 +2,7 @@
 `subagents/agent-*.jsonl` and older inline sidechains as one trace per session."""
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -204,12 +205,13 @@ def test_files_in_any_order_give_the_same_trace(project, traces):
 
 def test_truncated_line_names_file_and_line(project, tmp_path):
     lines = (project / f"{SESSION_B}.jsonl").read_text().splitlines()
+    lines[0] = lines[0].replace("Counting TODOs", "Counting\u2028TODOs")  # in a JSON string; no line end
     lines[4] = lines[4][:80]
     bad = tmp_path / "broken.jsonl"
-    bad.write_text("\n".join(lines) + "\n")
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = read_files([SourceFile(str(bad), bad.read_bytes())])
     assert result.traces == [] and result.files[0].name == str(bad)
-    assert "line 5" in result.files[0].error
+    assert re.fullmatch(r"invalid JSON Lines record: .* at line 5, column \d+", result.files[0].error)
     with pytest.raises(ValueError, match="broken.jsonl.*line 5"):
         read_traces(bad)
 
