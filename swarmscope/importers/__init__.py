@@ -147,6 +147,40 @@ def _reason(error: json.JSONDecodeError) -> str:
     return error.msg.removesuffix(" at")
 
 
+_JSON_KINDS = {dict: "objects", list: "lists", str: "strings", int: "numbers", float: "numbers", bool: "booleans"}
+
+
+def _why_not_a_trace(source: SourceFile, doc: Any | None) -> str:
+    """Why `source` (decoded as `doc`, None for text that is not JSON) is skipped: what it holds
+    and the formats that were tried, in one line ("not a trace: a JSON object with keys a, b; ...")."""
+    text = source.data.decode("utf-8-sig").strip()
+    if doc is None:
+        shape = f"text, not JSON (it starts {_quoted(text[:200].splitlines()[0], 40)})" if text else "an empty file"
+    elif isinstance(doc, dict):
+        shape = f"a JSON object {_keys(doc)}" if doc else "an empty JSON object"
+    elif not doc:
+        shape = "an empty JSON list"
+    else:
+        whole = "a JSON Lines file of {} records" if text.startswith("{") else "a JSON list of {} items"
+        kinds = dict.fromkeys(_JSON_KINDS.get(type(item), "nulls") for item in doc)
+        items = f"objects, the first {_keys(doc[0])}" if set(kinds) == {"objects"} else ", ".join(kinds)
+        shape = f"{whole.format(len(doc))}: {items}"
+    return f"{NOT_A_TRACE}: {shape}; no importer reads it (formats: {', '.join(m.FORMAT for m in FORMATS)})"
+
+
+def _keys(record: dict[str, Any], most: int = 6) -> str:
+    """The keys part of a skip reason ("with keys a, b and 3 more"), each key cut to 40 characters."""
+    if not record:
+        return "with no keys"
+    names = ", ".join(_quoted(key, 40)[1:-1] for key in list(record)[:most])
+    return f"with keys {names}" + (f" and {len(record) - most} more" if len(record) > most else "")
+
+
+def _quoted(text: str, most: int) -> str:
+    """`text` cut to `most` characters, in double quotes with control characters escaped."""
+    return json.dumps(text[:most] + ("…" if len(text) > most else ""), ensure_ascii=False)
+
+
 def detect(doc: Any):
     """The format module that reads `doc`, or None."""
     return next((module for module in FORMATS if module.sniff(doc)), None)
@@ -188,7 +222,7 @@ def read_files(sources: Iterable[SourceFile]) -> ImportResult:
             doc = decode(source)
             module = detect(doc) if doc is not None else None
             if module is None:
-                report.skipped = NOT_A_TRACE
+                report.skipped = _why_not_a_trace(source, doc)
                 continue
             report.format = module.FORMAT
             if hasattr(module, "split"):

@@ -85,3 +85,15 @@ def test_a_cut_pretty_printed_json_file_fails_at_its_line_and_column(fixtures, t
     last = cut.count("\n") + 1
     assert re.fullmatch(rf".*cut\.json: failed: invalid JSON: [^\n]+ at line {last}, column \d+\n", err)
 
+
+def test_a_skipped_file_says_what_it_holds_and_what_is_read(tmp_path):
+    (tmp_path / "schema.json").write_text(json.dumps({"title": "Trace", "type": "object", "properties": {}}))
+    (tmp_path / "events.json").write_text(json.dumps([{"step": 1, "who": "a"}, {"step": 2, "who": "b"}]))
+    (tmp_path / "NOTES").write_text("# Notes\nnothing here\n")
+    code, out, err = run(tmp_path)
+    assert code == 0 and Trace.objects.count() == 0
+    formats = "; no importer reads it (formats: native, langfuse, langsmith, survey, whowhen, mast, otlp, jaeger, "
+    assert f"schema.json: skipped: not a trace: a JSON object with keys title, type, properties{formats}" in out
+    items = "a JSON list of 2 items: objects, the first with keys step, who"
+    assert f"events.json: skipped: not a trace: {items}{formats}" in out
+    assert f'NOTES: skipped: not a trace: text, not JSON (it starts "# Notes"){formats}' in out
