@@ -51,7 +51,7 @@ def assert_refused(response, role_word="reviewer"):
     """A 403 whose message names the role needed (JSON from the API, the 403 page from pages)."""
     assert response.status_code == 403, response.content[:300]
     text = (
-        response.json()["error"]
+        response.json().get("error") or response.json()["message"]  # OTLP answers a google.rpc.Status
         if response["Content-Type"].startswith("application/json")
         else response.content.decode()
     )

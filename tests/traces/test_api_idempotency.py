@@ -8,6 +8,7 @@ import pytest
 from django.db.models import QuerySet
 
 from swarmscope.importers import otlp
+from tests.traces.test_otlp_input import status
 from webapp.accounts.services import do_add_member, do_create_token
 from webapp.traces import idempotency, ingest, span_ingest, tasks
 from webapp.traces.models import Event, IdempotencyKey, Trace
@@ -221,7 +222,7 @@ def test_an_otlp_request_whose_second_trace_fails_stores_neither(api_client, mon
 
     monkeypatch.setattr(span_ingest, "do_ingest_spans", second_fails)
     response = post_json(api_client, "/v1/traces", doc)
-    assert response.status_code == 400 and "no id" in response.json()["error"]
+    assert response.status_code == 400 and "no id" in status(response).message
     assert stored == [first] and not Trace.objects.exists()
 
 
@@ -233,5 +234,5 @@ def test_an_otlp_request_with_a_span_without_id_in_its_second_trace_stores_nothi
         ]
     }
     response = post_json(api_client, "/v1/traces", doc)
-    assert response.status_code == 400 and "has no span id" in response.json()["error"]
+    assert response.status_code == 400 and "has no span id" in status(response).message
     assert not Trace.objects.exists()  # the first trace, stored before the second failed, is taken back

@@ -6,6 +6,9 @@ import json
 
 import pytest
 from django.db.models import QuerySet
+from django.test import Client
+from google.protobuf.json_format import ParseDict
+from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -35,6 +38,15 @@ def post(client, spans, encoding="protobuf"):
     return client.post("/v1/traces", data=json.dumps(otlp.encode_json(spans)), content_type="application/json")
 
 
+def status(response) -> Status:
+    """The `google.rpc.Status` of an OTLP error answer: protobuf for a protobuf request, else its JSON
+    form, which holds nothing else (`ParseDict` refuses unknown fields)."""
+    if response["Content-Type"] == "application/x-protobuf":
+        return Status.FromString(response.content)
+    assert response["Content-Type"] == "application/json"
+    return ParseDict(response.json(), Status())
+
+
 def with_nul(span: Span) -> Span:
     return Span.from_dict({**span.to_dict(), "attributes": {**span.attributes, "x.note": "a\x00b"}})
 
@@ -45,7 +57,7 @@ def test_a_nul_character_in_any_attribute_is_refused_on_every_path(api_client, s
     assert post(api_client, spans[:3]).status_code == 200
     response = post(api_client, spans[3:4] + [with_nul(spans[4])])
     assert response.status_code == 400
-    assert "NUL character" in response.json()["error"] and spans[4].span_id in response.json()["error"]
+    assert "NUL character" in status(response).message and spans[4].span_id in status(response).message
     assert StoredSpan.objects.count() == 3
 
 
@@ -88,7 +100,8 @@ def test_a_malformed_span_is_named(api_client, spans, change, message):
     change(doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1])
     response = api_client.post("/v1/traces", data=json.dumps(doc), content_type="application/json")
     assert response.status_code == 400
-    assert "resourceSpans[0].scopeSpans[0].spans[1]" in response.json()["error"] and message in response.json()["error"]
+    error = status(response).message
+    assert "resourceSpans[0].scopeSpans[0].spans[1]" in error and message in error
     assert not Trace.objects.exists()
 
 
@@ -102,7 +115,29 @@ def test_a_malformed_span_is_named(api_client, spans, change, message):
 )
 def test_a_malformed_request_is_named(api_client, shape, message):
     response = api_client.post("/v1/traces", data=json.dumps(shape), content_type="application/json")
-    assert response.status_code == 400 and message in response.json()["error"]
+    assert response.status_code == 400 and message in status(response).message
+
+
+def test_errors_are_a_status_in_the_request_encoding_and_other_content_types_415(api_client, spans):
+    """OTLP spec, "OTLP/HTTP Response": a failed request's body is a google.rpc.Status (protobuf for a
+    protobuf request, else its JSON form, nothing else), naming the bad field; an unsupported
+    Content-Type is 415 Unsupported Media Type; the api_view refusals (401) answer the same way."""
+    doc = otlp.encode_json(spans)
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["spanId"] = "abc"
+    as_json = api_client.post("/v1/traces", data=json.dumps(doc), content_type="application/json")
+    assert as_json.status_code == 400 and set(as_json.json()) == {"code", "message"}
+    assert status(as_json).code == 3 and "spans[1]" in status(as_json).message  # INVALID_ARGUMENT
+    request = ExportTraceServiceRequest.FromString(otlp.encode_protobuf(spans))
+    request.resource_spans[0].scope_spans[0].spans[1].span_id = b"\x01\x02\x03"
+    as_protobuf = api_client.post("/v1/traces", data=request.SerializeToString(), content_type="application/x-protobuf")
+    assert (as_protobuf.status_code, status(as_protobuf).code) == (400, 3)
+    assert "span 1" in status(as_protobuf).message and "is 3 bytes, expected 8" in status(as_protobuf).message
+    text = api_client.post("/v1/traces", data=json.dumps(otlp.encode_json(spans)), content_type="text/plain")
+    assert text.status_code == 415 and "Content-Type 'text/plain'" in status(text).message
+    anonymous = Client().post("/v1/traces", data=otlp.encode_protobuf(spans), content_type="application/x-protobuf")
+    assert (anonymous.status_code, status(anonymous).code) == (401, 16)  # UNAUTHENTICATED
+    assert "authentication required" in status(anonymous).message
+    assert not Trace.objects.exists()
 
 
 def test_a_concurrent_first_request_locks_the_trace_the_other_created(project, monkeypatch):

@@ -19,6 +19,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 
 from swarmscope.importers import otlp
 from swarmscope.importers.otel import SpanEvent
+from tests.traces.test_otlp_input import status
 from tests.traces.test_otlp_streaming import import_once, stored_form
 from webapp.traces.models import StoredLogRecord, Trace
 from webapp.traces.tasks import derive_spans
@@ -210,7 +211,7 @@ def test_a_malformed_record_is_named_and_nothing_is_stored(api_client, spans, lo
     change(first_record(logs_doc))
     response = api_client.post("/v1/logs", data=json.dumps(logs_doc), content_type="application/json")
     assert response.status_code == 400
-    error = response.json()["error"]
+    error = status(response).message
     assert error.startswith("invalid log records: resourceLogs[0].scopeLogs[0].logRecords[1]") and message in error
     assert not StoredLogRecord.objects.exists() and the_trace().seq == seq
 
@@ -227,20 +228,20 @@ def test_a_malformed_record_is_named_and_nothing_is_stored(api_client, spans, lo
 )
 def test_a_malformed_request_is_named(api_client, body, message):
     response = api_client.post("/v1/logs", data=body, content_type="application/json")
-    assert response.status_code == 400 and message in response.json()["error"]
+    assert response.status_code == 400 and message in status(response).message
     assert not StoredLogRecord.objects.exists()
 
 
 def test_bad_protobuf_is_refused(api_client, records):
     response = api_client.post("/v1/logs", data=b"\x0a\x05ab", content_type="application/x-protobuf")
-    assert response.status_code == 400 and "not an OTLP ExportLogsServiceRequest" in response.json()["error"]
+    assert response.status_code == 400 and "not an OTLP ExportLogsServiceRequest" in status(response).message
     request = ExportLogsServiceRequest.FromString(otlp.encode_logs_protobuf(records))
     request.resource_logs[0].scope_logs[0].log_records[2].span_id = b"\x01\x02\x03"  # 3 bytes, not 8
     response = api_client.post("/v1/logs", data=request.SerializeToString(), content_type="application/x-protobuf")
     assert response.status_code == 400
     assert (
         "resourceLogs[0].scopeLogs[0].logRecords[2]: span_id: id '010203' is 3 bytes, expected 8"
-        in (response.json()["error"])
+        in status(response).message
     )
     assert not StoredLogRecord.objects.exists() and not Trace.objects.exists()
 
@@ -249,7 +250,7 @@ def test_a_nul_character_is_refused_naming_the_record(api_client, records):
     records[3].body = {"content": "a\x00b"}
     response = post_logs(api_client, records)
     assert response.status_code == 400
-    assert "log record 3 (gen_ai.user.message) must not contain a NUL character" in response.json()["error"]
+    assert "log record 3 (gen_ai.user.message) must not contain a NUL character" in status(response).message
     assert not StoredLogRecord.objects.exists() and not Trace.objects.exists()
 
 
@@ -257,14 +258,14 @@ def test_auth_and_limits_are_those_of_v1_traces(api_client, records, settings, t
     body = otlp.encode_logs_protobuf(records)
     client = Client()  # no token
     anonymous = client.post("/v1/logs", data=body, content_type="application/x-protobuf")
-    assert anonymous.status_code == 401 and "authentication required" in anonymous.json()["error"]
+    assert anonymous.status_code == 401 and "authentication required" in status(anonymous).message
     wrong = client.post("/v1/logs", data=body, content_type="application/x-protobuf", HTTP_AUTHORIZATION="Bearer wrong")
-    assert wrong.status_code == 401 and wrong.json()["error"] == "invalid or revoked API token"
+    assert wrong.status_code == 401 and status(wrong).message == "invalid or revoked API token"
     viewer = team.client("vic").post("/v1/logs", data=body, content_type="application/x-protobuf")
-    assert viewer.status_code == 403 and "sending OTLP logs" in viewer.json()["error"]
+    assert viewer.status_code == 403 and "sending OTLP logs" in status(viewer).message
     settings.SWARMSCOPE_MAX_UPLOAD_BYTES = 100
     too_big = api_client.post("/v1/logs", data=body, content_type="application/x-protobuf")
-    assert too_big.status_code == 413 and "SWARMSCOPE_MAX_UPLOAD_BYTES" in too_big.json()["error"]
+    assert too_big.status_code == 413 and "SWARMSCOPE_MAX_UPLOAD_BYTES" in status(too_big).message
     assert not StoredLogRecord.objects.exists()
     assert api_client.get("/v1/logs").status_code == 405
 

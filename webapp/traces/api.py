@@ -1,21 +1,24 @@
 """REST API under /api/ and OTLP/HTTP at /v1/traces and /v1/logs: parse, authorise, call services, serialise.
 
-Authentication, limits and error bodies are `webapp.web.api`'s; every write here (creating a
-trace, adding events, uploads, OTLP) needs WRITE_ROLE.
+Authentication, limits and error bodies are `webapp.web.api`'s (OTLP's errors: a `google.rpc.Status`,
+`otlp_endpoint`); every write here (creating a trace, adding events, uploads, OTLP) needs WRITE_ROLE.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 import secrets
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
 
 from swarmscope import model as core
 from swarmscope.importers import SourceFile, TraceFormatError, otlp, survey
@@ -461,6 +464,69 @@ def traces_upload(request: HttpRequest):
 
 #: What decoding and storing an OTLP request can fail with (answered 400, nothing stored).
 OTLP_ERRORS = (core.TraceValidationError, KeyError, TypeError, ValueError, AttributeError)
+#: The request bodies of OTLP/HTTP (OTLP spec, "OTLP/HTTP Request"); others are answered 415.
+OTLP_PROTOBUF = ("application/x-protobuf", "application/protobuf")
+OTLP_CONTENT_TYPES = (*OTLP_PROTOBUF, "application/json")
+#: HTTP status of an OTLP/HTTP error -> the `google.rpc.Code` (name) of its Status body (the gRPC
+#: status OTLP/gRPC answers the same failure with: webapp.traces.otlp_grpc.GRPC_STATUS); else INTERNAL.
+OTLP_STATUS_CODES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "UNIMPLEMENTED",
+    413: "RESOURCE_EXHAUSTED",
+    415: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+
+
+def otlp_endpoint(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """An OTLP/HTTP endpoint's error answers as the OTLP spec wants them ("OTLP/HTTP Response"):
+    every 4xx and 5xx body a `google.rpc.Status` (code, message; a `RetryInfo` detail with the
+    Retry-After delay), protobuf-encoded for a protobuf request, else its JSON form; status and
+    headers (Retry-After) as the view gave them. Goes
+    outside `api_view`, so that its refusals (401, 413, 429, ...) are answered the same way."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        return response if response.status_code < 400 else _otlp_status(request, response)
+
+    return csrf_exempt(wrapper)
+
+
+def _otlp_status(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """`response` (an error) with its message as a Status body in the request's encoding."""
+    # protobuf is heavy: loaded on the first error, not when the app starts
+    from google.protobuf.json_format import MessageToDict  # noqa: PLC0415
+    from google.rpc import code_pb2  # noqa: PLC0415
+    from google.rpc.error_details_pb2 import RetryInfo  # noqa: PLC0415
+    from google.rpc.status_pb2 import Status  # noqa: PLC0415
+
+    try:
+        body = json.loads(response.content)
+        message, field = str(body["error"]), body.get("field")
+        if isinstance(field, str) and field not in message:
+            message = f"{field}: {message}"
+    except (ValueError, KeyError, TypeError):
+        message = response.content.decode(errors="replace") or response.reason_phrase
+    code = code_pb2.Code.Value(OTLP_STATUS_CODES.get(response.status_code, "INTERNAL"))
+    status = Status(code=code, message=message)
+    if response.has_header("Retry-After"):  # throttled or busy: when to retry, as OTLP/gRPC says it
+        retry = RetryInfo()
+        retry.retry_delay.seconds = int(response["Retry-After"])
+        status.details.add().Pack(retry)
+    if request.content_type in OTLP_PROTOBUF:
+        answer = HttpResponse(status.SerializeToString(), content_type="application/x-protobuf")
+    else:
+        answer = JsonResponse(MessageToDict(status))
+    answer.status_code = response.status_code
+    for header, value in response.items():
+        if header.lower() not in ("content-type", "content-length"):
+            answer[header] = value
+    return answer
 
 
 def _read_otlp(request: HttpRequest, action: str, root: str, sniff) -> tuple[Any, bool, bytes, Any] | HttpResponse:
@@ -468,11 +534,18 @@ def _read_otlp(request: HttpRequest, action: str, root: str, sniff) -> tuple[Any
     answer refusing it: 403 without a project to write in, 400 for an unreadable body or a JSON
     document that `sniff` does not take for the request whose list is `root` (`resourceSpans`,
     `resourceLogs`). An empty JSON object is the empty request. How a transport other than HTTP
-    (the gRPC bridge) sets `request.otlp_transport`: webapp.traces.otlp_grpc."""
+    (the gRPC bridge) sets `request.otlp_transport`: webapp.traces.otlp_grpc. 415 for a
+    Content-Type other than OTLP's (OTLP_CONTENT_TYPES)."""
+    if request.content_type not in OTLP_CONTENT_TYPES:
+        return json_error(
+            415,
+            f"unsupported Content-Type {request.content_type!r}: OTLP/HTTP takes {', '.join(OTLP_CONTENT_TYPES)}",
+            field="Content-Type",
+        )
     project = get_write_project(request, action)
     if project is None:
         return json_error(403, "you are not a member of any project")
-    protobuf = request.content_type in ("application/x-protobuf", "application/protobuf")
+    protobuf = request.content_type in OTLP_PROTOBUF
     try:
         body = read_body(request)
         doc = None if protobuf else parse_body(body)
@@ -498,6 +571,7 @@ def _otlp_answer(protobuf: bool, encode, rejected_key: str, rejected: int, messa
     return JsonResponse({"partialSuccess": {rejected_key: str(rejected), "errorMessage": message} if rejected else {}})
 
 
+@otlp_endpoint
 @api_view("POST", ingest=True)
 def otlp_traces(request: HttpRequest):
     """OTLP/HTTP trace export: JSON or protobuf (`application/x-protobuf`), optionally gzip. Spans
@@ -523,6 +597,7 @@ def otlp_traces(request: HttpRequest):
     return _otlp_answer(protobuf, otlp.encode_response, "rejectedSpans", rejected, message)
 
 
+@otlp_endpoint
 @api_view("POST", ingest=True)
 def otlp_logs(request: HttpRequest):
     """OTLP/HTTP logs export (`ExportLogsServiceRequest`; JSON or protobuf, optionally gzip), for

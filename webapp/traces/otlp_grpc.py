@@ -88,6 +88,17 @@ def http_request(path: str, body: bytes, metadata) -> WSGIRequest:
 
 
 def _error_message(response: HttpResponse) -> str:
+    """The message of the view's error: its `google.rpc.Status` body (protobuf: the call is a
+    protobuf POST), else its JSON `error`."""
+    from google.protobuf.message import DecodeError  # noqa: PLC0415
+    from google.rpc.status_pb2 import Status  # noqa: PLC0415
+
+    try:
+        message = Status.FromString(response.content).message
+    except DecodeError:
+        message = ""
+    if message:
+        return message
     try:
         return str(json.loads(response.content)["error"])
     except (ValueError, KeyError, TypeError):
