@@ -21,25 +21,45 @@ ERROR = {
     "additionalProperties": True,
 }
 OBJECT = {"type": "object", "additionalProperties": True}
+#: An OTLP/HTTP error: google.rpc.Status in its JSON form (protobuf for a protobuf request), whose
+#: `code` is the gRPC status code (opentelemetry.io/docs/specs/otlp, "OTLP/HTTP Response").
+OTLP_STATUS = {
+    "type": "object",
+    "required": ["code", "message"],
+    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "details": {"type": "array"}},
+    "additionalProperties": True,
+}
 
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+ERROR_TEXT = {
+    400: "bad input: `field` (and for events `index`) names what",
+    401: "no or invalid credentials",
+    403: "the caller's role does not allow this, or a CSRF failure",
+    404: "unknown, or another project's",
+    405: "method not allowed",
+    409: "contradicts stored events; nothing of the batch is stored",
+    413: "request body over SWARMSCOPE_MAX_UPLOAD_BYTES",
+    422: "this `Idempotency-Key` was used for another request (another body or user); `field` names the header",
+    429: "over the token's ingestion rate; the `Retry-After` header says when to try again",
+}
+
+
 def _errors(*codes: int) -> dict[str, Any]:
+    return {str(c): _json(ERROR, ERROR_TEXT[c]) for c in codes}
+
+
+def _otlp_errors(*codes: int) -> dict[str, Any]:
+    """`_errors` as OTLP/HTTP answers them: a Status body; 415 for a Content-Type other than JSON or protobuf."""
     text = {
-        400: "bad input: `field` (and for events `index`) names what",
-        401: "no or invalid credentials",
-        403: "the caller's role does not allow this, or a CSRF failure",
-        404: "unknown, or another project's",
-        405: "method not allowed",
-        409: "contradicts stored events; nothing of the batch is stored",
-        413: "request body over SWARMSCOPE_MAX_UPLOAD_BYTES",
-        422: "this `Idempotency-Key` was used for another request (another body or user); `field` names the header",
-        429: "over the token's ingestion rate; the `Retry-After` header says when to try again",
+        **ERROR_TEXT,
+        400: "bad input: `message` names the span and field",
+        415: "Content-Type neither application/json nor application/x-protobuf",
     }
-    return {str(c): _json(ERROR, text[c]) for c in codes}
+    return {str(c): _json(OTLP_STATUS, text[c]) for c in codes}
 
 
 def _path_id(name: str) -> dict[str, Any]:
@@ -651,7 +671,7 @@ PATHS: dict[str, Any] = {
             "requestBody": _body(
                 {"type": "object", "additionalProperties": True, "properties": {"resourceSpans": {"type": "array"}}}
             ),
-            "responses": {"200": _json(OBJECT, "accepted"), **_errors(400, 401, 403, 413, 429)},
+            "responses": {"200": _json(OBJECT, "accepted"), **_otlp_errors(400, 401, 403, 413, 415, 429)},
         },
     },
     "/api/review/comments/": {
