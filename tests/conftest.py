@@ -111,3 +111,17 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "failed"
         report.longrepr = f"{reason}; SWARMSCOPE_REQUIRE_LLM=1 makes this a failure"
     return report
+
+
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer():
+    """A channel layer instance per test. channels_redis keeps receive locks, buffers and pools on
+    the instance, made for one event loop per process (Daphne's), while pytest-asyncio runs each
+    test in a loop of its own: a receive lock that a finished test's loop leaves held keeps the next
+    test's receive waiting, so its first group message never arrives. That is the likely cause of
+    two rare failures on PostgreSQL + Redis (in CI, and once in 12 repeated runs here), each a
+    socket test's first group message after connect; it was not reproduced at will."""
+    yield
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
