@@ -8,6 +8,7 @@ import json
 import logging
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -47,8 +48,12 @@ def espree_graph(root: Path, *entries: str) -> list[str]:
     node = shutil.which("node")
     if node is None or not (REPO / "node_modules" / "espree").is_dir():
         pytest.skip("needs node and node_modules/espree (npm ci)")
-    script = REPO / "node_modules" / ".module_graph_oracle.mjs"  # inside the repo: `espree` resolves from there
-    script.write_text(ESPREE_WALK, encoding="utf-8")
+    # Inside the repo, so that `espree` resolves from there; one file per call (xdist workers run at once).
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=REPO / "node_modules", prefix=".module_graph_oracle-", suffix=".mjs", delete=False
+    ) as file:
+        file.write(ESPREE_WALK)
+    script = Path(file.name)
     try:
         out = subprocess.run(
             [node, str(script), str(root), *entries], capture_output=True, text=True, check=True, timeout=60
