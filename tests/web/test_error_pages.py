@@ -121,3 +121,18 @@ def test_permission_denied_keeps_the_403_page(debug, client, django_user_model):
     response = client.post("/upload/")
     assert response.status_code == 403 and 'data-testid="forbidden"' in response.content.decode()
     _clean(response.content.decode())
+
+
+def test_a_viewers_403_logs_one_line_without_a_traceback(debug, client, django_user_model, caplog):
+    from webapp.accounts.services import do_add_member, do_get_or_create_project
+
+    project = do_get_or_create_project("P")
+    viewer = django_user_model.objects.create_user("vic", password="vic-password-1")
+    do_add_member(project, viewer, "viewer")
+    client.force_login(viewer)
+    with caplog.at_level("WARNING", logger="django.request"):
+        response = client.post(f"/projects/{project.pk}/delete/", {"confirm_name": "P"})
+    assert response.status_code == 403 and "only a project admin may do this" in response.content.decode()
+    forbidden = [r for r in caplog.records if r.name == "django.request" and getattr(r, "status_code", None) == 403]
+    assert len(forbidden) == 1 and forbidden[0].levelname == "WARNING" and forbidden[0].exc_info is None
+    assert f"/projects/{project.pk}/delete/" in forbidden[0].getMessage()

@@ -17,7 +17,9 @@ from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOpera
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from django.urls import Resolver404, get_resolver
+from django.utils.log import log_response
 from django.views.decorators.csrf import requires_csrf_token
+from django.views.defaults import permission_denied
 
 log = logging.getLogger("django.request")
 
@@ -76,8 +78,10 @@ def debug_pages_wanted() -> bool:
 class FriendlyErrorsMiddleware:
     """With DEBUG on (the local default), answer unknown URLs, Http404, bad requests and unhandled
     exceptions with the handlers above instead of Django's debug pages (unless
-    SWARMSCOPE_DEBUG_PAGES). With DEBUG off, Django calls the same handlers itself. Put it last in
-    MIDDLEWARE, so CommonMiddleware still redirects to the URL with a slash."""
+    SWARMSCOPE_DEBUG_PAGES). With DEBUG off, Django calls the same handlers itself. A view's
+    PermissionDenied (a role too low) gets Django's 403 page and one warning line on `django.request`,
+    not the traceback Django logs with it. Put it last in MIDDLEWARE, so CommonMiddleware still
+    redirects to the URL with a slash."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -91,8 +95,12 @@ class FriendlyErrorsMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not settings.DEBUG or debug_pages_wanted() or isinstance(exception, PermissionDenied):
-            return None  # Django's own handling: the handlers above, or the 403 page
+        if isinstance(exception, PermissionDenied):
+            response = permission_denied(request, exception)
+            log_response("Forbidden: %s: %s", request.path, exception, response=response, request=request)
+            return response
+        if not settings.DEBUG or debug_pages_wanted():
+            return None  # Django's own handling: the handlers above
         if isinstance(exception, Http404):
             return not_found(request, exception)
         if isinstance(exception, SuspiciousOperation | BadRequest):
