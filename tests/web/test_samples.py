@@ -69,9 +69,12 @@ def test_load_samples_is_idempotent_but_for_restarting_the_live_traces(django_us
     second = _state()
     assert [row for row in second if not row[1].startswith("api:")] == imported_first  # same rows, nothing new
     assert "already stored, nothing new" in out.getvalue()
-    # the live traces were streamed again: same identities and event counts, new rows
-    assert sorted(r[1:] for r in second) == sorted(r[1:] for r in first)
-    assert {r[0] for r in second if r[1].startswith("api:")}.isdisjoint(r[0] for r in first)
+    # the live traces were emptied in place and streamed again: same ids (open links stay valid)
+    assert second == first
+    live = Trace.objects.filter(project__name=samples.SAMPLES_PROJECT, source_format="api")
+    assert all(t.reset_seq > 0 and t.last_event_at is None for t in live)  # rebuilt (viewers reload), closed
+    ids = ", ".join(str(t.pk) for t in live.order_by("pk"))
+    assert f"Wrote the SwarmSim pivot-12 traces {ids}." in out.getvalue()
     assert Project.objects.filter(name=samples.SAMPLES_PROJECT).count() == 1
 
 
@@ -95,9 +98,40 @@ def test_a_rerun_keeps_a_live_sample_trace_with_user_work_and_its_jobs(django_us
     assert CounterfactualJob.objects.filter(pk=job.pk, trace=again).exists()
     assert MistakeLabel.objects.filter(trace=again).count() == 1
     live = Trace.objects.filter(project__name=samples.SAMPLES_PROJECT, source_format="api")
-    assert live.count() == len(samples.LIVE_EPISODES)
-    assert not live.filter(pk__in=[t.pk for t in untouched]).exists()  # those were streamed again
-    assert "1 kept as they were" in out.getvalue()
+    assert sorted(live.values_list("pk", flat=True)) == sorted(t.pk for t in [worked, *untouched])
+    assert again.reset_seq == 0 and all(t.reset_seq > 0 for t in live.exclude(pk=worked.pk))  # only those restreamed
+    text = out.getvalue()
+    assert f"Wrote the SwarmSim pivot-12 traces {', '.join(str(t.pk) for t in untouched)}." in text
+    assert f"trace {worked.pk} has work done on it and stays as it was" in text
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(120)
+async def test_a_restart_sends_an_open_viewer_of_a_live_sample_trace_a_fresh_snapshot(member):
+    """The viewer of a live sample trace stays on it across a restart: the row is emptied in place,
+    so its socket gets a new snapshot, then the deltas of the stream that refills it."""
+    from channels.db import database_sync_to_async
+
+    from tests.live_socket import CheckedCommunicator
+    from webapp.accounts.services import do_create_token
+
+    report = await database_sync_to_async(samples.do_load_samples)(member)
+    trace = report.live.traces[0]
+    token = (await database_sync_to_async(do_create_token)(member, report.project, "tests"))[1]
+    viewer = CheckedCommunicator("trace", f"/ws/traces/{trace.pk}/?token={token}")
+    assert (await viewer.connect())[0]
+    before = await viewer.receive_json_from(timeout=10)
+    assert before["type"] == "snapshot" and before["trace"]["event_count"] > 0
+
+    await database_sync_to_async(samples.do_restart_live_stream)(report.project, seconds=0)
+    final = await database_sync_to_async(Trace.objects.get)(pk=trace.pk)
+    first = await viewer.receive_json_from(timeout=10)
+    assert first["type"] == "snapshot" and first["seq"] > before["seq"]
+    seq = first["seq"]
+    while seq < final.seq:
+        seq = (await viewer.receive_json_from(timeout=10))["seq"]
+    assert seq == final.seq and final.event_count == before["trace"]["event_count"]
+    await viewer.disconnect()
 
 
 def test_load_samples_no_stream_and_an_unknown_user():

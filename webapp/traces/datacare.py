@@ -12,7 +12,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from webapp.accounts.models import Project
+from webapp.web.broadcast import broadcast_trace_reset
 
+from . import ingest
 from .models import Trace
 
 log = logging.getLogger(__name__)
@@ -24,6 +26,51 @@ def do_delete_trace(trace) -> int:
     returns the number of rows deleted."""
     deleted, _ = trace.delete()
     return deleted
+
+
+#: A trace's own rows, as its reverse relations: what `do_reset_trace` empties.
+CONTENTS = ("events", "edges", "agents", "labels", "spans", "log_records")
+#: The trace row's fields that its contents give it, with the values of a trace created empty.
+CONTENT_FIELDS = {
+    "attributes": dict,
+    "rewards": dict,
+    "costs": dict,
+    "metrics": dict,
+    "computed_metrics": dict,
+    "computed_metrics_seq": lambda: -1,
+    "event_count": lambda: 0,
+    "agent_count": lambda: 0,
+    "total_tokens": lambda: 0,
+    "duration_s": lambda: 0.0,
+    "reward": lambda: None,
+    "label_summary": str,
+    "last_event_at": lambda: None,
+    "spans_pending": lambda: False,
+    "staged_at": lambda: None,
+}
+
+
+@transaction.atomic
+def do_reset_trace(trace: Trace) -> Trace:
+    """Empty `trace` in place: delete its events, edges, agents, labels, spans and log records, and
+    give the row the counts, totals and computed metrics of a trace created empty, keeping its id,
+    identity and name (so its links stay valid). The write has the next seq and is a rebuild
+    (`reset_seq`, as webapp.traces.span_ingest's): after commit its viewers are sent a fresh
+    snapshot (`broadcast_trace_reset`) and its trace-list row is re-sent. Counterfactual jobs,
+    attributions and review are not touched (a caller resets only traces without them). Returns
+    the saved row."""
+    row = Trace.objects.select_for_update().get(pk=trace.pk)
+    for name in CONTENTS:
+        getattr(row, name).all().delete()
+    for name, empty in CONTENT_FIELDS.items():
+        setattr(row, name, empty())
+    row.seq += 1
+    row.reset_seq = row.seq
+    row.save()
+    seq = row.seq
+    transaction.on_commit(lambda: broadcast_trace_reset(row.pk, seq))
+    transaction.on_commit(lambda: ingest.notify_trace_list(row))
+    return row
 
 
 def do_delete_expired_traces(project_id: int, *, now=None) -> int:

@@ -5,10 +5,11 @@ It imports every file under `samples/` into the project SAMPLES_PROJECT (created
 user who asked becomes a member of it, and superusers read every project anyway), then (re)starts
 the live part: the first LIVE_EPISODES traces of SwarmSim's pivot-12 suite, streamed as live traces
 so the first screen moves. Importing is idempotent (a file stored already adds nothing); a live
-trace nobody has worked on is deleted and streamed again, so running it twice changes nothing but
+trace nobody has worked on is emptied in place (same id: open pages and links stay valid, and
+their viewers get a fresh snapshot) and streamed again, so running it twice changes nothing but
 restarting them. One with user work attached (USER_WORK: a counterfactual job, an attribution, a
-review status, a comment, a mistake label or a label) is kept, with that work: its stream sends
-its events again, which adds only those it lacks (a re-sent event is a no-op), then closes it.
+review status, a comment, a mistake label or a label) is kept, with that work: it is streamed into
+only when it lacks events of its episode (a re-sent event is a no-op, so only those are added).
 
 The stream runs in a background thread of the calling process for a bounded time (each episode is
 stretched over `seconds`, SWARMSCOPE_SAMPLE_STREAM_S = 40 by default), writing through `ingest.do_ingest(live=True)`
@@ -59,7 +60,7 @@ LIVE_EPISODES = (0, 1, 2)
 #: How often the live stream sends (its length is SWARMSCOPE_SAMPLE_STREAM_S).
 TICK_S = 0.25
 #: What users add to a trace, as its reverse relations: a live sample trace with any of them is kept
-#: by a restart rather than deleted with them.
+#: by a restart rather than emptied.
 USER_WORK = ("counterfactual_jobs", "attributions", "review", "comments", "mistake_labels", "labels")
 
 
@@ -144,8 +145,14 @@ def _live_fragments() -> list[tuple[core.Trace, list]]:
 
 
 def live_identity_keys() -> list[str]:
-    """Identity keys of the live sample traces (what a restart deletes, but those with user work)."""
+    """Identity keys of the live sample traces (what a restart empties, but those with user work)."""
     return [header.identity_key for header, _ in _live_fragments()]
+
+
+def _lacking(row: Trace, payload: list[tuple[dict[str, Any], list[dict[str, str]]]]) -> int:
+    """How many events of `payload` trace `row` has not stored."""
+    wanted = {event["id"] for event, _ in payload}
+    return len(wanted) - row.events.filter(event_id__in=wanted).count()
 
 
 def has_user_work(trace: Trace) -> bool:
@@ -156,10 +163,12 @@ def has_user_work(trace: Trace) -> bool:
 class LiveStream:
     """The live part of the samples, streamed by a background thread (or inline with `run()`).
 
-    `traces` are created (empty) on construction, so they are on the trace list at once, replacing
-    the stored ones but those with user work (`kept`: streamed into as they are); the thread then
-    sends each episode's events in time order, stretched over `seconds`, in TICK_S batches, and
-    ends by itself. `stop()` ends it early."""
+    On construction each live trace is made empty (created, or a stored one reset in place,
+    `datacare.do_reset_trace`: same id, so open pages and links stay valid), so they are on the
+    trace list at once; the thread then sends each episode's events in time order, stretched over
+    `seconds`, in TICK_S batches, and ends by itself. `stop()` ends it early. A stored one with user
+    work is `kept` as it is: streamed into only when it lacks events of its episode (`filled`: a
+    re-sent event is a no-op, so only those it lacks are added), else only its stream is closed."""
 
     def __init__(self, project: Project, seconds: float):
         self.seconds = max(0.0, seconds)
@@ -167,20 +176,42 @@ class LiveStream:
         self.thread: threading.Thread | None = None
         self.episodes: list[_Live] = []
         self.kept: list[Trace] = []
+        #: Kept trace pk -> how many events of its episode it lacks (those streamed into it).
+        self.filled: dict[int, int] = {}
         for header, payload in _live_fragments():
             row = Trace.objects.filter(project=project, identity_key=header.identity_key).first()
             if row is not None and has_user_work(row):
                 self.kept.append(row)
+                lacking = _lacking(row, payload)
+                if not lacking:
+                    do_close_stream(row.pk)  # a stream cut short before its end leaves no Live badge
+                    continue
+                self.filled[row.pk] = lacking
             else:
                 if row is not None:
-                    datacare.do_delete_trace(row)
-                row = ingest.do_ingest(project, header, live=True).trace
+                    row = datacare.do_reset_trace(row)
+                row = ingest.do_ingest(project, header, trace=row, live=True).trace
             span = max((event["t"] for event, _ in payload), default=0.0)
             self.episodes.append(_Live(row, payload, self.seconds / span if span > 0 else 0.0))
 
     @property
     def traces(self) -> list[Trace]:
+        """The traces streamed into: the episodes streamed anew and the kept traces being filled in."""
         return [live.trace for live in self.episodes]
+
+    @property
+    def restreamed(self) -> list[Trace]:
+        """The traces emptied (or created) and streamed anew."""
+        return [live.trace for live in self.episodes if live.trace.pk not in self.filled]
+
+    def kept_note(self) -> str:
+        """What was done to the kept traces, in words ("" when none was kept)."""
+        parts = []
+        for trace in self.kept:
+            lacking = self.filled.get(trace.pk)
+            done = f"gets the {lacking} events of its episode it lacks" if lacking else "stays as it was"
+            parts.append(f"trace {trace.pk} has work done on it and {done}")
+        return "; ".join(parts)
 
     def start(self) -> LiveStream:
         self.thread = threading.Thread(target=self._run_and_close, name="swarmscope-sample-stream", daemon=True)
@@ -249,8 +280,8 @@ _running_lock = threading.Lock()
 
 
 def do_restart_live_stream(project: Project, *, seconds: float | None = None) -> LiveStream:
-    """Stop this process's stream of the project, delete the live sample traces (but those with
-    user work, `has_user_work`) and stream them anew over `seconds` (default
+    """Stop this process's stream of the project, empty the live sample traces in place (but those
+    with user work, `has_user_work`: see LiveStream) and stream them anew over `seconds` (default
     SWARMSCOPE_SAMPLE_STREAM_S) in a background thread; with 0, all at once, here and now (the
     tests' setting)."""
     seconds = settings.SWARMSCOPE_SAMPLE_STREAM_S if seconds is None else seconds
@@ -292,18 +323,25 @@ class SampleReport:
         """One sentence for a page or a terminal (`streamed`: the live stream has ended)."""
         text = f"{len(self.imported)} sample traces are in the project {self.project.name}"
         if self.live is not None:
-            n = len(self.live.traces)
-            if not self.live.seconds:
-                text += f"; {n} SwarmSim pivot-12 traces were written"
-            elif streamed:
-                text += f"; {n} SwarmSim pivot-12 traces were streamed live"
-            else:
-                text += f"; {n} SwarmSim pivot-12 traces are streaming live for about {self.live.seconds:.0f} s"
-            if self.live.kept:
-                text += f" ({len(self.live.kept)} kept as they were, with the work done on them)"
+            text += _live_summary(self.live, streamed)
         if self.failed:
             text += f"; {len(self.failed)} files could not be imported"
         return text + "."
+
+
+def _live_summary(live: LiveStream, streamed: bool) -> str:
+    """What the live part did: the SwarmSim traces streamed anew (by id), then `kept_note`."""
+    ids = ", ".join(str(t.pk) for t in live.restreamed)
+    text = ""
+    if ids:
+        if not live.seconds:
+            done = "were written"
+        elif streamed:
+            done = "were streamed live"
+        else:
+            done = f"are streaming live for about {live.seconds:.0f} s"
+        text = f"; the SwarmSim pivot-12 traces {ids} {done}"
+    return text + (f"; {live.kept_note()}" if live.kept else "")
 
 
 def do_load_samples(

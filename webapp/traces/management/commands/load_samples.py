@@ -5,8 +5,9 @@ The stream runs in a background thread of this command for a bounded time (`--se
 SWARMSCOPE_SAMPLE_STREAM_S, 40; 0 writes the live traces at once). The command waits for it, then
 exits; Ctrl-C stops the stream early (the imported traces stay). `--no-stream` only imports. Run
 while `manage.py up` runs, viewers of the app see the live traces grow. Running it again imports
-nothing new and restarts the live traces, but keeps those with user work on them (a counterfactual
-job, an attribution, a review, a comment or a label) as they are.
+nothing new and restarts the live traces under the same ids (emptied in place: open pages get
+them afresh), but keeps those with user work on them (a counterfactual job, an attribution, a
+review, a comment or a label) as they are.
 """
 
 from django.conf import settings
@@ -49,13 +50,13 @@ class Command(BaseCommand):
             self.stdout.write("No user exists yet: superusers read the Samples project (manage.py up creates one).")
         if report.live is not None:
             ids = ", ".join(str(t.pk) for t in report.live.traces)
-            if report.live.seconds:
+            if ids and report.live.seconds:
                 self.stdout.write(
-                    f"Streaming the SwarmSim pivot-12 suite live as traces {ids} in a background thread "
+                    f"Streaming the SwarmSim pivot-12 traces {ids} live in a background thread "
                     f"for about {report.live.seconds:.0f} s (Ctrl-C stops it; the imported traces stay)..."
                 )
-            else:
-                self.stdout.write(f"Wrote the SwarmSim pivot-12 suite as traces {ids}.")
+            elif ids:
+                self.stdout.write(f"Wrote the SwarmSim pivot-12 traces {ids}.")
             try:
                 report.live.wait()
             except KeyboardInterrupt:
