@@ -32,6 +32,16 @@ def test_empty_state_then_list_search_and_trace_page(logged_in, project, fixture
     assert logged_in.get(f"/traces/{trace.pk + 100}/").status_code == 404
 
 
+def test_compare_without_both_traces_answers_400_with_the_usage_line(logged_in, project, fixtures):
+    outcome = ingest.do_import_sources(project, [SourceFile("n.json", (fixtures / "native_small.json").read_bytes())])
+    trace = outcome[0].traces[0]
+    response = logged_in.get(f"/traces/compare/?left={trace.pk}")
+    text = response.content.decode()
+    assert response.status_code == 400 and "Compare needs" in text and "(right missing)" in text
+    assert "deleted" not in text and "compare_page.js" not in text
+    assert logged_in.get(f"/traces/compare/?left={trace.pk}&right={trace.pk + 100}").status_code == 404
+
+
 def test_upload_page_reports_each_file(logged_in, fixtures):
     with open(fixtures / "native_small.json", "rb") as good, open(fixtures / "README.txt", "rb") as readme:
         response = logged_in.post("/upload/", {"file": [good, readme]})

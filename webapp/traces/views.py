@@ -185,6 +185,12 @@ def trace_detail(request: HttpRequest, trace_id: int):
 
 @login_required
 def trace_compare(request: HttpRequest):
+    """`?left=<trace id>&right=<trace id>`: two traces side by side. Either one missing: 400 with the
+    usage line naming it (as /runs/compare/ answers too few runs); an id that is not one of the
+    user's traces (or not an id): 404, as for an unknown trace."""
+    missing = [k for k in ("left", "right") if not request.GET.get(k, "").strip()]
+    if missing:
+        return render(request, "traces/compare.html", {"missing": " and ".join(missing)}, status=400)
     try:
         left, right = (_trace_or_404(request, parse_int(request.GET.get(k), field=k, low=1)) for k in ("left", "right"))
     except InputError:
