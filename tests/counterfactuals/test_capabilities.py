@@ -151,6 +151,42 @@ def test_a_swarmsim_trace_runs_on_sim_with_its_message_events_only(sim_trace, no
     assert len(names) == 12
 
 
+def test_a_swarmsim_trace_still_streaming_says_so_and_runs_on_sim_once_it_ends(project, case, no_llm):
+    """Half streamed, the re-simulated episode has events the trace has not yet: the reason is that
+    it is streaming, not that its recording does not reproduce it; streamed whole and closed, it runs."""
+    from swarmscope import model as core
+    from trainer.sim import stream
+    from webapp.traces.live import do_close_stream
+
+    episode = case.episode
+    header = core.Trace(source_format="api", source_id="streaming", attributes=stream.trace_attributes(episode))
+    trace = ingest.do_ingest(project, header, live=True).trace
+    payload = stream.trace_payload(episode)
+
+    def send(part):
+        fragment = core.Trace(source_format="api", source_id="streaming")
+        for event, edges in part:
+            fragment.events.append(core.event_from_dict(event))
+            fragment.edges.extend(core.edge_from_dict(edge) for edge in edges)
+        ingest.do_ingest(project, fragment, trace=trace, live=True)
+        trace.refresh_from_db()
+
+    half = payload[: len(payload) // 2]
+    send(half)
+    summary = capabilities.action_capabilities(trace)
+    sim = summary["backends"]["sim"]
+    assert not sim["available"] and "still streaming" in sim["reason"] and "reproduce" not in sim["reason"]
+    assert "still streaming" in summary["what_if"]["reason"]
+    message = next(event["id"] for event, _ in half if event["type"] == "message")
+    with pytest.raises(services.JobRequestError, match="still streaming"):
+        services.request_counterfactual(trace, {"kind": "remove", "events": [message]}, 8)
+
+    send(payload[len(payload) // 2 :])
+    do_close_stream(trace.pk)
+    trace.refresh_from_db()
+    assert capabilities.action_capabilities(trace)["what_if"]["available"]
+
+
 def test_a_native_fixture_without_messages_cannot_be_attributed(project, fixtures, llm):
     from swarmscope import model as core
 

@@ -35,7 +35,7 @@ from django.utils.safestring import mark_safe
 
 from swarmscope.interventions import MESSAGE_LIKE_TYPES, InterventionError
 from webapp.traces.models import Trace
-from webapp.traces.services import to_core_trace
+from webapp.traces.services import is_live, to_core_trace
 
 #: The README section the disabled actions link to, as the app serves it (`help_view`).
 README_ANCHOR = "what-if-needs-a-backend"
@@ -132,8 +132,17 @@ def _sim_reason(trace: Trace) -> str | None:
     return None
 
 
-def _build_reason(name: str, llm: bool, trace_attributes: dict, exc: ValueError) -> tuple[str, str | None]:
-    """A backend's `from_trace` refusal in words, and the setting that changes it."""
+def _build_reason(trace: Trace, name: str, llm: bool, exc: ValueError) -> tuple[str, str | None]:
+    """A backend's `from_trace` refusal in words, and the setting that changes it. The sim backend
+    refuses a trace still streaming (`is_live`: events are still arriving, so the re-simulated
+    episode has events the trace has not yet), which is said as that."""
+    trace_attributes = trace.attributes if isinstance(trace.attributes, dict) else {}
+    if not llm and is_live(trace):
+        return (
+            f"The {name} backend cannot re-run this trace yet: the trace is still streaming; counterfactuals "
+            "open once its stream ends (reload the page then).",
+            None,
+        )
     if not llm:
         return (
             "The sim backend cannot re-run this trace: its recorded SwarmSim task, actions, config and seed "
@@ -195,7 +204,7 @@ def backend_capability(trace: Trace, name: str, core_trace=None) -> dict[str, An
     try:
         runner = backend_class.from_trace(core_trace)
     except ValueError as exc:
-        return _unavailable(name, llm, *_build_reason(name, llm, attributes, exc))
+        return _unavailable(name, llm, *_build_reason(trace, name, llm, exc))
     messages = message_events(core_trace, backend_class)
     agents = message_agents(messages)
     notes: list[str] = []
