@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from swarmscope import model as core
 from swarmscope.importers import SourceFile, otlp, read_files
 from webapp.accounts.models import ApiToken
 from webapp.accounts.services import (
@@ -13,6 +14,7 @@ from webapp.accounts.services import (
     do_get_or_create_project,
     do_revoke_token,
 )
+from webapp.traces import ingest
 from webapp.traces.models import Event, Trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
@@ -81,6 +83,28 @@ def test_other_projects_traces_answer_404(api_client, member):
     assert post_json(api_client, f"/api/traces/{foreign_id}/events/", [event(1)]).status_code == 404
     assert api_client.get("/api/traces/999999/").status_code == 404
     assert api_client.get("/api/traces/").json()["count"] == 0
+
+
+def test_the_list_filters_by_project_and_refuses_a_malformed_one(client, member, project):
+    other = do_get_or_create_project("Other")
+    do_add_member(other, member, "viewer")
+    foreign = do_get_or_create_project("Foreign")  # member does not read it
+    for owner, name in ((project, "mine"), (other, "other"), (foreign, "foreign")):
+        ingest.do_ingest(owner, core.Trace(source_format="api", source_id=name, name=name))
+    client.force_login(member)
+
+    def names(query):
+        response = client.get(f"/api/traces/{query}")
+        assert response.status_code == 200, response.content
+        return {t["name"] for t in response.json()["results"]}
+
+    assert names("") == {"mine", "other"}
+    assert names(f"?project={other.pk}") == {"other"}
+    assert names(f"?project={project.pk}&project={other.pk}") == {"mine", "other"}
+    assert names(f"?project={foreign.pk}") == names("?project=987654") == set()  # unreadable or unknown: alike
+    for malformed in ("x", "0", "-1", "1.5"):
+        refused = client.get(f"/api/traces/?project={malformed}")
+        assert refused.status_code == 400 and refused.json()["field"] == "project", malformed
 
 
 def test_upload_export_round_trip(api_client, fixtures):

@@ -225,7 +225,9 @@ def _create_once(request: HttpRequest, project, fragment: core.Trace, key: str, 
 
 @api_view("GET", "POST", ingest=True)
 def traces(request: HttpRequest):
-    """GET: paginated list (`page`, `page_size`, `q`, `session`: one session's traces). POST: create
+    """GET: paginated list (`page`, `page_size`, `q`, `session`: one session's traces, `project`:
+    repeatable, the traces of these projects; one the caller does not read lists nothing, as an
+    unknown session does; not a positive integer: 400). POST: create
     a trace (`name`, `system`, `source_id`, `attributes`, and optionally a first batch of
     `events`/`edges`/`agents`); with an `Idempotency-Key` header, a retry creates nothing
     (`_create_once`)."""
@@ -233,10 +235,14 @@ def traces(request: HttpRequest):
         try:
             size = query_int(request.GET, "page_size", 50, low=1, high=MAX_PAGE_SIZE, clamp=True)
             number = query_int(request.GET, "page", 1, low=1, clamp=True)
+            projects = [parse_int(p, field="project", low=1) for p in request.GET.getlist("project") if p]
         except InputError as exc:
             return json_error(400, exc.message, field=exc.field)
         listed = services.list_traces(
-            request.project_ids, query=request.GET.get("q", ""), session=request.GET.get("session", "")
+            request.project_ids,
+            query=request.GET.get("q", ""),
+            session=request.GET.get("session", ""),
+            projects=projects,
         )
         page = Paginator(listed, size)
         current = page.get_page(number)

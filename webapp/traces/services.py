@@ -514,16 +514,19 @@ def list_traces(
     *,
     query: str = "",
     session: str = "",
+    projects: Iterable[int] = (),
     order: str = "-created_at",
     filters: ListFilters | None = None,
 ):
     """Traces of the given projects, filtered and ordered by `filters` (ListFilters; derived traces
     hidden unless it names their kind). Without `filters`: every kind, newest first, filtered by
-    name/system/label text and by session id (exact) — the API's list."""
+    name/system/label text, by session id (exact) and to `projects` (those of them in
+    `project_ids`: none there, no traces) — the API's list."""
     project_ids = list(project_ids)
     if filters is not None:
         return _filtered(project_ids, filters).order_by(*filters.order_by())
-    qs = _filtered(project_ids, ListFilters(query=query, session=session, kinds=Trace.KINDS))
+    chosen = ListFilters(query=query, session=session, kinds=Trace.KINDS, projects=tuple(projects))
+    qs = _filtered(project_ids, chosen)
     return qs.order_by(order, "-id")
 
 

@@ -521,6 +521,12 @@ PATHS: dict[str, Any] = {
                 _query("page_size", {"type": "integer", "minimum": 1, "maximum": 200}, "1..200"),
                 _query("q", {"type": "string"}, "search in name, system, labels, source format, session id"),
                 _query("session", {"type": "string"}, "only the traces of this session (exact session id)"),
+                _query(
+                    "project",
+                    {"type": "array", "items": ID},
+                    "only the traces of these projects (repeatable: `?project=1&project=2`); a project the "
+                    "caller does not read lists nothing, as an unknown session does; not a positive integer: 400",
+                ),
             ],
             "responses": {"200": _json(RESULTS, "a page of trace summaries"), **_errors(400, 401)},
         },
