@@ -2,6 +2,7 @@
 operation, with generated valid and invalid inputs, never answers 500 and answers only the status
 codes and content types the document lists, with bodies that match its schemas."""
 
+import dataclasses
 import json
 
 import pytest
@@ -81,6 +82,28 @@ def jobs_and_runs(team):
 @schema.parametrize()
 def test_api_conforms_to_its_openapi_document(case, app, team, jobs_and_runs):
     case.call_and_validate(app=app, headers={"Authorization": f"Bearer {team.tokens['rev']}"}, checks=CHECKS)
+
+
+def test_batches_document_edges_with_the_fields_the_parser_reads(app, team):
+    """createTrace and appendEvents take `edges`: their bodies document the Edge object, and a
+    trace created with one, as documented, conforms."""
+    from swarmscope import model as core
+
+    fields = [f.name for f in dataclasses.fields(core.Edge)]
+    paths = document()["paths"]
+    create = paths["/api/traces/"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    append = paths["/api/traces/{trace_id}/events/"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    for body in (create, append["oneOf"][1]):
+        edge = body["properties"]["edges"]["items"]
+        assert edge["required"] == fields and list(edge["properties"]) == fields
+        assert edge["properties"]["type"]["enum"] == list(core.EDGE_TYPES)
+    events = [{"id": f"e{i}", "t": float(i), "type": "message", "agent": "lead"} for i in (1, 2)]
+    case = schema["/api/traces/"]["POST"].Case(
+        body={"name": "with an edge", "events": events, "edges": [{"src": "e1", "dst": "e2", "type": "spawn"}]},
+        media_type="application/json",
+    )
+    response = case.call_and_validate(app=app, headers={"Authorization": f"Bearer {team.tokens['rev']}"}, checks=CHECKS)
+    assert response.status_code == 201, response.text
 
 
 @pytest.mark.parametrize(

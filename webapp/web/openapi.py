@@ -13,6 +13,8 @@ from typing import Any
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from swarmscope.model import EDGE_TYPES
+
 ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
 ERROR = {
     "type": "object",
@@ -102,6 +104,46 @@ EVENT = {
         "content": {"type": ["string", "null"]},
     },
 }
+#: An edge as `swarmscope.model.edge_from_dict` reads it (other keys are ignored).
+EDGE = {
+    "type": "object",
+    "required": ["src", "dst", "type"],
+    "additionalProperties": True,
+    "description": "a typed arc between two event ids of the trace (stored, or in the same batch)",
+    "properties": {
+        "src": {"type": "string", "minLength": 1, "description": "the id of the event it starts at"},
+        "dst": {"type": "string", "minLength": 1, "description": "the id of the event it ends at"},
+        "type": {"type": "string", "enum": list(EDGE_TYPES)},
+    },
+}
+#: An agent as `swarmscope.model.agent_from_dict` reads it (other keys are ignored).
+AGENT = {
+    "type": "object",
+    "required": ["name"],
+    "additionalProperties": True,
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "role": {"type": ["string", "null"]},
+        "parent": {"type": ["string", "null"], "description": "the agent that spawned it"},
+        "spawned_at": {"type": ["number", "null"]},
+        "despawned_at": {"type": ["number", "null"]},
+        "system_prompt": {"type": ["string", "null"]},
+        "attributes": OBJECT,
+    },
+}
+#: A label as `swarmscope.model.label_from_dict` reads it (other keys are ignored).
+LABEL = {
+    "type": "object",
+    "required": ["key"],
+    "additionalProperties": True,
+    "properties": {
+        "key": {"type": "string"},
+        "value": {},
+        "event_id": {"type": ["string", "null"]},
+        "agent": {"type": ["string", "null"]},
+        "source": {"type": ["string", "null"]},
+    },
+}
 BATCH = {
     "oneOf": [
         {"type": "array", "items": EVENT},
@@ -110,9 +152,9 @@ BATCH = {
             "additionalProperties": True,
             "properties": {
                 "events": {"type": "array", "items": EVENT},
-                "edges": {"type": "array"},
-                "agents": {"type": "array"},
-                "labels": {"type": "array"},
+                "edges": {"type": "array", "items": EDGE},
+                "agents": {"type": "array", "items": AGENT},
+                "labels": {"type": "array", "items": LABEL},
                 "rewards": OBJECT,
                 "costs": OBJECT,
                 "metrics": OBJECT,
@@ -546,6 +588,9 @@ PATHS: dict[str, Any] = {
                         "source_id": {"type": "string"},
                         "attributes": OBJECT,
                         "events": {"type": "array", "items": EVENT},
+                        "edges": {"type": "array", "items": EDGE},
+                        "agents": {"type": "array", "items": AGENT},
+                        "labels": {"type": "array", "items": LABEL},
                     },
                 }
             ),
