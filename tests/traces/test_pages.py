@@ -1,5 +1,8 @@
 """Server-rendered pages: login, trace list (search, pagination, empty state), trace page, upload."""
 
+import json
+import re
+
 import pytest
 
 from swarmscope.importers import SourceFile
@@ -47,6 +50,24 @@ def test_upload_page_reports_each_file(logged_in, fixtures):
         response = logged_in.post("/upload/", {"file": [good, readme]})
     text = response.content.decode()
     assert "imported as trace" in text and "skipped: not a trace" in text
+
+
+def test_one_agent_one_event_and_one_trace_are_counted_in_the_singular(logged_in):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    doc = {
+        "format": "swarmscope",
+        "version": 1,
+        "source_format": "native",
+        "source_id": "one-of-each",
+        "agents": [{"name": "solo"}],
+        "events": [{"id": "e1", "t": 0.0, "type": "message", "agent": "solo"}],
+    }
+    upload = SimpleUploadedFile("one.json", json.dumps(doc).encode(), content_type="application/json")
+    report = logged_in.post("/upload/", {"file": upload}).content.decode()
+    assert re.search(r"one\.json: imported as trace \d+: 1 agent, 1 event\b", report), report[-2000:]
+    listing = logged_in.get("/").content.decode()
+    assert '<span data-testid="trace-count">1</span> <span data-trace-count-noun>trace</span>' in listing
 
 
 def test_upload_goes_to_the_project_chosen_on_the_page(logged_in, member, project, fixtures):

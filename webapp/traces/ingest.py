@@ -666,6 +666,11 @@ def label_summary(current: str, new_labels: list[core.Label]) -> str:
 # --- files -------------------------------------------------------------------------------------
 
 
+def _counted(n: int, noun: str) -> str:
+    """`n` with `noun`, in the plural unless n is 1: "1 agent", "4 events"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 @dataclass
 class FileOutcome:
     """One input file's result: `lines` are the human-readable report lines."""
@@ -688,7 +693,8 @@ class FileOutcome:
         if self.skipped:
             return [f"{self.name}: skipped: {self.skipped}"]
         return [
-            f"{self.name}: imported as trace {t.pk}: {t.agent_count} agents, {t.event_count} events"
+            f"{self.name}: imported as trace {t.pk}: "
+            f"{_counted(t.agent_count, 'agent')}, {_counted(t.event_count, 'event')}"
             + (" (already stored, nothing new)" if t.pk in self.unchanged else "")
             for t in self.traces
         ]

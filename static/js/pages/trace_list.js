@@ -159,7 +159,11 @@ function apply(row) {
   added += 1;
   while (tbody.rows.length > PAGE_SIZE) tbody.lastElementChild.remove();
   const count = document.querySelector("[data-testid=trace-count]");
-  if (count) count.textContent = String(Number(count.textContent) + 1);
+  if (count) {
+    const n = Number(count.textContent) + 1;
+    count.textContent = String(n);
+    document.querySelector("[data-trace-count-noun]").textContent = n === 1 ? "trace" : "traces";
+  }
 }
 
 const lastSeqs = new Map();
