@@ -16,12 +16,14 @@ Each format module exposes:
   which no single file knows).
 
 `read_files` is the single entry point; it never raises on bad input, it reports it per file.
+It reads a gzip-compressed file (found by its magic bytes, not its name) decompressed.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,6 +80,38 @@ class ImportResult:
 
 NOT_A_TRACE = "not a trace"
 
+#: The first two bytes of a gzip member (RFC 1952, section 2.3.1).
+GZIP_MAGIC = b"\x1f\x8b"
+#: The most bytes a gzip-compressed file may decompress to, by default (`read_files`; the web app
+#: passes its upload limit): a small file can expand a thousandfold.
+MAX_DECOMPRESSED_BYTES = 200 * 1024 * 1024
+
+
+def decompressed(source: SourceFile, limit: int = MAX_DECOMPRESSED_BYTES) -> SourceFile:
+    """`source` itself, or where it is gzip-compressed (GZIP_MAGIC first) its decompressed bytes
+    (every member, as `gzip -d` reads them) under the same name. Raises TraceFormatError for data
+    that does not decompress, is cut short, or would be over `limit` bytes (checked as it expands)."""
+    if not source.data.startswith(GZIP_MAGIC):
+        return source
+    parts: list[bytes] = []
+    size, rest = 0, source.data
+    try:
+        while rest:
+            member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            part = member.decompress(rest, limit + 1 - size)
+            size += len(part)
+            if size > limit or member.unconsumed_tail:
+                raise TraceFormatError(
+                    source.name, f"gzip-compressed, and over {limit} bytes decompressed (the most a file may hold)"
+                )
+            if not member.eof:
+                raise TraceFormatError(source.name, "gzip-compressed, and cut short")
+            parts.append(part)
+            rest = member.unused_data
+    except zlib.error as exc:
+        raise TraceFormatError(source.name, f"gzip-compressed, and does not decompress: {exc}") from None
+    return SourceFile(name=source.name, data=b"".join(parts))
+
 
 def _loader(source: SourceFile, strict: bool):
     """`json.loads` where NaN, Infinity and overflowing numbers (which no database JSON column
@@ -101,8 +135,11 @@ def decode(source: SourceFile, *, strict: bool = False) -> Any | None:
     value by itself.
 
     Non-finite numbers become None, or are refused when `strict` (API bodies). Raises
-    TraceFormatError naming the line and column where parsing stopped, or why it stopped.
+    TraceFormatError naming the line and column where parsing stopped, or why it stopped (gzip-
+    compressed data: `decompressed` reads it).
     """
+    if source.data.startswith(GZIP_MAGIC):
+        raise TraceFormatError(source.name, "a gzip-compressed file: decompress it first")
     try:
         text = source.data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -207,8 +244,9 @@ def _grouped(chunks: Chunks) -> Chunks:
     return merged
 
 
-def read_files(sources: Iterable[SourceFile]) -> ImportResult:
+def read_files(sources: Iterable[SourceFile], *, max_decompressed: int = MAX_DECOMPRESSED_BYTES) -> ImportResult:
     """Read many files; chunks of one span-format trace id across files merge into one trace.
+    A gzip-compressed file is read decompressed, up to `max_decompressed` bytes (`decompressed`).
 
     A file that fails contributes nothing; the other chunks of its trace still form that trace.
     """
@@ -219,6 +257,7 @@ def read_files(sources: Iterable[SourceFile]) -> ImportResult:
         report = FileReport(name=source.name)
         reports.append(report)
         try:
+            source = decompressed(source, max_decompressed)
             doc = decode(source)
             module = detect(doc) if doc is not None else None
             if module is None:

@@ -1,5 +1,6 @@
 """`manage.py import_traces` on ../shared/data and on the hand-written fixtures."""
 
+import gzip
 import json
 import re
 from io import StringIO
@@ -69,6 +70,24 @@ def test_fixtures_import_one_trace_per_format(fixtures):
         "langfuse",
         "langsmith",
     }
+
+
+def test_a_gzipped_file_is_read_decompressed_up_to_the_upload_limit(fixtures, tmp_path, settings, api_client):
+    data = (fixtures / "native_small.json").read_bytes()
+    (tmp_path / "random.json.gz").write_bytes(gzip.compress(data))
+    settings.SWARMSCOPE_MAX_UPLOAD_BYTES = len(data) - 1  # a bomb: over the limit once decompressed
+    code, out, err = run(tmp_path / "random.json.gz")
+    assert code == 1 and f"random.json.gz: failed: gzip-compressed, and over {len(data) - 1} bytes" in err
+    settings.SWARMSCOPE_MAX_UPLOAD_BYTES = len(data)
+    code, out, err = run(tmp_path / "random.json.gz")
+    assert code == 0 and "random.json.gz: imported as trace" in out, err
+    assert Trace.objects.get().source_id == "hand-written-native-1"
+    settings.SWARMSCOPE_MAX_UPLOAD_BYTES = 10 * len(data)
+    uploaded = api_client.post(  # the Upload page and the API upload read it the same way
+        "/api/traces/upload/?filename=random.json.gz", data=gzip.compress(data), content_type="application/gzip"
+    )
+    assert uploaded.status_code == 200, uploaded.content
+    assert uploaded.json()["files"][0]["report"][0].startswith("random.json.gz: imported as trace")
 
 
 def test_a_cut_pretty_printed_json_file_fails_at_its_line_and_column(fixtures, tmp_path):

@@ -15,13 +15,14 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from swarmscope import model as core
-from swarmscope.importers import SourceFile, TraceFormatError, otlp, survey
+from swarmscope.importers import SourceFile, TraceFormatError, decompressed, otlp, survey
 from swarmscope.ingest import IngestConflict
 from webapp.web.api import (
     BODY_ERRORS,
@@ -448,12 +449,13 @@ def traces_upload(request: HttpRequest):
         sources = upload_sources(request)
     except (OSError, EOFError, zlib.error) as exc:
         return json_error(400, f"unreadable body: {exc}")
-    refused = []
-    for source in list(sources):
+    refused, readable = [], []
+    for source in sources:
         try:
+            source = decompressed(source, settings.SWARMSCOPE_MAX_UPLOAD_BYTES)  # a gzip file's header has NULs
             check_no_nul(source)
+            readable.append(source)
         except TraceFormatError as exc:
-            sources.remove(source)
             refused.append(
                 {
                     "file": source.name,
@@ -463,7 +465,7 @@ def traces_upload(request: HttpRequest):
                     "report": [f"{source.name}: failed: {exc.detail}"],
                 }
             )
-    outcomes = ingest.do_import_sources(project, sources) if sources else []
+    outcomes = ingest.do_import_sources(project, readable) if readable else []
     failed = bool(refused) or any(o.error for o in outcomes)
     return JsonResponse({"files": refused + [outcome_json(o) for o in outcomes]}, status=400 if failed else 200)
 

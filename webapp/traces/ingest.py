@@ -707,9 +707,10 @@ def do_import_sources(
 
     Chunks of one span trace spread over several files merge into one trace. Importing the same
     file twice changes nothing. Never raises on bad input: failures are in the outcomes. `kind` and
-    `derived_from` as for `do_ingest` (a training run's episodes: "episode", "run:<id>").
+    `derived_from` as for `do_ingest` (a training run's episodes: "episode", "run:<id>"). A gzip-
+    compressed file is read decompressed, up to SWARMSCOPE_MAX_UPLOAD_BYTES, as a gzip request body is.
     """
-    result = read_files(sources)
+    result = read_files(sources, max_decompressed=settings.SWARMSCOPE_MAX_UPLOAD_BYTES)
     stored: dict[str, Trace] = {}
     unchanged: set[int] = set()
     errors: dict[str, str] = {}

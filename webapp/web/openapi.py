@@ -698,6 +698,8 @@ PATHS: dict[str, Any] = {
     "/api/traces/upload/": {
         "post": {
             "summary": "Import a trace file in any supported format (multipart `file` fields also accepted)",
+            "description": "A gzip-compressed file (found by its magic bytes, not its name) is read decompressed, "
+            "up to SWARMSCOPE_MAX_UPLOAD_BYTES; over that it fails in the report.",
             "operationId": "uploadTraceFile",
             "parameters": [_query("filename", {"type": "string"}, "the file's name, for the report")],
             "requestBody": {
