@@ -16,7 +16,7 @@ from swarmscope.model import Agent, Edge, Event, Trace
 from ..otel_sdk import EPOCH
 from . import lanes as lanes_
 from .lanes import COMPACTION, LEAD, USER, Delegation, Lane
-from .records import USAGE_KEYS, mapping, parse_time, parts, text_of
+from .records import USAGE_KEYS, mapping, parse_time, parts, readable_prompt, text_of
 
 MESSAGE_TOOL = "SendMessage"
 #: User texts the harness writes, not the human: teammate messages (shown by their `SendMessage`)
@@ -452,7 +452,7 @@ class _Builder:
         return Trace(
             source_format=format_,
             source_id=self.session_id,
-            name=title or (question or "").strip().split("\n", 1)[0][:120] or self.session_id,
+            name=title or readable_prompt(question or "").split("\n", 1)[0][:120] or self.session_id,
             system="Claude Code",
             topology="harness",
             task_id=self.session_id,

@@ -6,6 +6,7 @@ field (dotted, e.g. `message.content[1].id`) and what is wrong.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from swarmscope.model import TraceValidationError
@@ -122,3 +123,23 @@ def text_of(content: Any) -> str:
         elif part.get("type") == "tool_result":
             out.append(text_of(part.get("content")))
     return "\n".join(out)
+
+
+#: Claude Code's markup in a user message: a slash command as it records one (`<command-name>/mcp</command-name>`,
+#: `<command-message>mcp</command-message>`, `<command-args>`, in either order), a command's output
+#: (`<local-command-stdout>`), the shell mode (`<bash-input>`, `<bash-stdout>`), and harness notes
+#: whose text is not the user's (`<local-command-caveat>`, `<system-reminder>`).
+_COMMAND_PART = re.compile(r"<command-(name|message|args)>(.*?)</command-\1>", re.S)
+_HARNESS_NOTE = re.compile(r"<(local-command-caveat|system-reminder)>.*?</\1>", re.S)
+_MARKUP_TAG = re.compile(r"</?(?:command|local-command|bash)-[a-z-]+>")
+
+
+def readable_prompt(text: str) -> str:
+    """A user message as a person reads it (a trace's name): a slash command as typed, `/name args`
+    (`<command-name>`, else `/` and `<command-message>`; then `<command-args>`); otherwise the text
+    without the markup tags (their text kept) and without harness notes."""
+    found = {kind: value.strip() for kind, value in _COMMAND_PART.findall(text)}
+    if found:
+        command = found.get("name") or (f"/{found['message']}" if found.get("message") else "")
+        return " ".join(part for part in (command, found.get("args", "")) if part)
+    return _MARKUP_TAG.sub("", _HARNESS_NOTE.sub("", text)).strip()

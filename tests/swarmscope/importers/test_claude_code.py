@@ -53,6 +53,34 @@ def test_project_folder_is_one_trace_per_session(traces, project):
     assert a.name == a.attributes["question"]
 
 
+@pytest.mark.parametrize(
+    "prompt, name",
+    [
+        (  # a plugin's slash command, as subagent.jsonl in ../shared records it
+            "<command-message>handgemacht:create-beads</command-message>\n"
+            "<command-name>/handgemacht:create-beads</command-name>\n"
+            "<command-args>websearch how to set up credo\n\nMaybe igniter?</command-args>",
+            "/handgemacht:create-beads websearch how to set up credo",
+        ),
+        (  # a built-in one without arguments (tool_heavy.jsonl)
+            "<command-name>/mcp</command-name>\n            <command-message>mcp</command-message>\n"
+            "            <command-args></command-args>",
+            "/mcp",
+        ),
+        ("<local-command-stdout>Reconnected to tidewave.</local-command-stdout>", "Reconnected to tidewave."),
+    ],
+)
+def test_a_session_opened_by_a_command_is_named_without_its_markup(project, prompt, name):
+    lines = (project / f"{SESSION_A}.jsonl").read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if json.loads(line).get("type") == "user")
+    record = json.loads(lines[first])
+    record["message"]["content"] = prompt
+    lines[first] = json.dumps(record)
+    [trace] = read_files([SourceFile(f"{SESSION_A}.jsonl", "\n".join(lines).encode())]).traces
+    assert trace.name == name
+    assert trace.attributes["question"] == prompt  # the prompt itself is kept as written
+
+
 def test_sniff_and_other_formats(project):
     lines = [json.loads(x) for x in (project / f"{SESSION_A}.jsonl").read_text().splitlines()]
     assert claude_code.sniff(lines) and claude_code.sniff(lines[1])
