@@ -154,3 +154,25 @@ def test_the_projects_page_counts_members_in_the_singular_and_plural(team):
     ann.force_login(team.users["ann"])  # project A: ann, rev, bob, vic
     assert "1 member</a>" in zed.get("/projects/").content.decode()
     assert "4 members</a>" in ann.get("/projects/").content.decode()
+
+
+def test_the_projects_page_counts_the_traces_its_link_lists_and_the_derived_ones_apart(team):
+    from django.test import Client
+
+    from webapp.traces.models import Trace
+
+    for i, kind in enumerate(("branch", "branch", "episode")):
+        Trace.objects.create(
+            project=team.a, identity_key=f"sim:d{i}", source_format="sim", source_id=f"d{i}", kind=kind
+        )
+    ann = Client()
+    ann.force_login(team.users["ann"])  # project A: the native fixture (imported), two branches, an episode
+    page = ann.get("/projects/").content.decode()
+    link = re.search(r'<a href="/\?project=(\d+)" data-testid="project-traces">(\d+) traces?</a>', page)
+    assert link and int(link[1]) == team.a.pk and link[2] == "1" and "1 trace</a>" in page
+    assert "(+3 branches/episodes)</a>" in page
+    listed = ann.get(f"/?project={team.a.pk}").content.decode()
+    assert '<span data-testid="trace-count">1</span>' in listed
+    derived = re.search(r'<a href="/\?([^"]+)" class="muted" data-testid="project-derived-traces"', page)
+    shown = ann.get("/?" + derived[1].replace("&amp;", "&")).content.decode()
+    assert '<span data-testid="trace-count">3</span>' in shown

@@ -76,9 +76,11 @@ def projects(request: HttpRequest):
             messages.success(request, f"Created the project {project.name}: invite its members here.")
             return redirect("project-members", project_id=project.pk)
     rows = []
+    # each row's trace count is the traces app's (`{% project_traces_link %}`, webapp/traces/templatetags):
+    # what the linked list shows, which accounts, a layer below traces, does not know
     for project in (
         Project.objects.filter(pk__in=[p.pk for p in services.list_projects_of(request.user)])
-        .annotate(n_traces=Count("traces", distinct=True), n_members=Count("memberships", distinct=True))
+        .annotate(n_members=Count("memberships"))
         .order_by("name")
     ):
         rows.append({"project": project, "role": services.get_role(request.user, project.pk)})

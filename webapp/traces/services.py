@@ -626,6 +626,16 @@ def derived_label(derived_from: str) -> str:
     return {"trace": f"branches of trace {pk}", "run": f"episodes of run {pk}"}.get(kind, derived_from)
 
 
+def get_project_trace_counts(project_id: int) -> tuple[int, dict[str, int]]:
+    """What one project's trace list (`/?project=<id>`) counts by default: (the traces it shows,
+    {kind: count} of the derived kinds it hides unless asked for), from one read of the facet
+    counts (facets.facet_counts), as that list counts them."""
+    filters = ListFilters(projects=(project_id,))
+    counts = facets.facet_counts([project_id], filters)
+    hidden = {kind: n for kind, n in counts.by_facet["kinds"].items() if n and kind not in filters.shown_kinds}
+    return counts.total, hidden
+
+
 def derived_counts(traces: Iterable[Trace]) -> dict[int, dict[str, int]]:
     """For each of `traces` with derived traces: {trace id: {kind: count}} (one indexed GROUP BY on
     `derived_from` over the page's ids)."""
