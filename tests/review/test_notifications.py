@@ -100,6 +100,14 @@ def test_bell_and_notifications_page(team):
     assert "notification-count" not in bob.get("/notifications/").content.decode()
 
 
+def test_the_notifications_page_shows_the_comment_as_text_not_its_markdown_or_tags(team):
+    body = "Looks like **WebSurfer** flipped the sign, @bob: see `e5` <script>alert(1)</script> [here](https://x.test/)"
+    comment(team.client("rev"), body, kind="event", trace=team.trace_a.pk, id="e5")
+    page = browser(team, "bob").get("/notifications/").content.decode()
+    excerpt = page.split('data-testid="notification"')[1].split("</q>")[0].split("<q>")[1]
+    assert excerpt == "Looks like WebSurfer flipped the sign, @bob: see e5 here"
+
+
 @override_settings(EMAIL_BACKEND="django.core.mail.backends.console.EmailBackend")
 def test_no_mail_without_a_delivering_backend(team, django_capture_on_commit_callbacks, capsys):
     team.users["bob"].email = "bob@example.org"

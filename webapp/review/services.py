@@ -8,6 +8,7 @@ the field; a write that is not the caller's to make raises PermissionRefused.
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 from collections.abc import Iterable
@@ -22,6 +23,7 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
+from django.utils.html import strip_tags
 
 from swarmscope.agreement import kappa_against, pairwise_kappa
 from webapp.accounts.models import Membership
@@ -106,6 +108,14 @@ def render_markdown(body: str) -> str:
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )
+
+
+def comment_excerpt(comment: Comment, limit: int = 200) -> str:
+    """The comment as one line of plain text, at most `limit` characters (… where cut): its
+    sanitised rendering (`body_html`, what the trace page shows) without the tags, so neither
+    Markdown syntax nor raw HTML shows."""
+    text = " ".join(html.unescape(strip_tags(comment.body_html)).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def parse_mentions(body: str) -> list[str]:
@@ -665,7 +675,7 @@ def notification_wire(n: Notification) -> dict[str, Any]:
         "target": {"kind": c.target_kind, "id": c.target_id, "trace": c.trace_id},
         "trace_name": c.trace.name if c.trace else None,
         "comment": c.pk,
-        "excerpt": "" if c.deleted_at else c.body[:200],
+        "excerpt": "" if c.deleted_at else comment_excerpt(c),
         "deleted": c.deleted_at is not None,
         "link": target_link(c.target_kind, c.target_id, c.trace_id),
         "created_at": iso(n.created_at),
