@@ -4,9 +4,12 @@
 Shape (OTLP/JSON `ExportTraceServiceRequest`, opentelemetry-proto `trace/v1/trace.proto`): one
 resource (`service.name` = the trace's system) and one scope, holding
 
-- a root span `invoke_workflow <name>` (gen_ai.operation.name `invoke_workflow`) over the whole trace;
+- a root span `invoke_workflow <name>` (gen_ai.operation.name `invoke_workflow`) over the whole trace,
+  with the trace's own fields (`swarmscope.trace.name`, `.system`, `.task_id`, `swarmscope.topology`,
+  its attributes as `swarmscope.trace.attributes.*`, its metrics as `swarmscope.metric.*`);
 - one `invoke_agent <agent>` span per agent (gen_ai.agent.name), child of the span of the agent that
-  spawned it (`Agent.parent`), else of the root, from its first to its last event;
+  spawned it (`Agent.parent`), else of the root, from its first to its last event, with the agent's
+  fields (`swarmscope.agent.index`, `.role`, `.parent`, ..., `swarmscope.agent.attributes.*`);
 - one span per event, child of its agent's span: `chat` for messages and decisions (content in
   `gen_ai.output.messages`), `execute_tool <tool>` for a tool call, its result (the `tool_result`
   its `tool_dependency` edge names) folded into the same span as `gen_ai.tool.call.result`,
@@ -17,8 +20,10 @@ resource (`service.name` = the trace's system) and one scope, holding
 - the trace's edges as span links on the destination event's span (`swarmscope.edge.type`, `.src`,
   `.dst`: event ids, since a folded span holds two events).
 
-Swarmscope's OTLP import reads these back (swarmscope.importers.otel.exported): export, then
-import, gives the same events, edges, agents and labels.
+Attribute and metric values that are no OTLP scalar (objects, lists, null) are JSON text, listed by
+name in `<prefix>.json_attributes` (`swarmscope.trace.json_metrics`). Swarmscope's OTLP import reads
+all of this back (swarmscope.importers.otel.exported): export, then import, gives the same trace,
+every field with its value types, under the OTLP trace's identity (docs/otel-mapping.md).
 
 Times: `origin_ns`, else when the trace began by its attributes (`origin_ns(trace)`), else 1 s
 after the Unix epoch (OTLP reads 0 as "unset"), plus event `t` seconds.
@@ -37,7 +42,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .importers.otel_sdk import iso_ns
-from .model import Event, Trace
+from .model import Agent, Event, Trace
 
 #: Event types exported as `chat` spans (an LLM turn's output); the others have their own operation.
 OPERATIONS = {
@@ -84,12 +89,17 @@ def to_otlp_json(
                 "gen_ai.operation.name": "invoke_workflow",
                 "swarmscope.trace.identity_key": key,
                 "swarmscope.trace.name": trace.name,
+                "swarmscope.trace.system": trace.system,
                 "swarmscope.topology": trace.topology,
+                "swarmscope.trace.task_id": trace.task_id or None,
+                **_values(trace.attributes, "swarmscope.trace.attributes.", "swarmscope.trace.json_attributes"),
+                **_values(trace.metrics, "swarmscope.metric.", "swarmscope.trace.json_metrics"),
             },
         )
     ]
     agent_span = {name: _hex(f"{key}\x00agent\x00{name}", 16) for name in _agent_names(trace)}
     parents = {a.name: a.parent for a in trace.agents}
+    declared = {a.name: (i, a) for i, a in enumerate(trace.agents)}
     times: dict[str, list[float]] = {}
     for event in trace.events:
         times.setdefault(event.agent, []).extend([event.t, event.t_end if event.t_end is not None else event.t])
@@ -104,7 +114,11 @@ def to_otlp_json(
                 f"invoke_agent {name}",
                 ns(min(window)),
                 ns(max(window)),
-                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name},
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": name,
+                    **(_agent_attributes(*declared[name]) if name in declared else {}),
+                },
             )
         )
     results = _folded_results(trace)
@@ -224,6 +238,21 @@ def _event_span_name(event: Event) -> str:
     return operation
 
 
+def _agent_attributes(index: int, agent: Agent) -> dict[str, Any]:
+    """The agent's fields, for the importer to read back exactly: its position among the trace's
+    agents, role, parent (also the span's parent), spawn and despawn times (seconds), system prompt
+    and attributes (`swarmscope.agent.attributes.*`)."""
+    return {
+        "swarmscope.agent.index": index,
+        "swarmscope.agent.role": agent.role,
+        "swarmscope.agent.parent": agent.parent,
+        "swarmscope.agent.spawned_at": agent.spawned_at,
+        "swarmscope.agent.despawned_at": agent.despawned_at,
+        "swarmscope.agent.system_prompt": agent.system_prompt,
+        **_values(agent.attributes, "swarmscope.agent.attributes.", "swarmscope.agent.json_attributes"),
+    }
+
+
 def _own_fields(event: Event, index: int, prefix: str) -> dict[str, Any]:
     """The event's fields that no GenAI attribute carries, for the importer to read back exactly:
     `t` / `t_end` (seconds, as in the trace), its position in the trace, role, content_ref, trusted."""
@@ -246,22 +275,26 @@ def _result_attributes(result: Event, index: int) -> dict[str, Any]:
         "swarmscope.result_event.tokens": result.tokens,
         "gen_ai.tool.call.result": result.content,
     }
-    return {**attrs, **_own_attributes(result, "swarmscope.result_event.attributes.", "swarmscope.result_event")}
+    attrs.update(
+        _values(result.attributes, "swarmscope.result_event.attributes.", "swarmscope.result_event.json_attributes")
+    )
+    return attrs
 
 
-def _own_attributes(event: Event, key_prefix: str, prefix: str) -> dict[str, Any]:
-    """The event's attributes under `key_prefix`; a value that is no OTLP scalar (or None) is
-    written as JSON text, and `<prefix>.json_attributes` lists their names (as JSON text) so that
-    the importer tells them from text that only looks like JSON."""
+def _values(values: Mapping[str, Any], key_prefix: str, json_key: str) -> dict[str, Any]:
+    """`values` (an event's, agent's or trace's attributes, the trace's metrics) under `key_prefix`;
+    a value that is no OTLP scalar (None, a list, an object) is written as JSON text, and `json_key`
+    lists their names (as JSON text) so that the importer tells them from text that only looks like
+    JSON."""
     attrs: dict[str, Any] = {}
     as_json = []
-    for name, value in event.attributes.items():
+    for name, value in values.items():
         if not _is_scalar(value):
             value = json.dumps(value, ensure_ascii=False, default=str)
             as_json.append(name)
         attrs[f"{key_prefix}{name}"] = value
     if as_json:
-        attrs[f"{prefix}.json_attributes"] = json.dumps(as_json, ensure_ascii=False)
+        attrs[json_key] = json.dumps(as_json, ensure_ascii=False)
     return attrs
 
 
@@ -302,7 +335,7 @@ def _event_attributes(event: Event, index: int) -> dict[str, Any]:
             )
     if event.tokens is not None:
         attrs["gen_ai.usage.output_tokens"] = event.tokens
-    for key, value in _own_attributes(event, "swarmscope.attributes.", "swarmscope.event").items():
+    for key, value in _values(event.attributes, "swarmscope.attributes.", "swarmscope.event.json_attributes").items():
         attrs.setdefault(key, value)
     return attrs
 

@@ -1,6 +1,6 @@
 """OTLP/JSON export: a valid ExportTraceServiceRequest (parsed by opentelemetry-proto itself), the
 GenAI operation names, and a round trip through Swarmscope's own OTLP importer that gives back the
-same trace (events, edges, agents, labels), from OTLP/JSON and from protobuf."""
+same trace (every field, with its value types), from OTLP/JSON and from protobuf."""
 
 import base64
 import copy
@@ -91,20 +91,32 @@ def test_spans_start_when_the_session_ran(fixtures):
     assert int(root["startTimeUnixNano"]) == iso_ns(trace.attributes["start_time"])
 
 
-def _same_trace(trace, back) -> None:
-    """`back` is `trace` again: every event field in order, the edges, the agents and their
-    parents, labels, rewards, costs, name and topology (the identity is the OTLP trace's)."""
-    assert [e.to_dict() for e in back.events] == [e.to_dict() for e in trace.events], trace.identity_key
-    assert set(back.edges) == set(trace.edges) and len(back.edges) == len(set(trace.edges)), trace.identity_key
-    assert {(a.name, a.parent) for a in back.agents} == {(a.name, a.parent) for a in trace.agents}
-    assert [lb.to_dict() for lb in back.labels] == [lb.to_dict() for lb in trace.labels]
-    assert (back.rewards, back.costs, back.name, back.topology) == (
-        trace.rewards,
-        trace.costs,
-        trace.name,
-        trace.topology,
-    )
-    assert back.attributes["exported_from"] == trace.identity_key
+def _typed(value):
+    """`value` as JSON text, so that a comparison tells 1, 1.0 and true apart (== does not)."""
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def same_trace(trace, back) -> None:
+    """`back` is `trace` again, every field with its value types: name, system, topology, task_id,
+    agents (all their fields, in order), events (in order), edges (a set), rewards, costs, metrics,
+    labels and attributes. The identity is the OTLP trace's (`otlp:<trace id>`), `exported_from`
+    names the exported one; the import adds its own facts to the attributes where the trace has none
+    (`trace_id`, `sources`, `start_time_unix_nano`) and counts its spans (docs/otel-mapping.md)."""
+    want, got = trace.to_dict(), back.to_dict()
+    for doc in (want, got):
+        del doc["source_format"], doc["source_id"]
+    want["edges"] = sorted({_typed(e) for e in want["edges"]})
+    got["edges"] = sorted(_typed(e) for e in got["edges"])
+    want["attributes"] = {
+        "trace_id": back.source_id,
+        "sources": back.attributes.get("sources"),
+        "start_time_unix_nano": back.attributes.get("start_time_unix_nano"),
+        **trace.attributes,
+        "spans": back.attributes.get("spans"),
+        "exported_from": trace.identity_key,
+    }
+    assert got == want, trace.identity_key
+    assert _typed(got) == _typed(want), trace.identity_key
 
 
 def _protobuf(doc) -> bytes:
@@ -126,14 +138,15 @@ def check_round_trip(traces) -> None:
         doc = to_otlp_json(trace)
         again = read_files([SourceFile("export.json", json.dumps(doc).encode())])
         assert not again.failed and len(again.traces) == 1, again.files
-        _same_trace(trace, again.traces[0])
+        same_trace(trace, again.traces[0])
         ((trace_id, spans),) = otlp.decode_protobuf(_protobuf(doc)).items()
-        _same_trace(trace, otlp.build(trace_id, spans, ["export.pb"]))
+        same_trace(trace, otlp.build(trace_id, spans, ["export.pb"]))
 
 
 def test_export_then_import_gives_the_same_trace(fixtures):
     """Every fixture trace, of every format (the importer reads the exporter's `swarmscope.*`
-    attributes instead of guessing events from the GenAI spans)."""
+    attributes instead of guessing events from the GenAI spans); native_small.json has a task,
+    nested attributes and metrics."""
     check_round_trip(read_traces(fixtures))
 
 
@@ -144,6 +157,9 @@ def test_shared_traces_export_then_import_the_same(shared_data):
             shared_data / "mast",
             shared_data / "otel-agntcy-a2a",
             shared_data / "langfuse-exports",
+            shared_data / "survey-trace-schema",  # task_id and metrics
+            shared_data / "claude-code",
+            shared_data / "codex-cli",
             *sorted((shared_data / "otel-monocle-agent-framework").glob("*_concurrent_travel_*.json")),
         )
     )

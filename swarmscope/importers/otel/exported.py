@@ -1,6 +1,7 @@
 """Swarmscope's own OTLP export read back as it was written (swarmscope.otlp_export), so that export
-then import gives the same trace: event ids, types, agents, times and fields, edges, agent parents,
-labels, rewards and costs.
+then import gives the same trace: its name, system, topology, task, attributes and metrics, the
+agents and all their fields, the events (ids, types, times and fields), edges, labels, rewards and
+costs; the identity is the OTLP trace's, and `exported_from` keeps the exported one.
 
 The spans of a trace id are such an export when each is one of the exporter's: its root
 (`swarmscope.trace.identity_key`), an event span (`swarmscope.event.id` and `swarmscope.event.type`)
@@ -84,17 +85,20 @@ def build_export(spans: list[Span], *, source_format: str, trace_id: str, source
             edges.add((src, dst, edge_type))
     events.sort(key=lambda pair: pair[0])
     root_attrs = root.attributes if root is not None else {}
+    system = root_attrs.get("swarmscope.trace.system")  # else an export made before it was written
     return Trace(
         source_format=source_format,
         source_id=trace_id,
         name=_name(root),
-        system=(root.service if root is not None else None) or "",
+        system=system if isinstance(system, str) else (root.service if root is not None else None) or "",
         topology=str(root_attrs.get("swarmscope.topology") or "unknown"),
+        task_id=_text(root_attrs.get("swarmscope.trace.task_id")) or "",
         agents=_agents(ordered, agent_of, [e for _, e in events]),
         events=[e for _, e in events],
         edges=[Edge(src, dst, kind) for src, dst, kind in sorted(edges)],
         rewards=_numbers(root_attrs, "swarmscope.reward."),
         costs=_numbers(root_attrs, "swarmscope.cost."),
+        metrics=_prefixed(root_attrs, "swarmscope.metric.", root_attrs.get("swarmscope.trace.json_metrics")),
         labels=_labels(root_attrs.get("swarmscope.labels")),
         attributes=_trace_attributes(root_attrs, trace_id, sources, len(ordered), t0),
     )
@@ -197,17 +201,37 @@ def _json_value(value: Any) -> Any:
 
 
 def _agents(ordered: list[Span], agent_of: dict[str | None, str | None], events: list[Event]) -> list[Agent]:
-    """One agent per agent span (its parent: the agent of the span it is under), in span order;
-    then the agents that only events name."""
-    agents: dict[str, Agent] = {}
+    """One agent per agent span, in the order of the trace (`swarmscope.agent.index`), else of the
+    spans; then the agents that only events name."""
+    agents: dict[str, tuple[int, Agent]] = {}
     for span in ordered:
         name = agent_of.get(span.span_id)
-        if name is not None and _event_id(span.attributes, EVENT) is None and ROOT not in span.attributes:
-            parent = agent_of.get(span.parent_id)
-            agents.setdefault(name, Agent(name=name, parent=parent if parent != name else None))
+        if name is None or name in agents or ROOT in span.attributes or _event_id(span.attributes, EVENT):
+            continue
+        index = as_int(span.attributes.get("swarmscope.agent.index"))
+        agents[name] = (index if index is not None else 2**63, _agent_of(span, name, agent_of))
     for event in events:
-        agents.setdefault(event.agent, Agent(name=event.agent))
-    return list(agents.values())
+        agents.setdefault(event.agent, (2**64, Agent(name=event.agent)))
+    return [agent for _, agent in sorted(agents.values(), key=lambda pair: pair[0])]
+
+
+def _agent_of(span: Span, name: str, agent_of: dict[str | None, str | None]) -> Agent:
+    """The agent of agent span `span`: its fields as the exporter wrote them (`swarmscope.agent.*`);
+    its parent, where none is written, the agent of the span it is under (an older export)."""
+    attrs = span.attributes
+    parent = _text(attrs.get("swarmscope.agent.parent"))
+    if parent is None and "swarmscope.agent.index" not in attrs:
+        parent = agent_of.get(span.parent_id)
+        parent = parent if parent != name else None
+    return Agent(
+        name=name,
+        role=_text(attrs.get("swarmscope.agent.role")),
+        parent=parent,
+        spawned_at=_seconds(attrs.get("swarmscope.agent.spawned_at")),
+        despawned_at=_seconds(attrs.get("swarmscope.agent.despawned_at")),
+        system_prompt=_text(attrs.get("swarmscope.agent.system_prompt")),
+        attributes=_prefixed(attrs, "swarmscope.agent.attributes.", attrs.get("swarmscope.agent.json_attributes")),
+    )
 
 
 def _name(root: Span | None) -> str:
@@ -248,14 +272,19 @@ def _labels(value: Any) -> list[Label]:
 def _trace_attributes(
     root_attrs: Mapping[str, Any], trace_id: str, sources: list[str], spans: int, t0: int
 ) -> dict[str, Any]:
-    """What the general mapping records (trace id, sources, span count, the time origin, the
-    session), and `exported_from`: the identity key of the trace that was exported."""
-    attributes: dict[str, Any] = {"trace_id": trace_id, "sources": sources, "spans": spans, "start_time_unix_nano": t0}
+    """The exported trace's attributes (`swarmscope.trace.attributes.*`) over what the general mapping
+    records (trace id, sources, the time origin; the session of an export that wrote no
+    `session_id` attribute); `spans`, this import's span count (the store orders builds by it); and
+    `exported_from`: the identity key of the trace that was exported."""
+    attributes: dict[str, Any] = {"trace_id": trace_id, "sources": sources, "start_time_unix_nano": t0}
+    own = _prefixed(root_attrs, "swarmscope.trace.attributes.", root_attrs.get("swarmscope.trace.json_attributes"))
+    session = root_attrs.get("gen_ai.conversation.id")
+    if isinstance(session, str) and session and "session_id" not in own:
+        attributes["conversation_id"] = attributes["session_id"] = session
+    attributes.update(own)
+    attributes["spans"] = spans
     if isinstance(root_attrs.get(ROOT), str):
         attributes["exported_from"] = root_attrs[ROOT]
-    session = root_attrs.get("gen_ai.conversation.id")
-    if isinstance(session, str) and session:
-        attributes["conversation_id"] = attributes["session_id"] = session
     return attributes
 
 
