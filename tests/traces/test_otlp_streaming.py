@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 
 from swarmscope.importers import SourceFile, decode, detect, otlp
 from swarmscope.importers.otel import Span
+from tests.swarmscope.test_otlp_export import same_trace
 from webapp.accounts.services import do_get_or_create_project
 from webapp.traces.ingest import do_import_sources
 from webapp.traces.models import Trace
-from webapp.traces.services import EVENT_DATA_COLUMNS
+from webapp.traces.services import EVENT_DATA_COLUMNS, to_core_trace
 
 EPOCH_NS = 1_767_225_600_000_000_000
 MS = 1_000_000
@@ -347,3 +348,17 @@ def test_base64_ids_that_look_like_hex_prefixes(api_client):
         Span.from_dict({**s.to_dict(), "span_id": ids[s.span_id], "parent_id": ids.get(s.parent_id)}) for s in spans
     ]
     assert stream(api_client, [renamed], ["protobuf"]) == import_once(renamed)
+
+
+def test_an_exported_trace_posted_back_is_stored_as_it_was(api_client, project, fixtures):
+    """The trace page's "Export OTLP" posted to /v1/traces is stored as the exported trace: every
+    field with its value types (the native fixture has a task, nested attributes and metrics)."""
+    path = fixtures / "native_small.json"
+    (outcome,) = do_import_sources(project, [SourceFile(path.name, path.read_bytes())])
+    (original,) = outcome.traces
+    exported = api_client.get(f"/api/traces/{original.pk}/export/otlp/")
+    assert exported.status_code == 200
+    posted = api_client.post("/v1/traces", data=exported.content, content_type="application/json")
+    assert posted.status_code == 200, posted.content
+    (stored,) = Trace.objects.filter(project=project).exclude(pk=original.pk)
+    same_trace(to_core_trace(original), to_core_trace(stored))
