@@ -145,6 +145,11 @@ def test_the_runs_list_follows_an_external_run(app, page):
     again = fresh.locator(f"tr[data-run-id='{run['id']}']")
     for column in ("status", "steps", "best_reward"):
         assert again.locator(f"[data-col={column}]").inner_text() == row.locator(f"[data-col={column}]").inner_text()
+    # its page, once the socket's snapshot is drawn, says it finished (a success, not a red "Ended")
+    fresh.goto(f"{app.url}/runs/{run['id']}/")
+    wait_until(fresh, "() => document.getElementById('run-app').dataset.seq !== undefined")
+    badge = fresh.get_by_test_id("live-badge")
+    assert (badge.get_attribute("data-state"), badge.inner_text()) == ("finished", "Finished")
 
 
 def test_a_run_created_after_the_runs_list_loaded_appears_and_follows_its_run(app, page):

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import test from "node:test";
 
 import {
-  applyRunDelta, curveOf, etaText, formatEta, groupBand, interpolate, metricSeries, shareSeries, shouldApply, stepsText, stopCurves,
+  applyRunDelta, curveOf, etaText, formatEta, groupBand, interpolate, metricSeries, runBadge, shareSeries, shouldApply, stepsText, stopCurves,
   tQuantile975,
 } from "../../static/js/model/runs_model.js";
 
@@ -95,4 +95,14 @@ test("stepsText: a run past its budget (its last iteration ran over) shows its s
   assert.equal(stepsText(6480, 600, " env steps"), "6480 env steps (budget 600)");
   assert.equal(stepsText(6480, 600), "6480 (budget 600)");
   assert.equal(stepsText(12, 0), "12");
+});
+
+test("runBadge: an ended run shows how it ended (finished is not an error); the socket's state otherwise", () => {
+  assert.deepEqual(runBadge("open", "finished"), ["finished", "Finished"]);
+  assert.deepEqual(runBadge("connecting", "failed"), ["failed", "Failed"]);
+  assert.deepEqual(runBadge("open", "cancelled"), ["cancelled", "Cancelled"]);
+  assert.deepEqual(runBadge("open", "running"), ["live", "Live"]);
+  assert.deepEqual(runBadge("connecting", undefined), ["connecting", "Connecting…"]);
+  assert.deepEqual(runBadge("reconnecting", "finished"), ["reconnecting", "Reconnecting…"]);
+  assert.deepEqual(runBadge("closed", "running"), ["offline", "Offline"]); // the connection, dropped for good
 });

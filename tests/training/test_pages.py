@@ -80,6 +80,19 @@ def test_a_valid_form_starts_the_run(browser_client, settings, tmp_path, monkeyp
     assert 'data-status="finished"' in listing and f"/runs/{run.pk}/" in listing
 
 
+def test_an_ended_run_page_shows_how_it_ended_not_a_red_ended_badge(browser_client, project):
+    finished, failed, running = (services.do_create_run(project, {**TINY, "seed": s}, external=True) for s in (0, 1, 2))
+    services.do_finish(finished)
+    services.do_finish(failed, status=Run.FAILED, error="diverged")
+    badge = re.compile(r'<span class="badge" data-testid="live-badge"[^>]*data-state="([^"]+)"[^>]*>([^<]+)</span>')
+
+    def shown(run):
+        return badge.search(browser_client.get(f"/runs/{run.pk}/").content.decode()).groups()
+
+    assert shown(finished) == ("finished", "Finished") and shown(failed) == ("failed", "Failed")
+    assert shown(running) == ("connecting", "Connecting…")  # an active run: the socket's first state
+
+
 def test_compare_runs_and_seed_groups(browser_client, project):
     a, b, c = (services.do_create_run(project, {**TINY, "seed": s}, external=True) for s in (0, 1, 2))
     other = services.do_create_run(project, {**TINY, "credit": "counterfactual"}, external=True)

@@ -154,3 +154,22 @@ export function etaText(raw) {
   if (raw === null || raw === undefined || (typeof raw === "string" && raw.trim() === "")) return "–";
   return formatEta(Number(raw));
 }
+
+/** Run statuses during which the run can still change (webapp.training.models.TrainingRun.ACTIVE). */
+export const ACTIVE_STATUSES = new Set(["queued", "running", "cancelling"]);
+
+/**
+ * The run page's badge as [data-state, text]. While the run is active: the socket's state (Live,
+ * Connecting…, Reconnecting…, and Offline for a connection closed for good). Once it ended, while
+ * the socket is connecting or open: the run's end, "finished" (a success), "failed" or "cancelled";
+ * a dropped socket still shows as such. templates/runs/run_detail.html renders the same first.
+ */
+export function runBadge(socketState, status) {
+  const ended = Boolean(status) && !ACTIVE_STATUSES.has(status);
+  if (ended && (socketState === "open" || socketState === "connecting")) {
+    return [status, status.charAt(0).toUpperCase() + status.slice(1)];
+  }
+  const socket = { open: ["live", "Live"], connecting: ["connecting", "Connecting…"],
+    reconnecting: ["reconnecting", "Reconnecting…"], closed: ["offline", "Offline"] };
+  return socket[socketState] ?? [socketState, socketState];
+}

@@ -7,10 +7,12 @@
 import { el } from "../lib/dom.js";
 import { formatNumber } from "../lib/format.js";
 import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
-import { TRAINING_CHARTS, applyRunDelta, formatEta, metricSeries, shareSeries, shouldApply, stepsText, stopCurves } from "../model/runs_model.js";
+import {
+  ACTIVE_STATUSES as ACTIVE, TRAINING_CHARTS, applyRunDelta, formatEta, metricSeries, runBadge, shareSeries, shouldApply, stepsText,
+  stopCurves,
+} from "../model/runs_model.js";
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#c2255c", "#5c940d", "#868e96"];
-const ACTIVE = new Set(["queued", "running", "cancelling"]);
 /** Statuses a run can be resumed from (webapp.training.services: a queued one is re-sent). */
 const RESUMABLE = new Set(["queued", "cancelled", "failed"]);
 
@@ -105,10 +107,9 @@ class RunPage {
 
   _badge(state) {
     const badge = this.q("live-badge");
-    const status = this.snapshot?.run.status;
-    const shown = state === "open" ? (status && !ACTIVE.has(status) ? "closed" : "live") : state;
-    badge.dataset.state = shown === "closed" ? "offline" : shown;
-    badge.textContent = { live: "Live", closed: "Ended", connecting: "Connecting…", reconnecting: "Reconnecting…", open: "Live" }[shown] ?? shown;
+    // before the first snapshot: the status the page was rendered with
+    const status = this.snapshot?.run.status ?? this.q("run-status").dataset.status;
+    [badge.dataset.state, badge.textContent] = runBadge(state, status);
   }
 
   receive(msg) {
