@@ -104,7 +104,8 @@ def test_a_comment_on_an_attribution_appears_live_and_the_other_reviewer_votes(a
         # Ben's mention: the bell counts it, the notifications page links to the attribution.
         ben.goto(app.url + "/notifications/")
         assert int(ben.text_content('[data-testid="notification-count"]')) >= 1
-        mention = ben.locator('[data-testid="notification"]', has_text="Credit for **e5** looks too high").first
+        # The excerpt is the comment's text, not its Markdown source.
+        mention = ben.locator('[data-testid="notification"]', has_text="Credit for e5 looks too high").first
         assert mention.locator("strong").text_content() == "ada"
         mention.locator('button[name="open"]').click()
         ben.wait_for_url(f"{url}")
