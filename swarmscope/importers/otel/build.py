@@ -17,6 +17,7 @@ from typing import Any, cast
 from swarmscope.model import Edge, Event, Trace
 
 from ..chatlog import estimate_missing_tokens
+from ..scores import SCORE_VALUES
 from . import exported, genai, keys
 from .agents import canonical_name
 from .fields import TraceFields
@@ -126,8 +127,8 @@ class _TraceBuilder(TraceFields):
         self._turn_events()
         edges = self._edges()
         root = self._root()
-        labels, rewards = self._labels_and_rewards()
-        return Trace(
+        labels, scores = self._labels_and_scores()
+        trace = Trace(
             source_format=self.source_format,
             source_id=self.trace_id,
             name=self._name(root),
@@ -138,8 +139,10 @@ class _TraceBuilder(TraceFields):
             costs=self._costs(),
             attributes=self._attributes(),
             labels=labels,
-            rewards=rewards,
         )
+        if scores:  # evaluation scores are no reward unless one is chosen (scores.select_reward)
+            trace.attributes[SCORE_VALUES] = scores
+        return trace
 
     # -- events
 
@@ -264,12 +267,14 @@ class _TraceBuilder(TraceFields):
 
     @staticmethod
     def _usage_fields(span: Span) -> tuple[int | None, dict[str, Any]]:
-        """(tokens, attributes) from usage: tokens = input + output, else the reported total."""
+        """(tokens, attributes) from usage: tokens = the reported total, else input + output. A
+        total is the source's own count (Langfuse takes it as is), with the reasoning / thinking
+        tokens that some providers leave out of the output count (Gemini's `thoughts`)."""
         n_in, n_out, n_total = usage(span)
         attributes: dict[str, Any] = {
             key: n for key, n in (("input_tokens", n_in), ("output_tokens", n_out)) if n is not None
         }
-        tokens = (n_in or 0) + (n_out or 0) if attributes else n_total
+        tokens = n_total if n_total is not None else (n_in or 0) + (n_out or 0) if attributes else None
         return tokens, {**attributes, **genai.token_details(span)}
 
     @staticmethod
@@ -454,9 +459,10 @@ class _TraceBuilder(TraceFields):
     def _delegate(self, sender: str, receiver: str, root: Span) -> None:
         """A delegate event of `sender` at the start of `receiver`'s invocation; its content is the
         first input of the invocation's agent (not LLM or tool) spans, else the input of the span
-        that called it (see `_message_content` for Agent Framework messages)."""
+        that called it: the nearest enclosing span with an input, up to the sender's first agent,
+        LLM or tool span (an agent-as-tool's tool span above the sub-run's content-free wrappers:
+        OpenAI Agents' `Agent workflow`). See `_message_content` for Agent Framework messages."""
         content, attributes = self._message_content(root)
-        parent = self._parent_span(root)
         if content is None and not attributes:
             content = next(
                 (
@@ -464,8 +470,14 @@ class _TraceBuilder(TraceFields):
                     for span in self.members[root.sid]
                     if self.role[span.sid] in (AGENT, None) and (text := self._text(span)[0])
                 ),
-                self._text(parent)[0] if parent is not None else None,
+                None,
             )
+        caller = self._parent_span(root)
+        while content is None and not attributes and caller is not None:
+            content = self._text(caller)[0]
+            if self.owner[caller.sid] == sender and self.role[caller.sid] is not None:
+                break
+            caller = self._parent_span(caller)
         self.appeared.setdefault(sender, self._t(root.start_ns))
         self._spawn(sender, receiver, root, root.start_ns)
         event = self._event(

@@ -59,16 +59,20 @@ def _items(attributes: dict[str, Any], key: str, inner: str) -> list[dict[str, A
 
 
 def _message(fields: dict[str, Any]) -> dict[str, Any] | None:
-    """One flattened message (`message.role`, `message.contents.M...`, ...) as a chat message."""
+    """One flattened message (`message.role`, `message.contents.M...`, ...) as a chat message.
+
+    `message.content` and `message.contents` are two forms of one content (OpenInference's semantic
+    conventions; the OpenAI Agents instrumentor writes both for a Responses message): the text
+    parts of `contents` where it has any, else `content`; non-text parts show as `[type]`.
+    """
     parts: list[Any] = []
-    content = fields.get(keys.MESSAGE_CONTENT)
-    if content not in (None, ""):
-        parts.append(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str))
     contents = _numbered(fields, keys.MESSAGE_CONTENTS)
-    for m in sorted(contents):
-        part = contents[m]
-        text = part.get(keys.CONTENT_TEXT)
-        kind = part.get(keys.CONTENT_TYPE, "text")
+    texts = [contents[m].get(keys.CONTENT_TEXT) for m in sorted(contents)]
+    content = fields.get(keys.MESSAGE_CONTENT)
+    if content not in (None, "") and not any(isinstance(text, str) for text in texts):
+        parts.append(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str))
+    for m, text in zip(sorted(contents), texts):
+        kind = contents[m].get(keys.CONTENT_TYPE, "text")
         if isinstance(text, str):
             parts.append({"type": "text", "text": text})
         elif kind != "text":
