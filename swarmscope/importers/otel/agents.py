@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import cast
 
-from . import keys, langgraph
+from . import keys
 from .openinference import span_name_agent
 from .semconv import (
     AGENT,
@@ -26,6 +26,7 @@ from .semconv import (
     WORKFLOW,
     Message,
     agent_label_source,
+    delegation_target,
     received_message,
     render,
     span_io,
@@ -34,8 +35,8 @@ from .semconv import (
 from .span import Span, canonical_order, span_memo
 
 NOT_NAME_CHARACTERS = re.compile(r"[^0-9a-z]")
-#: `named_by` of agents named by LangGraph's node metadata (`langgraph.graph_agents`).
-LANGGRAPH = "langgraph"
+#: `named_by` of an agent named by a delegation tool's arguments (`delegation_target`).
+DELEGATION = "delegation"
 
 
 def canonical_name(name: str) -> str:
@@ -62,9 +63,11 @@ class SpanTree:
     By span id: `by_id` (first record of each id in canonical order, placeholders added; `real`: without
     them, `linking`: those with span links), `parent`
     (cycles cut), `depth`, `children`, `role`, `message` (the message received), `owner` (the acting
-    agent, None where unknown), `invocation` (its root span id). By invocation root: `members`;
-    `productive` (those that will have events). By agent: `named_by` (where its name came from);
-    `label_source` (span id -> where its own label came from).
+    agent, None where unknown), `invocation` (its root span id), `delegated` (a delegation tool
+    span -> the agent its arguments hand the work to), `workflows` (the OpenInference CHAIN spans
+    that run agents and are none: `_agent_workflows`). By invocation root: `members`; `productive`
+    (those that will have events). By agent: `named_by` (where its name came from); `label_source`
+    (span id -> where its own label came from).
     Raises ValueError when there are no spans or a span has no id.
     """
 
@@ -91,16 +94,14 @@ class SpanTree:
             if parent_id:
                 self.children[parent_id].append(span)
         self.role = {sid: span_role(s) for sid, s in self.by_id.items()}
-        self.graph = langgraph.graph_agents(self.by_id.values(), self.parent, self.role, LLM, TOOL)
-        for sid in self.graph.workflow:
-            if own_label(self.by_id[sid])[1] != keys.AGENT_NAME:
-                self.role[sid] = WORKFLOW
         self.message: dict[str, Message] = {sid: m for sid, s in self.by_id.items() if (m := received_message(s))}
         self.texts: dict[str, tuple[str | None, str | None]] = {}
         self.named_by: dict[str, str] = {}
         self.label_source: dict[str, str] = {}
         self.owner: dict[str, str | None] = {}
         self.invocation: dict[str, str | None] = {}
+        self.delegated: dict[str, str] = {}
+        self.workflows: set[str] = set()
         self.members: dict[str, list[Span]] = defaultdict(list)
         self.productive: set[str] = set()
         self.acting: set[str | None] = set()
@@ -191,11 +192,8 @@ class SpanTree:
         an LLM, tool or hand-off span, an output, or an agent span that names their agent: see
         `_names_owner`)."""
         labels: dict[str, str | None] = {}
-        graph_agents = self.graph.agents
         for sid, span in self.by_id.items():
             label, source = own_label(span)  # in the role `self.role` holds: span_role(span)
-            if sid in graph_agents and source not in (keys.AGENT_NAME, "openinference"):
-                label, source = graph_agents[sid], LANGGRAPH if graph_agents[sid] else ""
             labels[sid] = label
             if label:
                 self.label_source[sid] = source
@@ -213,6 +211,8 @@ class SpanTree:
         """Fill `owner`, top down, from the spans' `labels` (docs/otel-mapping.md, "Agent")."""
         acting, workflow_labels = self._workflow_labels(labels)
         claims = self._claims(labels)
+        runners = self._agent_workflows(labels)
+        known = {canonical_name(name): name for name in self.named_by}
         in_tool: dict[str, bool] = {}
         owners, parents, roles, messages, named_by = self.owner, self.parent, self.role, self.message, self.named_by
         for span in self.top_down:
@@ -232,6 +232,8 @@ class SpanTree:
                 owner = claims[sid]
             elif span.missing:
                 owner = None
+            elif parent_id is not None and parent_id in self.delegated:
+                owner = self.delegated[parent_id]
             elif (
                 parent_id is not None
                 and owners[parent_id] is not None
@@ -246,20 +248,31 @@ class SpanTree:
             else:
                 owner = span.service or UNKNOWN_SERVICE
                 named_by.setdefault(owner, "service")
-            if not under_tool and named_by.get(owner or "") == "service" and self._names_by_span_name(span):
+            if sid in runners and not under_tool:
+                self.workflows.add(sid)
+            elif not under_tool and named_by.get(owner or "") == "service" and self._names_by_span_name(span):
                 owner = cast(str, span_name_agent(span))
                 named_by.setdefault(owner, SPAN_NAME)
             owners[sid] = owner
+            if roles[sid] == TOOL and (target := delegation_target(span)):
+                self.delegated[sid] = target = known.get(canonical_name(target), target)
+                named_by.setdefault(target, DELEGATION)
 
     def _assign_invocations(self) -> None:
         """Fill `invocation`, then `members` and `productive` (see `_assign_agents`)."""
         owners, parents, invocation = self.owner, self.parent, self.invocation
+        delegated_runs: dict[str, str] = {}  # delegation tool span -> the run's first span
         for span in self.top_down:
             sid = span.sid
             parent_id, owner = parents[sid], owners[sid]
             if owner is None:
                 invocation[sid] = None
-            elif parent_id is None or owners[parent_id] != owner or (sid in self.message and self._sender(span)):
+            elif sid in self.message and self._sender(span):
+                invocation[sid] = sid
+            elif parent_id is not None and parent_id in self.delegated and owner == self.delegated[parent_id]:
+                # the spans the delegated agent runs inside the tool span: one invocation
+                invocation[sid] = delegated_runs.setdefault(parent_id, sid)
+            elif parent_id is None or owners[parent_id] != owner:
                 invocation[sid] = sid
             else:
                 invocation[sid] = invocation[parent_id]
@@ -274,7 +287,11 @@ class SpanTree:
             role = roles[span.sid]
             if (
                 role in (LLM, TOOL, HANDOFF, PLAN)
-                or (role not in (WORKFLOW, EVALUATION) and self._text(span)[1] is not None)
+                or (
+                    role not in (WORKFLOW, EVALUATION)
+                    and span.sid not in self.workflows
+                    and self._text(span)[1] is not None
+                )
                 or self._names_owner(span)
             ):
                 productive.add(inv)
@@ -294,6 +311,32 @@ class SpanTree:
                 acting[sid] = next(iter(names))
                 workflow_labels.add(label)
         return acting, workflow_labels
+
+    def _agent_workflows(self, labels: dict[str, str | None]) -> set[str]:
+        """OpenInference CHAIN spans that name no agent and run agents without acting themselves:
+        agent spans (AGENT or unkinded spans that name an agent) below them, and no LLM, tool,
+        hand-off or plan span outside those. Such a chain is the run of a workflow of agents (CrewAI's
+        `Crew.kickoff`, a Flow's kickoff and steps, OpenAI Agents' `Agent workflow`), like a GenAI
+        `invoke_workflow` span: no agent, and its output (the workflow's result) no turn."""
+        runs_agent: dict[str, bool] = {}
+        works: dict[str, bool] = {}
+        roles, children = self.role, self.children
+        for span in reversed(self.top_down):  # children first
+            sid, role = span.sid, self.role[span.sid]
+            if labels[sid] and role in (AGENT, None):
+                runs_agent[sid], works[sid] = True, False
+                continue
+            kids = children.get(sid, ())
+            runs_agent[sid] = any(runs_agent[kid.sid] for kid in kids)
+            works[sid] = roles[sid] in (LLM, TOOL, HANDOFF, PLAN) or any(works[kid.sid] for kid in kids)
+        return {
+            sid
+            for sid, span in self.by_id.items()
+            if runs_agent[sid]
+            and not works[sid]
+            and not labels[sid]
+            and span.attributes.get(keys.OI_SPAN_KIND) == keys.OI_CHAIN
+        }
 
     def _claims(self, labels: dict[str, str | None]) -> dict[str, str]:
         """Span id -> the one agent that its labelled LLM and tool children name (their caller)."""

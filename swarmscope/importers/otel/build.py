@@ -18,7 +18,7 @@ from swarmscope.model import Edge, Event, Trace
 
 from ..chatlog import estimate_missing_tokens
 from ..scores import SCORE_VALUES
-from . import exported, genai, keys, langgraph
+from . import exported, genai, keys
 from .agents import canonical_name
 from .fields import TraceFields
 from .genai import Transfer
@@ -42,8 +42,6 @@ from .span import Span, span_memo
 #: `named_by` of agents that invoke another only where they act themselves (a bare service or a
 #: span name wrapping the run is no agent).
 WEAK_NAMES = ("service", SPAN_NAME)
-#: A LangGraph `Command(goto=...)` passes control to the node it names (no return).
-GOTO = Transfer(target="", pass_control=True, target_type="agent", mode=keys.PASS_CONTROL)
 #: `Span.memo` key of `_TraceBuilder._message_fields`.
 MESSAGE_FIELDS = f"{__name__}.message_fields"
 
@@ -183,8 +181,6 @@ class _TraceBuilder(TraceFields):
         }
         if span.missing:
             event_attributes["span_missing"] = True
-        if step := self.graph.steps.get(sid):  # the LangGraph node, within its agent, it ran in
-            event_attributes["graph_node"] = step
         if attributes:
             event_attributes.update(attributes)
         event = estimate_missing_tokens(
@@ -224,18 +220,18 @@ class _TraceBuilder(TraceFields):
             receiver = self.agents_by_canonical.get(canonical_name(transfer.target), transfer.target)
             self._handoff_event(span, agent, receiver, transfer)
         elif role == TOOL and not self._runs_other_agent(span) and not self._repeats_parent_tool(span):
-            named = next(iter(self._command_targets(span, agent)), None) or self._handoff_tool_target(span)
+            named = self._handoff_tool_target(span)
+            coworker = self.delegated.get(span.sid)
             if named:
                 self._handoff_event(span, agent, named)
+            elif coworker is not None and coworker != agent:
+                self._delegation_seen_from_outside(span, agent, coworker)
             else:
                 self._tool_events(span, agent)
         elif role == HANDOFF:
             target = next((e["to_agent"] for e in entities(span) if e.get("to_agent")), None)
             if target:
                 self._handoff_event(span, agent, str(target))
-        elif span.sid in self.graph.node_runs:
-            for index, target in enumerate(self._command_targets(span, agent)):
-                self._handoff_event(span, agent, target, GOTO, event_id=f"{span.sid}:goto:{index}")
 
     def _has_llm_below(self, span: Span) -> bool:
         """Whether an LLM span of the same agent nests inside this one (keep the innermost call)."""
@@ -259,20 +255,6 @@ class _TraceBuilder(TraceFields):
             and self.owner[parent.sid] == self.owner[span.sid]
             and tool_name(parent) == tool_name(span)
         )
-
-    def _command_targets(self, span: Span, agent: str) -> list[str]:
-        """The agents a LangGraph `Command(goto=...)` returned by `span` goes to: the known agents
-        its nodes name, other than `agent`; a node task's Command that a tool inside it returned is
-        that tool's hand-off, not a second one."""
-        goto = langgraph.command_goto(span)
-        if not goto:
-            return []
-        if self.role[span.sid] != TOOL:
-            tools = [kid for kid in self._descendants(span) if self.role[kid.sid] == TOOL]
-            below = {name for kid in tools for name in langgraph.command_goto(kid)}
-            goto = tuple(name for name in goto if name not in below)
-        found = [self.agents_by_canonical.get(canonical_name(name)) for name in goto]
-        return [name for name in dict.fromkeys(found) if name and name != agent]
 
     def _handoff_tool_target(self, span: Span) -> str | None:
         """The agent a hand-off tool names: an OpenAI Agents `handoff to <agent>` span's target, else
@@ -366,20 +348,10 @@ class _TraceBuilder(TraceFields):
             )
             self.tool_results.append((call, result))
 
-    def _handoff_event(
-        self,
-        span: Span,
-        agent: str,
-        target: str,
-        transfer: Transfer | None = None,
-        *,
-        event_id: str | None = None,
-    ) -> None:
+    def _handoff_event(self, span: Span, agent: str, target: str, transfer: Transfer | None = None) -> None:
         """A hand-off span or tool (or a GenAI transfer): a delegate event waiting for the target's
         next invocation, its content the span's input (none for an OpenAI Agents `handoff to` span,
-        whose input is the source agent's name); a transfer keeps `transfer_mode` and `target_type`.
-        A LangGraph node's `Command(goto=...)` (`event_id` given) hands off as the node ends, with
-        no content (the node's input is not what it sends)."""
+        whose input is the source agent's name); a transfer keeps `transfer_mode` and `target_type`."""
         extra: dict[str, Any] = {}
         if transfer is not None:
             extra = {"transfer_mode": transfer.mode}
@@ -389,17 +361,46 @@ class _TraceBuilder(TraceFields):
             span,
             agent,
             "delegate",
-            event_id or span.sid,
-            t_ns=span.end_ns if event_id else None,
+            span.sid,
             end_ns=span.end_ns,
             from_=agent,
             to=target,
             tool=tool_name(span) if self.role[span.sid] == TOOL else None,
             attributes=extra,
-            content=None if event_id or handoff_span_target(span) else self._text(span)[0],
+            content=None if handoff_span_target(span) else self._text(span)[0],
         )
         returns = transfer is None or not transfer.pass_control
         self.pending_handoffs.append(Delivery(event=event, sender=agent, receiver=target, returns=returns))
+
+    def _delegation_seen_from_outside(self, span: Span, sender: str, receiver: str) -> None:
+        """A delegation tool span (its arguments name the receiver: `SpanTree.delegated`) with
+        nothing of the receiver's inside (only the delegating side instrumented): a delegate event
+        (content: the tool's arguments) and the receiver's turn as the sender saw it, spanning the
+        tool span (content: the tool's result), which returns to the sender."""
+        text_in, text_out = self._text(span)
+        self._spawn(sender, receiver, span, span.start_ns)
+        event = self._event(
+            span,
+            sender,
+            "delegate",
+            f"{span.sid}:delegate",
+            content=text_in,
+            from_=sender,
+            to=receiver,
+            tool=tool_name(span),
+        )
+        self.deliveries.append(Delivery(event=event, sender=sender, receiver=receiver, root=span))
+        if text_out is not None or span.error is not None:
+            turn = self._event(
+                span,
+                receiver,
+                "message",
+                f"{span.sid}:turn",
+                end_ns=span.end_ns,
+                content=text_out,
+                attributes=self._status(span),
+            )
+            self.event_inv[turn.id] = span.sid  # the receiver's turn at this span (its return)
 
     def _create_event(self, span: Span, agent: str) -> None:
         """A GenAI `create_agent` span: its agent (the creator) spawns the agent it names, where the

@@ -142,3 +142,14 @@ OI_KIND = OpenInferenceSpanKindValues
 OI_AGENT, OI_CHAIN = OI_KIND.AGENT.value, OI_KIND.CHAIN.value
 OI_LLM, OI_TOOL, OI_RETRIEVER = OI_KIND.LLM.value, OI_KIND.TOOL.value, OI_KIND.RETRIEVER.value
 OI_EVALUATOR = OI_KIND.EVALUATOR.value
+
+# --- Framework conventions read through the instrumentors' input values ----------------------------
+
+#: The tool argument that names the agent a delegation tool hands its work to: CrewAI's "Delegate
+#: work to coworker" and "Ask question to coworker" (crewai `tools/agent_tools`,
+#: `BaseAgentTool._get_coworker` reads `coworker`, else `co_worker`).
+DELEGATION_TARGET_ARGUMENTS = ("coworker", "co_worker")
+#: The argument of an agent span's recorded call (`input.value`) that is the agent itself, and its
+#: name field: OpenInference's CrewAI instrumentor records `Task._execute_core(agent, ...)` with
+#: the agent dumped as an object (1.x) or as its pydantic repr `role='...'` (0.1.x).
+AGENT_ARGUMENT, AGENT_ROLE = "agent", "role"

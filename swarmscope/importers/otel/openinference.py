@@ -132,14 +132,42 @@ def tool_names(span: Span) -> list[str]:
 
 def agent_name(span: Span) -> str | None:
     """The agent an OpenInference span names: `agent.name`, `graph.node.name`, `graph.node.id`;
-    else, on an AGENT span, its span name (`agent_run [x]`: x). None when it names none."""
+    else, on an AGENT span, the role of the agent its recorded call ran (`argument_agent`), else
+    its span name (`agent_run [x]`: x). None when it names none."""
     for key in (keys.OI_AGENT_NAME, keys.GRAPH_NODE_NAME, keys.GRAPH_NODE_ID):
         value = span.attributes.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()
     if span.attributes.get(keys.OI_SPAN_KIND) == keys.OI_AGENT:
-        return span_name_agent(span)
+        return argument_agent(span) or span_name_agent(span)
     return None
+
+
+#: A `role` field in a pydantic repr (`role='Researcher'`), as older instrumentors record an agent.
+REPR_ROLE = re.compile(r"""(?:^|[\s(,])role=(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")""")
+
+
+@span_memo
+def argument_agent(span: Span) -> str | None:
+    """The `role` of the `agent` argument in a span's recorded call (`input.value`, a JSON object of
+    the call's arguments): OpenInference's CrewAI instrumentor records `Task._execute_core(agent,
+    ...)` with the agent as an object (1.x: `{"agent": {"role": ...}}`) or as its pydantic repr
+    (0.1.x: `{"agent": "id=UUID(...) role='...' goal=..."}`), under a span named after the method
+    (`Task._execute_core`) where 1.x also sets `graph.node.id`. None when there is none."""
+    value = span.attributes.get(keys.INPUT_VALUE)
+    if not isinstance(value, str) or not value.startswith("{"):
+        return None
+    try:
+        arguments = json.loads(value)
+    except ValueError:
+        return None
+    agent = arguments.get(keys.AGENT_ARGUMENT) if isinstance(arguments, dict) else None
+    role: Any = None
+    if isinstance(agent, dict):
+        role = agent.get(keys.AGENT_ROLE)
+    elif isinstance(agent, str) and (match := REPR_ROLE.search(agent)):
+        role = match.group(1) if match.group(1) is not None else match.group(2)
+    return role.strip() if isinstance(role, str) and role.strip() else None
 
 
 @span_memo

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import genai, keys, langchain, openinference
+from . import genai, keys, openinference
 from .span import Span, as_int, hex_id, span_memo
 
 AGENT, LLM, TOOL, HANDOFF = "agent", "llm", "tool", "handoff"
@@ -182,8 +182,7 @@ def render(value: Any) -> str | None:
 
     Chat messages (GenAI `parts`, OpenAI `content`, Monocle `{role: parts}` strings) become
     "role: text" lines (one message: its text), tool calls "name(arguments)", a list of parts
-    their texts; LangChain values (serialized messages, `generations`, LangSmith's `{"output": x}`:
-    `langchain.unwrap`) the same; a JSON string literal its text; other JSON
+    their texts; a JSON string literal its text; other JSON
     stays as given (values that are not strings are dumped as JSON).
     """
     if value is None or value == "" or value == [] or value == {}:
@@ -191,11 +190,6 @@ def render(value: Any) -> str | None:
     decoded = _json(value) if isinstance(value, str) else value
     if isinstance(decoded, str):
         return decoded
-    unwrapped = langchain.unwrap(decoded) if decoded is not None else None
-    if unwrapped is not None:
-        if not isinstance(unwrapped, list | dict):
-            return render(unwrapped)
-        decoded = unwrapped
     text = _chat_text(decoded) if decoded is not None else None
     if (
         text is None
@@ -349,7 +343,7 @@ def agent_label_source(span: Span, role: str | None) -> tuple[str | None, str]:
     oi_name = openinference.agent_name(span)
     if oi_name:
         named = any(attributes.get(k) for k in (keys.OI_AGENT_NAME, keys.GRAPH_NODE_NAME, keys.GRAPH_NODE_ID))
-        return oi_name, "openinference" if named else SPAN_NAME
+        return oi_name, "openinference" if named or oi_name == openinference.argument_agent(span) else SPAN_NAME
     return None, ""
 
 
@@ -369,6 +363,29 @@ def tool_name(span: Span) -> str:
     if span.attributes.get("traceloop.span.kind") == "tool" and span.attributes.get("traceloop.entity.name"):
         return str(span.attributes["traceloop.entity.name"])
     return span.name.removeprefix("execute_tool ").strip() or span.name
+
+
+@span_memo
+def delegation_target(span: Span) -> str | None:
+    """The agent a delegation tool hands its work to, named by the tool's arguments (the span's
+    input, a JSON object): CrewAI's "Delegate work to coworker" / "Ask question to coworker"
+    `coworker` (`keys.DELEGATION_TARGET_ARGUMENTS`), read as CrewAI reads it: a list's first
+    item, whitespace collapsed, quotes dropped. None when the arguments name none."""
+    arguments = span_io(span)[0]
+    if isinstance(arguments, str) and arguments.startswith("{"):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return None
+    if not isinstance(arguments, dict):
+        return None
+    found = (arguments.get(key) for key in keys.DELEGATION_TARGET_ARGUMENTS)
+    target = next((value.strip() for value in found if isinstance(value, str) and value.strip()), None)
+    if target is None:
+        return None
+    if target.startswith("[") and target.endswith("]"):
+        target = target[1:-1].split(",")[0]
+    return " ".join(target.replace('"', "").split()) or None
 
 
 def model_name(span: Span) -> str | None:
