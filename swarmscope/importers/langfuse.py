@@ -32,8 +32,12 @@ Trace level: `sessionId` -> `trace.attributes["session_id"]` (over any `session.
 without one, the LangChain handler's `thread_id` / `session_id` / `conversation_id` metadata),
 `userId`, `tags`, `langfuse_trace_id`; scores (`trace.scores`) -> a `Label` each (key: the score
 name, value: the number, or the text of categorical scores; `event_id` when the score is about an
-observation; source `langfuse:<source>`), numeric and boolean trace scores also -> `rewards[name]`
-(the latest of a name), all of them in full (comment, data type, ...) in `attributes["scores"]`.
+observation; source `langfuse:<source>`), numeric and boolean trace scores also ->
+`attributes["score_values"][name]` (the latest of a name), all of them in full (comment, data
+type, ...) in `attributes["scores"]`. Scores are evaluations, not rewards: a trace scored
+`hallucination = 1` did not succeed. A score becomes the reward only when it is named `reward` or
+named by the import (`read_files(reward_score=...)`, `--reward-score`, the project's setting):
+`scores.select_reward`.
 
 Ids: hex ids as they are, other ids (Langfuse SDK v2 UUIDs, custom text) digested to hex
 (`langsmith.span_id_of`). Bad input: `split` raises ValueError naming the observation
@@ -54,6 +58,7 @@ from swarmscope.model import Label, Trace
 
 from .langsmith import THREAD_KEYS, GraphRun, jsonish, langgraph_labels, span_id_of, time_ns, trace_id_of
 from .otel import Span, build_trace, model_name, span_io, span_role, usage
+from .scores import SCORE_VALUES
 
 FORMAT = "langfuse"
 
@@ -313,12 +318,14 @@ def build(trace_id: str, records: list[TraceRecord | Observation], sources: list
 
 
 def _scores(trace: Trace, scores: list[dict[str, Any]]) -> None:
-    """Scores -> labels, numeric trace scores -> rewards, everything -> `attributes["scores"]`."""
+    """Scores -> labels, numeric trace scores -> `attributes["score_values"]` (no reward: see
+    `scores.select_reward`), everything -> `attributes["scores"]`."""
     unique = {str(s.get("id") or i): s for i, s in enumerate(scores)}
     span_events: dict[str, str] = {}
     for event in sorted(trace.events, key=lambda e: e.type != "message"):
         span_events.setdefault(str(event.attributes.get("span_id")), event.id)
     kept = []
+    values: dict[str, float] = {}
     for score in sorted(unique.values(), key=lambda s: str(s.get("timestamp") or "")):
         name = str(score.get("name") or "score")
         value = _score_value(score)
@@ -328,7 +335,7 @@ def _scores(trace: Trace, scores: list[dict[str, Any]]) -> None:
             event_id = span_events.get(str(span_id_of(observation)))
         trace.labels.append(Label(name, value, event_id=event_id, source=f"langfuse:{score.get('source') or 'score'}"))
         if not observation and isinstance(value, (int, float)):
-            trace.rewards[name] = float(value)
+            values[name] = float(value)
         kept.append(
             {
                 k: score[k]
@@ -338,3 +345,5 @@ def _scores(trace: Trace, scores: list[dict[str, Any]]) -> None:
         )
     if kept:
         trace.attributes["scores"] = kept
+    if values:  # after the evaluations the span mapping found, where the export has some
+        trace.attributes[SCORE_VALUES] = {**trace.attributes.get(SCORE_VALUES, {}), **values}

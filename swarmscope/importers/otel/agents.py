@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import cast
 
-from . import keys
+from . import keys, langgraph
 from .openinference import span_name_agent
 from .semconv import (
     AGENT,
@@ -37,6 +37,8 @@ from .span import Span, canonical_order, span_memo
 NOT_NAME_CHARACTERS = re.compile(r"[^0-9a-z]")
 #: `named_by` of an agent named by a delegation tool's arguments (`delegation_target`).
 DELEGATION = "delegation"
+#: `named_by` of agents named by LangGraph's node metadata (`langgraph.graph_agents`).
+LANGGRAPH = "langgraph"
 
 
 def canonical_name(name: str) -> str:
@@ -94,6 +96,10 @@ class SpanTree:
             if parent_id:
                 self.children[parent_id].append(span)
         self.role = {sid: span_role(s) for sid, s in self.by_id.items()}
+        self.graph = langgraph.graph_agents(self.by_id.values(), self.parent, self.role, LLM, TOOL)
+        for sid in self.graph.workflow:
+            if own_label(self.by_id[sid])[1] != keys.AGENT_NAME:
+                self.role[sid] = WORKFLOW
         self.message: dict[str, Message] = {sid: m for sid, s in self.by_id.items() if (m := received_message(s))}
         self.texts: dict[str, tuple[str | None, str | None]] = {}
         self.named_by: dict[str, str] = {}
@@ -192,8 +198,11 @@ class SpanTree:
         an LLM, tool or hand-off span, an output, or an agent span that names their agent: see
         `_names_owner`)."""
         labels: dict[str, str | None] = {}
+        graph_agents = self.graph.agents
         for sid, span in self.by_id.items():
             label, source = own_label(span)  # in the role `self.role` holds: span_role(span)
+            if sid in graph_agents and source not in (keys.AGENT_NAME, "openinference"):
+                label, source = graph_agents[sid], LANGGRAPH if graph_agents[sid] else ""
             labels[sid] = label
             if label:
                 self.label_source[sid] = source

@@ -18,7 +18,7 @@ from swarmscope.model import Edge, Event, Trace
 
 from ..chatlog import estimate_missing_tokens
 from ..scores import SCORE_VALUES
-from . import exported, genai, keys
+from . import exported, genai, keys, langgraph
 from .agents import canonical_name
 from .fields import TraceFields
 from .genai import Transfer
@@ -42,6 +42,8 @@ from .span import Span, span_memo
 #: `named_by` of agents that invoke another only where they act themselves (a bare service or a
 #: span name wrapping the run is no agent).
 WEAK_NAMES = ("service", SPAN_NAME)
+#: A LangGraph `Command(goto=...)` passes control to the node it names (no return).
+GOTO = Transfer(target="", pass_control=True, target_type="agent", mode=keys.PASS_CONTROL)
 #: `Span.memo` key of `_TraceBuilder._message_fields`.
 MESSAGE_FIELDS = f"{__name__}.message_fields"
 
@@ -181,6 +183,8 @@ class _TraceBuilder(TraceFields):
         }
         if span.missing:
             event_attributes["span_missing"] = True
+        if step := self.graph.steps.get(sid):  # the LangGraph node, within its agent, it ran in
+            event_attributes["graph_node"] = step
         if attributes:
             event_attributes.update(attributes)
         event = estimate_missing_tokens(
@@ -220,7 +224,7 @@ class _TraceBuilder(TraceFields):
             receiver = self.agents_by_canonical.get(canonical_name(transfer.target), transfer.target)
             self._handoff_event(span, agent, receiver, transfer)
         elif role == TOOL and not self._runs_other_agent(span) and not self._repeats_parent_tool(span):
-            named = self._handoff_tool_target(span)
+            named = next(iter(self._command_targets(span, agent)), None) or self._handoff_tool_target(span)
             coworker = self.delegated.get(span.sid)
             if named:
                 self._handoff_event(span, agent, named)
@@ -232,6 +236,9 @@ class _TraceBuilder(TraceFields):
             target = next((e["to_agent"] for e in entities(span) if e.get("to_agent")), None)
             if target:
                 self._handoff_event(span, agent, str(target))
+        elif span.sid in self.graph.node_runs:
+            for index, target in enumerate(self._command_targets(span, agent)):
+                self._handoff_event(span, agent, target, GOTO, event_id=f"{span.sid}:goto:{index}")
 
     def _has_llm_below(self, span: Span) -> bool:
         """Whether an LLM span of the same agent nests inside this one (keep the innermost call)."""
@@ -255,6 +262,20 @@ class _TraceBuilder(TraceFields):
             and self.owner[parent.sid] == self.owner[span.sid]
             and tool_name(parent) == tool_name(span)
         )
+
+    def _command_targets(self, span: Span, agent: str) -> list[str]:
+        """The agents a LangGraph `Command(goto=...)` returned by `span` goes to: the known agents
+        its nodes name, other than `agent`; a node task's Command that a tool inside it returned is
+        that tool's hand-off, not a second one."""
+        goto = langgraph.command_goto(span)
+        if not goto:
+            return []
+        if self.role[span.sid] != TOOL:
+            tools = [kid for kid in self._descendants(span) if self.role[kid.sid] == TOOL]
+            below = {name for kid in tools for name in langgraph.command_goto(kid)}
+            goto = tuple(name for name in goto if name not in below)
+        found = [self.agents_by_canonical.get(canonical_name(name)) for name in goto]
+        return [name for name in dict.fromkeys(found) if name and name != agent]
 
     def _handoff_tool_target(self, span: Span) -> str | None:
         """The agent a hand-off tool names: an OpenAI Agents `handoff to <agent>` span's target, else
@@ -348,10 +369,20 @@ class _TraceBuilder(TraceFields):
             )
             self.tool_results.append((call, result))
 
-    def _handoff_event(self, span: Span, agent: str, target: str, transfer: Transfer | None = None) -> None:
+    def _handoff_event(
+        self,
+        span: Span,
+        agent: str,
+        target: str,
+        transfer: Transfer | None = None,
+        *,
+        event_id: str | None = None,
+    ) -> None:
         """A hand-off span or tool (or a GenAI transfer): a delegate event waiting for the target's
         next invocation, its content the span's input (none for an OpenAI Agents `handoff to` span,
-        whose input is the source agent's name); a transfer keeps `transfer_mode` and `target_type`."""
+        whose input is the source agent's name); a transfer keeps `transfer_mode` and `target_type`.
+        A LangGraph node's `Command(goto=...)` (`event_id` given) hands off as the node ends, with
+        no content (the node's input is not what it sends)."""
         extra: dict[str, Any] = {}
         if transfer is not None:
             extra = {"transfer_mode": transfer.mode}
@@ -361,13 +392,14 @@ class _TraceBuilder(TraceFields):
             span,
             agent,
             "delegate",
-            span.sid,
+            event_id or span.sid,
+            t_ns=span.end_ns if event_id else None,
             end_ns=span.end_ns,
             from_=agent,
             to=target,
             tool=tool_name(span) if self.role[span.sid] == TOOL else None,
             attributes=extra,
-            content=None if handoff_span_target(span) else self._text(span)[0],
+            content=None if event_id or handoff_span_target(span) else self._text(span)[0],
         )
         returns = transfer is None or not transfer.pass_control
         self.pending_handoffs.append(Delivery(event=event, sender=agent, receiver=target, returns=returns))

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import genai, keys, openinference
+from . import genai, keys, langchain, openinference
 from .span import Span, as_int, hex_id, span_memo
 
 AGENT, LLM, TOOL, HANDOFF = "agent", "llm", "tool", "handoff"
@@ -182,7 +182,8 @@ def render(value: Any) -> str | None:
 
     Chat messages (GenAI `parts`, OpenAI `content`, Monocle `{role: parts}` strings) become
     "role: text" lines (one message: its text), tool calls "name(arguments)", a list of parts
-    their texts; a JSON string literal its text; other JSON
+    their texts; LangChain values (serialized messages, `generations`, LangSmith's `{"output": x}`:
+    `langchain.unwrap`) the same; a JSON string literal its text; other JSON
     stays as given (values that are not strings are dumped as JSON).
     """
     if value is None or value == "" or value == [] or value == {}:
@@ -190,6 +191,11 @@ def render(value: Any) -> str | None:
     decoded = _json(value) if isinstance(value, str) else value
     if isinstance(decoded, str):
         return decoded
+    unwrapped = langchain.unwrap(decoded) if decoded is not None else None
+    if unwrapped is not None:
+        if not isinstance(unwrapped, list | dict):
+            return render(unwrapped)
+        decoded = unwrapped
     text = _chat_text(decoded) if decoded is not None else None
     if (
         text is None
