@@ -13,7 +13,15 @@ Each format module exposes:
   `group(chunks: dict[key, list[record]]) -> dict[key, group_key]`, called once with all of its
   chunks after every file is split: chunks mapped to one group key merge into one trace built as
   `build(group_key, records, sources)` (Codex child rollouts join their root thread this way,
-  which no single file knows).
+  which no single file knows). A split format may also expose `incomplete(trace_id, records) ->
+  str | None`: why those records make no trace yet (then no `build`; the files that gave them are
+  reported skipped with the reason and the trace ids).
+- a module whose records belong to another format's traces (`otlp_logs`: log records join the
+  OTLP spans of their trace id) names that format's module as `JOINS`: its `split` chunks merge
+  into that module's chunks of the same trace id.
+
+`read_files(reward_score=NAME)` makes the trace's score of that name, else its score named
+`reward`, the trace's reward (`scores.select_reward`); other evaluation scores stay labels.
 
 `read_files` is the single entry point; it never raises on bad input, it reports it per file.
 It reads a gzip-compressed file (found by its magic bytes, not its name) decompressed.
@@ -30,11 +38,25 @@ from typing import Any
 
 from swarmscope.model import Trace, TraceValidationError, validate_trace
 
-from . import claude_code, codex, jaeger, langfuse, langsmith, mast, native, otel_sdk, otlp, survey, whowhen
+from . import (
+    claude_code,
+    codex,
+    jaeger,
+    langfuse,
+    langsmith,
+    mast,
+    native,
+    otel_sdk,
+    otlp,
+    otlp_logs,
+    survey,
+    whowhen,
+)
+from .scores import select_reward
 
 #: Order matters: the first module whose `sniff` accepts a document reads it. (LangSmith runs carry
 #: `trace_id` and an `events` list, which the survey sniff would take: runs are tried first.)
-FORMATS = (native, langfuse, langsmith, survey, whowhen, mast, otlp, jaeger, otel_sdk, claude_code, codex)
+FORMATS = (native, langfuse, langsmith, survey, whowhen, mast, otlp, otlp_logs, jaeger, otel_sdk, claude_code, codex)
 
 
 class TraceFormatError(ValueError):
@@ -57,7 +79,9 @@ class SourceFile:
 
 @dataclass
 class FileReport:
-    """What became of one file: the identity keys of its traces, or why it was skipped/failed."""
+    """What became of one file: the identity keys of its traces, or why it was skipped/failed.
+    `skipped` beside trace keys: what of the file made no trace (log records of trace ids whose
+    spans were not in the import)."""
 
     name: str
     format: str | None = None
@@ -244,15 +268,19 @@ def _grouped(chunks: Chunks) -> Chunks:
     return merged
 
 
-def read_files(sources: Iterable[SourceFile], *, max_decompressed: int = MAX_DECOMPRESSED_BYTES) -> ImportResult:
-    """Read many files; chunks of one span-format trace id across files merge into one trace.
-    A gzip-compressed file is read decompressed, up to `max_decompressed` bytes (`decompressed`).
+def read_files(
+    sources: Iterable[SourceFile], *, max_decompressed: int = MAX_DECOMPRESSED_BYTES, reward_score: str | None = None
+) -> ImportResult:
+    """Read many files; chunks of one span-format trace id across files merge into one trace (an
+    OTLP logs file's records join the OTLP spans of their trace id). A gzip-compressed file is read
+    decompressed, up to `max_decompressed` bytes (`decompressed`). Each trace's evaluation score
+    named `reward_score`, else its score named `reward`, is its reward (`scores.select_reward`).
 
     A file that fails contributes nothing; the other chunks of its trace still form that trace.
     """
     reports: list[FileReport] = []
     traces: list[Trace] = []
-    chunks: dict[tuple[Any, str], tuple[list[Any], list[str], list[FileReport]]] = {}
+    chunks: Chunks = {}
     for source in sources:
         report = FileReport(name=source.name)
         reports.append(report)
@@ -265,13 +293,15 @@ def read_files(sources: Iterable[SourceFile], *, max_decompressed: int = MAX_DEC
                 continue
             report.format = module.FORMAT
             if hasattr(module, "split"):
+                into = getattr(module, "JOINS", module)
                 for trace_id, records in module.split(doc).items():
-                    records_of, names, owners = chunks.setdefault((module, trace_id), ([], [], []))
+                    records_of, names, owners = chunks.setdefault((into, trace_id), ([], [], []))
                     records_of.extend(records)
                     names.append(source.name)
                     owners.append(report)
                 continue
             for trace in module.parse(doc, source.name):
+                select_reward(trace, reward_score)
                 validate_trace(trace)
                 traces.append(trace)
                 report.trace_keys.append(trace.identity_key)
@@ -281,9 +311,25 @@ def read_files(sources: Iterable[SourceFile], *, max_decompressed: int = MAX_DEC
             # A ValueError's text names the record and field; other classes need their name to read.
             said = str(exc) if type(exc) is ValueError else repr(exc)
             report.error = f"malformed {report.format or 'input'}: {said}"
+    traces.extend(_build_chunks(chunks, reports, reward_score))
+    failed = {r.name for r in reports if r.error}
+    keep = {key for r in reports if not r.error for key in r.trace_keys}
+    return ImportResult(traces=[t for t in traces if t.identity_key in keep] if failed else traces, files=reports)
+
+
+def _build_chunks(chunks: Chunks, reports: list[FileReport], reward_score: str | None) -> list[Trace]:
+    """The traces of the split formats' `chunks` (grouped, `_grouped`), each file's report told
+    the identity keys it gave, why its chunks failed, or why they made no trace (`incomplete`)."""
+    traces = []
+    waiting: dict[int, dict[str, list[Any]]] = {}  # id(report) -> reason -> trace ids of no trace
     for (module, trace_id), (records, names, owners) in _grouped(chunks).items():
+        reason = module.incomplete(trace_id, records) if hasattr(module, "incomplete") else None
+        if reason is not None:
+            for owner in owners:
+                waiting.setdefault(id(owner), {}).setdefault(reason, []).append(trace_id)
+            continue
         try:
-            trace = module.build(trace_id, records, names)
+            trace = select_reward(module.build(trace_id, records, names), reward_score)
             validate_trace(trace)
         except (TraceValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
             for owner in owners:
@@ -292,6 +338,21 @@ def read_files(sources: Iterable[SourceFile], *, max_decompressed: int = MAX_DEC
         traces.append(trace)
         for owner in owners:
             owner.trace_keys.append(trace.identity_key)
-    failed = {r.name for r in reports if r.error}
-    keep = {key for r in reports if not r.error for key in r.trace_keys}
-    return ImportResult(traces=[t for t in traces if t.identity_key in keep] if failed else traces, files=reports)
+    for report in reports:
+        if id(report) in waiting and not report.error:
+            report.skipped = _incomplete_reason(waiting[id(report)], bool(report.trace_keys))
+    return traces
+
+
+def _incomplete_reason(reasons: dict[str, list[Any]], gave_traces: bool) -> str | None:
+    """A file's skip reason from the `incomplete` reasons of its chunks (reason -> trace ids; None
+    for records without a trace id), each followed by the trace ids (five, then a count). When the
+    file also gave traces, records without a trace id are not worth a word."""
+    parts = []
+    for reason, trace_ids in reasons.items():
+        named = [str(t) for t in trace_ids if t is not None]
+        if gave_traces and not named:
+            continue
+        shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+        parts.append(f"{reason}: trace{'s' if len(named) > 1 else ''} {shown}" if named else reason)
+    return "; ".join(parts) or None

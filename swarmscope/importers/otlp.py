@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -122,14 +123,51 @@ def _objects(value: Any, where: str) -> list[dict]:
     return value
 
 
-def to_spans(trace_id: str, spans: list[Span]) -> list[Span]:
-    """The records of `split`: already spans."""
-    return spans
+def to_spans(trace_id: str, records: list[Span | LogRecord]) -> list[Span]:
+    """The records of `split` (spans) and of `otlp_logs.split` (log records of the same trace id,
+    `otlp_logs` files joined to this format's traces): the spans, each log record added to its
+    span as a span event (`attach_logs`), as /v1/logs joins them; equal log records once."""
+    spans = [r for r in records if isinstance(r, Span)]
+    logs = _unique_logs(records)
+    return attach_logs(spans, logs) if logs else spans
 
 
-def build(trace_id: str, spans: list[Span], sources: list[str]) -> Trace:
-    """One orchestration trace from the spans of `split` (possibly from several requests/files)."""
-    return build_trace(spans, source_format=FORMAT, trace_id=trace_id, sources=sources)
+def build(trace_id: str, records: list[Span | LogRecord], sources: list[str]) -> Trace:
+    """One orchestration trace from the spans of `split` (possibly from several requests/files),
+    with the log records of `otlp_logs` files joined (`to_spans`): then its attributes count them
+    (`log_records`), as a trace stored by /v1/traces and /v1/logs does."""
+    trace = build_trace(to_spans(trace_id, records), source_format=FORMAT, trace_id=trace_id, sources=sources)
+    logs = _unique_logs(records)
+    if logs:
+        trace.attributes["log_records"] = len(logs)
+    return trace
+
+
+#: Why log records of a trace id make no trace (`incomplete`): the spans are what they join.
+LOGS_WITHOUT_SPANS = (
+    "OTLP log records of a trace whose OTLP spans are not in this import (log records join the spans "
+    "of their trace id, as /v1/logs joins them: import the logs file together with its spans file or "
+    "files, e.g. their folder)"
+)
+LOGS_WITHOUT_TRACE = "OTLP log records without a trace id (they name no span to join)"
+
+
+def incomplete(trace_id: str | None, records: list[Span | LogRecord]) -> str | None:
+    """Why the records of one trace id make no trace, else None: log records alone, without a span
+    of their trace (`read_files` reports it as a skip, naming the trace ids)."""
+    if any(isinstance(r, Span) for r in records):
+        return None
+    return LOGS_WITHOUT_TRACE if trace_id is None else LOGS_WITHOUT_SPANS
+
+
+def _unique_logs(records: list[Span | LogRecord]) -> list[LogRecord]:
+    """The log records among `records`, in order, each equal record once (a file given twice, an
+    exporter's retry), as /v1/logs stores them."""
+    unique: dict[str, LogRecord] = {}
+    for record in records:
+        if isinstance(record, LogRecord):
+            unique.setdefault(json.dumps(record.to_dict(), sort_keys=True, default=str), record)
+    return list(unique.values())
 
 
 def _reason(exc: Exception) -> str:

@@ -1,4 +1,4 @@
-"""Trace-level fields of the span mapping: root, name, agents, costs, attributes, labels, rewards.
+"""Trace-level fields of the span mapping: root, name, agents, costs, attributes, labels, scores.
 
 `TraceFields` is the part of the builder (`build._TraceBuilder`) that reads the finished events and
 the span tree: it adds no events. The rules: docs/otel-mapping.md, "Trace-level attributes" and
@@ -224,12 +224,13 @@ class TraceFields(SpanTree):
                 found.append((own, self._parent_span(span) or span))
         return found
 
-    def _labels_and_rewards(self) -> tuple[list[Label], dict[str, float]]:
+    def _labels_and_scores(self) -> tuple[list[Label], dict[str, float]]:
         """Each evaluation result is a label: key = its name ("evaluation" when unnamed), value =
         its score label, else its score; about the first event made from the evaluated span, and its
-        agent (where that agent acts). An explanation is a second label, `<name>.explanation`. Numeric scores are reward
-        channels: rewards[name] = the mean of that name's scores (one per trace is usual; per-turn
-        results average to one trace-level channel)."""
+        agent (where that agent acts). An explanation is a second label, `<name>.explanation`.
+        Numeric scores: {name: the mean of that name's scores} (one per trace is usual; per-turn
+        results average to one number), the trace's `score_values`; none is a reward by itself
+        (`swarmscope.importers.scores.select_reward`)."""
         evaluations = self._evaluations()
         if not evaluations:
             return [], {}
@@ -259,5 +260,4 @@ class TraceFields(SpanTree):
                 )
             if result.score is not None:
                 scores[key].append(result.score)
-        rewards = {key: sum(values) / len(values) for key, values in scores.items()}
-        return labels, rewards
+        return labels, {key: sum(values) / len(values) for key, values in scores.items()}

@@ -101,7 +101,9 @@ def test_evaluations_cache_tokens_and_conversation():
     assert ("groundedness", "grounded", "b000000000000008", "researcher") in labels  # an event on the chat span
     assert ("task_completion", "pass", None, None) in labels  # an evaluation span about the workflow
     assert any(lb.key == "groundedness.explanation" for lb in trace.labels)
-    assert trace.rewards == {"groundedness": 0.8, "task_completion": 1.0}
+    # numeric scores are kept by name (per-turn results averaged), and none of them is a reward
+    assert trace.attributes["score_values"] == {"groundedness": 0.8, "task_completion": 1.0}
+    assert trace.rewards == {}
     assert trace.costs["tokens"] == 80 + 120 + 260
     assert (trace.costs["cache_read_tokens"], trace.costs["cache_creation_tokens"]) == (80, 16)
     assert trace.attributes["session_id"] == trace.attributes["conversation_id"] == "conv-42"

@@ -56,12 +56,14 @@ def test_openinference_handoff_fixture(fixtures):
     assert trace.costs["tokens"] == 76 + 100
     answer = next(e for e in trace.events if e.agent == "Spanish Agent" and e.type in ("message", "return"))
     assert answer.content == "¡Claro! ¿Cuál es el número de su pedido?"  # the top-level record, not the copy
-    # Scores: every score a label, trace-level numbers a reward, categorical scores by their text.
+    # Scores: every score a label, categorical scores by their text; trace-level numbers kept by
+    # name (`score_values`), none of them a reward (none is named `reward`).
     labels = {label.key: label for label in trace.labels}
     assert labels["helpfulness"].value == 0.75 and labels["helpfulness"].source == "langfuse:EVAL"
     assert labels["language"].value == "es"
     assert labels["answer_ok"].event_id == answer.id
-    assert trace.rewards == {"helpfulness": 0.75}
+    assert trace.attributes["score_values"] == {"helpfulness": 0.75}
+    assert trace.rewards == {}
     assert trace.attributes["scores"][0]["comment"] == "Routed to the right agent."
 
 
@@ -141,7 +143,8 @@ def test_claude_agent_sdk(shared_data):
     assert {e.tool for e in trace.events if e.type == "tool_call"} == {"mcp__weather__get_weather"}
     assert len(_llm_calls(trace)) == 4
     assert len(_acting(trace)) == 1
-    assert trace.rewards == {"correctness": 0.0, "hallucination": 1.0, "toxicity": 0.0}
+    assert trace.attributes["score_values"] == {"correctness": 0.0, "hallucination": 1.0, "toxicity": 0.0}
+    assert trace.rewards == {}  # evaluations, not rewards (`test_a_score_is_the_reward_when_named`)
     assert {label.source for label in trace.labels} == {"langfuse:EVAL"}
 
 
@@ -154,7 +157,8 @@ def test_crewai(shared_data):
     (call,) = _llm_calls(trace)
     assert call.content.startswith("I now can give a great answer")
     assert len(_acting(trace)) == 1
-    assert trace.rewards == {"toxicity": 0.8, "hallucination": 1.0}
+    assert trace.attributes["score_values"] == {"toxicity": 0.8, "hallucination": 1.0}
+    assert trace.rewards == {}
 
 
 def test_google_adk(shared_data):
@@ -183,7 +187,8 @@ def test_langgraph_callback_handler(shared_data):
     assert trace.costs["tokens"] == 75 + 159
     assert len(_llm_calls(trace)) == 2
     assert trace.attributes["session_id"] == "demo-thread-1"
-    assert trace.rewards == {"hallucination": 0.1, "toxicity": 0.0}
+    assert trace.attributes["score_values"] == {"hallucination": 0.1, "toxicity": 0.0}
+    assert trace.rewards == {}
 
 
 def test_llamaindex(shared_data):
@@ -203,7 +208,8 @@ def test_microsoft_agent_framework(shared_data):
     assert _acting(trace) == {"171105b7-59dd-49c0-9677-0b95395aa46a"}
     assert trace.costs["tokens"] == 163 + 236
     assert [e.tool for e in trace.events if e.type == "tool_call"] == ["get_weather"]
-    assert trace.rewards == {"correctness": 1.0, "hallucination": 0.9, "toxicity": 0.0}
+    assert trace.attributes["score_values"] == {"correctness": 1.0, "hallucination": 0.9, "toxicity": 0.0}
+    assert trace.rewards == {}
 
 
 def test_openai_agents(shared_data):
