@@ -24,6 +24,7 @@ from .semconv import (
     TOOL,
     UNKNOWN_SERVICE,
     WORKFLOW,
+    WORKFLOW_EVENT,
     Message,
     agent_label_source,
     delegation_target,
@@ -112,6 +113,7 @@ class SpanTree:
         self.productive: set[str] = set()
         self.acting: set[str | None] = set()
         self.agents_by_canonical: dict[str, str] = {}
+        self.step_runs: dict[str, str] = {}
         self._assign_agents()
 
     # -- the span tree
@@ -207,6 +209,7 @@ class SpanTree:
             if label:
                 self.label_source[sid] = source
                 self.named_by.setdefault(label, source)
+        self._workflow_steps(labels)
         for message in self.message.values():
             for name in (message.sender, message.receiver):
                 if name:
@@ -276,6 +279,8 @@ class SpanTree:
             parent_id, owner = parents[sid], owners[sid]
             if owner is None:
                 invocation[sid] = None
+            elif (first := self.step_runs.get(sid, sid)) != sid and owners[first] == owner:
+                invocation[sid] = invocation[first]  # the next step of an agent's run in a workflow
             elif sid in self.message and self._sender(span):
                 invocation[sid] = sid
             elif parent_id is not None and parent_id in self.delegated and owner == self.delegated[parent_id]:
@@ -304,6 +309,32 @@ class SpanTree:
                 or self._names_owner(span)
             ):
                 productive.add(inv)
+
+    def _workflow_steps(self, labels: dict[str, str | None]) -> None:
+        """The steps of an agent workflow (LlamaIndex AgentWorkflow): the children of a span that
+        received workflow events naming agents (`WORKFLOW_EVENT` labels). A step whose event names
+        none (`call_tool`, `aggregate_tool_results`, `init_run`) acts for the workflow's current
+        agent: the one the latest earlier step named, else the first later one; the span running
+        the steps, when it names no agent, is the workflow (role WORKFLOW: no agent, no events); and
+        consecutive steps of one agent are one invocation (`step_runs`: step span id -> the first
+        step of its run). Fills `labels` and `label_source` for those steps."""
+        sources = self.label_source
+        runners = {self.parent[sid] for sid, source in sources.items() if source == WORKFLOW_EVENT}
+        for parent_id in sorted(filter(None, runners)):
+            steps = self.children[parent_id]
+            current = next(labels[s.sid] for s in steps if sources.get(s.sid) == WORKFLOW_EVENT)
+            previous, first = None, ""
+            for step in steps:
+                if labels[step.sid] is None:
+                    labels[step.sid], sources[step.sid] = current, WORKFLOW_EVENT
+                name = labels[step.sid]
+                if sources.get(step.sid) == WORKFLOW_EVENT:
+                    current = name
+                if name != previous:
+                    first = step.sid
+                self.step_runs[step.sid], previous = first, name
+            if labels[parent_id] is None:
+                self.role[parent_id] = WORKFLOW
 
     def _workflow_labels(self, labels: dict[str, str | None]) -> tuple[dict[str, str], set[str]]:
         """Executors Monocle labelled with the workflow's name: span id -> the agent that acted

@@ -22,7 +22,7 @@ from . import exported, genai, keys, langgraph
 from .agents import canonical_name
 from .fields import TraceFields
 from .genai import Transfer
-from .openinference import handoff_span_target
+from .openinference import argument_text, handoff_span_target
 from .semconv import (
     AGENT,
     CREATE,
@@ -213,7 +213,7 @@ class _TraceBuilder(TraceFields):
         agent, role = self.owner[span.sid], self.role[span.sid]
         if agent is None or span.missing:
             return
-        transfer = genai.transfer(span) if role == TOOL else None
+        transfer = (genai.transfer(span) or self._argument_handoff(span)) if role == TOOL else None
         if role == LLM and not self._has_llm_below(span):
             self._message_event(span, agent)
         elif role == PLAN:
@@ -246,6 +246,17 @@ class _TraceBuilder(TraceFields):
             return False
         owner = self.owner[span.sid]
         return any(self.role[kid.sid] == LLM and self.owner[kid.sid] == owner for kid in self._descendants(span))
+
+    def _argument_handoff(self, span: Span) -> Transfer | None:
+        """A hand-off tool whose arguments name a known agent in `to_agent`
+        (`keys.HANDOFF_TARGET_ARGUMENTS`; LlamaIndex AgentWorkflow's `handoff`): a transfer that
+        passes control (the workflow runs that agent next, nothing returns). Else None (an agent
+        the workflow does not have: the tool answered an error)."""
+        value = argument_text(self._text(span)[0], keys.HANDOFF_TARGET_ARGUMENTS)
+        named = self.agents_by_canonical.get(canonical_name(value)) if value else None
+        if named is None:
+            return None
+        return Transfer(target=named, pass_control=True, target_type="agent", mode=keys.PASS_CONTROL)
 
     def _runs_other_agent(self, span: Span) -> bool:
         """Whether another agent acts inside this tool span (an agent called as a tool)."""

@@ -142,6 +142,9 @@ OI_KIND = OpenInferenceSpanKindValues
 OI_AGENT, OI_CHAIN = OI_KIND.AGENT.value, OI_KIND.CHAIN.value
 OI_LLM, OI_TOOL, OI_RETRIEVER = OI_KIND.LLM.value, OI_KIND.TOOL.value, OI_KIND.RETRIEVER.value
 OI_EVALUATOR = OI_KIND.EVALUATOR.value
+#: The tool argument naming the agent a hand-off tool passes control to: LlamaIndex AgentWorkflow's
+#: `handoff(ctx, to_agent, reason)` (llama_index.core.agent.workflow.multi_agent_workflow).
+HANDOFF_TARGET_ARGUMENTS = ("to_agent",)
 
 # --- Framework conventions read through the instrumentors' input values ----------------------------
 

@@ -1,4 +1,5 @@
-"""OpenInference readers: flattened chat messages, advertised tools, hand-off spans, agent names.
+"""OpenInference readers: flattened chat messages, advertised tools, hand-off spans, agent names,
+and the values instrumentors write as a call's bound arguments or a framework's object dump.
 
 OpenInference flattens lists into numbered attributes
 (https://github.com/Arize-ai/openinference/blob/main/spec/semantic_conventions.md, "†"):
@@ -25,6 +26,24 @@ NUMBERED = re.compile(r"^(\d+)\.(.+)$")
 BRACKETED_AGENT = re.compile(r"^agent_run \[(.+)\]$")
 #: OpenAI Agents SDK hand-off spans as the OpenInference processor names them (`handoff to <agent>`).
 HANDOFF_SPAN = re.compile(r"^handoff to (.+)$")
+#: A method that runs an agent, at the end of an agent span's name: the span describes the agent named
+#: before it (smolagents' OpenInference instrumentor names an agent's run `<agent>.run`).
+RUN_METHOD = re.compile(r"^(.+?)(?:\.|\s+)(?:run|arun|run_sync|run_stream|invoke|ainvoke|__call__)$")
+#: A Python object's default repr: a value a framework injects into a call (LlamaIndex's workflow
+#: `ctx`), not an argument the model gave.
+OBJECT_REPR = re.compile(r"^<[\w.]+ object at 0x[0-9a-fA-F]+>$")
+#: LlamaIndex AgentWorkflow's events name the agent acting (`AgentInput`, `AgentSetup`,
+#: `AgentOutput`: `current_agent_name='x'`, in the Python repr a workflow step's span receives).
+CURRENT_AGENT = re.compile(r"\bcurrent_agent_name=(['\"])(.+?)\1")
+#: Attributes of a model call on an OpenInference LLM span (messages, prompts or token counts).
+MODEL_CALL_KEYS = (
+    keys.LLM_INPUT_MESSAGES,
+    keys.LLM_OUTPUT_MESSAGES,
+    keys.LLM_PROMPTS,
+    keys.LLM_TOKENS_PROMPT,
+    keys.LLM_TOKENS_COMPLETION,
+    keys.LLM_TOKENS_TOTAL,
+)
 
 
 def _numbered(attributes: dict[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
@@ -74,7 +93,8 @@ def _message(fields: dict[str, Any]) -> dict[str, Any] | None:
     for m, text in zip(sorted(contents), texts):
         kind = contents[m].get(keys.CONTENT_TYPE, "text")
         if isinstance(text, str):
-            parts.append({"type": "text", "text": text})
+            if text:  # no empty part beside tool calls (LlamaIndex's streamed tool-call message)
+                parts.append({"type": "text", "text": text})
         elif kind != "text":
             parts.append(f"[{kind}]")
     calls = _numbered(fields, keys.MESSAGE_TOOL_CALLS)
@@ -172,10 +192,112 @@ def argument_agent(span: Span) -> str | None:
 
 @span_memo
 def span_name_agent(span: Span) -> str | None:
-    """An agent named by its span name (`agent_run [x]`: x); None for an empty name."""
+    """An agent named by its span name (`agent_run [x]`: x; `x.run`, `x run`: x, see `RUN_METHOD`);
+    None for an empty name."""
     match = BRACKETED_AGENT.match(span.name)
-    name = match.group(1) if match else span.name
-    return name.strip() or None
+    name = (match.group(1) if match else span.name).strip()
+    run = RUN_METHOD.match(name)
+    return (run.group(1).strip() if run else name) or None
+
+
+@span_memo
+def workflow_event_agent(span: Span) -> str | None:
+    """The agent that the workflow event a step span received names (LlamaIndex: the step's
+    `input.value` holds its bound arguments, `{"ctx": ..., "ev": "<event repr>"}`, and AgentWorkflow's
+    events carry `current_agent_name`), else None."""
+    value = _json_object(span.attributes.get(keys.INPUT_VALUE))
+    event = value.get("ev") if value else None
+    match = CURRENT_AGENT.search(event) if isinstance(event, str) else None
+    if match is None:
+        return None
+    return match.group(2).strip() or None
+
+
+def reports_model_call(span: Span) -> bool:
+    """Whether an OpenInference LLM span reports a model call: messages, prompts or token counts.
+    LlamaIndex gives the LLM kind to every instrumented method of an LLM object, the request's
+    preparation (`_prepare_chat_with_tools`) too, which reports none of them."""
+    return any(key.startswith(MODEL_CALL_KEYS) for key in span.attributes)
+
+
+def _json_object(value: Any) -> dict[str, Any] | None:
+    """`value` as a JSON object (decoded from text), else None."""
+    if isinstance(value, str) and value[:1] == "{":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float))
+
+
+def call_arguments(value: Any) -> Any:
+    """The arguments of a call whose OpenInference `input.value` is the instrumented function's
+    bound arguments: a function called as `f(*args, **kwargs)` reads `{"args": [...], "kwargs":
+    {...}}`, beside the function's own keyword options (smolagents' `Tool.__call__`
+    `sanitize_inputs_outputs`; LlamaIndex `FunctionTool.acall` writes `{"kwargs": {...}}`). The
+    arguments are the keyword arguments, without the values the framework injected (object reprs:
+    LlamaIndex's `ctx`), as JSON; positional ones alone: the one argument, else their list; both:
+    `{"args", "kwargs"}`. Any other value: as given."""
+    bound = _json_object(value)
+    if not bound or not ({"args", "kwargs"} & bound.keys()):
+        return value
+    args, kwargs = bound.get("args", []), bound.get("kwargs", {})
+    others = [v for k, v in bound.items() if k not in ("args", "kwargs")]
+    if not isinstance(args, list) or not isinstance(kwargs, dict) or not all(_scalar(v) for v in others):
+        return value
+    kwargs = {k: v for k, v in kwargs.items() if not (isinstance(v, str) and OBJECT_REPR.match(v))}
+    if not args:
+        arguments: Any = kwargs
+    elif not kwargs:
+        arguments = args[0] if len(args) == 1 else args
+    else:
+        arguments = {"args": args, "kwargs": kwargs}
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, default=str)
+
+
+def run_task(value: Any) -> Any:
+    """The task of an agent run whose OpenInference AGENT span's `input.value` is the run method's
+    bound arguments (smolagents: `{"task": "...", "stream": false, "reset": true, "images": null,
+    ...}`): its one text argument when every other is null, a boolean or a number. Any other value:
+    as given."""
+    bound = _json_object(value)
+    if not bound:
+        return value
+    texts = [v for v in bound.values() if isinstance(v, str) and v.strip()]
+    others = [v for v in bound.values() if not isinstance(v, str)]
+    if len(texts) == 1 and len(texts) + len(others) == len(bound) and all(_scalar(v) for v in others):
+        return texts[0]
+    return value
+
+
+def tool_output_text(value: Any) -> Any:
+    """The text of a LlamaIndex `ToolOutput` dump (OpenInference `output.value` of a FunctionTool
+    call: `tool_name`, `raw_input`, `raw_output`, and `content` (older) or `blocks`): `content`, else
+    the text blocks joined, else `raw_output`. Any other value: as given."""
+    output = _json_object(value)
+    if not output or not {"tool_name", "raw_input", "raw_output"} <= output.keys():
+        return value
+    if isinstance(output.get("content"), str):
+        return output["content"]
+    blocks = output.get("blocks")
+    if isinstance(blocks, list):
+        texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        if texts:
+            return "\n".join(texts)
+    raw = output["raw_output"]
+    return raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str)
+
+
+def argument_text(arguments: Any, names: tuple[str, ...]) -> str | None:
+    """The first of the arguments `names` that is non-empty text in `arguments` (a call's arguments
+    as a JSON object, or its text), else None."""
+    found = _json_object(arguments)
+    values = (found.get(name) for name in names) if found else ()
+    return next((v.strip() for v in values if isinstance(v, str) and v.strip()), None)
 
 
 @span_memo

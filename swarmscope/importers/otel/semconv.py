@@ -59,6 +59,9 @@ HANDOFF_TOOL_PREFIXES = ("transfer_to_", "handoff_to_")
 #: `named_by` of an agent named by its span name (OpenInference AGENT / CHAIN spans that nothing else
 #: names): like a service, it invokes another agent only where it acts itself.
 SPAN_NAME = "span_name"
+#: `named_by` of an agent named by the workflow event a step span received (LlamaIndex AgentWorkflow's
+#: `current_agent_name`, `openinference.workflow_event_agent`).
+WORKFLOW_EVENT = "workflow_event"
 #: Service name when a span has none (the OpenTelemetry SDK default).
 UNKNOWN_SERVICE = "unknown_service"
 #: Values that name no model.
@@ -312,6 +315,8 @@ def span_role(span: Span) -> str | None:
     ):
         value = attributes.get(key)
         if isinstance(value, str) and value in roles:
+            if key == keys.OI_SPAN_KIND and value == keys.OI_LLM and not openinference.reports_model_call(span):
+                return None  # a method of an LLM object that calls no model (LlamaIndex)
             return roles[value]
     if genai.is_evaluation_span(span):
         return EVALUATION
@@ -350,6 +355,9 @@ def agent_label_source(span: Span, role: str | None) -> tuple[str | None, str]:
     if oi_name:
         named = any(attributes.get(k) for k in (keys.OI_AGENT_NAME, keys.GRAPH_NODE_NAME, keys.GRAPH_NODE_ID))
         return oi_name, "openinference" if named or oi_name == openinference.argument_agent(span) else SPAN_NAME
+    event_agent = openinference.workflow_event_agent(span)
+    if event_agent:
+        return event_agent, WORKFLOW_EVENT
     return None, ""
 
 
@@ -414,8 +422,24 @@ def usage(span: Span) -> tuple[int | None, int | None, int | None]:
 
 
 def span_io(span: Span) -> tuple[Any, Any]:
-    """(input, output) values of a span, raw (render them with `render`); None where absent."""
-    return _io(span, INPUT_KEYS, INPUT_EVENTS, "prompt"), _io(span, OUTPUT_KEYS, OUTPUT_EVENTS, "completion")
+    """(input, output) values of a span, raw (render them with `render`); None where absent.
+    OpenInference `input.value` / `output.value` are read as the call had them (`_as_called`)."""
+    found_in = _io(span, INPUT_KEYS, INPUT_EVENTS, "prompt")
+    found_out = _io(span, OUTPUT_KEYS, OUTPUT_EVENTS, "completion")
+    return _as_called(span, keys.INPUT_VALUE, found_in), _as_called(span, keys.OUTPUT_VALUE, found_out)
+
+
+def _as_called(span: Span, key: str, value: Any) -> Any:
+    """`value`, read from the OpenInference attribute `key` of `span`, as the call had it: bound
+    arguments unwrapped (`openinference.call_arguments`; an AGENT span's run: its task,
+    `openinference.run_task`), a LlamaIndex `ToolOutput` dump as its text
+    (`openinference.tool_output_text`). A value read from elsewhere: as given."""
+    if value is None or value is not span.attributes.get(key):
+        return value
+    if key == keys.OUTPUT_VALUE:
+        return openinference.tool_output_text(value)
+    value = openinference.call_arguments(value)
+    return openinference.run_task(value) if span.attributes.get(keys.OI_SPAN_KIND) == keys.OI_AGENT else value
 
 
 def _io(span: Span, names: tuple[str, ...], event_keys: Mapping[str, tuple[str, ...]], indexed: str) -> Any:
