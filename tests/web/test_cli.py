@@ -19,7 +19,9 @@ def test_the_full_distribution_declares_the_console_script():
     assert script.load() is cli.main
 
 
-@pytest.mark.parametrize(("command", "option"), [("up", "--no-worker"), ("import", "--project")])
+@pytest.mark.parametrize(
+    ("command", "option"), [("up", "--no-worker"), ("import", "--project"), ("import", "--reward-score")]
+)
 def test_each_command_shows_its_management_commands_options(command, option, capsys):
     with pytest.raises(SystemExit) as exited:
         cli.main([command, "--help"])

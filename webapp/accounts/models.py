@@ -16,6 +16,12 @@ class Project(models.Model):
     retention_days = models.PositiveIntegerField(
         null=True, blank=True, help_text="traces older than this many days are deleted; empty keeps them"
     )
+    reward_score = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="the evaluation score that is a trace's reward when imported or streamed "
+        "(swarmscope.importers.scores); empty: a score named 'reward'",
+    )
 
     def __str__(self) -> str:
         return self.name

@@ -11,6 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from swarmscope.importers.scores import reward_score_name
+
 from .models import ApiToken, Invitation, Membership, Project, hash_token
 
 DEFAULT_PROJECT = "Default"
@@ -37,6 +39,16 @@ def do_create_project(name: str, creator) -> Project:
             slug = f"{base}-{n}"
         project = Project.objects.create(name=name, slug=slug)
         do_add_member(project, creator, Membership.Role.ADMIN)
+    return project
+
+
+def do_set_reward_score(project: Project, name: str | None) -> Project:
+    """Set the evaluation score that is the reward of the traces imported or streamed into `project`
+    from now on (an import's own `--reward-score` comes first); None or blank: a score named
+    `reward` (`swarmscope.importers.scores.select_reward`). Stored traces keep their reward. Raises
+    ValueError naming `reward_score` for a name that is too long or holds a NUL character."""
+    project.reward_score = reward_score_name(name) or ""
+    project.save(update_fields=["reward_score"])
     return project
 
 

@@ -1,4 +1,4 @@
-"""Pages of projects: list, members (invite, change role, remove), settings (retention), deleting
+"""Pages of projects: list, members (invite, change role, remove), settings (retention, reward score), deleting
 a project (with a confirm page listing what goes with it), sign-up by invitation, API tokens.
 
 Non-members get 404 for a project or trace (as for an unknown one); members whose role is too low
@@ -15,6 +15,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponseBadRequest
 from django.shortcuts import redirect, render
@@ -147,7 +148,9 @@ def members(request: HttpRequest, project_id: int):
 @login_required
 @require_http_methods(["GET", "POST"])
 def project_settings(request: HttpRequest, project_id: int):
-    """The retention period (admins change it; empty keeps traces)."""
+    """The retention period (empty keeps traces) and the reward score (the evaluation score that is
+    a trace's reward; empty: a score named `reward`); admins change them, each posted field alone
+    or both, all or nothing."""
     project, role = _project_or_404(request, project_id)
     if request.method == "POST":
         require_admin(role)
@@ -157,14 +160,29 @@ def project_settings(request: HttpRequest, project_id: int):
                 days = parse_int(raw, field="retention_days") if raw else None
             except InputError:
                 raise ValueError("retention must be a whole number of days") from None
-            datacare.do_set_retention(project, days)
-            messages.info(request, "Retention saved." if raw else "Traces are kept until deleted.")
+            saved = []
+            with transaction.atomic():
+                if "retention_days" in request.POST:
+                    datacare.do_set_retention(project, days)
+                    saved.append("Retention saved." if raw else "Traces are kept until deleted.")
+                if "reward_score" in request.POST:
+                    services.do_set_reward_score(project, _form_text(request, "reward_score"))
+                    saved.append(_reward_score_saved(project.reward_score))
+            for message in saved:
+                messages.info(request, message)
         except ValueError as exc:
             messages.error(request, str(exc))
         return redirect("project-settings", project_id=project.pk)
     return render(
         request, "accounts/project_settings.html", {"project": project, "is_admin": role == Membership.Role.ADMIN}
     )
+
+
+def _reward_score_saved(name: str) -> str:
+    """The message of a saved reward score (`name`; "" when cleared)."""
+    if name:
+        return f"Reward score saved: traces imported or streamed from now on take their score {name!r} as the reward."
+    return "Reward score cleared: a score named 'reward' is a trace's reward."
 
 
 @login_required

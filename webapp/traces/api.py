@@ -23,6 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from swarmscope import model as core
 from swarmscope.importers import SourceFile, TraceFormatError, decompressed, otlp, survey
+from swarmscope.importers.scores import reward_score_name
 from swarmscope.ingest import IngestConflict
 from webapp.web.api import (
     BODY_ERRORS,
@@ -441,10 +442,16 @@ def outcome_json(outcome: ingest.FileOutcome) -> dict[str, Any]:
 
 @api_view("POST", ingest=True)
 def traces_upload(request: HttpRequest):
-    """Import trace files in any supported format; 200 with a per-file report, 400 if any failed."""
+    """Import trace files in any supported format; 200 with a per-file report, 400 if any failed
+    or `?reward_score=` (the evaluation score that is each trace's reward; default: the project's
+    setting, else a score named `reward`) is not a score name."""
     project = get_write_project(request, "uploading traces")
     if project is None:
         return json_error(403, "you are not a member of any project")
+    try:
+        reward_score = reward_score_name(request.GET.get("reward_score"))
+    except ValueError as exc:
+        return json_error(400, str(exc), field="reward_score")
     try:
         sources = upload_sources(request)
     except (OSError, EOFError, zlib.error) as exc:
@@ -465,7 +472,7 @@ def traces_upload(request: HttpRequest):
                     "report": [f"{source.name}: failed: {exc.detail}"],
                 }
             )
-    outcomes = ingest.do_import_sources(project, readable) if readable else []
+    outcomes = ingest.do_import_sources(project, readable, reward_score=reward_score) if readable else []
     failed = bool(refused) or any(o.error for o in outcomes)
     return JsonResponse({"files": refused + [outcome_json(o) for o in outcomes]}, status=400 if failed else 200)
 

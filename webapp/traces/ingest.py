@@ -684,33 +684,47 @@ class FileOutcome:
     @property
     def rows(self) -> list[tuple[str, Trace | None]]:
         """Report lines, each with the trace it is about (None for a failure or a skip)."""
-        return list(zip(self.lines, self.traces)) if self.traces else [(line, None) for line in self.lines]
+        return [(line, self.traces[i] if i < len(self.traces) else None) for i, line in enumerate(self.lines)]
 
     @property
     def lines(self) -> list[str]:
+        """One line per trace imported, then the skip reason (of the whole file, or of the part of
+        it that made no trace: log records whose spans were not imported); or the failure."""
         if self.error:
             return [f"{self.name}: failed: {self.error}"]
-        if self.skipped:
-            return [f"{self.name}: skipped: {self.skipped}"]
+        skipped = [f"{self.name}: skipped: {self.skipped}"] if self.skipped else []
         return [
             f"{self.name}: imported as trace {t.pk}: "
             f"{_counted(t.agent_count, 'agent')}, {_counted(t.event_count, 'event')}"
             + (" (already stored, nothing new)" if t.pk in self.unchanged else "")
             for t in self.traces
-        ]
+        ] + skipped
 
 
 def do_import_sources(
-    project: Project, sources: Iterable[SourceFile], *, kind: str | None = None, derived_from: str = ""
+    project: Project,
+    sources: Iterable[SourceFile],
+    *,
+    kind: str | None = None,
+    derived_from: str = "",
+    reward_score: str | None = None,
 ) -> list[FileOutcome]:
     """Import files into `project`: each trace in its own transaction, all of it or nothing.
 
-    Chunks of one span trace spread over several files merge into one trace. Importing the same
-    file twice changes nothing. Never raises on bad input: failures are in the outcomes. `kind` and
-    `derived_from` as for `do_ingest` (a training run's episodes: "episode", "run:<id>"). A gzip-
-    compressed file is read decompressed, up to SWARMSCOPE_MAX_UPLOAD_BYTES, as a gzip request body is.
+    Chunks of one span trace spread over several files merge into one trace (an OTLP logs file's
+    records join the spans of their trace id; alone, the file is skipped naming its trace ids).
+    Importing the same file twice changes nothing. Never raises on bad input: failures are in the
+    outcomes. `kind` and `derived_from` as for `do_ingest` (a training run's episodes: "episode",
+    "run:<id>"). A gzip-compressed file is read decompressed, up to SWARMSCOPE_MAX_UPLOAD_BYTES, as
+    a gzip request body is. A trace's evaluation score named `reward_score`, else the one the
+    project's `reward_score` setting names, else one named `reward`, is its reward
+    (`swarmscope.importers.scores`; the caller checked the name: `reward_score_name`).
     """
-    result = read_files(sources, max_decompressed=settings.SWARMSCOPE_MAX_UPLOAD_BYTES)
+    result = read_files(
+        sources,
+        max_decompressed=settings.SWARMSCOPE_MAX_UPLOAD_BYTES,
+        reward_score=reward_score or project.reward_score or None,
+    )
     stored: dict[str, Trace] = {}
     unchanged: set[int] = set()
     errors: dict[str, str] = {}

@@ -33,6 +33,7 @@ from django.utils import timezone
 from swarmscope import model as core
 from swarmscope.importers import otlp
 from swarmscope.importers.otel import Span
+from swarmscope.importers.scores import select_reward
 from swarmscope.ingest import check_storable, label_key, new_trace_agents
 from swarmscope.inputs import refused_text_in
 from swarmscope.redaction import redact_event, redact_trace, redact_value
@@ -130,12 +131,14 @@ def _derive(row: Trace, module, new: list[Span], source: str) -> IngestResult:
 def _build(row: Trace, module, spans: list[Span], source: str) -> core.Trace:
     """The trace of `spans` with the row's stored log records added to their spans as span events;
     its attributes count the records (`log_records`) when there are any, so a build that saw
-    fewer is known to be older (`do_derive_spans`)."""
+    fewer is known to be older (`do_derive_spans`). Its evaluation score named by the project's
+    `reward_score` setting, else one named `reward`, is its reward (`scores.select_reward`)."""
     records = [otlp.LogRecord.from_dict(d) for d in row.log_records.values_list("data", flat=True)]
     trace = module.build(row.source_id, otlp.attach_logs(spans, records), [source])
     if records:
         trace.attributes["log_records"] = len(records)
-    return trace
+    reward_score = Project.objects.filter(pk=row.project_id).values_list("reward_score", flat=True).first()
+    return select_reward(trace, reward_score or None)
 
 
 def do_ingest_log_records(project: Project, module, records: list[otlp.LogRecord], source: str) -> LogIngestResult:

@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from swarmscope.importers.scores import reward_score_name
 from webapp.accounts.datacare import list_dependants
 from webapp.accounts.ratelimit import check_ingest_rate
 from webapp.accounts.services import (
@@ -211,14 +212,25 @@ def trace_compare(request: HttpRequest):
 def upload(request: HttpRequest):
     """GET: the form, its Project preselected (`?project=<id>`, else the first project, by name,
     where the user may write; disabled, with a notice, for a viewer). POST: import the files into
-    the chosen project (`project`; without one, that first project); the 403 page for a project
-    where the user only reads or a viewer everywhere, 404 for a user of no project."""
+    the chosen project (`project`; without one, that first project), the score named by
+    `reward_score` (else the project's setting) as each trace's reward; the 403 page for a project
+    where the user only reads or a viewer everywhere, 404 for a user of no project, 400 for a bad
+    reward score name."""
     outcomes, nothing_chosen, status, refused, project = None, False, 200, None, None
+    reward_score: str | None = None
     projects = writable_projects(request.user)
     if request.method == "POST":
         project = _upload_project(request, projects)
-        refused = check_ingest_rate(request.user.pk, project.pk)  # counted as the API counts it
-        if refused is not None:
+        try:
+            reward_score = reward_score_name(request.POST.get("reward_score"))
+            invalid = None
+        except ValueError as exc:
+            invalid = str(exc)
+        refused = None if invalid else check_ingest_rate(request.user.pk, project.pk)  # as the API counts it
+        if invalid is not None:
+            messages.error(request, f"Upload refused: {invalid}. Nothing was imported.")
+            status = 400
+        elif refused is not None:
             messages.error(request, f"Upload refused: {refused.message}. Nothing was imported.")
             status = 429
         elif _declared_length(request) > settings.SWARMSCOPE_MAX_UPLOAD_BYTES:
@@ -230,7 +242,7 @@ def upload(request: HttpRequest):
             )
             status = 413
         elif request.FILES:
-            outcomes = ingest.do_import_sources(project, upload_sources(request))
+            outcomes = ingest.do_import_sources(project, upload_sources(request), reward_score=reward_score)
         else:
             nothing_chosen = True
     wanted = str(project.pk) if project is not None else request.GET.get("project", "")
@@ -246,6 +258,7 @@ def upload(request: HttpRequest):
             "selected": selected,
             "imported_into": project if outcomes is not None else None,
             "read_only_hint": READ_ONLY_HINT,
+            "reward_score": reward_score or "",
         },
         status=status,
     )

@@ -2,7 +2,7 @@
 a thin front for the management commands a user types, beside `manage.py`.
 
     swarmscope up [--host H] [--port P] [--no-worker]   # = manage.py up
-    swarmscope import PATH... [--project NAME]          # = manage.py import_traces
+    swarmscope import PATH... [--project NAME] [--reward-score NAME]   # = manage.py import_traces
 
 Each command's own options and `--help` are the management command's (`swarmscope up --help`).
 Settings come from the environment as for manage.py (DJANGO_SETTINGS_MODULE defaults to the app's).

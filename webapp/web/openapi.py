@@ -699,9 +699,19 @@ PATHS: dict[str, Any] = {
         "post": {
             "summary": "Import a trace file in any supported format (multipart `file` fields also accepted)",
             "description": "A gzip-compressed file (found by its magic bytes, not its name) is read decompressed, "
-            "up to SWARMSCOPE_MAX_UPLOAD_BYTES; over that it fails in the report.",
+            "up to SWARMSCOPE_MAX_UPLOAD_BYTES; over that it fails in the report. An OTLP/JSON logs file joins the "
+            "OTLP spans of its trace ids among the files of the same upload; without them it is skipped, naming them.",
             "operationId": "uploadTraceFile",
-            "parameters": [_query("filename", {"type": "string"}, "the file's name, for the report")],
+            "parameters": [
+                _query("filename", {"type": "string"}, "the file's name, for the report"),
+                _query(
+                    "reward_score",
+                    {"type": "string", "maxLength": 200},
+                    "the evaluation score (Langfuse score, OpenTelemetry `gen_ai.evaluation.name`) that is each "
+                    "trace's reward; default: the project's reward score setting, else a score named `reward`; "
+                    "other scores stay labels",
+                ),
+            ],
             "requestBody": {
                 "required": True,
                 "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
