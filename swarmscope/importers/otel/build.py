@@ -8,6 +8,7 @@ docs/otel-mapping.md. (Over 500 lines: one builder whose passes share the span t
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
@@ -32,8 +33,10 @@ from .semconv import (
     PLAN,
     SPAN_NAME,
     TOOL,
+    WORKFLOW,
     entities,
     model_name,
+    span_io,
     tool_name,
     usage,
 )
@@ -230,6 +233,8 @@ class _TraceBuilder(TraceFields):
                 self._handoff_event(span, agent, named)
             elif coworker is not None and coworker != agent:
                 self._delegation_seen_from_outside(span, agent, coworker)
+            elif self._is_unaddressed_handoff(span):
+                self._handoff_event(span, agent, None)
             else:
                 self._tool_events(span, agent)
         elif role == HANDOFF:
@@ -290,15 +295,34 @@ class _TraceBuilder(TraceFields):
 
     def _handoff_tool_target(self, span: Span) -> str | None:
         """The agent a hand-off tool names: an OpenAI Agents `handoff to <agent>` span's target, else
-        `transfer_to_<agent>` / `handoff_to_<agent>` matched against the known agents."""
+        for a `transfer_to_…` / `handoff_to_…` tool the known agent that one of its arguments names
+        (Google ADK's `transfer_to_agent(agent_name=…)`), else `transfer_to_<agent>` /
+        `handoff_to_<agent>` matched against the known agents."""
         target = handoff_span_target(span)
         if target is not None:
             return self.agents_by_canonical.get(canonical_name(target), target)
         name = tool_name(span)
-        if not name.startswith(HANDOFF_TOOL_PREFIXES):
-            return None
         prefix = next((p for p in HANDOFF_TOOL_PREFIXES if name.startswith(p)), None)
-        return self.agents_by_canonical.get(canonical_name(name[len(prefix) :])) if prefix else None
+        if prefix is None:
+            return None
+        arguments = span_io(span)[0]
+        if isinstance(arguments, str) and arguments.startswith("{"):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                arguments = None
+        if isinstance(arguments, dict):
+            for value in arguments.values():
+                if isinstance(value, str) and (named := self.agents_by_canonical.get(canonical_name(value))):
+                    return named
+        return self.agents_by_canonical.get(canonical_name(name[len(prefix) :]))
+
+    def _is_unaddressed_handoff(self, span: Span) -> bool:
+        """Whether `span` is a hand-off tool (`transfer_to_…` / `handoff_to_…`) that records no
+        arguments and whose name names no known agent: Google ADK's `transfer_to_agent` with
+        content capture off (its default). It hands off to the next agent that starts acting
+        without an invoker."""
+        return tool_name(span).startswith(HANDOFF_TOOL_PREFIXES) and span_io(span)[0] is None
 
     @staticmethod
     def _usage_fields(span: Span) -> tuple[int | None, dict[str, Any]]:
@@ -328,8 +352,17 @@ class _TraceBuilder(TraceFields):
         """A `message` event (or `type_`: a `plan` span's `orchestrator_decision`) of `span` (t,
         t_end: the span's unless given): content its output, else its input flagged `content_from:
         "input"` (an input beside an output is kept as `input`); model, token usage (with cache and
-        reasoning token details) and error status kept."""
+        reasoning token details) and error status kept. An LLM span nested in an LLM span of its
+        agent records the same call (Google ADK's legacy `call_llm` → `generate_content`): where
+        it has no content, the enclosing one's content (and input) are the call's."""
         content, tokens, attributes = self._message_fields(span)
+        outer = self._parent_span(span)
+        while content is None and outer is not None and self.role[outer.sid] == LLM:
+            if self.owner[outer.sid] == agent:
+                content, _, outer_attributes = self._message_fields(outer)
+                kept = {k: v for k, v in outer_attributes.items() if k in ("input", "content_from")}
+                attributes = {**attributes, **kept}
+            outer = self._parent_span(outer)
         self._event(
             span,
             agent,
@@ -384,7 +417,7 @@ class _TraceBuilder(TraceFields):
         self,
         span: Span,
         agent: str,
-        target: str,
+        target: str | None,
         transfer: Transfer | None = None,
         *,
         event_id: str | None = None,
@@ -392,8 +425,9 @@ class _TraceBuilder(TraceFields):
         """A hand-off span or tool (or a GenAI transfer): a delegate event waiting for the target's
         next invocation, its content the span's input (none for an OpenAI Agents `handoff to` span,
         whose input is the source agent's name); a transfer keeps `transfer_mode` and `target_type`.
-        A LangGraph node's `Command(goto=...)` (`event_id` given) hands off as the node ends, with
-        no content (the node's input is not what it sends)."""
+        Without a `target` it waits, like a broadcast, for the next agent that starts acting without
+        an invoker. A LangGraph node's `Command(goto=...)` (`event_id` given) hands off as the node
+        ends, with no content (the node's input is not what it sends)."""
         extra: dict[str, Any] = {}
         if transfer is not None:
             extra = {"transfer_mode": transfer.mode}
@@ -413,7 +447,11 @@ class _TraceBuilder(TraceFields):
             content=None if event_id or handoff_span_target(span) else self._text(span)[0],
         )
         returns = transfer is None or not transfer.pass_control
-        self.pending_handoffs.append(Delivery(event=event, sender=agent, receiver=target, returns=returns))
+        delivery = Delivery(event=event, sender=agent, receiver=target, returns=returns)
+        if target is None:
+            self.pending_broadcasts[(agent, span.sid)] = delivery
+        else:
+            self.pending_handoffs.append(delivery)
 
     def _delegation_seen_from_outside(self, span: Span, sender: str, receiver: str) -> None:
         """A delegation tool span (its arguments name the receiver: `SpanTree.delegated`) with
@@ -537,7 +575,9 @@ class _TraceBuilder(TraceFields):
         first input of the invocation's agent (not LLM or tool) spans, else the input of the span
         that called it: the nearest enclosing span with an input, up to the sender's first agent,
         LLM or tool span (an agent-as-tool's tool span above the sub-run's content-free wrappers:
-        OpenAI Agents' `Agent workflow`). See `_message_content` for Agent Framework messages."""
+        OpenAI Agents' `Agent workflow`, Google ADK's nested `invoke_workflow`); where that span is a
+        tool call with arguments, its arguments (before the input of a wrapper between: Google
+        ADK's runner `invocation [app]`). See `_message_content` for Agent Framework messages."""
         content, attributes = self._message_content(root)
         if content is None and not attributes:
             content = next(
@@ -548,12 +588,16 @@ class _TraceBuilder(TraceFields):
                 ),
                 None,
             )
-        caller = self._parent_span(root)
+        caller, nearest = self._parent_span(root), None
         while content is None and not attributes and caller is not None:
-            content = self._text(caller)[0]
-            if self.owner[caller.sid] == sender and self.role[caller.sid] is not None:
+            text = self._text(caller)[0]
+            if self.owner[caller.sid] == sender and self.role[caller.sid] not in (None, WORKFLOW):
+                content = text if self.role[caller.sid] == TOOL and text is not None else nearest or text
                 break
+            nearest = nearest or text
             caller = self._parent_span(caller)
+        if content is None and not attributes:
+            content = nearest
         self.appeared.setdefault(sender, self._t(root.start_ns))
         self._spawn(sender, receiver, root, root.start_ns)
         event = self._event(

@@ -100,6 +100,15 @@ HANDOFF_TARGET_NAME = "gen_ai.agent.handoff.target.name"
 #: The evaluation event (model/gen-ai/events.yaml).
 EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
 
+# --- Google ADK's own content attributes -----------------------------------------------------------
+#: Its legacy telemetry (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`, the default before google-adk
+#: 2.13; google/adk/telemetry/tracing.py): the JSON of the `LlmRequest` / `LlmResponse` on its
+#: `call_llm` span, a tool call's arguments and response on its `execute_tool` span.
+ADK_LLM_REQUEST = "gcp.vertex.agent.llm_request"
+ADK_LLM_RESPONSE = "gcp.vertex.agent.llm_response"
+ADK_TOOL_CALL_ARGS = "gcp.vertex.agent.tool_call_args"
+ADK_TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
+
 # --- OpenInference ---------------------------------------------------------------------------------
 
 OI_SPAN_KIND = OI.OPENINFERENCE_SPAN_KIND

@@ -81,6 +81,8 @@ INPUT_KEYS = (
     "traceloop.entity.input",
     "gen_ai.task.input",
     "ioa_observe.entity.input",
+    keys.ADK_TOOL_CALL_ARGS,
+    keys.ADK_LLM_REQUEST,
 )
 OUTPUT_KEYS = (
     keys.TOOL_CALL_RESULT,
@@ -93,7 +95,12 @@ OUTPUT_KEYS = (
     "traceloop.entity.output",
     "gen_ai.task.output",
     "ioa_observe.entity.output",
+    keys.ADK_TOOL_RESPONSE,
+    keys.ADK_LLM_RESPONSE,
 )
+#: Values Google ADK writes into its `gcp.vertex.agent.*` content attributes where there is no
+#: content (`{}` on tool spans for the LLM request and response, content capture off; `N/A`).
+ADK_PLACEHOLDERS = frozenset({"{}", "N/A"})
 #: Span events carrying input / output: event name -> attribute keys, first found wins.
 INPUT_EVENTS = {
     "data.input": ("input",),
@@ -113,6 +120,8 @@ MESSAGE_EVENTS = {
     "gen_ai.assistant.message": "assistant",
     "gen_ai.tool.message": "tool",
 }
+#: The fields of a Gemini `FunctionResponse` (google-genai `types.FunctionResponse`).
+FUNCTION_RESPONSE_KEYS = frozenset({"id", "name", "response", "parts", "will_continue", "scheduling"})
 #: Roles of chat messages written as `{role: parts}` (Monocle's OpenAI Responses inputs).
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "model", "function"})
 INDEXED_PROMPT = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(role|content)$")
@@ -186,14 +195,18 @@ def render(value: Any) -> str | None:
     Chat messages (GenAI `parts`, OpenAI `content`, Monocle `{role: parts}` strings) become
     "role: text" lines (one message: its text), tool calls "name(arguments)", a list of parts
     their texts; LangChain values (serialized messages, `generations`, LangSmith's `{"output": x}`:
-    `langchain.unwrap`) the same; a JSON string literal its text; other JSON
-    stays as given (values that are not strings are dumped as JSON).
+    `langchain.unwrap`) the same; Gemini `Content` and its wrappers (`_gemini_body`) the same; a
+    JSON string literal its text; other JSON stays as given (values that are not strings are
+    dumped as JSON).
     """
     if value is None or value == "" or value == [] or value == {}:
         return None
     decoded = _json(value) if isinstance(value, str) else value
     if isinstance(decoded, str):
         return decoded
+    body = _gemini_body(decoded)
+    if body is not decoded:
+        return render(body)
     unwrapped = langchain.unwrap(decoded) if decoded is not None else None
     if unwrapped is not None:
         if not isinstance(unwrapped, list | dict):
@@ -210,6 +223,26 @@ def render(value: Any) -> str | None:
     if text is not None:
         return text
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _gemini_body(value: Any) -> Any:
+    """What a Gemini / Google ADK wrapper object holds (google-genai types, as Google ADK's legacy
+    `gcp.vertex.agent.*` attributes and OpenInference's `input.value` / `output.value` dump them):
+    a `FunctionResponse` (`name`, `response`, maybe `id`) its `response`; an `LlmResponse`, ADK
+    `Event` or response candidate (no `role`, a `content` message with `parts`) that message; an
+    `LlmRequest` (`contents`, a list of messages with `parts`) those messages. Anything else:
+    `value` itself."""
+    if not isinstance(value, dict) or "role" in value:
+        return value
+    if isinstance(value.get("name"), str) and "response" in value and set(value) <= FUNCTION_RESPONSE_KEYS:
+        return value["response"]
+    content = value.get("content")
+    if isinstance(content, dict) and isinstance(content.get("parts"), list):
+        return content
+    contents = value.get("contents")
+    if isinstance(contents, list) and contents and all(isinstance(c, dict) and "parts" in c for c in contents):
+        return contents
+    return value
 
 
 def _chat_text(value: Any) -> str | None:
@@ -271,6 +304,11 @@ def _parts_text(body: Any, calls: list[dict]) -> str | None:
             return None
         elif (call := _tool_call_text(part)) is not None:
             texts.append(call)
+        elif isinstance(gemini_call := part.get("function_call"), dict) and isinstance(gemini_call.get("name"), str):
+            arguments = json.dumps(gemini_call.get("args") or {}, ensure_ascii=False, default=str)
+            texts.append(f"{gemini_call['name']}({arguments})")
+        elif isinstance(gemini_response := part.get("function_response"), dict):
+            texts.append(render(gemini_response.get("response")) or "")
         else:
             text = next(
                 (
@@ -450,8 +488,10 @@ def _io(span: Span, names: tuple[str, ...], event_keys: Mapping[str, tuple[str, 
         elif key == keys.LLM_PROMPTS:
             if texts := openinference.prompts(span):
                 return texts[0] if len(texts) == 1 else texts
-        elif span.attributes.get(key) not in (None, "", [], {}):
-            return span.attributes[key]
+        elif (value := span.attributes.get(key)) not in (None, "", [], {}) and not (
+            isinstance(value, str) and value in ADK_PLACEHOLDERS and key.startswith("gcp.vertex.agent.")
+        ):
+            return value
     numbered: dict[int, dict[str, Any]] = defaultdict(dict)
     for key, value in span.attributes.items():
         match = INDEXED_PROMPT.match(key)
