@@ -19,7 +19,7 @@ from swarmscope.model import Edge, Event, Trace
 
 from ..chatlog import estimate_missing_tokens
 from ..scores import SCORE_VALUES
-from . import exported, genai, keys, langgraph
+from . import exported, genai, keys, langgraph, toolcalls
 from .agents import canonical_name
 from .fields import TraceFields
 from .genai import Transfer
@@ -120,6 +120,7 @@ class _TraceBuilder(TraceFields):
         self.edge_types: dict[tuple[str, str], str] = {}
         self.node_owner: dict[str, str | None] | None = None
         self.graph_children: bool | None = None  # whether any span sets `graph.node.parent_id`
+        self.called_by_id: tuple[dict[str, str], dict[str, str]] | None = None  # `_called_by_id`
 
     def build(self) -> Trace:
         for span in self.order:
@@ -398,6 +399,8 @@ class _TraceBuilder(TraceFields):
 
     def _tool_events(self, span: Span, agent: str) -> None:
         text_in, text_out = self._text(span)
+        if text_in is None or (text_out is None and span.error is None):
+            text_in, text_out = self._called_by_id(span, text_in, text_out)
         tool = tool_name(span)
         call = self._event(span, agent, "tool_call", span.sid, end_ns=span.end_ns, content=text_in, tool=tool)
         if text_out is not None or span.error is not None:
@@ -412,6 +415,19 @@ class _TraceBuilder(TraceFields):
                 attributes=self._status(span),
             )
             self.tool_results.append((call, result))
+
+    def _called_by_id(self, span: Span, text_in: str | None, text_out: str | None) -> tuple[str | None, str | None]:
+        """(arguments, result) of a tool span that lacks them, from the model calls that asked for
+        and answered its `gen_ai.tool.call.id` (`toolcalls`); what the span has is kept."""
+        call_id = span.attributes.get(keys.GEN_AI_TOOL_CALL_ID)
+        if not isinstance(call_id, str) or not call_id:
+            return text_in, text_out
+        if self.called_by_id is None:
+            self.called_by_id = toolcalls.index(s for s in self.order if self.role[s.sid] == LLM)
+        arguments, results = self.called_by_id
+        return (text_in if text_in is not None else arguments.get(call_id)), (
+            text_out if text_out is not None else results.get(call_id)
+        )
 
     def _handoff_event(
         self,

@@ -40,6 +40,7 @@ WORKFLOW_NAME = gen_ai.GEN_AI_WORKFLOW_NAME
 TOOL_NAME = gen_ai.GEN_AI_TOOL_NAME
 TOOL_CALL_ARGUMENTS = gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS
 TOOL_CALL_RESULT = gen_ai.GEN_AI_TOOL_CALL_RESULT
+GEN_AI_TOOL_CALL_ID = gen_ai.GEN_AI_TOOL_CALL_ID
 INPUT_MESSAGES = gen_ai.GEN_AI_INPUT_MESSAGES
 OUTPUT_MESSAGES = gen_ai.GEN_AI_OUTPUT_MESSAGES
 PROMPT = gen_ai.GEN_AI_PROMPT  # deprecated
@@ -99,6 +100,13 @@ HANDOFF_SOURCE_NAME = "gen_ai.agent.handoff.source.name"
 HANDOFF_TARGET_NAME = "gen_ai.agent.handoff.target.name"
 #: The evaluation event (model/gen-ai/events.yaml).
 EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
+
+#: pydantic-ai's tool span ("running tool") holds the call's arguments and result here in its
+#: instrumentation data format 2 (`InstrumentationNames.for_version(2)`: `tool_arguments_attr`,
+#: `tool_result_attr`, pydantic_ai/_instrumentation.py); versions 3 on write
+#: `gen_ai.tool.call.arguments` / `gen_ai.tool.call.result` instead.
+PYDANTIC_AI_TOOL_ARGUMENTS = "tool_arguments"
+PYDANTIC_AI_TOOL_RESPONSE = "tool_response"
 
 # --- Google ADK's own content attributes -----------------------------------------------------------
 #: Its legacy telemetry (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`, the default before google-adk

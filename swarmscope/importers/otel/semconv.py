@@ -71,6 +71,7 @@ NO_MODEL = {"", "unknown", "none"}
 #: `llm.output_messages` (flattened) and `llm.prompts` are read by `openinference`.
 INPUT_KEYS = (
     keys.TOOL_CALL_ARGUMENTS,
+    keys.PYDANTIC_AI_TOOL_ARGUMENTS,
     keys.INPUT_MESSAGES,
     keys.PROMPT,
     keys.RETRIEVAL_QUERY_TEXT,
@@ -86,6 +87,7 @@ INPUT_KEYS = (
 )
 OUTPUT_KEYS = (
     keys.TOOL_CALL_RESULT,
+    keys.PYDANTIC_AI_TOOL_RESPONSE,
     keys.OUTPUT_MESSAGES,
     keys.COMPLETION,
     keys.RETRIEVAL_DOCUMENTS,
@@ -506,6 +508,11 @@ def _io(span: Span, names: tuple[str, ...], event_keys: Mapping[str, tuple[str, 
     if indexed == "prompt":
         chat = [
             {"role": MESSAGE_EVENTS[e.name], "content": e.attributes.get("content")}
+            | (
+                {"tool_call_id": e.attributes["id"]}
+                if e.name == "gen_ai.tool.message" and e.attributes.get("id")
+                else {}
+            )
             for e in span.events
             if e.name in MESSAGE_EVENTS
         ]
