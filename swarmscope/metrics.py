@@ -19,6 +19,7 @@ from typing import Any
 
 from swarmscope.graph import TraceGraph, longest_path, spawn_roots
 from swarmscope.model import Event, Trace, estimate_tokens
+from swarmscope.tokens import is_estimated, trace_usage
 
 #: Event types that are coordination by themselves (protocol overhead, survey §9): delegation
 #: prompts, spawning and despawning, routing decisions and the stop. A `message` is coordination
@@ -55,7 +56,8 @@ def has_durations(trace: Trace) -> bool:
 
 
 def event_tokens(event: Event) -> int:
-    """The event's `tokens`, else its content estimated at characters / 4 (docs/architecture.md "Metrics")."""
+    """The event's `tokens` (measured, or an importer's flagged estimate), else its content estimated
+    at characters / 4 (docs/metrics.md "Tokens"): the basis of protocol overhead, never a total."""
     return event.tokens if event.tokens is not None else estimate_tokens(event.content)
 
 
@@ -463,9 +465,13 @@ def compute_metrics(trace: Trace, attributions: AgentAttributions | None = None)
     without `attributions`, agent -> (estimate, ci_low, ci_high) of its removal effect; with them,
     `free_riding_unjudged` lists the agents with >= 5 % of events that have none); `unavailable`:
     metric -> why it is None (every None metric and failure mode has one); `flags` saying where a
-    figure rests on estimates or fallbacks (`tokens_estimated`, `durations_missing`: parallelism
-    from steps, `durations_partial`, `no_orchestrator`, `final_answer_fallback`: the last event,
-    `backward_edges`: edges dropped from the causal DAG); `agents_alive` as [t, count] pairs.
+    figure rests on estimates or fallbacks (`tokens_estimated`: some event has no measured tokens,
+    `durations_missing`: parallelism from steps, `durations_partial`, `no_orchestrator`,
+    `final_answer_fallback`: the last event, `backward_edges`: edges dropped from the causal DAG);
+    `agents_alive` as [t, count] pairs; `tokens`, the measured token usage (`swarmscope.tokens`:
+    the source's reported total, else its events' measured tokens; None when nothing was measured)
+    and `estimated_tokens`, the characters / 4 estimate of the events without measured tokens,
+    apart from it (docs/metrics.md "Tokens").
     """
     graph = TraceGraph.of(trace)
     fan_out_max, fan_out_mean = fan_out(graph)
@@ -487,6 +493,9 @@ def compute_metrics(trace: Trace, attributions: AgentAttributions | None = None)
         "orchestrators": sorted(graph.orchestrators),
         "final_answer": graph.final_answer.id if graph.final_answer else None,
     }
+    usage = trace_usage(trace)
+    metrics["tokens"] = usage.measured
+    metrics["estimated_tokens"] = usage.estimated
     collapse = serial_collapse(graph)
     failure_modes: dict[str, Any] = {
         "pseudo_parallelism": bool(pseudo),
@@ -496,6 +505,11 @@ def compute_metrics(trace: Trace, attributions: AgentAttributions | None = None)
         "free_riders": [],
     }
     unavailable = _unavailable(graph, metrics)
+    if usage.measured is None:
+        unavailable["tokens"] = (
+            f"no measured token usage: the source reports none (~{usage.estimated} estimated from content "
+            "at characters / 4 is `estimated_tokens`, shown apart)"
+        )
     if collapse is not None:
         unavailable.pop("serial_collapse", None)
     if attributions is None:
@@ -512,7 +526,7 @@ def compute_metrics(trace: Trace, attributions: AgentAttributions | None = None)
     metrics["failure_modes"] = failure_modes
     metrics["unavailable"] = unavailable
     metrics["flags"] = {
-        "tokens_estimated": any(event.tokens is None for event in trace.events),
+        "tokens_estimated": any(event.tokens is None or is_estimated(event) for event in trace.events),
         "durations_missing": not durations,
         "durations_partial": durations and any(event.t_end is None for event in trace.events),
         "no_orchestrator": not graph.orchestrators,

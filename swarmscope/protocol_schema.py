@@ -78,6 +78,8 @@ TRACE_SUMMARY = _record(
         "event_count": {"type": "integer"},
         "live": {"type": "boolean"},
     },
+    # measured usage (null: none measured) and the estimate kept apart from it (swarmscope.tokens)
+    {"total_tokens": _COUNT_OR_NULL, "estimated_tokens": {"type": "integer", "minimum": 0}},
     closed=False,
 )
 _TRACE_COLLECTIONS = {"agents": _array(AGENT), "events": _array(EVENT), "edges": _array(EDGE), "labels": _array(LABEL)}

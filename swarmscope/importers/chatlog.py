@@ -8,9 +8,7 @@ tokens (flagged, docs/architecture.md) and chain events in their logged order.
 from __future__ import annotations
 
 from swarmscope.model import Edge, Event, estimate_tokens
-
-#: Event attribute set to True where `tokens` was estimated from `content` (characters / 4).
-TOKENS_ESTIMATED = "tokens_estimated"
+from swarmscope.tokens import TOKENS_ESTIMATED
 
 
 class AgentNames:

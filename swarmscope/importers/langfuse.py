@@ -24,7 +24,10 @@ attributes lack (checked with the mapping's readers): `input` / `output` -> `inp
 `output.value`, `model` -> `gen_ai.request.model`, `usageDetails` -> `gen_ai.usage.*` (generations
 and embeddings only: Langfuse infers usage for other types by tokenising their text), and, for a span
 without a role, the observation type (GENERATION -> `gen_ai.operation.name` "chat", TOOL and
-RETRIEVER -> "execute_tool"). `langfuse.observation.type` / `.id` are always added. LangGraph
+RETRIEVER -> "execute_tool"). A generation's total as Langfuse shows it (`usageDetails.total`, else
+the sum of every usage type, reasoning and cache tokens included: `langfuse_total`) ->
+`gen_ai.usage.total_tokens` where its attributes report no total, so its event counts what Langfuse
+counts. `langfuse.observation.type` / `.id` are always added. LangGraph
 metadata (callback handler exports) names agents as in the LangSmith importer
 (`langsmith.langgraph_labels`).
 
@@ -51,6 +54,7 @@ Source of the shapes: the framework exports in Langfuse's own tests (github.com/
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,17 +70,22 @@ FORMAT = "langfuse"
 GENERATION_TYPES = frozenset({"GENERATION", "EMBEDDING"})
 #: Observation type -> `gen_ai.operation.name`, for spans whose attributes give no role.
 TYPE_OPERATIONS = {"GENERATION": "chat", "TOOL": "execute_tool", "RETRIEVER": "execute_tool", "EMBEDDING": "embeddings"}
-#: `usageDetails` key -> GenAI usage attribute.
+#: `usageDetails` key -> GenAI usage attribute (the total: `langfuse_total`).
 USAGE_KEYS = {
     "input": "gen_ai.usage.input_tokens",
     "output": "gen_ai.usage.output_tokens",
-    "total": "gen_ai.usage.total_tokens",
     "input_cache_read": "gen_ai.usage.cache_read.input_tokens",
     "prompt_details.cache_read": "gen_ai.usage.cache_read.input_tokens",
     "cache_read_input_tokens": "gen_ai.usage.cache_read.input_tokens",
     "input_cache_creation": "gen_ai.usage.cache_creation.input_tokens",
     "cache_creation_input_tokens": "gen_ai.usage.cache_creation.input_tokens",
+    "output_reasoning": "gen_ai.usage.reasoning.output_tokens",
+    "output_reasoning_tokens": "gen_ai.usage.reasoning.output_tokens",
+    "completion_details.reasoning": "gen_ai.usage.reasoning.output_tokens",
 }
+#: The GenAI attribute the observation's Langfuse total goes to (the span mapping counts a
+#: reported total before input + output).
+TOTAL_ATTRIBUTE = "gen_ai.usage.total_tokens"
 METADATA_PREFIX = "langfuse.observation.metadata."
 OBSERVATION_KEYS = ("id", "traceId", "startTime")
 
@@ -205,15 +214,37 @@ def _fill_in(span: Span, obs: dict[str, Any], type_: str) -> None:
     if model_name(span) is None and obs.get("model"):
         attributes["gen_ai.request.model"] = str(obs["model"])
     details = obs.get("usageDetails")
-    if type_ in GENERATION_TYPES and isinstance(details, dict) and usage(span) == (None, None, None):
-        for key, attribute in USAGE_KEYS.items():
-            value = details.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and attribute not in attributes:
-                attributes[attribute] = int(value)
+    if type_ in GENERATION_TYPES and isinstance(details, dict):
+        n_in, n_out, n_total = usage(span)
+        if (n_in, n_out, n_total) == (None, None, None):
+            for key, attribute in USAGE_KEYS.items():
+                if (value := _count(details.get(key))) is not None and attribute not in attributes:
+                    attributes[attribute] = value
+        total = langfuse_total(details)
+        if n_total is None and total is not None:
+            attributes[TOTAL_ATTRIBUTE] = total
     if span_role(span) is None and type_ in TYPE_OPERATIONS:
         attributes["gen_ai.operation.name"] = TYPE_OPERATIONS[type_]
         if TYPE_OPERATIONS[type_] == "execute_tool":
             attributes.setdefault("gen_ai.tool.name", span.name)
+
+
+def _count(value: Any) -> int | None:
+    """A usage count (a non-negative number) as an int, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        return None
+    return int(value)
+
+
+def langfuse_total(details: dict[str, Any]) -> int | None:
+    """The total Langfuse shows for an observation's `usageDetails`: its `total`, else the sum of
+    every usage type (Langfuse's rule where no total was ingested: reasoning, cache and audio
+    tokens its SDKs split off input and output count); None without any count."""
+    total = _count(details.get("total"))
+    if total is not None:
+        return total
+    counts = [n for value in details.values() if (n := _count(value)) is not None]
+    return sum(counts) if counts else None
 
 
 def split(doc: Any) -> dict[str, list[TraceRecord | Observation]]:

@@ -434,7 +434,11 @@ def test_group_chat_without_orchestrator():
         "parallelism_efficiency",
         "error_amplification",
         "free_riding",
+        "tokens",
     }
+    # No event reports tokens: no measured total; the estimate, apart, is "hi" 1 + "hello" 2 + "HI" 1.
+    assert (metrics["tokens"], metrics["estimated_tokens"]) == (None, 4)
+    assert unavailable["tokens"].startswith("no measured token usage") and "~4 estimated" in unavailable["tokens"]
     assert unavailable["critical_steps"].startswith("no orchestrator")
     assert unavailable["free_riding"] == NEEDS_ATTRIBUTION and NEEDS_ATTRIBUTION.startswith("needs attribution")
 

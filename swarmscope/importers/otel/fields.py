@@ -152,29 +152,26 @@ class TraceFields(SpanTree):
         return agents
 
     def _costs(self) -> dict[str, float]:
-        """tokens: the sum of reported usage (else of estimates), wall_clock_s, tool_calls; and
-        `cache_read_tokens`, `cache_creation_tokens`, `reasoning_tokens` where any span reported them
-        (already counted in `tokens`: the spec counts them in the input / output tokens)."""
+        """tokens: the sum of reported usage, absent where no span reported any (estimates are
+        never costs: `swarmscope.tokens`); wall_clock_s, tool_calls; and `cache_read_tokens`,
+        `cache_creation_tokens`, `reasoning_tokens` where any span reported them (already counted
+        in `tokens`: the spec counts them in the input / output tokens)."""
         reported: int | None = None  # None: no event reported usage
-        estimated = tool_calls = 0
+        tool_calls = 0
         counts: dict[str, list[Any]] = defaultdict(list)
         for event in self.events:
             attributes = event.attributes
-            if event.tokens is not None:
-                estimated += event.tokens
-                if not attributes.get(TOKENS_ESTIMATED):
-                    reported = event.tokens if reported is None else reported + event.tokens
+            if event.tokens is not None and not attributes.get(TOKENS_ESTIMATED):
+                reported = event.tokens if reported is None else reported + event.tokens
             if event.type == "tool_call":
                 tool_calls += 1
             for attribute in COST_TOKEN_DETAILS.values():
                 if attribute in attributes:
                     counts[attribute].append(attributes[attribute])
         end = max(s.end_ns for s in self.real)
-        costs: dict[str, float] = {
-            "tokens": reported if reported is not None else estimated,
-            "wall_clock_s": round((end - self.t0) / 1e9, 6),
-            "tool_calls": tool_calls,
-        }
+        costs: dict[str, float] = {"wall_clock_s": round((end - self.t0) / 1e9, 6), "tool_calls": tool_calls}
+        if reported is not None:
+            costs = {"tokens": reported, **costs}
         for cost, attribute in COST_TOKEN_DETAILS.items():
             if counts[attribute]:
                 costs[cost] = sum(counts[attribute])
