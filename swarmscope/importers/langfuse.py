@@ -27,9 +27,11 @@ without a role, the observation type (GENERATION -> `gen_ai.operation.name` "cha
 RETRIEVER -> "execute_tool"). A generation's total as Langfuse shows it (`usageDetails.total`, else
 the sum of every usage type, reasoning and cache tokens included: `langfuse_total`) ->
 `gen_ai.usage.total_tokens` where its attributes report no total, so its event counts what Langfuse
-counts. `langfuse.observation.type` / `.id` are always added. LangGraph
-metadata (callback handler exports) names agents as in the LangSmith importer
-(`langsmith.langgraph_labels`).
+counts. `langfuse.observation.type` / `.id` are always added. The program's own plain spans
+(Langfuse SDK spans without OpenTelemetry attributes) read as OpenInference CHAIN spans, so
+LangGraph metadata (callback handler exports) names agents through the span mapping's LangGraph
+rule (`otel.langgraph`, docs/otel-mapping.md "Agent identity"); the tools a `ToolNode` ran are
+tool calls (`to_spans`).
 
 Trace level: `sessionId` -> `trace.attributes["session_id"]` (over any `session.id` attribute;
 without one, the LangChain handler's `thread_id` / `session_id` / `conversation_id` metadata),
@@ -60,8 +62,9 @@ from typing import Any
 
 from swarmscope.model import Label, Trace
 
-from .langsmith import THREAD_KEYS, GraphRun, jsonish, langgraph_labels, span_id_of, time_ns, trace_id_of
+from .langsmith import THREAD_KEYS, TOOL_NODE, jsonish, span_id_of, time_ns, trace_id_of
 from .otel import Span, build_trace, model_name, span_io, span_role, usage
+from .otel.keys import OI_CHAIN, OI_SPAN_KIND
 from .scores import SCORE_VALUES
 
 FORMAT = "langfuse"
@@ -87,6 +90,10 @@ USAGE_KEYS = {
 #: reported total before input + output).
 TOTAL_ATTRIBUTE = "gen_ai.usage.total_tokens"
 METADATA_PREFIX = "langfuse.observation.metadata."
+#: The instrumentation scope of what the program records through Langfuse's SDKs (v3+, Python and JS).
+SDK_SCOPE = "langfuse-sdk"
+#: The tag LangGraph puts on its own bookkeeping runs (`ChannelWrite<...>`, hidden in LangSmith).
+HIDDEN_TAG = "langsmith:hidden"
 OBSERVATION_KEYS = ("id", "traceId", "startTime")
 
 
@@ -104,6 +111,8 @@ class Observation:
     span: Span
     type: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: Whether the observation came with OpenTelemetry attributes of its own (`metadata.attributes`).
+    otel: bool = False
 
 
 def _is_observation(item: Any) -> bool:
@@ -200,7 +209,7 @@ def _observation(where: str, trace_id: str, obs: dict[str, Any]) -> Observation:
         error=str(obs.get("statusMessage") or "") if level == "ERROR" else None,
     )
     _fill_in(span, obs, type_)
-    return Observation(span=span, type=type_, metadata=extra)
+    return Observation(span=span, type=type_, metadata=extra, otel=bool(own) if isinstance(own, dict) else False)
 
 
 def _fill_in(span: Span, obs: dict[str, Any], type_: str) -> None:
@@ -277,32 +286,44 @@ def split(doc: Any) -> dict[str, list[TraceRecord | Observation]]:
 
 
 def to_spans(trace_id: str, records: list[TraceRecord | Observation]) -> list[Span]:
-    """The observations of `split` as spans, LangGraph agents named where their metadata has them."""
+    """The observations of `split` as spans. A plain span that the program recorded through
+    Langfuse's SDK (type SPAN, no OpenTelemetry attributes of its own, scope `langfuse-sdk` or none:
+    an `@observe`d function, `start_span`, a chain run of Langfuse's LangChain callback handler) is
+    what OpenInference calls a `CHAIN` span, and reads as one: the span mapping's rules then name
+    its agent by it where it would be the service, or make it the run of a workflow of agents, and
+    read a LangGraph run the handler exported (`langgraph_*` metadata, kept as
+    `langfuse.observation.metadata.*`) as they read OpenInference's export of it. A run the handler
+    recorded as a plain span directly under a LangGraph `ToolNode` task (the node `tools`:
+    LangGraph's prebuilt agents, LangChain's `createAgent`) is a tool call, unless LangGraph marks
+    it as its own bookkeeping (`langsmith:hidden`: `ChannelWrite<...>`)."""
     observations = [r for r in records if isinstance(r, Observation)]
-    graphed = any("langgraph_node" in o.metadata for o in observations)
-    graph = langgraph_labels(
-        GraphRun(
-            sid=o.span.sid,
-            parent=o.span.parent_id,
-            name=o.span.name,
-            start_ns=o.span.start_ns,
-            metadata=o.metadata,
-            is_llm=span_role(o.span) == "llm",
-            is_tool=span_role(o.span) == "tool",
-        )
-        for o in observations
-        if graphed
-    )
+    by_id = {o.span.sid: o for o in observations}
+    graphed = any(o.metadata.get("langgraph_node") for o in observations)
     spans = []
     for o in observations:
         span = o.span
-        if span.sid in graph.agents and span.attributes.get("gen_ai.agent.name") is None:
-            span.attributes["gen_ai.agent.name"] = graph.agents[span.sid]
-        if span.sid in graph.tools:
-            span.attributes.setdefault("gen_ai.operation.name", "execute_tool")
-            span.attributes.setdefault("gen_ai.tool.name", span.name)
+        own = not o.otel and span.attributes.get("otel.scope.name") in (None, SDK_SCOPE)
+        if own and span_role(span) is None:
+            parent = by_id.get(span.parent_id or "")
+            if graphed and parent is not None and _tool_node_run(o, parent):
+                span.attributes.setdefault("gen_ai.operation.name", "execute_tool")
+                span.attributes.setdefault("gen_ai.tool.name", span.name)
+            elif o.type == "SPAN":
+                span.attributes.setdefault(OI_SPAN_KIND, OI_CHAIN)
         spans.append(span)
     return spans
+
+
+def _tool_node_run(observation: Observation, parent: Observation) -> bool:
+    """Whether `observation` is a tool the ToolNode task `parent` ran (see `to_spans`)."""
+    node = parent.metadata.get("langgraph_node")
+    tags = observation.metadata.get("tags")
+    return (
+        node == TOOL_NODE
+        and parent.span.name == node
+        and observation.metadata.get("langgraph_node") == node
+        and not (isinstance(tags, list) and HIDDEN_TAG in tags)
+    )
 
 
 def _score_value(score: dict[str, Any]) -> Any:

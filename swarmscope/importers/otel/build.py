@@ -19,7 +19,7 @@ from swarmscope.model import Edge, Event, Trace
 
 from ..chatlog import estimate_missing_tokens
 from ..scores import SCORE_VALUES
-from . import exported, genai, keys, langgraph, toolcalls
+from . import beeai, exported, genai, keys, langgraph, toolcalls
 from .agents import canonical_name
 from .fields import TraceFields
 from .genai import Transfer
@@ -82,6 +82,7 @@ def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str, sou
     spans = list(spans)
     if exported.is_export(spans):  # Swarmscope's own export: read back as written
         return exported.build_export(spans, source_format=source_format, trace_id=trace_id, sources=list(sources))
+    spans = beeai.fold_event_spans(spans)  # BeeAI's event spans: one span per run (beeai.py)
     return _TraceBuilder(spans, source_format, trace_id, list(sources)).build()
 
 

@@ -101,6 +101,11 @@ HANDOFF_TARGET_NAME = "gen_ai.agent.handoff.target.name"
 #: The evaluation event (model/gen-ai/events.yaml).
 EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
 
+# --- Agent names that frameworks write outside the conventions ---------------------------------------
+#: pydantic-ai's agent run span names its agent here (`InstrumentationConfig.agent_name_attr` of its
+#: instrumentation versions 1 and 2, pydantic_ai/_instrumentation.py; later versions write
+#: `gen_ai.agent.name` beside it).
+PYDANTIC_AI_AGENT_NAME = "agent_name"
 #: pydantic-ai's tool span ("running tool") holds the call's arguments and result here in its
 #: instrumentation data format 2 (`InstrumentationNames.for_version(2)`: `tool_arguments_attr`,
 #: `tool_result_attr`, pydantic_ai/_instrumentation.py); versions 3 on write

@@ -136,6 +136,8 @@ def graph_agents(
     if not positions:
         return found
     by_id = {s.sid: s for s in spans}
+    for sid in _in_agent_runs(positions, parent, by_id):
+        del positions[sid]
     model_nodes = _model_nodes(positions, parent, role, llm, tool)
     multi = {graph for graph, nodes in model_nodes.items() if len(nodes) >= 2}
     acting_for = _acting_for(positions, by_id, model_nodes, multi)
@@ -212,6 +214,30 @@ def _acting_for(
             if chosen is not None:
                 acting_for[task] = chosen[-1][0]
     return acting_for
+
+
+def _in_agent_runs(positions: Mapping[str, tuple[Segment, ...]], parent: Mapping[str, str | None], by_id) -> set[str]:
+    """The spans with LangGraph metadata that run inside a GenAI agent invocation (an `invoke_agent`
+    span at or above them): the nodes of that one agent's strategy graph, its steps, no agents
+    (Koog's Langfuse integration writes `langgraph_node` / `langgraph_step` on its strategy nodes
+    for Langfuse's graph view)."""
+    inside: dict[str, bool] = {}
+
+    def under_agent(sid: str | None) -> bool:
+        path = []
+        while sid is not None and sid not in inside:
+            span = by_id.get(sid)
+            if span is not None and span.attributes.get(keys.OPERATION_NAME) == keys.INVOKE_AGENT:
+                inside[sid] = True
+                break
+            path.append(sid)
+            sid = parent.get(sid)
+        found = inside.get(sid, False) if sid is not None else False
+        for step in path:
+            inside[step] = found
+        return found
+
+    return {sid for sid in positions if under_agent(sid)}
 
 
 def _graph_runs(positions: Mapping[str, tuple[Segment, ...]], parent: Mapping[str, str | None], by_id) -> set[str]:

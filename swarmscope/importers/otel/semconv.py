@@ -124,6 +124,8 @@ MESSAGE_EVENTS = {
 }
 #: The fields of a Gemini `FunctionResponse` (google-genai `types.FunctionResponse`).
 FUNCTION_RESPONSE_KEYS = frozenset({"id", "name", "response", "parts", "will_continue", "scheduling"})
+#: Fields beside `message` that make a dict a GenAI `gen_ai.choice` event body (events.yaml).
+CHOICE_KEYS = frozenset({"index", "finish_reason"})
 #: Roles of chat messages written as `{role: parts}` (Monocle's OpenAI Responses inputs).
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "model", "function"})
 INDEXED_PROMPT = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(role|content)$")
@@ -261,9 +263,13 @@ def _chat_text(value: Any) -> str | None:
 
 
 def _message_line(message: Any) -> tuple[str, str] | None:
-    """(role, text) of one chat message, or None when `message` is not one."""
+    """(role, text) of one chat message, or None when `message` is not one. A GenAI `gen_ai.choice`
+    event body (`{index, finish_reason, message: {role, content, tool_calls}}`, the body the
+    instrumentations wrote before `gen_ai.output.messages`; pydantic-ai's `events`) is its message."""
     if not isinstance(message, dict):
         return None
+    if "role" not in message and isinstance(choice := message.get("message"), dict) and CHOICE_KEYS & set(message):
+        message = {"role": "assistant", **choice}
     call = _tool_call_text(message)
     if "role" in message:
         body = message.get("parts", message.get("content"))
@@ -293,15 +299,32 @@ def _tool_call_text(item: dict) -> str | None:
     return f"{name}({arguments})"
 
 
+def _function_calls(text: str) -> list[dict] | None:
+    """The `function` objects of a JSON list of OpenAI tool calls, else None."""
+    decoded = _json(text)
+    if not isinstance(decoded, list) or not decoded:
+        return None
+    functions = [item.get("function") if isinstance(item, dict) else None for item in decoded]
+    if all(isinstance(f, dict) and isinstance(f.get("name"), str) for f in functions):
+        return functions  # type: ignore[return-value]
+    return None
+
+
 def _parts_text(body: Any, calls: list[dict]) -> str | None:
-    """Text of a message body: a string or a list of parts (text, tool calls, tool results)."""
+    """Text of a message body: a string or a list of parts (text, tool calls, tool results). A string
+    that is the JSON of a list of OpenAI tool calls (`[{"function": {name, arguments}, ...}]`: Koog's
+    Langfuse integration writes a tool-calling reply so) is those calls. An empty text beside tool
+    calls is left out."""
+    if isinstance(body, str) and body[:2] == "[{" and (listed := _function_calls(body)) is not None:
+        body, calls = [], listed + calls
     parts = [body] if isinstance(body, str) else [] if body is None else body
     if not isinstance(parts, list):
         return None
     texts = []
     for part in parts + calls:
         if isinstance(part, str):
-            texts.append(part)
+            if part or not calls:
+                texts.append(part)
         elif not isinstance(part, dict):
             return None
         elif (call := _tool_call_text(part)) is not None:
@@ -373,17 +396,28 @@ def agent_label(span: Span, role: str | None) -> str | None:
 
 
 def agent_label_source(span: Span, role: str | None) -> tuple[str | None, str]:
-    """(agent, where the name came from) a span names itself: `gen_ai.agent.name` unless it repeats
-    the framework, else (hand-off spans) `entity.N.from_agent`, else a Monocle agent entity, else
+    """(agent, where the name came from) a span names itself: `gen_ai.agent.name` (else pydantic-ai's
+    `agent_name`) unless it repeats the framework, else on a GenAI agent span (`invoke_agent`)
+    without a `gen_ai.agent.name` its `gen_ai.agent.id`, else (hand-off spans)
+    `entity.N.from_agent`, else a Monocle agent entity, else
     OpenInference `agent.name` / `graph.node.name` / `graph.node.id`, else an OpenInference AGENT
     span's name. A `create_agent` span names the agent it creates, not the one acting: None."""
     attributes = span.attributes
     if role == CREATE:
         return None, ""
-    name = attributes.get(keys.AGENT_NAME)
     frameworks = {str(attributes.get(key, "")).casefold() for key in (keys.PROVIDER_NAME, keys.SYSTEM)}
-    if isinstance(name, str) and name and name.casefold() not in frameworks:
-        return name, keys.AGENT_NAME
+    for key in (keys.AGENT_NAME, keys.PYDANTIC_AI_AGENT_NAME):
+        name = attributes.get(key)
+        if isinstance(name, str) and name and name.casefold() not in frameworks:
+            return name, key
+    agent_id = attributes.get(keys.AGENT_ID)
+    if (
+        isinstance(agent_id, str)
+        and agent_id
+        and keys.AGENT_NAME not in attributes
+        and attributes.get(keys.OPERATION_NAME) == keys.INVOKE_AGENT
+    ):
+        return agent_id, keys.AGENT_ID  # a GenAI agent span that names its agent by id only (Koog)
     if role == HANDOFF:
         sender = next((e["from_agent"] for e in entities(span) if e.get("from_agent")), None)
         if sender:
