@@ -38,3 +38,10 @@ test("failure modes read raised, clear, or unavailable with the reason (free-rid
   ]);
   assert.deepEqual(failureModeRows({}), []);
 });
+
+test("measured tokens and the estimate are two metrics; no measurement reads n/a with its reason", () => {
+  assert.deepEqual(metricText({ tokens: 1071, estimated_tokens: 513 }, "tokens"), { text: "1,071", reason: "" });
+  assert.deepEqual(metricText({ tokens: 1071, estimated_tokens: 513 }, "estimated_tokens"), { text: "~513 est.", reason: "" });
+  const why = "no measured token usage: the source reports none (~6690 estimated from content ...)";
+  assert.deepEqual(metricText({ tokens: null, estimated_tokens: 6690, unavailable: { tokens: why } }, "tokens"), { text: "n/a", reason: why });
+});

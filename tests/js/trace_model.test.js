@@ -270,6 +270,18 @@ test("agent edges are aggregated per pair and type", () => {
   assert.equal(stats.get("a").last, 6.5);
 });
 
+test("an agent's measured tokens and the importers' estimates are summed apart", () => {
+  const model = loaded();
+  model.applyDelta({ type: "delta", seq: 2, events: [
+    { id: "m1", t: 7, type: "message", agent: "b", tokens: 40 },
+    { id: "m2", t: 8, type: "message", agent: "b", tokens: 9, attributes: { tokens_estimated: true } },
+  ] });
+  const b = model.agentStats().get("b");
+  const before = loaded().agentStats().get("b");
+  assert.equal(b.tokens - before.tokens, 40);
+  assert.equal(b.estimatedTokens - before.estimatedTokens, 9);
+});
+
 test("20,000 events load and derive a view quickly", () => {
   const snap = syntheticSnapshot({ agents: 1000, events: 20000 });
   const started = performance.now();

@@ -46,6 +46,7 @@ from swarmscope.ingest import (
     plan_batch,
 )
 from swarmscope.redaction import compiled, redact_event, redact_trace
+from swarmscope.tokens import event_usage, events_usage, reported_total
 from webapp.accounts.models import Project
 from webapp.web.broadcast import broadcast_trace_delta, broadcast_trace_list, broadcast_trace_seq
 from webapp.web.jobs import enqueue
@@ -256,7 +257,7 @@ def _write_now(
 ) -> IngestResult:
     """Write `plan` under `seq` in the caller's transaction and broadcast its delta after commit."""
     _write_plan(row, plan, stored, seq)
-    _add_to_trace(row, fragment, plan, seq, merge_fields=not created, live=live)
+    _add_to_trace(row, fragment, plan, stored, seq, merge_fields=not created, live=live)
     row.save()
     delta = write_delta(
         row, seq, plan.create_agents + plan.update_agents, plan.touched_events, plan.add_edges, plan.add_labels
@@ -366,7 +367,7 @@ def _write_staged(
             staging.heartbeat()
             fresh = Trace.objects.select_for_update().get(pk=row.pk)
             _update_stored(plan, stored, seq)
-            _add_to_trace(fresh, fragment, plan, seq, merge_fields=not created, live=live)
+            _add_to_trace(fresh, fragment, plan, stored, seq, merge_fields=not created, live=live)
             fresh.staged_at = None
             fresh.save()
             if broadcast:  # no delta is built: viewers read what they lack from the database
@@ -556,14 +557,20 @@ def _update_stored(plan: BatchPlan, stored: _StoredRows, seq: int) -> None:
 
 
 def _add_to_trace(
-    row: Trace, fragment: core.Trace, plan: BatchPlan, seq: int, *, merge_fields: bool, live: bool
+    row: Trace,
+    fragment: core.Trace,
+    plan: BatchPlan,
+    stored: _StoredRows,
+    seq: int,
+    *,
+    merge_fields: bool,
+    live: bool,
 ) -> None:
     """Bring the trace row's seq, counts and totals up to date with `plan` (not saved); with
     `merge_fields`, the fragment's rewards, costs, metrics and attributes merge into the row's."""
     row.seq = seq
     row.event_count += len(plan.insert_events)
     row.agent_count += len(plan.create_agents)
-    row.total_tokens += sum(e.tokens or 0 for e in plan.insert_events)
     if plan.touched_events:
         row.duration_s = max(row.duration_s, max(e.t_end if e.t_end is not None else e.t for e in plan.touched_events))
     if merge_fields:
@@ -571,11 +578,31 @@ def _add_to_trace(
             incoming = getattr(fragment, name)
             if incoming:
                 setattr(row, name, {**getattr(row, name), **incoming})
+    _add_token_usage(row, plan, stored)
     row.reward = headline_reward(row.rewards)
     if plan.add_labels:
         row.label_summary = label_summary(row.label_summary, plan.add_labels)
     if live:
         row.last_event_at = timezone.now()
+
+
+def _add_token_usage(row: Trace, plan: BatchPlan, stored: _StoredRows) -> None:
+    """The row's token figures after `plan` (swarmscope.tokens): `total_tokens` the costs' reported
+    total, else plus the measured tokens the batch adds (inserted events, and stored events that
+    gain tokens by a merge); `estimated_tokens` plus its estimates, less those a merge replaced."""
+    added = events_usage(plan.insert_events)
+    measured, estimated = added.measured, added.estimated
+    for event in plan.update_events:
+        before, after = event_usage(stored.state.events[event.id]), event_usage(event)
+        estimated += after.estimated - before.estimated
+        if before.measured is not None or after.measured is not None:
+            measured = (measured or 0) + (after.measured or 0) - (before.measured or 0)
+    row.estimated_tokens += estimated
+    reported = reported_total(row.costs)
+    if reported is not None:
+        row.total_tokens = reported
+    elif measured is not None:
+        row.total_tokens = (row.total_tokens or 0) + measured
 
 
 EVENT_INSERT_COLUMNS = ("trace_id", "position", "seq") + EVENT_DATA_COLUMNS

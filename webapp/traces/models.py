@@ -37,7 +37,14 @@ class Trace(models.Model):
     reset_seq = models.BigIntegerField(default=0, help_text="seq of the last rebuild; older clients need a snapshot")
     event_count = models.IntegerField(default=0)
     agent_count = models.IntegerField(default=0)
-    total_tokens = models.BigIntegerField(default=0)
+    total_tokens = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="measured token usage (swarmscope.tokens.trace_usage); null when the source measured none",
+    )
+    estimated_tokens = models.BigIntegerField(
+        default=0, help_text="characters / 4 of the events without measured tokens; never part of total_tokens"
+    )
     duration_s = models.FloatField(default=0.0)
     reward = models.FloatField(null=True, blank=True)
     label_summary = models.CharField(max_length=500, blank=True)

@@ -163,6 +163,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "event_count": trace.event_count,
         "agent_count": trace.agent_count,
         "total_tokens": trace.total_tokens,
+        "estimated_tokens": trace.estimated_tokens,
         "duration_s": trace.duration_s,
         "reward": trace.reward,
         "labels": trace.label_summary,
@@ -170,6 +171,24 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "live_idle_s": LIVE_WINDOW_S,
         "created_at": trace.created_at.isoformat() if trace.created_at else None,
     }
+
+
+def token_figure(measured: int | None, estimated: int) -> dict[str, Any]:
+    """How a trace's tokens read (list, session, trace page; static/js/lib/format.js `tokenFigure`
+    says the same): `text` the measured total, or "~N est." where nothing was measured;
+    `estimated` whether `text` is an estimate; `title` what the figure is, naming an estimate
+    that is kept out of it (docs/metrics.md "Tokens")."""
+    if measured is not None:
+        title = "measured token usage, as the source reported it"
+        if estimated:
+            title += (
+                f"; ~{estimated} more estimated from content (characters / 4) for events without usage, not counted"
+            )
+        return {"text": str(measured), "estimated": False, "title": title}
+    if estimated:
+        title = "estimate: the source measured no token usage; characters / 4 of the events' content"
+        return {"text": f"~{estimated} est.", "estimated": True, "title": title}
+    return {"text": "–", "estimated": False, "title": "no token usage reported"}
 
 
 def is_live(trace: Trace) -> bool:
@@ -468,9 +487,10 @@ class ListFilters:
     def order_by(self) -> tuple[str, ...]:
         key = self.sort.lstrip("-")
         column = LIST_SORTS[key]
+        nullable = key in ("reward", "tokens")  # traces without a reward or measured tokens come last
         if self.sort.startswith("-"):
-            return (F(column).desc(nulls_last=True), "-id") if key == "reward" else ("-" + column, "-id")
-        return (F(column).asc(nulls_last=True), "id") if key == "reward" else (column, "id")
+            return (F(column).desc(nulls_last=True), "-id") if nullable else ("-" + column, "-id")
+        return (F(column).asc(nulls_last=True), "id") if nullable else (column, "id")
 
 
 def _outcome_q(outcome: str) -> Q:
@@ -690,6 +710,7 @@ def list_row(trace: Trace) -> dict[str, Any]:
         "event_count": trace.event_count,
         "agent_count": trace.agent_count,
         "total_tokens": trace.total_tokens,
+        "estimated_tokens": trace.estimated_tokens,
         "duration_s": trace.duration_s,
         "synthetic_time": bool(isinstance(trace.attributes, dict) and trace.attributes.get("synthetic_time")),
         "reward": trace.reward,

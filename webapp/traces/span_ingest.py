@@ -37,6 +37,7 @@ from swarmscope.importers.scores import select_reward
 from swarmscope.ingest import check_storable, label_key, new_trace_agents
 from swarmscope.inputs import refused_text_in
 from swarmscope.redaction import redact_event, redact_trace, redact_value
+from swarmscope.tokens import trace_usage
 from webapp.accounts.models import Project
 from webapp.web.broadcast import broadcast_trace_delta, broadcast_trace_reset
 from webapp.web.jobs import enqueue
@@ -626,13 +627,13 @@ def _set_from_build(row: Trace, build: core.Trace, seq: int, *, event_count: int
     row.rewards, row.metrics = {**row.rewards, **build.rewards}, {**row.metrics, **build.metrics}
     row.reward = headline_reward(row.rewards)
     row.seq, row.event_count, row.agent_count = seq, event_count, agent_count
-    total_tokens, duration_s = 0, 0.0
+    duration_s = 0.0
     for event in build.events:
-        total_tokens += event.tokens or 0
         end = event.t_end if event.t_end is not None else event.t
         if end > duration_s:
             duration_s = end
-    row.total_tokens, row.duration_s = total_tokens, duration_s
+    usage = trace_usage(build)
+    row.total_tokens, row.estimated_tokens, row.duration_s = usage.measured, usage.estimated, duration_s
     row.label_summary = label_summary("", build.labels)
     row.last_event_at = timezone.now()
 

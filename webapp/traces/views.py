@@ -158,7 +158,8 @@ def session_detail(request: HttpRequest, session_id: str):
         raise Http404("no such session")
     totals = {
         "events": sum(t.event_count for t in traces),
-        "tokens": sum(t.total_tokens for t in traces),
+        "tokens": sum(t.total_tokens or 0 for t in traces),
+        "estimated_tokens": sum(t.estimated_tokens for t in traces),
         "duration_s": sum(t.duration_s for t in traces),
     }
     return render(

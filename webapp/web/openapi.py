@@ -228,6 +228,33 @@ RESULTS = {
 }
 
 
+#: A trace's summary (webapp.traces.services.trace_summary); its token figures as
+#: docs/metrics.md "Tokens" defines them.
+TRACE = {
+    "type": "object",
+    "additionalProperties": True,
+    "required": ["id", "project", "total_tokens", "estimated_tokens"],
+    "properties": {
+        "id": ID,
+        "project": ID,
+        "total_tokens": {
+            "type": ["integer", "null"],
+            "minimum": 0,
+            "description": "measured token usage: the source's reported total (`costs.tokens`), else the sum of "
+            "its events' measured tokens; null when the source measured none. Estimates are never added",
+        },
+        "estimated_tokens": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "an estimate, not a measurement: characters / 4 of the content of the events without "
+            "measured tokens (an importer's flagged `tokens_estimated` figure where it made one); apart from "
+            "`total_tokens`",
+        },
+        "costs": OBJECT,
+    },
+}
+
+
 def _results(item: dict[str, Any]) -> dict[str, Any]:
     return {**RESULTS, "properties": {"results": {"type": "array", "items": item}}}
 
@@ -570,7 +597,7 @@ PATHS: dict[str, Any] = {
                     "caller does not read lists nothing, as an unknown session does; not a positive integer: 400",
                 ),
             ],
-            "responses": {"200": _json(RESULTS, "a page of trace summaries"), **_errors(400, 401)},
+            "responses": {"200": _json(_results(TRACE), "a page of trace summaries"), **_errors(400, 401)},
         },
         "post": {
             "summary": "Create a trace, optionally with a first batch",
@@ -606,7 +633,7 @@ PATHS: dict[str, Any] = {
             "summary": "One trace's summary",
             "operationId": "getTrace",
             "parameters": [_path_id("trace_id")],
-            "responses": {"200": _json(OBJECT, "the trace"), **_errors(401, 404)},
+            "responses": {"200": _json(TRACE, "the trace"), **_errors(401, 404)},
         },
     },
     "/api/traces/{trace_id}/events/": {

@@ -34,3 +34,30 @@ export function formatValue(v) {
   if (v === null || v === undefined) return "—";
   return typeof v === "string" ? v : JSON.stringify(v);
 }
+
+/**
+ * How a trace's tokens read, as the server renders them (webapp/traces/services.py `token_figure`):
+ * `text` the measured total, or "~N est." where the source measured none; `estimated` whether
+ * `text` is an estimate; `title` what the figure is, naming an estimate kept out of it.
+ * @param {number|null|undefined} measured `total_tokens` (null: nothing measured)
+ * @param {number|null|undefined} estimated `estimated_tokens`
+ * @returns {{text: string, estimated: boolean, title: string}}
+ */
+export function tokenFigure(measured, estimated) {
+  const guess = Number.isFinite(estimated) ? estimated : 0;
+  if (Number.isFinite(measured)) {
+    let title = "measured token usage, as the source reported it";
+    if (guess) title += `; ~${guess} more estimated from content (characters / 4) for events without usage, not counted`;
+    return { text: String(measured), estimated: false, title };
+  }
+  if (guess) {
+    return { text: `~${guess} est.`, estimated: true,
+      title: "estimate: the source measured no token usage; characters / 4 of the events' content" };
+  }
+  return { text: "–", estimated: false, title: "no token usage reported" };
+}
+
+/** Whether an event's `tokens` is an importer's estimate (characters / 4), not the source's count. */
+export function tokensEstimated(ev) {
+  return Boolean(ev?.attributes?.tokens_estimated);
+}

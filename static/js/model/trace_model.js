@@ -413,19 +413,23 @@ export class TraceModel {
   }
 
   /**
-   * Per-agent totals: event count, tokens, first `t` and last `t` / `t_end` (seconds).
-   * @returns {Map<string, {events: number, tokens: number, first: number, last: number}>}
+   * Per-agent totals: event count, measured tokens, the tokens importers estimated (events flagged
+   * `tokens_estimated`, kept apart: docs/metrics.md "Tokens"), first `t` and last `t` / `t_end` (seconds).
+   * @returns {Map<string, {events: number, tokens: number, estimatedTokens: number, first: number, last: number}>}
    */
   agentStats() {
     return this._memoise("agentStats", () => {
       const stats = new Map();
       for (const name of this._lanes.lanes.keys()) {
-        stats.set(name, { events: 0, tokens: 0, first: Infinity, last: -Infinity });
+        stats.set(name, { events: 0, tokens: 0, estimatedTokens: 0, first: Infinity, last: -Infinity });
       }
       for (const ev of this.events.values()) {
         const s = stats.get(ev.agent);
         s.events += 1;
-        s.tokens += finite(ev.tokens) ? ev.tokens : 0;
+        if (finite(ev.tokens)) {
+          if (ev.attributes?.tokens_estimated) s.estimatedTokens += ev.tokens;
+          else s.tokens += ev.tokens;
+        }
         s.first = Math.min(s.first, ev.t);
         s.last = Math.max(s.last, finite(ev.t_end) ? ev.t_end : ev.t);
       }

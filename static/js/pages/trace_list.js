@@ -7,6 +7,7 @@
 
 import { el } from "../lib/dom.js";
 import { LiveConnection, websocketUrl } from "../lib/live_connection.js";
+import { tokenFigure } from "../lib/format.js";
 import { formatDuration, formatReward, ListRows, matchesFilters, truncate } from "../lib/trace_list_live.js";
 
 const PAGE_SIZE = 50;
@@ -75,13 +76,25 @@ function setText(tr, column, text) {
   for (const node of tr.querySelectorAll(`[data-col=${column}]`)) node.textContent = text;
 }
 
+/** The tokens cell as `_trace_row.html` renders it: measured, or an estimate marked as one. */
+function setTokens(tr, row) {
+  const figure = tokenFigure(row.total_tokens, row.estimated_tokens);
+  for (const td of tr.querySelectorAll("[data-col=total_tokens]")) {
+    td.textContent = figure.text;
+    td.title = figure.title;
+    td.classList.toggle("estimate", figure.estimated);
+    td.dataset.measured = Number.isFinite(row.total_tokens) ? String(row.total_tokens) : "";
+    td.dataset.estimated = String(row.estimated_tokens ?? 0);
+  }
+}
+
 function fill(tr, row) {
   tr.dataset.seq = row.seq;
   setText(tr, "name", truncate(row.name, 90));
   setText(tr, "system", row.system);
   setText(tr, "agent_count", row.agent_count);
   setText(tr, "event_count", row.event_count);
-  setText(tr, "total_tokens", row.total_tokens);
+  setTokens(tr, row);
   setText(tr, "duration_s", formatDuration(row));
   setText(tr, "reward", formatReward(row.reward));
   setText(tr, "labels", truncate(row.labels, 60));

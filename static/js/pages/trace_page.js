@@ -55,7 +55,7 @@ import { installKeyboardPaths, isTyping, TRACE_PAGE_KEYS } from "../lib/keys_hel
 import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
 import { MetricsPanel } from "../panels/metrics_panel.js";
 import { Timeline } from "../views/timeline.js";
-import { TraceFacts } from "../panels/trace_facts.js";
+import { renderTokens, TraceFacts } from "../panels/trace_facts.js";
 import { Transcript } from "../panels/transcript.js";
 import { makeResizer } from "../lib/resizer.js";
 
@@ -152,6 +152,7 @@ class TracePage {
       onSelectAgent: (name) => this.selectAgent(name),
     });
     this.facts = new TraceFacts(part("trace-facts"), { onGoToMistake: () => this.transcript.goToMistake() });
+    this.tokens = part("trace-tokens");
     this.filters = new FiltersPanel(part("filters"), {
       model: this.model,
       onChange: () => this.scheduleRender(),
@@ -446,6 +447,7 @@ class TracePage {
     if (this.computedMetrics) document.body.dataset.metricsSeq = String(this.metricsSeq);
     this.transcript.render();
     this.facts.render(model.trace, model.labels);
+    renderTokens(this.tokens, model.trace);
     this.filters.sync();
     if (this.renderedVersion !== model.version) {
       this.renderedVersion = model.version;

@@ -10,11 +10,18 @@
  */
 
 import { eventColor, roleColor } from "../lib/palette.js";
-import { formatSeconds } from "../lib/format.js";
+import { formatSeconds, tokensEstimated } from "../lib/format.js";
 import { el } from "../lib/dom.js";
 
 /** How many of an agent's events the inspector lists. */
 const AGENT_EVENTS_LISTED = 50;
+
+/** A token figure that is an estimate, marked as one (docs/metrics.md "Tokens"). */
+function estimateNode(text) {
+  const node = el("span", text, "estimate");
+  node.title = "estimated from content (characters / 4): the source reported no usage here";
+  return node;
+}
 
 /**
  * Split text into prose and code: fenced blocks (```lang ... ```, an unclosed fence runs to
@@ -185,7 +192,7 @@ export class Inspector {
       ["from", ev.from == null ? null : this._agentLink(ev.from)],
       ["to", ev.to == null ? null : this._agentLink(ev.to)],
       ["tool", ev.tool],
-      ["tokens", ev.tokens],
+      ["tokens", Number.isFinite(ev.tokens) && tokensEstimated(ev) ? estimateNode(`~${ev.tokens} est.`) : ev.tokens],
       ["trusted", ev.trusted == null ? null : ev.trusted ? "yes" : "no"],
       ["content_ref", ev.content_ref],
       ["seq", ev.seq],
@@ -233,6 +240,7 @@ export class Inspector {
       ["despawned_at", Number.isFinite(agent.despawned_at) ? formatSeconds(agent.despawned_at) : null],
       ["events", stats?.events ?? 0],
       ["tokens", stats?.tokens || null],
+      ["tokens, estimated", stats?.estimatedTokens ? estimateNode(`~${stats.estimatedTokens} est.`) : null],
     ];
     const meta = this._definitions(rows, "inspector-meta");
     out.push(this._section("Details", meta));

@@ -31,6 +31,10 @@ export const COMPUTED_METRICS = Object.freeze({
     help: "mean corrupted causal descendants per initially corrupted event (survey §9)" },
   fan_out_max: { label: "Max fan-out", format: formatNumber, help: "most agents spawned by one agent" },
   spawn_depth: { label: "Spawn depth", format: formatNumber, help: "depth of the spawn tree" },
+  tokens: { label: "Tokens (measured)", format: formatNumber,
+    help: "token usage the source measured (its reported total, else its events' usage); estimates are never added" },
+  estimated_tokens: { label: "Tokens, estimated", format: (x) => `~${formatNumber(x)} est.`, estimate: true,
+    help: "an estimate, not a measurement: characters / 4 of the content of the events without measured usage; kept out of the measured figure" },
 });
 
 /** Keys of computed_metrics that are not shown as metric cards. */
@@ -133,7 +137,8 @@ export class MetricsPanel {
     const cards = el("dl", null, "metric-cards");
     cards.dataset.testid = "computed-metrics";
     const extra = Object.keys(computed).filter((k) => !(k in COMPUTED_METRICS) && !NOT_CARDS.has(k));
-    const keys = [...Object.keys(COMPUTED_METRICS).filter((k) => k in computed),
+    // An estimate of nothing (every event measured) is no card.
+    const keys = [...Object.keys(COMPUTED_METRICS).filter((k) => k in computed && !(k === "estimated_tokens" && !computed[k])),
       ...extra.filter((k) => typeof computed[k] === "number")];
     const others = extra.filter((k) => typeof computed[k] !== "number");
     for (const key of keys) {
@@ -142,7 +147,7 @@ export class MetricsPanel {
       card.dataset.metric = key;
       const { text, reason } = metricText(computed, key);
       card.title = [info?.help, reason].filter(Boolean).join("\n");
-      card.append(el("dt", info?.label ?? humanise(key)), el("dd", text));
+      card.append(el("dt", info?.label ?? humanise(key)), el("dd", text, info?.estimate ? "estimate" : ""));
       if (reason) {
         card.classList.add("metric-unavailable");
         const why = el("dd", reason, "metric-reason muted");

@@ -5,6 +5,7 @@
  */
 
 import { el } from "../lib/dom.js";
+import { tokenFigure } from "../lib/format.js";
 import { traceFacts } from "../lib/transcript_data.js";
 
 const MISTAKE_KEYS = new Set(["mistake_agent", "mistake_step", "mistake_reason"]);
@@ -96,4 +97,36 @@ export class TraceFacts {
     for (const [name, dd] of items) dl.append(el("dt", name), dd);
     this.root.replaceChildren(dl);
   }
+}
+
+/**
+ * The header's token figure (`[data-testid=trace-tokens]`, rendered first by trace_detail.html) kept
+ * up to date with the trace summary of each snapshot and delta: the measured total, or the estimate
+ * marked as one where nothing was measured, and beside a measured total the estimate of the events
+ * without usage, apart and not added (docs/metrics.md "Tokens"). Hidden when there is neither.
+ * @param {HTMLElement|null} root
+ * @param {{total_tokens?: number|null, estimated_tokens?: number}|null} trace
+ */
+export function renderTokens(root, trace) {
+  if (!root || !trace) return;
+  const measured = Number.isFinite(trace.total_tokens) ? trace.total_tokens : null;
+  const estimated = Number.isFinite(trace.estimated_tokens) ? trace.estimated_tokens : 0;
+  const key = `${measured}/${estimated}`;
+  if (root.dataset.shown === key) return;
+  root.dataset.shown = key;
+  root.dataset.measured = measured === null ? "" : String(measured);
+  root.dataset.estimated = String(estimated);
+  const figure = tokenFigure(measured, estimated);
+  const main = el("span", `${figure.text} tokens`, figure.estimated ? "estimate" : "");
+  main.dataset.tokens = "figure";
+  main.title = figure.title;
+  const parts = ["· ", main];
+  if (measured !== null && estimated) {
+    const apart = el("span", `(~${estimated} est. apart)`, "estimate muted");
+    apart.dataset.tokens = "estimate";
+    apart.title = "estimated from content (characters / 4) for the events without measured usage; not in the measured figure";
+    parts.push(" ", apart);
+  }
+  root.replaceChildren(...parts);
+  root.hidden = measured === null && !estimated;
 }

@@ -26,7 +26,7 @@ import { eventColor, roleColor } from "../lib/palette.js";
 import { estimateRowHeight, contentText, FOLD_LINES, mistakeEventId, nextHit, normaliseQuery,
   pairToolCalls, searchRows, snippet } from "../lib/transcript_data.js";
 import { el } from "../lib/dom.js";
-import { formatSeconds } from "../lib/format.js";
+import { formatSeconds, tokensEstimated } from "../lib/format.js";
 import { renderMarkdownInto } from "../lib/markdown.js";
 import { RowHeights } from "../lib/windowing.js";
 
@@ -636,7 +636,15 @@ export class Transcript {
     type.style.setProperty("--chip", eventColor(ev.type));
     head.append(type);
     if (ev.tool) head.append(el("code", ev.tool, "tx-tool"));
-    if (Number.isFinite(ev.tokens) && ev.tokens > 0) head.append(el("span", `${ev.tokens} tok`, "tx-tokens"));
+    if (Number.isFinite(ev.tokens) && ev.tokens > 0) {
+      if (tokensEstimated(ev)) {
+        const tok = el("span", `~${ev.tokens} tok est.`, "tx-tokens estimate");
+        tok.title = "estimated from content (characters / 4): the source reported no usage here";
+        head.append(tok);
+      } else {
+        head.append(el("span", `${ev.tokens} tok`, "tx-tokens"));
+      }
+    }
     if (mistake) {
       const flag = el("span", "Labelled mistake", "flag flag-mistake");
       flag.dataset.testid = "transcript-mistake-flag";

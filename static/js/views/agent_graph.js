@@ -167,14 +167,17 @@ export class AgentGraph {
       this._layoutVersion = model.version;
     }
     const stats = model.agentStats();
+    // By tokens: the measured ones; a trace without any sizes by the importers' estimates instead.
+    let key = this.sizeBy;
+    if (key === "tokens" && ![...stats.values()].some((s) => s.tokens > 0)) key = "estimatedTokens";
     let max = 1;
-    for (const s of stats.values()) max = Math.max(max, s[this.sizeBy]);
+    for (const s of stats.values()) max = Math.max(max, s[key]);
     // Many agents share the same screen: draw them smaller.
     const [base, range] = this._layout.size > LARGE_GRAPH ? [1.5, 7] : [4, 14];
     const nodes = new Map();
     for (const [name, at] of this._layout) {
       if (!model.agentPasses(name)) continue;
-      const value = stats.get(name)?.[this.sizeBy] ?? 0;
+      const value = stats.get(name)?.[key] ?? 0;
       const mistake = model.isMistakeAgent(name);
       const selected = name === this.selected;
       const cursor = this.focused && name === this.cursor;
