@@ -16,7 +16,9 @@ resource (`service.name` = the trace's system) and one scope, holding
   `create_agent` for spawns, `invoke_agent` for delegations (with `gen_ai.transfer.target.name`);
   every span also carries `swarmscope.event.id`, `swarmscope.event.type`, the fields no GenAI
   attribute holds (`swarmscope.event.t`, `.t_end`, `.index`, `.role`, ...) and the event's own
-  attributes (`swarmscope.attributes.*`; a folded result: `swarmscope.result_event.*`);
+  attributes (`swarmscope.attributes.*`; a folded result: `swarmscope.result_event.*`); an event's
+  measured tokens as `gen_ai.usage.output_tokens`, an estimate as `swarmscope.event.tokens` (a
+  backend would count GenAI usage as measured: docs/metrics.md "Tokens");
 - the trace's edges as span links on the destination event's span (`swarmscope.edge.type`, `.src`,
   `.dst`: event ids, since a folded span holds two events).
 
@@ -43,6 +45,7 @@ from typing import Any
 
 from .importers.otel_sdk import iso_ns
 from .model import Agent, Event, Trace
+from .tokens import is_estimated
 
 #: Event types exported as `chat` spans (an LLM turn's output); the others have their own operation.
 OPERATIONS = {
@@ -333,8 +336,8 @@ def _event_attributes(event: Event, index: int) -> dict[str, Any]:
             attrs["gen_ai.output.messages"] = json.dumps(
                 [{"role": role, "parts": [{"type": "text", "content": event.content}]}], ensure_ascii=False
             )
-    if event.tokens is not None:
-        attrs["gen_ai.usage.output_tokens"] = event.tokens
+    if event.tokens is not None:  # an importer's estimate is no usage: a backend would count it
+        attrs["swarmscope.event.tokens" if is_estimated(event) else "gen_ai.usage.output_tokens"] = event.tokens
     for key, value in _values(event.attributes, "swarmscope.attributes.", "swarmscope.event.json_attributes").items():
         attrs.setdefault(key, value)
     return attrs

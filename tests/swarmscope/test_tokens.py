@@ -9,6 +9,7 @@ from swarmscope.importers import SourceFile, read_files
 from swarmscope.importers.langfuse import langfuse_total
 from swarmscope.metrics import compute_metrics
 from swarmscope.model import Event, Trace
+from swarmscope.otlp_export import to_otlp_json
 from swarmscope.tokens import TOKENS_ESTIMATED, TokenUsage, event_usage, trace_usage
 from tests.swarmscope.importers.spans import make_span
 from tests.token_usage import langfuse_call_totals, shared_groups
@@ -185,3 +186,17 @@ def test_who_and_when_estimates_are_characters_over_four(shared_data):
         history = json.loads(path.read_text())["history"]
         expected = sum(math.ceil(len(h.get("content") or "") / 4) for h in history)
         assert trace_usage(trace) == TokenUsage(None, expected), path.name
+
+
+def test_an_otlp_export_never_writes_an_estimate_as_usage(fixtures):
+    """A backend reading the export (Langfuse, Phoenix) would count `gen_ai.usage.*` as measured:
+    estimates go under Swarmscope's own key, and come back as estimates."""
+    (chat,) = swarmscope.read_traces(fixtures / "whowhen_hand_crafted.json")
+    (calls,) = swarmscope.read_traces(fixtures / "langfuse_reasoning_tokens.json")
+    for trace, measured_calls in ((chat, 0), (calls, 2)):
+        doc = to_otlp_json(trace)
+        spans = [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+        usage = [a for s in spans for a in s["attributes"] if a["key"].startswith("gen_ai.usage.")]
+        assert len(usage) == measured_calls, trace.name
+        (back,) = read_files([SourceFile("export.json", json.dumps(doc).encode())]).traces
+        assert trace_usage(back) == trace_usage(trace), trace.name

@@ -126,8 +126,9 @@ def _event(span: Span, prefix: str, event_id: str, event_type: str, agent: str, 
         t = (span.start_ns - t0) / 1e9 if prefix == EVENT else (span.end_ns - t0) / 1e9
         t_end = (span.end_ns - t0) / 1e9 if prefix == EVENT and span.end_ns != span.start_ns else None
     json_names = attrs.get(f"{prefix}.json_attributes")
-    if prefix == EVENT:  # the exporter writes these as GenAI attributes
-        tool, tokens = attrs.get("gen_ai.tool.name"), attrs.get("gen_ai.usage.output_tokens")
+    if prefix == EVENT:  # the exporter writes these as GenAI attributes (an estimate: its own, `<prefix>.tokens`)
+        tool = attrs.get("gen_ai.tool.name")
+        tokens = attrs.get("gen_ai.usage.output_tokens", attrs.get(f"{EVENT}.tokens"))
         content = _content(attrs, event_type)
         own_attributes = _prefixed(attrs, "swarmscope.attributes.", json_names)
     else:  # a folded result: the GenAI attributes are its call's, but for the result
