@@ -200,7 +200,8 @@ def _otel_files(root: Path) -> list[Path]:
 
 
 def stored_form(trace: Trace) -> dict:
-    """What a viewer sees of a stored trace, order of arrival left out."""
+    """What a viewer sees of a stored trace, order of arrival left out (but the agents' order, the
+    order of their lanes)."""
     events = {e.pop("event_id"): e for e in trace.events.values(*EVENT_DATA_COLUMNS)}
     agents = {
         a.pop("name"): a
@@ -218,6 +219,7 @@ def stored_form(trace: Trace) -> dict:
         "labels": sorted(map(repr, trace.labels.values("key", "value", "event_id", "agent", "source"))),
         "events": events,
         "agents": agents,
+        "agent_order": list(trace.agents.order_by("id").values_list("name", flat=True)),
         "edges": sorted(trace.edges.values_list("src", "dst", "type")),
     }
 

@@ -427,9 +427,12 @@ def _apply_plan(row: Trace, plan: _BuildPlan) -> IngestResult:
     _write_events(row, events, seq)
     _delete(Edge, edges.removed)
     create_edges(row, edges.added, seq)
-    # A changed agent is deleted and inserted again, as events are (no row refers to an agent's pk).
-    _delete(Agent, agents.removed + [a.pk for a in agents.changed])
-    create_agents(row, [*agents.added, *agents.changed], seq)
+    # Agents keep the build's order (their pk order): one changed in place is updated; those from
+    # the first out of place on are deleted and inserted again in order (no row refers to an
+    # agent's pk).
+    Agent.objects.bulk_update(agents.updated, [*AGENT_COLUMNS, "seq"])
+    _delete(Agent, agents.removed + [a.pk for a in agents.inserted if isinstance(a, Agent)])
+    create_agents(row, agents.inserted, seq)
     _delete(Label, labels.removed)
     create_labels(row, labels.added, seq)
     _set_from_build(row, build, seq, event_count=events.count, agent_count=agents.count)
@@ -567,23 +570,37 @@ def _write_events(row: Trace, diff: _EventDiff, seq: int) -> None:
 
 @dataclass
 class _AgentDiff:
-    """A build's agents against the stored rows: `changed` are the stored rows set to their new
-    form (not saved); `removed` are row pks; `fills_in`: every change only adds."""
+    """A build's agents against the stored rows, kept in the build's order (the rows' pk order).
+
+    `added`: agents not stored; `changed`: stored rows set to their new form (not saved), of which
+    `updated` stay in place and the rest are inserted again; `inserted`: what to insert, in order
+    (new agents and the stored ones from the first out of place on); `removed`: row pks;
+    `fills_in`: every change only adds, and no stored agent moved."""
 
     added: list[core.Agent]
     changed: list[Agent]
+    updated: list[Agent]
+    inserted: list[core.Agent | Agent]
     removed: list[int]
     count: int
     fills_in: bool
 
 
 def _diff_agents(row: Trace, agents: dict[str, core.Agent], seq: int) -> _AgentDiff:
-    stored = {a.name: a for a in row.agents.all()}
+    stored = {a.name: a for a in row.agents.order_by("id")}
+    wanted = list(agents)
+    kept = [name for name in stored if name in agents]
+    in_place = 0
+    while in_place < len(kept) and kept[in_place] == wanted[in_place]:
+        in_place += 1
+    moved = set(kept[in_place:])
     changed: list[Agent] = []
-    fills_in = True
+    fills_in = not moved
     for name, agent in agents.items():
         before = stored.get(name)
-        if before is None or all(getattr(before, f) == getattr(agent, f) for f in AGENT_COLUMNS):
+        if before is None or (
+            name not in moved and all(getattr(before, f) == getattr(agent, f) for f in AGENT_COLUMNS)
+        ):
             continue
         fills_in &= (
             all(getattr(before, f) in (None, getattr(agent, f)) for f in AGENT_COLUMNS if f != "attributes")
@@ -596,6 +613,8 @@ def _diff_agents(row: Trace, agents: dict[str, core.Agent], seq: int) -> _AgentD
     return _AgentDiff(
         added=[a for name, a in agents.items() if name not in stored],
         changed=changed,
+        updated=[a for a in changed if a.name not in moved],
+        inserted=[stored[name] if name in moved else agents[name] for name in wanted[in_place:]],
         removed=[a.pk for name, a in stored.items() if name not in agents],
         count=len(agents),
         fills_in=fills_in,
