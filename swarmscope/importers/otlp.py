@@ -65,7 +65,8 @@ def sniff(doc: Any) -> bool:
 
 def any_value(value: Any) -> Any:
     """An OTLP `AnyValue` as a plain value: int for `intValue` (given as string or number), lists for
-    `arrayValue`, dicts for `kvlistValue`, the base64 text for `bytesValue`; None when empty."""
+    `arrayValue`, dicts for `kvlistValue`, for `bytesValue` the JSON text it holds, else its base64 text
+    (`bytes_text`); None when empty."""
     if not isinstance(value, dict) or not value:
         return None
     if len(value) == 1 and "stringValue" in value:  # most values: read before the general case
@@ -78,6 +79,11 @@ def any_value(value: Any) -> Any:
             return float(inner)
     except (TypeError, ValueError):
         return inner
+    if kind in ("bytesValue", "bytes_value") and isinstance(inner, str):
+        try:
+            return bytes_text(base64.b64decode(inner, validate=True))
+        except ValueError:
+            return inner
     if kind in ("arrayValue", "array_value", "kvlistValue", "kvlist_value"):
         values = inner.get("values") if isinstance(inner, dict) else None
         values = values if isinstance(values, list) else []
@@ -373,8 +379,24 @@ def _pb_value(value) -> Any:
     if kind == "kvlist_value":
         return _pb_attributes(value.kvlist_value.values)
     if kind == "bytes_value":
-        return base64.b64encode(value.bytes_value).decode()
+        return bytes_text(value.bytes_value)
     return getattr(value, kind)
+
+
+def bytes_text(data: bytes) -> str:
+    """An OTLP `bytesValue` as text: the JSON document it holds where it is UTF-8 JSON text (an
+    object or a list: LangSmith 0.3's OTel exporter sets `gen_ai.prompt` / `gen_ai.completion` to
+    the run's orjson bytes), else its base64 text (OTLP/JSON's form of bytes)."""
+    stripped = data.lstrip()
+    if stripped[:1] in (b"{", b"["):
+        try:
+            text = data.decode("utf-8")
+            json.loads(text)
+        except ValueError:
+            pass
+        else:
+            return text
+    return base64.b64encode(data).decode()
 
 
 def _pb_attributes(items) -> dict[str, Any]:

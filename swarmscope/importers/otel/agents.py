@@ -7,6 +7,7 @@ it with events and edges. The rules: docs/otel-mapping.md, "Agent" and "Invocati
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -60,6 +61,19 @@ def span_texts(span: Span) -> tuple[str | None, str | None]:
     return render(raw_input), render(raw_output)
 
 
+def _argument_names(span: Span) -> set[str]:
+    """The text values of a tool span's arguments (its input, a JSON object), as `canonical_name`s."""
+    arguments = render(span_io(span)[0])
+    if isinstance(arguments, str) and arguments.startswith("{"):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return set()
+    if not isinstance(arguments, dict):
+        return set()
+    return {canonical_name(value) for value in arguments.values() if isinstance(value, str)}
+
+
 class SpanTree:
     """The span tree of one trace id's spans, with the agent acting in each span (built on creation).
 
@@ -88,6 +102,7 @@ class SpanTree:
         self.t0 = min(span.start_ns for span in self.real)
         self.parent: dict[str, str | None] = {s.sid: s.parent_id for s in self.real}
         self._add_placeholders()
+        self._adopt_tool_runs()
         self.depth = self._depths()
         self.order = sorted(self.by_id.values(), key=lambda s: (s.start_ns, self.depth[s.sid], s.sid))
         self.top_down = sorted(self.by_id.values(), key=lambda s: (self.depth[s.sid], s.start_ns, s.sid))
@@ -137,6 +152,36 @@ class SpanTree:
                 missing=True,
             )
             self.parent[parent_id] = None
+
+    def _adopt_tool_runs(self) -> None:
+        """An agent run recorded beside a tool span of its caller instead of inside it (the OTel
+        context did not follow the tool into the run it started: Agno's `delegate_task_to_member`,
+        a generator tool, runs the member with the team's span current) is that tool's work: a
+        span naming an agent other than its parent's, within the time of a TOOL sibling, gets that
+        tool span as its parent. Of several such tools, the one whose arguments name the agent (its
+        name or an `…agent.id` attribute of the run, ignoring case and punctuation); where none or
+        several do, the run stays where it is."""
+        tools: dict[str, list[Span]] = defaultdict(list)
+        for span in self.real:
+            if (parent_id := self.parent[span.sid]) is not None and span_role(span) == TOOL:
+                tools[parent_id].append(span)
+        for span in self.real:
+            parent_id = self.parent[span.sid]
+            if parent_id not in tools or span_role(span) not in (AGENT, None):
+                continue
+            label = own_label(span)[0]
+            if not label or label == own_label(self.by_id[parent_id])[0]:
+                continue
+            around = [t for t in tools[parent_id] if t.start_ns <= span.start_ns and span.end_ns <= t.end_ns]
+            if len(around) > 1:
+                names = {canonical_name(label)} | {
+                    canonical_name(value)
+                    for key, value in span.attributes.items()
+                    if key.endswith("agent.id") and isinstance(value, str)
+                }
+                around = [t for t in around if names & _argument_names(t)]
+            if len(around) == 1:
+                self.parent[span.sid] = around[0].sid
 
     def _depths(self) -> dict[str, int]:
         """Depth of every span (roots 0); a parent link that closes a cycle is cut."""

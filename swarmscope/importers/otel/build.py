@@ -36,6 +36,7 @@ from .semconv import (
     WORKFLOW,
     entities,
     model_name,
+    render,
     span_io,
     tool_name,
     usage,
@@ -62,6 +63,10 @@ class Delivery:
     receiver: str | None
     root: Span | None = None
     returns: bool = True
+
+
+#: Chat roles of the instructions an agent is given, not a message another agent sends it.
+INSTRUCTION_ROLES = ("system", "developer")
 
 
 @span_memo
@@ -122,6 +127,7 @@ class _TraceBuilder(TraceFields):
         self.node_owner: dict[str, str | None] | None = None
         self.graph_children: bool | None = None  # whether any span sets `graph.node.parent_id`
         self.called_by_id: tuple[dict[str, str], dict[str, str]] | None = None  # `_called_by_id`
+        self.tool_call_ids: set[str] | None = None  # `_handoff_recorded`
 
     def build(self) -> Trace:
         for span in self.order:
@@ -221,6 +227,7 @@ class _TraceBuilder(TraceFields):
         transfer = (genai.transfer(span) or self._argument_handoff(span)) if role == TOOL else None
         if role == LLM and not self._has_llm_below(span):
             self._message_event(span, agent)
+            self._unrecorded_handoffs(span, agent)
         elif role == PLAN:
             self._message_event(span, agent, type_="orchestrator_decision")
         elif role == CREATE:
@@ -307,7 +314,7 @@ class _TraceBuilder(TraceFields):
         prefix = next((p for p in HANDOFF_TOOL_PREFIXES if name.startswith(p)), None)
         if prefix is None:
             return None
-        arguments = span_io(span)[0]
+        arguments: Any = self._text(span)[0]  # as rendered: also arguments a tool-message event holds (Strands)
         if isinstance(arguments, str) and arguments.startswith("{"):
             try:
                 arguments = json.loads(arguments)
@@ -318,6 +325,71 @@ class _TraceBuilder(TraceFields):
                 if isinstance(value, str) and (named := self.agents_by_canonical.get(canonical_name(value))):
                     return named
         return self.agents_by_canonical.get(canonical_name(name[len(prefix) :]))
+
+    def _unrecorded_handoffs(self, span: Span, agent: str) -> None:
+        """The hand-off tool calls (`transfer_to_…` / `handoff_to_…` naming a known agent, by an
+        argument or the name's suffix) in a model call's output that no tool or hand-off span
+        records: the framework ran the hand-off without executing a tool (Microsoft Agent
+        Framework's handoff workflow ends the agent's run at the `handoff_to_<agent>` call, in
+        middleware, with no `execute_tool` span). Each is a hand-off at the model call's end, like
+        the tool span would be. Recorded: a tool span with the call's `gen_ai.tool.call.id`, or a
+        tool or hand-off span of the same invocation after the call with the tool's name or target."""
+        raw = span_io(span)[1]
+        text = raw if isinstance(raw, str) else json.dumps(raw, default=str) if raw is not None else ""
+        if not any(prefix in text for prefix in HANDOFF_TOOL_PREFIXES):
+            return
+        for index, (call_id, name, arguments) in enumerate(toolcalls.requested_calls(raw)):
+            prefix = next((p for p in HANDOFF_TOOL_PREFIXES if name.startswith(p)), None)
+            if prefix is None:
+                continue
+            try:
+                decoded = json.loads(arguments) if arguments and arguments.startswith("{") else {}
+            except ValueError:
+                decoded = {}
+            decoded = decoded if isinstance(decoded, dict) else {}
+            named = [self.agents_by_canonical.get(canonical_name(v)) for v in decoded.values() if isinstance(v, str)]
+            target = next(filter(None, named), None) or self.agents_by_canonical.get(
+                canonical_name(name[len(prefix) :])
+            )
+            if target is None or target == agent or self._handoff_recorded(span, call_id, name, target):
+                continue
+            event = self._event(
+                span,
+                agent,
+                "delegate",
+                f"{span.sid}:handoff:{index}",
+                t_ns=span.end_ns,
+                end_ns=span.end_ns,
+                from_=agent,
+                to=target,
+                tool=name,
+                content=arguments if decoded else None,
+            )
+            self.pending_handoffs.append(Delivery(event=event, sender=agent, receiver=target))
+
+    def _handoff_recorded(self, llm: Span, call_id: str | None, name: str, target: str) -> bool:
+        """Whether a tool or hand-off span records the hand-off call `name` (to `target`) that the model
+        call `llm` made (see `_unrecorded_handoffs`)."""
+        if call_id is not None:
+            if self.tool_call_ids is None:
+                self.tool_call_ids = {
+                    str(s.attributes.get(keys.GEN_AI_TOOL_CALL_ID))
+                    for s in self.real
+                    if self.role[s.sid] in (TOOL, HANDOFF) and s.attributes.get(keys.GEN_AI_TOOL_CALL_ID)
+                }
+            if call_id in self.tool_call_ids:
+                return True
+        invocation = self.invocation.get(llm.sid)
+        for other in self.members.get(invocation, ()) if invocation else ():
+            if self.role[other.sid] not in (TOOL, HANDOFF) or other.start_ns < llm.start_ns:
+                continue
+            if (
+                tool_name(other) == name
+                or (handoff_span_target(other) or "")
+                and canonical_name(handoff_span_target(other) or "") == canonical_name(target)
+            ):
+                return True
+        return False
 
     def _is_unaddressed_handoff(self, span: Span) -> bool:
         """Whether `span` is a hand-off tool (`transfer_to_…` / `handoff_to_…`) that records no
@@ -601,7 +673,7 @@ class _TraceBuilder(TraceFields):
                 (
                     text
                     for span in self.members[root.sid]
-                    if self.role[span.sid] in (AGENT, None) and (text := self._text(span)[0])
+                    if self.role[span.sid] in (AGENT, None) and (text := self._input_sent(span))
                 ),
                 None,
             )
@@ -628,6 +700,20 @@ class _TraceBuilder(TraceFields):
             attributes=attributes,
         )
         self.deliveries.append(Delivery(event=event, sender=sender, receiver=receiver, root=root))
+
+    def _input_sent(self, span: Span) -> str | None:
+        """The input of an invoked agent's span as its invoker sent it: where it is chat messages, those
+        but the system / developer ones (the agent's own instructions, which its spans record beside
+        the task: Strands' `invoke_agent` events); else the span's input as text."""
+        raw = span_io(span)[0]
+        if isinstance(raw, str) and raw.startswith("["):
+            try:
+                raw = json.loads(raw)
+            except ValueError:
+                return self._text(span)[0]
+        if isinstance(raw, list) and any(isinstance(m, dict) and m.get("role") in INSTRUCTION_ROLES for m in raw):
+            return render([m for m in raw if not (isinstance(m, dict) and m.get("role") in INSTRUCTION_ROLES)])
+        return self._text(span)[0]
 
     def _deliver(self, delivery: Delivery, receiver: str, root: Span) -> None:
         """A waiting hand-off or broadcast reaches `receiver`'s invocation at `root`."""

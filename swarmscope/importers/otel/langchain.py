@@ -19,7 +19,9 @@ OTel exporter `langsmith/_internal/otel/_otel_exporter.py`, OpenInference's Lang
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from typing import Any
 
 #: LangChain message `type` -> chat role.
@@ -43,6 +45,51 @@ CLASS_ROLES = {
     "FunctionMessage": "tool",
     "ChatMessage": "user",
 }
+
+
+#: A LangChain message's `str()` (pydantic's field listing, no class name): `content='…'` first, then
+#: other `field=value` pairs (`name='search' tool_call_id='call_1'`, `additional_kwargs={}`, ...).
+MESSAGE_STR = re.compile(r"""^content=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?:\s+[a-z_]+=.*)?$""", re.DOTALL)
+
+
+def _json_or_literal(text: str) -> Any:
+    """`text` as JSON, else as a Python literal (`python_literal`), else None."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return python_literal(text)
+
+
+def message_str(text: str) -> str | None:
+    """The content of a LangChain message written as its `str()` (`content='…' name='search'
+    tool_call_id='…'`: OpenInference's LangChain tracer before 0.1.5x records a tool's
+    `ToolMessage` output so), else None."""
+    match = MESSAGE_STR.match(text) if text.startswith("content=") else None
+    if match is None:
+        return None
+    try:
+        content = ast.literal_eval(match.group(1))
+    except (ValueError, SyntaxError):
+        return None
+    return content if isinstance(content, str) else None
+
+
+#: Longest Python repr read as a literal (`python_literal`).
+MAX_LITERAL = 100_000
+
+
+def python_literal(text: str) -> dict | list | None:
+    """`text` read as a Python literal dict or list where it is one (`{'query': 'x'}`: the `str()` of a
+    value an instrumentor could not write as JSON; OpenInference's LangChain tracer before 0.1.5x
+    records a tool's input so), else None. Only literals are read (`ast.literal_eval`), up to
+    `MAX_LITERAL` characters."""
+    if len(text) > MAX_LITERAL or text[:2] not in ("{'", "['", '{"', "[{", "[["):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict | list) else None
 
 
 def message(value: Any) -> dict[str, Any] | None:
@@ -109,6 +156,11 @@ def unwrap(value: Any) -> Any | None:
     if set(value) == {"output"}:
         inner = value["output"]
         return unwrap(inner) or inner
+    if set(value) == {"input"} and isinstance(value["input"], str):
+        # LangSmith's wrapper of a tool's input string, the `str()` of its arguments (langsmith 0.3)
+        inner = value["input"]
+        arguments = _json_or_literal(inner)
+        return json.dumps(arguments, ensure_ascii=False, default=str) if isinstance(arguments, dict) else None
     if "messages" in value and (chat := _messages(value["messages"])) is not None:
         return chat
     said = message(value)

@@ -25,6 +25,7 @@ its own) and its `__start__` task are the workflow: no agent.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -98,7 +99,7 @@ def command_goto(span: Span) -> tuple[str, ...]:
     `gen_ai.completion`, wrapped as `{"output": ...}`)."""
     for key in (keys.OUTPUT_VALUE, keys.COMPLETION):
         value = span.attributes.get(key)
-        if not isinstance(value, str) or '"goto"' not in value:
+        if not isinstance(value, str) or "goto" not in value:
             continue
         try:
             decoded = json.loads(value)
@@ -106,9 +107,36 @@ def command_goto(span: Span) -> tuple[str, ...]:
             continue
         if isinstance(decoded, dict) and set(decoded) == {"output"}:
             decoded = decoded["output"]
+        if isinstance(decoded, str) and (named := _repr_goto(decoded)) is not None:
+            return tuple(name for name in named if name != END)
         if isinstance(decoded, dict) and "goto" in decoded and {"update", "graph"} & set(decoded):
             return tuple(name for name in _goto(decoded["goto"]) if name != END)
     return ()
+
+
+#: A `Command`'s repr (`Command(goto='x')`, `Command(update={...}, goto=['a', Send(node='b', arg=...)])`):
+#: the text after `goto=`; the node names in it: a `Send`'s `node='…'`, else the quoted names.
+COMMAND_REPR = re.compile(r"^Command\(.*\bgoto=(.*)\)$", re.DOTALL)
+SEND_NODE = re.compile(r"""\bnode=(?:'([^']*)'|"([^"]*)")""")
+QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+def _repr_goto(text: str) -> list[str] | None:
+    """The nodes a LangGraph `Command` written as its repr goes to (OpenInference's LangChain tracer
+    before 0.1.5x records a node's `Command` output as `str()` of it), else None: `goto='x'`, a
+    list of names, `Send(node='x', arg=...)` or a list of those."""
+    match = COMMAND_REPR.match(text)
+    if match is None:
+        return None
+    goto = match.group(1).strip()
+    if goto.startswith("Send(") or goto.startswith("[Send("):
+        found = SEND_NODE.findall(goto)
+    elif goto[:1] in ("'", '"', "["):
+        end = goto.find("]") + 1 if goto.startswith("[") else len(goto)
+        found = QUOTED.findall(goto[:end] if goto.startswith("[") else goto.split(",")[0])
+    else:
+        return None
+    return [a or b for a, b in found]
 
 
 @dataclass

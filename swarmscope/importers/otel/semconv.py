@@ -208,6 +208,11 @@ def render(value: Any) -> str | None:
     decoded = _json(value) if isinstance(value, str) else value
     if isinstance(decoded, str):
         return decoded
+    if decoded is None and isinstance(value, str):
+        if (said := langchain.message_str(value)) is not None:
+            return said
+        if (literal := langchain.python_literal(value)) is not None:  # a Python repr: read, then shown as JSON
+            return render(json.dumps(literal, ensure_ascii=False, default=str))
     body = _gemini_body(decoded)
     if body is not decoded:
         return render(body)
@@ -221,9 +226,9 @@ def render(value: Any) -> str | None:
         text is None
         and isinstance(decoded, list)
         and decoded
-        and all(isinstance(part, dict) and "type" in part for part in decoded)
+        and all(isinstance(part, dict) and ("type" in part or _converse_block(part)) for part in decoded)
     ):
-        text = _parts_text(decoded, [])  # a bare list of parts (`gen_ai.system_instructions`)
+        text = _parts_text(decoded, [])  # a bare list of parts (`gen_ai.system_instructions`, Converse blocks)
     if text is not None:
         return text
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
@@ -310,6 +315,32 @@ def _function_calls(text: str) -> list[dict] | None:
     return None
 
 
+#: Content blocks of the Bedrock Converse API's messages, one key each (Strands Agents' content).
+CONVERSE_BLOCKS = frozenset(
+    {"text", "toolUse", "toolResult", "reasoningContent", "image", "document", "video", "cachePoint", "guardContent"}
+)
+
+
+def _converse_block(part: dict) -> str | None:
+    """Text of a Bedrock Converse content block (`{"text": ...}`, `{"toolUse": {name, input}}`,
+    `{"toolResult": {content: [blocks]}}`; Strands Agents writes its messages so): a tool use
+    "name(input)", a tool result its content's text, reasoning and cache points "" (no text),
+    media `[image]`; None when `part` is no such block."""
+    if len(part) != 1 or next(iter(part)) not in CONVERSE_BLOCKS:
+        return None
+    kind, body = next(iter(part.items()))
+    if kind == "text":
+        return body if isinstance(body, str) else None
+    if kind == "toolUse" and isinstance(body, dict) and isinstance(body.get("name"), str):
+        return _tool_call_text({"name": body["name"], "arguments": body.get("input") or {}})
+    if kind == "toolResult" and isinstance(body, dict):
+        content = body.get("content")
+        return _parts_text(content, []) if isinstance(content, list) else render(content) or ""
+    if kind in ("reasoningContent", "cachePoint"):
+        return ""
+    return f"[{kind}]"
+
+
 def _parts_text(body: Any, calls: list[dict]) -> str | None:
     """Text of a message body: a string or a list of parts (text, tool calls, tool results). A string
     that is the JSON of a list of OpenAI tool calls (`[{"function": {name, arguments}, ...}]`: Koog's
@@ -317,6 +348,9 @@ def _parts_text(body: Any, calls: list[dict]) -> str | None:
     calls is left out."""
     if isinstance(body, str) and body[:2] == "[{" and (listed := _function_calls(body)) is not None:
         body, calls = [], listed + calls
+    elif isinstance(body, str) and body[:2] == "[{" and isinstance(blocks := _json(body), list):
+        if all(isinstance(block, dict) and _converse_block(block) is not None for block in blocks):
+            body = blocks  # Converse content blocks as JSON text (Strands' message events)
     parts = [body] if isinstance(body, str) else [] if body is None else body
     if not isinstance(parts, list):
         return None
@@ -334,6 +368,9 @@ def _parts_text(body: Any, calls: list[dict]) -> str | None:
             texts.append(f"{gemini_call['name']}({arguments})")
         elif isinstance(gemini_response := part.get("function_response"), dict):
             texts.append(render(gemini_response.get("response")) or "")
+        elif (block := _converse_block(part)) is not None:
+            if block:
+                texts.append(block)
         else:
             text = next(
                 (
@@ -460,6 +497,8 @@ def delegation_target(span: Span) -> str | None:
     `coworker` (`keys.DELEGATION_TARGET_ARGUMENTS`), read as CrewAI reads it: a list's first
     item, whitespace collapsed, quotes dropped. None when the arguments name none."""
     arguments = span_io(span)[0]
+    if not isinstance(arguments, dict):
+        arguments = render(arguments)  # also arguments a tool-message event holds
     if isinstance(arguments, str) and arguments.startswith("{"):
         try:
             arguments = json.loads(arguments)

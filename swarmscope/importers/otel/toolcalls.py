@@ -69,6 +69,22 @@ def requested(value: Any) -> dict[str, str]:
     return calls
 
 
+def requested_calls(value: Any) -> list[tuple[str | None, str, str | None]]:
+    """(call id, tool name, arguments as JSON text) of each tool call in a model output value, in order
+    (GenAI `tool_call` parts, OpenAI `tool_calls`)."""
+    calls: list[tuple[str | None, str, str | None]] = []
+    for message in _messages(value):
+        for part in [*_list(message.get("parts")), *_list(message.get("tool_calls"))]:
+            if not isinstance(part, dict):
+                continue
+            function = part["function"] if isinstance(part.get("function"), dict) else part
+            name = function.get("name")
+            if part.get("type", "tool_call") in ("tool_call", "function", "function_call") and isinstance(name, str):
+                call_id = part.get("id") if isinstance(part.get("id"), str) and part.get("id") else None
+                calls.append((call_id, name, _text(function.get("arguments"))))
+    return calls
+
+
 def answered(value: Any) -> dict[str, str]:
     """Call id -> the tool's result (text) of each tool answer in a model input value."""
     results: dict[str, str] = {}
