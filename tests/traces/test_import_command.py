@@ -111,7 +111,9 @@ def test_a_skipped_file_says_what_it_holds_and_what_is_read(tmp_path):
     (tmp_path / "NOTES").write_text("# Notes\nnothing here\n")
     code, out, err = run(tmp_path)
     assert code == 0 and Trace.objects.count() == 0
-    formats = "; no importer reads it (formats: native, langfuse, langsmith, survey, whowhen, mast, otlp, otlp_logs, jaeger, "
+    formats = (
+        "; no importer reads it (formats: native, langfuse, langsmith, survey, whowhen, mast, otlp, otlp_logs, jaeger, "
+    )
     assert f"schema.json: skipped: not a trace: a JSON object with keys title, type, properties{formats}" in out
     items = "a JSON list of 2 items: objects, the first with keys step, who"
     assert f"events.json: skipped: not a trace: {items}{formats}" in out
