@@ -4,7 +4,6 @@ instrumentor (`opentelemetry-instrumentation-openai-v2`, content on the logs sig
 `OpenAIChatCompletionClient` against the scripted server: the trace holds what
 programs/autogen_teams.py did, written here by hand from the program."""
 
-
 import pytest
 
 from tests.frameworks import facts
