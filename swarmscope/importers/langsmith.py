@@ -18,24 +18,28 @@ trace id, the one before the last the parent, the last the run (a JS patch carri
 
 Why spans and `build_trace`: a run tree is a span tree, and the orchestration structure the span
 mapping derives (an invocation per agent, delegations to it, hand-off tools, returns, parallel
-fan-out) is exactly what LangGraph runs need once each run says which agent acts in it. So each
+fan-out) is exactly what LangGraph runs need, with the agents its LangGraph rule finds. So each
 run becomes an `otel.Span` with the attributes LangSmith's own OpenTelemetry exporter writes
 (`langsmith.span.kind`, `langsmith.trace.name`, `langsmith.metadata.<key>`, `gen_ai.operation.name`
 from the run type: llm -> chat, tool -> execute_tool; retriever -> execute_tool too (retrieval is a
 tool call here, where the exporter writes "embeddings"); `gen_ai.request/response.model`,
 `gen_ai.usage.*_tokens`), content as `gen_ai.input.messages` / `gen_ai.output.messages` (LangChain
 messages converted to `{role, content, tool_calls}`) for LLM runs, `gen_ai.tool.call.arguments` /
-`.result` for tools, `gen_ai.prompt` / `gen_ai.completion` (JSON) for the rest, and the agent
-names below.
+`.result` for tools, `gen_ai.prompt` / `gen_ai.completion` (JSON) for the rest.
 
-LangGraph (`extra.metadata.langgraph_node`, `langgraph_step`, `langgraph_triggers`,
-`langgraph_checkpoint_ns`), see `langgraph_labels`: the run that starts a node's task in the top
-graph names the agent `langgraph_node` (`gen_ai.agent.name`), nested subgraph nodes (a supervisor's
-or a ReAct agent's own `agent` / `tools` nodes) act for it; the graph run above the nodes is the
-orchestrator, named by its run name; a node of tool calls without LLM runs (a `ToolNode`) acts for
-the agent node of the step before. `transfer_to_<agent>` tool runs are hand-offs (the span mapping's
-hand-off tools). Tokens: `usage_metadata` (in the outputs, their messages, or `extra.metadata`),
-else `outputs.llm_output.token_usage`, else the run's `prompt_tokens` / `completion_tokens`; cache
+LangGraph: its metadata (`langgraph_node`, `langgraph_step`, `langgraph_checkpoint_ns`, ...) is
+`langsmith.metadata.<key>`, as the exporter writes it, and the span mapping's LangGraph rule
+(`otel.langgraph`, docs/otel-mapping.md "Agent identity") decides the agents, as for LangSmith's
+OTel export of the same program: each node of a multi-agent graph is an agent (a supervisor and its
+experts), the nodes of the sub-graph it runs (`agent`, `tools`) its steps (`graph_node`); the run of
+a multi-agent top graph is the workflow, no agent; `transfer_to_<agent>` tool runs and a node's
+`Command(goto=...)` output are hand-offs. A chain run reads as an OpenInference CHAIN span (as the
+Langfuse importer reads the SDK's plain spans): a run tree has no service, so an agent that would
+be named by one (a ReAct graph's, a `@traceable` function's) is named by its run (a graph's name,
+`LangGraph` where the program gives none).
+
+Tokens: `usage_metadata` (in the outputs, their messages, or `extra.metadata`), else
+`outputs.llm_output.token_usage`, else the run's `prompt_tokens` / `completion_tokens`; cache
 reads and writes as `gen_ai.usage.cache_read.input_tokens` / `cache_creation.input_tokens`. Session:
 the thread metadata (`thread_id`, `session_id`, `conversation_id`) -> `trace.attributes["session_id"]`
 (a run's `session_id` field is the tracing project, kept as `project_id`).
@@ -57,14 +61,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from swarmscope.model import Trace
 
 from .otel import Span, build_trace, hex_id
+from .otel.keys import OI_CHAIN, OI_SPAN_KIND
 from .otel_sdk import iso_ns
 
 FORMAT = "langsmith"
@@ -142,104 +146,6 @@ def _dotted_time_ns(stamp: str) -> int:
 def jsonish(value: Any) -> str:
     """Text of a value for an attribute: strings as they are, anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
-# --- LangGraph ------------------------------------------------------------------------------------
-
-
-@dataclass
-class GraphRun:
-    """What `langgraph_labels` needs of one run/observation: ids, LangGraph metadata, role facts."""
-
-    sid: str
-    parent: str | None
-    name: str
-    start_ns: int
-    metadata: dict[str, Any]
-    is_llm: bool
-    is_tool: bool
-
-
-@dataclass
-class GraphLabels:
-    """`agents`: span id -> the agent acting from that span down; `tools`: span ids to read as tool
-    calls (the untyped children of a `ToolNode`)."""
-
-    agents: dict[str, str] = field(default_factory=dict)
-    tools: set[str] = field(default_factory=set)
-
-
-def _task_key(metadata: dict[str, Any]) -> tuple[str, str] | None:
-    """(node, task key) of the top-graph node task a run belongs to, from `langgraph_checkpoint_ns`
-    ("supervisor:<task id>|agent:<task id>": the first segment), else `langgraph_node` + step."""
-    node = metadata.get("langgraph_node")
-    if not isinstance(node, str) or not node:
-        return None
-    namespace = metadata.get("langgraph_checkpoint_ns") or metadata.get("checkpoint_ns")
-    if isinstance(namespace, str) and namespace:
-        first = namespace.split("|", 1)[0]
-        return first.split(":", 1)[0] or node, first
-    return node, f"{node}:{metadata.get('langgraph_step')}"
-
-
-def _step(metadata: dict[str, Any]) -> int | None:
-    step = metadata.get("langgraph_step")
-    try:
-        return int(step) if step is not None and not isinstance(step, bool) else None
-    except (TypeError, ValueError):
-        return None
-
-
-def langgraph_labels(runs: Iterable[GraphRun]) -> GraphLabels:
-    """Agents of a LangGraph run (see the module docstring): node tasks of the top graph are agents
-    named by their node, the graph run above them the orchestrator (its run name), a tool node
-    without LLM runs acts for the agent node of the step before it (else for the graph)."""
-    runs = list(runs)
-    by_id = {r.sid: r for r in runs}
-    tasks: dict[str, list[GraphRun]] = defaultdict(list)
-    nodes: dict[str, str] = {}
-    for run in runs:
-        found = _task_key(run.metadata)
-        if found:
-            nodes[found[1]] = found[0]
-            tasks[found[1]].append(run)
-    labels = GraphLabels()
-    if not tasks:
-        return labels
-    roots: dict[str, GraphRun] = {}
-    for key, members in tasks.items():
-        ids = {m.sid for m in members}
-        tops = [m for m in members if m.parent not in ids]
-        roots[key] = min(tops or members, key=lambda r: r.start_ns)
-    steps: dict[str, int | None] = {key: _step(root.metadata) for key, root in roots.items()}
-    agent_steps: dict[int, list[str]] = defaultdict(list)
-    tool_nodes: list[str] = []
-    for key, members in tasks.items():
-        has_llm = any(m.is_llm for m in members)
-        if not has_llm and (any(m.is_tool for m in members) or nodes[key] == TOOL_NODE):
-            tool_nodes.append(key)
-        else:
-            labels.agents[roots[key].sid] = nodes[key]
-            step = steps[key]
-            if step is not None:
-                agent_steps[step].append(nodes[key])
-    for key in tool_nodes:
-        step = steps[key]
-        before = [s for s in agent_steps if step is not None and s < step]
-        if before:
-            candidates = agent_steps[max(before)]
-            triggers = " ".join(str(t) for t in roots[key].metadata.get("langgraph_triggers") or [])
-            named = [c for c in candidates if c in triggers]
-            labels.agents[roots[key].sid] = (named or candidates)[0]
-        root_id = roots[key].sid
-        for run in tasks[key]:
-            if run.parent == root_id and not run.is_llm and not run.is_tool:
-                labels.tools.add(run.sid)
-    for root in roots.values():
-        graph = by_id.get(root.parent or "")
-        if graph is not None and _task_key(graph.metadata) is None and graph.sid not in labels.agents:
-            labels.agents[graph.sid] = graph.name or "LangGraph"
-    return labels
 
 
 # --- LangChain values -----------------------------------------------------------------------------
@@ -533,6 +439,8 @@ def _attributes(run: dict[str, Any]) -> dict[str, Any]:
             attributes[f"langsmith.metadata.{key}"] = value if scalar else jsonish(value)
     if run_type in OPERATIONS:
         attributes["gen_ai.operation.name"] = OPERATIONS[run_type]
+    elif run_type == "chain":
+        attributes[OI_SPAN_KIND] = OI_CHAIN  # no service to name its agent: its run does
     if run_type == "llm":
         attributes.update(_llm_attributes(run))
     elif run_type in ("tool", "retriever"):
@@ -579,11 +487,14 @@ def _llm_attributes(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tool_attributes(run: dict[str, Any]) -> dict[str, Any]:
-    """Name, arguments and result of a tool or retriever run (a ToolMessage result: its content)."""
+    """Name, arguments and result of a tool or retriever run (a ToolMessage result: its content).
+    Arguments: a tool's `input` (the text older LangChain tool runs record), else its inputs (the
+    arguments themselves, as newer ones record them); a retriever's `query`."""
     attributes: dict[str, Any] = {"gen_ai.tool.name": str(run.get("name") or "")}
     inputs, outputs = run.get("inputs"), run.get("outputs")
     if inputs:
-        value = inputs.get("input", inputs.get("query", inputs)) if isinstance(inputs, dict) else inputs
+        key = "query" if run.get("run_type") == "retriever" else "input"
+        value = inputs.get(key, inputs) if isinstance(inputs, dict) else inputs
         attributes["gen_ai.tool.call.arguments"] = jsonish(value)
     if outputs:
         value = outputs.get("output", outputs) if isinstance(outputs, dict) and len(outputs) == 1 else outputs
@@ -624,25 +535,8 @@ def _merged(records: list[_Run]) -> list[_Run]:
 
 
 def to_spans(trace_id: str, records: list[_Run]) -> list[Span]:
-    """The runs of `split` decoded as spans, LangGraph agents named (`gen_ai.agent.name`)."""
-    records = _merged(records)
-    spans = [_span(trace_id, r) for r in records]
-    graph = langgraph_labels(
-        GraphRun(
-            sid=span.sid,
-            parent=span.parent_id,
-            name=span.name,
-            start_ns=span.start_ns,
-            metadata=_metadata(run.data),
-            is_llm=run.data.get("run_type") == "llm",
-            is_tool=run.data.get("run_type") in ("tool", "retriever"),
-        )
-        for span, run in zip(spans, records)
-    )
-    for span in spans:
-        if span.sid in graph.agents:
-            span.attributes.setdefault("gen_ai.agent.name", graph.agents[span.sid])
-    return spans
+    """The runs of `split` decoded as spans (see the module docstring)."""
+    return [_span(trace_id, r) for r in _merged(records)]
 
 
 def build(trace_id: str, records: list[_Run], sources: list[str]) -> Trace:
