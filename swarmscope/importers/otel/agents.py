@@ -74,6 +74,13 @@ def _argument_names(span: Span) -> set[str]:
     return {canonical_name(value) for value in arguments.values() if isinstance(value, str)}
 
 
+def _lazy_result(span: Span) -> bool:
+    """Whether a tool span's output is a Python object's default repr (`<generator object … at
+    0x…>`): the tool returned a lazy value, run after the span ended."""
+    output = span.attributes.get(keys.OUTPUT_VALUE)
+    return isinstance(output, str) and LAZY_VALUE.match(output) is not None
+
+
 class SpanTree:
     """The span tree of one trace id's spans, with the agent acting in each span (built on creation).
 
@@ -160,7 +167,10 @@ class SpanTree:
         span naming an agent other than its parent's, within the time of a TOOL sibling, gets that
         tool span as its parent. Of several such tools, the one whose arguments name the agent (its
         name or an `…agent.id` attribute of the run, ignoring case and punctuation); where none or
-        several do, the run stays where it is."""
+        several do, the run stays where it is. A tool whose output is a Python object's default
+        repr (`<generator object …>`: it returned a lazy value that the framework ran after the
+        span ended; Agno 1.x's `transfer_task_to_member`) holds, besides, the run that its
+        arguments name and that starts after it, before its caller's next model or tool call."""
         tools: dict[str, list[Span]] = defaultdict(list)
         for span in self.real:
             if (parent_id := self.parent[span.sid]) is not None and span_role(span) == TOOL:
@@ -172,16 +182,32 @@ class SpanTree:
             label = own_label(span)[0]
             if not label or label == own_label(self.by_id[parent_id])[0]:
                 continue
+            names = {canonical_name(label)} | {
+                canonical_name(value)
+                for key, value in span.attributes.items()
+                if key.endswith("agent.id") and isinstance(value, str)
+            }
             around = [t for t in tools[parent_id] if t.start_ns <= span.start_ns and span.end_ns <= t.end_ns]
             if len(around) > 1:
-                names = {canonical_name(label)} | {
-                    canonical_name(value)
-                    for key, value in span.attributes.items()
-                    if key.endswith("agent.id") and isinstance(value, str)
-                }
                 around = [t for t in around if names & _argument_names(t)]
+            if not around:
+                around = [
+                    t
+                    for t in tools[parent_id]
+                    if _lazy_result(t)
+                    and t.end_ns <= span.start_ns
+                    and names & _argument_names(t)
+                    and not self._called_between(parent_id, t.end_ns, span.start_ns)
+                ]
             if len(around) == 1:
                 self.parent[span.sid] = around[0].sid
+
+    def _called_between(self, parent_id: str, start_ns: int, end_ns: int) -> bool:
+        """Whether a model or tool call of the span `parent_id` (a child of it) starts in [start, end)."""
+        return any(
+            self.parent[s.sid] == parent_id and start_ns <= s.start_ns < end_ns and span_role(s) in (LLM, TOOL)
+            for s in self.real
+        )
 
     def _depths(self) -> dict[str, int]:
         """Depth of every span (roots 0); a parent link that closes a cycle is cut."""

@@ -9,6 +9,7 @@ docs/otel-mapping.md. (Over 500 lines: one builder whose passes share the span t
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
@@ -65,6 +66,8 @@ class Delivery:
     returns: bool = True
 
 
+#: The repr of a dataclass or pydantic object (`RunResponse(content=None, …)`).
+OBJECT_FIELDS_REPR = re.compile(r"^[A-Z]\w*\(\w+=")
 #: Chat roles of the instructions an agent is given, not a message another agent sends it.
 INSTRUCTION_ROLES = ("system", "developer")
 
@@ -704,13 +707,18 @@ class _TraceBuilder(TraceFields):
     def _input_sent(self, span: Span) -> str | None:
         """The input of an invoked agent's span as its invoker sent it: where it is chat messages, those
         but the system / developer ones (the agent's own instructions, which its spans record beside
-        the task: Strands' `invoke_agent` events); else the span's input as text."""
+        the task: Strands' `invoke_agent` events); none where it is the bound arguments of a
+        framework method that hold the framework's objects as reprs (`{"run_response":
+        "RunResponse(content=None, …)", …}`: openinference-instrumentation-agno 0.1 records `Agent._run`
+        so; the caller's tool arguments are then the content); else the span's input as text."""
         raw = span_io(span)[0]
-        if isinstance(raw, str) and raw.startswith("["):
+        if isinstance(raw, str) and raw.startswith(("[", "{")):
             try:
                 raw = json.loads(raw)
             except ValueError:
                 return self._text(span)[0]
+        if isinstance(raw, dict) and any(isinstance(v, str) and OBJECT_FIELDS_REPR.match(v) for v in raw.values()):
+            return None  # a framework method's bound arguments holding its own objects: nothing sent
         if isinstance(raw, list) and any(isinstance(m, dict) and m.get("role") in INSTRUCTION_ROLES for m in raw):
             return render([m for m in raw if not (isinstance(m, dict) and m.get("role") in INSTRUCTION_ROLES)])
         return self._text(span)[0]

@@ -197,7 +197,32 @@ def span_name_agent(span: Span) -> str | None:
     match = BRACKETED_AGENT.match(span.name)
     name = (match.group(1) if match else span.name).strip()
     run = RUN_METHOD.match(name)
-    return (run.group(1).strip() if run else name) or None
+    name = run.group(1).strip() if run else name
+    if not name:
+        return None
+    # the name as an attribute of the span writes it (one named `….agent`, `….team`, `….name`), where
+    # it is the same name up to case and punctuation (openinference-instrumentation-agno 0.1: span
+    # `Editorial_Team.run`, `agno.team` "Editorial Team")
+    wanted = _plain(name)
+    spelled = sorted(
+        (key, value)
+        for key, value in span.attributes.items()
+        if key.rsplit(".", 1)[-1] in NAMING_KEYS
+        and isinstance(value, str)
+        and value != name
+        and len(value) <= 200
+        and _plain(value) == wanted
+    )
+    return spelled[0][1] if spelled and wanted else name
+
+
+#: The last part of the attribute names that may spell an agent's name (`span_name_agent`).
+NAMING_KEYS = frozenset({"agent", "team", "name"})
+
+
+def _plain(name: str) -> str:
+    """`name` case-folded, only its letters and digits (as `agents.canonical_name`)."""
+    return "".join(c for c in name.casefold() if c.isalnum())
 
 
 @span_memo

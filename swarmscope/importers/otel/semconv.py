@@ -243,6 +243,8 @@ def _gemini_body(value: Any) -> Any:
     `value` itself."""
     if not isinstance(value, dict) or "role" in value:
         return value
+    if (choices := _completion_choices(value)) is not None:
+        return choices  # an OpenAI Chat Completions response body: its choices' messages
     if isinstance(value.get("name"), str) and "response" in value and set(value) <= FUNCTION_RESPONSE_KEYS:
         return value["response"]
     content = value.get("content")
@@ -531,7 +533,40 @@ def usage(span: Span) -> tuple[int | None, int | None, int | None]:
     def first(keys: tuple[str, ...]) -> int | None:
         return next((n for source in sources for key in keys if (n := as_int(source.get(key))) is not None), None)
 
-    return first(INPUT_TOKEN_KEYS), first(OUTPUT_TOKEN_KEYS), first(TOTAL_TOKEN_KEYS)
+    found = first(INPUT_TOKEN_KEYS), first(OUTPUT_TOKEN_KEYS), first(TOTAL_TOKEN_KEYS)
+    if found == (None, None, None) and (reported := _response_usage(span)) is not None:
+        sources = [reported]
+        found = first(INPUT_TOKEN_KEYS), first(OUTPUT_TOKEN_KEYS), first(TOTAL_TOKEN_KEYS)
+    return found
+
+
+def _response_usage(span: Span) -> dict[str, Any] | None:
+    """The `usage` of an OpenAI Chat Completions response body that an LLM span records as its output
+    (`output.value`: `{"id", "choices": [...], "usage": {prompt_tokens, completion_tokens,
+    total_tokens}}`; openinference-instrumentation-agno 0.1 writes the raw response and no token
+    counts), else None."""
+    value = span.attributes.get(keys.OUTPUT_VALUE)
+    if not isinstance(value, str) or '"usage"' not in value or '"choices"' not in value:
+        return None
+    decoded = _json(value)
+    if _completion_choices(decoded) is None or not isinstance(decoded.get("usage"), dict):
+        return None
+    return decoded["usage"]
+
+
+def _completion_choices(value: Any) -> list[dict] | None:
+    """The choices of an OpenAI Chat Completions response body (`{"choices": [{index, finish_reason,
+    message}], ...}`), else None."""
+    if not isinstance(value, dict):
+        return None
+    choices = value.get("choices")
+    if (
+        isinstance(choices, list)
+        and choices
+        and all(isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices)
+    ):
+        return choices
+    return None
 
 
 def span_io(span: Span) -> tuple[Any, Any]:

@@ -317,3 +317,85 @@ def test_otlp_bytes_holding_json_are_that_text():
     assert (
         otlp.any_value({"bytesValue": base64.b64encode(b"not json").decode()}) == base64.b64encode(b"not json").decode()
     )
+
+
+def test_agno_01_names_raw_responses_and_lazy_transfer_tool():
+    """openinference-instrumentation-agno 0.1 (agno 1.x): names by span name and `agno.team`, the raw
+    Chat Completions response as an LLM's output (no token counts), the transfer tool returning a
+    generator (the member runs after the tool span), `Agent._run`'s bound objects as the run's input."""
+
+    def response(text=None, call=None, usage=(10, 2)):
+        message = {"role": "assistant", "content": text, "tool_calls": None}
+        if call:
+            message["tool_calls"] = [
+                {"id": "c1", "type": "function", "function": {"name": call[0], "arguments": json.dumps(call[1])}}
+            ]
+        body = {"id": "chatcmpl-1", "choices": [{"index": 0, "finish_reason": "stop", "message": message}]}
+        return json.dumps(
+            body | {"usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}}
+        )
+
+    def chat(sid, parent, start, end, output):
+        return span(
+            sid,
+            parent,
+            "OpenAIChat.invoke",
+            start,
+            end,
+            openinference__span__kind="LLM",
+            llm__input_messages__0__message__role="user",
+            llm__input_messages__0__message__content="q",
+            output__value=output,
+        )
+
+    ask = {"member_id": "researcher", "task_description": "Find it.", "expected_output": "One sentence."}
+    trace = build(
+        span(
+            "1",
+            None,
+            "Editorial_Team.run",
+            0,
+            10,
+            openinference__span__kind="AGENT",
+            agno__team="Editorial Team",
+            input__value=json.dumps({"run_response": "TeamRunResponse(content=None, team_name='Editorial Team')"}),
+        ),
+        chat("2", "1", 0, 1, response(call=("transfer_task_to_member", ask), usage=(100, 10))),
+        span(
+            "3",
+            "1",
+            "transfer_task_to_member",
+            1,
+            1.1,
+            openinference__span__kind="TOOL",
+            tool__name="transfer_task_to_member",
+            input__value=json.dumps(ask),
+            output__value="<generator object Team.get_transfer_task_function.<locals>.transfer_task_to_member"
+            " at 0x7f26dabca700>",
+        ),
+        span(
+            "4",
+            "1",
+            "Researcher.run",
+            1.2,
+            3,
+            openinference__span__kind="AGENT",
+            agno__agent="Researcher",
+            input__value=json.dumps(
+                {"run_response": "RunResponse(content=None, agent_name='Researcher')", "session_id": "s"}
+            ),
+        ),
+        chat("5", "4", 1.3, 2.9, response("330 m", usage=(40, 4))),
+        chat("6", "1", 4, 5, response("It is 330 m.", usage=(150, 15))),
+    )
+    assert sorted(a.name for a in trace.agents) == ["Editorial Team", "Researcher"]
+    assert [
+        (e.type, e.agent, e.content) for e in trace.events if e.type in ("delegate", "tool_call", "tool_result")
+    ] == [("delegate", "Editorial Team", json.dumps(ask))]
+    said = [(e.agent, e.content, e.tokens) for e in trace.events if e.type in ("message", "return")]
+    assert said == [
+        ("Editorial Team", f"transfer_task_to_member({json.dumps(ask)})", 110),
+        ("Researcher", "330 m", 44),
+        ("Editorial Team", "It is 330 m.", 165),
+    ]
+    assert not any(e.attributes.get("tokens_estimated") for e in trace.events if e.type in ("message", "return"))
