@@ -53,3 +53,23 @@ def test_handoff_workflow(run_program):
     tokens = sum(r.usage.input + r.usage.output for r in [TRIAGE, *BILLING])
     assert facts.measured_tokens(trace) == tokens
     assert trace.costs["tokens"] == tokens
+
+
+def test_handoff_workflow_without_sensitive_data(run_program):
+    """The framework's default: no content on spans. The agents, the tool and the tokens are still
+    there; the hand-off is then only the turn order (triage's turn passes to billing: a message
+    edge), since nothing records the `handoff_to_billing` call (docs/otel-mapping.md, "Frameworks
+    known to work")."""
+    ran = run_program(
+        "agent-framework",
+        "agent_framework_handoff",
+        script,
+        env={"OTEL_SERVICE_NAME": "desk", "AF_SENSITIVE_DATA": "false"},
+    )
+    assert ran.stdout.strip().splitlines()[-1] == ANSWER
+    trace = next(t for t in ran.traces if t.name == "support_desk")
+    assert sorted(facts.agents(trace)) == ["billing", "triage"]
+    assert [(agent, tool) for agent, tool, _ in facts.tool_calls(trace)] == [("billing", "refund")]
+    passed = [(s.agent, d.agent) for s, d in facts.edges_of(trace, "message")]
+    assert passed == [("triage", "billing")]
+    assert facts.measured_tokens(trace) == sum(r.usage.input + r.usage.output for r in [TRIAGE, *BILLING])

@@ -67,7 +67,7 @@ class Delivery:
 
 
 #: The repr of a dataclass or pydantic object (`RunResponse(content=None, …)`).
-OBJECT_FIELDS_REPR = re.compile(r"^[A-Z]\w*\(\w+=")
+OBJECT_FIELDS_REPR = re.compile(r"^[A-Z]\w*\(\w+=.*, \w+=.*\)$", re.DOTALL)
 #: Chat roles of the instructions an agent is given, not a message another agent sends it.
 INSTRUCTION_ROLES = ("system", "developer")
 

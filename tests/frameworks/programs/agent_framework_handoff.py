@@ -4,10 +4,12 @@ refunds the order (function tool `refund`) and answers; the workflow ends when b
 (a termination condition, so it asks no user for more).
 
 Agent Framework's own OpenTelemetry spans, as its observability docs say for an application that
-set its providers up itself: `enable_instrumentation(enable_sensitive_data=True)` (content on spans).
+set its providers up itself: `enable_instrumentation(enable_sensitive_data=...)`, content on spans
+unless AF_SENSITIVE_DATA=false (the framework's default: no content).
 The model is the framework's `OpenAIChatCompletionClient` at OPENAI_BASE_URL (the test's server)."""
 
 import asyncio
+import os
 
 import otel_setup
 
@@ -18,7 +20,7 @@ from agent_framework.observability import enable_instrumentation  # noqa: E402
 from agent_framework.openai import OpenAIChatCompletionClient  # noqa: E402
 from agent_framework.orchestrations import HandoffBuilder  # noqa: E402
 
-enable_instrumentation(enable_sensitive_data=True)
+enable_instrumentation(enable_sensitive_data=os.environ.get("AF_SENSITIVE_DATA", "true") == "true")
 
 
 @tool
