@@ -37,10 +37,12 @@ from .semconv import (
 from .span import Span, canonical_order, span_memo
 
 NOT_NAME_CHARACTERS = re.compile(r"[^0-9a-z]")
-#: `named_by` of an agent named by a delegation tool's arguments (`delegation_target`).
-DELEGATION = "delegation"
+#: The repr of a lazy Python value, one a tool returns for the framework to run later.
+LAZY_VALUE = re.compile(r"^<(?:async_generator|generator|coroutine) object \S+ at 0x[0-9a-fA-F]+>$")
 #: `named_by` of agents named by LangGraph's node metadata (`langgraph.graph_agents`).
 LANGGRAPH = "langgraph"
+#: `named_by` of an agent named by a delegation tool's arguments (`delegation_target`).
+DELEGATION = "delegation"
 
 
 def canonical_name(name: str) -> str:
