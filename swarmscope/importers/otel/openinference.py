@@ -319,7 +319,9 @@ def tool_output_text(value: Any) -> Any:
 
 def argument_text(arguments: Any, names: tuple[str, ...]) -> str | None:
     """The first of the arguments `names` that is non-empty text in `arguments` (a call's arguments
-    as a JSON object, or its text), else None."""
+    as a JSON object, or its text), else None. Text naming none of them is not parsed."""
+    if isinstance(arguments, str) and not any(name in arguments for name in names):
+        return None
     found = _json_object(arguments)
     values = (found.get(name) for name in names) if found else ()
     return next((v.strip() for v in values if isinstance(v, str) and v.strip()), None)

@@ -501,6 +501,8 @@ def delegation_target(span: Span) -> str | None:
     arguments = span_io(span)[0]
     if not isinstance(arguments, dict):
         arguments = render(arguments)  # also arguments a tool-message event holds
+    if isinstance(arguments, str) and not any(key in arguments for key in keys.DELEGATION_TARGET_ARGUMENTS):
+        return None
     if isinstance(arguments, str) and arguments.startswith("{"):
         try:
             arguments = json.loads(arguments)
