@@ -26,8 +26,14 @@ def names() -> list[str]:
     return sorted(p.stem for p in REQUIREMENTS.glob("*.txt"))
 
 
+def _lock(name: str) -> Path:
+    return REQUIREMENTS / f"{name}.lock"
+
+
 def _digest(name: str) -> str:
-    return hashlib.sha256((REQUIREMENTS / f"{name}.txt").read_bytes()).hexdigest()
+    lock = _lock(name)
+    text = (REQUIREMENTS / f"{name}.txt").read_bytes() + (lock.read_bytes() if lock.is_file() else b"")
+    return hashlib.sha256(text).hexdigest()
 
 
 def _marker(name: str) -> Path:
@@ -54,7 +60,8 @@ def install(name: str) -> str:
         steps = [
             [sys.executable, "-m", "venv", str(venv)],
             [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-r", str(REQUIREMENTS / f"{name}.txt")],
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-r", str(REQUIREMENTS / f"{name}.txt")]
+            + (["-c", str(_lock(name))] if _lock(name).is_file() else []),
         ]
         for step in steps:
             if subprocess.run(step, stdout=out, stderr=subprocess.STDOUT).returncode:
@@ -63,9 +70,20 @@ def install(name: str) -> str:
     return f"{name}: installed"
 
 
+def lock(name: str) -> str:
+    """Write `<name>.lock` from the installed venv (`pip freeze`); a line saying so."""
+    python = HOME / name / "venv" / "bin" / "python"
+    frozen = subprocess.run(
+        [str(python), "-m", "pip", "freeze", "--exclude-editable"], capture_output=True, text=True, check=True
+    ).stdout
+    _lock(name).write_text(f"# pip freeze of var/frameworks/{name}/venv (`envs.py lock {name}`)\n{frozen}")
+    _marker(name).write_text(_digest(name))
+    return f"{name}: locked {len(frozen.splitlines())} packages"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["install", "list"])
+    parser.add_argument("command", choices=["install", "list", "lock"])
     parser.add_argument("names", nargs="*", help="framework venvs (default: all)")
     parser.add_argument("--jobs", type=int, default=3)
     args = parser.parse_args()
@@ -73,6 +91,10 @@ def main() -> None:
     if args.command == "list":
         for name in chosen:
             print(f"{name}: {python_of(name) or 'not installed'}")
+        return
+    if args.command == "lock":
+        for name in chosen:
+            print(lock(name))
         return
     with ThreadPoolExecutor(args.jobs) as pool:
         for line in pool.map(install, chosen):
