@@ -21,6 +21,9 @@ from swarmscope.graph import TraceGraph, longest_path, spawn_roots
 from swarmscope.model import Event, Trace, estimate_tokens
 from swarmscope.tokens import is_estimated, trace_usage
 
+#: Event attribute an importer sets to "input" where a message's content is the prompt its agent
+#: received, the source having recorded no output (docs/otel-mapping.md "Events").
+CONTENT_FROM = "content_from"
 #: Event types that are coordination by themselves (protocol overhead, survey §9): delegation
 #: prompts, spawning and despawning, routing decisions and the stop. A `message` is coordination
 #: when it is addressed to another agent (a hand-off); `return` and `aggregate` carry the work
@@ -250,7 +253,9 @@ def message_redundancy(source: Trace | TraceGraph) -> float | None:
 
     Messages are `message` events in time order; their receiver is `to` (messages without one
     share a receiver), their content `content` casefolded with whitespace collapsed, else
-    `content_ref` as given; a message with neither never repeats. In [0, 1]; None without messages.
+    `content_ref` as given; a message with neither never repeats. A message whose content is its
+    input (`content_from: "input"`: the source recorded no output) shows the prompt its agent
+    received, not what it said: it is left out. In [0, 1]; None without (other) messages.
     """
     graph = TraceGraph.of(source)
     seen: set[tuple[str | None, bool, str]] = set()
@@ -258,6 +263,8 @@ def message_redundancy(source: Trace | TraceGraph) -> float | None:
     for event in graph.order:
         if event.type != "message":
             continue
+        if event.attributes.get(CONTENT_FROM) == "input":
+            continue  # what its agent said is unknown
         messages += 1
         if event.content is not None:
             key = (event.to, True, " ".join(event.content.split()).casefold())
@@ -450,7 +457,11 @@ def _unavailable(graph: TraceGraph, metrics: dict[str, Any]) -> dict[str, str]:
             "neither token counts nor content, so the coordination tokens are unknown"
         )
     if metrics["message_redundancy"] is None:
-        reasons["message_redundancy"] = "no message events"
+        reasons["message_redundancy"] = (
+            "no message events"
+            if not any(event.type == "message" for event in graph.order)
+            else "no message recorded what its agent said (their content is the prompt they received)"
+        )
     if metrics["error_amplification"] is None:
         reasons["error_amplification"] = "no corrupted events: no mistake labels and no failed tool results"
     return reasons

@@ -1,7 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { formatNumber, formatPercent, formatSeconds, formatValue, tokenFigure, tokensEstimated } from "../../static/js/lib/format.js";
+import { CONTENT_FROM_INPUT_TITLE, contentFromInput, contentLabel, formatNumber, formatPercent, formatSeconds, formatValue,
+  tokenFigure, tokensEstimated } from "../../static/js/lib/format.js";
+import { eventSignature } from "../../static/js/panels/compare.js";
 
 test("seconds read as ms, s or m:ss", () => {
   assert.equal(formatSeconds(0), "0 s");
@@ -34,4 +36,20 @@ test("a trace's tokens read measured, or as an estimate marked as one (services.
 test("an event's tokens are an estimate when the importer flagged them", () => {
   assert.ok(tokensEstimated({ tokens: 7, attributes: { tokens_estimated: true } }));
   assert.ok(!tokensEstimated({ tokens: 7, attributes: {} }) && !tokensEstimated({ tokens: 7 }));
+});
+
+test("content taken from an event's input is marked as such, never as what the agent said", () => {
+  const prompt = { id: "e1", agent: "visa_agent", type: "message", content: "User did not respond.",
+    attributes: { content_from: "input" } };
+  const said = { ...prompt, attributes: { model: "gpt-4o" } };
+  assert.equal(contentFromInput(prompt), true);
+  assert.equal(contentFromInput(said), false);
+  assert.equal(contentFromInput({ id: "e2" }), false);
+  assert.equal(contentLabel(prompt, "User did not respond."), "[input] User did not respond.");
+  assert.equal(contentLabel(said, "User did not respond."), "User did not respond.");
+  assert.equal(contentLabel(prompt, ""), "");
+  assert.match(CONTENT_FROM_INPUT_TITLE, /no output recorded/);
+  // compare: the prompt an agent received is not the same event as that text said by it
+  assert.notEqual(eventSignature(prompt), eventSignature(said));
+  assert.equal(eventSignature(prompt), eventSignature({ ...prompt, id: "e9" }));
 });

@@ -566,3 +566,25 @@ def test_free_riding_ignores_agents_below_five_percent_of_events():
     events = [event(f"o{i}", i, "orchestrator_decision", "O") for i in range(20)] + [event("x", 20, "message", "X")]
     trace = Trace("native", "rare", events=events)  # X: 1 of 21 events < 5 %
     assert free_riders(trace, {"X": (0.0, -0.1, 0.1)}) == []
+
+
+def test_message_redundancy_leaves_out_content_from_input():
+    # 2 and 4 show the prompt their agent received (`content_from: "input"`), not what it said: left
+    # out. Messages 1, 3, 5: 5 repeats 1 to B -> 1 / 3 (counting 2 and 4 as speech: 2 / 5).
+    said = {"content_from": "input"}
+    trace = Trace(
+        "native",
+        "input",
+        events=[
+            event("1", 0, "message", "A", to="B", content="go on"),
+            event("2", 1, "message", "B", content="go on", attributes=said),
+            event("3", 2, "message", "B", content="done"),
+            event("4", 3, "message", "B", content="go on", attributes=said),
+            event("5", 4, "message", "A", to="B", content="Go  on"),
+        ],
+    )
+    assert message_redundancy(trace) == pytest.approx(1 / 3)
+    only_input = Trace("native", "only-input", events=[event("1", 0, "message", "A", content="x", attributes=said)])
+    metrics = compute_metrics(only_input)
+    assert metrics["message_redundancy"] is None
+    assert "prompt" in metrics["unavailable"]["message_redundancy"]

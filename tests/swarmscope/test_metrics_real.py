@@ -132,6 +132,9 @@ def test_monocle_handoff_and_its_truncated_chunk(shared_data):
     assert metrics["sub_agents"] == 1 and metrics["failure_modes"]["serial_collapse"] is False
     assert metrics["final_answer"] == "e5ae978b47772500"  # visa_agent's last message
     assert metrics["protocol_overhead"] is None  # 3 empty dispatch events (before: 0.9996)
+    # Every message shows its turn's input (Monocle recorded no output), not what the agent said:
+    # no redundancy to measure (before: 0.833, 20 of 24 "repeating" the prompt "User did not respond.").
+    assert metrics["message_redundancy"] is None
     # The third chunk is cut off upstream: it fails alone, the trace of the other two is the same.
     cut = folder / HANDOFF.format("15.01.07")
     result = read_files(SourceFile(str(path), path.read_bytes()) for path in [*good, cut])

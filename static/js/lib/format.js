@@ -57,6 +57,22 @@ export function tokenFigure(measured, estimated) {
   return { text: "–", estimated: false, title: "no token usage reported" };
 }
 
+/** What an "input" badge says: the event's content is what its agent received, not what it said. */
+export const CONTENT_FROM_INPUT_TITLE = "no output recorded: this is the prompt the agent received";
+
+/**
+ * Whether an event's content is its input, not its output: an LLM turn whose output the source did
+ * not record shows its prompt, flagged `content_from: "input"` (docs/otel-mapping.md "Events").
+ */
+export function contentFromInput(ev) {
+  return ev?.attributes?.content_from === "input";
+}
+
+/** `text` (an event's content or an excerpt of it) marked "[input] …" where it is the event's input. */
+export function contentLabel(ev, text) {
+  return contentFromInput(ev) && text ? `[input] ${text}` : text;
+}
+
 /** Whether an event's `tokens` is an importer's estimate (characters / 4), not the source's count. */
 export function tokensEstimated(ev) {
   return Boolean(ev?.attributes?.tokens_estimated);

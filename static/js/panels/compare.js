@@ -12,19 +12,23 @@
  */
 
 import { TraceModel } from "../model/trace_model.js";
-import { renderContent } from "./inspector.js";
+import { inputBadge, renderContent } from "./inspector.js";
 import { eventColor } from "../lib/palette.js";
 import { el } from "../lib/dom.js";
+import { CONTENT_FROM_INPUT_TITLE, contentLabel } from "../lib/format.js";
 
 /** Above this many cells the middle of a diff is aligned by position instead of LCS. */
 const LCS_MAX_CELLS = 4_000_000;
 /** Rows rendered before "Show all". */
 const ROW_LIMIT = 1500;
 
-/** What makes two events "the same" across traces: agent, type, tool and content. */
+/**
+ * What makes two events "the same" across traces: agent, type, tool and content (a content that is
+ * the event's input, `contentFromInput`, is not the same as that text said as output).
+ */
 export function eventSignature(ev) {
   const content = typeof ev.content === "string" ? ev.content.trim().replace(/\s+/g, " ") : JSON.stringify(ev.content ?? ev.content_ref ?? null);
-  return `${ev.agent}\u0000${ev.type}\u0000${ev.tool ?? ""}\u0000${content}`;
+  return `${ev.agent}\u0000${ev.type}\u0000${ev.tool ?? ""}\u0000${contentLabel(ev, content)}`;
 }
 
 /**
@@ -214,7 +218,10 @@ function excerpt(ev) {
   const cell = el("span", null, "compare-event");
   const chip = el("span", ev.type, "type-chip");
   chip.style.setProperty("--chip", eventColor(ev.type));
-  cell.append(chip, " ", el("span", text.length > 160 ? `${text.slice(0, 160)}…` : text, "compare-excerpt"));
+  cell.append(chip, " ");
+  const badge = inputBadge(ev);
+  if (badge) cell.append(badge, " ");
+  cell.append(el("span", text.length > 160 ? `${text.slice(0, 160)}…` : text, "compare-excerpt"));
   return cell;
 }
 
@@ -332,6 +339,9 @@ export class ComparePage {
       const cell = el("td");
       if (ev) {
         cell.append(el("p", `${ev.id} · t = ${ev.t}`, "muted"));
+        const badge = inputBadge(ev);
+        if (badge) cell.append(el("p", null, "content-from-input-note"));
+        if (badge) cell.lastChild.append(badge, ` ${CONTENT_FROM_INPUT_TITLE}`);
         cell.append(renderContent(typeof ev.content === "string" ? ev.content : JSON.stringify(ev.content ?? ev.content_ref ?? "")));
       }
       detail.append(cell);

@@ -26,7 +26,7 @@
  * others cannot (and what the chosen one notes: verifier scoring, a long history).
  */
 
-import { formatNumber } from "../lib/format.js";
+import { contentLabel, formatNumber } from "../lib/format.js";
 import { csrfToken, el } from "../lib/dom.js";
 import { EstimatedRun } from "./estimated_run.js";
 import { WALL_TICK_MS, liveWall, usageElement } from "./job_usage.js";
@@ -465,7 +465,7 @@ export class Counterfactual {
     const checkedEvents = [...this.checked.events].map((id) => this.model.events.get(id) ?? { id, agent: "?" });
     const shown = [...checkedEvents, ...matches.filter((ev) => !this.checked.events.has(ev.id))];
     this.eventList.replaceChildren(...shown.map((ev) => {
-      const content = typeof ev.content === "string" ? ev.content.slice(0, 60) : "";
+      const content = contentLabel(ev, typeof ev.content === "string" ? ev.content.slice(0, 60) : "");
       return this._checkbox(this.checked.events, ev.id,
         `${ev.id} · ${ev.agent}${ev.to ? ` → ${ev.to}` : ""}${content ? ` · ${content}` : ""}`);
     }));

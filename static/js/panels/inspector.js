@@ -10,13 +10,25 @@
  */
 
 import { eventColor, roleColor } from "../lib/palette.js";
-import { formatSeconds, tokensEstimated } from "../lib/format.js";
+import { CONTENT_FROM_INPUT_TITLE, contentFromInput, formatSeconds, tokensEstimated } from "../lib/format.js";
 import { el } from "../lib/dom.js";
 
 /** How many of an agent's events the inspector lists. */
 const AGENT_EVENTS_LISTED = 50;
 
 /** A token figure that is an estimate, marked as one (docs/metrics.md "Tokens"). */
+/**
+ * The "input" badge of an event whose content is its input (the source recorded no output:
+ * `contentFromInput`), else null; the transcript, inspector and compare views show it by the content.
+ */
+export function inputBadge(ev) {
+  if (!contentFromInput(ev)) return null;
+  const badge = el("span", "input", "content-from-input");
+  badge.title = CONTENT_FROM_INPUT_TITLE;
+  badge.dataset.testid = "content-from-input";
+  return badge;
+}
+
 function estimateNode(text) {
   const node = el("span", text, "estimate");
   node.title = "estimated from content (characters / 4): the source reported no usage here";
@@ -177,6 +189,9 @@ export class Inspector {
 
     const content = el("section", null, "inspector-content");
     content.dataset.testid = "inspector-content";
+    const badge = inputBadge(ev);
+    if (badge) content.append(el("p", null, "content-from-input-note"));
+    if (badge) content.lastChild.append(badge, ` ${CONTENT_FROM_INPUT_TITLE}`);
     if (typeof ev.content === "string" && ev.content !== "") content.append(renderContent(ev.content));
     else if (ev.content != null) content.append(renderContent(JSON.stringify(ev.content)));
     else content.append(el("p", ev.content_ref ? "Content stored by reference." : "No content.", "muted"));

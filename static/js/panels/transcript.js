@@ -28,6 +28,7 @@ import { estimateRowHeight, contentText, FOLD_LINES, mistakeEventId, nextHit, no
 import { el } from "../lib/dom.js";
 import { formatSeconds, tokensEstimated } from "../lib/format.js";
 import { renderMarkdownInto } from "../lib/markdown.js";
+import { inputBadge } from "./inspector.js";
 import { RowHeights } from "../lib/windowing.js";
 
 /** Pixels of rows rendered above and below the viewport. */
@@ -636,6 +637,8 @@ export class Transcript {
     type.style.setProperty("--chip", eventColor(ev.type));
     head.append(type);
     if (ev.tool) head.append(el("code", ev.tool, "tx-tool"));
+    const badge = inputBadge(ev);
+    if (badge) head.append(badge);
     if (Number.isFinite(ev.tokens) && ev.tokens > 0) {
       if (tokensEstimated(ev)) {
         const tok = el("span", `~${ev.tokens} tok est.`, "tx-tokens estimate");

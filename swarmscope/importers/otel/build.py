@@ -9,7 +9,6 @@ docs/otel-mapping.md. (Over 500 lines: one builder whose passes share the span t
 from __future__ import annotations
 
 import json
-import re
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
@@ -31,6 +30,7 @@ from .semconv import (
     HANDOFF,
     HANDOFF_TOOL_PREFIXES,
     LLM,
+    OBJECT_FIELDS_REPR,
     PLAN,
     SPAN_NAME,
     TOOL,
@@ -66,8 +66,8 @@ class Delivery:
     returns: bool = True
 
 
-#: The repr of a dataclass or pydantic object (`RunResponse(content=None, …)`).
-OBJECT_FIELDS_REPR = re.compile(r"^[A-Z]\w*\(\w+=.*, \w+=.*\)$", re.DOTALL)
+#: Event attribute flagging a message whose content is the span's input (no output recorded).
+CONTENT_FROM = "content_from"
 #: Chat roles of the instructions an agent is given, not a message another agent sends it.
 INSTRUCTION_ROLES = ("system", "developer")
 
@@ -430,15 +430,22 @@ class _TraceBuilder(TraceFields):
         t_end: the span's unless given): content its output, else its input flagged `content_from:
         "input"` (an input beside an output is kept as `input`); model, token usage (with cache and
         reasoning token details) and error status kept. An LLM span nested in an LLM span of its
-        agent records the same call (Google ADK's legacy `call_llm` → `generate_content`): where
-        it has no content, the enclosing one's content (and input) are the call's."""
+        agent records the same call (Google ADK's legacy `call_llm` → `generate_content`; agno's
+        `OpenAIChat.invoke` → `chat gpt-4o-mini`): where it has no content, the enclosing one's
+        content (and input) are the call's; where it has no output, the enclosing one's output (its
+        own input kept as `input`)."""
         content, tokens, attributes = self._message_fields(span)
         outer = self._parent_span(span)
-        while content is None and outer is not None and self.role[outer.sid] == LLM:
+        while (content is None or CONTENT_FROM in attributes) and outer is not None and self.role[outer.sid] == LLM:
             if self.owner[outer.sid] == agent:
-                content, _, outer_attributes = self._message_fields(outer)
-                kept = {k: v for k, v in outer_attributes.items() if k in ("input", "content_from")}
-                attributes = {**attributes, **kept}
+                outer_content, _, outer_attributes = self._message_fields(outer)
+                if content is None:
+                    content = outer_content
+                    kept = {k: v for k, v in outer_attributes.items() if k in ("input", CONTENT_FROM)}
+                    attributes = {**attributes, **kept}
+                elif outer_content is not None and CONTENT_FROM not in outer_attributes:
+                    attributes = {k: v for k, v in attributes.items() if k != CONTENT_FROM}
+                    content, attributes["input"] = outer_content, content
             outer = self._parent_span(outer)
         self._event(
             span,
@@ -464,7 +471,7 @@ class _TraceBuilder(TraceFields):
             if model:
                 attributes["model"] = model
             if text_out is None and text_in is not None:
-                attributes["content_from"] = "input"
+                attributes[CONTENT_FROM] = "input"
             elif text_in is not None:
                 attributes["input"] = text_in
             attributes.update(self._status(span))

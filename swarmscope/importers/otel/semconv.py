@@ -183,6 +183,13 @@ class Message:
     workflow: bool
 
 
+#: Python's repr of None, which instrumentations write for a value that was None (agno's output of a
+#: tool-calling turn): no content.
+PYTHON_NONE = "None"
+#: A Python object's repr that lists its fields (`RunResponse(content=None, model='x')`), not text.
+OBJECT_FIELDS_REPR = re.compile(r"^[A-Z]\w*\(\w+=.*, \w+=.*\)$", re.DOTALL)
+
+
 def _json(text: str) -> Any:
     """`text` decoded as JSON when it looks like JSON, else None."""
     if not text or text[0] not in '[{"':
@@ -203,9 +210,11 @@ def render(value: Any) -> str | None:
     JSON string literal its text; other JSON stays as given (values that are not strings are
     dumped as JSON).
     """
-    if value is None or value == "" or value == [] or value == {}:
+    if value is None or value == "" or value == [] or value == {} or value == PYTHON_NONE:
         return None
     decoded = _json(value) if isinstance(value, str) else value
+    if isinstance(decoded, dict) and any(isinstance(v, str) and OBJECT_FIELDS_REPR.match(v) for v in decoded.values()):
+        return _arguments_text(decoded)
     if isinstance(decoded, str):
         return decoded
     if decoded is None and isinstance(value, str):
@@ -232,6 +241,20 @@ def render(value: Any) -> str | None:
     if text is not None:
         return text
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _arguments_text(arguments: dict) -> str | None:
+    """A framework method's bound arguments holding its own objects by their reprs (agno's
+    `Agent._run(run_response, run_messages, session_id, message)`): without those objects and ids
+    (`*_id`), the one argument left (its text), else those left as JSON; None when none is left."""
+    left = {
+        k: v
+        for k, v in arguments.items()
+        if not (isinstance(v, str) and OBJECT_FIELDS_REPR.match(v)) and not k.endswith("_id") and v is not None
+    }
+    if len(left) == 1:
+        return render(next(iter(left.values())))
+    return json.dumps(left, ensure_ascii=False, default=str) if left else None
 
 
 def _gemini_body(value: Any) -> Any:
@@ -296,9 +319,11 @@ def _message_line(message: Any) -> tuple[str, str] | None:
 
 def _tool_call_text(item: dict) -> str | None:
     """ "name(arguments)" of a tool call (GenAI `tool_call` part, OpenAI function, Monocle
-    `tool_function`), else None."""
+    `tool_function`, Anthropic `tool_use` content block: `input`), else None."""
     name = item.get("name", item.get("tool_function"))
     arguments = item.get("arguments", item.get("tool_arguments"))
+    if item.get("type") == "tool_use" and arguments is None:
+        arguments = item.get("input") or {}
     if not isinstance(name, str) or (arguments is None and item.get("type") not in ("tool_call", "function_call")):
         return None
     if not isinstance(arguments, str):
@@ -368,6 +393,9 @@ def _parts_text(body: Any, calls: list[dict]) -> str | None:
         elif isinstance(gemini_call := part.get("function_call"), dict) and isinstance(gemini_call.get("name"), str):
             arguments = json.dumps(gemini_call.get("args") or {}, ensure_ascii=False, default=str)
             texts.append(f"{gemini_call['name']}({arguments})")
+        elif part.get("type") == "tool_result" and "tool_use_id" in part:  # Anthropic: its content's text
+            content = part.get("content")
+            texts.append(_parts_text(content, []) or "" if isinstance(content, list) else render(content) or "")
         elif isinstance(gemini_response := part.get("function_response"), dict):
             texts.append(render(gemini_response.get("response")) or "")
         elif (block := _converse_block(part)) is not None:

@@ -303,3 +303,30 @@ def test_odd_metadata_is_kept_not_fatal(fixtures, metadata):
     result = read_files([SourceFile("odd.json", json.dumps(doc).encode())])
     assert result.files[0].error is None
     assert result.traces[0].attributes["spans"] == 6
+
+
+def test_claude_agent_sdk_content_blocks_read_as_text(shared_data):
+    """The `claude.assistant.turn` outputs are Anthropic messages of content blocks: a `tool_use`
+    block reads as the call `name(input)`, a `text` block as its text (not the block's JSON)."""
+    trace = _export(shared_data, "claude-agent-2025-12-22.trace.json")
+    assert [e.content.split("\n")[0] for e in _llm_calls(trace)] == [
+        "I'll check the weather in both Berlin and New York for you.",
+        'mcp__weather__get_weather({"city": "Berlin"})',
+        'mcp__weather__get_weather({"city": "New York"})',
+        "Great! Here's the current weather for both cities:",
+    ]
+    assert not any(e.attributes.get("content_from") for e in _llm_calls(trace))
+
+
+def test_agno_python_reprs_are_no_content(shared_data):
+    """Agno's `Agent.run` input is its bound arguments with its own objects' reprs (`RunResponse(…)`,
+    `RunMessages(…)`) beside `session_id` and `message`: the question is the message. The first
+    `chat gpt-4o-mini` generation's output is the text `None` (a tool-calling turn): no content, so
+    the turn is its enclosing `OpenAIChat.invoke` generation's output, the tool call."""
+    trace = _export(shared_data, "agno-2025-06-11.trace.json")
+    assert trace.attributes["input"] == "What is currently trending on Twitter?"
+    first, last = _llm_calls(trace)
+    assert first.content == 'duckduckgo_search({"query":"currently trending on Twitter"})'
+    assert "content_from" not in first.attributes
+    assert first.attributes["input"].endswith("user: What is currently trending on Twitter?")
+    assert last.content.startswith("To find out what's currently trending on Twitter")

@@ -2,6 +2,7 @@
 (swarmscope.importers.otel), on spans written out by hand."""
 
 import base64
+import json
 
 import pytest
 
@@ -308,3 +309,63 @@ def test_agent_spans_without_their_root_then_with_it():
     full = build(*CHAIN)
     assert [(a.name, a.parent) for a in full.agents] == [("boss", None), ("mid", "boss"), ("leaf", "mid")]
     assert {e.id for e in partial.events} < {e.id for e in full.events}
+
+
+def test_render_anthropic_content_blocks_and_python_none():
+    # Anthropic message content blocks: tool_use -> name(input), tool_result -> its text, text -> text
+    said = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Berlin"}},
+        ],
+    }
+    assert render(said) == 'Checking.\nget_weather({"city": "Berlin"})'
+    answered = [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Cloudy"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": [{"type": "text", "text": "Sunny"}]}
+            ],
+        },
+    ]
+    assert render(answered) == "user: Cloudy\nuser: Sunny"
+    # Python's repr of None is no content; bound arguments holding object reprs are what is left
+    assert render("None") is None
+    bound = {"run_response": "RunResponse(content=None, model='m')", "session_id": "s1", "message": "Hi"}
+    assert render(bound) == "Hi"
+    assert render({"run_response": "RunResponse(content=None, model='m')"}) is None
+    assert render('{"text": "None"}') == '{"text": "None"}'  # only the whole value
+
+
+CALL = {"name": "f", "arguments": "{}"}
+
+
+def test_llm_turn_without_output_takes_the_enclosing_calls_output():
+    # agno: OpenAIChat.invoke (output: the tool call) wraps the provider's generation, whose output
+    # is the text "None": the turn is the call, its own prompt kept as `input`
+    outer = span(
+        "1",
+        name="OpenAIChat.invoke",
+        gen_ai__operation__name="chat",
+        gen_ai__request__model="m",
+        gen_ai__completion=json.dumps({"role": "assistant", "content": None, "tool_calls": [{"function": CALL}]}),
+    )
+    inner = span(
+        "2",
+        "1",
+        "chat m",
+        0.1,
+        0.9,
+        gen_ai__operation__name="chat",
+        gen_ai__request__model="m",
+        gen_ai__prompt="user: go",
+        gen_ai__completion="None",
+    )
+    (turn,) = [e for e in build(outer, inner).events if e.type == "message"]
+    assert (turn.content, turn.attributes["input"], "content_from" in turn.attributes) == ("f({})", "user: go", False)
+    # with no output anywhere, the turn's prompt stays flagged
+    bare = span("2", name="chat m", gen_ai__operation__name="chat", gen_ai__prompt="user: go")
+    (turn,) = build(bare).events
+    assert (turn.content, turn.attributes["content_from"]) == ("user: go", "input")
