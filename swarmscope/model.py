@@ -44,6 +44,14 @@ EDGE_TYPES = (
 
 #: Largest token count of one event (a 32-bit signed column).
 MAX_TOKENS = 2**31 - 1
+#: What a token count must be (`is_token_count`), as errors say it.
+TOKENS_RULE = f"must be an integer from 0 to {MAX_TOKENS}"
+
+
+def is_token_count(value: Any) -> bool:
+    """True when `value` is a token count an event can hold: an int (not a bool) in 0..MAX_TOKENS."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS
+
 
 #: Event fields that are stored in their own column; everything else goes to `attributes`.
 EVENT_FIELDS = (
@@ -357,12 +365,8 @@ def event_from_dict(data: Any, index: int | None = None) -> Event:
         )
     agent = _string(data["agent"], name="agent", index=index, event_id=event_id, optional=False)
     tokens = data.get("tokens")
-    if tokens is not None and (
-        isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= MAX_TOKENS
-    ):
-        raise TraceValidationError(
-            f"must be an integer from 0 to {MAX_TOKENS}, got {tokens!r}", index=index, event_id=event_id, field="tokens"
-        )
+    if tokens is not None and not is_token_count(tokens):
+        raise TraceValidationError(f"{TOKENS_RULE}, got {tokens!r}", index=index, event_id=event_id, field="tokens")
     trusted = data.get("trusted")
     if trusted is not None and not isinstance(trusted, bool):
         raise TraceValidationError(

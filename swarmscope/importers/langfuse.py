@@ -60,11 +60,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarmscope.model import Label, Trace
+from swarmscope.model import MAX_TOKENS, TOKENS_RULE, Label, Trace, is_token_count
 
 from .langsmith import THREAD_KEYS, TOOL_NODE, jsonish, span_id_of, time_ns, trace_id_of
 from .otel import Span, build_trace, model_name, span_io, span_role, usage
 from .otel.keys import OI_CHAIN, OI_SPAN_KIND
+from .otel.tokens import token_refusal
 from .scores import SCORE_VALUES
 
 FORMAT = "langfuse"
@@ -208,7 +209,16 @@ def _observation(where: str, trace_id: str, obs: dict[str, Any]) -> Observation:
         service=resource.get("service.name"),
         error=str(obs.get("statusMessage") or "") if level == "ERROR" else None,
     )
-    _fill_in(span, obs, type_)
+    try:
+        refusal = token_refusal(span)  # its own attributes, before Langfuse's usage fills them in
+        if refusal is not None:
+            raise ValueError(refusal)
+        _fill_in(span, obs, type_)
+        refusal = token_refusal(span)  # input + output where no total
+        if refusal is not None:
+            raise ValueError(refusal)
+    except ValueError as exc:
+        raise ValueError(f"{label} ({span.name!r}): {exc}") from None
     return Observation(span=span, type=type_, metadata=extra, otel=bool(own) if isinstance(own, dict) else False)
 
 
@@ -227,7 +237,7 @@ def _fill_in(span: Span, obs: dict[str, Any], type_: str) -> None:
         n_in, n_out, n_total = usage(span)
         if (n_in, n_out, n_total) == (None, None, None):
             for key, attribute in USAGE_KEYS.items():
-                if (value := _count(details.get(key))) is not None and attribute not in attributes:
+                if (value := _count(details, key)) is not None and attribute not in attributes:
                     attributes[attribute] = value
         total = langfuse_total(details)
         if n_total is None and total is not None:
@@ -238,21 +248,30 @@ def _fill_in(span: Span, obs: dict[str, Any], type_: str) -> None:
             attributes.setdefault("gen_ai.tool.name", span.name)
 
 
-def _count(value: Any) -> int | None:
-    """A usage count (a non-negative number) as an int, else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+def _count(details: dict[str, Any], key: str) -> int | None:
+    """The usage count `details[key]` (a number) as an int, else None (absent, not a number). Raises
+    ValueError naming `usageDetails.<key>` for a number that is no token count (`model.is_token_count`:
+    negative, fractional, over MAX_TOKENS)."""
+    value = details.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return int(value)
+    count = int(value) if isinstance(value, float) and math.isfinite(value) and value.is_integer() else value
+    if not is_token_count(count):
+        raise ValueError(f"usageDetails.{key} {TOKENS_RULE}, got {value!r}")
+    return int(count)
 
 
 def langfuse_total(details: dict[str, Any]) -> int | None:
     """The total Langfuse shows for an observation's `usageDetails`: its `total`, else the sum of
     every usage type (Langfuse's rule where no total was ingested: reasoning, cache and audio
-    tokens its SDKs split off input and output count); None without any count."""
-    total = _count(details.get("total"))
+    tokens its SDKs split off input and output count); None without any count. Raises ValueError
+    naming the field of a bad count, or when the sum is over MAX_TOKENS."""
+    total = _count(details, "total")
     if total is not None:
         return total
-    counts = [n for value in details.values() if (n := _count(value)) is not None]
+    counts = [n for key in details if (n := _count(details, key)) is not None]
+    if sum(counts) > MAX_TOKENS:
+        raise ValueError(f"usageDetails: its counts sum to {sum(counts)}, over {MAX_TOKENS} (and it has no total)")
     return sum(counts) if counts else None
 
 

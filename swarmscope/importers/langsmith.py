@@ -65,10 +65,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from swarmscope.model import Trace
+from swarmscope.model import TOKENS_RULE, Trace, is_token_count
 
 from .otel import Span, build_trace, hex_id
 from .otel.keys import OI_CHAIN, OI_SPAN_KIND
+from .otel.tokens import check_tokens
 from .otel_sdk import iso_ns
 
 FORMAT = "langsmith"
@@ -237,7 +238,8 @@ def _llm_input(inputs: Any) -> list[dict[str, Any]] | None:
 
 
 def _usage_of(value: Any) -> dict[str, int] | None:
-    """`usage_metadata` (input/output/total, cache details) or `token_usage` (prompt/completion)."""
+    """`usage_metadata` (input/output/total, cache details) or `token_usage` (prompt/completion).
+    Raises ValueError naming the key of an integer that is no token count (`model.is_token_count`)."""
     if not isinstance(value, dict):
         return None
     found: dict[str, int] = {}
@@ -247,17 +249,24 @@ def _usage_of(value: Any) -> dict[str, int] | None:
         ("total", ("total_tokens",)),
     ):
         number = next(
-            (value[k] for k in keys if isinstance(value.get(k), int) and not isinstance(value[k], bool)), None
+            (_count(value, k) for k in keys if isinstance(value.get(k), int) and not isinstance(value[k], bool)), None
         )
         if number is not None:
             found[name] = number
     details = value.get("input_token_details") or value.get("prompt_tokens_details") or {}
     if isinstance(details, dict):
         for name, keys in (("cache_read", ("cache_read", "cached_tokens")), ("cache_creation", ("cache_creation",))):
-            number = next((details[k] for k in keys if isinstance(details.get(k), int)), None)
+            number = next((_count(details, k) for k in keys if isinstance(details.get(k), int)), None)
             if number:
                 found[name] = number
     return found if ("input" in found or "output" in found or "total" in found) else None
+
+
+def _count(usage: dict[str, Any], key: str) -> int:
+    """The token count `usage[key]` (an int); raises ValueError naming `key` when it is none."""
+    if not is_token_count(usage[key]):
+        raise ValueError(f"usage {key} {TOKENS_RULE}, got {usage[key]!r}")
+    return usage[key]
 
 
 def _run_usage(run: dict[str, Any]) -> dict[str, int] | None:
@@ -535,8 +544,15 @@ def _merged(records: list[_Run]) -> list[_Run]:
 
 
 def to_spans(trace_id: str, records: list[_Run]) -> list[Span]:
-    """The runs of `split` decoded as spans (see the module docstring)."""
-    return [_span(trace_id, r) for r in _merged(records)]
+    """The runs of `split` decoded as spans (see the module docstring). Raises ValueError naming
+    the run (where, id, name) and the field of a token count out of 0..MAX_TOKENS."""
+    spans = []
+    for run in _merged(records):
+        try:
+            spans.append(check_tokens(_span(trace_id, run)))
+        except ValueError as exc:
+            raise ValueError(f"{run.where} (id {run.data.get('id')!r}, {run.data.get('name')!r}): {exc}") from None
+    return spans
 
 
 def build(trace_id: str, records: list[_Run], sources: list[str]) -> Trace:

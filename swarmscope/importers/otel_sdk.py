@@ -22,6 +22,7 @@ from typing import Any
 from swarmscope.model import Trace
 
 from .otel import Span, SpanEvent, build_trace, hex_id
+from .otel.tokens import check_tokens
 
 FORMAT = "otel_sdk"
 ISO_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:?\d\d)?$")
@@ -47,8 +48,8 @@ def split(doc: Any) -> dict[str | None, list[dict]]:
 
 
 def to_spans(trace_id: str, records: list[dict]) -> list[Span]:
-    """The records of `split` decoded as spans."""
-    return [_span(trace_id, r) for r in records]
+    """The records of `split` decoded as spans; raises ValueError naming a span with a bad token count."""
+    return [check_tokens(_span(trace_id, r)) for r in records]
 
 
 def build(trace_id: str, records: list[dict], sources: list[str]) -> Trace:

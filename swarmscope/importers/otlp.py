@@ -15,10 +15,10 @@ arrayValue: {values} | kvlistValue: {values}}}]`; 64-bit integers may be strings
 OTLP spec writes them (or base64, as the plain protobuf JSON mapping writes bytes: `json_id`); in
 protobuf they are bytes (`decode_protobuf`). snake_case keys (`resource_spans`) and the older
 `instrumentationLibrarySpans` are accepted. Ids and start times are required; malformed
-attributes, events and links are skipped. Spans may come in any order and any number of requests
-(children before their parents): `build` links them once all have arrived. The GenAI semantic
-conventions (`invoke_agent`, `execute_tool`, `chat`, `gen_ai.agent.name`, `gen_ai.usage.*`) are
-read by `spans.build_trace`.
+attributes, events and links are skipped; a token count out of 0..2**31 - 1 (`otel.tokens`) is
+refused. Spans may come in any order and any number of requests (children before their parents):
+`build` links them once all have arrived. The GenAI semantic conventions (`invoke_agent`,
+`execute_tool`, `chat`, `gen_ai.agent.name`, `gen_ai.usage.*`) are read by `spans.build_trace`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 from swarmscope.model import Trace
 
 from .otel import Span, SpanEvent, SpanLink, as_int, build_trace, bytes_id, hex_id
+from .otel.tokens import token_refusal
 
 FORMAT = "otlp"
 HEX_DIGITS = "0123456789abcdefABCDEF"
@@ -102,7 +103,7 @@ def attributes(items: list[dict] | None) -> dict[str, Any]:
 
 def split(doc: Any) -> dict[str, list[Span]]:
     """Trace id (hex) -> its spans, decoded (`build` maps them). Raises ValueError naming where a
-    part is not an object or list, or the span and field of a malformed id or time."""
+    part is not an object or list, or the span and field of a malformed id, time or token count."""
     chunks: dict[str, list[Span]] = {}
     for r, request in enumerate(_requests(doc) or []):
         for i, resource_spans in enumerate(_objects(_get(request, "resourceSpans"), f"request {r}: resourceSpans")):
@@ -113,7 +114,7 @@ def split(doc: Any) -> dict[str, list[Span]]:
             for j, scope_spans in enumerate(_objects(scopes, f"{where}.scopeSpans")):
                 for k, span in enumerate(_objects(scope_spans.get("spans") or [], f"{where}.scopeSpans[{j}].spans")):
                     try:
-                        decoded = span_from_json(span, resource)
+                        decoded = check_span(span_from_json(span, resource))
                     except (KeyError, TypeError, ValueError) as exc:
                         raise ValueError(
                             f"{where}.scopeSpans[{j}].spans[{k}] ({span.get('name')!r}): {_reason(exc)}"
@@ -229,6 +230,15 @@ def _error(status: Any) -> str | None:
     return None
 
 
+def check_span(span: Span) -> Span:
+    """`span`, when the token counts it reports are counts (`otel.tokens.token_refusal`); raises
+    ValueError naming its id and the attribute otherwise, as for a malformed id or time."""
+    refusal = token_refusal(span)
+    if refusal is not None:
+        raise ValueError(f"span {span.span_id or '(no id)'}: {refusal}")
+    return span
+
+
 def span_from_json(span: dict, resource: dict[str, Any]) -> Span:
     """One OTLP/JSON span (with its resource's attributes) decoded. Raises KeyError, TypeError or
     ValueError on a missing or malformed id or time."""
@@ -308,7 +318,8 @@ def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
     """An `application/x-protobuf` ExportTraceServiceRequest as `split` gives it: trace id (hex)
     -> spans. Ids are bytes there (OTLP spec), read as such. Gzip is the caller's to undo.
 
-    Raises ValueError when `data` is not such a message, or naming the span of a malformed id.
+    Raises ValueError when `data` is not such a message, or naming the span of a malformed id,
+    time or token count.
     """
     # protobuf is heavy: loaded on first use, not when the importers are imported
     from google.protobuf.message import DecodeError  # noqa: PLC0415
@@ -349,6 +360,7 @@ def decode_protobuf(data: bytes) -> dict[str, list[Span]]:
                         error=span.status.message if span.status.code == STATUS_ERROR else None,
                         links=_pb_links(span.links),
                     )
+                    check_span(decoded)
                 except ValueError as exc:
                     raise ValueError(f"span {index} ({span.name!r}): {exc}") from None
                 chunks.setdefault(trace_id, []).append(decoded)
