@@ -57,9 +57,9 @@ def test_handoff_workflow(run_program):
 
 def test_handoff_workflow_without_sensitive_data(run_program):
     """The framework's default: no content on spans. The agents, the tool and the tokens are still
-    there; the hand-off is then only the turn order (triage's turn passes to billing: a message
-    edge), since nothing records the `handoff_to_billing` call (docs/otel-mapping.md, "Frameworks
-    known to work")."""
+    there, and so is the hand-off: nothing records the `handoff_to_billing` call, but the
+    workflow's own spans do record the message it sent, from the triage executor to billing's
+    (docs/otel-mapping.md, "Messages between agents")."""
     ran = run_program(
         "agent-framework",
         "agent_framework_handoff",
@@ -70,6 +70,8 @@ def test_handoff_workflow_without_sensitive_data(run_program):
     trace = next(t for t in ran.traces if t.name == "support_desk")
     assert sorted(facts.agents(trace)) == ["billing", "triage"]
     assert [(agent, tool) for agent, tool, _ in facts.tool_calls(trace)] == [("billing", "refund")]
-    passed = [(s.agent, d.agent) for s, d in facts.edges_of(trace, "message")]
-    assert passed == [("triage", "billing")]
+    assert facts.delegations(trace) == [("triage", "billing")]
+    assert facts.spawns(trace) == [("triage", "billing")]
+    handed = [(s.agent, s.type, d.agent) for s, d in facts.edges_of(trace, "message")]
+    assert handed == [("triage", "delegate", "billing")]
     assert facts.measured_tokens(trace) == sum(r.usage.input + r.usage.output for r in [TRIAGE, *BILLING])

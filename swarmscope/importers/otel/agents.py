@@ -45,6 +45,30 @@ LANGGRAPH = "langgraph"
 DELEGATION = "delegation"
 
 
+def linked_messages(spans: Iterable[Span]) -> dict[str, Message]:
+    """Messages between Agent Framework executors from the framework's own workflow spans: an edge
+    group span naming both `message.source_id` and `message.target_id` delivered the send it links
+    to; the span with `executor.id` = that target which links to the same send received it (a
+    send an edge group broadcast names no target: no message). By receiving span id."""
+    spans = list(spans)
+    sent: dict[str, tuple[str, str]] = {}
+    for span in spans:
+        source, target = (span.attributes.get(k) for k in (keys.AF_MESSAGE_SOURCE_ID, keys.AF_MESSAGE_TARGET_ID))
+        if isinstance(source, str) and isinstance(target, str) and source and target:
+            for link in span.links:
+                sent[link.span_id] = (source, target)
+    if not sent:
+        return {}
+    received = {}
+    for span in spans:
+        executor = span.attributes.get(keys.AF_EXECUTOR_ID)
+        for link in span.links:
+            source, target = sent.get(link.span_id, (None, None))
+            if target is not None and target == executor:
+                received[span.sid] = Message(sender=source, receiver=target, key=None, from_span=None, workflow=True)
+    return received
+
+
 def canonical_name(name: str) -> str:
     """`name` case-folded with everything but letters and digits removed (to match agent names)."""
     return NOT_NAME_CHARACTERS.sub("", name.casefold())
@@ -126,6 +150,8 @@ class SpanTree:
             if own_label(self.by_id[sid])[1] != keys.AGENT_NAME:
                 self.role[sid] = WORKFLOW
         self.message: dict[str, Message] = {sid: m for sid, s in self.by_id.items() if (m := received_message(s))}
+        for sid, message in linked_messages(self.by_id.values()).items():
+            self.message.setdefault(sid, message)
         self.texts: dict[str, tuple[str | None, str | None]] = {}
         self.named_by: dict[str, str] = {}
         self.label_source: dict[str, str] = {}

@@ -623,7 +623,9 @@ class _TraceBuilder(TraceFields):
         parent = self._parent_span(root)
         enclosing = self.owner[parent.sid] if parent is not None else None
         handoffs = [d for d in self.pending_handoffs if d.receiver == agent and d.event.t <= start]
-        if sender:
+        if sender:  # a message that a pending hand-off of the same sender made is that hand-off
+            handoffs = [d for d in handoffs if d.sender == sender]
+        if sender and not handoffs:
             self._delegate(sender, agent, root)
         elif handoffs:
             for delivery in handoffs:

@@ -178,3 +178,10 @@ DELEGATION_TARGET_ARGUMENTS = ("coworker", "co_worker")
 #: name field: OpenInference's CrewAI instrumentor records `Task._execute_core(agent, ...)` with
 #: the agent dumped as an object (1.x) or as its pydantic repr `role='...'` (0.1.x).
 AGENT_ARGUMENT, AGENT_ROLE = "agent", "role"
+
+# Microsoft Agent Framework's own workflow spans (agent_framework/observability.py): an edge group
+# delivering a message names its source and target executors; the executor span that processes it
+# and the edge group link to the `message.send` span that sent it.
+AF_MESSAGE_SOURCE_ID = "message.source_id"
+AF_MESSAGE_TARGET_ID = "message.target_id"
+AF_EXECUTOR_ID = "executor.id"
