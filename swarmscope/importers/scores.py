@@ -7,15 +7,18 @@ evaluation such as `hallucination = 1` says nothing good about the run. `select_
 score the reward (`trace.rewards[name]`): the one the user names (an import's `--reward-score`,
 the project's "reward score" setting), else one named `reward` (`DEFAULT_REWARD_SCORE`), and
 records which in `trace.attributes["reward_score"]`. Rewards that are not scores (a native trace's,
-SwarmSim's, the survey schema's) are left as they are.
+SwarmSim's, the survey schema's) are left as they are. `is_score_label` tells a score's label from
+others (the trace list summarises them); `missing_reward_score` is the import report's note for a
+named reward score that none of the imported traces has.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from swarmscope.inputs import text_refusal
-from swarmscope.model import Trace
+from swarmscope.model import Label, Trace
 
 #: Trace attribute: {score name: number} of the trace's numeric evaluation scores.
 SCORE_VALUES = "score_values"
@@ -25,6 +28,50 @@ REWARD_SCORE = "reward_score"
 DEFAULT_REWARD_SCORE = "reward"
 #: The longest score name accepted as a reward score name (the project setting's column).
 MAX_NAME_LENGTH = 200
+#: Label sources of evaluation scores: a Langfuse score's ("langfuse:API", "langfuse:EVAL", ...)
+#: and an OpenTelemetry evaluation result's (the event name, `otel.fields.EVALUATION_SOURCE`).
+LANGFUSE_SOURCE_PREFIX = "langfuse:"
+EVALUATION_RESULT_SOURCE = "gen_ai.evaluation.result"
+#: The key suffix of an evaluation's explanation label (text beside the score, not a score).
+EXPLANATION_SUFFIX = ".explanation"
+
+
+def is_score_label(label: Label) -> bool:
+    """Whether `label` is an evaluation score (a Langfuse score, an OpenTelemetry evaluation
+    result), not the explanation that comes with one."""
+    source = label.source or ""
+    if source.startswith(LANGFUSE_SOURCE_PREFIX):
+        return True
+    return source == EVALUATION_RESULT_SOURCE and not label.key.endswith(EXPLANATION_SUFFIX)
+
+
+def missing_reward_score(
+    name: str, attributes: Iterable[Mapping[str, Any]], *, from_project: bool = False
+) -> str | None:
+    """The import report's note when no trace (given by its `attributes`) has a numeric score
+    named `name` (exact, case-sensitive match, as Langfuse names are), naming the score names they
+    do have and a near miss that differs only in case; None when one has it. `from_project`: the
+    name is the project's setting, not the import's, and the note is only made when the traces
+    have scores at all (an import of traces without any is no near miss)."""
+    present: set[str] = set()
+    for attrs in attributes:
+        scores = attrs.get(SCORE_VALUES) if isinstance(attrs, Mapping) else None
+        if isinstance(scores, Mapping):
+            if name in scores:
+                return None
+            present.update(str(k) for k in scores)
+    if from_project and not present:
+        return None
+    named = f"a score '{name}'" + (", the project's reward score setting," if from_project else "")
+    found = f"scores present: {', '.join(sorted(present))}" if present else "these traces have no evaluation scores"
+    close = sorted(k for k in present if k.casefold() == name.casefold())
+    hint = f"; did you mean '{close[0]}'? Score names are case-sensitive" if close else ""
+    fallback = (
+        f"the score '{DEFAULT_REWARD_SCORE}' is the reward instead"
+        if DEFAULT_REWARD_SCORE in present and name != DEFAULT_REWARD_SCORE
+        else "no reward set from a score"
+    )
+    return f"no trace in this import has {named} ({found}){hint}; {fallback}"
 
 
 def reward_score_name(value: Any, field: str = "reward_score") -> str | None:

@@ -187,3 +187,76 @@ def test_otlp_ingest_takes_the_reward_score_of_the_project_setting(team):
     chosen = post("0" * 31 + "2")
     assert (chosen.rewards, chosen.reward, chosen.outcome) == ({"relevance": 0.9}, 0.9, "success")
     assert chosen.attributes["reward_score"] == "relevance"
+
+
+NOTE_CORRECTNESS = (
+    "no trace in this import has a score 'Correctness' (scores present: correctness, hallucination, toxicity); "
+    "did you mean 'correctness'? Score names are case-sensitive; no reward set from a score"
+)
+
+
+def test_the_command_notes_a_reward_score_no_trace_has(shared_data, fixtures):
+    out = import_traces(shared_data / EXPORTS, "--project", "Scores", "--reward-score", "Correctness")
+    assert f"note: {NOTE_CORRECTNESS}" in out.splitlines()
+    assert not Trace.objects.exclude(rewards={}).exists()  # exact match: 'Correctness' is not 'correctness'
+    assert "note:" not in import_traces(shared_data / EXPORTS / CLAUDE, "--reward-score", "correctness")
+    assert "note:" not in import_traces(shared_data / EXPORTS / CLAUDE)  # no name given: nothing to note
+    without = import_traces(fixtures / "native_small.json", "--reward-score", "correctness")
+    assert (
+        "note: no trace in this import has a score 'correctness' (these traces have no evaluation scores); "
+        "no reward set from a score"
+    ) in without
+
+
+def test_a_missing_project_reward_score_is_noted_only_for_traces_with_scores(shared_data, fixtures):
+    Project.objects.create(name="Set", reward_score="Hallucination")
+    scored = import_traces(shared_data / EXPORTS / CREWAI, "--project", "Set")
+    assert (
+        "note: no trace in this import has a score 'Hallucination', the project's reward score setting, "
+        "(scores present: hallucination, toxicity); did you mean 'hallucination'?"
+    ) in scored
+    assert "note:" not in import_traces(fixtures / "native_small.json", "--project", "Set")
+
+
+def test_the_upload_page_and_api_note_a_reward_score_no_trace_has(shared_data, team, client):
+    data = (shared_data / EXPORTS / MICROSOFT).read_bytes()
+    client.force_login(team.users["rev"])
+    page = client.post(
+        "/upload/", {"project": team.a.pk, "reward_score": "nonexistent_score", "file": _upload("ms.json", data)}
+    ).content.decode()
+    assert 'data-testid="import-note"' in page
+    assert (
+        "Note: no trace in this import has a score &#x27;nonexistent_score&#x27; (scores present: correctness, "
+        "hallucination, toxicity); no reward set from a score"
+    ) in page
+    assert (
+        "import-note"
+        not in client.post(
+            "/upload/", {"project": team.a.pk, "reward_score": "correctness", "file": _upload("ms.json", data)}
+        ).content.decode()
+    )
+
+    api = team.client("zed")
+    missed = api.post(
+        "/api/traces/upload/?filename=ms.json&reward_score=Correctness", data=data, content_type="application/json"
+    )
+    assert missed.status_code == 200, missed.content
+    assert missed.json()["notes"] == [
+        "no trace in this import has a score 'Correctness' (scores present: correctness, hallucination, toxicity); "
+        "did you mean 'correctness'? Score names are case-sensitive; no reward set from a score"
+    ]
+    ok = api.post(
+        "/api/traces/upload/?filename=ms.json&reward_score=correctness", data=data, content_type="application/json"
+    )
+    assert ok.json()["notes"] == []
+
+
+def test_the_note_names_the_reward_score_used_instead():
+    from swarmscope.importers.scores import missing_reward_score
+
+    note = missing_reward_score("Reward", [{"score_values": {"reward": 1.0}}, {}])
+    assert note == (
+        "no trace in this import has a score 'Reward' (scores present: reward); did you mean 'reward'? "
+        "Score names are case-sensitive; the score 'reward' is the reward instead"
+    )
+    assert missing_reward_score("x", [{"score_values": {"a": 1}}, {"score_values": {"x": 0}}]) is None

@@ -444,7 +444,8 @@ def outcome_json(outcome: ingest.FileOutcome) -> dict[str, Any]:
 def traces_upload(request: HttpRequest):
     """Import trace files in any supported format; 200 with a per-file report, 400 if any failed
     or `?reward_score=` (the evaluation score that is each trace's reward; default: the project's
-    setting, else a score named `reward`) is not a score name."""
+    setting, else a score named `reward`) is not a score name; `notes`: the import's notes (a reward
+    score that no imported trace has, `ingest.check_reward_score`)."""
     project = get_write_project(request, "uploading traces")
     if project is None:
         return json_error(403, "you are not a member of any project")
@@ -474,7 +475,13 @@ def traces_upload(request: HttpRequest):
             )
     outcomes = ingest.do_import_sources(project, readable, reward_score=reward_score) if readable else []
     failed = bool(refused) or any(o.error for o in outcomes)
-    return JsonResponse({"files": refused + [outcome_json(o) for o in outcomes]}, status=400 if failed else 200)
+    return JsonResponse(
+        {
+            "files": refused + [outcome_json(o) for o in outcomes],
+            "notes": ingest.check_reward_score(project, outcomes, reward_score),
+        },
+        status=400 if failed else 200,
+    )
 
 
 #: What decoding and storing an OTLP request can fail with (answered 400, nothing stored).

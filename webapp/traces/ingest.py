@@ -35,6 +35,7 @@ from psycopg.types.json import Jsonb
 
 from swarmscope import model as core
 from swarmscope.importers import SourceFile, read_files
+from swarmscope.importers.scores import is_score_label, missing_reward_score
 from swarmscope.ingest import (
     AGENT_FILL_FIELDS,
     BatchPlan,
@@ -680,14 +681,25 @@ def headline_reward(rewards: dict[str, Any]) -> float | None:
 
 
 def label_summary(current: str, new_labels: list[core.Label]) -> str:
-    """`current` ("key=value; ...") with the SUMMARY_LABELS among `new_labels` appended, at most 500 characters."""
+    """`current` ("key=value; ...") with the SUMMARY_LABELS and the evaluation scores
+    (`scores.is_score_label`: "hallucination=1") among `new_labels` appended, at most 500
+    characters. The list's Labels column, its search and its Labels facet (a trace is labelled
+    when this is not empty) read it."""
     parts = [p for p in current.split("; ") if p]
     for label in new_labels:
-        if label.key in SUMMARY_LABELS:
-            text = f"{label.key}={label.value}"
+        if label.key in SUMMARY_LABELS or is_score_label(label):
+            text = f"{label.key}={summary_value(label.value)}"
             if text not in parts:
                 parts.append(text)
     return "; ".join(parts)[:500]
+
+
+def summary_value(value: Any) -> str:
+    """A label value as the summary shows it: a whole float without ".0" (a Langfuse score 1.0 is
+    "1"), other floats in at most 6 significant digits, anything else as text."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 # --- files -------------------------------------------------------------------------------------
@@ -782,6 +794,19 @@ def do_import_sources(
             )
         )
     return outcomes
+
+
+def check_reward_score(project: Project, outcomes: list[FileOutcome], reward_score: str | None) -> list[str]:
+    """The import report's notes on the reward score (`do_import_sources`'s `reward_score`, else
+    the project's setting): one when no imported trace has a score of that name (exact match),
+    naming the score names they have (`scores.missing_reward_score`; for the project's setting
+    only when they have scores). Empty when no name applies or nothing was imported."""
+    name = reward_score or project.reward_score or None
+    traces = [t for o in outcomes for t in o.traces]
+    if name is None or not traces:
+        return []
+    note = missing_reward_score(name, (t.attributes for t in traces), from_project=not reward_score)
+    return [note] if note else []
 
 
 def request_metrics(trace: Trace) -> None:

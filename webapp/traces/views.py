@@ -214,10 +214,12 @@ def upload(request: HttpRequest):
     """GET: the form, its Project preselected (`?project=<id>`, else the first project, by name,
     where the user may write; disabled, with a notice, for a viewer). POST: import the files into
     the chosen project (`project`; without one, that first project), the score named by
-    `reward_score` (else the project's setting) as each trace's reward; the 403 page for a project
+    `reward_score` (else the project's setting) as each trace's reward, the report noting a reward
+    score that no imported trace has (`ingest.check_reward_score`); the 403 page for a project
     where the user only reads or a viewer everywhere, 404 for a user of no project, 400 for a bad
     reward score name."""
     outcomes, nothing_chosen, status, refused, project = None, False, 200, None, None
+    notes: list[str] = []
     reward_score: str | None = None
     projects = writable_projects(request.user)
     if request.method == "POST":
@@ -244,6 +246,7 @@ def upload(request: HttpRequest):
             status = 413
         elif request.FILES:
             outcomes = ingest.do_import_sources(project, upload_sources(request), reward_score=reward_score)
+            notes = ingest.check_reward_score(project, outcomes, reward_score)
         else:
             nothing_chosen = True
     wanted = str(project.pk) if project is not None else request.GET.get("project", "")
@@ -253,6 +256,7 @@ def upload(request: HttpRequest):
         "traces/upload.html",
         {
             "outcomes": outcomes,
+            "notes": notes,
             "nothing_chosen": nothing_chosen,
             "can_write": bool(projects),
             "projects": projects,

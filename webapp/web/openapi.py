@@ -217,7 +217,12 @@ FILES = {
                     "report": {"type": "array", "items": {"type": "string"}},
                 },
             },
-        }
+        },
+        "notes": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "the import's notes, e.g. a reward score that no imported trace has",
+        },
     },
 }
 RESULTS = {

@@ -1,5 +1,5 @@
 """`manage.py import_traces PATH... [--project NAME] [--reward-score NAME]`: import trace files and
-folders, one report line per file."""
+folders, one report line per file, then the import's notes ("note: ..."; a reward score no trace has)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -7,7 +7,7 @@ from swarmscope.importers import SourceFile
 from swarmscope.importers.files import iter_files
 from swarmscope.importers.scores import reward_score_name
 from webapp.accounts.services import DEFAULT_PROJECT, do_get_or_create_project
-from webapp.traces.ingest import do_import_sources
+from webapp.traces.ingest import check_reward_score, do_import_sources
 
 
 class Command(BaseCommand):
@@ -30,15 +30,16 @@ class Command(BaseCommand):
             files = list(iter_files(paths))
         except (FileNotFoundError, ValueError) as exc:
             raise CommandError(str(exc)) from None
+        target = do_get_or_create_project(project)
         outcomes = do_import_sources(
-            do_get_or_create_project(project),
-            [SourceFile(name=str(p), data=p.read_bytes()) for p in files],
-            reward_score=reward_score,
+            target, [SourceFile(name=str(p), data=p.read_bytes()) for p in files], reward_score=reward_score
         )
         failed = 0
         for outcome in outcomes:
             failed += bool(outcome.error)
             for line in outcome.lines:
                 (self.stderr if outcome.error else self.stdout).write(line)
+        for note in check_reward_score(target, outcomes, reward_score):
+            self.stdout.write(f"note: {note}")
         if failed:
             raise CommandError(f"{failed} of {len(outcomes)} files failed")
