@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { CONTENT_FROM_INPUT_TITLE, contentFromInput, contentLabel, formatNumber, formatPercent, formatSeconds, formatValue,
+import { CONTENT_FROM_INPUT_TITLE, contentFromInput, contentLabel, emptyTraceText, formatNumber, formatPercent, formatSeconds, formatValue,
   tokenFigure, tokensEstimated } from "../../static/js/lib/format.js";
 import { eventSignature } from "../../static/js/panels/compare.js";
 
@@ -52,4 +52,12 @@ test("content taken from an event's input is marked as such, never as what the a
   // compare: the prompt an agent received is not the same event as that text said by it
   assert.notEqual(eventSignature(prompt), eventSignature(said));
   assert.equal(eventSignature(prompt), eventSignature({ ...prompt, id: "e9" }));
+});
+
+test("an empty trace says why: live, spans none of which the conventions read, or nothing", () => {
+  assert.equal(emptyTraceText({ live: true, attributes: { spans: 4 } }), "No events yet: waiting for the swarm to send some…");
+  assert.match(emptyTraceText({ live: false, attributes: { spans: 4 } }), /^This trace has no events: none of its 4 spans is an agent/);
+  assert.match(emptyTraceText({ attributes: { spans: 1 } }), /none of its 1 span is/);
+  assert.equal(emptyTraceText({ attributes: {} }), "This trace has no events.");
+  assert.equal(emptyTraceText(null), "This trace has no events.");
 });

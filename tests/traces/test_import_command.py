@@ -118,3 +118,35 @@ def test_a_skipped_file_says_what_it_holds_and_what_is_read(tmp_path):
     items = "a JSON list of 2 items: objects, the first with keys step, who"
     assert f"events.json: skipped: not a trace: {items}{formats}" in out
     assert f'NOTES: skipped: not a trace: text, not JSON (it starts "# Notes"){formats}' in out
+
+
+def test_spans_that_no_convention_reads_import_as_an_empty_trace_that_says_so(tmp_path):
+    """Plain spans whose attributes no convention names (an unknown framework's own keys): the trace
+    is stored, and the report says why it has no events, as a span with a GenAI model call has one."""
+
+    def span(span_id: str, name: str, attributes: dict) -> dict:
+        values = [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()]
+        return {
+            "traceId": "5" * 32,
+            "spanId": span_id,
+            "name": name,
+            "startTimeUnixNano": "1700000000000000000",
+            "endTimeUnixNano": "1700000001000000000",
+            "attributes": values,
+        }
+
+    plain = [span("1" * 16, "step", {"agent": "planner", "llm.tokens": "12"}), span("2" * 16, "step", {"agent": "x"})]
+    path = tmp_path / "unknown.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": plain}]}]}))
+    code, out, err = run(path)
+    assert code == 0, err
+    assert re.search(
+        r"unknown.json: imported as trace \d+: 0 agents, 0 events \(none of its 2 spans is an agent, model call or tool"
+        r' call by the conventions read: docs/otel-mapping.md, "Reading a span"\)',
+        out,
+    ), out
+    plain[1]["attributes"].append({"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}})
+    plain[1]["traceId"] = plain[0]["traceId"] = "6" * 32
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": plain}]}]}))
+    code, out, err = run(path)
+    assert code == 0 and "0 events" not in out and "none of its" not in out, out

@@ -735,9 +735,22 @@ class FileOutcome:
         return [
             f"{self.name}: imported as trace {t.pk}: "
             f"{_counted(t.agent_count, 'agent')}, {_counted(t.event_count, 'event')}"
+            + _no_events_reason(t)
             + (" (already stored, nothing new)" if t.pk in self.unchanged else "")
             for t in self.traces
         ] + skipped
+
+
+def _no_events_reason(trace: Trace) -> str:
+    """Why a trace made from spans has no events: none of them is an agent, model or tool span by the
+    conventions the OpenTelemetry mapping reads (docs/otel-mapping.md, "Reading a span"); else ""."""
+    spans = trace.attributes.get("spans") if isinstance(trace.attributes, dict) else None
+    if trace.event_count or not isinstance(spans, int) or spans <= 0:
+        return ""
+    return (
+        f" (none of its {_counted(spans, 'span')} is an agent, model call or tool call by the conventions"
+        ' read: docs/otel-mapping.md, "Reading a span")'
+    )
 
 
 def do_import_sources(

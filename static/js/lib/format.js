@@ -77,3 +77,17 @@ export function contentLabel(ev, text) {
 export function tokensEstimated(ev) {
   return Boolean(ev?.attributes?.tokens_estimated);
 }
+
+/** What an empty trace page says: waiting when live; when it was made from spans (`attributes.spans`,
+ * the OpenTelemetry importers), that none of them is an agent, model or tool span by the conventions
+ * read (docs/otel-mapping.md, "Reading a span"), rather than a bare "no events". */
+export function emptyTraceText(trace) {
+  if (trace?.live) return "No events yet: waiting for the swarm to send some…";
+  const spans = Number(trace?.attributes?.spans) || 0;
+  if (spans > 0) {
+    return `This trace has no events: none of its ${formatNumber(spans)} span${spans === 1 ? "" : "s"} is an agent, ` +
+      "model call or tool call by the conventions Swarmscope reads (OpenTelemetry GenAI, OpenInference, " +
+      "Traceloop, Monocle; docs/otel-mapping.md, \"Reading a span\").";
+  }
+  return "This trace has no events.";
+}

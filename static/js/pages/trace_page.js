@@ -46,7 +46,7 @@ import { AgentGraph } from "../views/agent_graph.js";
 import { AttributionPanel } from "../panels/attribution.js";
 import { Counterfactual } from "../panels/counterfactual.js";
 import { FiltersPanel } from "../panels/filters.js";
-import { formatNumber } from "../lib/format.js";
+import { emptyTraceText, formatNumber } from "../lib/format.js";
 import { TraceModel } from "../model/trace_model.js";
 import { DETAIL_LIMIT, ServerWindow, windowRecords, windowUrl } from "../model/server_window.js";
 import { Inspector } from "../panels/inspector.js";
@@ -456,9 +456,7 @@ class TracePage {
     const empty = model.eventCount === 0 && !this.server;
     this.empty.hidden = !empty;
     if (empty) {
-      this.empty.textContent = model.trace?.live
-        ? "No events yet: waiting for the swarm to send some…"
-        : "This trace has no events.";
+      this.empty.textContent = emptyTraceText(model.trace);
     }
     this.updateBadge();
     document.body.dataset.seq = String(model.seq);
