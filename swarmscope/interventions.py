@@ -8,11 +8,14 @@ of theirs. One intervention may name several events or agents (a coalition remov
 
 `Intervention` is a frozen value with a JSON round trip (`to_dict` / `from_dict`);
 `check_intervention` validates it against a trace. Both raise `InterventionError`, which names
-the offending field.
+the offending field. `branch_source_id` is the identity of a branch trace (one re-rollout under an
+intervention).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +23,8 @@ from typing import Any
 from swarmscope.model import Trace
 
 INTERVENTION_KINDS = ("remove", "mask", "resample", "replace")
+#: Characters of a branch's source id before its digest (the stored source id holds 300).
+BRANCH_ID_READABLE = 240
 #: Event types an intervention may target: what one agent sends to another.
 MESSAGE_LIKE_TYPES = ("message", "delegate", "return")
 
@@ -133,3 +138,27 @@ def check_intervention(trace: Trace, intervention: Intervention) -> None:
     for agent in intervention.agents:
         if agent not in acting:
             raise InterventionError(f"no event of agent {agent!r} in the trace", "agents")
+
+
+def branch_source_id(
+    factual: str, intervention: Intervention, seed: int, settings: dict[str, Any] | None = None
+) -> str:
+    """The source id of the branch trace of `factual` (a source id) under `intervention` at `seed`:
+    `<factual>/<intervention.describe()>/seed-<seed>`, then `/s-<digest>` where anything else
+    changes what was sampled: the intervention's replacement text and the backend's `settings`
+    (JSON: model, sampling parameters, scoring, ...). Digest: the first 12 hex digits of BLAKE2b of
+    their canonical JSON. So a job repeated with other settings stores its own branch, and the same
+    job (a redelivered chunk) the same one. A readable part over BRANCH_ID_READABLE characters is
+    cut there, the digest then covering the whole."""
+    readable = f"{factual}/{intervention.describe()}"
+    identity: dict[str, Any] = dict(settings or {})
+    if intervention.text is not None:
+        identity["intervention"] = intervention.to_dict()
+    if len(readable) > BRANCH_ID_READABLE:
+        identity.update(factual=factual, intervention=intervention.to_dict())
+        readable = readable[:BRANCH_ID_READABLE]
+    source_id = f"{readable}/seed-{int(seed)}"
+    if identity:
+        canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+        source_id += f"/s-{hashlib.blake2b(canonical.encode(), digest_size=6).hexdigest()}"
+    return source_id

@@ -27,7 +27,7 @@ import functools
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -110,9 +110,33 @@ class RolloutPlan:
     #: The agents an LLM speaks for (`speakers_of`) and the orchestrator picking among them (or None).
     speakers: list[str]
     orchestrator: str | None
+    #: "orchestrator" where `orchestrator` picks speakers, else "original".
+    speaker_order: str
 
     def check(self, intervention: Intervention) -> None:
         check_intervention(self.trace, intervention)
+
+    def sampling_settings(self) -> dict[str, Any]:
+        """What changes a rollout's samples besides the trace, intervention and seeds: the backend
+        (class), `model`, `temperature` and `max_tokens` of a turn, `max_turns`, `speaker_order`
+        and `scoring`; `choice_max_tokens` where an orchestrator picks speakers, `verdict_max_tokens`
+        under the verifier. A branch trace's `sampling` attribute and part of its identity
+        (`swarmscope.interventions.branch_source_id`)."""
+        c = self.client
+        settings: dict[str, Any] = {
+            "backend": f"{type(self).__module__}.{type(self).__qualname__}",
+            "model": c.model,
+            "temperature": c.temperature,
+            "max_tokens": c.max_tokens,
+            "max_turns": self.max_turns,
+            "speaker_order": self.speaker_order,
+            "scoring": self.scoring,
+        }
+        if self.orchestrator:
+            settings["choice_max_tokens"] = c.choice_max_tokens
+        if self.scoring == VERIFIER:
+            settings["verdict_max_tokens"] = c.verdict_max_tokens
+        return settings
 
     def fork_index(self, intervention: Intervention) -> int:
         """Index of the first event `intervention` changes."""

@@ -63,7 +63,7 @@ from typing import TypeVar, cast
 
 import numpy as np
 
-from swarmscope.interventions import Intervention
+from swarmscope.interventions import Intervention, branch_source_id
 from swarmscope.judge import JudgeParseError, parse_verdict, verifier_messages
 from swarmscope.model import Edge, Event, Trace
 from trainer.rollout.chat import ChatClient, OpenAIError, VerdictError
@@ -405,7 +405,8 @@ class OpenAIRollout(RolloutPlan):
         fallbacks: int = 0,
     ) -> Trace:
         """The branch trace of one intervention sample: the prefix as recorded, then its turns;
-        `outcome` is its reward, `choices` / `fallbacks` its orchestrator's speaker choices."""
+        `outcome` is its reward, `choices` / `fallbacks` its orchestrator's speaker choices. Its
+        identity (`branch_source_id`) and `sampling` attribute hold `sampling_settings()`."""
         fork = self.fork_index(intervention)
         prefix = [copy.deepcopy(e) for e in self.trace.events[:fork]]
         events = list(prefix)
@@ -423,7 +424,7 @@ class OpenAIRollout(RolloutPlan):
         branch.edges = [e for e in self.trace.edges if e.src in kept and e.dst in kept] + [
             Edge(events[i - 1].id, events[i].id, "temporal") for i in range(max(fork, 1), len(events))
         ]
-        branch.source_id = f"{factual}/{intervention.describe()}/seed-{seed}"
+        branch.source_id = branch_source_id(factual, intervention, seed, self.sampling_settings())
         branch.name = f"{self.trace.name}, {intervention.describe()}"
         branch.rewards = {"outcome": outcome}
         branch.labels = []
@@ -435,6 +436,7 @@ class OpenAIRollout(RolloutPlan):
             speaker_order=self.speaker_order,
             scoring=self.scoring,
             model=self.client.model,
+            sampling=self.sampling_settings(),
         )
         if self.orchestrator:
             branch.attributes.update(

@@ -23,7 +23,7 @@ from dataclasses import replace as copy
 import numpy as np
 
 from swarmscope.credit import CoalitionGame
-from swarmscope.interventions import Intervention, InterventionError, check_intervention
+from swarmscope.interventions import Intervention, InterventionError, branch_source_id, check_intervention
 from swarmscope.model import Trace
 from trainer.sim.actions import Action
 from trainer.sim.env import Episode, replay_trace, rollout, simulate
@@ -136,7 +136,7 @@ class SimRollout:
         attributes name the `intervention` (JSON form), the `fork_event` and the `factual` trace."""
         branch = simulate(self.episode.task, self.actions(intervention, seed), self.episode.config, seed)
         factual = self.episode.trace.source_id
-        branch.trace.source_id = f"{factual}/{intervention.describe()}/seed-{seed}"
+        branch.trace.source_id = branch_source_id(factual, intervention, seed)
         branch.trace.name = f"{self.episode.trace.name}, {intervention.describe()}"
         branch.trace.attributes.update(
             intervention=intervention.to_dict(), factual=factual, fork_event=self.fork_event(intervention)

@@ -105,7 +105,8 @@ def test_branch_traces_are_valid_and_name_the_fork(fake):
     assert [e.id for e in branch.events] == ["h0", "h1", "h3~0"]
     assert branch.events[-1].content == "FINAL ANSWER: 42."
     assert branch.attributes["fork_event"] == "h2" and branch.attributes["speaker_order"] == "original"
-    assert branch.source_id == "t1/remove(event:h2)/seed-3"
+    assert branch.source_id.startswith("t1/remove(event:h2)/seed-3/s-")  # then the sampling settings
+    assert branch.attributes["sampling"]["model"] == "fake-model"
 
 
 def test_scoring_is_normalised_exact_match():

@@ -55,10 +55,37 @@ def _intervention_text(intervention: dict[str, Any]) -> str:
     return f"{intervention.get('kind', 'remove')}({', '.join(targets)})"
 
 
+#: The settings of a branch's `sampling` attribute the banner names, in its order, with their words.
+SAMPLING_WORDS = (
+    ("model", "model"),
+    ("temperature", "temperature"),
+    ("max_tokens", "max_tokens"),
+    ("max_turns", "max_turns"),
+    ("speaker_order", "speaker order"),
+    ("scoring", "scoring"),
+    ("choice_max_tokens", "choice_max_tokens"),
+    ("verdict_max_tokens", "verdict_max_tokens"),
+)
+
+
+def sampling_text(sampling: Any) -> str:
+    """A branch trace's `sampling` attribute (trainer.rollout.llm_plan.RolloutPlan.sampling_settings)
+    in words: "model m, temperature 0.7, max_tokens 256, max_turns all, ..."; "" without one."""
+    if not isinstance(sampling, dict):
+        return ""
+    words = []
+    for key, word in SAMPLING_WORDS:
+        if key in sampling:
+            value = sampling[key]
+            words.append(f"{word} {'all' if key == 'max_turns' and value == 0 else value}")
+    return ", ".join(words)
+
+
 @register.simple_tag
 def trace_origin(trace: Trace) -> dict[str, Any] | None:
     """Where `trace` comes from, or None for an original: {kind: "branch", parent (Trace), job
-    (id), intervention (its one-line form), seed, compare_url} for a branch trace of a counterfactual
+    (id), intervention (its one-line form), seed, sampling (the settings it was sampled with, in
+    words: `sampling_text`), compare_url} for a branch trace of a counterfactual
     job (`RolloutSample.branch_trace`), {kind: "episode", run (id), run_name, iteration} for a
     sample episode of a training run (`RunIteration.episodes`, read by its relation: training is a
     sibling app)."""
@@ -72,6 +99,7 @@ def trace_origin(trace: Trace) -> dict[str, Any] | None:
             "backend": job.backend,
             "intervention": _intervention_text(job.intervention or {}),
             "seed": sample.seed,
+            "sampling": sampling_text((trace.attributes or {}).get("sampling")),
             "compare_url": f"/traces/compare/?left={job.trace_id}&right={trace.pk}",
         }
     iteration = trace.run_iterations.select_related("run").order_by("iteration").first()
