@@ -3,13 +3,17 @@
 A `http.server` (HTTP/1.1 keep-alive) in a thread on a free loopback port. `answer(body) -> str |
 list[str]` gives the completions of one request (a str is repeated `n` times). Fault injection:
 `status` (every request answers that HTTP status), `statuses` (the next requests answer these
-statuses, one each, then normally), `raw` (a body that is not JSON), `delay` (a slow answer).
+statuses, one each, then normally), `drops` (the next `drops` requests are read, then their
+connection is closed with no answer), `raw` (a body that is not JSON), `delay` (a slow answer).
 
 It refuses what vLLM refuses, with HTTP 400: an empty `messages`, a prompt over `max_model_len`
 (prompt tokens + max_tokens, tokens counted as ceil(characters / 4) of each message's content;
 None: no limit), and (unless `vllm`) an unknown top-level parameter. With `vllm` it says so in
-`/v1/models` (`owned_by: "vllm"`, `max_model_len`) and `/version`, accepts `structured_outputs`
-and answers one of its `choice`s (the scripted answer where it is one, else the first). Answers
+`/v1/models` (`owned_by: "vllm"`, `max_model_len`) and `/version`, and accepts `structured_outputs`
+(or older vLLM's `guided_choice` / `guided_regex`): with `choice` it answers one of
+them (the scripted answer where it is one, else the first); with `regex` the scripted answer where
+it matches the whole pattern (Python's `re.fullmatch`), else HTTP 400 (the fake cannot make up a
+match: a test scripts answers in the format and checks what was sent). Answers
 report `usage` (prompt, completion and `prompt_tokens_details.cached_tokens`: the tokens of the
 leading messages an earlier request had too) and are cut at `max_tokens` (finish_reason "length").
 POST bodies are kept in `requests` (`/tokenize` bodies in `tokenized`), GET paths in `gets`;
@@ -19,6 +23,7 @@ POST bodies are kept in `requests` (`/tokenize` bodies in `tokenized`), GET path
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -62,6 +67,7 @@ class FakeOpenAIServer:
         self.connections = 0
         self.status: int | None = None
         self.statuses: list[int] = []
+        self.drops = 0
         self.raw: bytes | None = None
         self.delay = 0.0
         self.seen_prefixes: set[str] = set()
@@ -100,16 +106,15 @@ class FakeOpenAIServer:
                 fake.requests.append(body)
                 if fake.delay:
                     time.sleep(fake.delay)
-                with fake.lock:
-                    scripted = fake.statuses.pop(0) if fake.statuses else None
-                if fake.status or scripted:
-                    return self._send(fake.status or scripted, b'{"error": "scripted failure"}')
+                fault = fake.fault()
+                if fault == "drop":
+                    self.close_connection = True  # no answer: the client sees the connection closed
+                    return
+                if fault:
+                    return self._send(fault, b'{"error": "scripted failure"}')
                 if fake.raw is not None:
                     return self._send(200, fake.raw)
-                refusal = fake.refusal(body)
-                if refusal:
-                    return self._send(400, json.dumps({"object": "error", "message": refusal}).encode())
-                self._send(200, json.dumps(fake.completion(body)).encode())
+                self._send(*fake.respond(body))
 
             def _send(self, status, data):
                 try:
@@ -126,8 +131,27 @@ class FakeOpenAIServer:
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
+    def fault(self) -> int | str | None:
+        """The scripted fault of the next request: "drop", an HTTP status, or None."""
+        with self.lock:
+            if self.drops > 0:
+                self.drops -= 1
+                return "drop"
+            scripted = self.statuses.pop(0) if self.statuses else None
+        return self.status or scripted
+
     def prompt_tokens(self, body) -> int:
         return sum(fake_tokens(m.get("content") or "") for m in body.get("messages", []))
+
+    def respond(self, body) -> tuple[int, bytes]:
+        """The status and JSON body of the answer to a chat-completions request."""
+        refusal = self.refusal(body)
+        if not refusal:
+            try:
+                return 200, json.dumps(self.completion(body)).encode()
+            except ValueError as exc:  # a scripted answer outside the requested regex
+                refusal = str(exc)
+        return 400, json.dumps({"object": "error", "message": refusal}).encode()
 
     def refusal(self, body) -> str | None:
         """vLLM's reason to answer `body` with HTTP 400, or None."""
@@ -146,14 +170,26 @@ class FakeOpenAIServer:
                 )
         return None
 
+    def structured(self, body) -> dict:
+        """The request's constraint on vLLM ({"choice": [...]}, {"regex": ...}), {} elsewhere."""
+        if not self.vllm:
+            return {}
+        guided = {k.removeprefix("guided_"): v for k, v in body.items() if k in ("guided_choice", "guided_regex")}
+        return body.get("structured_outputs") or guided
+
     def completion(self, body) -> dict:
+        """The answer to an accepted request. Raises ValueError for a scripted answer outside its regex."""
         texts = self.answer(body)
         n = body.get("n", 1)
         if isinstance(texts, str):
             texts = [texts] * n
-        choice = (body.get("structured_outputs") or {}).get("choice") if self.vllm else None
+        structured = self.structured(body)
+        choice, regex = structured.get("choice"), structured.get("regex")
         if choice:
             texts = [t if t in choice else choice[0] for t in texts]
+        outside = [t for t in texts if regex is not None and not re.fullmatch(regex, t)]
+        if outside:
+            raise ValueError(f"fake: the scripted answer {outside[0][:100]!r} does not match the regex {regex!r}")
         limit = body.get("max_tokens")
         choices: list[dict] = []
         for k, text in enumerate(texts):

@@ -1,8 +1,9 @@
 """The `openai` rollout backend: counterfactual re-rollouts of an LLM trace through any
-OpenAI-compatible chat endpoint (in production a `vllm serve` with prefix caching), standard
-library HTTP only (docs/architecture.md "Credit"). What a rollout sends (its slots, prompts, seeds
-and the plan of its requests, checked against the model's context) is trainer.rollout.llm_plan;
-speakers, the orchestrator, final answers and exact match are trainer.rollout.llm_trace.
+OpenAI-compatible chat endpoint (in production a `vllm serve` with prefix caching), sent by the
+`openai` package's client (trainer.rollout.chat; docs/architecture.md "Credit"). What a rollout
+sends (its slots, prompts, seeds and the plan of its requests, checked against the model's
+context) is trainer.rollout.llm_plan; speakers, the orchestrator, final answers and exact match are
+trainer.rollout.llm_trace.
 
 Configuration comes from the environment (trainer does not read Django settings):
 SWARMSCOPE_OPENAI_BASE_URL (e.g. http://127.0.0.1:8001/v1), SWARMSCOPE_OPENAI_API_KEY (optional),

@@ -305,7 +305,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("SWARMSCOPE_LOG_LEVEL", "INFO")},
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    # httpx2 logs every request of the LLM client (trainer/rollout/chat.py) at INFO: thousands a job.
+    "loggers": {"django.channels.server": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
 }
 if CELERY_TASK_ALWAYS_EAGER:
     # Tasks run inline (no broker configured): their per-task log lines would flood command output.

@@ -5,6 +5,7 @@ keep-alive connections, TERMINATE endings and the server's usage."""
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -216,7 +217,66 @@ def test_a_timeout_is_retried_and_then_names_the_attempts(fake):
     fake.delay = 0.5
     with pytest.raises(OpenAIError, match=r"timed out after 0.1s \(after 2 attempts\)"):
         client(fake, timeout_s=0.1, attempts=2).chat([{"role": "user", "content": "hi"}])
+    deadline = time.monotonic() + 2  # on a loaded machine the fake may read the second try after the client gave up
+    while len(fake.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert len(fake.requests) == 2
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
+def test_rate_limits_and_server_errors_are_retried_with_backoff(fake, status):
+    fake.answer, fake.statuses = (lambda body: "ok"), [status, status]
+    chat = client(fake, attempts=3, retry_base_s=0.05)
+    started = time.monotonic()
+    assert chat.chat([{"role": "user", "content": "hi"}]) == ["ok"]
+    assert time.monotonic() - started >= 0.05 + 0.1  # waits of 0.05 · 2^k before tries 2 and 3
+    assert len(fake.requests) == 3 and (chat.usage.requests, chat.usage.retries) == (1, 2)
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 422])
+def test_client_errors_are_not_retried(fake, status):
+    fake.statuses = [status]
+    chat = client(fake)
+    with pytest.raises(OpenAIError) as info:
+        chat.chat([{"role": "user", "content": "hi"}])
+    assert str(info.value) == (
+        f'OpenAI endpoint {fake.base_url}/chat/completions answered HTTP {status}: {{"error": "scripted failure"}}'
+    )
+    assert len(fake.requests) == 1 and (chat.usage.requests, chat.usage.retries) == (0, 0)
+
+
+def test_a_dropped_connection_is_retried_and_dropping_every_try_names_the_cause(fake):
+    fake.answer, fake.drops = (lambda body: "ok"), 1  # the first request's connection is closed unanswered
+    chat = client(fake)
+    assert chat.chat([{"role": "user", "content": "hi"}]) == ["ok"]
+    assert len(fake.requests) == 2 and chat.usage.retries == 1
+    fake.drops = 3
+    with pytest.raises(OpenAIError, match=r"chat/completions is unreachable \(after 3 attempts\): .*disconnected"):
+        chat.chat([{"role": "user", "content": "hi"}])
+    assert len(fake.requests) == 5 and chat.usage.retries == 1 + 2
+
+
+def test_an_unreachable_server_fails_naming_url_and_attempts_and_is_an_unknown_server():
+    chat = ChatClient("http://127.0.0.1:9/v1", "m", attempts=2, retry_base_s=0.01)
+    with pytest.raises(OpenAIError, match=r"^OpenAI endpoint http://127.0.0.1:9/v1/chat/completions is unreachable "):
+        chat.chat([{"role": "user", "content": "hi"}])
+    assert chat.usage.retries == 1 and chat.server() == ServerInfo() and chat.count_tokens([]) is None
+
+
+def test_retries_of_concurrent_requests_are_counted_per_request(fake):
+    fake.answer, fake.statuses = (lambda body: body["messages"][0]["content"]), [503, 503, 503]
+    chat = client(fake, attempts=4)  # one request may meet all three 503s
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda k: chat.chat([{"role": "user", "content": f"q{k}"}]), range(8)))
+    assert answers == [[f"q{k}"] for k in range(8)]
+    assert len(fake.requests) == 8 + 3 and (chat.usage.requests, chat.usage.retries) == (8, 3)
+
+
+def test_the_api_key_is_sent_and_without_one_openais_environment_key_is_not(fake, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-this-server")
+    client(fake, api_key="k").chat([{"role": "user", "content": "hi"}])
+    client(fake).chat([{"role": "user", "content": "hi"}])
+    assert [b["_authorization"] for b in fake.requests] == ["Bearer k", "Bearer EMPTY"]
 
 
 # --- 6. bounded concurrency over keep-alive connections ------------------------------------------
