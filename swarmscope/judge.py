@@ -1,6 +1,6 @@
 """LLM-judge failure attribution for traces that cannot be re-run (docs/architecture.md "Credit"): the three
 methods of Who&When ("Which Agent Causes Task Failures and When?", Zhang et al., ICML 2025), over
-any `complete(messages) -> str` callable (e.g. `trainer.rollout.chat.ChatClient.complete`).
+any `complete(messages) -> str` callable (`Complete`; e.g. `trainer.rollout.chat.ChatClient.complete`).
 
 The steps of a trace are its events in order (a Who&When log has one event per history entry, so
 step k is `mistake_step` k); a step's agent is its event's agent.
@@ -16,6 +16,13 @@ step k is `mistake_step` k); a step's agent is its event's agent.
 With `ground_truth` (the published baselines' setting) the prompt gives the correct answer.
 Answers that cannot be parsed raise `JudgeParseError` with the answer.
 
+Each question also names the form of its answer (`structured`, vLLM's structured outputs), which a
+`complete` that takes a `structured` keyword may enforce (the OpenAI client does on vLLM): a step
+is judged with the choice "Yes" / "No" (`YES_NO`), a segment with "upper half" / "lower half"
+(`HALVES`), the whole log with a regex of the asked format whose agent is one of the log's speakers
+and whose step one of its indices (`all_at_once_format`), so that every answer parses. A callable
+without that keyword is asked as before and its free answer parsed.
+
 Scoring is by exact equality (the benchmark's own scorer counts substrings, "1" in "12"): a step
 is correct when the predicted index equals the label's; an agent when the names are equal ignoring
 case (the data README: agent names compare case-insensitively).
@@ -27,16 +34,27 @@ exact match cannot (no ground truth, or free-form answers): the judge answers a 
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 
 from swarmscope.model import Trace
 
-Complete = Callable[[list[dict[str, str]]], str]
+
+class StructuredComplete(Protocol):
+    """A judge model that may constrain its answer: `structured` is None or one of {"choice": [str,
+    ...]} (the answer is one of them), {"regex": pattern} (the whole answer matches it) and {"json":
+    schema}; a model that cannot enforce it answers freely (the judge parses either)."""
+
+    def __call__(self, messages: list[dict[str, str]], *, structured: dict[str, Any] | None = None) -> str: ...
+
+
+#: The judge's model: the answer to chat `messages` (system, user), with or without `structured`.
+Complete = StructuredComplete | Callable[[list[dict[str, str]]], str]
 METHODS = ("all_at_once", "step_by_step", "binary_search")
 SYSTEM = "You are a helpful assistant skilled in analyzing conversations."
 
@@ -46,6 +64,13 @@ _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _HALF = re.compile(r"\b(upper|lower)\s+half\b", re.IGNORECASE)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
 VERIFIER_SYSTEM = "You are a strict verifier of the final answers of multi-agent systems."
+#: The answer of `step_by_step` (one step: is it the decisive mistake?) and `binary_search` (one split).
+YES_NO: dict[str, Any] = {"choice": ["Yes", "No"]}
+HALVES: dict[str, Any] = {"choice": ["upper half", "lower half"]}
+#: Characters the reason of an all-at-once answer may have (one line; ~100 tokens of English, well
+#: under the client's 512 max_tokens, and the agent and step come first).
+REASON_CHARS = 400
+_REGEX_SPECIAL = re.compile(r"([\\.^$*+?()\[\]{}|])")
 
 
 class JudgeParseError(ValueError):
@@ -89,11 +114,35 @@ def _log(steps: list[Step]) -> str:
     return "\n".join(f"Step {s.index} - {s.agent}: {s.content}" for s in steps)
 
 
-def _ask(complete: Complete, prompt: str) -> str:
-    answer = complete([{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}])
+def _takes_structured(complete: Complete) -> bool:
+    """Whether `complete` accepts the `structured` keyword (by name or **kwargs)."""
+    try:
+        parameters = inspect.signature(complete).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.kind is p.VAR_KEYWORD or (p.name == "structured" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        for p in parameters
+    )
+
+
+def _ask(complete: Complete, prompt: str, structured: dict[str, Any] | None = None) -> str:
+    """The judge's answer to `prompt`, constrained to `structured` where `complete` takes it."""
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+    if structured is not None and _takes_structured(complete):
+        answer = cast(StructuredComplete, complete)(messages, structured=structured)
+    else:
+        answer = cast(Callable[[list[dict[str, str]]], str], complete)(messages)
     if not isinstance(answer, str):
         raise JudgeParseError("the judge answered no text", repr(answer))
     return answer
+
+
+def regex_literal(text: str) -> str:
+    """`text` as a regex matching exactly it: the metacharacters `\\.^$*+?()[]{}|` escaped, a
+    newline as `\\n`; nothing else (unlike `re.escape`, whose escaped spaces and `#` some of
+    vLLM's regex engines warn about)."""
+    return _REGEX_SPECIAL.sub(r"\\\1", text).replace("\n", r"\n")
 
 
 def all_at_once_prompt(trace: Trace, ground_truth: bool = True) -> str:
@@ -111,6 +160,20 @@ def all_at_once_prompt(trace: Trace, ground_truth: bool = True) -> str:
         "Please answer in the format:\nAgent Name: (Your prediction)\nStep Number: (Your prediction)\n"
         "Reason for Mistake: (Your reason)"
     )
+
+
+def all_at_once_format(trace: Trace) -> dict[str, Any] | None:
+    """The all-at-once answer as vLLM's structured output: {"regex": "Agent Name: (A|B|...)\\nStep
+    Number: (0|1|...|n-1)\\nReason for Mistake: [^\\n]{0,REASON_CHARS}"}, A, B, ... the log's
+    speakers in order of first step; None for a log without steps."""
+    steps = steps_of(trace)
+    if not steps:
+        return None
+    agents = "|".join(regex_literal(a) for a in dict.fromkeys(s.agent for s in steps))
+    numbers = "|".join(str(s.index) for s in steps)
+    return {
+        "regex": f"Agent Name: ({agents})\\nStep Number: ({numbers})\\nReason for Mistake: [^\\n]{{0,{REASON_CHARS}}}"
+    }
 
 
 def parse_all_at_once(answer: str) -> tuple[str, int]:
@@ -171,7 +234,7 @@ def parse_half(answer: str) -> str:
 
 
 def all_at_once(trace: Trace, complete: Complete, ground_truth: bool = True) -> Prediction:
-    answer = _ask(complete, all_at_once_prompt(trace, ground_truth))
+    answer = _ask(complete, all_at_once_prompt(trace, ground_truth), all_at_once_format(trace))
     agent, step = parse_all_at_once(answer)
     return Prediction("all_at_once", agent, step, 1, answer)
 
@@ -179,7 +242,7 @@ def all_at_once(trace: Trace, complete: Complete, ground_truth: bool = True) -> 
 def step_by_step(trace: Trace, complete: Complete, ground_truth: bool = True) -> Prediction:
     steps = steps_of(trace)
     for k in range(len(steps)):
-        answer = _ask(complete, step_prompt(trace, k, ground_truth))
+        answer = _ask(complete, step_prompt(trace, k, ground_truth), YES_NO)
         if parse_yes_no(answer):
             return Prediction("step_by_step", steps[k].agent, k, k + 1, answer)
     return Prediction("step_by_step", None, None, len(steps))
@@ -192,7 +255,7 @@ def binary_search(trace: Trace, complete: Complete, ground_truth: bool = True) -
     lo, hi, calls = 0, len(steps) - 1, 0
     while lo < hi:
         mid = (lo + hi) // 2
-        half = parse_half(_ask(complete, binary_prompt(trace, lo, mid, hi, ground_truth)))
+        half = parse_half(_ask(complete, binary_prompt(trace, lo, mid, hi, ground_truth), HALVES))
         calls += 1
         lo, hi = (lo, mid) if half == "upper" else (mid + 1, hi)
     return Prediction("binary_search", steps[lo].agent, lo, calls)

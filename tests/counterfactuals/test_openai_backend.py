@@ -2,6 +2,7 @@
 FakeOpenAIServer (a scripted local fake endpoint)."""
 
 import io
+import os
 import re
 import shutil
 
@@ -9,6 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
+from swarmscope import judge
+from swarmscope.importers import SourceFile, read_files
 from swarmscope.protocol_schema import validate_message
 from tests.fake_openai import FakeOpenAIServer
 from tests.trainer.rollout.test_openai import (
@@ -238,3 +241,51 @@ def test_eval_attribution_limit_and_method(tmp_path, fixtures):
         )
     assert "a.json: predicted agent=None step=None" in out.getvalue()
     assert "1 logs, exact equality: step accuracy 0.00 %" in out.getvalue()
+
+
+def constrained_judge(body):
+    """On vLLM the server answers in the requested format: a regex answer names the log's last speaker
+    at its last step (as the fake must be scripted: it cannot make up a match); otherwise free text,
+    which the fake's choice constraint turns into its first choice and which nothing can parse."""
+    regex = (body.get("structured_outputs") or {}).get("regex")
+    if regex:
+        agents, steps = re.fullmatch(r"Agent Name: \((.*)\)\\nStep Number: \((.*)\)\\nReason.*", regex).groups()
+        return f"Agent Name: {agents.split('|')[-1]}\nStep Number: {steps.split('|')[-1]}\nReason for Mistake: odd."
+    return "It is hard to say."
+
+
+@pytest.mark.parametrize("method", judge.METHODS)
+@pytest.mark.parametrize("vllm", [True, False])
+def test_eval_attribution_constrains_the_judges_answers_on_vllm_so_every_answer_parses(
+    tmp_path, fixtures, method, vllm
+):
+    for name in ("whowhen_hand_crafted.json", "whowhen_algorithm.json"):
+        shutil.copy(fixtures / name, tmp_path / name)
+    with FakeOpenAIServer(constrained_judge, vllm=vllm) as server:
+        out = io.StringIO()
+        call_command(
+            "eval_attribution",
+            str(tmp_path),
+            "--method",
+            method,
+            "--base-url",
+            server.base_url,
+            "--model",
+            "judge",
+            stdout=out,
+        )
+    text, sent = out.getvalue(), [b.get("structured_outputs") for b in server.requests]
+    if not vllm:  # nothing constrains the free answer: none parses
+        assert sent == [None] * len(sent) and text.count(": error: ") == 2
+        return
+    assert ": error: " not in text and "2 logs, exact equality" in text
+    expected = {"step_by_step": [judge.YES_NO], "binary_search": [judge.HALVES]}.get(method)
+    if expected is None:  # all_at_once: one request per log, its speakers and steps
+        traces = [
+            read_files([SourceFile(n, (fixtures / n).read_bytes())]).traces[0] for n in sorted(os.listdir(tmp_path))
+        ]
+        expected = [judge.all_at_once_format(t) for t in traces]
+        assert sorted(sent, key=str) == sorted(expected, key=str)
+        assert "whowhen_hand_crafted.json: predicted agent=ComputerTerminal step=10" in text
+    else:
+        assert {str(s) for s in sent} == {str(expected[0])}

@@ -3,9 +3,12 @@
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swarmscope import judge
 from swarmscope.importers import SourceFile, read_files
+from swarmscope.model import Agent, Event, Trace
 from tests.conftest import FIXTURES
 
 
@@ -56,6 +59,77 @@ def test_prompts_show_the_log_with_0_based_steps(trace):
 def test_step_by_step_without_a_yes_predicts_nothing(trace):
     prediction = judge.step_by_step(trace, lambda messages: "No")
     assert prediction.step is None and prediction.calls == 11 and not judge.step_correct(prediction, 3)
+
+
+def constrained(mistake: int):
+    """`scripted(mistake)` that also takes the `structured` keyword and records what it was given."""
+    free = scripted(mistake)
+    formats = []
+
+    def complete(messages, *, structured=None):
+        formats.append(structured)
+        return free(messages)
+
+    complete.prompts, complete.formats = free.prompts, formats
+    return complete
+
+
+@pytest.mark.parametrize(
+    "method, answer_format",
+    [("step_by_step", judge.YES_NO), ("binary_search", judge.HALVES), ("all_at_once", None)],
+)
+def test_each_method_asks_for_its_answer_format_where_the_model_takes_one(trace, method, answer_format):
+    complete = constrained(3)
+    prediction = judge.judge(trace, complete, method)
+    assert prediction.step == 3 and judge.agent_correct(prediction, "websurfer")
+    expected = answer_format or judge.all_at_once_format(trace)
+    assert complete.formats == [expected] * prediction.calls
+    kwargs_only = scripted(3)
+    assert judge.judge(trace, lambda messages, **kwargs: kwargs_only(messages), method) == prediction
+
+
+def test_the_all_at_once_format_lists_the_logs_speakers_and_steps(trace):
+    regex = judge.all_at_once_format(trace)["regex"]
+    assert regex == (
+        "Agent Name: (human|Orchestrator|WebSurfer|ComputerTerminal)\\nStep Number: (0|1|2|3|4|5|6|7|8|9|10)"
+        "\\nReason for Mistake: [^\\n]{0,400}"
+    )
+    assert re.fullmatch(regex, "Agent Name: WebSurfer\nStep Number: 10\nReason for Mistake: misread.")
+    for answer in (
+        "Agent Name: FileSurfer\nStep Number: 3\nReason for Mistake: x",
+        "Agent Name: WebSurfer\nStep Number: 11\nReason for Mistake: x",
+    ):
+        assert not re.fullmatch(regex, answer)
+    trace.events = []
+    assert judge.all_at_once_format(trace) is None
+
+
+@pytest.mark.parametrize("name", ["Orchestrator (thought)", "a.b*c+d?e", "[x]{1}|y^$\\z", "tab\there", "two\nlines"])
+def test_regex_literal_matches_exactly_the_name(name):
+    assert re.fullmatch(judge.regex_literal(name), name)
+    assert not re.fullmatch(judge.regex_literal(name), name + "x") and not re.fullmatch(judge.regex_literal(name), "x")
+
+
+SPEAKERS = ["human", "Orchestrator (thought)", "Data_Analysis_Expert", "Web Surfer 2", "a+b"]
+TEN_STEPS = Trace(
+    "native",
+    "ten",
+    events=[Event(f"e{k}", float(k), "message", SPEAKERS[k % 5], content=f"step {k}") for k in range(10)],
+    agents=[Agent(name) for name in SPEAKERS],
+)
+
+
+@given(st.from_regex((judge.all_at_once_format(TEN_STEPS) or {})["regex"], fullmatch=True))
+@settings(max_examples=200, deadline=None)
+def test_every_answer_in_the_all_at_once_format_parses_to_a_listed_agent_and_step(answer):
+    agent, step = judge.parse_all_at_once(answer)
+    assert agent in SPEAKERS and 0 <= step < 10 and answer.startswith(f"Agent Name: {agent}\nStep Number: {step}\n")
+
+
+@pytest.mark.parametrize("answer", judge.YES_NO["choice"] + judge.HALVES["choice"])
+def test_every_choice_parses(answer):
+    parse = judge.parse_half if "half" in answer else judge.parse_yes_no
+    assert parse(answer) in (True, False, "upper", "lower")
 
 
 @pytest.mark.parametrize(

@@ -223,7 +223,8 @@ if SWARMSCOPE_OPENAI_BASE_URL:
     SWARMSCOPE_ROLLOUT_BACKENDS["openai"] = "trainer.rollout.openai.OpenAIRollout"
     # the same, scored by a verifier prompt even where the trace has a ground truth
     SWARMSCOPE_ROLLOUT_BACKENDS["openai-verifier"] = "trainer.rollout.openai.OpenAIVerifierRollout"
-#: Factory of the judge's chat client: called as f(base_url=..., model=...), has `.complete(messages)`.
+#: Factory of the judge's chat client: called as f(base_url=..., model=...), has `.complete(messages, structured=None)`
+#: (swarmscope.judge.Complete).
 SWARMSCOPE_JUDGE_CLIENT = "trainer.rollout.chat.judge_client"
 #: Paired samples per Celery task (a chunk): the work a killed worker can lose.
 SWARMSCOPE_ROLLOUT_CHUNK = int(os.environ.get("SWARMSCOPE_ROLLOUT_CHUNK", 8))

@@ -127,6 +127,31 @@ def test_older_vllm_gets_guided_choice_and_settings_come_from_the_environment(mo
     assert (chat.choice_max_tokens, chat.verdict_max_tokens, chat.attempts, chat.max_in_flight) == (16, 32, 3, 4)
 
 
+@pytest.mark.parametrize(
+    "vllm, version, sent",
+    [
+        (True, "0.32.0", {"structured_outputs": {"regex": "(Yes|No)[.]"}}),
+        (True, "0.10.2", {"guided_regex": "(Yes|No)[.]"}),
+        (False, "", {}),
+    ],
+)
+def test_the_judges_constraint_goes_in_the_extra_body_on_vllm_only(vllm, version, sent):
+    with FakeOpenAIServer(lambda body: "No.", vllm=vllm, version=version) as server:
+        chat = client(server)
+        assert chat.complete([{"role": "user", "content": "Is it?"}], structured={"regex": "(Yes|No)[.]"}) == "No."
+        body = server.requests[0]
+        extra = {k: v for k, v in body.items() if k in ("structured_outputs", "guided_regex", "guided_choice")}
+        assert extra == sent and body["temperature"] == 0.0 and body["max_tokens"] == chat.max_tokens
+        server.answer = lambda body: "Maybe."  # outside the regex: the fake refuses what it cannot match
+        if vllm:
+            with pytest.raises(OpenAIError, match="HTTP 400: .*does not match the regex"):
+                chat.complete([{"role": "user", "content": "Is it?"}], structured={"regex": "(Yes|No)[.]"})
+        else:
+            assert (
+                chat.complete([{"role": "user", "content": "Is it?"}], structured={"regex": "(Yes|No)[.]"}) == "Maybe."
+            )
+
+
 # --- 3. prompts checked against max_model_len ---------------------------------------------------
 
 

@@ -3,9 +3,10 @@
 
 Reads the files with the importers (nothing is stored), asks the judge through the client of
 SWARMSCOPE_JUDGE_CLIENT (the OpenAI-compatible endpoint of SWARMSCOPE_OPENAI_BASE_URL /
-SWARMSCOPE_OPENAI_MODEL, or --base-url / --model), prints one line per file and then step and agent
-accuracy (step first: the harder, more telling number). A file the judge fails on (an answer that
-cannot be parsed, an endpoint error) is reported and counted as wrong.
+SWARMSCOPE_OPENAI_MODEL, or --base-url / --model; on vLLM each answer is constrained to the form
+its method parses: `swarmscope.judge`), prints one line per file and then step and agent accuracy
+(step first: the harder, more telling number). A file the judge fails on (an answer that cannot be
+parsed, an endpoint error) is reported and counted as wrong.
 """
 
 from pathlib import Path
