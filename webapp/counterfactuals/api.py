@@ -41,6 +41,8 @@ CSV_COLUMNS = (
 )
 
 
+#: Paired samples of a "What if removed?" job when the request names none.
+DEFAULT_SAMPLES = 32
 COUNTERFACTUAL_FIELDS = {"intervention", "n", "backend", "seed", "epsilon", "confirmed"}
 
 
@@ -94,7 +96,7 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
             job = services.request_counterfactual(
                 trace,
                 body["intervention"],
-                body.get("n", 32),
+                body.get("n", DEFAULT_SAMPLES),
                 body.get("backend", "sim"),
                 body.get("seed", 0),
                 body.get("epsilon"),
@@ -130,7 +132,7 @@ def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
         return body
     try:
         estimate = costs.estimate_cost(
-            trace, body["intervention"], body.get("n", 32), body.get("backend", "sim"), body.get("epsilon")
+            trace, body["intervention"], body.get("n", DEFAULT_SAMPLES), body.get("backend", "sim"), body.get("epsilon")
         )
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
