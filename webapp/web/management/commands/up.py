@@ -209,7 +209,7 @@ class Command(BaseCommand):
             llm_server_child = self._start_llm(env, llm_port) if llm else None
             call_command("migrate", interactive=False, verbosity=0)
             if llm_server_child is not None:
-                self._wait_llm(env, llm_server_child, llm_port)
+                self._wait_llm(env, llm_server_child)
             user, password = do_ensure_local_admin()
             if password:
                 self.stdout.write(
@@ -296,7 +296,7 @@ class Command(BaseCommand):
 
     def _start_llm(self, env: dict[str, str], port: int) -> Child | None:
         """Install and build what `--llm` needs where not done yet (saying so first), then start vLLM
-        supervised, its output in var/llm/server.log; None where an endpoint is configured already."""
+        supervised, its output in var/llm/server-<port>.log; None where an endpoint is configured already."""
         if env.get("SWARMSCOPE_OPENAI_BASE_URL"):
             self.stdout.write(f"Using the LLM endpoint {env['SWARMSCOPE_OPENAI_BASE_URL']} from the environment.")
             return None
@@ -316,28 +316,31 @@ class Command(BaseCommand):
             model, name, max_len = llm_server.served_model()
         except RuntimeError as exc:
             raise CommandError(str(exc)) from exc
-        llm_server.LOG_FILE.write_bytes(b"")
+        self.llm_log = llm_server.HOME / f"server-{port}.log"
+        self.llm_log.write_bytes(b"")
         child = self.supervisor.spawn(
             "LLM server (vLLM)",
             llm_server.server_argv(port, model, name, max_len=max_len),
             llm_server.server_env(),
-            log_file=llm_server.LOG_FILE,
+            log_file=self.llm_log,
         )
         env["SWARMSCOPE_OPENAI_BASE_URL"] = f"http://127.0.0.1:{port}/v1"
         env["SWARMSCOPE_OPENAI_MODEL"] = name
-        self.stdout.write(f"Starting the LLM server: {name} on port {port} (log {llm_server.LOG_FILE}; ~1.5-2 min)")
+        self.stdout.write(f"Starting the LLM server: {name} on port {port} (log {self.llm_log}; ~1.5-2 min)")
         return child
 
-    def _wait_llm(self, env: dict[str, str], child: Child, port: int, timeout: float = 600) -> None:
+    def _wait_llm(self, env: dict[str, str], child: Child, timeout: float = 600) -> None:
         """Wait until the LLM server answers, saying how long it has taken every 15 s; CommandError with
         its log's tail when it exits or `timeout` seconds pass."""
         base_url, started = env["SWARMSCOPE_OPENAI_BASE_URL"], time.monotonic()
+        process = child.process
+        assert process is not None  # spawned
         while True:
             try:
-                llm_server.wait_ready(base_url, child.process, llm_server.LOG_FILE, 15)
+                llm_server.wait_ready(base_url, process, self.llm_log, 15)
                 break
             except RuntimeError as exc:
-                if child.process is None or child.process.poll() is not None:
+                if process.poll() is not None:
                     raise CommandError(f"the LLM server exited: {exc}") from exc
                 waited = time.monotonic() - started
                 if waited > timeout:
