@@ -266,10 +266,12 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
         estimate.wait_for(timeout=15_000)
     except Exception:
         pytest.fail(f"no estimate; dialog says {dialog.locator('[role=alert]').inner_text()!r}")
-    # As tests/counterfactuals/test_players_history_cost.py computes it by hand for this trace.
-    assert "≈ 34 prompt + 40 completion tokens (74 in all) in 4 requests: 2 arms × 4 samples from e2" in (
-        estimate.inner_text()
-    )
+    # As tests/counterfactuals/test_players_history_cost.py computes it by hand for this trace, with
+    # the job's defaults: 512 tokens a turn, e4 expected at 4 + 0.35 × 508 = 182 tokens.
+    assert (
+        "≈ 128 prompt + 1,820 completion tokens (1,948 in all; 168 if the re-generated turns are as long as the "
+        "recorded ones, at most ≈ 5,248 if each runs to its 512-token cap) in 4 requests: 2 arms × 4 samples from e2"
+    ) in estimate.inner_text()
     run = dialog.get_by_test_id("what-if-run")
     assert run.inner_text() == "Confirm and run" and dialog.is_visible()
     assert app.api(f"/api/traces/{trace_id}/jobs/")["results"] == [] and fake.requests == []

@@ -67,17 +67,26 @@ def answer_as_planned(requests, fallback):
 
 def tokens_sent(bodies, agents):
     """Prompt tokens of the requests really sent, counted as the estimate counts them: each message's
-    content without the `[speaker] ` prefix, at 4 characters per token."""
+    content, and its `[speaker] ` prefixes together, at 4 characters per token, MESSAGE_TOKENS a
+    message of chat formatting and REPLY_TOKENS a request."""
     total = 0
     for body in bodies:
+        prefixes = ""
         for message in body["messages"]:
             content = message["content"]
             for agent in agents:
                 if message["role"] == "user" and content.startswith(f"[{agent}] "):
                     content = content[len(agent) + 3 :]
+                    prefixes += f"[{agent}] "
                     break
-            total += costs._tokens(content)
+            total += costs._tokens(content) + costs.MESSAGE_TOKENS
+        total += costs._tokens(prefixes) + costs.REPLY_TOKENS
     return total
+
+
+def recorded(estimate, key):
+    """`key` of the estimate with every re-generated turn as long as its recorded content."""
+    return estimate["recorded_length"][key]
 
 
 def kinds_sent(bodies):
@@ -102,7 +111,8 @@ def test_with_an_llm_orchestrator_the_estimate_counts_its_speaker_picks_as_sent(
     # h4 is one request (n = 2), then each sample asks the orchestrator before each of the other 5
     # re-generated slots (h6 is replayed) and re-generates it.
     arms = estimate["arms"]
-    assert arms["control"] == arms["intervention"] | {"prompt_tokens": arms["control"]["prompt_tokens"]}
+    prompts = ("prompt_tokens", "recorded_prompt_tokens", "cap_prompt_tokens")
+    assert arms["control"] == arms["intervention"] | {k: arms["control"][k] for k in prompts}
     assert arms["intervention"]["turns"] == 6
     assert arms["intervention"]["speaker_requests"] == 2 * 2 * 5 and arms["intervention"]["turn_requests"] == 2 * (
         1 + 2 * 5
@@ -121,9 +131,9 @@ def test_with_an_llm_orchestrator_the_estimate_counts_its_speaker_picks_as_sent(
         "turn": sum(estimate[p][a]["turn_requests"] for p in ("arms", "branch") for a in ("control", "intervention")),
         "speaker": 2 * (20 + 5),
     }
-    assert estimate["prompt_tokens"] == tokens_sent(fake.requests, agents)
+    assert recorded(estimate, "prompt_tokens") == tokens_sent(fake.requests, agents)
     completions = sum(b["n"] * costs._tokens(fake.answer(b)) for b in fake.requests)
-    assert estimate["completion_tokens"] == completions
+    assert recorded(estimate, "completion_tokens") == completions
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=2)
@@ -138,6 +148,42 @@ def test_other_speaker_picks_change_the_tokens_but_not_the_number_of_requests(pr
     assert kinds_sent(fake.requests)["speaker"] == sum(
         estimate[p][a]["speaker_requests"] for p in ("arms", "branch") for a in ("control", "intervention")
     )
+
+
+def long_turns(body):
+    """A model that writes every turn to its max_tokens (cut there, as SmolLM2-135M's mostly are);
+    the recorded speaker's name where the orchestrator asks; a verdict where the verifier asks."""
+    if body["messages"][0]["content"].startswith("You are a strict verifier"):
+        return '{"correct": true}'
+    return "abcd" * 1000
+
+
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
+@pytest.mark.parametrize(
+    "backend, trace, intervention",
+    [
+        ("openai", make_trace, {"kind": "remove", "events": ["h1"]}),
+        ("openai-verifier", make_trace, {"kind": "remove", "events": ["h1"]}),
+        ("openai", magentic_one, {"kind": "mask", "events": ["h3"]}),
+    ],
+)
+def test_turns_that_run_to_their_cap_cost_what_the_estimate_says_later_prompts_included(
+    project, fake, monkeypatch, backend, trace, intervention
+):
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_MAX_TOKENS", "16")
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_SPEAKER_ORDER", "original")
+    core = trace()
+    stored = do_ingest(project, core).trace
+    estimate = costs.estimate_cost(stored, intervention, 6, backend)
+    assert estimate["turn_max_tokens"] == 16
+    fake.answer = long_turns
+    job = run_all(services.request_counterfactual(stored, intervention, 6, backend=backend))
+    assert job.status == "done", job.error
+    assert job.usage["length_cut"] > 0 and estimate["requests"] == len(fake.requests) == job.usage["requests"]
+    # Every re-generated turn is cut at 16 tokens, and later prompts hold those turns, not the recorded ones.
+    assert estimate["at_cap"]["prompt_tokens"] == tokens_sent(fake.requests, [a.name for a in core.agents])
+    assert estimate["at_cap"]["completion_tokens"] == job.usage["completion_tokens"]
+    assert recorded(estimate, "prompt_tokens") < estimate["at_cap"]["prompt_tokens"]
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
@@ -163,8 +209,8 @@ def test_under_the_verifier_the_estimate_counts_two_verdicts_per_sample_as_sent(
     assert Counter(sent(b) for b in fake.requests) == Counter(key(r.n, r.seed, r.temperature, r.messages) for r in plan)
     assert kinds_sent(fake.requests) == {"turn": 2 * 2 + 2, "verdict": 2 * 6 + 2}
     assert estimate["requests"] == len(fake.requests)
-    assert estimate["prompt_tokens"] == tokens_sent(fake.requests, [a.name for a in core.agents])
-    assert estimate["completion_tokens"] == sum(b["n"] * costs._tokens(fake.answer(b)) for b in fake.requests)
+    assert recorded(estimate, "prompt_tokens") == tokens_sent(fake.requests, [a.name for a in core.agents])
+    assert recorded(estimate, "completion_tokens") == sum(b["n"] * costs._tokens(fake.answer(b)) for b in fake.requests)
     # With the fake's own answers (a verdict per final answer), the same requests are sent.
     fake.requests.clear()
     fake.answer = verdicts(lambda final: '{"correct": true}' if "42" in final else '{"correct": false}')

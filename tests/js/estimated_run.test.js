@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { EstimatedRun } from "../../static/js/panels/estimated_run.js";
+import { EstimatedRun, estimateTokens } from "../../static/js/panels/estimated_run.js";
 
 /** The few element features EstimatedRun uses, without a browser. */
 function fakeElement(tag) {
@@ -126,4 +126,13 @@ test("the started job's estimate is kept for the panels (the confirmed one, or t
     "/run/": { body: { id: 10 } } });
   await flow.submit();
   assert.deepEqual(seen[1], { confirmation_required: false, backend: "sim", requests: 0 });
+});
+
+test("an estimate's tokens read with the range the re-generated turns' lengths leave open", () => {
+  const e = { prompt_tokens: 5000, completion_tokens: 2000, total_tokens: 7000, turn_max_tokens: 512,
+    recorded_length: { total_tokens: 3000 }, at_cap: { total_tokens: 9000 } };
+  assert.equal(estimateTokens(e), "≈ 5,000 prompt + 2,000 completion tokens (7,000 in all; 3,000 if the re-generated "
+    + "turns are as long as the recorded ones, at most ≈ 9,000 if each runs to its 512-token cap)");
+  assert.equal(estimateTokens({ prompt_tokens: 17, completion_tokens: 32, total_tokens: 49 }),
+    "≈ 17 prompt + 32 completion tokens (49 in all)");
 });

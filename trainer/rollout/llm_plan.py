@@ -19,15 +19,19 @@ content and each speaker pick to name the recorded speaker (`PlannedRequest`). T
 estimate of a job counts them (webapp.counterfactuals.costs.estimate_cost), so estimate and
 requests follow one set of rules, and checks them against the model's context (`check_context`:
 ceil(characters / CHARS_PER_TOKEN) per message, OpenAI's rule of thumb) before the job starts.
+A planned request marks the parts of its prompt that are re-generated turns (`Assumed`): the
+estimate counts them at the length it expects of the model (CAP_SHARE), not at the recorded one,
+and measures the server's tokenizer on the trace (`measure_tokenizer`).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -35,7 +39,7 @@ from swarmscope.interventions import Intervention, check_intervention
 from swarmscope.judge import verifier_messages
 from swarmscope.model import Event, Trace
 from trainer.rollout.chat import ChatClient, PromptTooLongError
-from trainer.rollout.llm_trace import REPLAYED_TYPES, VERIFIER, final_turn, speaker_question
+from trainer.rollout.llm_trace import REPLAYED_TYPES, VERIFIER, final_turn, speaker_question, substantive
 
 #: The content of a masked event in the intervention arm.
 MASK_TEXT = "[masked]"
@@ -43,6 +47,15 @@ MASK_TEXT = "[masked]"
 START_TEXT = "(The conversation starts with your turn.)"
 #: Characters per token of the context check (OpenAI's rule of thumb; webapp.counterfactuals.costs).
 CHARS_PER_TOKEN = 4
+#: Characters of the trace's texts `measure_tokenizer` has the server count (windows spread over them).
+TOKENIZER_SAMPLE_CHARS = 16_000
+#: How long the cost estimate expects a re-generated turn: its recorded length r (up to max_tokens
+#: m) plus this share of what the cap leaves, r + s (m - r). 0.35: fit on SmolLM2-135M-Instruct
+#: (temperature 1, 512 tokens a turn), whose turns either stop early or run to the cap whatever the
+#: recorded turn was (mean 46-406 tokens a slot, 0-100 % cut), on two Who&When logs and a hand-made
+#: trace (bench/RESULTS.md "Issue 29: cost estimate on a real model"). A model that writes as long
+#: as the recorded agents is 0; every turn at its cap is 1. SWARMSCOPE_OPENAI_CAP_SHARE sets it.
+CAP_SHARE = 0.35
 
 
 def turn_seed(seed: int, k: int) -> int:
@@ -66,6 +79,16 @@ class Turn:
     content: str | None
 
 
+class Assumed(NamedTuple):
+    """A re-generated turn's text in a planned prompt: part `part` of the request's `parts` is (or,
+    in a verdict prompt, holds) `text`, the turn's assumed answer, which the model really writes
+    anew, at most `max_tokens` tokens (the turn's limit)."""
+
+    part: int
+    text: str
+    max_tokens: int
+
+
 @dataclass
 class PlannedRequest:
     """One request a rollout will send, planned without sending it (`OpenAIRollout.plan_paired`):
@@ -77,7 +100,10 @@ class PlannedRequest:
     a plan of a long trace has tens of thousands of requests) the chat messages exactly as sent;
     `event` the id of the slot (re-generated, or whose speaker is picked; "" for a verdict) and
     `max_tokens` the completion limit it is sent with; `sample_seed` the seed of the (first) sample
-    it belongs to (`seed` is derived from it, `turn_seed`)."""
+    it belongs to (`seed` is derived from it, `turn_seed`). For the cost estimate (webapp.counterfactuals
+    .costs): `assumed` the parts that are re-generated turns' assumed answers (`Assumed`), and
+    `prefix_chars` the characters of the `[speaker] ` prefixes of the prompt's messages,
+    and `system` whether the prompt opens with a system message (else a chat template may add its own)."""
 
     kind: str
     agent: str
@@ -90,6 +116,9 @@ class PlannedRequest:
     event: str = ""
     max_tokens: int = 0
     sample_seed: int = 0
+    assumed: tuple[Assumed, ...] = ()
+    prefix_chars: int = 0
+    system: bool = False
 
     @functools.cached_property
     def messages(self) -> list[dict[str, str]]:
@@ -191,6 +220,50 @@ class RolloutPlan:
         orchestrator = cast(str, self.orchestrator)  # asked only of a rollout with an orchestrator
         return self.messages(orchestrator, history) + [{"role": "user", "content": speaker_question(speakers)}]
 
+    def cap_share(self) -> float:
+        """SWARMSCOPE_OPENAI_CAP_SHARE (a number, clamped to [0, 1]), else CAP_SHARE."""
+        try:
+            return min(1.0, max(0.0, float(os.environ.get("SWARMSCOPE_OPENAI_CAP_SHARE", CAP_SHARE))))
+        except ValueError:
+            return CAP_SHARE
+
+    def measure_tokenizer(self) -> dict[str, float] | None:
+        """How the server's tokenizer and chat template count this trace's prompts, for the cost
+        estimate (webapp.counterfactuals.costs), from four counts (`ChatClient.count_tokens`, vLLM's
+        `/tokenize`; measured once per instance): `chars_per_token` of the trace's texts (its events'
+        contents and system prompts; up to TOKENIZER_SAMPLE_CHARS characters, in windows spread over
+        them), `message_tokens` of formatting per message, `request_tokens` per request that opens
+        with a system message (the reply's opening) and `request_tokens_no_system` per one that does
+        not (a default system prompt some templates add: SmolLM2's). None off vLLM or where a count fails."""
+        if hasattr(self, "_tokenizer"):
+            return self._tokenizer
+        self._tokenizer: dict[str, float] | None = None
+        texts = [e.content for e in self.trace.events if e.content] + list(self.prompts.values())
+        text = "\n".join(texts)
+        if len(text) > TOKENIZER_SAMPLE_CHARS:
+            window, step = TOKENIZER_SAMPLE_CHARS // 8, len(text) // 8
+            text = "".join(text[i * step : i * step + window] for i in range(8))
+        count = self.client.count_tokens
+        empty, two, system, sample = (
+            count(messages)
+            for messages in (
+                [{"role": "user", "content": ""}],
+                [{"role": "user", "content": ""}, {"role": "user", "content": ""}],
+                [{"role": "system", "content": ""}, {"role": "user", "content": ""}],
+                [{"role": "user", "content": text}],
+            )
+        )
+        if empty is None or two is None or system is None or sample is None or not text or sample <= empty:
+            return None
+        message = two - empty
+        self._tokenizer = {
+            "chars_per_token": len(text) / (sample - empty),
+            "message_tokens": message,
+            "request_tokens": system - 2 * message,
+            "request_tokens_no_system": empty - message,
+        }
+        return self._tokenizer
+
     def context_limit(self) -> int | None:
         """The model's context length in tokens (`ChatClient.server`: `/v1/models`' max_model_len,
         else SWARMSCOPE_OPENAI_MAX_MODEL_LEN), None where unknown."""
@@ -235,16 +308,32 @@ class RolloutPlan:
         turns = [content for _, content in history] if history else [START_TEXT]
         return ([self.prompts[agent]] if agent in self.prompts else []) + turns
 
+    def _turn_sizes(
+        self, agent: str, history: list[tuple[Event, str]], regenerated: list[bool]
+    ) -> tuple[tuple[Assumed, ...], int]:
+        """Of `messages(agent, history)`: the parts (`_turn_parts` indices) that are assumed answers
+        of re-generated turns (`regenerated`, aligned with `history`), and the characters of its
+        `[speaker] ` prefixes."""
+        offset = 1 if agent in self.prompts else 0
+        limit = self.client.max_tokens
+        assumed = tuple(
+            Assumed(offset + i, content, limit)
+            for i, ((_, content), again) in enumerate(zip(history, regenerated))
+            if again
+        )
+        prefixes = sum(len(event.agent) + 3 for event, _ in history if event.agent != agent)  # "[agent] "
+        return assumed, prefixes
+
     def plan_arm(
         self, intervention: Intervention, seeds: np.ndarray, control: bool
-    ) -> tuple[list[PlannedRequest], list[str]]:
+    ) -> tuple[list[PlannedRequest], list[str], bool]:
         """The requests `OpenAIRollout.run_arm(intervention, seeds, control)` sends, in its order,
         assuming every re-generated slot is answered with its recorded content (PLANNED_TURN where
         that is empty) and every speaker pick
-        names the slot's recorded speaker (the orchestrator keeps the original order); and each sample's
-        assumed final answer (N,, `finals`). Built by the prompt builders `run_arm` uses (`script`,
-        `messages`, `speaker_messages`) with its seeds (`turn_seed`), so the plan follows the
-        backend's rules."""
+        names the slot's recorded speaker (the orchestrator keeps the original order); each sample's
+        assumed final answer (N,, `finals`); and whether that final answer is a re-generated turn.
+        Built by the prompt builders `run_arm` uses (`script`, `messages`, `speaker_messages`) with
+        its seeds (`turn_seed`), so the plan follows the backend's rules."""
         prefix, turns = self.script(intervention, control)
         shared = [(e, e.content or "") for e in prefix]
         samples: list[list[tuple[Event, str]]] = [[] for _ in seeds]
@@ -257,17 +346,20 @@ class RolloutPlan:
             self.client.choice_max_tokens,
         )
         requests: list[PlannedRequest] = []
+        regenerated = [False] * len(shared)  # which turns of `shared + samples[0]` are assumed answers
         k = 0
         for turn in turns:
             if turn.content is not None:
                 for history in samples:
                     history.append((turn.event, turn.content))
+                regenerated.append(False)
                 continue
             # A slot recorded empty (a spawn or hand-off span with no text) is assumed answered with
             # text: a model's reply is rarely empty, and an empty one would hide the verdict it gets.
             agent, answer, slot = turn.event.agent, turn.event.content or self.PLANNED_TURN, turn.event.id
             seen = shared + samples[0]  # every sample has the same assumed history
             parts = self._turn_parts(agent, seen)
+            assumed, prefixes = self._turn_sizes(agent, seen, regenerated)
             build = functools.partial(self.messages, agent, seen)
             if k == 0:
                 requests.append(
@@ -283,12 +375,18 @@ class RolloutPlan:
                         slot,
                         turn_tokens,
                         int(seeds[0]),
+                        assumed,
+                        prefixes,
+                        agent in self.prompts,
                     )
                 )
             else:
                 # One list of parts serves every sample.
                 orchestrator = self.orchestrator
                 pick = self._turn_parts(orchestrator, seen) + [question] if orchestrator else []
+                pick_assumed, pick_prefixes = (
+                    self._turn_sizes(orchestrator, seen, regenerated) if orchestrator else ((), 0)
+                )
                 for seed in seeds:
                     if orchestrator:
                         requests.append(
@@ -304,6 +402,9 @@ class RolloutPlan:
                                 slot,
                                 pick_tokens,
                                 int(seed),
+                                pick_assumed,
+                                pick_prefixes,
+                                orchestrator in self.prompts,
                             )
                         )
                     requests.append(
@@ -319,16 +420,26 @@ class RolloutPlan:
                             slot,
                             turn_tokens,
                             int(seed),
+                            assumed,
+                            prefixes,
+                            agent in self.prompts,
                         )
                     )
             for history in samples:
                 history.append((turn.event, answer))
+            regenerated.append(True)
             k += 1
-        return requests, self.finals(samples, [content for _, content in shared])
+        finals = self.finals(samples, [content for _, content in shared])
+        # Whether each sample's final answer is a re-generated turn (the last substantive turn, as
+        # `final_turn` reads it): its verdict's prompt then holds the model's text, not the recorded one.
+        contents = [content for _, content in shared + samples[0]] if samples else []
+        last = next((i for i in range(len(contents) - 1, -1, -1) if substantive(contents[i] or "")), None)
+        return requests, finals, last is not None and regenerated[last]
 
-    def plan_verdicts(self, finals: list[str], seeds: np.ndarray) -> list[PlannedRequest]:
+    def plan_verdicts(self, finals: list[str], seeds: np.ndarray, regenerated: bool = False) -> list[PlannedRequest]:
         """The verifier requests `OpenAIRollout.rewards` sends for samples whose final answers are
-        `finals` (N,): none under exact match, one per sample with a non-empty final answer under the verifier."""
+        `finals` (N,): none under exact match, one per sample with a non-empty final answer under the
+        verifier. `regenerated`: the final answers are re-generated turns (`Assumed` in the prompt)."""
         if self.scoring != VERIFIER:
             return []
         requests = []
@@ -349,6 +460,9 @@ class RolloutPlan:
                         "",
                         self.client.verdict_max_tokens,
                         int(seed),
+                        (Assumed(1, text, self.client.max_tokens),) if regenerated else (),
+                        0,
+                        True,
                     )
                 )
         return requests
@@ -361,8 +475,8 @@ class RolloutPlan:
         self.check(intervention)
         plan = {}
         for arm, control in (("control", True), ("intervention", False)):
-            requests, finals = self.plan_arm(intervention, seeds, control)
-            plan[arm] = requests + self.plan_verdicts(finals, seeds)
+            requests, finals, regenerated = self.plan_arm(intervention, seeds, control)
+            plan[arm] = requests + self.plan_verdicts(finals, seeds, regenerated)
         return plan
 
     def plan_call(self, intervention: Intervention | None, seeds: np.ndarray) -> list[PlannedRequest]:
@@ -372,8 +486,8 @@ class RolloutPlan:
         seeds = np.asarray(seeds)
         if intervention is None:
             return self.plan_verdicts([self.recorded_final()], seeds[:1]) if len(seeds) else []
-        requests, finals = self.plan_arm(intervention, seeds, control=False)
-        return requests + self.plan_verdicts(finals, seeds)
+        requests, finals, regenerated = self.plan_arm(intervention, seeds, control=False)
+        return requests + self.plan_verdicts(finals, seeds, regenerated)
 
     def check_context(self, requests: list[PlannedRequest]) -> None:
         """Raise PromptTooLongError naming the agent and slot of the first planned request whose

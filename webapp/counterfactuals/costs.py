@@ -1,14 +1,28 @@
 """Cost estimates of counterfactual and attribution jobs on LLM backends, before they run.
 
 The estimate is the backend's own plan of the requests a job sends (`plan_paired` and `plan_call`,
-trainer.rollout.openai; nothing is sent), chunk by chunk as the job runs, counted at
-tok(x) = ceil(len(x) / CHARS_PER_TOKEN). A job on an LLM backend (one on LLM_QUEUE) needs the
-caller's `confirmed: true` (`check_cost_confirmed`); a SwarmSim job costs no tokens.
+trainer.rollout.openai; nothing is sent but the tokenizer counts below), chunk by chunk as the job
+runs. Its requests are exact (the plan follows the job's rules). Its tokens:
+
+- a text is tok(x) = ceil(len(x) / c) tokens, c the characters per token of the server's own
+  tokenizer measured on the trace (`measure_tokenizer`: vLLM's `/tokenize`, 3.3-4.4 on Who&When
+  logs with SmolLM2's), else CHARS_PER_TOKEN; a prompt adds its `[speaker] ` prefixes and its chat
+  formatting (per message and per request, measured likewise, else MESSAGE_TOKENS and REPLY_TOKENS);
+- a re-generated turn, as a completion and in every later prompt that holds it, is r + s (m - r)
+  tokens: r its recorded length up to m, its max_tokens, and s the backend's `cap_share` (0.35: a
+  small model's turns often run to the cap whatever the recorded turn was; source and setting in
+  trainer.rollout.llm_plan.CAP_SHARE). Its range is in `recorded_length` (every turn as long as
+  recorded, s = 0) and `at_cap` (every turn at its cap, s = 1: no job sends more completion tokens);
+- a speaker pick or verdict answers its planned name or verdict (constrained on vLLM).
+
+A job on an LLM backend (one on LLM_QUEUE) needs the caller's `confirmed: true`
+(`check_cost_confirmed`); a SwarmSim job costs no tokens.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -41,6 +55,24 @@ CHARS_PER_TOKEN = 4
 LLM_QUEUE = "rollouts-gpu"
 #: The request kinds of a backend's plan (`trainer.rollout.llm_plan.PlannedRequest.kind`).
 REQUEST_KINDS = ("turn", "speaker", "verdict")
+#: Tokens of the chat formatting around each message: ChatML's `<|im_start|>{role}\n` and
+#: `<|im_end|>\n` (SmolLM2, Qwen) are 5, as are Llama 3's header and `<|eot_id|>`; OpenAI's own
+#: format counts 3 (OpenAI Cookbook, "How to count tokens with tiktoken").
+MESSAGE_TOKENS = 5
+#: Tokens that open the reply (ChatML's `<|im_start|>assistant\n`; 3 in the Cookbook too).
+REPLY_TOKENS = 3
+#: How prompts are counted where the server cannot count them (no vLLM `/tokenize`): the rule of
+#: thumb and the chat formatting above; else the backend measures its tokenizer on the trace
+#: (`measure_tokenizer`, trainer.rollout.llm_plan), the same keys.
+RULE_OF_THUMB = {
+    "chars_per_token": CHARS_PER_TOKEN,
+    "message_tokens": MESSAGE_TOKENS,
+    "request_tokens": REPLY_TOKENS,
+    "request_tokens_no_system": REPLY_TOKENS,
+}
+#: The share of its cap beyond its recorded length a re-generated turn is expected to add where the
+#: backend does not say (`cap_share`, trainer.rollout.llm_plan.CAP_SHARE: its source).
+CAP_SHARE = 0.35
 
 
 def is_llm_backend(backend: str) -> bool:
@@ -64,30 +96,102 @@ def check_cost_confirmed(backend: Any, confirmed: Any) -> None:
         )
 
 
-def _tokens(text: Any) -> int:
-    """ceil(characters / CHARS_PER_TOKEN) of `text` (JSON for a non-string, 0 for None)."""
+def _tokens(text: Any, chars_per_token: float = CHARS_PER_TOKEN) -> int:
+    """ceil(characters / chars_per_token) of `text` (JSON for a non-string, 0 for None)."""
     if text is None:
         return 0
     if not isinstance(text, str):
         text = json.dumps(text, sort_keys=True)
-    return -(-len(text) // CHARS_PER_TOKEN)
+    return math.ceil(len(text) / chars_per_token)
 
 
-def _cost(requests: list, first_seed: int | None = None) -> dict[str, int]:
-    """Requests, prompt and completion tokens of planned requests (`PlannedRequest`s): a request's
-    prompt is Σ tok(part) over its `parts`, sent once whatever its `n`; its completions n · tok(answer).
-    `turns`: the re-generated turns of the sample at `first_seed` (its "turn" requests; None: 0);
+#: The lengths a re-generated turn is counted at: "expected" (the headline: `_turn_tokens`),
+#: "recorded" (as long as its recorded content) and "cap" (its max_tokens: no completion is longer).
+LENGTHS = ("expected", "recorded", "cap")
+
+
+def _turn_tokens(recorded: int, max_tokens: int, length: str, rule: dict[str, float]) -> int:
+    """The tokens of a re-generated turn whose recorded answer is `recorded` tokens and whose limit
+    is `max_tokens`, at `length` (LENGTHS): `max_tokens` at "cap"; r = recorded up to max_tokens at
+    "recorded"; r + s (max_tokens - r) at "expected", s the rule's `cap_share` (the backend's
+    `cap_share()`, trainer.rollout.llm_plan.CAP_SHARE: 0.35 for SmolLM2-135M-Instruct)."""
+    recorded = min(recorded, max_tokens)
+    if length == "cap":
+        return max_tokens
+    if length == "recorded":
+        return recorded
+    return round(recorded + rule["cap_share"] * (max_tokens - recorded))
+
+
+def _prompt(request, rule: dict[str, float], tokens, turn_extra) -> tuple[int, ...]:
+    """The prompt tokens of one planned request by `rule` (RULE_OF_THUMB's keys), at each of
+    LENGTHS: Σ tok(part) over its `parts`, each re-generated turn in it (`assumed`) counted as
+    `_turn_tokens`, plus its `[speaker] ` prefixes and the chat formatting (message_tokens a part,
+    and request_tokens, or request_tokens_no_system without a system message). `tokens(text)`:
+    tok(text), `turn_extra(assumed)`: what a re-generated turn adds to it at each length (both
+    memoised by the caller: a history's texts recur in every later prompt)."""
+    cpt = rule["chars_per_token"]
+    opening = rule["request_tokens"] if request.system else rule["request_tokens_no_system"]
+    base = (
+        sum(tokens(part) for part in request.parts)
+        + math.ceil(request.prefix_chars / cpt)
+        + rule["message_tokens"] * len(request.parts)
+        + opening
+    )
+    # What the re-generated turns add over their recorded tokens, at each length.
+    extra = [turn_extra(assumed) for assumed in request.assumed]
+    return tuple(int(base + sum(e[k] for e in extra)) for k in range(len(LENGTHS)))
+
+
+def _completion(request, length: str, rule: dict[str, float], tokens) -> int:
+    """The completion tokens of one planned request: n re-generated turns (`_turn_tokens` at
+    `length`), or n speaker names or verdicts (tok(answer): constrained to the listed answers on vLLM)."""
+    answer = tokens(request.answer)
+    if request.kind == "turn":
+        return request.n * _turn_tokens(answer, request.max_tokens, length, rule)
+    return request.n * min(answer, request.max_tokens or answer)
+
+
+def _cost(requests: list, first_seed: int | None = None, rule: dict[str, float] | None = None) -> dict[str, int]:
+    """Requests, prompt and completion tokens of planned requests (`PlannedRequest`s, the module
+    docstring's rule; tokens by `rule`, RULE_OF_THUMB where None): a request's prompt (`_prompt`)
+    is sent once whatever its `n`; its completions are n answers (`_completion`); the re-generated
+    turns, in completions and in later prompts, at their expected length (`prompt_tokens`,
+    `completion_tokens`), as long as recorded (`recorded_prompt_tokens`, ...) and at their cap
+    (`cap_prompt_tokens`, ...). `turns`: the re-generated turns of the sample at `first_seed` (its
+    "turn" requests; None: 0); `turn_completions` the turns all requests re-generate (Σ n);
     `<kind>_requests` per REQUEST_KINDS."""
-    sizes: dict[int, int] = {}  # requests of one slot share their parts list: each is counted once
+    rule = rule or {**RULE_OF_THUMB, "cap_share": CAP_SHARE}
+    cpt = rule["chars_per_token"]
+    known: dict[int, int] = {}  # tok(text) by the text's id: the texts are alive while `requests` is
+
+    def tokens(text: str) -> int:
+        if id(text) not in known:
+            known[id(text)] = _tokens(text, cpt)
+        return known[id(text)]
+
+    extras: dict[tuple[int, int], tuple[int, ...]] = {}
+
+    def turn_extra(assumed) -> tuple[int, ...]:
+        key = (id(assumed.text), assumed.max_tokens)
+        if key not in extras:
+            recorded = tokens(assumed.text)
+            extras[key] = tuple(_turn_tokens(recorded, assumed.max_tokens, n, rule) - recorded for n in LENGTHS)
+        return extras[key]
+
+    sizes: dict[int, tuple[int, ...]] = {}  # requests of one slot share their parts: each counted once
     for r in requests:
         if id(r.parts) not in sizes:
-            sizes[id(r.parts)] = sum(_tokens(part) for part in r.parts)
+            sizes[id(r.parts)] = _prompt(r, rule, tokens, turn_extra)
     cost = {
         "turns": sum(r.kind == "turn" and r.sample_seed == first_seed for r in requests),
         "requests": len(requests),
-        "prompt_tokens": sum(sizes[id(r.parts)] for r in requests),
-        "completion_tokens": sum(r.n * _tokens(r.answer) for r in requests),
+        "turn_completions": sum(r.n for r in requests if r.kind == "turn"),
     }
+    for k, length in enumerate(LENGTHS):
+        prefix = "" if length == "expected" else f"{length}_"
+        cost[f"{prefix}prompt_tokens"] = sum(sizes[id(r.parts)][k] for r in requests)
+        cost[f"{prefix}completion_tokens"] = sum(_completion(r, length, rule, tokens) for r in requests)
     cost.update({f"{kind}_requests": sum(r.kind == kind for r in requests) for kind in REQUEST_KINDS})
     return cost
 
@@ -116,6 +220,12 @@ def _planner(backend: str, core_trace):
     return runner
 
 
+def _turn_cap(runner) -> int | None:
+    """The max_tokens of a re-generated turn of `runner` (its client's), None where it has none."""
+    cap = getattr(getattr(runner, "client", None), "max_tokens", None)
+    return cap if isinstance(cap, int) else None
+
+
 def _check_context(runner, requests: list, backend: str) -> None:
     """The backend's check of planned requests against the model's context (`check_context`, where
     it has one: the server's max_model_len). Raises JobRequestError naming `intervention`, with the
@@ -135,23 +245,61 @@ def _chunks(n: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, n)) for start in range(0, n, size)]
 
 
-def _totals(parts: dict[str, dict[str, dict[str, int]]]) -> dict[str, int]:
-    total = {
-        key: sum(cost[key] for part in parts.values() for cost in part.values())
-        for key in ("requests", "prompt_tokens", "completion_tokens", *(f"{kind}_requests" for kind in REQUEST_KINDS))
-    }
+#: The counts of a cost beside `turns`, summed by `_totals`.
+COUNTS = (
+    "requests",
+    "turn_completions",
+    *(f"{prefix}{key}" for prefix in ("", "recorded_", "cap_") for key in ("prompt_tokens", "completion_tokens")),
+    *(f"{kind}_requests" for kind in REQUEST_KINDS),
+)
+
+
+def _totals(parts: dict[str, dict[str, dict[str, int]]]) -> dict[str, Any]:
+    """The sums of COUNTS over `parts` (part -> arm -> cost): the totals at the re-generated turns'
+    expected length with `total_tokens`, and as {prompt_tokens, completion_tokens, total_tokens}
+    at the recorded lengths (`recorded_length`) and at every turn's cap (`at_cap`)."""
+    total: dict[str, Any] = {key: sum(cost[key] for part in parts.values() for cost in part.values()) for key in COUNTS}
     total["total_tokens"] = total["prompt_tokens"] + total["completion_tokens"]
+    for prefix, name in (("recorded_", "recorded_length"), ("cap_", "at_cap")):
+        figures = {key: total.pop(f"{prefix}{key}") for key in ("prompt_tokens", "completion_tokens")}
+        total[name] = {**figures, "total_tokens": figures["prompt_tokens"] + figures["completion_tokens"]}
     return total
 
 
 def _zero_cost() -> dict[str, int]:
-    return {
-        "turns": 0,
-        "requests": 0,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        **{f"{kind}_requests": 0 for kind in REQUEST_KINDS},
-    }
+    return {"turns": 0, **dict.fromkeys(COUNTS, 0)}
+
+
+def token_rule(runner) -> tuple[dict[str, float], str]:
+    """How the estimate counts `runner`'s prompts, and where that comes from: the server's own
+    tokenizer and chat template measured on the trace (`measure_tokenizer`: "server"), else
+    RULE_OF_THUMB ("rule of thumb")."""
+    measure = getattr(runner, "measure_tokenizer", None)
+    measured = measure() if callable(measure) else None
+    rule, source = (measured, "server") if measured else (RULE_OF_THUMB, "rule of thumb")
+    share = getattr(runner, "cap_share", None)
+    return {**rule, "cap_share": share() if callable(share) else CAP_SHARE}, source
+
+
+def plan_cost(
+    runner, intervention: Intervention, n: int, check: Any = None, rule: dict[str, float] | None = None
+) -> dict[str, dict[str, dict[str, int]]]:
+    """The cost (`_cost`) of a counterfactual job of `n` paired samples on `runner` (a backend
+    instance with `plan_paired`), as the job sends it: {arms, branch: {control, intervention:
+    cost}}, the samples' chunks of SWARMSCOPE_ROLLOUT_CHUNK then the branch re-run of sample 0.
+    `check(requests)`, when given, is called on every chunk's planned requests (the context check);
+    tokens by `rule` (`token_rule`; RULE_OF_THUMB where None).
+    Counted chunk by chunk, not kept: a long trace's plan has tens of thousands of requests."""
+    arms = ("control", "intervention")
+    parts = {part: {arm: _zero_cost() for arm in arms} for part in ("arms", "branch")}
+    for start, stop in _chunks(n):
+        for arm, requests in runner.plan_paired(intervention, np.arange(start, stop)).items():
+            if check is not None:
+                check(requests)
+            _add_cost(parts["arms"][arm], _cost(requests, 0, rule))
+    for arm, requests in runner.plan_paired(intervention, np.arange(1)).items():
+        _add_cost(parts["branch"][arm], _cost(requests, 0, rule))
+    return parts
 
 
 def estimate_cost(
@@ -159,29 +307,31 @@ def estimate_cost(
 ) -> dict[str, Any]:
     """The estimated LLM cost of a counterfactual job of `n` paired samples, from the trace's
     sizes: the requests the job's backend will send, as the backend itself plans them
-    (`plan_paired`, trainer.rollout.openai; nothing is sent), counted at tok(x) = ceil(len(x) / 4)
-    (CHARS_PER_TOKEN, OpenAI's rule of thumb).
+    (`plan_paired`, trainer.rollout.openai; nothing is sent), their tokens by the module
+    docstring's rules (`token_rule`, `_cost`).
 
     The plan follows the job: one `paired` call per chunk of SWARMSCOPE_ROLLOUT_CHUNK samples
     (each arm's first re-generated turn is one request with `n` = the chunk's samples: its prompt
     is sent once per chunk; every later turn one request per sample), and sample 0 re-run once in
     both arms for its branch trace (`branch`). It assumes each re-generated turn answers with the
-    size of its recorded content and, where the trace's LLM orchestrator picks speakers, that it
+    expected length of the module docstring and, where the trace's LLM orchestrator picks speakers, that it
     picks the recorded speaker (one "who speaks next" request per sample before every re-generated
     turn after the fork turn, its answer a name); under verifier scoring one verdict request per
     sample and arm (answer `{"correct": true}`). A request's prompt counts the texts it is made
-    of — system prompt, the history's contents, the question or verifier prompt — not the chat
-    formatting (role markers, the `[speaker] ` prefixes). With `epsilon`, n is the cap: an upper
+    of — system prompt, the history's contents, the question or verifier prompt — with their
+    `[speaker] ` prefixes and chat formatting. With `epsilon`, n is the cap: an upper
     bound. A non-LLM backend (SwarmSim) costs no tokens: zeros and `confirmation_required` False.
     Every planned prompt is checked against the model's context before the job starts
     (`check_context`: the server's max_model_len from `/v1/models`, where it reports one).
 
     Returns {backend, llm, confirmation_required, n, fork_event, speaker_order, scoring, turns,
-    requests, prompt_tokens, completion_tokens, total_tokens, turn_requests, speaker_requests,
-    verdict_requests, chars_per_token, arms and branch:
-    {control, intervention: {turns, requests, prompt_tokens, completion_tokens, turn_requests,
-    speaker_requests, verdict_requests}}}; `turns` counts both arms' re-generated turns of one
-    sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown backend, an
+    requests, prompt_tokens, completion_tokens, total_tokens, recorded_length and at_cap:
+    {prompt_tokens, completion_tokens, total_tokens}, turn_completions, turn_requests,
+    speaker_requests, verdict_requests, turn_max_tokens, chars_per_token, tokenizer ("server" |
+    "rule of thumb"), cap_share, arms and branch: {control, intervention: {turns, requests,
+    turn_completions, prompt_tokens, completion_tokens, recorded_prompt_tokens, ..., cap_prompt_tokens,
+    ..., turn_requests, speaker_requests, verdict_requests}}}; `turns` counts both arms' re-generated
+    turns of one sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown backend, an
     intervention that does not fit the trace, a trace the backend cannot re-run, or a prompt over
     the model's context (field `intervention`, the message naming the agent and turn)."""
     n = check_int(n, "n", 2, MAX_SAMPLES)
@@ -211,7 +361,10 @@ def estimate_cost(
             "scoring": None,
             "turns": 0,
             **_totals(parts),
+            "turn_max_tokens": None,
             "chars_per_token": CHARS_PER_TOKEN,
+            "tokenizer": None,
+            "cap_share": None,
             **parts,
         }
     runner = _planner(backend, core_trace)
@@ -219,14 +372,8 @@ def estimate_cost(
         runner.check(intervention)
     except InterventionError as exc:
         raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
-    # Counted chunk by chunk, not kept: a long trace's plan has tens of thousands of requests.
-    parts = {part: {arm: _zero_cost() for arm in arms} for part in ("arms", "branch")}
-    for start, stop in _chunks(n):
-        for arm, requests in runner.plan_paired(intervention, np.arange(start, stop)).items():
-            _check_context(runner, requests, backend)
-            _add_cost(parts["arms"][arm], _cost(requests, 0))
-    for arm, requests in runner.plan_paired(intervention, np.arange(1)).items():
-        _add_cost(parts["branch"][arm], _cost(requests, 0))
+    rule, tokenizer = token_rule(runner)
+    parts = plan_cost(runner, intervention, n, lambda requests: _check_context(runner, requests, backend), rule)
     return {
         "backend": backend,
         "llm": True,
@@ -237,7 +384,10 @@ def estimate_cost(
         "scoring": getattr(runner, "scoring", None),
         "turns": sum(cost["turns"] for cost in parts["arms"].values()),
         **_totals(parts),
-        "chars_per_token": CHARS_PER_TOKEN,
+        "turn_max_tokens": _turn_cap(runner),
+        "chars_per_token": rule["chars_per_token"],
+        "tokenizer": tokenizer,
+        "cap_share": rule["cap_share"],
         **parts,
     }
 
@@ -260,8 +410,9 @@ def estimate_attribution_cost(
 
     Returns {kind: "attribution", backend, llm, confirmation_required, method, players,
     player_kind, n (samples), rollouts (the budget used: n × rollouts per sample), speaker_order,
-    scoring, requests, prompt_tokens, completion_tokens, total_tokens, turn_requests,
-    speaker_requests, verdict_requests, chars_per_token}. Raises JobRequestError naming the field."""
+    scoring, requests, prompt_tokens, completion_tokens, total_tokens, recorded_length, at_cap,
+    turn_completions, turn_requests, speaker_requests, verdict_requests, turn_max_tokens,
+    chars_per_token, tokenizer, cap_share}. Raises JobRequestError naming the field."""
     names, n, runner = check_attribution(trace, method, budget, backend, seed, players)
     llm = is_llm_backend(backend)
     estimate = {
@@ -276,10 +427,15 @@ def estimate_attribution_cost(
         "rollouts": n * ESTIMATORS[method].rollouts(len(names)),
         "speaker_order": None,
         "scoring": None,
+        "turn_max_tokens": _turn_cap(runner) if llm else None,
         "chars_per_token": CHARS_PER_TOKEN,
+        "tokenizer": None,
+        "cap_share": None,
     }
     cost = _zero_cost()
     if llm:
+        rule, tokenizer = token_rule(runner)
+        estimate.update(chars_per_token=rule["chars_per_token"], tokenizer=tokenizer, cap_share=rule["cap_share"])
         if not hasattr(runner, "plan_call"):
             raise JobRequestError(
                 f"the {backend} backend calls an LLM but cannot plan its requests (no plan_call): "
@@ -290,12 +446,11 @@ def estimate_attribution_cost(
         def planning_rollout(intervention: Intervention | None, seeds: np.ndarray) -> np.ndarray:
             requests = runner.plan_call(intervention, seeds)
             _check_context(runner, requests, backend)
-            _add_cost(cost, _cost(requests))  # counted, not kept
+            _add_cost(cost, _cost(requests, None, rule))  # counted, not kept
             return np.zeros(len(seeds))
 
         for start, stop in _chunks(n):
             play_attribution_chunk(planning_rollout, method, names, players, n, seed, list(range(start, stop)))
         estimate.update(speaker_order=getattr(runner, "speaker_order", None), scoring=getattr(runner, "scoring", None))
-    cost.pop("turns")
-    estimate.update(cost, total_tokens=cost["prompt_tokens"] + cost["completion_tokens"])
+    estimate.update(_totals({"calls": {"all": cost}}))
     return estimate

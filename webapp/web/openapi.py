@@ -470,7 +470,15 @@ COST = {
         "prompt_tokens": {"type": "integer"},
         "completion_tokens": {"type": "integer"},
         "total_tokens": {"type": "integer"},
-        "chars_per_token": {"type": "integer"},
+        "recorded_length": {
+            "type": "object",
+            "description": "the tokens with every re-generated turn as long as the recorded one",
+        },
+        "at_cap": {"type": "object", "description": "the tokens with every re-generated turn at its max_tokens"},
+        "turn_max_tokens": {"type": ["integer", "null"], "description": "max_tokens of a re-generated turn"},
+        "chars_per_token": {"type": "number", "description": "of the server's tokenizer on the trace, else 4"},
+        "tokenizer": {"type": ["string", "null"], "enum": ["server", "rule of thumb", None]},
+        "cap_share": {"type": ["number", "null"], "description": "a re-generated turn's expected share of its cap"},
     },
 }
 

@@ -28,7 +28,7 @@
 import { formatNumber } from "../lib/format.js";
 import { el } from "../lib/dom.js";
 import { creditColor } from "../lib/palette.js";
-import { EstimatedRun } from "./estimated_run.js";
+import { EstimatedRun, estimateTokens } from "./estimated_run.js";
 import { coverageNote, estimatorGuide, samplesPerPlayer } from "./estimator_guide.js";
 import { normaliseCapabilities, reasonElement } from "./counterfactual.js";
 import { WALL_TICK_MS, liveWall, usageElement } from "./job_usage.js";
@@ -57,13 +57,13 @@ export function attributionBody({ method, budget, seed, players = "messages", ba
 
 /**
  * The panel's line for an attribution's cost estimate (`POST .../attributions/estimate/`):
- * "≈ 1,200 prompt + 300 completion tokens (1,500 in all) in 52 requests: loo over 4 messages, 4 samples (20 rollouts)".
+ * "≈ 1,200 prompt + 300 completion tokens (1,500 in all) in 52 requests: loo over 4 messages, 4 samples (20 rollouts)"
+ * (the tokens with their range where the estimate gives one: `estimateTokens`).
  */
 export function formatAttributionEstimate(e) {
   const picks = e.speaker_requests ? `, ${e.speaker_requests} speaker picks` : "";
   const verdicts = e.verdict_requests ? `, ${e.verdict_requests} verdicts` : "";
-  return `≈ ${formatNumber(e.prompt_tokens)} prompt + ${formatNumber(e.completion_tokens)} completion tokens `
-    + `(${formatNumber(e.total_tokens)} in all) in ${formatNumber(e.requests)} requests${picks}${verdicts}: `
+  return `${estimateTokens(e)} in ${formatNumber(e.requests)} requests${picks}${verdicts}: `
     + `${e.method} over ${e.players} ${e.player_kind}, ${e.n} samples (${formatNumber(e.rollouts)} rollouts)`;
 }
 

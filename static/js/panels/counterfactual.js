@@ -28,7 +28,7 @@
 
 import { contentLabel, formatNumber } from "../lib/format.js";
 import { csrfToken, el } from "../lib/dom.js";
-import { EstimatedRun } from "./estimated_run.js";
+import { EstimatedRun, estimateTokens } from "./estimated_run.js";
 import { WALL_TICK_MS, liveWall, usageElement } from "./job_usage.js";
 
 /** Event types an intervention may target (swarmscope.interventions.MESSAGE_LIKE_TYPES). */
@@ -75,13 +75,13 @@ export function requestBody(targets, { kind, text, n, backend }) {
 /**
  * The dialog's line for a cost estimate (`POST .../counterfactuals/estimate/`; speaker picks of an
  * LLM orchestrator and verifier verdicts are named when there are any):
- * "≈ 17 prompt + 32 completion tokens (49 in all) in 2 requests: 2 arms × 4 samples from e2, 2 re-generated turns per pair".
+ * "≈ 17 prompt + 32 completion tokens (49 in all) in 2 requests: 2 arms × 4 samples from e2, 2 re-generated turns per pair"
+ * (the tokens with their range where the estimate gives one: `estimateTokens`).
  */
 export function formatEstimate(e) {
   const picks = e.speaker_requests ? `, ${formatNumber(e.speaker_requests)} of them speaker picks` : "";
   const verdicts = e.verdict_requests ? `, ${formatNumber(e.verdict_requests)} verdicts` : "";
-  return `≈ ${formatNumber(e.prompt_tokens)} prompt + ${formatNumber(e.completion_tokens)} completion tokens `
-    + `(${formatNumber(e.total_tokens)} in all) in ${formatNumber(e.requests)} requests${picks}${verdicts}: `
+  return `${estimateTokens(e)} in ${formatNumber(e.requests)} requests${picks}${verdicts}: `
     + `2 arms × ${e.n} samples from ${e.fork_event}, ${e.turns} re-generated turns per pair`;
 }
 

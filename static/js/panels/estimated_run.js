@@ -13,6 +13,7 @@
  */
 
 import { csrfToken, el } from "../lib/dom.js";
+import { formatNumber } from "../lib/format.js";
 
 /** POST `body` as JSON with the session's CSRF token: {ok, answer (the parsed JSON)}. */
 export async function postJson(url, body) {
@@ -21,6 +22,24 @@ export async function postJson(url, body) {
     headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
   });
   return { ok: response.ok, answer: await response.json() };
+}
+
+/**
+ * An estimate's tokens in words (webapp/counterfactuals/costs.py): the expected prompt and completion
+ * tokens, and where the answer has them the range the re-generated turns' lengths leave open, from
+ * turns as long as the recorded ones (`recorded_length`) to every turn at its cap (`at_cap`,
+ * `turn_max_tokens`): "≈ 5,000 prompt + 2,000 completion tokens (7,000 in all; 3,000 if the
+ * re-generated turns are as long as the recorded ones, at most 9,000 if each runs to its 512-token
+ * cap)".
+ */
+export function estimateTokens(e) {
+  const head = `≈ ${formatNumber(e.prompt_tokens)} prompt + ${formatNumber(e.completion_tokens)} completion tokens `;
+  const all = `${formatNumber(e.total_tokens)} in all`;
+  const low = e.recorded_length?.total_tokens;
+  const high = e.at_cap?.total_tokens;
+  if (!Number.isInteger(low) || !Number.isInteger(high) || !Number.isInteger(e.turn_max_tokens)) return `${head}(${all})`;
+  return `${head}(${all}; ${formatNumber(low)} if the re-generated turns are as long as the recorded ones, at most `
+    + `≈ ${formatNumber(high)} if each runs to its ${formatNumber(e.turn_max_tokens)}-token cap)`;
 }
 
 /** An error answer (`{error, field?}`) as one line: "n: must be at least 2". */
