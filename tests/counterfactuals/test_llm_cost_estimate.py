@@ -21,6 +21,7 @@ from tests.trainer.rollout.test_openai import (
     picks,
     verdicts,
 )
+from trainer.rollout.chat import ChatClient
 from trainer.rollout.openai import OpenAIRollout
 from webapp.counterfactuals import costs, services
 from webapp.counterfactuals.models import CounterfactualJob
@@ -307,3 +308,42 @@ def test_a_prompt_over_the_models_context_is_refused_at_the_estimate_naming_agen
             f"/api/traces/{trace.pk}/counterfactuals/estimate/", body, content_type="application/json"
         )
         assert response.status_code == 200, response.json()
+
+
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS)
+def test_on_vllm_the_estimate_counts_with_the_servers_tokenizer_measured_on_the_trace(project, monkeypatch):
+    trace = do_ingest(project, make_trace()).trace
+    intervention = {"kind": "remove", "events": ["h1"]}
+    with FakeOpenAIServer(answer, vllm=True, max_model_len=8192) as server:
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_MODEL", "fake-model")
+        estimate = costs.estimate_cost(trace, intervention, 4, "openai")
+        # Four counts: an empty user message, two, a system and a user one, and the trace's texts.
+        assert len(server.tokenized) == 4 and not server.requests
+        assert server.tokenized[3]["messages"][0]["content"].startswith("What is 6 times 7?")
+    # The fake counts ceil(characters / 4) a message and no formatting: so does the estimate here.
+    assert estimate["tokenizer"] == "server" and 3.5 < estimate["chars_per_token"] <= 4
+    with FakeOpenAIServer(answer) as server:  # not vLLM: no /tokenize, the rule of thumb
+        monkeypatch.setenv("SWARMSCOPE_OPENAI_BASE_URL", server.base_url)
+        plain = costs.estimate_cost(trace, intervention, 4, "openai")
+    assert (plain["tokenizer"], plain["chars_per_token"]) == ("rule of thumb", 4)
+    assert plain["requests"] == estimate["requests"]
+
+
+class TemplatedServer(FakeOpenAIServer):
+    """A fake whose /tokenize counts like a chat template: 5 tokens a message, 3 opening the reply,
+    and 20 of a default system prompt where the messages have none (as SmolLM2's template adds)."""
+
+    def prompt_tokens(self, body):
+        messages = body.get("messages", [])
+        default = 0 if messages and messages[0]["role"] == "system" else 20
+        return super().prompt_tokens(body) + 5 * len(messages) + 3 + default
+
+
+def test_the_tokenizer_measure_finds_the_chat_templates_formatting(monkeypatch):
+    with TemplatedServer(answer, vllm=True) as server:
+        runner = OpenAIRollout(make_trace(), ChatClient(server.base_url, "fake-model"))
+        rule = runner.measure_tokenizer()
+        assert runner.measure_tokenizer() is rule and len(server.tokenized) == 4  # measured once
+    assert (rule["message_tokens"], rule["request_tokens"], rule["request_tokens_no_system"]) == (5, 3, 23)
+    assert 3.5 < rule["chars_per_token"] <= 4
