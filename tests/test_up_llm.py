@@ -9,6 +9,7 @@ skips when var/llm holds no install and build (fails under SWARMSCOPE_REQUIRE_LL
 """
 
 import json
+import re
 import signal
 import sys
 import time
@@ -58,7 +59,7 @@ def test_up_llm_serves_the_model_and_a_who_and_when_what_if_job_finishes(tmp_pat
         web = f"http://127.0.0.1:{port}"
         imported = manage("import_traces", str(FIXTURES / "whowhen_algorithm.json"), env=env)
         assert imported.returncode == 0, imported.stderr
-        trace_id = int(imported.stdout.split("imported as trace ", 1)[1].split()[0])
+        trace_id = int(re.search(r"imported as trace (\d+)", imported.stdout).group(1))
         capabilities = api(web, token, "GET", f"/api/traces/{trace_id}/counterfactuals/capabilities/")
         assert "openai" in json.dumps(capabilities), capabilities
         snapshot = api(web, token, "GET", f"/api/traces/{trace_id}/snapshot/")

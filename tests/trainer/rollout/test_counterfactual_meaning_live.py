@@ -26,7 +26,7 @@ from trainer.rollout.chat import ChatClient
 from trainer.rollout.openai import OpenAIRollout
 from webapp.counterfactuals.api import DEFAULT_SAMPLES
 
-pytestmark = pytest.mark.live_llm
+pytestmark = [pytest.mark.live_llm, pytest.mark.timeout(1200)]
 
 SECRET = "PINEAPPLE"
 
@@ -42,41 +42,50 @@ def client(llm_endpoint) -> ChatClient:
     )
 
 
-def secret_word_trace() -> Trace:
+def secret_word_trace(removed: str) -> Trace:
+    """The trace, with the message `removed` ("keeper" or "chatter") second."""
+    said = {
+        "chatter": Event("chatter-says", 0.0, "message", "chatter", content="It is sunny today."),
+        "keeper": Event("keeper-says", 0.0, "message", "keeper", content=f"The secret word is {SECRET}."),
+    }
+    first, second = said["chatter" if removed == "keeper" else "keeper"], said[removed]
+    second.t = 1.0
     events = [
-        Event("keeper-says", 0.0, "message", "keeper", content=f"The secret word is {SECRET}."),
-        Event("chatter-says", 1.0, "message", "chatter", content="It is sunny today."),
-        Event("user-asks", 2.0, "message", "user", content="What is the secret word?"),
+        first,
+        second,
+        # a human's turn: replayed as recorded in both arms, never re-generated
+        Event("user-asks", 2.0, "human_intervention", "user", content="What is the secret word?"),
         Event("reporter-answers", 3.0, "message", "reporter", content=f"The secret word is {SECRET}."),
     ]
     agents = [
-        Agent("keeper", system_prompt="You keep the secret word."),
         Agent("chatter", system_prompt="You talk about the weather in one short sentence."),
-        Agent("user"),
+        Agent("keeper", system_prompt="You keep the secret word."),
+        Agent("user", role="human"),
         Agent("reporter", system_prompt="You answer in one sentence of the form: The secret word is WORD."),
     ]
     attributes = {"ground_truth": f"The secret word is {SECRET}", "synthetic_time": True}
     return Trace("native", "secret-word", name="secret word", events=events, agents=agents, attributes=attributes)
 
 
-def removal_effect(client: ChatClient, event_id: str):
-    """The paired Δ = E[R | h] - E[R | do(remove event_id)] of DEFAULT_SAMPLES pairs, as a job computes it."""
-    runner = OpenAIRollout(secret_word_trace(), client)
-    seeds = np.arange(DEFAULT_SAMPLES)
+def removal_effect(client: ChatClient, removed: str):
+    """The paired Δ = E[R | h] - E[R | do(remove the message of `removed`)] of DEFAULT_SAMPLES pairs, as a
+    job computes it."""
+    runner = OpenAIRollout(secret_word_trace(removed), client)
+    seeds, event_id = np.arange(DEFAULT_SAMPLES), f"{removed}-says"
     result = runner.paired(Intervention("remove", (event_id,)), seeds)
     values = result.control - result.treated
     return from_samples(event_id, "paired_loo", values, 2 * len(seeds)), result
 
 
 def test_removing_the_message_that_carries_the_answer_lowers_the_exact_match_score(client):
-    effect, result = removal_effect(client, "keeper-says")
+    effect, result = removal_effect(client, "keeper")
     assert result.treated.sum() == 0  # without the word no answer can name it
     assert result.control.mean() >= 0.2  # the model copies it from the context often enough to measure
     assert effect.ci_low > 0, effect
 
 
 def test_removing_an_irrelevant_message_leaves_the_score_where_it_was(client):
-    effect, result = removal_effect(client, "chatter-says")
+    effect, result = removal_effect(client, "chatter")
     assert result.control.mean() >= 0.2 and result.treated.mean() >= 0.2
     assert effect.ci_low <= 0 <= effect.ci_high, effect
 
@@ -87,8 +96,9 @@ def test_the_orchestrators_speaker_picks_are_listed_names_on_a_hand_crafted_log(
     (trace,) = swarmscope.read_traces(shared_data / "who-and-when" / "Hand-Crafted" / "4.json")
     runner = OpenAIRollout(trace, client, max_turns=3)
     assert runner.speaker_order == "orchestrator"
-    message = next(e for e in trace.events[1:] if e.type == "message" and e.content)
-    result = runner.paired(Intervention("remove", (message.id,)), np.array([0, 1]), traces=True)
+    # the Orchestrator's first delegation to WebSurfer; the turns after it are re-generated
+    delegation = next(e for e in trace.events if e.type == "delegate")
+    result = runner.paired(Intervention("remove", (delegation.id,)), np.array([0, 1]), traces=True)
     assert result.choices is not None and result.choices.sum() > 0
     assert result.fallbacks is not None and result.fallbacks.sum() == 0
     speakers = {a.name for a in trace.agents}
