@@ -25,12 +25,17 @@
    steps), always "WebSurfer", and the published GPT-4o figures. A prompt over the model's context
    (counted by the server's tokenizer before sending) and an unparseable answer are misses, counted.
 
-Every part records the machine's load (`os.getloadavg`) before and after, and the JSON (`--out`,
+Every part records the machine's load (`os.getloadavg`), a probe of the server's queue (the seconds a
+1-token answer takes) and the other processes connected to the server, since other clients' long
+prompts stall a shared vLLM-CPU server (one engine step prefills them whole); the JSON (`--out`,
 merged with what is already there, so parts can run one at a time) keeps every per-log result.
 
     export $(cat var/llm/server.env)
     .venv/bin/python bench/bench_real_model.py --out bench/out/real_model.json [--parts coupling,cache,attribution]
         [--logs K] [--seeds 8] [--max-turns 1] [--max-tokens 32] [--secret-seeds 64]
+
+One file over 500 lines: the three parts share the endpoint's client, the machine and load records and
+one JSON, and bench/gpu_rollouts.sh runs them as one command on a GPU server.
 """
 
 from __future__ import annotations
@@ -101,6 +106,30 @@ def probe(base_url: str, model: str) -> float | None:
     except OpenAIError:
         return None
     return round(time.monotonic() - started, 2)
+
+
+def other_clients(base_url: str) -> list[str] | None:
+    """The other processes with a connection open to the server's port (`ss -tnp`; pid, connections
+    and command line), None where `ss` cannot say: who else is loading the server."""
+    port = base_url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[-1]
+    try:
+        lines = subprocess.run(["ss", "-tnp"], capture_output=True, text=True, timeout=10).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    counts: collections.Counter[int] = collections.Counter()
+    for line in lines:
+        fields = line.split()
+        match = re.search(r"pid=(\d+)", line)
+        if len(fields) >= 5 and fields[4].endswith(f":{port}") and match and int(match.group(1)) != os.getpid():
+            counts[int(match.group(1))] += 1
+    described = []
+    for pid, connections in sorted(counts.items()):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            command = "?"
+        described.append(f"{pid} ({connections} connections): {command.strip()[:120]}")
+    return described
 
 
 #: Where a part writes what it has so far (set by `main`): the part's partial result, saved after each log.
@@ -250,10 +279,11 @@ def secret_word_trace() -> Trace:
     return Trace("native", "secret-word", name="secret word", events=events, agents=agents, attributes=attributes)
 
 
-def logs_of(data: Path, limit: int | None) -> list[tuple[str, Path]]:
-    """(subset, path) of every Who&When log under `data` in numeric order, the first `limit` of each subset."""
+def logs_of(data: Path, limit: int | None, subsets: tuple[str, ...] = SUBSETS) -> list[tuple[str, Path]]:
+    """(subset, path) of every Who&When log of `subsets` under `data` in numeric order, the first
+    `limit` of each subset."""
     found = []
-    for subset in SUBSETS:
+    for subset in subsets:
         paths = sorted((data / "who-and-when" / subset).glob("*.json"), key=lambda p: int(p.stem))
         found += [(subset, p) for p in paths[:limit]]
     return found
@@ -292,6 +322,7 @@ def run_coupling(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "load_before": load(),
         "probe_before_s": probe(args.base_url, args.model),
+        "other_clients_before": other_clients(args.base_url),
         "started_utc": time.strftime("%H:%M UTC", time.gmtime()),
     }
     t0 = time.monotonic()
@@ -341,7 +372,7 @@ def run_coupling(args: argparse.Namespace) -> dict[str, Any]:
     )
     seeds = np.arange(args.seeds)
     logs = []
-    for subset, path in logs_of(args.data, args.logs):
+    for subset, path in logs_of(args.data, args.logs, args.subsets):
         (trace,) = swarmscope.read_traces(path)
         runner = OutcomesRollout(trace, client, args.max_turns, verifier=True)
         entry: dict[str, Any] = {
@@ -350,6 +381,7 @@ def run_coupling(args: argparse.Namespace) -> dict[str, Any]:
             "steps": len(trace.events),
             "load": load(),
             "probe_s": probe(args.base_url, args.model),
+            "other_clients": other_clients(args.base_url),
         }
         target, why, notes = pick_target(runner, seeds)
         entry.update(event=target, why=why, notes=notes, speaker_order=runner.speaker_order)
@@ -411,6 +443,7 @@ def run_cache(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "load_before": load(),
         "probe_before_s": probe(args.base_url, args.model),
+        "other_clients_before": other_clients(args.base_url),
         "started_utc": time.strftime("%H:%M UTC", time.gmtime()),
     }
     path = args.data / "who-and-when" / args.job_log
@@ -480,6 +513,7 @@ def run_cache(args: argparse.Namespace) -> dict[str, Any]:
                 "generated_tokens_per_s": generated / seconds,
                 "load_before": before,
                 "probe_before_s": probed,
+                "other_clients_before": other_clients(args.base_url),
                 "load_after": load(),
             }
         )
@@ -535,10 +569,45 @@ def random_expectation(trace: Trace) -> tuple[float, float]:
     return agent, step
 
 
+def attribution_summary(logs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per subset: random guessing's expected accuracy, always "WebSurfer", and per method judged so far
+    the agent and step accuracy over the logs it judged (a miss of any status counts as wrong), its
+    statuses, calls, seconds and the published GPT-4o figures."""
+    summary: dict[str, Any] = {}
+    for subset in SUBSETS:
+        chosen = [e for e in logs if e["subset"] == subset]
+        if not chosen:
+            continue
+        by: dict[str, Any] = {
+            "logs": len(chosen),
+            "random": {
+                "agent": float(np.mean([e["random"][0] for e in chosen])),
+                "step": float(np.mean([e["random"][1] for e in chosen])),
+            },
+            "always_websurfer_agent": float(np.mean([str(e["label"][0]).casefold() == "websurfer" for e in chosen])),
+        }
+        for method in JUDGES:
+            rows = [e["methods"][method] for e in chosen if method in e["methods"]]
+            if not rows:
+                continue
+            by[method] = {
+                "judged": len(rows),
+                "agent": float(np.mean([r["agent_correct"] for r in rows])),
+                "step": float(np.mean([r["step_correct"] for r in rows])),
+                "statuses": dict(collections.Counter(r["status"] for r in rows)),
+                "calls": int(sum(r["calls"] for r in rows)),
+                "seconds": round(float(sum(r["seconds"] for r in rows)), 1),
+                "published_gpt4o": PUBLISHED_GPT4O[method][subset],
+            }
+        summary[subset] = by
+    return summary
+
+
 def run_attribution(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "load_before": load(),
         "probe_before_s": probe(args.base_url, args.model),
+        "other_clients_before": other_clients(args.base_url),
         "started_utc": time.strftime("%H:%M UTC", time.gmtime()),
         "judge_version": judge_version(),
         "answer_tokens": args.judge_tokens,
@@ -549,24 +618,35 @@ def run_attribution(args: argparse.Namespace) -> dict[str, Any]:
     methods = [m for m in args.methods.split(",") if m]
     client = ChatClient(args.base_url, args.model, temperature=0.0, timeout_s=900, attempts=2)
     result["constrained"] = client.server().vllm
-    logs = []
-    for subset, path in logs_of(args.data, args.logs):
+    traces: dict[tuple[str, str], Trace] = {}
+    logs: list[dict[str, Any]] = []
+    for subset, path in logs_of(args.data, args.logs, args.subsets):
         (trace,) = swarmscope.read_traces(path)
+        traces[(subset, path.name)] = trace
         label = labels_of(trace)
         rand_agent, rand_step = random_expectation(trace)
-        entry: dict[str, Any] = {
-            "subset": subset,
-            "log": path.name,
-            "steps": len(trace.events),
-            "label": list(label),
-            "random": [rand_agent, rand_step],
-            "probe_s": probe(args.base_url, args.model),
-            "methods": {},
-        }
-        for method in methods:
+        logs.append(
+            {
+                "subset": subset,
+                "log": path.name,
+                "steps": len(trace.events),
+                "label": list(label),
+                "random": [rand_agent, rand_step],
+                "methods": {},
+            }
+        )
+    # Method by method over every log, so a run cut short has whole methods.
+    for method in methods:
+        for entry in logs:
+            trace = traces[(entry["subset"], entry["log"])]
+            label = labels_of(trace)
             judge = Judge(client, args.judge_tokens, args.choice_tokens)
+            row: dict[str, Any] = {
+                "load": load(),
+                "probe_s": probe(args.base_url, args.model),
+                "other_clients": other_clients(args.base_url),
+            }
             started = time.monotonic()
-            row: dict[str, Any] = {"load": load()}
             prediction: Prediction | None = None
             try:
                 prediction = JUDGES[method](trace, judge.complete)
@@ -588,43 +668,121 @@ def run_attribution(args: argparse.Namespace) -> dict[str, Any]:
                 reason=(prediction.reason[:200] if prediction else ""),
             )
             entry["methods"][method] = row
+            checkpoint(result | {"logs": logs})
             print(
-                f"{subset} {path.name} {method}: {row['status']} agent={row['agent']} step={row['step']} "
+                f"{entry['subset']} {entry['log']} {method}: {row['status']} agent={row['agent']} step={row['step']} "
                 f"label={label} calls={row['calls']} {row['seconds']} s",
                 flush=True,
             )
-        logs.append(entry)
-        checkpoint(result | {"logs": logs, "partial": True})
     result["logs"] = logs
-    summary: dict[str, Any] = {}
-    for subset in SUBSETS:
-        chosen = [e for e in logs if e["subset"] == subset]
-        if not chosen:
-            continue
-        by: dict[str, Any] = {
-            "logs": len(chosen),
-            "random": {
-                "agent": float(np.mean([e["random"][0] for e in chosen])),
-                "step": float(np.mean([e["random"][1] for e in chosen])),
-            },
-            "always_websurfer_agent": float(np.mean([str(e["label"][0]).casefold() == "websurfer" for e in chosen])),
-        }
-        for method in methods:
-            rows = [e["methods"][method] for e in chosen if method in e["methods"]]
-            statuses = collections.Counter(r["status"] for r in rows)
-            by[method] = {
-                "agent": float(np.mean([r["agent_correct"] for r in rows])),
-                "step": float(np.mean([r["step_correct"] for r in rows])),
-                "statuses": dict(statuses),
-                "calls": int(sum(r["calls"] for r in rows)),
-                "seconds": round(float(sum(r["seconds"] for r in rows)), 1),
-                "published_gpt4o": PUBLISHED_GPT4O[method][subset],
-            }
-        summary[subset] = by
+    summary = attribution_summary(logs)
     result["summary"] = summary
     result["seconds"] = round(time.monotonic() - t0, 1)
     result["load_after"] = load()
     return result
+
+
+# -- summary ---------------------------------------------------------------------------------------------------
+
+
+def _rho(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.2f}"
+
+
+def summarise(paths: list[Path]) -> str:
+    """Markdown tables of what the JSON files at `paths` hold (runs of this script, whole or cut short,
+    e.g. one per subset or method run side by side): Who&When logs and judged rows are merged by
+    (subset, log)."""
+    documents = [json.loads(p.read_text()) for p in paths]
+    return "\n".join(_secret_table(documents) + _coupling_table(documents) + _attribution_table(documents))
+
+
+def _secret_table(documents: list[dict[str, Any]]) -> list[str]:
+    secret = next((d["coupling"]["secret_word"] for d in documents if d.get("coupling", {}).get("secret_word")), None)
+    if not secret or not secret.get("interventions"):
+        return []
+    lines = [
+        f"Secret word ({secret['seeds']} paired samples, temperature {secret['temperature']}, "
+        f"{secret['max_tokens']} tokens):",
+        "",
+        "| removed | outcome | control mean | treated mean | ρ | Var(unpaired)/Var(paired) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for event_id, run in secret["interventions"].items():
+        for name, o in run["outcomes"].items():
+            c = o["coupling"]
+            saving = "—" if c["saving_within"] is None else f"{c['saving_within']:.2f}"
+            lines.append(
+                f"| {event_id} | {name} | {c['control_mean']:.3f} | {c['treated_mean']:.3f} | "
+                f"{_rho(c['rho_pooled'])} | {saving} |"
+            )
+    return [*lines, ""]
+
+
+def _coupling_table(documents: list[dict[str, Any]]) -> list[str]:
+    logs: dict[tuple[str, str], dict[str, Any]] = {}
+    for d in documents:
+        coupling = d.get("coupling", {})
+        for entry in coupling.get("whowhen", {}).get("logs", coupling.get("whowhen_logs_so_far", [])):
+            logs[(entry["subset"], entry["log"])] = entry
+    if not logs:
+        return []
+    lines = [
+        "| Who&When | outcome | logs | pairs | control mean | treated mean | logs where control / treated vary | "
+        "ρ per log: defined, mean | ρ pooled | ρ within logs | Var(unpaired)/Var(paired) | 1/(1-ρ) |",
+        "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|",
+    ]
+    for scope in ("all", *SUBSETS):
+        chosen = [e for e in logs.values() if "outcomes" in e and scope in ("all", e["subset"])]
+        for name in ("exact_match", "token_f1", "verifier"):
+            pairs = [
+                (np.array(e["outcomes"][name]["control"]), np.array(e["outcomes"][name]["treated"])) for e in chosen
+            ]
+            if not pairs:
+                continue
+            c = coupling_of(pairs)
+            saving = "—" if c["saving_within"] is None else f"{c['saving_within']:.2f}"
+            formula = "—" if c["saving_formula"] is None else f"{c['saving_formula']:.2f}"
+            vary = f"{c['traces_with_varying_control']} / {c['traces_with_varying_treated']}"
+            lines.append(
+                f"| {scope} | {name} | {c['traces']} | {c['pairs']} | {c['control_mean']:.3f} | "
+                f"{c['treated_mean']:.3f} | {vary} | {c['rho_defined_traces']}, {_rho(c['rho_mean_of_traces'])} | "
+                f"{_rho(c['rho_pooled'])} | {_rho(c['rho_pooled_within'])} | {saving} | {formula} |"
+            )
+    skipped = [
+        f"{s} {n}: {e.get('why')} {e.get('error', '')[:80]}" for (s, n), e in logs.items() if "outcomes" not in e
+    ]
+    return [*lines, "", f"Logs without outcomes: {skipped or 'none'}", ""]
+
+
+def _attribution_table(documents: list[dict[str, Any]]) -> list[str]:
+    judged: dict[tuple[str, str], dict[str, Any]] = {}
+    for d in documents:
+        for entry in d.get("attribution", {}).get("logs", []):
+            key = (entry["subset"], entry["log"])
+            judged.setdefault(key, {**entry, "methods": {}})["methods"].update(entry["methods"])
+    if not judged:
+        return []
+    lines = [
+        "| subset | method | logs judged | agent acc. | step acc. | statuses | calls | GPT-4o agent / step |",
+        "|---|---|---:|---:|---:|---|---:|---|",
+    ]
+    for subset, by in attribution_summary(list(judged.values())).items():
+        random, websurfer = by["random"], by["always_websurfer_agent"]
+        lines.append(
+            f"| {subset} | random (expected) | {by['logs']} | {100 * random['agent']:.2f} % | "
+            f"{100 * random['step']:.2f} % | | | |"
+        )
+        lines.append(f"| {subset} | always WebSurfer | {by['logs']} | {100 * websurfer:.2f} % | | | | |")
+        for method in (m for m in JUDGES if m in by):
+            m = by[method]
+            statuses = ", ".join(f"{k} {v}" for k, v in sorted(m["statuses"].items()))
+            agent, step = m["published_gpt4o"]
+            lines.append(
+                f"| {subset} | {method} | {m['judged']} | {100 * m['agent']:.2f} % | {100 * m['step']:.2f} % | "
+                f"{statuses} | {m['calls']} | {agent} / {step} % |"
+            )
+    return lines
 
 
 # -- main ---------------------------------------------------------------------------------------------------
@@ -648,17 +806,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=default_data(), help="the shared data folder (who-and-when/)")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     parser.add_argument("--logs", type=int, default=None, help="only the first K logs of each Who&When subset")
+    parser.add_argument(
+        "--subsets", default=",".join(SUBSETS), help="comma-separated Who&When subsets (coupling, attribution)"
+    )
     parser.add_argument("--seeds", type=int, default=8, help="paired samples per Who&When log (coupling)")
     parser.add_argument("--max-turns", type=int, default=1, help="re-generated turns per sample (coupling)")
     parser.add_argument("--max-tokens", type=int, default=32, help="tokens per re-generated turn (coupling)")
     parser.add_argument("--temperature", type=float, default=1.0, help="of the Who&When re-rollouts (coupling)")
-    parser.add_argument("--secret-seeds", type=int, default=64, help="paired samples per secret-word removal")
+    parser.add_argument("--secret-seeds", type=int, default=64, help="paired samples per secret-word removal (0: none)")
     parser.add_argument("--job-log", default="Algorithm-Generated/3.json", help="the default job's log (cache)")
     parser.add_argument("--job-event", default="", help="the event the default job removes (the mistake step's)")
     parser.add_argument("--methods", default="all_at_once,binary_search,step_by_step", help="judge methods")
     parser.add_argument("--judge-tokens", type=int, default=48, help="max_tokens of an all-at-once answer")
     parser.add_argument("--choice-tokens", type=int, default=8, help="max_tokens of a Yes/No or half answer")
+    parser.add_argument(
+        "--summarise", type=Path, nargs="+", metavar="JSON", help="print Markdown tables of these results; run nothing"
+    )
     args = parser.parse_args(argv)
+    if args.summarise:
+        print(summarise(args.summarise))
+        return 0
     parts = [p for p in args.parts.split(",") if p]
     unknown = set(parts) - set(PARTS)
     if unknown:
@@ -669,6 +836,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.model:
         api = openai.OpenAI(base_url=args.base_url, api_key=os.environ.get("SWARMSCOPE_OPENAI_API_KEY") or "EMPTY")
         args.model = api.models.list().data[0].id
+    args.subsets = tuple(x for x in args.subsets.split(",") if x)
+    if set(args.subsets) - set(SUBSETS):
+        parser.error(f"unknown subsets {sorted(set(args.subsets) - set(SUBSETS))}; of {SUBSETS}")
     if not (args.data / "who-and-when").is_dir():
         parser.error(f"no who-and-when/ under {args.data}")
 
