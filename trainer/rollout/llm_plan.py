@@ -29,9 +29,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -79,14 +79,23 @@ class Turn:
     content: str | None
 
 
-class Assumed(NamedTuple):
-    """A re-generated turn's text in a planned prompt: part `part` of the request's `parts` is (or,
-    in a verdict prompt, holds) `text`, the turn's assumed answer, which the model really writes
-    anew, at most `max_tokens` tokens (the turn's limit)."""
+@dataclass(frozen=True, slots=True)
+class Assumed:
+    """The re-generated turns in a planned prompt, newest first: `text`, the newest one's assumed
+    answer, which the model really writes anew, at most `max_tokens` tokens (its limit), then the
+    older ones (`previous`, None after the oldest). A part of the prompt is such a text (in a
+    verdict prompt, holds it). A chain, so that the prompts of a rollout's later slots share it."""
 
-    part: int
     text: str
     max_tokens: int
+    previous: Assumed | None = None
+
+    def chain(self) -> Iterator[Assumed]:
+        """This turn, then the older ones."""
+        turn: Assumed | None = self
+        while turn is not None:
+            yield turn
+            turn = turn.previous
 
 
 @dataclass
@@ -101,7 +110,7 @@ class PlannedRequest:
     `event` the id of the slot (re-generated, or whose speaker is picked; "" for a verdict) and
     `max_tokens` the completion limit it is sent with; `sample_seed` the seed of the (first) sample
     it belongs to (`seed` is derived from it, `turn_seed`). For the cost estimate (webapp.counterfactuals
-    .costs): `assumed` the parts that are re-generated turns' assumed answers (`Assumed`), and
+    .costs): `assumed` the re-generated turns' assumed answers in the prompt (`Assumed`, None: none),
     `prefix_chars` the characters of the `[speaker] ` prefixes of the prompt's messages,
     and `system` whether the prompt opens with a system message (else a chat template may add its own)."""
 
@@ -116,7 +125,7 @@ class PlannedRequest:
     event: str = ""
     max_tokens: int = 0
     sample_seed: int = 0
-    assumed: tuple[Assumed, ...] = ()
+    assumed: Assumed | None = None
     prefix_chars: int = 0
     system: bool = False
 
@@ -308,22 +317,6 @@ class RolloutPlan:
         turns = [content for _, content in history] if history else [START_TEXT]
         return ([self.prompts[agent]] if agent in self.prompts else []) + turns
 
-    def _turn_sizes(
-        self, agent: str, history: list[tuple[Event, str]], regenerated: list[bool]
-    ) -> tuple[tuple[Assumed, ...], int]:
-        """Of `messages(agent, history)`: the parts (`_turn_parts` indices) that are assumed answers
-        of re-generated turns (`regenerated`, aligned with `history`), and the characters of its
-        `[speaker] ` prefixes."""
-        offset = 1 if agent in self.prompts else 0
-        limit = self.client.max_tokens
-        assumed = tuple(
-            Assumed(offset + i, content, limit)
-            for i, ((_, content), again) in enumerate(zip(history, regenerated))
-            if again
-        )
-        prefixes = sum(len(event.agent) + 3 for event, _ in history if event.agent != agent)  # "[agent] "
-        return assumed, prefixes
-
     def plan_arm(
         self, intervention: Intervention, seeds: np.ndarray, control: bool
     ) -> tuple[list[PlannedRequest], list[str], bool]:
@@ -347,19 +340,25 @@ class RolloutPlan:
         )
         requests: list[PlannedRequest] = []
         regenerated = [False] * len(shared)  # which turns of `shared + samples[0]` are assumed answers
+        assumed: Assumed | None = None  # those answers, newest first
+        prefixes = sum(len(event.agent) + 3 for event, _ in shared)  # "[agent] " before every turn...
+        own: dict[str, int] = {}  # ... but the prompted agent's own
+        for event, _ in shared:
+            own[event.agent] = own.get(event.agent, 0) + len(event.agent) + 3
         k = 0
         for turn in turns:
             if turn.content is not None:
                 for history in samples:
                     history.append((turn.event, turn.content))
                 regenerated.append(False)
+                prefixes += len(turn.event.agent) + 3
+                own[turn.event.agent] = own.get(turn.event.agent, 0) + len(turn.event.agent) + 3
                 continue
             # A slot recorded empty (a spawn or hand-off span with no text) is assumed answered with
             # text: a model's reply is rarely empty, and an empty one would hide the verdict it gets.
             agent, answer, slot = turn.event.agent, turn.event.content or self.PLANNED_TURN, turn.event.id
             seen = shared + samples[0]  # every sample has the same assumed history
             parts = self._turn_parts(agent, seen)
-            assumed, prefixes = self._turn_sizes(agent, seen, regenerated)
             build = functools.partial(self.messages, agent, seen)
             if k == 0:
                 requests.append(
@@ -376,7 +375,7 @@ class RolloutPlan:
                         turn_tokens,
                         int(seeds[0]),
                         assumed,
-                        prefixes,
+                        prefixes - own.get(agent, 0),
                         agent in self.prompts,
                     )
                 )
@@ -384,9 +383,6 @@ class RolloutPlan:
                 # One list of parts serves every sample.
                 orchestrator = self.orchestrator
                 pick = self._turn_parts(orchestrator, seen) + [question] if orchestrator else []
-                pick_assumed, pick_prefixes = (
-                    self._turn_sizes(orchestrator, seen, regenerated) if orchestrator else ((), 0)
-                )
                 for seed in seeds:
                     if orchestrator:
                         requests.append(
@@ -402,8 +398,8 @@ class RolloutPlan:
                                 slot,
                                 pick_tokens,
                                 int(seed),
-                                pick_assumed,
-                                pick_prefixes,
+                                assumed,
+                                prefixes - own.get(orchestrator, 0),
                                 orchestrator in self.prompts,
                             )
                         )
@@ -421,13 +417,16 @@ class RolloutPlan:
                             turn_tokens,
                             int(seed),
                             assumed,
-                            prefixes,
+                            prefixes - own.get(agent, 0),
                             agent in self.prompts,
                         )
                     )
             for history in samples:
                 history.append((turn.event, answer))
             regenerated.append(True)
+            assumed = Assumed(answer, turn_tokens, assumed)
+            prefixes += len(agent) + 3
+            own[agent] = own.get(agent, 0) + len(agent) + 3
             k += 1
         finals = self.finals(samples, [content for _, content in shared])
         # Whether each sample's final answer is a re-generated turn (the last substantive turn, as
@@ -460,7 +459,7 @@ class RolloutPlan:
                         "",
                         self.client.verdict_max_tokens,
                         int(seed),
-                        (Assumed(1, text, self.client.max_tokens),) if regenerated else (),
+                        Assumed(text, self.client.max_tokens) if regenerated else None,
                         0,
                         True,
                     )

@@ -123,33 +123,33 @@ def _turn_tokens(recorded: int, max_tokens: int, length: str, rule: dict[str, fl
     return round(recorded + rule["cap_share"] * (max_tokens - recorded))
 
 
-def _prompt(request, rule: dict[str, float], tokens, turn_extra) -> tuple[int, ...]:
+def _prompt(request, rule: dict[str, float], turn_extra) -> tuple[int, ...]:
     """The prompt tokens of one planned request by `rule` (RULE_OF_THUMB's keys), at each of
-    LENGTHS: Σ tok(part) over its `parts`, each re-generated turn in it (`assumed`) counted as
-    `_turn_tokens`, plus its `[speaker] ` prefixes and the chat formatting (message_tokens a part,
-    and request_tokens, or request_tokens_no_system without a system message). `tokens(text)`:
-    tok(text), `turn_extra(assumed)`: what a re-generated turn adds to it at each length (both
-    memoised by the caller: a history's texts recur in every later prompt)."""
+    LENGTHS: Σ tok(part) over its `parts`, each re-generated turn in it (its `assumed` chain)
+    counted as `_turn_tokens`, plus its `[speaker] ` prefixes and the chat formatting
+    (message_tokens a part, and request_tokens, or request_tokens_no_system without a system
+    message). `turn_extra(assumed)`: what a chain of re-generated turns adds to their recorded
+    tokens at each length (memoised by the caller: later prompts share the chain)."""
     cpt = rule["chars_per_token"]
     opening = rule["request_tokens"] if request.system else rule["request_tokens_no_system"]
     base = (
-        sum(tokens(part) for part in request.parts)
+        sum(math.ceil(len(part) / cpt) for part in request.parts)
         + math.ceil(request.prefix_chars / cpt)
         + rule["message_tokens"] * len(request.parts)
         + opening
     )
-    # What the re-generated turns add over their recorded tokens, at each length.
-    extra = [turn_extra(assumed) for assumed in request.assumed]
-    return tuple(int(base + sum(e[k] for e in extra)) for k in range(len(LENGTHS)))
+    extra = turn_extra(request.assumed)
+    return tuple(int(base + e) for e in extra)
 
 
-def _completion(request, length: str, rule: dict[str, float], tokens) -> int:
-    """The completion tokens of one planned request: n re-generated turns (`_turn_tokens` at
-    `length`), or n speaker names or verdicts (tok(answer): constrained to the listed answers on vLLM)."""
-    answer = tokens(request.answer)
+def _completion(request, rule: dict[str, float]) -> tuple[int, ...]:
+    """The tokens of one completion of a planned request at each of LENGTHS: a re-generated turn
+    (`_turn_tokens`), or a speaker name or verdict (tok(answer): constrained to the listed answers
+    on vLLM)."""
+    answer = _tokens(request.answer, rule["chars_per_token"])
     if request.kind == "turn":
-        return request.n * _turn_tokens(answer, request.max_tokens, length, rule)
-    return request.n * min(answer, request.max_tokens or answer)
+        return tuple(_turn_tokens(answer, request.max_tokens, length, rule) for length in LENGTHS)
+    return (min(answer, request.max_tokens or answer),) * len(LENGTHS)
 
 
 def _cost(requests: list, first_seed: int | None = None, rule: dict[str, float] | None = None) -> dict[str, int]:
@@ -162,27 +162,32 @@ def _cost(requests: list, first_seed: int | None = None, rule: dict[str, float] 
     "turn" requests; None: 0); `turn_completions` the turns all requests re-generate (Σ n);
     `<kind>_requests` per REQUEST_KINDS."""
     rule = rule or {**RULE_OF_THUMB, "cap_share": CAP_SHARE}
-    cpt = rule["chars_per_token"]
-    known: dict[int, int] = {}  # tok(text) by the text's id: the texts are alive while `requests` is
-
-    def tokens(text: str) -> int:
-        if id(text) not in known:
-            known[id(text)] = _tokens(text, cpt)
-        return known[id(text)]
-
-    extras: dict[tuple[int, int], tuple[int, ...]] = {}
+    none = (0,) * len(LENGTHS)
+    extras: dict[int, tuple[int, ...]] = {}  # by the chain's id: the chains are alive while `requests` is
 
     def turn_extra(assumed) -> tuple[int, ...]:
-        key = (id(assumed.text), assumed.max_tokens)
-        if key not in extras:
-            recorded = tokens(assumed.text)
-            extras[key] = tuple(_turn_tokens(recorded, assumed.max_tokens, n, rule) - recorded for n in LENGTHS)
-        return extras[key]
+        """What the chain `assumed` adds over its recorded tokens at each length (the older part first)."""
+        pending = []
+        while assumed is not None and id(assumed) not in extras:
+            pending.append(assumed)
+            assumed = assumed.previous
+        total = none if assumed is None else extras[id(assumed)]
+        for turn in reversed(pending):
+            recorded = _tokens(turn.text, rule["chars_per_token"])
+            total = tuple(
+                t + _turn_tokens(recorded, turn.max_tokens, length, rule) - recorded
+                for t, length in zip(total, LENGTHS)
+            )
+            extras[id(turn)] = total
+        return total
 
     sizes: dict[int, tuple[int, ...]] = {}  # requests of one slot share their parts: each counted once
+    answers: dict[tuple[int, str, int], tuple[int, ...]] = {}  # and their answer
     for r in requests:
         if id(r.parts) not in sizes:
-            sizes[id(r.parts)] = _prompt(r, rule, tokens, turn_extra)
+            sizes[id(r.parts)] = _prompt(r, rule, turn_extra)
+        if (id(r.answer), r.kind, r.max_tokens) not in answers:
+            answers[id(r.answer), r.kind, r.max_tokens] = _completion(r, rule)
     cost = {
         "turns": sum(r.kind == "turn" and r.sample_seed == first_seed for r in requests),
         "requests": len(requests),
@@ -191,7 +196,7 @@ def _cost(requests: list, first_seed: int | None = None, rule: dict[str, float] 
     for k, length in enumerate(LENGTHS):
         prefix = "" if length == "expected" else f"{length}_"
         cost[f"{prefix}prompt_tokens"] = sum(sizes[id(r.parts)][k] for r in requests)
-        cost[f"{prefix}completion_tokens"] = sum(_completion(r, length, rule, tokens) for r in requests)
+        cost[f"{prefix}completion_tokens"] = sum(r.n * answers[id(r.answer), r.kind, r.max_tokens][k] for r in requests)
     cost.update({f"{kind}_requests": sum(r.kind == kind for r in requests) for kind in REQUEST_KINDS})
     return cost
 
