@@ -10,7 +10,8 @@
    (the backend's own scoring), the token F1 of the final answer against the ground truth (SQuAD's,
    after the backend's normalisation) and the verifier's verdict (`OpenAIVerifierRollout`'s
    request, temperature 0). On the secret-word task of tests/trainer/rollout/test_counterfactual_
-   meaning_live.py (`secret_word_trace`, temperature 0.7, 16 tokens) exact match and token F1,
+   meaning_live.py (`secret_word_trace`: the removed message second, the human's question replayed, the
+   reporter's answer the one re-generated turn; temperature 0.7, 16 tokens) exact match and token F1,
    removing the keeper's message and, separately, the chatter's.
 2. `cache`: one default what-if job (N = DEFAULT_SAMPLES paired samples, the client's settings as a
    worker reads them: `ChatClient.from_env`, max_turns SWARMSCOPE_OPENAI_MAX_TURNS or 0) run through
@@ -32,7 +33,7 @@ merged with what is already there, so parts can run one at a time) keeps every p
 
     export $(cat var/llm/server.env)
     .venv/bin/python bench/bench_real_model.py --out bench/out/real_model.json [--parts coupling,cache,attribution]
-        [--logs K] [--seeds 8] [--max-turns 1] [--max-tokens 32] [--secret-seeds 64]
+        [--logs K] [--seeds 8] [--max-turns 1] [--max-tokens 32] [--secret-seeds 128]
 
 One file over 500 lines: the three parts share the endpoint's client, the machine and load records and
 one JSON, and bench/gpu_rollouts.sh runs them as one command on a GPU server.
@@ -261,18 +262,25 @@ class OutcomesRollout(OpenAIRollout):
         return np.array(scored["verifier" if self.verifier else "exact_match"], dtype=float)
 
 
-def secret_word_trace() -> Trace:
-    """The secret-word trace of tests/trainer/rollout/test_counterfactual_meaning_live.py."""
+def secret_word_trace(removed: str) -> Trace:
+    """The secret-word trace of tests/trainer/rollout/test_counterfactual_meaning_live.py (a copy: that
+    module needs Django's settings), with the message `removed` ("keeper" or "chatter") second."""
+    said = {
+        "chatter": Event("chatter-says", 0.0, "message", "chatter", content="It is sunny today."),
+        "keeper": Event("keeper-says", 0.0, "message", "keeper", content=f"The secret word is {SECRET}."),
+    }
+    first, second = said["chatter" if removed == "keeper" else "keeper"], said[removed]
+    second.t = 1.0
     events = [
-        Event("keeper-says", 0.0, "message", "keeper", content=f"The secret word is {SECRET}."),
-        Event("chatter-says", 1.0, "message", "chatter", content="It is sunny today."),
-        Event("user-asks", 2.0, "message", "user", content="What is the secret word?"),
+        first,
+        second,
+        Event("user-asks", 2.0, "human_intervention", "user", content="What is the secret word?"),
         Event("reporter-answers", 3.0, "message", "reporter", content=f"The secret word is {SECRET}."),
     ]
     agents = [
-        Agent("keeper", system_prompt="You keep the secret word."),
         Agent("chatter", system_prompt="You talk about the weather in one short sentence."),
-        Agent("user"),
+        Agent("keeper", system_prompt="You keep the secret word."),
+        Agent("user", role="human"),
         Agent("reporter", system_prompt="You answer in one sentence of the form: The secret word is WORD."),
     ]
     attributes = {"ground_truth": f"The secret word is {SECRET}", "synthetic_time": True}
@@ -338,9 +346,12 @@ def run_coupling(args: argparse.Namespace) -> dict[str, Any]:
         "max_turns": 0,
         "interventions": {},
     }
-    for event_id in ("keeper-says", "chatter-says") if args.secret_seeds else ():
-        started = time.monotonic()
-        runner = OutcomesRollout(secret_word_trace(), secret_client, 0, verifier=False)
+    previous = getattr(args, "previous", {}).get("coupling", {})
+    if not args.secret_seeds and previous.get("secret_word", {}).get("interventions"):
+        secret = previous["secret_word"]  # kept from the earlier run (--secret-seeds 0 measures none)
+    for removed in ("keeper", "chatter") if args.secret_seeds else ():
+        event_id, started = f"{removed}-says", time.monotonic()
+        runner = OutcomesRollout(secret_word_trace(removed), secret_client, 0, verifier=False)
         paired = runner.paired(Intervention("remove", (event_id,)), np.arange(args.secret_seeds))
         control, treated = runner.scores
         secret["interventions"][event_id] = {
@@ -372,7 +383,12 @@ def run_coupling(args: argparse.Namespace) -> dict[str, Any]:
     )
     seeds = np.arange(args.seeds)
     logs = []
+    earlier = previous.get("whowhen", {}).get("logs", previous.get("whowhen_logs_so_far", []))
+    done = {(e["subset"], e["log"]): e for e in earlier if "outcomes" in e}
     for subset, path in logs_of(args.data, args.logs, args.subsets):
+        if (subset, path.name) in done:  # measured by an earlier run into the same --out
+            logs.append(done[(subset, path.name)])
+            continue
         (trace,) = swarmscope.read_traces(path)
         runner = OutcomesRollout(trace, client, args.max_turns, verifier=True)
         entry: dict[str, Any] = {
@@ -635,9 +651,18 @@ def run_attribution(args: argparse.Namespace) -> dict[str, Any]:
                 "methods": {},
             }
         )
+    earlier = {
+        (e["subset"], e["log"], method): row
+        for e in getattr(args, "previous", {}).get("attribution", {}).get("logs", [])
+        for method, row in e["methods"].items()
+        if row["status"] != "error"
+    }
     # Method by method over every log, so a run cut short has whole methods.
     for method in methods:
         for entry in logs:
+            if (entry["subset"], entry["log"], method) in earlier:  # judged by an earlier run into the same --out
+                entry["methods"][method] = earlier[(entry["subset"], entry["log"], method)]
+                continue
             trace = traces[(entry["subset"], entry["log"])]
             label = labels_of(trace)
             judge = Judge(client, args.judge_tokens, args.choice_tokens)
@@ -813,7 +838,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-turns", type=int, default=1, help="re-generated turns per sample (coupling)")
     parser.add_argument("--max-tokens", type=int, default=32, help="tokens per re-generated turn (coupling)")
     parser.add_argument("--temperature", type=float, default=1.0, help="of the Who&When re-rollouts (coupling)")
-    parser.add_argument("--secret-seeds", type=int, default=64, help="paired samples per secret-word removal (0: none)")
+    parser.add_argument(
+        "--secret-seeds", type=int, default=128, help="paired samples per secret-word removal (0: none)"
+    )
     parser.add_argument("--job-log", default="Algorithm-Generated/3.json", help="the default job's log (cache)")
     parser.add_argument("--job-event", default="", help="the event the default job removes (the mistake step's)")
     parser.add_argument("--methods", default="all_at_once,binary_search,step_by_step", help="judge methods")
@@ -845,6 +872,9 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {}
     if args.out.exists():
         out = json.loads(args.out.read_text())
+    # What an earlier run into the same file measured is kept: Who&When logs with outcomes, judged
+    # rows that did not fail on the transport, the secret word under --secret-seeds 0.
+    args.previous = {part: out.get(part, {}) for part in PARTS}
     out.setdefault("runs", [])
     out["machine"] = machine()
     out["server"] = {"base_url": args.base_url, "model": args.model, **server_of(args.base_url, args.model)}
