@@ -9,8 +9,8 @@
    first event, whichever first fits the context) three outcomes of the same samples: exact match
    (the backend's own scoring), the token F1 of the final answer against the ground truth (SQuAD's,
    after the backend's normalisation) and the verifier's verdict (`OpenAIVerifierRollout`'s
-   request, temperature 0). On the secret-word task of tests/trainer/rollout/test_counterfactual_
-   meaning_live.py (`secret_word_trace`: the removed message second, the human's question replayed, the
+   request, temperature 0). On the secret-word task of the live tests (`tests.secret_word`: the
+   removed message second, the human's question replayed, the
    reporter's answer the one re-generated turn; temperature 0.7, 16 tokens) exact match and token F1,
    removing the keeper's message and, separately, the chatter's.
 2. `cache`: one default what-if job (N = DEFAULT_SAMPLES paired samples, the client's settings as a
@@ -65,7 +65,8 @@ import openai  # noqa: E402
 import swarmscope  # noqa: E402
 from swarmscope.interventions import MESSAGE_LIKE_TYPES, Intervention  # noqa: E402
 from swarmscope.judge import JUDGES, JudgeParseError, Prediction, agent_correct, labels_of, step_correct  # noqa: E402
-from swarmscope.model import Agent, Event, Trace  # noqa: E402
+from swarmscope.model import Event, Trace  # noqa: E402
+from tests.secret_word import secret_word_trace  # noqa: E402
 from trainer.rollout.chat import ChatClient, OpenAIError, PromptTooLongError  # noqa: E402
 from trainer.rollout.llm_trace import VERIFIER, final_answer, normalise_answer, score  # noqa: E402
 from trainer.rollout.openai import OpenAIRollout  # noqa: E402
@@ -77,7 +78,6 @@ DEFAULT_SAMPLES = int(
     re.search(r"^DEFAULT_SAMPLES = (\d+)", (ROOT / "webapp/counterfactuals/api.py").read_text(), re.M).group(1)  # type: ignore[union-attr]
 )
 SUBSETS = ("Algorithm-Generated", "Hand-Crafted")
-SECRET = "PINEAPPLE"
 #: Published GPT-4o baselines (with ground truth; agent / step accuracy, %), Who&When paper Table as
 #: quoted in ../shared/data/README.md.
 PUBLISHED_GPT4O = {
@@ -260,31 +260,6 @@ class OutcomesRollout(OpenAIRollout):
             scored["verifier"] = [float(x) for x in super().rewards(samples, seeds, prefix)]
         self.scores.append(scored)
         return np.array(scored["verifier" if self.verifier else "exact_match"], dtype=float)
-
-
-def secret_word_trace(removed: str) -> Trace:
-    """The secret-word trace of tests/trainer/rollout/test_counterfactual_meaning_live.py (a copy: that
-    module needs Django's settings), with the message `removed` ("keeper" or "chatter") second."""
-    said = {
-        "chatter": Event("chatter-says", 0.0, "message", "chatter", content="It is sunny today."),
-        "keeper": Event("keeper-says", 0.0, "message", "keeper", content=f"The secret word is {SECRET}."),
-    }
-    first, second = said["chatter" if removed == "keeper" else "keeper"], said[removed]
-    second.t = 1.0
-    events = [
-        first,
-        second,
-        Event("user-asks", 2.0, "human_intervention", "user", content="What is the secret word?"),
-        Event("reporter-answers", 3.0, "message", "reporter", content=f"The secret word is {SECRET}."),
-    ]
-    agents = [
-        Agent("chatter", system_prompt="You talk about the weather in one short sentence."),
-        Agent("keeper", system_prompt="You keep the secret word."),
-        Agent("user", role="human"),
-        Agent("reporter", system_prompt="You answer in one sentence of the form: The secret word is WORD."),
-    ]
-    attributes = {"ground_truth": f"The secret word is {SECRET}", "synthetic_time": True}
-    return Trace("native", "secret-word", name="secret word", events=events, agents=agents, attributes=attributes)
 
 
 def logs_of(data: Path, limit: int | None, subsets: tuple[str, ...] = SUBSETS) -> list[tuple[str, Path]]:

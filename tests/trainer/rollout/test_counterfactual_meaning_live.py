@@ -21,14 +21,12 @@ import swarmscope
 from swarmscope.credit import from_samples
 from swarmscope.interventions import Intervention
 from swarmscope.judge import Prediction, all_at_once, binary_search
-from swarmscope.model import Agent, Event, Trace
+from tests.secret_word import secret_word_trace
 from trainer.rollout.chat import ChatClient
 from trainer.rollout.openai import OpenAIRollout
 from webapp.counterfactuals.api import DEFAULT_SAMPLES
 
 pytestmark = [pytest.mark.live_llm, pytest.mark.timeout(1200)]
-
-SECRET = "PINEAPPLE"
 
 
 @pytest.fixture
@@ -40,31 +38,6 @@ def client(llm_endpoint) -> ChatClient:
     return ChatClient(
         base_url.rstrip("/"), model, temperature=0.7, max_tokens=16, max_in_flight=8, timeout_s=300, attempts=2
     )
-
-
-def secret_word_trace(removed: str) -> Trace:
-    """The trace, with the message `removed` ("keeper" or "chatter") second."""
-    said = {
-        "chatter": Event("chatter-says", 0.0, "message", "chatter", content="It is sunny today."),
-        "keeper": Event("keeper-says", 0.0, "message", "keeper", content=f"The secret word is {SECRET}."),
-    }
-    first, second = said["chatter" if removed == "keeper" else "keeper"], said[removed]
-    second.t = 1.0
-    events = [
-        first,
-        second,
-        # a human's turn: replayed as recorded in both arms, never re-generated
-        Event("user-asks", 2.0, "human_intervention", "user", content="What is the secret word?"),
-        Event("reporter-answers", 3.0, "message", "reporter", content=f"The secret word is {SECRET}."),
-    ]
-    agents = [
-        Agent("chatter", system_prompt="You talk about the weather in one short sentence."),
-        Agent("keeper", system_prompt="You keep the secret word."),
-        Agent("user", role="human"),
-        Agent("reporter", system_prompt="You answer in one sentence of the form: The secret word is WORD."),
-    ]
-    attributes = {"ground_truth": f"The secret word is {SECRET}", "synthetic_time": True}
-    return Trace("native", "secret-word", name="secret word", events=events, agents=agents, attributes=attributes)
 
 
 def removal_effect(client: ChatClient, removed: str):

@@ -386,6 +386,7 @@ def test_a_live_endpoint_runs_paired_samples(llm_endpoint):
 @pytest.mark.live_llm
 def test_a_live_orchestrator_picks_speakers_and_a_live_verifier_scores(llm_endpoint, monkeypatch):
     monkeypatch.setenv("SWARMSCOPE_OPENAI_MAX_TURNS", "3")
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_MAX_TOKENS", "24")  # not the job's 512 a turn: seconds, not minutes
     runner = OpenAIVerifierRollout.from_trace(magentic_one())
     assert runner.speaker_order == "orchestrator" and runner.scoring == "verifier"
     result = runner.paired(Intervention("remove", ("h3",)), np.array([0, 1]), traces=True)
