@@ -2,10 +2,13 @@
 
 Causal DAG (survey arXiv 2605.02801, §4: G = (V, E) read as a dependency graph): nodes are event
 ids; arcs are the trace's edges of every type, kept only when they point forward in *time order*,
-plus the implicit order of each agent's lane (an agent acts sequentially: each of its events
-precedes its next one). Time order sorts events by `t`, ties kept in list order; an arc is kept
-when its source comes strictly before its destination there, so the DAG is acyclic by
-construction and time order is one of its topological orders.
+plus the implicit order of each agent's lane: an event of an agent precedes its later event when
+it ended at or before that one started (`lane_arcs`, transitively reduced). Events an agent emits
+concurrently (the parallel tool calls of one LLM turn) overlap in time and stay unordered; events
+without `t_end` are instants, so a lane of them is chained in time order. Time order sorts events
+by `t`, ties kept in list order; an arc is kept when its source comes strictly before its
+destination there, so the DAG is acyclic by construction and time order is one of its
+topological orders.
 
 Spawn tree: agent -> the agents it spawned (`Agent.parent`, else the first `spawn` event naming
 the agent in `to`).
@@ -36,6 +39,7 @@ another (SwarmSim's) stay one step each.
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -63,22 +67,15 @@ def causal_dag(trace: Trace, order: list[Event] | None = None) -> tuple[nx.DiGra
     """The causal DAG of `trace` and the number of its edges dropped as backward in time.
 
     Nodes: event ids, inserted in time order. Arcs carry `type`: an edge type of the trace, or
-    `"lane"` for consecutive events of one agent. Self-loops, edges pointing backwards in time
+    `"lane"` within an agent's lane (`lane_arcs`). Self-loops, edges pointing backwards in time
     order and edges naming unknown events are dropped (counted in the second value).
-    `order` is `time_order(trace)` where the caller already has it. O(V + E).
+    `order` is `time_order(trace)` where the caller already has it. O(V log V + E_lane + E).
     """
     order = time_order(trace) if order is None else order
     position = {event.id: index for index, event in enumerate(order)}
     dag = nx.DiGraph()
     dag.add_nodes_from(position)
-    previous: dict[str, str] = {}
-    lane_arcs = []
-    for event in order:
-        before = previous.get(event.agent)
-        if before is not None:
-            lane_arcs.append((before, event.id))
-        previous[event.agent] = event.id
-    dag.add_edges_from(lane_arcs, type=LANE)
+    dag.add_edges_from(lane_arcs(order), type=LANE)
     dropped = 0
     for edge in trace.edges:
         src, dst = position.get(edge.src), position.get(edge.dst)
@@ -87,6 +84,32 @@ def causal_dag(trace: Trace, order: list[Event] | None = None) -> tuple[nx.DiGra
             continue
         dag.add_edge(edge.src, edge.dst, type=edge.type)
     return dag, dropped
+
+
+def lane_arcs(order: list[Event]) -> list[tuple[str, str]]:
+    """The arcs of each agent's lane, for events in time `order`: a -> b when a ended at or before b
+    started (`event_end(a) <= b.t`, a first in time order), transitively reduced.
+
+    Events an agent emits concurrently (parallel tool calls: intervals that overlap) get no arc
+    between them; events without `t_end` are instants, so a lane of instants is chained in time
+    order as before. Per agent, a *frontier* holds the ended events that no later ended event
+    started after (pairwise overlapping, so at most the agent's peak concurrency k); each event
+    gets an arc from every frontier member. O(V log V) time, O(V k) arcs.
+    """
+    arcs: list[tuple[str, str]] = []
+    running: dict[str, list[tuple[float, int, Event]]] = {}  # agent -> heap of (end, position, event)
+    frontier: dict[str, list[tuple[float, int, Event]]] = {}  # agent -> heap of (end, position, event)
+    for index, event in enumerate(order):
+        pending = running.setdefault(event.agent, [])
+        ended = frontier.setdefault(event.agent, [])
+        while pending and pending[0][0] <= event.t:
+            done = heapq.heappop(pending)
+            while ended and ended[0][0] <= done[2].t:  # done started after they ended: it covers them
+                heapq.heappop(ended)
+            heapq.heappush(ended, done)
+        arcs.extend((before.id, event.id) for _, _, before in ended)
+        heapq.heappush(pending, (event_end(event), index, event))
+    return arcs
 
 
 def spawn_tree(trace: Trace, order: list[Event] | None = None) -> nx.DiGraph:

@@ -13,11 +13,12 @@ built graphs, error amplification aside.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from swarmscope.graph import TraceGraph, longest_path, spawn_roots
+from swarmscope.graph import DISPATCH_EVENT_TYPES, TraceGraph, event_end, longest_path, spawn_roots
 from swarmscope.model import Event, Trace, estimate_tokens
 from swarmscope.tokens import is_estimated, trace_usage
 
@@ -156,30 +157,64 @@ def critical_path(source: Trace | TraceGraph) -> tuple[float, list[str]]:
 
 def parallel_time(source: Trace | TraceGraph) -> float:
     """T_parallel as run (survey arXiv 2605.02801, §9): the heaviest chain of events, weighing each by
-    its duration, where event a precedes b by a causal arc (`critical_path`'s) or because a ended
-    before b started (a.end <= b.start, a first in time order), in seconds.
+    its `work_durations`, where event a precedes b when a ended at or before b started (a.end <= b.start),
+    in seconds.
 
-    `critical_path` is the longest chain of causal arcs alone: what the dependencies would allow
-    (the timeline draws it); this is the observed schedule, so independent sub-agents that ran one
-    after another add up here, as they do in `critical_steps`. One sweep in time order with a heap
-    of end times: O(V log V + E).
+    This is the schedule observed: events that overlap ran in parallel (sub-agents, or the
+    concurrent tool calls of one agent), those that ran one after another add up. A causal arc
+    adds nothing to it: between events that do not overlap the time order already says so, and
+    between overlapping ones (a delegation spanning its sub-agent's run) counting both would count
+    the overlap twice. So the chain's events are disjoint in time and T_parallel never exceeds
+    the wall clock. `critical_path` is the longest chain of causal arcs alone (what the
+    dependencies would allow; the timeline draws it). One sweep in time order with a heap of end
+    times: O(V log V).
     """
     graph = TraceGraph.of(source)
-    pred = graph.dag.pred
+    work = work_durations(graph)
     best: dict[str, float] = {}
     ended: list[tuple[float, int, str]] = []
     released = 0.0
     for index, event in enumerate(graph.order):
         while ended and ended[0][0] <= event.t:
             released = max(released, best[heapq.heappop(ended)[2]])
-        before = max((best[source] for source in pred[event.id]), default=0.0)
-        best[event.id] = max(released, before) + event_duration(event)
+        best[event.id] = released + work[event.id]
         heapq.heappush(ended, (event.t_end if event.t_end is not None else event.t, index, event.id))
     return max(best.values(), default=0.0)
 
 
+def work_durations(source: Trace | TraceGraph) -> dict[str, float]:
+    """Event id -> the seconds of work it stands for: its duration, except that a dispatch (`spawn`
+    / `delegate`) lasting while the agent it names (`to`) acts counts only the time outside that
+    agent's first start and last end within it: that span is the target's work, already in its
+    events, and the dispatcher's wait (Claude Code's `Task` call spans its subagent's run).
+    O(V log V).
+    """
+    graph = TraceGraph.of(source)
+    starts: dict[str, list[float]] = {}
+    agent_events: dict[str, list[Event]] = {}
+    for event in graph.order:
+        starts.setdefault(event.agent, []).append(event.t)
+        agent_events.setdefault(event.agent, []).append(event)
+    work: dict[str, float] = {}
+    for event in graph.order:
+        duration = event_duration(event)
+        if duration > 0 and event.type in DISPATCH_EVENT_TYPES and event.to in starts and event.to != event.agent:
+            end = event.t + duration
+            times = starts[event.to]
+            inside = agent_events[event.to][bisect_left(times, event.t) : bisect_right(times, end)]
+            if inside:
+                duration -= max(min(max(event_end(e) for e in inside), end) - inside[0].t, 0.0)
+        work[event.id] = duration
+    return work
+
+
+def serial_time(source: Trace | TraceGraph) -> float:
+    """T_serial (survey arXiv 2605.02801, §9): the events' summed `work_durations`, in seconds."""
+    return sum(work_durations(source).values())
+
+
 def parallelism_efficiency(source: Trace | TraceGraph) -> float | None:
-    """T_serial / T_parallel (survey arXiv 2605.02801, §9): Σ event durations over `parallel_time`; >= 1.
+    """T_serial / T_parallel (survey arXiv 2605.02801, §9): `serial_time` over `parallel_time`; >= 1.
 
     A trace without durations (`has_durations` false; flagged `durations_missing`) uses the same
     ratio in steps instead: all execution steps over `critical_steps` (the PARL speed-up). None
@@ -189,7 +224,7 @@ def parallelism_efficiency(source: Trace | TraceGraph) -> float | None:
     serial: float
     parallel: float | None
     if has_durations(graph.trace):
-        serial = sum(event_duration(event) for event in graph.order)
+        serial = serial_time(graph)
         parallel = parallel_time(graph)
     else:
         serial, parallel = len(graph.steps), critical_steps(graph)

@@ -31,6 +31,7 @@ from swarmscope.metrics import (
     protocol_overhead,
     pseudo_parallel_agents,
     serial_collapse,
+    serial_time,
     spawn_depth,
     useful_agent_utilisation,
 )
@@ -399,6 +400,71 @@ def test_serial_collapse_when_sub_agents_run_one_after_another():
     trace = Trace("native", "serial", events=events)
     # untimed stages: o1 | a0 a1 a2 | o2 | b0 b1 b2 | o3 (o2 is a new turn: A's events came between)
     assert critical_steps(trace) == 4 + 4 + 1 and serial_collapse(trace)  # 9 >= 0.9 x 9
+
+
+def concurrent_tools():
+    """One worker: an LLM turn w [0, 3] s issuing three 10-s tool calls c1..c3 [3, 13] s at once,
+    their results r1..r3 at 13 s (wall clock 13 s)."""
+    events = [event("w", 0, "message", "worker", 3, content="call three tools", tokens=30)]
+    events += [event(f"c{i}", 3, "tool_call", "worker", 13, tool="search") for i in (1, 2, 3)]
+    events += [event(f"r{i}", 13, "tool_result", "worker", tool="search") for i in (1, 2, 3)]
+    edges = [Edge(f"c{i}", f"r{i}", "tool_dependency") for i in (1, 2, 3)]
+    return Trace("native", "concurrent-tools", events=events, edges=edges)
+
+
+def test_concurrent_tool_calls_of_one_agent_run_in_parallel():
+    """T_serial = 3 + 3 x 10 = 33 s; T_parallel = w 3 + one call 10 = 13 s, the wall clock (the
+    calls overlap: no lane arc between them); efficiency 33 / 13 = 2.538... (chaining the lane
+    gave 3 + 10 + 10 + 10 = 33 s and 1.00)."""
+    trace = concurrent_tools()
+    dag, _ = causal_dag(trace)
+    lanes = {(a, b) for a, b, kind in dag.edges(data="type") if kind == "lane"}
+    assert {("w", "c1"), ("w", "c2"), ("w", "c3")} <= lanes
+    assert not lanes & {("c1", "c2"), ("c2", "c3"), ("c1", "c3")}
+    assert {("c2", "r1"), ("c3", "r1"), ("r1", "r2"), ("r2", "r3")} <= lanes  # c1 -> r1: its tool_dependency
+    assert serial_time(trace) == pytest.approx(33.0) and parallel_time(trace) == pytest.approx(13.0)
+    assert parallelism_efficiency(trace) == pytest.approx(33 / 13) and round(33 / 13, 2) == 2.54
+
+
+def test_lane_arcs_are_a_transitive_reduction_of_end_before_start():
+    # a [0,1]; c [2,5] and d [3,4] overlap; e [6,7]: a -> c, a -> d, c -> e, d -> e, and no a -> e
+    trace = Trace(
+        "native",
+        "frontier",
+        events=[
+            event("a", 0, "tool_call", "X", 1),
+            event("c", 2, "tool_call", "X", 5),
+            event("d", 3, "tool_call", "X", 4),
+            event("e", 6, "tool_call", "X", 7),
+        ],
+    )
+    dag, _ = causal_dag(trace)
+    assert set(dag.edges) == {("a", "c"), ("a", "d"), ("c", "e"), ("d", "e")}
+    # instants (no t_end) keep the chain in time order; an instant inside a running call is beside it
+    instants = Trace("native", "instants", events=[event(str(i), i, "message", "X") for i in range(3)])
+    assert set(causal_dag(instants)[0].edges) == {("0", "1"), ("1", "2")}
+    beside = Trace("native", "beside", events=[event("x", 0, "tool_call", "X", 10), event("y", 5, "message", "X")])
+    assert set(causal_dag(beside)[0].edges) == set()
+
+
+def test_parallel_time_never_exceeds_the_wall_clock():
+    """A delegation d [0, 10] spans its sub-agent's call a [1, 9] (message arc d -> a), then O answers
+    m [10, 11]. The causal chain d, a weighs 10 + 8 = 18 s on an 11-s trace. As run: d's
+    work is the time A did not act in it, 10 - (9 - 1) = 2 s; T_serial = 2 + 8 + 1 = 11 s;
+    T_parallel: d and a overlap, so d 2 + m 1 or a 8 + m 1 = 9 s <= 11 s; efficiency 11 / 9."""
+    trace = Trace(
+        "native",
+        "nested",
+        events=[
+            event("d", 0, "delegate", "O", 10, to="A"),
+            event("a", 1, "tool_call", "A", 9),
+            event("m", 10, "message", "O", 11),
+        ],
+        edges=[Edge("d", "a", "message")],
+    )
+    assert critical_path(trace)[0] == pytest.approx(18.0)
+    assert serial_time(trace) == pytest.approx(11.0) and parallel_time(trace) == pytest.approx(9.0)
+    assert parallelism_efficiency(trace) == pytest.approx(11 / 9)
 
 
 # --- edge cases -------------------------------------------------------------------------------
