@@ -13,11 +13,22 @@ topological orders.
 Spawn tree: agent -> the agents it spawned (`Agent.parent`, else the first `spawn` event naming
 the agent in `to`).
 
+Roles: humans, users and harness routines are not agents of the system (`non_agents`): an agent
+declared with role `human`, `user`, `compaction`, `harness` or `summariser` (or the attribute
+`compaction` / `harness`: Claude Code's context-compaction "agent"), or whose every event is a
+`human_intervention` or has `role` `human` / `user` (Magentic-One's human, Claude Code's and
+Codex's user). Their events stay in the DAG (a question causes the answer) but
+they orchestrate nothing, are no sub-agents and take no steps (`swarmscope.metrics`).
+
 Orchestrator rule (used by critical steps and every "sub-agent" metric): an orchestrator is a
-root of the spawn tree (an agent without a parent) that spawned an agent or emitted an
-orchestrator event (`orchestrator_decision`, `delegate`, `spawn`, `stop`). A tool that the trace
-models as its own agent is a root too, but neither spawns nor decides, so it is a sub-agent.
-A trace can have none (a peer group chat) or several. Sub-agents are the other acting agents.
+root of the spawn tree (an agent without a parent) that is an agent of the system, spawned an
+agent of the system or emitted an orchestrator event (`orchestrator_decision`, `delegate`,
+`spawn`, `stop`), in a trace with another agent of the system (declared or acting): a single agent is not its
+own orchestrator (Codex's end-of-turn `stop`), nor is an agent whose only spawns are harness
+routines. A tool that the trace models as its own agent is a root too, but neither spawns nor
+decides, so it is a sub-agent. A trace can have none (a peer group chat, a single agent) or
+several. Main agents: the orchestrators, else the one agent of a single-agent trace. Sub-agents:
+the other acting agents of the system.
 
 Final answer (the answering agent's last output): the last event, in time order, that is an
 `aggregate` or `stop` of a root agent, a `return` addressed (`to`) to a root agent, or a `message`
@@ -54,6 +65,10 @@ from swarmscope.model import Event, Trace
 ORCHESTRATOR_EVENT_TYPES = frozenset({"orchestrator_decision", "delegate", "spawn", "stop"})
 #: Arc type of the implicit order within an agent's lane.
 LANE = "lane"
+#: Declared agent roles (casefolded) of humans, users and harness routines: not agents of the system.
+NON_AGENT_ROLES = frozenset({"human", "user", "compaction", "harness", "summariser", "summarizer"})
+#: Agent attributes that mark a harness routine (Claude Code's compaction lanes).
+NON_AGENT_ATTRIBUTES = ("compaction", "harness")
 #: Event types that hand work to another agent; consecutive instantaneous ones form one dispatch turn.
 DISPATCH_EVENT_TYPES = frozenset({"spawn", "delegate"})
 
@@ -135,11 +150,35 @@ def spawn_roots(tree: nx.DiGraph) -> list[str]:
     return [agent for agent, parents in tree.in_degree() if parents == 0]
 
 
+def non_agents(trace: Trace) -> frozenset[str]:
+    """Humans, users and harness routines (module docstring "Roles"): not agents of the system."""
+    declared = {
+        agent.name
+        for agent in trace.agents
+        if (agent.role or "").casefold() in NON_AGENT_ROLES
+        or any(agent.attributes.get(key) is True for key in NON_AGENT_ATTRIBUTES)
+    }
+    human: dict[str, bool] = {}
+    for event in trace.events:
+        said = event.type == "human_intervention" or (event.role or "").casefold() in ("human", "user")
+        human[event.agent] = human.get(event.agent, True) and said
+    return frozenset(declared | {agent for agent, only in human.items() if only})
+
+
 def orchestrators(trace: Trace, tree: nx.DiGraph | None = None) -> frozenset[str]:
-    """The orchestrator agents: spawn-tree roots that spawn or emit an orchestrator event."""
+    """The orchestrator agents: spawn-tree roots of the system that spawn an agent of the system or
+    emit an orchestrator event, where another agent of the system acts (module docstring)."""
     tree = spawn_tree(trace) if tree is None else tree
+    others = non_agents(trace)
+    system = set(tree.nodes) - others
     deciding = {event.agent for event in trace.events if event.type in ORCHESTRATOR_EVENT_TYPES}
-    return frozenset(root for root in spawn_roots(tree) if tree.out_degree(root) or root in deciding)
+    return frozenset(
+        root
+        for root in spawn_roots(tree)
+        if root in system
+        and system - {root}
+        and (root in deciding or any(child not in others for child in tree.succ[root]))
+    )
 
 
 def final_answer(
@@ -318,14 +357,31 @@ class TraceGraph:
         )
 
     @cached_property
+    def non_agents(self) -> frozenset[str]:
+        """Humans, users and harness routines (`non_agents`)."""
+        return non_agents(self.trace)
+
+    @cached_property
+    def agents(self) -> frozenset[str]:
+        """The acting agents of the system: agents with an event, humans and harness routines aside."""
+        return frozenset(event.agent for event in self.order) - self.non_agents
+
+    @cached_property
+    def main_agents(self) -> frozenset[str]:
+        """The orchestrators, else the one agent of a single-agent trace (else none: a peer group)."""
+        if self.orchestrators:
+            return self.orchestrators
+        return self.agents if len(self.agents) == 1 else frozenset()
+
+    @cached_property
     def sub_agents(self) -> frozenset[str]:
-        """Agents that emit at least one event and are not orchestrators."""
-        return frozenset(event.agent for event in self.order) - self.orchestrators
+        """The acting agents of the system that are not main agents (orchestrators, a lone agent)."""
+        return self.agents - self.main_agents
 
     @cached_property
     def spawned_agents(self) -> frozenset[str]:
-        """Agents with a parent in the spawn tree."""
-        return frozenset(agent for agent, parents in self.tree.in_degree() if parents)
+        """Agents of the system with a parent in the spawn tree (harness routines aside)."""
+        return frozenset(agent for agent, parents in self.tree.in_degree() if parents) - self.non_agents
 
     @cached_property
     def useful_events(self) -> frozenset[str]:

@@ -103,13 +103,21 @@ def critical_steps(source: Trace | TraceGraph) -> int | None:
       a stage adds 1 + the longest causal chain among the sub-agents' steps in it (the busiest
       lane when they are independent, their sum when they depend on each other).
 
-    Units: steps. None when the trace has no orchestrator (PARL's stages are the steps of a main
-    agent) or no events. One sweep in step order (a heap of end times where timed): O(V log V + E).
+    Units: steps. A single-agent trace (no orchestrator: `swarmscope.graph`) is all main agent:
+    its CS is the chain of its own steps. None when the trace has no main agent (a peer group
+    without an orchestrator: PARL's stages are the steps of a main agent) or no events. One
+    sweep in step order (a heap of end times where timed): O(V log V + E).
     """
     graph = TraceGraph.of(source)
-    if not graph.orchestrators or not graph.order:
+    if not graph.main_agents or not graph.order:
         return None
     return _longest_step_chain(graph)
+
+
+def total_steps(source: Trace | TraceGraph) -> int:
+    """All execution steps of the trace (`swarmscope.graph` "Execution steps"): CS's units, so CS =
+    `total_steps` means fully serial."""
+    return len(TraceGraph.of(source).steps)
 
 
 def _longest_step_chain(graph: TraceGraph) -> int:
@@ -123,7 +131,7 @@ def _longest_step_chain(graph: TraceGraph) -> int:
     released = 0  # timed: the longest chain ending in a step that ended before this one starts
     barrier = stage = 0  # untimed: the last orchestrator step's chain; the longest since it
     for index, step in enumerate(steps):
-        main = step.agent in graph.orchestrators
+        main = step.agent in graph.main_agents
         if timed:
             while ended and ended[0][0] <= step.start:
                 released = max(released, best[heapq.heappop(ended)[1]])
@@ -227,7 +235,7 @@ def parallelism_efficiency(source: Trace | TraceGraph) -> float | None:
         serial = serial_time(graph)
         parallel = parallel_time(graph)
     else:
-        serial, parallel = len(graph.steps), critical_steps(graph)
+        serial, parallel = total_steps(graph), critical_steps(graph)
     return float(serial / parallel) if parallel else None
 
 
@@ -235,7 +243,8 @@ def useful_agent_utilisation(source: Trace | TraceGraph) -> float | None:
     """Sub-agent events with a causal path to the final answer / all sub-agent events (survey arXiv
     2605.02801, §9).
 
-    In [0, 1]; None without sub-agent events. A trace without an orchestrator counts every agent.
+    In [0, 1]; None without sub-agent events (a single agent has none; humans, users and harness
+    routines are no sub-agents). A peer group without an orchestrator counts every agent.
     """
     graph = TraceGraph.of(source)
     events = [event for event in graph.order if event.agent in graph.sub_agents]
@@ -253,13 +262,18 @@ def is_coordination(event: Event, agents: frozenset[str] | set[str]) -> bool:
 
 
 def _protocol_tokens(graph: TraceGraph) -> tuple[int, int, int, int]:
-    """(coordination tokens, all tokens, coordination events, those of them with tokens or content)."""
-    agents = frozenset(graph.tree.nodes)
+    """(coordination tokens, all tokens, coordination events, those of them with tokens or content).
+
+    Only between agents of the system (declared or acting, humans, users and harness routines
+    aside): their events and messages to them are no protocol, and a trace with fewer than two
+    agents of the system has none at all (a lone agent's end-of-turn `stop` coordinates nobody)."""
+    agents = frozenset(graph.tree.nodes) - graph.non_agents
+    protocol_exists = len(agents) >= 2
     total = protocol = events = known = 0
     for event in graph.order:
         tokens = event_tokens(event)
         total += tokens
-        if is_coordination(event, agents):
+        if protocol_exists and event.agent in agents and is_coordination(event, agents):
             protocol += tokens
             events += 1
             known += event.tokens is not None or bool(event.content)
@@ -272,10 +286,12 @@ def protocol_overhead(source: Trace | TraceGraph) -> float | None:
     Coordination (`is_coordination`): delegation prompts (`delegate`), `spawn` / `despawn`,
     routing (`orchestrator_decision`), `stop`, and messages addressed to another agent (hand-offs).
     The work that comes back is not coordination: `return` and `aggregate` events carry the
-    sub-agents' outputs, and messages addressed to nobody are an agent's own turn. Tokens per
-    `event_tokens` (estimated where absent: flagged `tokens_estimated`). In [0, 1]; None when the
-    trace has no tokens at all, or when it has coordination events none of which carries tokens
-    or content (their cost is unknown, not zero: `compute_metrics` says so).
+    sub-agents' outputs, and messages addressed to nobody are an agent's own turn. Humans, users
+    and harness routines take no part in the protocol (`_protocol_tokens`): a single-agent trace
+    has no inter-agent protocol, so its overhead is 0.0 (measured: no token went to coordination).
+    Tokens per `event_tokens` (estimated where absent: flagged `tokens_estimated`). In [0, 1];
+    None when the trace has no tokens at all, or when it has coordination events none of which
+    carries tokens or content (their cost is unknown, not zero: `compute_metrics` says so).
     """
     protocol, total, events, known = _protocol_tokens(TraceGraph.of(source))
     if not total or (events and not known):
@@ -417,22 +433,69 @@ def pseudo_parallel_agents(source: Trace | TraceGraph) -> list[str]:
 
 
 def serial_collapse(source: Trace | TraceGraph) -> bool | None:
-    """Failure mode serial collapse (DESIGN.md "Metrics"; Kimi K2.5 PARL): critical steps >= 0.9 x all
-    execution steps while at least two sub-agents act, and, where the trace has durations, the
-    critical path at least 0.9 x the summed durations too (parallelism efficiency <= 1 / 0.9), so
-    the flag never contradicts the duration-based efficiency. A pipeline serial by design (a
-    hand-off chain, a round-robin chat) is flagged: it ran serially. None when critical steps
-    are undefined (no orchestrator)."""
+    """Failure mode serial collapse (DESIGN.md "Metrics"; Kimi K2.5 PARL): an orchestrator with at least
+    two sub-agents (humans, users and harness routines are none) ran independent subtasks one after
+    another, and the trace as a whole ran serially.
+
+    Independent subtasks one after another (`serialised_pairs`): sub-agents A and B where A's last
+    event ended at or before B's first started (untimed: came first in time order) and no event
+    of A has a causal path to B's first event. A serial-by-design pipeline is no collapse: in a
+    hand-off chain, a group chat whose manager routes each speaker after reading the previous
+    one, or a sub-agent fed the previous one's output, B depends on A by a causal arc. Ran
+    serially: critical steps >= 0.9 x all steps and, where the trace has durations, parallelism
+    efficiency <= 1 / 0.9, so the flag never contradicts the efficiency. False without an
+    orchestrator in a trace with a main agent (a single agent); None without a main agent.
+    """
     graph = TraceGraph.of(source)
     steps = critical_steps(graph)
     if steps is None:
         return None
-    if len(graph.sub_agents) < 2 or steps < SERIAL_COLLAPSE_SHARE * len(graph.steps):
+    if not graph.orchestrators or len(graph.sub_agents) < 2 or steps < SERIAL_COLLAPSE_SHARE * total_steps(graph):
         return False
     if has_durations(graph.trace):
         efficiency = parallelism_efficiency(graph)
-        return efficiency is not None and efficiency <= 1 / SERIAL_COLLAPSE_SHARE
-    return True
+        if efficiency is None or efficiency > 1 / SERIAL_COLLAPSE_SHARE:
+            return False
+    return bool(serialised_pairs(graph))
+
+
+def serialised_pairs(source: Trace | TraceGraph) -> list[tuple[str, str]]:
+    """Pairs (A, B) of sub-agents that ran one after another without B depending on A: A's last event
+    ended at or before B's first started (untimed traces: A's last event comes before B's first
+    in time order) and no event of A has a causal path to B's first event; sorted.
+
+    One sweep in time order carries per event the bit set of sub-agents with an event upstream of
+    it: O((V + E) · k / 64) for k sub-agents, then O(k^2) pairs.
+    """
+    graph = TraceGraph.of(source)
+    agents = sorted(graph.sub_agents)
+    bit = {agent: 1 << index for index, agent in enumerate(agents)}
+    timed = has_durations(graph.trace)
+    pred = graph.dag.pred
+    upstream: dict[str, int] = {}
+    first: dict[str, tuple[int, Event, int]] = {}  # agent -> (position, first event, its upstream agents)
+    last: dict[str, tuple[int, float]] = {}  # agent -> (position, latest end) of its events
+    for position, event in enumerate(graph.order):
+        before = 0
+        for source_id in pred[event.id]:
+            before |= upstream[source_id]
+        upstream[event.id] = before | bit.get(event.agent, 0)
+        if event.agent in bit:
+            first.setdefault(event.agent, (position, event, before))
+            end = max(last.get(event.agent, (0, event_end(event)))[1], event_end(event))
+            last[event.agent] = (position, end)
+    pairs = []
+    for b in agents:
+        if b not in first:
+            continue
+        position, start, depends = first[b]
+        for a in agents:
+            if a == b or a not in last or depends & bit[a]:
+                continue
+            a_position, a_end = last[a]
+            if (a_end <= start.t and a_position < position) if timed else a_position < position:
+                pairs.append((a, b))
+    return sorted(pairs)
 
 
 def free_riders(source: Trace | TraceGraph, attributions: AgentAttributions) -> list[str]:
@@ -449,7 +512,7 @@ def free_riders(source: Trace | TraceGraph, attributions: AgentAttributions) -> 
     return sorted(
         agent
         for agent, (_, low, high) in attributions.items()
-        if counts[agent] and counts[agent] >= floor and low <= 0.0 <= high
+        if counts[agent] and counts[agent] >= floor and low <= 0.0 <= high and agent not in graph.non_agents
     )
 
 
@@ -469,8 +532,8 @@ def _unavailable(graph: TraceGraph, metrics: dict[str, Any]) -> dict[str, str]:
             reasons[name] = "the trace has no events"
         return reasons
     no_orchestrator = (
-        "no orchestrator: critical steps count the steps of a main agent and its sub-agents (Kimi K2.5 PARL), "
-        "and no root agent here spawns, delegates or decides"
+        "no main agent: critical steps count the steps of a main agent and its sub-agents (Kimi K2.5 PARL), "
+        "and no root agent here spawns, delegates or decides while several agents act (a peer group)"
     )
     if metrics["critical_steps"] is None:
         reasons["critical_steps"] = no_orchestrator
@@ -482,7 +545,11 @@ def _unavailable(graph: TraceGraph, metrics: dict[str, Any]) -> dict[str, str]:
             else "no durations to measure time, and no critical steps to count instead (no orchestrator)"
         )
     if metrics["useful_agent_utilisation"] is None:
-        reasons["useful_agent_utilisation"] = "no sub-agent events"
+        reasons["useful_agent_utilisation"] = (
+            "a single agent: no sub-agents (humans, users and harness routines are none)"
+            if len(graph.agents) == 1
+            else "no sub-agent events"
+        )
     if metrics["protocol_overhead"] is None:
         _, total, events, _ = _protocol_tokens(graph)
         reasons["protocol_overhead"] = (
@@ -524,7 +591,7 @@ def compute_metrics(trace: Trace, attributions: AgentAttributions | None = None)
     durations = has_durations(trace)
     pseudo = pseudo_parallel_agents(graph)
     metrics: dict[str, Any] = {
-        "total_steps": len(graph.steps),
+        "total_steps": total_steps(graph),
         "total_events": len(graph.order),
         "critical_steps": critical_steps(graph),
         "parallelism_efficiency": parallelism_efficiency(graph),
@@ -567,7 +634,9 @@ def compute_metrics(trace: Trace, attributions: AgentAttributions | None = None)
         failure_modes["free_riding"] = bool(riders)
         failure_modes["free_riders"] = riders
         failure_modes["free_riding_unjudged"] = sorted(
-            agent for agent, count in counts.items() if count >= floor and agent not in attributions
+            agent
+            for agent, count in counts.items()
+            if count >= floor and agent not in attributions and agent not in graph.non_agents
         )
     metrics["failure_modes"] = failure_modes
     metrics["unavailable"] = unavailable

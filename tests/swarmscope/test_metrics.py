@@ -32,6 +32,7 @@ from swarmscope.metrics import (
     pseudo_parallel_agents,
     serial_collapse,
     serial_time,
+    serialised_pairs,
     spawn_depth,
     useful_agent_utilisation,
 )
@@ -467,6 +468,118 @@ def test_parallel_time_never_exceeds_the_wall_clock():
     assert parallelism_efficiency(trace) == pytest.approx(11 / 9)
 
 
+def one_agent():
+    """Codex's shape: the user asks (role "human"), the agent answers in one LLM call m, and the
+    harness records the end of its turn as a `stop` carrying the answer again (task_complete)."""
+    return Trace(
+        "native",
+        "one-agent",
+        agents=[Agent("codex"), Agent("user", role="human")],
+        events=[
+            event("u", 0, "message", "user", role="human", to="codex", content="what is 2 + 2?", tokens=5),
+            event("m", 1, "message", "codex", 3, content="4", tokens=40),
+            event("s", 3, "stop", "codex", content="4", attributes={"harness": True}),
+        ],
+        edges=[Edge("u", "m", "message")],
+    )
+
+
+def test_a_single_agent_has_no_orchestrator_and_no_protocol():
+    """One agent is not its own orchestrator (its `stop` made it one: before, protocol overhead
+    6 / 46 = 0.13, the stop's content "4" (1 token estimated) and the user's question (5) counted
+    as coordination of 5 + 40 + 1 tokens, and critical steps 3 for one LLM call). No inter-agent
+    protocol: overhead 0.0; no sub-agents: utilisation n/a, no serial collapse."""
+    metrics = compute_metrics(one_agent())
+    assert metrics["orchestrators"] == [] and metrics["flags"]["no_orchestrator"]
+    assert metrics["protocol_overhead"] == 0.0
+    assert metrics["sub_agents"] == 0 and metrics["useful_agent_utilisation"] is None
+    assert metrics["unavailable"]["useful_agent_utilisation"].startswith("a single agent")
+    assert metrics["failure_modes"]["serial_collapse"] is False
+
+
+def test_a_human_asking_is_no_sub_agent():
+    """Magentic-One's shape: the human asks (role "human"), the orchestrator delegates to its one
+    worker, which returns; the orchestrator answers. Sub-agents: W only (before: human and W, 2),
+    so no serial collapse whatever the order; utilisation over W's 2 events, both upstream of the
+    answer: 1.0; the human's question is no protocol: coordination = d's 10 tokens of 10 + 4 + 6
+    + 8 + 12 = 40 (the question 4 is not; before, a message to another agent: 14 / 40)."""
+    trace = Trace(
+        "native",
+        "asked",
+        agents=[Agent("human", role="human"), Agent("O"), Agent("W", parent="O")],
+        events=[
+            event("q", 0, "message", "human", to="O", content="task", tokens=4),
+            event("d", 1, "delegate", "O", to="W", tokens=10),
+            event("w", 2, "tool_call", "W", tokens=6),
+            event("r", 3, "return", "W", to="O", tokens=8),
+            event("a", 4, "aggregate", "O", tokens=12),
+        ],
+        edges=[Edge("q", "d", "message"), Edge("d", "w", "message"), Edge("r", "a", "return")],
+    )
+    graph = TraceGraph.of(trace)
+    assert graph.non_agents == {"human"} and graph.orchestrators == {"O"} and graph.sub_agents == {"W"}
+    metrics = compute_metrics(trace, {"human": (0.0, -0.1, 0.1), "W": (0.3, 0.2, 0.4)})
+    assert metrics["sub_agents"] == 1 and metrics["failure_modes"]["serial_collapse"] is False
+    assert metrics["useful_agent_utilisation"] == 1.0
+    assert metrics["protocol_overhead"] == pytest.approx(10 / 40)
+    assert metrics["failure_modes"]["free_riders"] == [] and metrics["failure_modes"]["free_riding_unjudged"] == ["O"]
+
+
+def test_a_compaction_routine_is_no_sub_agent():
+    """Claude Code's shape: main (the lead) spawns one Explore subagent and a compaction routine
+    (role "compaction"). Sub-agents: Explore only (before: Explore, compaction and the user, 3);
+    the compaction is neither pseudo-parallel nor a free-rider candidate; and a lead whose only
+    spawn is the compaction would orchestrate nobody."""
+    events = [
+        event("u", 0, "message", "user", 0, role="human", to="main", content="go"),
+        event("t", 1, "delegate", "main", 2, to="Explore", content="look"),
+        event("x", 1.5, "tool_call", "Explore", 1.9, tool="Grep"),
+        event("y", 2, "return", "Explore", to="main", content="found"),
+        event("m", 3, "message", "main", 4, content="summary so far"),
+        event("c", 5, "return", "compaction", 6, to="main", content="compacted"),
+        event("f", 7, "message", "main", 8, content="done"),
+    ]
+    agents = [
+        Agent("main"),
+        Agent("user", role="human"),
+        Agent("Explore", parent="main"),
+        Agent("compaction", role="compaction", parent="main", attributes={"compaction": True}),
+    ]
+    edges = [Edge("u", "t", "message"), Edge("t", "x", "message"), Edge("y", "m", "return"), Edge("c", "f", "return")]
+    trace = Trace("native", "compaction", agents=agents, events=events, edges=edges)
+    graph = TraceGraph.of(trace)
+    assert graph.non_agents == {"user", "compaction"} and graph.sub_agents == {"Explore"}
+    metrics = compute_metrics(trace, {"compaction": (0.0, -0.1, 0.1)})
+    assert metrics["sub_agents"] == 1 and metrics["failure_modes"]["serial_collapse"] is False
+    assert (
+        metrics["failure_modes"]["free_riders"] == []
+        and "compaction" not in metrics["failure_modes"]["free_riding_unjudged"]
+    )
+    assert pseudo_parallel_agents(trace) == []
+    alone = Trace("native", "alone", agents=[agents[0], agents[3]], events=[events[4], events[5], events[6]])
+    assert TraceGraph.of(alone).orchestrators == frozenset()
+
+
+def test_serial_collapse_needs_independent_subtasks():
+    """O delegates to A and to B, each at once, no arc between A and B, but B runs after A ended:
+    independent subtasks one after another, a serial collapse. With A's result fed to B's
+    delegation (A's return -> O's second delegate), B depends on A: a pipeline, no collapse."""
+    events = [
+        event("d1", 0, "delegate", "O", 0.5, to="A"),
+        event("a", 1, "tool_call", "A", 2),
+        event("ra", 2, "return", "A", 2.5, to="O"),
+        event("d2", 3, "delegate", "O", 3.5, to="B"),
+        event("b", 4, "tool_call", "B", 5),
+        event("rb", 5, "return", "B", 5.5, to="O"),
+        event("s", 6, "stop", "O", 6.5),
+    ]
+    edges = [Edge("d1", "a", "message"), Edge("d2", "b", "message"), Edge("rb", "s", "return")]
+    independent = Trace("native", "independent", events=events, edges=edges)
+    assert serialised_pairs(independent) == [("A", "B")] and serial_collapse(independent) is True
+    fed = Trace("native", "fed", events=events, edges=[*edges, Edge("ra", "d2", "return")])
+    assert serialised_pairs(fed) == [] and serial_collapse(fed) is False
+
+
 # --- edge cases -------------------------------------------------------------------------------
 
 
@@ -505,7 +618,7 @@ def test_group_chat_without_orchestrator():
     # No event reports tokens: no measured total; the estimate, apart, is "hi" 1 + "hello" 2 + "HI" 1.
     assert (metrics["tokens"], metrics["estimated_tokens"]) == (None, 4)
     assert unavailable["tokens"].startswith("no measured token usage") and "~4 estimated" in unavailable["tokens"]
-    assert unavailable["critical_steps"].startswith("no orchestrator")
+    assert unavailable["critical_steps"].startswith("no main agent")
     assert unavailable["free_riding"] == NEEDS_ATTRIBUTION and NEEDS_ATTRIBUTION.startswith("needs attribution")
 
 
