@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import test from "node:test";
 
 import {
-  applyRunDelta, curveOf, etaText, formatEta, groupBand, interpolate, metricSeries, runBadge, shareSeries, shouldApply, stepsText, stopCurves,
-  tQuantile975,
+  applyRunDelta, attributionIndexes, curveOf, etaText, formatEta, groupBand, interpolate, metricSeries, runBadge, shareSeries, shouldApply,
+  stepsText, stopCurves, stopRegretLabel, tQuantile975,
 } from "../../static/js/model/runs_model.js";
 
 const it = (n, steps, reward, extra = {}) => ({ iteration: n, env_steps: steps, metrics: { reward }, stop: {}, credit: {},
@@ -32,6 +32,21 @@ test("metricSeries and curveOf put env steps on x and leave missing values out",
   const its = [it(0, 100, 0.5), it(1, 250, null), it(2, 400, 0.75)];
   assert.deepEqual(metricSeries(its, ["reward"]), [[100, 250, 400], [0.5, null, 0.75]]);
   assert.deepEqual(curveOf(its, "reward"), [[100, 0.5], [400, 0.75]]);
+});
+
+test("attributionIndexes draws the removal-effect free-rider index only, not the superseded credit-share one", () => {
+  const its = [
+    it(0, 100, 0.1, { credit: { free_rider_index: 0.8, pseudo_parallelism_index: 0.25 } }), // stored before issue 30
+    it(1, 200, 0.2, { credit: { free_rider_index: 0.2, free_rider_episodes: 4, pseudo_parallelism_index: 0.5 } }),
+    it(2, 300, 0.3, { credit: {} }),
+  ];
+  assert.deepEqual(attributionIndexes(its), [[100, 200, 300], [null, 0.2, null], [0.25, 0.5, null]]);
+});
+
+test("stopRegretLabel names the regret the iteration reports", () => {
+  assert.equal(stopRegretLabel({ stop: { regret: "offered" } }), "Stop regret (offered stops)");
+  assert.equal(stopRegretLabel({ stop: { regret: "hindsight" } }), "Stop regret (hindsight, superseded)");
+  assert.equal(stopRegretLabel(null), "Stop regret (offered stops)");
 });
 
 test("stopCurves aligns p(stop) and the value of continuing on their steps", () => {

@@ -177,6 +177,7 @@ def test_a_tiny_run_reports_the_contract_iterations():
         assert sum(credit["by_role"].values()) == pytest.approx(1.0)
         assert set(credit["by_role"]) <= {"orchestrator", "solver", "expert", "verifier"}
         assert 0 <= credit["free_rider_index"] <= 1 and 0 <= credit["pseudo_parallelism_index"] <= 1
+        assert credit["free_rider_episodes"] == min(4, TINY["episodes_per_iteration"])
         assert len(it["episodes"]) == TINY["sample_episodes"]
 
 

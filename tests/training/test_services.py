@@ -65,6 +65,7 @@ def test_iterations_are_stored_with_their_episodes_and_progress(project, iterati
         (lambda d: d.update(iteration=-1), "iteration"),
         (lambda d: d["stop"]["p_stop_by_step"].__setitem__(0, [0]), "stop.p_stop_by_step[0]"),
         (lambda d: d["credit"]["by_role"].update(orchestrator="most"), "credit.by_role.orchestrator"),
+        (lambda d: d["credit"].update(free_rider_episodes=1.5), "credit.free_rider_episodes"),
         (lambda d: d["episodes"][0]["events"][0].pop("type"), "episodes[0]"),
     ],
 )

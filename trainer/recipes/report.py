@@ -13,7 +13,7 @@ from swarmscope.metrics import parallelism_efficiency
 from trainer.policy import MOVES, Played
 from trainer.recipes.config import RunConfig
 from trainer.rl.credit import attribution
-from trainer.rl.stop import StopOutcome, stop_hindsight, stop_regret
+from trainer.rl.stop import StopOutcome, stop_regret
 
 #: Bins (over `max_steps`) of the per-step stop curves the run page draws.
 STOP_BINS = 40
@@ -27,32 +27,24 @@ def binned(points: Sequence[tuple[int, float]], width: int) -> list[list[float]]
     return [[step, float(np.mean(values))] for step, values in sorted(sums.items())]
 
 
-def uses_offered_regret(config: RunConfig) -> bool:
-    """True where `stop_hindsight` does not apply (trainer.rl.stop): stop offered before the answer
-    (`stop="anytime"`, where stopping at decision 0 is a real choice) or partial answer credit
-    (its hindsight points hold for all-or-nothing grading only); the report then counts
-    `stop_regret` over the stops the mode offered instead."""
-    return config.stop == "anytime" or config.answer_credit == "partial"
-
-
 #: Offered stops valued per episode by the report's `stop_regret` (one replay step each; drawn from
-#: the episode's seed, so an estimate from below once an episode offers more), as `stop_hindsight`'s
-#: partial-credit branch.
+#: the episode's seed, so an estimate from below once an episode offers more).
 REGRET_POINTS = 8
 
 
-def stop_outcomes(episodes: list, config: RunConfig) -> tuple[list[StopOutcome], str]:
-    """Per episode its StopOutcome, and which regret it is: "offered" (`stop_regret` over
-    REGRET_POINTS of the stops `config.stop` offered on the episode's path; no continuation
-    re-rollout, so every counted bad stop is late and premature stays 0) where
-    `uses_offered_regret`, else "hindsight" (`stop_hindsight`)."""
+def stop_outcomes(episodes: list, config: RunConfig) -> list[StopOutcome]:
+    """Per episode its StopOutcome by `stop_regret` (trainer.rl.stop) over the stops `config.stop`
+    offered on the episode's own path (`offered_stops`: every decision under `anytime`, those after
+    the answer under `learned`, none under `rule` and `none`, whose stop is no choice: regret 0), at
+    most REGRET_POINTS of them valued at SwarmSim's exact E[R] (reward units). Without a
+    continuation re-rollout (it would cost a rollout to the step limit per episode), so every
+    counted bad stop is late and premature stays 0: under `learned` that is exact (after the answer
+    E[R] is fixed and going on only costs critical steps), under `anytime` premature stops go
+    uncounted. Replays are not counted in the run's environment steps."""
     weights = config.reward_weights
-    if uses_offered_regret(config):
-        return [
-            stop_regret(e, weights, config.stop, points=REGRET_POINTS, rng=np.random.default_rng(e.seed))
-            for e in episodes
-        ], "offered"
-    return [stop_hindsight(e, weights) for e in episodes], "hindsight"
+    return [
+        stop_regret(e, weights, config.stop, points=REGRET_POINTS, rng=np.random.default_rng(e.seed)) for e in episodes
+    ]
 
 
 def iteration_report(
@@ -68,11 +60,12 @@ def iteration_report(
     """The iteration dict without `iteration`, `env_steps`, `budget_steps`, `wall_s`: `metrics` (means
     over the episodes of their `episode_reward` `terms`, the update's `losses`, `anneal`, the
     re-rollouts' `credit_steps`, move shares), `stop` (p(stop) and C(s) by step, mean stop regret,
-    premature and late counts, `regret`: "hindsight" or "offered", see `stop_outcomes`), `credit`
-    (`attribution` of the per-decision `credits`) and
+    premature and late counts, `regret`: "offered", the regret over the stops the policy was offered,
+    `stop_outcomes`; runs stored before issue 30 say "hindsight"), `credit` (`attribution` of the
+    per-decision `credits`: free riders by exact removal effects on a sample of episodes) and
     `episodes` (the first `sample_episodes` traces, tagged with the training reward and settings)."""
     episodes = [g.episode for g in games]
-    outcomes, regret_kind = stop_outcomes(episodes, config)
+    outcomes = stop_outcomes(episodes, config)
     efficiency = [parallelism_efficiency(e.trace) for e in episodes]
     width = max(1, config.max_steps // STOP_BINS)
     moves_all = [m for g in games for m in g.moves]
@@ -111,7 +104,7 @@ def iteration_report(
             "stop_regret": float(np.mean([o.regret for o in outcomes])),
             "premature": int(sum(o.premature for o in outcomes)),
             "late": int(sum(o.late for o in outcomes)),
-            "regret": regret_kind,
+            "regret": "offered",
         },
         "credit": attribution(episodes, credits),
         "episodes": [e.trace.to_dict() for e in episodes[: config.sample_episodes]],

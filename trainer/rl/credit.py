@@ -31,17 +31,21 @@ as an environment step (the replayed prefix before the fork does not: it is the 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from swarmscope.credit import leave_one_out, shapley_permutation
-from swarmscope.metrics import pseudo_parallel_agents
+from swarmscope.graph import TraceGraph
+from swarmscope.metrics import FREE_RIDER_EVENT_SHARE, free_riders, pseudo_parallel_agents
 from trainer.policy import OrchestratorPolicy, Played, Script, moves_of, play
 from trainer.rl.losses import gae
 from trainer.rl.rewards import decision_rewards
-from trainer.sim.env import Episode
+from trainer.sim.actions import stop
+from trainer.sim.env import Episode, InvalidAction, rollout
+from trainer.sim.episode_interventions import Intervention, intervene
 
 if TYPE_CHECKING:
     from trainer.recipes.config import RunConfig
@@ -185,27 +189,85 @@ def agents_of_decisions(episode: Episode) -> list[str]:
     return names
 
 
-def attribution(episodes: list[Episode], credits: list[np.ndarray]) -> dict[str, Any]:
+#: Episodes per iteration whose sub-agents' removal effects `attribution` computes (evenly spaced
+#: over the iteration, so over its tasks): one open-loop replay per sub-agent with >= 5 % of the
+#: episode's events, about 30 ms each on a loaded CPU, not counted in the run's environment steps.
+FREE_RIDER_EPISODES = 4
+#: Half-width of the exact removal effect's interval (SwarmSim's closed form; float rounding only).
+EXACT_TOLERANCE = 1e-9
+
+
+def removal_effects(episode: Episode, agents: Sequence[str]) -> dict[str, float]:
+    """Exact removal effect of each of `agents` (spawned sub-agents of `episode`), in E[R] units:
+    Δ_a = E[R | h] - E[R | do(remove a)], the second term the episode's actions without a's spawn
+    and every action a sends, receives or is delegated (`Intervention("remove_agent")`, the trace
+    metrics' intervention), replayed open loop at the episode's seed and ended as the episode ended
+    (a stop, so partial credit grades it alike), valued at SwarmSim's closed form `p_success`
+    (E[R], or E[score] under partial credit). An agent whose removal SwarmSim cannot replay is left
+    out."""
+    effects: dict[str, float] = {}
+    for agent in agents:
+        try:
+            fork, after = intervene(episode, Intervention("remove_agent", agent=agent))
+            actions = list(episode.actions[:fork]) + after
+            if not actions or actions[-1].kind != "stop":
+                actions.append(stop())
+            effects[agent] = episode.p_success - rollout(episode.task, actions, episode.config, episode.seed).p_success
+        except (ValueError, InvalidAction):
+            continue
+    return effects
+
+
+def episode_free_riders(episode: Episode, graph: TraceGraph | None = None) -> tuple[list[str], list[str]]:
+    """(free riders, spawned sub-agents) of one episode by the trace metrics' definition
+    (`swarmscope.metrics.free_riders`): a sub-agent with >= 5 % of the events whose removal effect's
+    95 % interval contains 0. Here the effect is exact (`removal_effects`), its interval
+    [Δ - EXACT_TOLERANCE, Δ + EXACT_TOLERANCE]: a sub-agent whose removal lowers E[R] (a verifier
+    others rely on) is never one. `graph`: the trace's TraceGraph, if already built."""
+    graph = graph or TraceGraph.of(episode.trace)
+    spawned = [a.name for a in episode.trace.agents if a.name != "orchestrator"]
+    counts = Counter(event.agent for event in graph.order)
+    floor = FREE_RIDER_EVENT_SHARE * len(graph.order)
+    judged = [a for a in spawned if counts[a] and counts[a] >= floor]
+    effects = removal_effects(episode, judged)
+    intervals = {a: (d, d - EXACT_TOLERANCE, d + EXACT_TOLERANCE) for a, d in effects.items()}
+    return free_riders(graph, intervals), spawned
+
+
+def attribution(
+    episodes: list[Episode], credits: list[np.ndarray], sample: int = FREE_RIDER_EPISODES
+) -> dict[str, Any]:
     """The iteration's attribution panel: credit share (of |credit|) by role and by agent (top 20
-    agents), `free_rider_index`: share of spawned sub-agents credited with less than half an equal
-    share, `pseudo_parallelism_index`: share of spawned sub-agents none of whose events reaches the
-    final answer (`swarmscope.metrics.pseudo_parallel_agents`), both averaged over episodes."""
+    agents); `free_rider_index`: share of spawned sub-agents that are free riders by their exact
+    removal effect (`episode_free_riders`), averaged over `sample` episodes evenly spaced over the
+    iteration (`free_rider_episodes` says how many; an episode with E[R] = 0 has no removal that
+    lowers it, so each of its judged sub-agents counts); `pseudo_parallelism_index`: share of
+    spawned sub-agents none of whose events reaches the final answer
+    (`swarmscope.metrics.pseudo_parallel_agents`), averaged over every episode."""
     by_agent: dict[str, float] = {}
     free, pseudo = [], []
-    for episode, credit in zip(episodes, credits):
+    measured = (
+        set(np.linspace(0, len(episodes) - 1, min(sample, len(episodes))).round().astype(int).tolist())
+        if episodes and sample
+        else set()
+    )
+    for k, (episode, credit) in enumerate(zip(episodes, credits)):
         agents = agents_of_decisions(episode)
         mine: dict[str, float] = {}
         for agent, value in zip(agents, np.abs(credit)):
             mine[agent] = mine.get(agent, 0.0) + float(value)
         total = sum(mine.values())
-        spawned = [a.name for a in episode.trace.agents if a.name != "orchestrator"]
         if total > 0:
             for agent, value in mine.items():
                 by_agent[agent] = by_agent.get(agent, 0.0) + value / total
-        if spawned:
-            equal = 1.0 / (len(spawned) + 1)
-            free.append(np.mean([(mine.get(a, 0.0) / total if total else 0.0) < equal / 2 for a in spawned]))
-            pseudo.append(len(pseudo_parallel_agents(episode.trace)) / len(spawned))
+        spawned = [a.name for a in episode.trace.agents if a.name != "orchestrator"]
+        if not spawned:
+            continue
+        graph = TraceGraph.of(episode.trace)
+        pseudo.append(len(pseudo_parallel_agents(graph)) / len(spawned))
+        if k in measured:
+            riders, _ = episode_free_riders(episode, graph)
+            free.append(len(riders) / len(spawned))
     grand = sum(by_agent.values())
     shares = {agent: value / grand for agent, value in by_agent.items()} if grand else {}
     by_role: dict[str, float] = {}
@@ -217,5 +279,6 @@ def attribution(episodes: list[Episode], credits: list[np.ndarray]) -> dict[str,
         "by_role": by_role,
         "by_agent": top,
         "free_rider_index": float(np.mean(free)) if free else 0.0,
+        "free_rider_episodes": len(free),
         "pseudo_parallelism_index": float(np.mean(pseudo)) if pseudo else 0.0,
     }

@@ -18,9 +18,11 @@ oracle is the best stopping point among the decisions where stop was offered on 
 path, its decisions up to its stop and (given the policy) its continuation, the same policy
 re-rolled at the episode's seed with stop masked from there on; each point is valued by a paired
 re-rollout (the prefix replayed, then stop: one step) at SwarmSim's exact expectation E[R]. A
-stop before the oracle's point is premature, one after it late.
-`stop_hindsight` (the older figure) also credits stopping at decision 0 ("never start") and
-stopping right after the last delegation, whether or not the policy was offered them.
+stop before the oracle's point is premature, one after it late. The run page reports it
+(`trainer.recipes.report.stop_outcomes`, without the continuation).
+`stop_hindsight` (the older figure, superseded; issue 30) also credits stopping at decision 0
+("never start") and stopping right after the last delegation, whether or not the policy was offered
+them; only `episode_summary` without a stop mode (the benchmarks' baselines) still reports it.
 """
 
 from __future__ import annotations

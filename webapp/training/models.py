@@ -67,7 +67,10 @@ class RunIteration(models.Model):
     """One training iteration as the recipe reported it (the contract's iteration dict):
     `metrics` (reward, success_rate, critical_steps, parallelism_efficiency, tokens_per_episode,
     episode_length, entropy, losses), `stop` (p_stop_by_step, continue_value_by_step, stop_regret,
-    premature, late), `credit` (by_role, by_agent, free_rider_index, pseudo_parallelism_index);
+    premature, late; `regret`: "offered", over the stops the stop mode offered, or "hindsight" in
+    runs stored before issue 30), `credit` (by_role, by_agent, free_rider_index by removal effect
+    on `free_rider_episodes` sampled episodes, pseudo_parallelism_index; without
+    free_rider_episodes, the superseded credit-share index);
     `wall_s`: seconds since the run started; `episodes`: its sample episodes, imported as traces."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="iterations")

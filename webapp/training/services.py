@@ -200,6 +200,8 @@ def check_iteration(doc: Any) -> dict[str, Any]:  # noqa: C901 - one flat check 
     for name in CREDIT_NUMBERS:
         if credit.get(name) is not None:
             _number(credit[name], f"credit.{name}")
+    if credit.get("free_rider_episodes") is not None:
+        _number(credit["free_rider_episodes"], "credit.free_rider_episodes", integer=True, minimum=0, maximum=INT64_MAX)
     result["credit"] = credit
     episodes = doc.get("episodes") or []
     if not isinstance(episodes, list) or len(episodes) > MAX_EPISODES:

@@ -45,6 +45,26 @@ export function metricSeries(iterations, keys, part = "metrics") {
   return [xs, ...keys.map((k) => iterations.map((it) => (isNumber(it[part]?.[k]) ? it[part][k] : null)))];
 }
 
+/**
+ * `[[env_steps...], [free-rider index...], [pseudo-parallelism index...]]` of the attribution panel.
+ * The free-rider index is the current one only (sub-agents whose exact removal effect is 0, on the
+ * `free_rider_episodes` sampled episodes); an iteration without `free_rider_episodes` was stored
+ * with the superseded credit-share index (issue 30), which is left out (null), not redrawn.
+ */
+export function attributionIndexes(iterations) {
+  const current = (it) => isNumber(it.credit?.free_rider_episodes) && isNumber(it.credit?.free_rider_index);
+  return [iterations.map((it) => it.env_steps), iterations.map((it) => (current(it) ? it.credit.free_rider_index : null)),
+    iterations.map((it) => (isNumber(it.credit?.pseudo_parallelism_index) ? it.credit.pseudo_parallelism_index : null))];
+}
+
+/**
+ * The stop-regret card's label for an iteration: its regret is over the stops the run's stop mode
+ * offered (`regret: "offered"`), or the superseded hindsight figure of runs stored before issue 30.
+ */
+export function stopRegretLabel(iteration) {
+  return iteration?.stop?.regret === "hindsight" ? "Stop regret (hindsight, superseded)" : "Stop regret (offered stops)";
+}
+
 /** `[[step...], [p_stop...], [continue_value...]]` of one iteration's stop record. */
 export function stopCurves(iteration) {
   const p = iteration?.stop?.p_stop_by_step ?? [];

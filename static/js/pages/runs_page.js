@@ -8,8 +8,8 @@ import { el } from "../lib/dom.js";
 import { formatNumber } from "../lib/format.js";
 import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
 import {
-  ACTIVE_STATUSES as ACTIVE, TRAINING_CHARTS, applyRunDelta, formatEta, metricSeries, runBadge, shareSeries, shouldApply, stepsText,
-  stopCurves,
+  ACTIVE_STATUSES as ACTIVE, TRAINING_CHARTS, applyRunDelta, attributionIndexes, formatEta, metricSeries, runBadge, shareSeries,
+  shouldApply, stepsText, stopCurves, stopRegretLabel,
 } from "../model/runs_model.js";
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#c2255c", "#5c940d", "#868e96"];
@@ -84,11 +84,11 @@ class RunPage {
       this.charts.set(spec.key, new Chart(host, { labels: spec.series.map((s) => s.replace(/_/g, " ")), yRange: spec.yRange }));
     }
     this.stopChart = new Chart(this.q("stop-chart"), { labels: ["p(stop)", "value of continuing"], xLabel: "decision step", rightAxis: "value of continuing" });
-    this.regretChart = new Chart(this.q("regret-chart"), { labels: ["premature stops", "late stops", "stop regret"],
+    this.regretChart = new Chart(this.q("regret-chart"), { labels: ["premature stops", "late stops", "stop regret (offered stops)"],
       rightAxis: "stop regret" });
     this.roleChart = new Chart(this.q("credit-role-chart"), { labels: [] });
     this.agentChart = new Chart(this.q("credit-agent-chart"), { labels: [] });
-    this.indexChart = new Chart(this.q("credit-index-chart"), { labels: ["free-rider index", "pseudo-parallelism index"] });
+    this.indexChart = new Chart(this.q("credit-index-chart"), { labels: ["free-rider index (removal effect)", "pseudo-parallelism index"] });
     this.stopSelect = this.q("stop-iteration");
     this.episodeSelect = this.q("episode-iteration");
     this.stopSelect.addEventListener("change", () => this._renderStop(true));
@@ -169,7 +169,7 @@ class RunPage {
     this.roleChart.setData(roles.data, roles.names);
     const agents = shareSeries(iterations, "by_agent");
     this.agentChart.setData(agents.data, agents.names);
-    this.indexChart.setData(metricSeries(iterations, ["free_rider_index", "pseudo_parallelism_index"], "credit"));
+    this.indexChart.setData(attributionIndexes(iterations));
     this._renderEpisodes(false);
   }
 
@@ -201,7 +201,7 @@ class RunPage {
     this.stopChart.setData(stopCurves(it));
     const cards = this.q("stop-cards");
     cards.dataset.iteration = it ? String(it.iteration) : "";
-    const entries = [["Iteration", it?.iteration], ["Stop regret", it?.stop?.stop_regret],
+    const entries = [["Iteration", it?.iteration], [stopRegretLabel(it), it?.stop?.stop_regret],
       ["Premature stops", it?.stop?.premature], ["Late stops", it?.stop?.late],
       ["Mean episode length", it?.metrics?.episode_length]];
     cards.replaceChildren(...entries.map(([label, value]) => {

@@ -1,7 +1,8 @@
-"""The iteration report's stop figures (trainer/recipes/report.py): `stop_hindsight` under the
-answer-guarded stop modes and all-or-nothing grading, `stop_regret` over the offered stops where the
-config offers stop before the answer (`anytime`) or grades partially; premature and late counted
-apart, in the dict the run page reads (it.stop.stop_regret / premature / late)."""
+"""The iteration report's stop figures (trainer/recipes/report.py): `stop_regret` over the stops the
+run's stop mode offered on each episode's path, whatever the config (issue 30: the superseded
+`stop_hindsight`, with its "never start" option the policy was not offered, is no longer
+reported); premature and late counted apart, in the dict the run page reads (it.stop.stop_regret /
+premature / late / regret)."""
 
 import pytest
 
@@ -10,9 +11,9 @@ pytest.importorskip("torch")
 from tests.training.conftest import TINY  # noqa: E402
 from trainer.recipes import train_orchestrator as recipe  # noqa: E402
 from trainer.recipes.config import RunConfig  # noqa: E402
-from trainer.recipes.report import stop_outcomes, uses_offered_regret  # noqa: E402
+from trainer.recipes.report import stop_outcomes  # noqa: E402
 from trainer.rl.stop import stop_hindsight, stop_regret  # noqa: E402
-from trainer.sim.actions import aggregate, delegate, spawn, stop  # noqa: E402
+from trainer.sim.actions import ORCHESTRATOR, aggregate, delegate, message, spawn, stop  # noqa: E402
 from trainer.sim.env import simulate  # noqa: E402
 from trainer.sim.tasks import Subtask, Task  # noqa: E402
 
@@ -24,35 +25,40 @@ def config(**changes) -> RunConfig:
     return RunConfig.from_dict({"reward_weights": WEIGHTS, "max_steps": 12, **changes})
 
 
-def test_an_answer_before_every_delegation_is_premature_in_hindsight_and_late_among_offered_stops():
-    # all-or-nothing: answering with subtask 1 undelegated earns E[R] = 0, so stopping at decision 0
-    # (offered under `anytime`) beats it: a late stop; hindsight's best point (delegate the rest,
-    # a path the policy was not offered) calls it premature.
+def test_the_default_stop_reports_no_regret_for_a_stop_it_was_not_offered():
+    # all-or-nothing: answering with subtask 1 undelegated earns E[R] = 0. Under the default
+    # `learned` stop the only stop offered was the one taken (right after the answer): regret 0.
+    # Hindsight's "never start" / "delegate the rest" points, which the policy was not offered,
+    # would call it premature; `anytime` offered decision 0, so there it is a late stop.
     episode = simulate(EASY, [spawn("solver"), delegate(0, "solver_1"), aggregate(), stop()], seed=2)
-    hindsight, kind = stop_outcomes([episode], config(stop="learned"))
-    assert kind == "hindsight" and hindsight[0] == stop_hindsight(episode, config().reward_weights)
-    assert hindsight[0].premature and not hindsight[0].late
-    offered, kind = stop_outcomes([episode], config(stop="anytime"))
+    assert stop_hindsight(episode, config().reward_weights).premature
+    [learned] = stop_outcomes([episode], config())
+    assert learned.regret == 0.0 and not learned.premature and not learned.late
+    [offered] = stop_outcomes([episode], config(stop="anytime"))
     # three offered stops (decisions 0-2), all valued: the exact stop_regret
-    assert kind == "offered" and offered[0] == stop_regret(episode, config().reward_weights, "anytime")
-    assert offered[0].late and not offered[0].premature and offered[0].best_point == 0
-    assert offered[0].regret > 0
+    assert offered == stop_regret(episode, config().reward_weights, "anytime")
+    assert offered.late and not offered.premature and offered.best_point == 0 and offered.regret > 0
 
 
-def test_which_configs_use_the_offered_stops():
-    assert not uses_offered_regret(config(stop="learned")) and not uses_offered_regret(config(stop="rule"))
-    assert uses_offered_regret(config(stop="anytime"))
-    assert uses_offered_regret(config(stop="learned", answer_credit="partial"))
+def test_the_default_stop_counts_going_on_after_the_answer_as_late():
+    # after the answer E[R] is fixed: two null messages cost 2 critical steps' worth of reward
+    actions = [spawn("solver"), delegate(0, "solver_1"), delegate(1, "solver_1"), aggregate()]
+    filler = [message(ORCHESTRATOR, "solver_1", f"x{k}") for k in range(2)]
+    episode = simulate(EASY, [*actions, *filler, stop()], seed=2)
+    [outcome] = stop_outcomes([episode], config())
+    assert outcome.late and not outcome.premature and outcome.best_point == len(actions)
+    exact = stop_regret(episode, config().reward_weights, "learned")
+    assert outcome.regret == pytest.approx(exact.regret) and outcome.regret > 0
+    # the rule stop's stop is no choice: nothing to regret
+    assert stop_outcomes([episode], config(stop="rule"))[0].regret == 0.0
 
 
-@pytest.mark.parametrize(
-    ("changes", "kind"), [({}, "hindsight"), ({"stop": "anytime", "answer_credit": "partial"}, "offered")]
-)
-def test_the_recipe_reports_the_regret_its_config_calls_for(changes, kind):
+@pytest.mark.parametrize("changes", [{}, {"stop": "anytime", "answer_credit": "partial"}])
+def test_the_recipe_reports_the_regret_over_offered_stops(changes):
     reports: list[dict] = []
     recipe.train(RunConfig.from_dict({**TINY, **changes, "budget_steps": 200}), on_iteration=reports.append)
     assert reports
     for report in reports:
         figures = report["stop"]
-        assert figures["regret"] == kind and figures["stop_regret"] >= 0.0
+        assert figures["regret"] == "offered" and figures["stop_regret"] >= 0.0
         assert 0 <= figures["premature"] + figures["late"] <= TINY["episodes_per_iteration"]
