@@ -1,5 +1,6 @@
-"""The New run form's stop decision (issue 16 item 4): it offers the `anytime` stop mode and
-SwarmSim's answer credit, each with a help text; the choice reaches the run's RunConfig (a run
+"""The New run form's stop decision (issue 16 item 4, issue 30 item 5): it offers the `anytime` stop
+mode and SwarmSim's answer credit, each with a help text, and says what the default `learned` stop
+cannot learn; the choice reaches the run's RunConfig (a run
 started with them reports `stop_regret` over the offered stops); a value the recipe does not know
 is an error at its field that starts nothing; a form without answer credit keeps the recipe's."""
 
@@ -32,6 +33,16 @@ def test_the_form_offers_anytime_and_answer_credit_with_help(browser_client):
     for name in ("stop", "answer_credit"):
         block = re.search(rf'data-field="{name}">(.*?)</div>', html, re.S).group(1)
         assert re.search(r'<p class="hint">[^<]{40,}</p>', block), f"{name} has no help text"
+
+
+def test_the_form_says_what_the_default_stop_cannot_learn(browser_client):
+    # the default stays `learned` (anytime loses to the rule stop at the benchmarks' budgets,
+    # bench_stop), so the form says plainly that it is no real stop decision
+    html = browser_client.get("/runs/new/").content.decode()
+    stop = re.search(r'<select name="stop".*?</select>', html, re.S).group(0)
+    assert re.search(r'<option value="learned" selected>[^<]*cannot stop before answering', stop)
+    hint = re.search(r'data-field="stop">.*?<p class="hint">([^<]*)</p>', html, re.S).group(1)
+    assert "cannot learn when to stop" in hint and "never stop before answering" in hint
 
 
 def test_anytime_with_partial_credit_starts_a_run_that_reports_offered_stop_regret(

@@ -127,7 +127,9 @@ class RunConfig:
     level: a SwarmSim level of `trainer.sim.tasks.LEVELS` (`long`: >= 200 decisions per episode).
     algorithm: "ppo" | "grpo". credit: "shared" | "counterfactual" | "shapley" | "oracle" (how the
         episode's outcome is redistributed over its decisions; `trainer.rl.credit`).
-    stop: "learned" | "anytime" | "rule" | "none" (`trainer.policy` stop modes).
+    stop: "learned" | "anytime" | "rule" | "none" (`trainer.policy` stop modes). The default
+        `learned` offers stop only after the answer, where E[R] is fixed: it cannot learn to stop
+        before answering; `anytime` (with `answer_credit="partial"`) makes stopping a real decision.
     answer_credit: "all_or_nothing" | "partial": how SwarmSim grades an answer (`trainer.sim.env`;
         "partial" gives a stop before the answer partial credit).
     reward_weights: weights of `episode_reward` (success, parallelism, finish, critical_steps per

@@ -31,7 +31,9 @@ the pieces live in `trainer.rl` and are tested there on tiny inputs.
 - **Stop** (`trainer.rl.stop`): optimal stopping, p(stop) = sigmoid(-G / τ); stop gets no policy
   gradient: S and G are regressed on paired outcomes at the episode's seed, and stop is offered
   once the orchestrator has answered (`stop="anytime"`: at every decision, for SwarmSim's partial
-  credit, `answer_credit="partial"`). Logged: p(stop) and C(s) by step, the stop regret in hindsight.
+  credit, `answer_credit="partial"`). The default `learned` stop is no real decision: once answered
+  E[R] is fixed, so stopping at once is always best, and it cannot stop before answering. Logged:
+  p(stop) and C(s) by step, the stop regret over the stops the mode offered (`report.stop_outcomes`).
 """
 
 from __future__ import annotations
