@@ -38,14 +38,30 @@ anything, such as the human who asks). So a group chat that ends with its review
 a supervisor that writes the answer after its sub-agent returned, answers with that message, not
 with an earlier return. Without any such event: the trace's last event (`final_answer_fallback`).
 
-Execution steps (the units of critical steps, Kimi K2.5 PARL): every event is one step, except that
-a *dispatch turn* is one: a run of consecutive `spawn` / `delegate` events in one agent's lane,
-each starting at the same `t` as the one before or, in a trace with durations, both
-instantaneous (no `t_end`, or `t_end == t`), broken where an event of the run receives an arc
-from another agent or where another agent's event ends between two of them (the dispatcher
-could have waited for it). So "spawn and delegate to A, B, C, D" is one step, and so are a spawn
-and the delegation that starts with it; dispatch decisions that each take time one after
-another (SwarmSim's) stay one step each.
+Execution steps (the units of critical steps, Kimi K2.5 PARL): a step is an agent action, an LLM
+turn together with the tool calls it issues (run concurrently where their times overlap). Each
+agent's events, in time order, join its latest step or start a new one:
+
+- the events of one model response (same `response_id`, GenAI's `gen_ai.response.id`: Claude
+  Code's thinking, text and tool_use blocks, Codex's message and calls) are one step, and an
+  event of another response starts a new one, a response of tool calls alone too;
+- a `tool_result` joins the step before it (the turn whose call it answers), a `tool_call` too
+  unless another agent's event ended in between (OpenTelemetry records the LLM call, then the
+  tool spans it issued);
+- a dispatch or stop (`spawn`, `delegate`, `despawn`, `stop`) joins the step before it when taken
+  at once: at the same `t` as that step's last event or, in a trace with durations, instantaneous
+  with no other agent's event ending in between (the supervisor's LLM call whose output is the
+  delegation; "spawn and delegate to A, B, C, D" stays one dispatch turn, as before); dispatch
+  decisions that each take time (SwarmSim's) are one step each, and without durations, where `t`
+  may be a log position (Who&When), two dispatch lines are two steps;
+- nothing joins across an arc from another agent (a reply is a new action); every other event
+  (a `message`, `return`, `aggregate`, `orchestrator_decision`: an LLM turn) starts a step.
+
+A step `counts` as an action unless none of its events is one (`is_action`): events of humans,
+users and harness routines, harness bookkeeping (Codex's context and end-of-turn `stop`, Claude
+Code's notifications) and, in a trace whose events record content, content-free framework spans
+(Monocle's workflow dispatches) are no actions. Such steps stay in the step graph, weighing 0, so
+that chains through them hold.
 """
 
 from __future__ import annotations
@@ -71,6 +87,16 @@ NON_AGENT_ROLES = frozenset({"human", "user", "compaction", "harness", "summaris
 NON_AGENT_ATTRIBUTES = ("compaction", "harness")
 #: Event types that hand work to another agent; consecutive instantaneous ones form one dispatch turn.
 DISPATCH_EVENT_TYPES = frozenset({"spawn", "delegate"})
+#: Tool events: they join the step of the LLM turn that issued them.
+TOOL_EVENT_TYPES = frozenset({"tool_call", "tool_result"})
+#: Events that act out a turn's decision (dispatch, despawn, stop): they join that turn when taken
+#: at once (`execution_steps`).
+ATTACHED_EVENT_TYPES = DISPATCH_EVENT_TYPES | {"despawn", "stop"}
+#: Event attribute naming the model response (GenAI `gen_ai.response.id`) an event came from, where
+#: a source splits one response into several events (Claude Code's content blocks, Codex's items).
+RESPONSE_ID = "response_id"
+#: Event attributes (True) that mark harness bookkeeping, not an agent's action.
+HARNESS_ATTRIBUTES = ("context", "harness")
 
 
 def time_order(trace: Trace) -> list[Event]:
@@ -217,13 +243,15 @@ def final_answer(
 
 @dataclass(frozen=True)
 class Step:
-    """One execution step: the ids of its events (one, or a dispatch turn's), its agent, and its
-    interval [start, end] in seconds (end: the latest `t_end`, else `t`, of its events)."""
+    """One execution step: the ids of its events, its agent, its interval [start, end] in seconds
+    (end: the latest `t_end`, else `t`, of its events), and whether it `counts` as an agent action
+    (False where none of its events is one: `is_action`)."""
 
     events: tuple[str, ...]
     agent: str
     start: float
     end: float
+    counts: bool = True
 
 
 def event_end(event: Event) -> float:
@@ -236,15 +264,38 @@ def _instant(event: Event) -> bool:
     return event.t_end is None or event.t_end == event.t
 
 
-def execution_steps(order: list[Event], dag: nx.DiGraph) -> list[Step]:
+def has_content(event: Event) -> bool:
+    """Whether `event` recorded anything said: content, a content reference or tokens."""
+    return bool(event.content) or event.content_ref is not None or event.tokens is not None
+
+
+def is_action(event: Event, passive: frozenset[str] | set[str] = frozenset(), contentful: bool = False) -> bool:
+    """Whether `event` is (part of) an agent action: not an event of a human, user or harness routine
+    (`passive`: `non_agents`), not harness bookkeeping (an attribute in HARNESS_ATTRIBUTES, or a
+    `speaker` that is the user or the harness: Codex's context, its end-of-turn `stop`, Claude
+    Code's notifications), and, in a trace whose events record content (`contentful`), not a
+    content-free framework span (`has_content` false: Monocle's workflow dispatches, Claude Code's
+    inserted aggregates), tool calls and results aside (a call is an action whatever it
+    recorded). In a trace where nothing records content, emptiness says nothing."""
+    if event.agent in passive or any(event.attributes.get(key) is True for key in HARNESS_ATTRIBUTES):
+        return False
+    if event.attributes.get("speaker") in ("user", "harness"):
+        return False
+    return event.type in TOOL_EVENT_TYPES or not contentful or has_content(event)
+
+
+def execution_steps(
+    order: list[Event], dag: nx.DiGraph, passive: frozenset[str] | set[str] = frozenset()
+) -> list[Step]:
     """The execution steps of events in time `order` (module docstring), ordered by their first event.
 
-    Instantaneous dispatch events at different times join one turn only in a trace with durations
-    (some event with `t_end > t`): without any, `t` may be a mere position (Who&When's message
-    index) and two dispatch messages are two turns.
+    `passive`: the agents whose events are no actions (`non_agents`). Instantaneous dispatch
+    events at different times join one turn only in a trace with durations (some event with
+    `t_end > t`): without any, `t` may be a mere position (Who&When's message index) and two
+    dispatch messages are two turns.
 
-    O(V log V + E): a dispatch run is broken by counting, with a binary search over sorted end
-    times, the other agents' events that end between two of its events.
+    O(V log V + E): a join is refused by counting, with a binary search over sorted end times,
+    the other agents' events that end between the step's last event and the joining one.
     """
     ends = sorted(event_end(event) for event in order)
     ends_of: dict[str, list[float]] = {}
@@ -254,6 +305,7 @@ def execution_steps(order: list[Event], dag: nx.DiGraph) -> list[Step]:
         values.sort()
     agent_of = {event.id: event.agent for event in order}
     timed = any(event.t_end is not None and event.t_end > event.t for event in order)
+    contentful = any(has_content(event) for event in order)
 
     def others_end_between(agent: str, after: float, until: float) -> bool:
         own = ends_of[agent]
@@ -261,30 +313,55 @@ def execution_steps(order: list[Event], dag: nx.DiGraph) -> list[Step]:
         return total - (bisect_right(own, until) - bisect_right(own, after)) > 0
 
     members: list[list[Event]] = []
-    open_run: dict[str, int] = {}  # agent -> index of its dispatch run still open
+    response: list[str | None] = []  # the model response each step is, where the source says
+    open_step: dict[str, int] = {}  # agent -> index of its latest step
     for event in order:
-        dispatch = event.type in DISPATCH_EVENT_TYPES
-        run = open_run.pop(event.agent, None)
-        if dispatch and run is not None:
-            previous = members[run][-1]
-            together = event.t == previous.t or (timed and _instant(event) and _instant(previous))
-            received = any(agent_of[src] != event.agent for src in dag.pred[event.id])
-            if together and not received and not others_end_between(event.agent, previous.t, event.t):
-                members[run].append(event)
-                open_run[event.agent] = run
+        index = open_step.get(event.agent)
+        said = event.attributes.get(RESPONSE_ID)
+        said = said if isinstance(said, str) and said else None
+        if index is not None and _joins(event, members[index], response[index], said, timed, agent_of, dag):
+            previous = members[index][-1]
+            attached = event.type == "tool_result" or (said is not None and said == response[index])
+            if attached or not others_end_between(event.agent, previous.t, event.t):
+                members[index].append(event)
+                response[index] = response[index] or said
                 continue
         members.append([event])
-        if dispatch:
-            open_run[event.agent] = len(members) - 1
+        response.append(said)
+        open_step[event.agent] = len(members) - 1
     return [
         Step(
             events=tuple(event.id for event in events),
             agent=events[0].agent,
             start=events[0].t,
             end=max(event_end(event) for event in events),
+            counts=any(is_action(event, passive, contentful) for event in events),
         )
         for events in members
     ]
+
+
+def _joins(
+    event: Event,
+    step: list[Event],
+    response: str | None,
+    said: str | None,
+    timed: bool,
+    agent_of: dict[str, str],
+    dag: nx.DiGraph,
+) -> bool:
+    """Whether `event` may join its agent's latest `step` (module docstring "Execution steps"); the
+    caller still refuses a tool call, dispatch or stop when another agent's event ended in between."""
+    if said is not None and response is not None:
+        return said == response  # the parts of one model response, and only they
+    if any(agent_of[src] != event.agent for src in dag.pred[event.id]):
+        return False  # it answers another agent: a new action
+    if event.type in TOOL_EVENT_TYPES:
+        return True  # issued by the turn before it
+    if event.type not in ATTACHED_EVENT_TYPES:
+        return False  # an LLM turn of its own
+    previous = step[-1]
+    return event.t == previous.t or (timed and _instant(event))
 
 
 def upstream(dag: nx.DiGraph, event_id: str) -> set[str]:
@@ -393,4 +470,4 @@ class TraceGraph:
     @cached_property
     def steps(self) -> list[Step]:
         """The execution steps (`execution_steps`), ordered by their first event."""
-        return execution_steps(self.order, self.dag)
+        return execution_steps(self.order, self.dag, self.non_agents)

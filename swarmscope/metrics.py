@@ -90,10 +90,10 @@ def corrupted_events(trace: Trace) -> set[str]:
 def critical_steps(source: Trace | TraceGraph) -> int | None:
     """Critical steps (Kimi K2.5 PARL): CS = Σ_t (S_main(t) + max_i S_sub,i(t)), over execution stages.
 
-    Read on a trace as the number of execution steps (`swarmscope.graph` "Execution steps": every
-    event, a dispatch turn that spawns and delegates to k agents counting once) on the longest
-    chain of steps that ran one after another. Step a precedes step b when the causal DAG has an
-    arc from an event of a to an event of b (lanes included: an agent's steps are sequential), and:
+    Read on a trace as the number of execution steps (`swarmscope.graph` "Execution steps": agent
+    actions, an LLM turn with the tool calls it issues; steps that are no action weigh 0) on the
+    longest chain of steps that ran one after another. Step a precedes step b when the causal DAG
+    has an arc from an event of a to an event of b (lanes included), and:
 
     - where the trace has durations (`has_durations`), when a ended before b started (a.end <=
       b.start, a first in time order): sub-agents that overlap in time ran in parallel, those
@@ -115,9 +115,9 @@ def critical_steps(source: Trace | TraceGraph) -> int | None:
 
 
 def total_steps(source: Trace | TraceGraph) -> int:
-    """All execution steps of the trace (`swarmscope.graph` "Execution steps"): CS's units, so CS =
-    `total_steps` means fully serial."""
-    return len(TraceGraph.of(source).steps)
+    """The agent actions of the trace: its execution steps that count (`swarmscope.graph` "Execution
+    steps"), CS's units, so CS = `total_steps` means fully serial. `total_events` is the event count."""
+    return sum(step.counts for step in TraceGraph.of(source).steps)
 
 
 def _longest_step_chain(graph: TraceGraph) -> int:
@@ -143,7 +143,7 @@ def _longest_step_chain(graph: TraceGraph) -> int:
                 other = step_of[source]
                 if other != index:
                     before = max(before, best[other])
-        best[index] = before + 1
+        best[index] = before + step.counts
         if timed:
             heapq.heappush(ended, (step.end, index))
         elif main:
@@ -265,7 +265,8 @@ def _protocol_tokens(graph: TraceGraph) -> tuple[int, int, int, int]:
     """(coordination tokens, all tokens, coordination events, those of them with tokens or content).
 
     Only between agents of the system (declared or acting, humans, users and harness routines
-    aside): their events and messages to them are no protocol, and a trace with fewer than two
+    aside): their events and what is addressed to them (a prompt to a compaction) are no protocol,
+    and a trace with fewer than two
     agents of the system has none at all (a lone agent's end-of-turn `stop` coordinates nobody)."""
     agents = frozenset(graph.tree.nodes) - graph.non_agents
     protocol_exists = len(agents) >= 2
@@ -273,7 +274,8 @@ def _protocol_tokens(graph: TraceGraph) -> tuple[int, int, int, int]:
     for event in graph.order:
         tokens = event_tokens(event)
         total += tokens
-        if protocol_exists and event.agent in agents and is_coordination(event, agents):
+        to_agent = event.to is None or event.to not in graph.non_agents
+        if protocol_exists and event.agent in agents and to_agent and is_coordination(event, agents):
             protocol += tokens
             events += 1
             known += event.tokens is not None or bool(event.content)
@@ -572,11 +574,12 @@ def _unavailable(graph: TraceGraph, metrics: dict[str, Any]) -> dict[str, str]:
 def compute_metrics(trace: Trace, attributions: AgentAttributions | None = None) -> dict[str, Any]:
     """All metrics of `trace` as a JSON-serialisable dict of plain ints, floats, lists and None.
 
-    Keys: the metrics above; `total_steps` (execution steps, the units of critical steps) and
-    `total_events`; `orchestrators` (names) and `final_answer` (event id); a `failure_modes` dict
-    (pseudo-parallelism, serial collapse, free-riding: `free_riding` None and `free_riders` []
-    without `attributions`, agent -> (estimate, ci_low, ci_high) of its removal effect; with them,
-    `free_riding_unjudged` lists the agents with >= 5 % of events that have none); `unavailable`:
+    Keys: the metrics above; `total_steps` (agent actions: the execution steps that count, the
+    units of critical steps) and `total_events` (the event count); `orchestrators` (names) and
+    `final_answer` (event id); a `failure_modes` dict (pseudo-parallelism, serial collapse,
+    free-riding: `free_riding` None and `free_riders` [] without `attributions`, agent ->
+    (estimate, ci_low, ci_high) of its removal effect; with them, `free_riding_unjudged` lists the
+    agents with >= 5 % of events that have none); `unavailable`:
     metric -> why it is None (every None metric and failure mode has one); `flags` saying where a
     figure rests on estimates or fallbacks (`tokens_estimated`: some event has no measured tokens,
     `durations_missing`: parallelism from steps, `durations_partial`, `no_orchestrator`,

@@ -393,10 +393,11 @@ def test_dispatch_turn_breaks_where_the_dispatcher_waits_or_takes_time():
 
 
 def test_serial_collapse_when_sub_agents_run_one_after_another():
+    # three LLM turns each (tool calls with no turn between would be one turn's calls: one step)
     events = [event("o1", 0, "delegate", "O", to="A")]
-    events += [event(f"a{i}", 1 + i, "tool_call", "A") for i in range(3)]
+    events += [event(f"a{i}", 1 + i, "message", "A") for i in range(3)]
     events += [event("o2", 4, "delegate", "O", to="B")]
-    events += [event(f"b{i}", 5 + i, "tool_call", "B") for i in range(3)]
+    events += [event(f"b{i}", 5 + i, "message", "B") for i in range(3)]
     events += [event("o3", 8, "stop", "O")]
     trace = Trace("native", "serial", events=events)
     # untimed stages: o1 | a0 a1 a2 | o2 | b0 b1 b2 | o3 (o2 is a new turn: A's events came between)
@@ -425,6 +426,9 @@ def test_concurrent_tool_calls_of_one_agent_run_in_parallel():
     assert {("c2", "r1"), ("c3", "r1"), ("r1", "r2"), ("r2", "r3")} <= lanes  # c1 -> r1: its tool_dependency
     assert serial_time(trace) == pytest.approx(33.0) and parallel_time(trace) == pytest.approx(13.0)
     assert parallelism_efficiency(trace) == pytest.approx(33 / 13) and round(33 / 13, 2) == 2.54
+    # one agent action: the turn with the three calls it issued and their results (before: 7 steps)
+    metrics = compute_metrics(trace)
+    assert (metrics["critical_steps"], metrics["total_steps"], metrics["total_events"]) == (1, 1, 7)
 
 
 def test_lane_arcs_are_a_transitive_reduction_of_end_before_start():
@@ -490,11 +494,79 @@ def test_a_single_agent_has_no_orchestrator_and_no_protocol():
     as coordination of 5 + 40 + 1 tokens, and critical steps 3 for one LLM call). No inter-agent
     protocol: overhead 0.0; no sub-agents: utilisation n/a, no serial collapse."""
     metrics = compute_metrics(one_agent())
+    # one step: the LLM call m; the user's question is no agent's action, the harness's stop none
+    assert (metrics["critical_steps"], metrics["total_steps"], metrics["total_events"]) == (1, 1, 3)
     assert metrics["orchestrators"] == [] and metrics["flags"]["no_orchestrator"]
     assert metrics["protocol_overhead"] == 0.0
     assert metrics["sub_agents"] == 0 and metrics["useful_agent_utilisation"] is None
     assert metrics["unavailable"]["useful_agent_utilisation"].startswith("a single agent")
     assert metrics["failure_modes"]["serial_collapse"] is False
+
+
+def test_a_step_is_an_llm_turn_with_what_it_issues():
+    """The blocks of one model response are one step (`response_id`: Claude Code's message.id), the
+    tool calls it issues and their results join it, and a response of tool calls alone is a step
+    of its own: r1 = a text and two tool_use blocks (0, 0.1, 0.2 s; calls end at 2 and 3), their
+    results, then r2 = one tool_use at 4 s (no text), its result, then r3 = the answer at 6 s:
+    3 steps of 9 events. Without response ids the tool-only r2 joins r1 (2 steps): a source that
+    records tool calls apart from their response must say which response they belong to."""
+    events = [
+        event("t1", 0, "message", "A", content="let me look", attributes={"response_id": "m1"}),
+        event("c1", 0.1, "tool_call", "A", 2, tool="Read", attributes={"response_id": "m1"}),
+        event("c2", 0.2, "tool_call", "A", 3, tool="Grep", attributes={"response_id": "m1"}),
+        event("x1", 2, "tool_result", "A", tool="Read", content="..."),
+        event("x2", 3, "tool_result", "A", tool="Grep", content="..."),
+        event("c3", 4, "tool_call", "A", 5, tool="Read", attributes={"response_id": "m2"}),
+        event("x3", 5, "tool_result", "A", tool="Read", content="..."),
+        event("a", 6, "message", "A", content="the answer", attributes={"response_id": "m3"}),
+    ]
+    edges = [Edge(f"c{i}", f"x{i}", "tool_dependency") for i in (1, 2, 3)]
+    trace = Trace("native", "responses", events=[*events, event("u", 0, "message", "u", role="user")], edges=edges)
+    graph = TraceGraph.of(trace)
+    assert [step.events for step in graph.steps if step.counts] == [
+        ("t1", "c1", "c2", "x1", "x2"),
+        ("c3", "x3"),
+        ("a",),
+    ]
+    metrics = compute_metrics(trace)
+    assert (metrics["critical_steps"], metrics["total_steps"], metrics["total_events"]) == (3, 3, 9)
+    bare = [dataclasses.replace(e, attributes={}) for e in events]
+    assert compute_metrics(Trace("native", "bare", events=bare, edges=edges))["total_steps"] == 2
+
+
+def test_dispatches_join_the_turn_that_made_them_and_framework_spans_take_no_step():
+    """agntcy's shape: the supervisor's LLM call s [0, 7] outputs a delegation, made at once (spawn +
+    delegate at 7.2, instantaneous, nothing of another agent ended between): one step. Monocle's
+    shape: a dispatcher (framework code) emits spawn + delegate with nothing in them, in a trace
+    whose LLM calls record content: no action, so CS counts the expert's call and the answer."""
+    agntcy = Trace(
+        "native",
+        "agntcy",
+        events=[
+            event("s", 0, "message", "sup", 7, content="query_detector(...)", tokens=90),
+            event("sp", 7.2, "spawn", "sup", to="det"),
+            event("dl", 7.2, "delegate", "sup", to="det", content="inventory please"),
+            event("d", 7.3, "return", "det", 9, to="sup", content="inventory", tokens=300),
+            event("f", 9.1, "message", "sup", 12, content="here it is", tokens=120),
+        ],
+        edges=[Edge("dl", "d", "message"), Edge("d", "f", "return")],
+    )
+    assert [step.events for step in TraceGraph.of(agntcy).steps] == [("s", "sp", "dl"), ("d",), ("f",)]
+    assert critical_steps(agntcy) == 3
+    framework = Trace(
+        "native",
+        "dispatcher",
+        events=[
+            event("sp", 0, "spawn", "dispatcher", to="X"),
+            event("dl", 0, "delegate", "dispatcher", to="X"),
+            event("x", 0.1, "return", "X", 4, to="W", content="flights", tokens=300),
+            event("w", 4.1, "aggregate", "W", 9, content="plan", tokens=900),
+        ],
+        edges=[Edge("dl", "x", "message"), Edge("x", "w", "return")],
+    )
+    assert [step.counts for step in TraceGraph.of(framework).steps] == [False, True, True]
+    metrics = compute_metrics(framework)
+    assert (metrics["critical_steps"], metrics["total_steps"], metrics["total_events"]) == (2, 2, 4)
 
 
 def test_a_human_asking_is_no_sub_agent():
@@ -546,7 +618,8 @@ def test_a_compaction_routine_is_no_sub_agent():
         Agent("compaction", role="compaction", parent="main", attributes={"compaction": True}),
     ]
     edges = [Edge("u", "t", "message"), Edge("t", "x", "message"), Edge("y", "m", "return"), Edge("c", "f", "return")]
-    trace = Trace("native", "compaction", agents=agents, events=events, edges=edges)
+    prompt = event("sc", 4.5, "spawn", "main", to="compaction", content="x" * 40)  # the compaction's prompt
+    trace = Trace("native", "compaction", agents=agents, events=[*events, prompt], edges=edges)
     graph = TraceGraph.of(trace)
     assert graph.non_agents == {"user", "compaction"} and graph.sub_agents == {"Explore"}
     metrics = compute_metrics(trace, {"compaction": (0.0, -0.1, 0.1)})
@@ -556,6 +629,9 @@ def test_a_compaction_routine_is_no_sub_agent():
         and "compaction" not in metrics["failure_modes"]["free_riding_unjudged"]
     )
     assert pseudo_parallel_agents(trace) == []
+    # tokens (characters / 4, rounded up): u 1, t 1, x 0, y 2, m 4, sc 10, c 3, f 1 = 22; only the
+    # delegation t is protocol (before: the user's prompt and the compaction's spawn too, 12 / 22)
+    assert metrics["protocol_overhead"] == pytest.approx(1 / 22)
     alone = Trace("native", "alone", agents=[agents[0], agents[3]], events=[events[4], events[5], events[6]])
     assert TraceGraph.of(alone).orchestrators == frozenset()
 
@@ -679,11 +755,13 @@ def test_survey_example_trace(shared_data):
     """The survey's own example (arXiv 2605.02801 trace schema): CS and utilisation by hand."""
     doc = json.loads((shared_data / "survey-trace-schema" / "example_trace.json").read_text())
     metrics = compute_metrics(trace_from_dict(doc))
-    # untimed (t = 0..7, no t_end): e1 decision | e2 spawn planner_1 | e3 spawn executor_1 (two log
-    # lines: two turns) | e4 planner -> e5 executor (message) -> e6 browser (tool) -> e7 executor
-    # (causal) | e8 aggregate: one causal chain, CS 8 of 8 steps (before: 6, taking the three
-    # lanes as parallel although each waited for the one before).
-    assert metrics["critical_steps"] == 8 and metrics["parallelism_efficiency"] == pytest.approx(1.0)
+    # untimed (t = 0..7, no t_end): e1 decision | e2 spawn planner_1 | e3 spawn executor_1 | e4
+    # planner -> e5 executor (message) -> e6 browser (tool) -> e7 executor (causal) | e8 aggregate:
+    # one causal chain. e1, e4, e5, e7 and e8 record content (a content_ref), the spawns nothing:
+    # in a trace that records content they are the decision's bookkeeping, no steps of their own.
+    # CS = 6 of 6 steps (e1 e4 e5 e6 e7 e8; before: 8, every event a step).
+    assert metrics["critical_steps"] == 6 and metrics["total_steps"] == 6
+    assert metrics["parallelism_efficiency"] == pytest.approx(1.0)
     assert metrics["orchestrators"] == ["orchestrator"] and metrics["final_answer"] == "e8"
     assert metrics["useful_agent_utilisation"] == 1.0 and metrics["spawn_depth"] == 1
     assert metrics["protocol_overhead"] is None  # only content_ref: no tokens to count

@@ -28,7 +28,11 @@ The mapping (times in seconds from the session's first record):
   a `return`, and `<teammate-message>` user texts are not human turns;
 - other tool_use / tool_result: `tool_call` / `tool_result` with a `tool_dependency` edge;
 - `text` and `thinking` parts: `message` events (attribute `part`); one event per API call holds
-  its tokens = input + output + cache read + cache creation (each kept as an attribute).
+  its tokens = input + output + cache read + cache creation (each kept as an attribute);
+- every event made from one assistant message (its blocks, spawns and delegations) carries the
+  API message id as `response_id` (GenAI's `gen_ai.response.id`), and a subagent's `return` the
+  id of the subagent's last response before it: one model response is one execution step
+  (`swarmscope.graph` "Execution steps").
 
 Edges: `spawn` and `message` into the receiver's next event, `return` to the delegator's next
 event, `aggregate` from each parallel return, `tool_dependency`. Costs: `tokens` and the four usage

@@ -11,6 +11,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from swarmscope.graph import RESPONSE_ID
 from swarmscope.model import Agent, Edge, Event, Trace
 
 from ..otel_sdk import EPOCH
@@ -60,6 +61,7 @@ class _Builder:
         self.lane_spawns: dict[str, Event] = {}
         self.position: dict[str, int] = {}
         self.index: dict[str, list[Event]] = {}
+        self.answers: list[tuple[str, Event]] = []  # (subagent, its return)
 
     # -- events
 
@@ -134,6 +136,7 @@ class _Builder:
         model = message.get("model")
         if isinstance(model, str) and model not in self.models and not model.startswith("<"):
             self.models.append(model)
+        first = len(self.events)
         made: list[Event] = []
         for k, part in enumerate(parts(record)):
             event_id = record["uuid"] if k == 0 else f"{record['uuid']}:{k}"
@@ -147,6 +150,8 @@ class _Builder:
             elif part["type"] == "tool_use":
                 made.append(self._tool_use(lane, part, t))
         call = message.get("id") or record["uuid"]
+        for event in self.events[first:]:  # its blocks, spawns and delegations: one model response
+            event.attributes[RESPONSE_ID] = call
         usage = message.get("usage")
         if isinstance(usage, dict):
             self.calls[(lane.key, call)] = {key: usage.get(key) or 0 for key in USAGE_KEYS} | {"model": model}
@@ -239,6 +244,7 @@ class _Builder:
             )
             delegation.events.append(event)
             delegation.events[1].t_end = t
+            self.answers.append((sub, event))
             return
         call = self.tool_calls.get(use_id)
         event = self._event(
@@ -279,6 +285,14 @@ class _Builder:
             last.attributes["compact_metadata"] = boundary["compactMetadata"]
         self.compaction_spawns.append((spawn, lane.name, last))
 
+    def _answers(self) -> None:
+        """A subagent's `return` (its answer, as the delegator's tool_result shows it) belongs to the
+        model response that wrote the answer: its last response before the return."""
+        for sub, event in self.answers:
+            said = [e for e in self.events if e.agent == sub and e.t <= event.t and RESPONSE_ID in e.attributes]
+            if said:
+                event.attributes[RESPONSE_ID] = max(said, key=lambda e: (e.t, self.seq[e.id])).attributes[RESPONSE_ID]
+
     # -- build
 
     def build(self, format_: str) -> Trace:
@@ -290,6 +304,7 @@ class _Builder:
         for lane in self.lanes:
             if lane.kind == "subagent" and lane.records:
                 self._spawn(lane, {"agent_id": lane.agent_id, "unmatched": True})
+        self._answers()
         for key, event in self.call_events.items():
             usage = self.calls.get(key)
             if usage:

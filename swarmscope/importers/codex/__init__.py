@@ -40,7 +40,10 @@ two would share a name). Events, `t` in seconds from the earliest record:
   becomes a `return` event); `close_agent` → `despawn` and the child's `Agent.despawned_at`;
 - other function, custom and shell calls → `tool_call` / `tool_result` with a `tool_dependency`
   edge; reasoning summaries go to the next model output's `attributes.reasoning`;
-- `task_complete` / `turn_aborted` → `stop`; `token_count` → the increase of the thread's
+- `task_complete` / `turn_aborted` → `stop` (attribute `harness`: the harness ends the turn, the
+  model's answer is its message, so it is no step of its own); the events of one model response
+  (its message and calls, up to the thread's next `token_count`) share a `response_id`
+  (`<thread id>:<n>`: one execution step, `swarmscope.graph`); `token_count` → the increase of the thread's
   `total_token_usage` on the last model output before it (`tokens` = input + output, the four
   counts in attributes; repeated counts add nothing); trace `costs` sum each thread's last total.
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from swarmscope.graph import RESPONSE_ID
 from swarmscope.model import Agent, Event
 
 from .records import TOOL_CALLS, TOOL_OUTPUTS, USAGE_KEYS, Rollout, arguments, input_text, targets, text_of
@@ -54,6 +55,7 @@ class Thread:
     turns: set[str] = field(default_factory=set)
     answered: bool = False
     joined: bool = False
+    responses: int = 0  # model responses completed (token counts seen): the next one's number
 
 
 class Threads:
@@ -155,6 +157,7 @@ class Threads:
         if thread.reasoning:
             event.attributes["reasoning"] = "\n".join(thread.reasoning)
             thread.reasoning.clear()
+        event.attributes[RESPONSE_ID] = f"{thread.rollout.thread_id}:{thread.responses}"
         thread.unbilled.append(event)
         thread.answered = True
         return event
@@ -231,7 +234,7 @@ class Threads:
                 from_=thread.agent,
                 content=content,
                 tool=name,
-                attributes={"call_id": call_id},
+                attributes={"call_id": call_id, RESPONSE_ID: f"{thread.rollout.thread_id}:{thread.responses}"},
             )
         elif short in (SEND, CLOSE) and targets(args) or short in WAIT:
             type_ = {SEND: "delegate", CLOSE: "despawn"}.get(short, "aggregate")
@@ -277,10 +280,12 @@ class Threads:
         ptype = msg["type"]
         if ptype == "token_count" and isinstance(msg.get("info"), dict):
             self._tokens(thread, msg["info"]["total_token_usage"])
+            thread.responses += 1
         elif ptype == "task_started" and msg.get("turn_id"):
             thread.turns.add(str(msg["turn_id"]))
         elif ptype in ("task_complete", "turn_complete", "turn_aborted"):
             attributes = {k: msg[k] for k in ("turn_id", "duration_ms", "reason") if msg.get(k) is not None}
+            attributes["harness"] = True  # the harness ends the turn; the model's answer is its message
             if ptype == "turn_aborted":
                 attributes["aborted"] = True
             content = msg.get("last_agent_message")
