@@ -295,7 +295,8 @@ def execution_steps(
     dispatch messages are two turns.
 
     O(V log V + E): a join is refused by counting, with a binary search over sorted end times,
-    the other agents' events that end between the step's last event and the joining one.
+    the other agents' events that end after the step's last event ended and before the joining
+    one starts.
     """
     ends = sorted(event_end(event) for event in order)
     ends_of: dict[str, list[float]] = {}
@@ -322,7 +323,7 @@ def execution_steps(
         if index is not None and _joins(event, members[index], response[index], said, timed, agent_of, dag):
             previous = members[index][-1]
             attached = event.type == "tool_result" or (said is not None and said == response[index])
-            if attached or not others_end_between(event.agent, previous.t, event.t):
+            if attached or not others_end_between(event.agent, event_end(previous), event.t):
                 members[index].append(event)
                 response[index] = response[index] or said
                 continue

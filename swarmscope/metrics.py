@@ -240,17 +240,19 @@ def parallelism_efficiency(source: Trace | TraceGraph) -> float | None:
 
 
 def useful_agent_utilisation(source: Trace | TraceGraph) -> float | None:
-    """Sub-agent events with a causal path to the final answer / all sub-agent events (survey arXiv
-    2605.02801, §9).
+    """Sub-agent actions with a causal path to the final answer / all sub-agent actions (survey arXiv
+    2605.02801, §9), in the units of critical steps: a sub-agent's execution step that counts
+    (`swarmscope.graph` "Execution steps") is useful when one of its events reaches the answer.
 
-    In [0, 1]; None without sub-agent events (a single agent has none; humans, users and harness
+    In [0, 1]; None without sub-agent actions (a single agent has none; humans, users and harness
     routines are no sub-agents). A peer group without an orchestrator counts every agent.
     """
     graph = TraceGraph.of(source)
-    events = [event for event in graph.order if event.agent in graph.sub_agents]
-    if not events:
+    steps = [step for step in graph.steps if step.counts and step.agent in graph.sub_agents]
+    if not steps:
         return None
-    return sum(event.id in graph.useful_events for event in events) / len(events)
+    useful = graph.useful_events
+    return sum(any(event_id in useful for event_id in step.events) for step in steps) / len(steps)
 
 
 def is_coordination(event: Event, agents: frozenset[str] | set[str]) -> bool:
@@ -550,7 +552,7 @@ def _unavailable(graph: TraceGraph, metrics: dict[str, Any]) -> dict[str, str]:
         reasons["useful_agent_utilisation"] = (
             "a single agent: no sub-agents (humans, users and harness routines are none)"
             if len(graph.agents) == 1
-            else "no sub-agent events"
+            else "no sub-agent actions"
         )
     if metrics["protocol_overhead"] is None:
         _, total, events, _ = _protocol_tokens(graph)

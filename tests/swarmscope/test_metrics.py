@@ -206,10 +206,31 @@ def test_partial_durations_weigh_missing_ones_zero(swarm):
 
 
 def test_useful_agent_utilisation(swarm):
-    # upstream of o3: o2 o1 (lane), a3 (return), a2 a1 (lane), b1 (message to a2);
-    # sub-agent events: a1 a2 a3 b1 b2 b3 b4 -> 4 / 7
+    # upstream of o3: o2 o1 (lane), a3 (return), a2 a1 (lane), b1 (message to a2); sub-agent
+    # actions: one step per event here (a2 answers b1, b3 comes after others' events ended):
+    # a1 a2 a3 b1 b2 b3 b4 -> 4 / 7
     assert TraceGraph.of(swarm).useful_events == {"o1", "o2", "o3", "a1", "a2", "a3", "b1"}
     assert useful_agent_utilisation(swarm) == pytest.approx(4 / 7)
+
+
+def test_useful_agent_utilisation_counts_actions_not_events():
+    """O delegates to W and V. W: an LLM turn w with three tool calls and their results (one action),
+    then its return r (a second), which O aggregates; V's one message v reaches nothing. By events
+    W's 8 useful of 9 sub-agent events gave 8 / 9; by actions: W's 2 useful of 3 = 2 / 3."""
+    events = [
+        event("d1", 0, "delegate", "O", to="W", content="find"),
+        event("d2", 0, "delegate", "O", to="V", content="also find"),
+        event("w", 1, "message", "W", 2, content="call three tools"),
+        *[event(f"c{i}", 2, "tool_call", "W", 3, tool="search") for i in (1, 2, 3)],
+        *[event(f"x{i}", 3, "tool_result", "W", tool="search", content="hit") for i in (1, 2, 3)],
+        event("r", 4, "return", "W", 5, to="O", content="found it"),
+        event("v", 1, "message", "V", 2, content="nothing"),
+        event("a", 6, "aggregate", "O", 7, content="answer"),
+    ]
+    edges = [Edge("d1", "w", "message"), Edge("d2", "v", "message"), Edge("r", "a", "return")]
+    edges += [Edge(f"c{i}", f"x{i}", "tool_dependency") for i in (1, 2, 3)]
+    trace = Trace("native", "utilisation", events=events, edges=edges)
+    assert useful_agent_utilisation(trace) == pytest.approx(2 / 3)
 
 
 def test_protocol_overhead(swarm):

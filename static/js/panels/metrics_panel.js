@@ -16,13 +16,13 @@ import { el } from "../lib/dom.js";
 /** Known computed metrics: label, how to format, and the source of the formula. */
 export const COMPUTED_METRICS = Object.freeze({
   critical_steps: { label: "Critical steps", format: formatNumber,
-    help: "steps on the longest chain of steps run one after another; a dispatch turn is one step, overlapping sub-agents run in parallel (Kimi K2.5 PARL)" },
+    help: "agent actions on the longest chain of steps run one after another; a step is an LLM turn with the tool calls it issues, overlapping sub-agents run in parallel, a single agent counts its own steps (Kimi K2.5 PARL)" },
   total_steps: { label: "Steps", format: formatNumber,
-    help: "execution steps: events, a dispatch turn counting once (the units of critical steps)" },
+    help: "agent actions: LLM turns with the tool calls and dispatches they issue; humans, harness routines and content-free framework spans take none (the units of critical steps)" },
   parallelism_efficiency: { label: "Parallelism efficiency", format: formatNumber,
-    help: "T_serial / T_parallel: summed event durations over the schedule's longest chain (survey §9); steps / critical steps without durations" },
+    help: "T_serial / T_parallel: summed work durations over the heaviest chain of events run one after another, concurrent tool calls of one agent in parallel (survey §9); steps / critical steps without durations" },
   useful_agent_utilisation: { label: "Useful-agent utilisation", format: formatPercent,
-    help: "sub-agent events with a causal path to the final answer / all sub-agent events" },
+    help: "sub-agent actions with a causal path to the final answer / all sub-agent actions; humans, users and harness routines are no sub-agents" },
   protocol_overhead: { label: "Protocol overhead", format: formatPercent,
     help: "coordination tokens (delegations, spawns, routing decisions, messages to other agents) / all tokens; returned work does not count (survey §9)" },
   message_redundancy: { label: "Message redundancy", format: formatPercent,
