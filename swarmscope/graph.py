@@ -69,7 +69,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
 
@@ -412,6 +412,9 @@ class TraceGraph:
     orchestrators: frozenset[str]
     final_answer: Event | None
     final_answer_fallback: bool
+    #: Figures the metric functions computed on this graph (name -> value), so that one that others
+    #: reuse (critical steps, work durations) is computed once per `compute_metrics`.
+    memo: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, source: Trace | TraceGraph) -> TraceGraph:

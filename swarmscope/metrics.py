@@ -16,7 +16,7 @@ import heapq
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from swarmscope.graph import DISPATCH_EVENT_TYPES, TraceGraph, event_end, longest_path, spawn_roots
 from swarmscope.model import Event, Trace, estimate_tokens
@@ -111,7 +111,9 @@ def critical_steps(source: Trace | TraceGraph) -> int | None:
     graph = TraceGraph.of(source)
     if not graph.main_agents or not graph.order:
         return None
-    return _longest_step_chain(graph)
+    if "critical_steps" not in graph.memo:
+        graph.memo["critical_steps"] = _longest_step_chain(graph)
+    return cast(int, graph.memo["critical_steps"])
 
 
 def total_steps(source: Trace | TraceGraph) -> int:
@@ -198,6 +200,8 @@ def work_durations(source: Trace | TraceGraph) -> dict[str, float]:
     O(V log V).
     """
     graph = TraceGraph.of(source)
+    if "work_durations" in graph.memo:
+        return cast(dict[str, float], graph.memo["work_durations"])
     starts: dict[str, list[float]] = {}
     agent_events: dict[str, list[Event]] = {}
     for event in graph.order:
@@ -213,6 +217,7 @@ def work_durations(source: Trace | TraceGraph) -> dict[str, float]:
             if inside:
                 duration -= max(min(max(event_end(e) for e in inside), end) - inside[0].t, 0.0)
         work[event.id] = duration
+    graph.memo["work_durations"] = work
     return work
 
 
