@@ -778,7 +778,8 @@ def test_survey_example_trace(shared_data):
     metrics = compute_metrics(trace_from_dict(doc))
     # untimed (t = 0..7, no t_end): e1 decision | e2 spawn planner_1 | e3 spawn executor_1 | e4
     # planner -> e5 executor (message) -> e6 browser (tool) -> e7 executor (causal) | e8 aggregate:
-    # one causal chain. e1, e4, e5, e7 and e8 record content (a content_ref), the spawns nothing:
+    # one causal chain. e1 and e4-e8 record content (a content_ref), the spawns nothing (e1's ref,
+    # "decide_spawn_planner_executor", is the decision they carry out):
     # in a trace that records content they are the decision's bookkeeping, no steps of their own.
     # CS = 6 of 6 steps (e1 e4 e5 e6 e7 e8; before: 8, every event a step).
     assert metrics["critical_steps"] == 6 and metrics["total_steps"] == 6

@@ -121,6 +121,11 @@ def test_parallel_delegations_and_aggregate(traces):
     assert _edges(a, "aggregate") == {("toolu_T1:return", "a-a4"), ("toolu_T2:return", "a-a4")}
     assert ("toolu_T1:delegate", "toolu_R1") in _edges(a, "message")
     assert ("toolu_T2:spawn", "toolu_G1") in _edges(a, "spawn")
+    # one model response, one step: both Task calls (spawns and delegations) came in one message;
+    # a subagent's return is its last response's (s1-a2); a tool result belongs to no response
+    said = {e.id: e.attributes.get("response_id") for e in a.events}
+    assert said["toolu_T1:spawn"] == said["toolu_T1:delegate"] == said["toolu_T2:delegate"] is not None
+    assert said["toolu_T1:return"] == said["s1-a2"] is not None and said["toolu_R1:result"] is None
 
 
 def test_aggregate_event_added_when_next_turn_is_a_tool_call(project):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from swarmscope.graph import RESPONSE_ID, TraceGraph
 from swarmscope.importers import SourceFile, codex, decode, detect, read_files
 from swarmscope.importers.files import iter_files, read_traces
 from tests.swarmscope.importers import edge_set
@@ -218,6 +219,22 @@ def test_tools_tokens_and_stops(team, paths):
     assert len(stops) == 4 and stops[-1].agent == "codex" and stops[-1].content.startswith("The nightly build")
     assert sum(e.type == "message" and e.agent == "user" for e in team.events) == 1
     assert not any(e.attributes.get("undelegated") for e in team.events)
+
+
+def test_one_model_response_is_one_step(team):
+    """The root rollout's model outputs are lines 8 (spawn_agent), 11 (spawn_agent), 14 (send_input),
+    17 (wait), 20 and 23 (close_agent), 26 (shell_command) and 29 (the answer), each followed by a
+    token_count (9, 12, ..., 30): eight responses, numbered 0..7 in `response_id`; a spawn and its
+    delegation share theirs. The task_complete (33) is the harness's end of the turn: no step."""
+    ids = {e.id.split(":", 1)[1]: e.attributes.get(RESPONSE_ID) for e in team.events if e.agent == "codex"}
+    assert ids["8:spawn"] == ids["8:delegate"] == f"{ROOT}:0"
+    assert [ids[key] for key in ("11:spawn", "14", "17", "20", "23", "26", "29")] == [
+        f"{ROOT}:{n}" for n in range(1, 8)
+    ]
+    assert ids["28"] is None and ids["33"] is None  # a tool's output and the stop: no model response
+    assert _event(team, ROOT, 33).attributes["harness"] is True
+    steps = [step for step in TraceGraph.of(team).steps if step.agent == "codex" and step.counts]
+    assert len(steps) == 8
 
 
 def test_order_of_files_does_not_matter(rollout_paths, team):
