@@ -551,7 +551,7 @@ def _unavailable(graph: TraceGraph, metrics: dict[str, Any]) -> dict[str, str]:
         reasons["parallelism_efficiency"] = (
             "the critical path has zero duration"
             if has_durations(graph.trace)
-            else "no durations to measure time, and no critical steps to count instead (no orchestrator)"
+            else "no durations to measure time, and no critical steps to count instead (no main agent)"
         )
     if metrics["useful_agent_utilisation"] is None:
         reasons["useful_agent_utilisation"] = (
