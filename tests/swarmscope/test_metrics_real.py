@@ -16,7 +16,7 @@ import pytest
 from swarmscope import read_traces
 from swarmscope.graph import TraceGraph
 from swarmscope.importers import SourceFile, read_files
-from swarmscope.metrics import compute_metrics
+from swarmscope.metrics import compute_metrics, parallel_time, serial_time
 
 MONOCLE = "otel-monocle-agent-framework"
 HANDOFF = "monocle_trace_okahu_demos_ms_openai_handoff_travel_a262a1005533d3dc6fd375c37d31ee95_2026-06-11_{}.json"
@@ -279,6 +279,32 @@ def test_codex_single_agent(shared_data):
     assert metrics["orchestrators"] == [] and metrics["sub_agents"] == 0
     assert metrics["protocol_overhead"] == 0.0
     assert metrics["failure_modes"]["serial_collapse"] is False
+
+
+# --- every shared trace -------------------------------------------------------------------------
+
+
+def test_parallel_time_stays_within_the_wall_clock_on_every_shared_trace(shared_data):
+    # T_parallel is a chain of time-disjoint events: at most the span from the first start to the
+    # last end, and at most T_serial (the same work durations, all of them), so efficiency >= 1.
+    # Before: 11.136 s on the 7.36-s Langfuse claude-agent trace (its overlapping assistant-turn
+    # spans chained by the lane) and 14.842 s on the 7.424-s pydantic-ai-tools one (a wrapper's
+    # turn spanning the agents it runs, chained to them by causal arcs).
+    files = [
+        *sorted((shared_data / "langfuse-exports").glob("*.json")),
+        shared_data / "otel-agntcy-a2a" / "get-inventory.json",
+        *sorted((shared_data / "claude-code").glob("*.jsonl")),
+        *sorted((shared_data / "codex-cli").glob("*.jsonl")),
+    ]
+    groups = [[path] for path in files if not (path.with_suffix("")).is_dir()]
+    groups += [[path, path.with_suffix("")] for path in files if path.with_suffix("").is_dir()]
+    groups += [sorted((shared_data / MONOCLE).glob(f"*_{kind}_travel_*.json")) for kind in ("concurrent", "sequential")]
+    groups += [sorted((shared_data / MONOCLE).glob(f"*_{kind}_travel_*.json")) for kind in ("groupchat",)]
+    for group in groups:
+        trace = one(*group)
+        wall = max(e.t_end if e.t_end is not None else e.t for e in trace.events) - min(e.t for e in trace.events)
+        assert parallel_time(trace) <= wall + 1e-9, group[0].name
+        assert parallel_time(trace) <= serial_time(trace) + 1e-9, group[0].name
 
 
 # --- the hand-written fixtures (no ../shared needed) -------------------------------------------
