@@ -5,13 +5,17 @@ import io
 import os
 import re
 import shutil
+import threading
+import time
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
 from swarmscope import judge
 from swarmscope.importers import SourceFile, read_files
+from swarmscope.interventions import Intervention
 from swarmscope.protocol_schema import validate_message
 from tests.fake_openai import FakeOpenAIServer
 from tests.trainer.rollout.test_openai import (
@@ -21,8 +25,9 @@ from tests.trainer.rollout.test_openai import (
     picks,
     verdicts,
 )
+from trainer.rollout.openai import OpenAIRollout
 from webapp.counterfactuals import costs, services, tasks
-from webapp.counterfactuals.models import Attribution
+from webapp.counterfactuals.models import Attribution, CounterfactualJob
 from webapp.counterfactuals.wire import job_summary_wire, job_wire
 from webapp.traces.ingest import do_ingest
 
@@ -289,3 +294,37 @@ def test_eval_attribution_constrains_the_judges_answers_on_vllm_so_every_answer_
         assert "whowhen_hand_crafted.json: predicted agent=ComputerTerminal step=10" in text
     else:
         assert {str(s) for s in sent} == {str(expected[0])}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=8)
+def test_a_cancel_stops_a_running_chunk_at_its_next_request_and_keeps_its_usage(project, fake, monkeypatch):
+    """A chunk that is running when its job is cancelled sends no further request (its LLM client's
+    `should_stop`, polled from the job row), and the usage of what it did send is the job's."""
+    monkeypatch.setattr(services, "CANCEL_POLL_S", 0.02)
+    monkeypatch.setattr(services, "enqueue", lambda *args, **kwargs: None)  # the chunk runs here, below
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_MAX_IN_FLIGHT", "1")
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_MAX_TURNS", "3")
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_TIMEOUT_S", "5")
+    fake.answer = picks(dict.fromkeys(range(8), "WebSurfer"))
+    fake.delay = 0.1
+    trace = do_ingest(project, magentic_one()).trace
+    intervention = {"kind": "remove", "events": ["h3"]}
+    runner = OpenAIRollout.from_trace(magentic_one())
+    planned = sum(len(r) for r in runner.plan_paired(Intervention.from_dict(intervention), np.arange(8)).values())
+    job = services.request_counterfactual(trace, intervention, 8, backend="openai")
+
+    def cancel_after_two_requests():
+        while len(fake.requests) < 2:
+            time.sleep(0.01)
+        services.do_cancel_job(CounterfactualJob.objects.get(pk=job.pk))
+
+    canceller = threading.Thread(target=cancel_after_two_requests)
+    canceller.start()
+    tasks.run_counterfactual_chunk(job.pk, 0, 8)
+    canceller.join()
+    job.refresh_from_db()
+    assert job.status == "cancelled" and job.done_count == 0, (planned, len(fake.requests), job.status)
+    assert planned > 6 and 2 <= len(fake.requests) <= 4, (planned, len(fake.requests))  # stopped within a request
+    assert job.usage["requests"] == len(fake.requests)  # what was sent is counted, though nothing was stored

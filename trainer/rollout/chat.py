@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -46,6 +47,10 @@ class VerdictError(OpenAIError):
 
 class PromptTooLongError(OpenAIError, ValueError):
     """A prompt does not fit the model's context; the message names the agent and turn."""
+
+
+class Cancelled(OpenAIError):
+    """The caller's `should_stop` said stop before a request (a job cancelled while it ran)."""
 
 
 @dataclass
@@ -139,6 +144,8 @@ class ChatClient:
     retry_base_s: float = 1.0
     max_in_flight: int = 1
     max_model_len: int | None = None
+    #: Asked before every chat request; True raises `Cancelled` (a worker's check that its job is still active).
+    should_stop: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
     requests: int = field(default=0, compare=False)
     usage: Usage = field(default_factory=Usage, compare=False, repr=False)
     _lock: Any = field(default_factory=threading.Lock, compare=False, repr=False)
@@ -281,7 +288,10 @@ class ChatClient:
         """The `n` completions of `messages` (one request, tried up to `attempts` times), at most
         `max_tokens` tokens each (None: `self.max_tokens`); with `choices` (short for `structured=
         {"choice": choices}`) or `structured`, constrained on vLLM (module docstring), unconstrained
-        elsewhere. Adds the server's usage to `usage`. Raises OpenAIError naming the cause."""
+        elsewhere. Adds the server's usage to `usage`. Raises OpenAIError naming the cause, `Cancelled`
+        without sending when `should_stop()` is true."""
+        if self.should_stop is not None and self.should_stop():
+            raise Cancelled(f"stopped before a request to {self.base_url}: the job is no longer active")
         if choices:
             structured = {"choice": list(choices)}
         extra = self.server().structured_body(structured) if structured else {}

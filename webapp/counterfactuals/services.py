@@ -29,13 +29,16 @@ import logging
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -143,6 +146,42 @@ def get_backend_class(name: str):
 def _backend(job: CounterfactualJob):
     """The job's backend instance, built from its trace."""
     return import_string(job.backend_path).from_trace(to_core_trace(job.trace))
+
+
+#: Seconds between a running chunk's checks that its job is still active (`_stop_when_inactive`).
+CANCEL_POLL_S = 2.0
+
+
+@contextmanager
+def _stop_when_inactive(job: CounterfactualJob, backend) -> Iterator[None]:
+    """While the body runs, a thread checks every CANCEL_POLL_S seconds that `job` is still queued or
+    running and, once it is not (cancelled, failed), makes the backend's LLM client refuse its next
+    request (`ChatClient.should_stop`: `Cancelled`), so a cancel stops a running chunk within a
+    request, not after it. Backends without a client (SwarmSim) run on unchanged."""
+    client = getattr(backend, "client", None)
+    if client is None or not hasattr(client, "should_stop"):
+        yield
+        return
+    inactive, done = threading.Event(), threading.Event()
+
+    def poll() -> None:
+        try:
+            while not done.wait(CANCEL_POLL_S):
+                status = CounterfactualJob.objects.filter(pk=job.pk).values_list("status", flat=True).first()
+                if status is not None and status not in CounterfactualJob.ACTIVE:  # None: not visible here
+                    inactive.set()
+                    return
+        finally:
+            connection.close()  # this thread's own database connection
+
+    client.should_stop = inactive.is_set
+    watcher = threading.Thread(target=poll, name=f"job-{job.pk}-cancel", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 def initial_usage(backend_class) -> dict[str, int]:
@@ -391,7 +430,8 @@ def do_run_chunk(job_id: int, start: int, stop: int, project_id: int | None = No
     CounterfactualJob.objects.filter(pk=job.pk, status__in=CounterfactualJob.ACTIVE).update(
         status=CounterfactualJob.RUNNING, heartbeat_at=now
     )
-    CounterfactualJob.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
+    if CounterfactualJob.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now):
+        _notify(job)  # the viewers see "running" when the first chunk starts, not at its end
     stored = set(job.samples.filter(index__gte=start, index__lt=stop).values_list("index", flat=True))
     indices = [i for i in range(start, min(stop, job.n_samples)) if i not in stored]
     results: list[SampleResult] = []
@@ -400,7 +440,8 @@ def do_run_chunk(job_id: int, start: int, stop: int, project_id: int | None = No
         backend = None
         try:
             backend = _backend(job)
-            results = _run_samples(job, backend, indices)
+            with _stop_when_inactive(job, backend):
+                results = _run_samples(job, backend, indices)
         except Exception as exc:  # noqa: BLE001 - any backend failure fails the job, with its reason
             log.warning("counterfactual job %s failed", job.pk, exc_info=True)
             do_fail_job(job, capabilities.describe_failure(exc), _chunk_usage(backend))

