@@ -34,6 +34,11 @@ merged with what is already there, so parts can run one at a time) keeps every p
     export $(cat var/llm/server.env)
     .venv/bin/python bench/bench_real_model.py --out bench/out/real_model.json [--parts coupling,cache,attribution]
         [--logs K] [--seeds 8] [--max-turns 1] [--max-tokens 32] [--secret-seeds 128]
+    .venv/bin/python bench/bench_real_model.py --summarise RESULT.json [MORE.json ...] [--guide]
+
+`--summarise` prints the Markdown tables of bench/RESULTS.md from one or more result files (parts run
+side by side merge); `--guide` also writes the coupling figures the attribution panel's estimator guide
+shows on LLM backends (static/js/panels/llm_coupling.js).
 
 One file over 500 lines: the three parts share the endpoint's client, the machine and load records and
 one JSON, and bench/gpu_rollouts.sh runs them as one command on a GPU server.
@@ -697,6 +702,55 @@ def summarise(paths: list[Path]) -> str:
     return "\n".join(_secret_table(documents) + _coupling_table(documents) + _attribution_table(documents))
 
 
+#: The attribution panel's module of measured LLM coupling (`--summarise ... --guide`).
+GUIDE = ROOT / "static" / "js" / "panels" / "llm_coupling.js"
+
+
+def guide_data(documents: list[dict[str, Any]], command: str) -> dict[str, Any]:
+    """What the attribution panel says about pairing on real LLM re-rollouts (static/js/panels/
+    estimator_guide.js `llmCouplingNote`): per measured task and outcome, the within-trace ρ of paired
+    control and intervention outcomes and Var(unpaired Δ) / Var(paired Δ), from the results in
+    `documents` (one or more JSON files of this script)."""
+    rows = []
+    secret = next((d["coupling"]["secret_word"] for d in documents if d.get("coupling", {}).get("secret_word")), {})
+    for event_id, run in secret.get("interventions", {}).items():
+        for name, o in run["outcomes"].items():
+            c = o["coupling"]
+            rows.append(
+                {"task": "secret word", "removed": event_id, "outcome": name, "traces": 1, "pairs": c["pairs"]}
+                | {k: c[k] for k in ("rho_pooled_within", "saving_within", "control_mean", "treated_mean")}
+            )
+    logs = {
+        (e["subset"], e["log"]): e
+        for d in documents
+        for e in d.get("coupling", {})
+        .get("whowhen", {})
+        .get("logs", d.get("coupling", {}).get("whowhen_logs_so_far", []))
+        if "outcomes" in e
+    }
+    for name in ("exact_match", "token_f1", "verifier"):
+        pairs = [
+            (np.array(e["outcomes"][name]["control"]), np.array(e["outcomes"][name]["treated"])) for e in logs.values()
+        ]
+        if pairs:
+            c = coupling_of(pairs)
+            rows.append(
+                {"task": "Who&When", "removed": "one message per log", "outcome": name, "traces": c["traces"]}
+                | {"pairs": c["pairs"], "varying_traces": c["traces_with_varying_control"]}
+                | {k: c[k] for k in ("rho_pooled_within", "saving_within", "control_mean", "treated_mean")}
+            )
+    model = next((d["server"]["model"] for d in documents if d.get("server", {}).get("model")), "")
+    measured = max((r["started"] for d in documents for r in d.get("runs", [])), default="")
+    return {"measured": measured, "model": model, "command": command, "rows": rows}
+
+
+def write_guide(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(
+        "// Written by bench/bench_real_model.py --summarise ... --guide (bench/RESULTS.md, issue 29); do not edit.\n"
+        f"export const LLM_COUPLING = {json.dumps(data, indent=2, default=_json)};\n"
+    )
+
+
 def _secret_table(documents: list[dict[str, Any]]) -> list[str]:
     secret = next((d["coupling"]["secret_word"] for d in documents if d.get("coupling", {}).get("secret_word")), None)
     if not secret or not secret.get("interventions"):
@@ -824,9 +878,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--summarise", type=Path, nargs="+", metavar="JSON", help="print Markdown tables of these results; run nothing"
     )
+    parser.add_argument(
+        "--guide", action="store_true", help=f"with --summarise: also write the panel's coupling figures to {GUIDE}"
+    )
     args = parser.parse_args(argv)
     if args.summarise:
         print(summarise(args.summarise))
+        if args.guide:
+            documents = [json.loads(p.read_text()) for p in args.summarise]
+            command = " ".join(["bench/bench_real_model.py", *(argv if argv is not None else sys.argv[1:])])
+            write_guide(GUIDE, guide_data(documents, command))
         return 0
     parts = [p for p in args.parts.split(",") if p]
     unknown = set(parts) - set(PARTS)

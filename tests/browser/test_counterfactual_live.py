@@ -95,5 +95,11 @@ def test_what_if_removed_on_who_and_when_hand_crafted_4_shows_the_servers_usage(
     stored = app.api(f"/api/jobs/{job.get_attribute('data-job-id')}/")["usage"]
     assert stored["requests"] == requests and stored["prompt_tokens"] > stored["cached_tokens"] > 0
     assert stored["wall_s"] > 0
+    # The attribution panel on the LLM backend: the estimator guide gives the coupling ρ measured on
+    # real re-rollouts (static/js/panels/llm_coupling.js, bench/bench_real_model.py).
+    page.get_by_test_id("attribute").click()
+    page.get_by_test_id("attribution-form").locator("select[name=backend]").select_option("openai")
+    coupling = page.get_by_test_id("estimator-llm-coupling")
+    assert coupling.is_visible() and "ρ = " in coupling.inner_text(), coupling.inner_text()
     context.close()
     assert errors == [], f"console errors: {errors}"

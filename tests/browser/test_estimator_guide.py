@@ -37,6 +37,8 @@ def test_the_guide_follows_the_estimator_and_the_budget(app, page, tmp_path):
     guide = page.get_by_test_id("estimator-guide-text")
     assert guide.is_visible() and guide.inner_text().startswith("Leave-one-out Δ")
     assert bench["measured"] in guide.inner_text()
+    # SwarmSim's re-simulation shares its draws exactly: the LLM coupling note is for LLM backends only
+    assert page.get_by_test_id("estimator-llm-coupling").count() == 0
 
     form.locator("select[name=method]").select_option("shapley2")
     text = guide.inner_text()

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { ESTIMATOR_BENCH } from "../../static/js/panels/estimator_bench.js";
-import { coverageNote, estimatorGuide, samplesPerPlayer } from "../../static/js/panels/estimator_guide.js";
+import { coverageNote, estimatorGuide, llmCouplingNote, samplesPerPlayer } from "../../static/js/panels/estimator_guide.js";
 import { METHODS } from "../../static/js/panels/attribution.js";
 
 /** A hand-made benchmark result: loo covers 0.80 at N = 4, 0.90 at 8, 0.95 at 16 and 32. */
@@ -76,4 +76,31 @@ test("the benchmark's numbers cover every estimator the panel offers", () => {
     }
     assert.ok(estimatorGuide(method).includes(ESTIMATOR_BENCH.measured));
   }
+});
+
+test("the LLM coupling note gives ρ and the saving per task, and says where an arm never varied", () => {
+  const coupling = {
+    measured: "2026-12-06 14:32:00 UTC", model: "SmolLM2-135M-Instruct", command: "bench/bench_real_model.py ...",
+    rows: [
+      { task: "secret word", removed: "chatter-says", outcome: "exact_match", traces: 1, pairs: 128,
+        rho_pooled_within: 0.8123, saving_within: 5.31, control_mean: 0.3, treated_mean: 0.31 },
+      { task: "secret word", removed: "keeper-says", outcome: "exact_match", traces: 1, pairs: 128,
+        rho_pooled_within: null, saving_within: 1.0, control_mean: 0.3, treated_mean: 0 },
+      { task: "secret word", removed: "keeper-says", outcome: "token_f1", traces: 1, pairs: 128,
+        rho_pooled_within: 0.45, saving_within: 1.8 },
+      { task: "Who&When", removed: "one message per log", outcome: "exact_match", traces: 45, pairs: 360,
+        rho_pooled_within: null, saving_within: null, control_mean: 0, treated_mean: 0 },
+      { task: "Who&When", removed: "one message per log", outcome: "verifier", traces: 45, pairs: 360,
+        rho_pooled_within: 0.5, saving_within: 2.04 },
+    ],
+  };
+  const note = llmCouplingNote(coupling);
+  assert.match(note, /^Paired outcomes on real LLM re-rollouts \(SmolLM2-135M-Instruct, measured 2026-12-06 14:32:00 UTC\): /);
+  assert.match(note, /secret word, chatter-says removed, exact match: ρ = 0\.81, pairing saves 5\.3×/);
+  assert.match(note, /secret word, keeper-says removed, exact match: no ρ \(one arm never varied; pairing saves nothing\)/);
+  assert.match(note, /Who&When \(45 logs\), exact match: no ρ \(both arms never varied/);
+  assert.match(note, /Who&When \(45 logs\), verifier verdict: ρ = 0\.50, pairing saves 2\.0×/);
+  assert.doesNotMatch(note, /token_f1|F1/); // not a scoring the app offers
+  assert.equal(llmCouplingNote({ rows: [] }), null);
+  assert.equal(llmCouplingNote(null), null);
 });

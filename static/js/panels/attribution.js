@@ -29,7 +29,7 @@ import { formatNumber } from "../lib/format.js";
 import { el } from "../lib/dom.js";
 import { creditColor } from "../lib/palette.js";
 import { EstimatedRun, estimateTokens } from "./estimated_run.js";
-import { coverageNote, estimatorGuide, samplesPerPlayer } from "./estimator_guide.js";
+import { coverageNote, estimatorGuide, llmCouplingNote, samplesPerPlayer } from "./estimator_guide.js";
 import { normaliseCapabilities, reasonElement } from "./counterfactual.js";
 import { WALL_TICK_MS, liveWall, usageElement } from "./job_usage.js";
 
@@ -271,6 +271,12 @@ export class AttributionPanel {
       const samples = samplesPerPlayer(method, budget.value, players.value === "agents" ? counts.agents : counts.messages);
       const note = coverageNote(method, samples);
       const parts = [line];
+      const coupling = backend.value.startsWith("openai") ? llmCouplingNote() : null;
+      if (coupling) {
+        const measured = el("p", coupling, "hint");
+        measured.dataset.testid = "estimator-llm-coupling";
+        parts.push(measured);
+      }
       if (note) {
         const warning = el("p", note, "notice");
         warning.dataset.testid = "estimator-coverage-note";

@@ -9,10 +9,13 @@
  * samples, bench)` says when the 95 % interval covered real effects less than `coverage_floor`
  * (0.93) of the time at that many samples (measured at N = 4, 8, 16, 32), null otherwise.
  * `samplesPerPlayer(method, budget, players)` is the sample count a budget buys
- * (webapp/counterfactuals/services.py ESTIMATORS).
+ * (webapp/counterfactuals/services.py ESTIMATORS). `llmCouplingNote(coupling)` says how strongly
+ * paired outcomes of real LLM re-rollouts were coupled and what pairing saved there
+ * (`LLM_COUPLING`, written by bench/bench_real_model.py into llm_coupling.js).
  */
 
 import { ESTIMATOR_BENCH } from "./estimator_bench.js";
+import { LLM_COUPLING } from "./llm_coupling.js";
 
 /** What each app method estimates, in a few words. */
 const WHAT = {
@@ -63,7 +66,7 @@ export function estimatorGuide(method, bench = ESTIMATOR_BENCH) {
   const budget = bench.reference_budget.toLocaleString("en");
   let line = `${what} Measured (${bench.measured}): mean error ≤ ${target} after ${rollouts(pair1?.rollouts_to_error)} `
     + `rollouts on pairwise games with shared randomness, ${rollouts(pair0?.rollouts_to_error)} without `
-    + `(as LLM re-rollouts); the top message right in ${percent(pair1?.top1 ?? 0)} and ${percent(pair0?.top1 ?? 0)} `
+    + `(ρ = 0); the top message right in ${percent(pair1?.top1 ?? 0)} and ${percent(pair0?.top1 ?? 0)} `
     + `of those games at ${budget} rollouts.`;
   if (method === "shapley2" && syn) {
     const perm = cell(bench, "shapley", "synergy4", "1.0");
@@ -100,4 +103,30 @@ export function coverageNote(method, samples, bench = ESTIMATOR_BENCH) {
   return `The 95 % interval covers less than it says at ${known ? `${samples} samples` : "few samples"}: measured `
     + `at N = ${n}, it covered real effects ${share(at.real)} of the time (worst: ${share(at.real_worst)} on `
     + `${family} games, ρ = ${rho}), below ${percent(bench.coverage_floor)}.${after}`;
+}
+
+/** The app's scorings of an LLM re-rollout, as `LLM_COUPLING` names them. */
+const OUTCOMES = { exact_match: "exact match", verifier: "verifier verdict" };
+
+/**
+ * What pairing bought on real LLM re-rollouts: per measured task and app scoring, the within-trace ρ
+ * of paired control and intervention outcomes and Var(unpaired Δ) / Var(paired Δ), the factor of
+ * samples two independent arms would need for the same interval (≈ 1 / (1 − ρ)). Null without
+ * measurements.
+ * @returns {string|null}
+ */
+export function llmCouplingNote(coupling = LLM_COUPLING) {
+  const rows = (coupling?.rows ?? []).filter((r) => OUTCOMES[r.outcome]);
+  if (!rows.length) return null;
+  const parts = rows.map((r) => {
+    const what = `${r.task}${r.traces > 1 ? ` (${r.traces} logs)` : `, ${r.removed} removed`}, ${OUTCOMES[r.outcome]}`;
+    if (r.rho_pooled_within === null || r.rho_pooled_within === undefined) {
+      const constant = r.saving_within === null || r.saving_within === undefined ? "both arms" : "one arm";
+      return `${what}: no ρ (${constant} never varied; pairing saves nothing)`;
+    }
+    const saving = r.saving_within === null ? "" : `, pairing saves ${r.saving_within.toFixed(1)}×`;
+    return `${what}: ρ = ${r.rho_pooled_within.toFixed(2)}${saving}`;
+  });
+  return `Paired outcomes on real LLM re-rollouts (${coupling.model}, measured ${coupling.measured}): `
+    + `${parts.join("; ")}. The × is how many more samples independent arms need for the same interval.`;
 }
