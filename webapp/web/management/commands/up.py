@@ -51,6 +51,8 @@ TRAINING_QUEUE = "training"
 MAX_SOCKET_PATH = 100
 #: The OTLP/gRPC port of the OTLP spec.
 GRPC_PORT = 4317
+#: SWARMSCOPE_OPENAI_TIMEOUT_S (seconds) of the workers under `--llm` where none is set (default 120).
+CPU_LLM_TIMEOUT_S = 600
 
 
 @dataclass
@@ -329,6 +331,9 @@ class Command(BaseCommand):
         )
         env["SWARMSCOPE_OPENAI_BASE_URL"] = f"http://127.0.0.1:{port}/v1"
         env["SWARMSCOPE_OPENAI_MODEL"] = name
+        # One engine on a CPU core answers a long prompt in minutes when several wait (a new user's
+        # 16-request job hit the 120-s default three times): a longer timeout unless one is set.
+        env.setdefault("SWARMSCOPE_OPENAI_TIMEOUT_S", str(CPU_LLM_TIMEOUT_S))
         self.stdout.write(f"Starting the LLM server: {name} on port {port} (log {self.llm_log}; ~1.5-2 min)")
         return child
 
