@@ -720,14 +720,7 @@ def guide_data(documents: list[dict[str, Any]], command: str) -> dict[str, Any]:
                 {"task": "secret word", "removed": event_id, "outcome": name, "traces": 1, "pairs": c["pairs"]}
                 | {k: c[k] for k in ("rho_pooled_within", "saving_within", "control_mean", "treated_mean")}
             )
-    logs = {
-        (e["subset"], e["log"]): e
-        for d in documents
-        for e in d.get("coupling", {})
-        .get("whowhen", {})
-        .get("logs", d.get("coupling", {}).get("whowhen_logs_so_far", []))
-        if "outcomes" in e
-    }
+    logs = {key: e for key, e in whowhen_logs(documents).items() if "outcomes" in e}
     for name in ("exact_match", "token_f1", "verifier"):
         pairs = [
             (np.array(e["outcomes"][name]["control"]), np.array(e["outcomes"][name]["treated"])) for e in logs.values()
@@ -773,12 +766,19 @@ def _secret_table(documents: list[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
-def _coupling_table(documents: list[dict[str, Any]]) -> list[str]:
+def whowhen_logs(documents: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(subset, log) -> the coupling entry of that Who&When log, merged over `documents` (a later file
+    wins; a run cut short contributes its `whowhen_logs_so_far`)."""
     logs: dict[tuple[str, str], dict[str, Any]] = {}
     for d in documents:
         coupling = d.get("coupling", {})
         for entry in coupling.get("whowhen", {}).get("logs", coupling.get("whowhen_logs_so_far", [])):
             logs[(entry["subset"], entry["log"])] = entry
+    return logs
+
+
+def _coupling_table(documents: list[dict[str, Any]]) -> list[str]:
+    logs = whowhen_logs(documents)
     if not logs:
         return []
     lines = [
