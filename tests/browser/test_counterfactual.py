@@ -270,7 +270,8 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
     # the job's defaults: 512 tokens a turn, e4 expected at 4 + 0.35 × 508 = 182 tokens.
     assert (
         "≈ 128 prompt + 1,820 completion tokens (1,948 in all; 168 if the re-generated turns are as long as the "
-        "recorded ones, at most ≈ 5,248 if each runs to its 512-token cap) in 4 requests: 2 arms × 4 samples from e2"
+        "recorded ones, at most ≈ 5,248 if each runs to its 512-token cap; turns expected to use 35 % of the room "
+        "their cap leaves (default)) in 4 requests: 2 arms × 4 samples from e2"
     ) in estimate.inner_text()
     run = dialog.get_by_test_id("what-if-run")
     assert run.inner_text() == "Confirm and run" and dialog.is_visible()

@@ -38,6 +38,7 @@ def test_request_then_read_the_job_and_its_attribution(api_client, sim_trace, pi
     assert response.status_code == 202
     job = response.json()
     assert (job["status"], job["done"], job["total"], job["seed"]) == ("queued", 0, 16, 3)
+    assert job["estimate"] is None  # SwarmSim costs no tokens: no estimate was confirmed
     finish(job["id"])
     done = api_client.get(f"/api/jobs/{job['id']}/").json()
     assert done["status"] == "done" and done["done"] == 16 and len(done["samples"]) == 16

@@ -242,6 +242,7 @@ def test_the_attribution_estimate_counts_what_its_chunks_send(api_client, projec
     assert run.status_code == 202, run.json()
     job = run_all(CounterfactualJob.objects.get(pk=run.json()["id"]))
     assert job.status == "done", job.error
+    assert job.estimate == costs.job_estimate(estimate) and job.estimate["requests"] == estimate["requests"]
     assert estimate["requests"] == len(fake.requests) > 0
     assert kinds_sent(fake.requests) == {
         k: estimate[f"{k}_requests"] for k in ("turn", "verdict") if estimate[f"{k}_requests"]

@@ -328,3 +328,36 @@ def test_a_cancel_stops_a_running_chunk_at_its_next_request_and_keeps_its_usage(
     assert job.status == "cancelled" and job.done_count == 0, (planned, len(fake.requests), job.status)
     assert planned > 6 and 2 <= len(fake.requests) <= 4, (planned, len(fake.requests))  # stopped within a request
     assert job.usage["requests"] == len(fake.requests)  # what was sent is counted, though nothing was stored
+
+
+@pytest.mark.django_db
+@pytest.mark.services
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
+def test_a_confirmed_job_keeps_its_estimate_and_the_next_estimate_calibrates_on_it(
+    project, fake, api_client, monkeypatch
+):
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_MAX_TOKENS", "8")
+    monkeypatch.delenv("SWARMSCOPE_OPENAI_CAP_SHARE", raising=False)
+    trace = do_ingest(project, make_trace()).trace
+    body = {"intervention": {"kind": "remove", "events": ["h2"]}, "n": 8, "backend": "openai"}
+    url = f"/api/traces/{trace.pk}/counterfactuals/"
+    first = api_client.post(f"{url}estimate/", body, content_type="application/json").json()
+    assert (first["cap_share"], first["cap_share_source"], first["model"]) == (costs.CAP_SHARE, "default", "fake-model")
+    answer = api_client.post(url, {**body, "confirmed": True}, content_type="application/json")
+    assert answer.status_code == 202 and answer.json()["estimate"] == costs.job_estimate(first)
+    job = run_all(CounterfactualJob.objects.get(pk=answer.json()["id"]))
+    assert job.status == "done" and job.estimate["requests"] == job.usage["requests"] == len(fake.requests)
+    # Every re-generated turn is the planner's h3, recorded "FINAL ANSWER: 43" (4 tokens of 4
+    # characters), cap 8: the control arm (the solver's 43 kept) answers the same 4 tokens, the
+    # intervention arm "FINAL ANSWER: 42." (5), as many turns in each. Share = (0 + 1) / (4 + 4).
+    second = api_client.post(f"{url}estimate/", body, content_type="application/json").json()
+    assert second["cap_share"] == pytest.approx(1 / 8)
+    assert (
+        second["cap_share_source"]
+        == f"measured on 1 finished job of fake-model ({job.estimate['turn_completions']} turns)"
+    )
+    assert second["completion_tokens"] < first["completion_tokens"]  # 0.125 of the room, not 0.35
+    # Another temperature is another calibration: the default again.
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_TEMPERATURE", "0.5")
+    other = api_client.post(f"{url}estimate/", body, content_type="application/json").json()
+    assert (other["cap_share"], other["cap_share_source"]) == (costs.CAP_SHARE, "default")

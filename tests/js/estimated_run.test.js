@@ -111,21 +111,18 @@ test("an invalid form or an error answer shows in the alert line", async () => {
   assert.deepEqual(started, []);
 });
 
-test("the started job's estimate is kept for the panels (the confirmed one, or the one that needed none)", async () => {
+test("a confirmed run starts the job it estimated, and the next submit estimates again", async () => {
   const estimate = { confirmation_required: true, backend: "llm", total_tokens: 49, requests: 44 };
-  fakeBrowser({ "/estimate/": { body: estimate }, "/run/": { body: { id: 9, status: "queued" } } });
+  const calls = fakeBrowser({ "/estimate/": { body: estimate }, "/run/": { body: { id: 9, status: "queued" } } });
   const seen = [];
   const { flow } = runner({ n: 4, backend: "llm" });
-  flow.onStarted = () => seen.push(flow.startedEstimate);
+  flow.onStarted = (job) => seen.push(job);
   await flow.submit();
-  assert.equal(flow.startedEstimate, null, "nothing started yet");
+  assert.deepEqual(seen, [], "nothing started before the confirmation");
   await flow.submit();
-  assert.deepEqual(seen, [estimate]);
+  assert.deepEqual(seen, [{ id: 9, status: "queued" }]);
   assert.equal(flow.shown, null, "the shown estimate is dropped once it ran");
-  fakeBrowser({ "/estimate/": { body: { confirmation_required: false, backend: "sim", requests: 0 } },
-    "/run/": { body: { id: 10 } } });
-  await flow.submit();
-  assert.deepEqual(seen[1], { confirmation_required: false, backend: "sim", requests: 0 });
+  assert.deepEqual(calls.map((c) => c.url.endsWith("/run/") && c.body.confirmed), [false, true]);
 });
 
 test("an estimate's tokens read with the range the re-generated turns' lengths leave open", () => {
@@ -133,6 +130,10 @@ test("an estimate's tokens read with the range the re-generated turns' lengths l
     recorded_length: { total_tokens: 3000 }, at_cap: { total_tokens: 9000 } };
   assert.equal(estimateTokens(e), "≈ 5,000 prompt + 2,000 completion tokens (7,000 in all; 3,000 if the re-generated "
     + "turns are as long as the recorded ones, at most ≈ 9,000 if each runs to its 512-token cap)");
+  const measured = { ...e, cap_share: 0.77, cap_share_source: "measured on 2 finished jobs of smollm2 (58 turns)" };
+  assert.equal(estimateTokens(measured), "≈ 5,000 prompt + 2,000 completion tokens (7,000 in all; 3,000 if the "
+    + "re-generated turns are as long as the recorded ones, at most ≈ 9,000 if each runs to its 512-token cap; "
+    + "turns expected to use 77 % of the room their cap leaves (measured on 2 finished jobs of smollm2 (58 turns)))");
   assert.equal(estimateTokens({ prompt_tokens: 17, completion_tokens: 32, total_tokens: 49 }),
     "≈ 17 prompt + 32 completion tokens (49 in all)");
 });

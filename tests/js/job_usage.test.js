@@ -36,6 +36,9 @@ test("the usage line: requests beside the estimate, prompt tokens, cache share, 
   assert.equal(formatUsage({ ...USAGE, requests: 0, prompt_tokens: 0, cached_tokens: 0, cache_hit_rate: null, wall_s: null }, 44),
     "requests 0 of 44 estimated · 0 prompt tokens");
   assert.equal(formatUsage(USAGE, 44, 20.2), "requests 44 of 44 estimated · 631k prompt tokens, 96 % from cache · 20 s");
+  // The estimate the job keeps: its tokens beside those sent.
+  assert.equal(formatUsage(USAGE, { requests: 44, prompt_tokens: 600_000, completion_tokens: 1_900 }),
+    "requests 44 of 44 estimated · 631k of ≈ 600k prompt tokens, 96 % from cache · 2,113 of ≈ 1,900 completion tokens · 12 s");
 });
 
 test("a backend without server usage (SwarmSim) gets the empty state; no usage gives nothing", () => {

@@ -54,7 +54,9 @@ TOKENIZER_SAMPLE_CHARS = 16_000
 #: (temperature 1, 512 tokens a turn), whose turns either stop early or run to the cap whatever the
 #: recorded turn was (mean 46-406 tokens a slot, 0-100 % cut), on two Who&When logs and a hand-made
 #: trace (bench/RESULTS.md "Issue 29: cost estimate on a real model"). A model that writes as long
-#: as the recorded agents is 0; every turn at its cap is 1. SWARMSCOPE_OPENAI_CAP_SHARE sets it.
+#: as the recorded agents is 0; every turn at its cap is 1. SWARMSCOPE_OPENAI_CAP_SHARE sets it; where
+#: unset, the estimate uses the share the model's finished jobs measured (costs.cap_share) and this
+#: only before any has finished.
 CAP_SHARE = 0.35
 
 
@@ -229,12 +231,14 @@ class RolloutPlan:
         orchestrator = cast(str, self.orchestrator)  # asked only of a rollout with an orchestrator
         return self.messages(orchestrator, history) + [{"role": "user", "content": speaker_question(speakers)}]
 
-    def cap_share(self) -> float:
-        """SWARMSCOPE_OPENAI_CAP_SHARE (a number, clamped to [0, 1]), else CAP_SHARE."""
+    def cap_share(self) -> float | None:
+        """SWARMSCOPE_OPENAI_CAP_SHARE (a number, clamped to [0, 1]); None where it is unset or not a
+        number (the estimate then calibrates the share on the model's finished jobs, else CAP_SHARE:
+        webapp.counterfactuals.costs.cap_share)."""
         try:
-            return min(1.0, max(0.0, float(os.environ.get("SWARMSCOPE_OPENAI_CAP_SHARE", CAP_SHARE))))
-        except ValueError:
-            return CAP_SHARE
+            return min(1.0, max(0.0, float(os.environ["SWARMSCOPE_OPENAI_CAP_SHARE"])))
+        except (KeyError, ValueError):
+            return None
 
     def measure_tokenizer(self) -> dict[str, float] | None:
         """How the server's tokenizer and chat template count this trace's prompts, for the cost

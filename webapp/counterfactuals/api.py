@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
+from typing import Any
 
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -84,6 +86,16 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
         return body
     try:
         costs.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
+        estimate = _confirmed_estimate(
+            lambda: costs.estimate_cost(
+                trace,
+                body["intervention"],
+                body.get("n", DEFAULT_SAMPLES),
+                body.get("backend", "sim"),
+                body.get("epsilon"),
+            ),
+            body,
+        )
         with transaction.atomic():  # the key's claim and the job: both or neither
             claim = None
             if key is not None:
@@ -100,6 +112,7 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
                 body.get("backend", "sim"),
                 body.get("seed", 0),
                 body.get("epsilon"),
+                estimate,
             )
             if claim is not None:
                 idempotency.do_bind(claim, job.pk, 202)
@@ -108,6 +121,15 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
     except idempotency.KeyProblem as exc:
         return exc.response()
     return JsonResponse(wire.job_wire(job), status=202)
+
+
+def _confirmed_estimate(estimate: Callable[[], dict[str, Any]], body: dict[str, Any]) -> dict[str, Any] | None:
+    """The estimate a confirmed job on an LLM backend keeps (`costs.job_estimate` of `estimate()`,
+    computed again here: the client's copy is not trusted), None for a backend that needs no
+    confirmation. Raises JobRequestError as the estimate endpoints do."""
+    if not costs.is_llm_backend(body.get("backend", "sim")):
+        return None
+    return costs.job_estimate(estimate())
 
 
 def _replayed_job(request: HttpRequest, job_id: int) -> JsonResponse:
@@ -209,7 +231,7 @@ def trace_attribution_run(request: HttpRequest, trace_id: int):
         return body
     try:
         costs.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
-        job = services.request_attribution(
+        args = (
             trace,
             body["method"],
             body["budget"],
@@ -217,6 +239,8 @@ def trace_attribution_run(request: HttpRequest, trace_id: int):
             body.get("seed", 0),
             body.get("players", "messages"),
         )
+        estimate = _confirmed_estimate(lambda: costs.estimate_attribution_cost(*args), body)
+        job = services.request_attribution(*args, estimate)
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
     return JsonResponse(wire.job_wire(job), status=202)

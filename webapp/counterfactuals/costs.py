@@ -9,14 +9,16 @@ runs. Its requests are exact (the plan follows the job's rules). Its tokens:
   logs with SmolLM2's), else CHARS_PER_TOKEN; a prompt adds its `[speaker] ` prefixes and its chat
   formatting (per message and per request, measured likewise, else MESSAGE_TOKENS and REPLY_TOKENS);
 - a re-generated turn, as a completion and in every later prompt that holds it, is r + s (m - r)
-  tokens: r its recorded length up to m, its max_tokens, and s the backend's `cap_share` (0.35: a
-  small model's turns often run to the cap whatever the recorded turn was; source and setting in
-  trainer.rollout.llm_plan.CAP_SHARE). Its range is in `recorded_length` (every turn as long as
-  recorded, s = 0) and `at_cap` (every turn at its cap, s = 1: no job sends more completion tokens);
+  tokens: r its recorded length up to m, its max_tokens, and s the share of the cap a turn of this
+  model is expected to use (`cap_share`: the setting SWARMSCOPE_OPENAI_CAP_SHARE, else measured on
+  the model's finished jobs, else CAP_SHARE: a small model's turns often run to the cap whatever the
+  recorded turn was). Its range is in `recorded_length` (every turn as long as recorded, s = 0) and
+  `at_cap` (every turn at its cap, s = 1: no job sends more completion tokens);
 - a speaker pick or verdict answers its planned name or verdict (constrained on vLLM).
 
 A job on an LLM backend (one on LLM_QUEUE) needs the caller's `confirmed: true`
-(`check_cost_confirmed`); a SwarmSim job costs no tokens.
+(`check_cost_confirmed`) and keeps the estimate it was confirmed with (`job_estimate`); a SwarmSim
+job costs no tokens.
 """
 
 from __future__ import annotations
@@ -70,9 +72,30 @@ RULE_OF_THUMB = {
     "request_tokens": REPLY_TOKENS,
     "request_tokens_no_system": REPLY_TOKENS,
 }
-#: The share of its cap beyond its recorded length a re-generated turn is expected to add where the
-#: backend does not say (`cap_share`, trainer.rollout.llm_plan.CAP_SHARE: its source).
+#: The share of its cap beyond its recorded length a re-generated turn is expected to add where
+#: neither the setting nor the model's finished jobs say (trainer.rollout.llm_plan.CAP_SHARE: its source).
 CAP_SHARE = 0.35
+#: The calibrated cap share (`measured_cap_share`) reads the latest CALIBRATION_JOBS finished jobs of
+#: the model, and replaces CAP_SHARE once they re-generated CALIBRATION_TURNS turns between them.
+CALIBRATION_JOBS = 20
+CALIBRATION_TURNS = 16
+#: The figures of an estimate a job keeps (`job_estimate`): what the job page compares its usage with,
+#: and what `measured_cap_share` calibrates on.
+JOB_ESTIMATE_KEYS = (
+    "requests",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "recorded_length",
+    "at_cap",
+    "turn_completions",
+    "turn_max_tokens",
+    "model",
+    "temperature",
+    "tokenizer",
+    "cap_share",
+    "cap_share_source",
+)
 
 
 def is_llm_backend(backend: str) -> bool:
@@ -275,15 +298,82 @@ def _zero_cost() -> dict[str, int]:
     return {"turns": 0, **dict.fromkeys(COUNTS, 0)}
 
 
-def token_rule(runner) -> tuple[dict[str, float], str]:
+def _sampling(runner) -> tuple[str | None, float | None]:
+    """The model and temperature of `runner`'s client (None where it has none)."""
+    client = getattr(runner, "client", None)
+    model, temperature = getattr(client, "model", None), getattr(client, "temperature", None)
+    return (model if isinstance(model, str) else None), (
+        float(temperature) if isinstance(temperature, (int, float)) else None
+    )
+
+
+def measured_cap_share(model: str, max_tokens: int, temperature: float | None) -> tuple[float, int, int] | None:
+    """The cap share the model's own finished jobs measured: ŝ = Σ (c - r) / Σ (a - r) over the
+    latest CALIBRATION_JOBS done jobs (all their samples run) whose estimate names `model`,
+    `max_tokens` a turn and `temperature`, c a job's completion tokens as the server counted them,
+    r and a its estimate's completion tokens with every turn as long as recorded and at its cap
+    (the ratio estimator: turns weighted by the room their cap leaves), clamped to [0, 1].
+    Returns (ŝ, jobs, re-generated turns), or None before they hold CALIBRATION_TURNS turns."""
+    jobs = (
+        CounterfactualJob.objects.filter(status=CounterfactualJob.DONE, estimate__model=model)
+        .exclude(usage={})
+        .order_by("-finished_at")
+        .only("estimate", "usage", "done_count", "n_samples")[: CALIBRATION_JOBS * 4]
+    )
+    used = sent_room = room = turns = 0
+    for job in jobs:
+        e = job.estimate
+        if e.get("turn_max_tokens") != max_tokens or e.get("temperature") != temperature:
+            continue
+        if job.done_count != job.n_samples or not isinstance(job.usage.get("completion_tokens"), int):
+            continue  # an epsilon job stopped early: its estimate is for more samples than it ran
+        recorded, at_cap = e["recorded_length"]["completion_tokens"], e["at_cap"]["completion_tokens"]
+        sent_room += job.usage["completion_tokens"] - recorded
+        room += at_cap - recorded
+        turns += e["turn_completions"]
+        used += 1
+        if used == CALIBRATION_JOBS:
+            break
+    if turns < CALIBRATION_TURNS or room <= 0:
+        return None
+    return min(1.0, max(0.0, sent_room / room)), used, turns
+
+
+def cap_share(runner) -> tuple[float, str]:
+    """The share of its cap a re-generated turn of `runner`'s model is expected to use beyond its
+    recorded length, and where it comes from: the backend's setting (`runner.cap_share()`,
+    SWARMSCOPE_OPENAI_CAP_SHARE), else the model's finished jobs (`measured_cap_share`), else
+    CAP_SHARE ("default")."""
+    setting = getattr(runner, "cap_share", None)
+    share = setting() if callable(setting) else None
+    if share is not None:
+        return share, "setting SWARMSCOPE_OPENAI_CAP_SHARE"
+    model, temperature = _sampling(runner)
+    cap = _turn_cap(runner)
+    measured = measured_cap_share(model, cap, temperature) if model and cap else None
+    if measured is not None:
+        share, jobs, turns = measured
+        return share, f"measured on {jobs} finished job{'s' if jobs != 1 else ''} of {model} ({turns:,} turns)"
+    return CAP_SHARE, "default"
+
+
+def token_rule(runner) -> tuple[dict[str, Any], str]:
     """How the estimate counts `runner`'s prompts, and where that comes from: the server's own
     tokenizer and chat template measured on the trace (`measure_tokenizer`: "server"), else
-    RULE_OF_THUMB ("rule of thumb")."""
+    RULE_OF_THUMB ("rule of thumb"); with the turns' `cap_share` and its `cap_share_source`."""
     measure = getattr(runner, "measure_tokenizer", None)
     measured = measure() if callable(measure) else None
     rule, source = (measured, "server") if measured else (RULE_OF_THUMB, "rule of thumb")
-    share = getattr(runner, "cap_share", None)
-    return {**rule, "cap_share": share() if callable(share) else CAP_SHARE}, source
+    share, share_source = cap_share(runner)
+    return {**rule, "cap_share": share, "cap_share_source": share_source}, source
+
+
+def job_estimate(estimate: dict[str, Any]) -> dict[str, Any]:
+    """The figures of an estimate (`estimate_cost`, `estimate_attribution_cost`) a job keeps
+    (JOB_ESTIMATE_KEYS); {} for one that needs no confirmation (SwarmSim)."""
+    if not estimate.get("llm"):
+        return {}
+    return {key: estimate.get(key) for key in JOB_ESTIMATE_KEYS}
 
 
 def plan_cost(
@@ -332,8 +422,9 @@ def estimate_cost(
     Returns {backend, llm, confirmation_required, n, fork_event, speaker_order, scoring, turns,
     requests, prompt_tokens, completion_tokens, total_tokens, recorded_length and at_cap:
     {prompt_tokens, completion_tokens, total_tokens}, turn_completions, turn_requests,
-    speaker_requests, verdict_requests, turn_max_tokens, chars_per_token, tokenizer ("server" |
-    "rule of thumb"), cap_share, arms and branch: {control, intervention: {turns, requests,
+    speaker_requests, verdict_requests, turn_max_tokens, model, temperature (the client's: None
+    off an LLM backend), chars_per_token, tokenizer ("server" | "rule of thumb"), cap_share and
+    cap_share_source (`cap_share`), arms and branch: {control, intervention: {turns, requests,
     turn_completions, prompt_tokens, completion_tokens, recorded_prompt_tokens, ..., cap_prompt_tokens,
     ..., turn_requests, speaker_requests, verdict_requests}}}; `turns` counts both arms' re-generated
     turns of one sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown backend, an
@@ -367,9 +458,12 @@ def estimate_cost(
             "turns": 0,
             **_totals(parts),
             "turn_max_tokens": None,
+            "model": None,
+            "temperature": None,
             "chars_per_token": CHARS_PER_TOKEN,
             "tokenizer": None,
             "cap_share": None,
+            "cap_share_source": None,
             **parts,
         }
     runner = _planner(backend, core_trace)
@@ -378,6 +472,7 @@ def estimate_cost(
     except InterventionError as exc:
         raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
     rule, tokenizer = token_rule(runner)
+    model, temperature = _sampling(runner)
     parts = plan_cost(runner, intervention, n, lambda requests: _check_context(runner, requests, backend), rule)
     return {
         "backend": backend,
@@ -390,9 +485,12 @@ def estimate_cost(
         "turns": sum(cost["turns"] for cost in parts["arms"].values()),
         **_totals(parts),
         "turn_max_tokens": _turn_cap(runner),
+        "model": model,
+        "temperature": temperature,
         "chars_per_token": rule["chars_per_token"],
         "tokenizer": tokenizer,
         "cap_share": rule["cap_share"],
+        "cap_share_source": rule["cap_share_source"],
         **parts,
     }
 
@@ -417,7 +515,8 @@ def estimate_attribution_cost(
     player_kind, n (samples), rollouts (the budget used: n × rollouts per sample), speaker_order,
     scoring, requests, prompt_tokens, completion_tokens, total_tokens, recorded_length, at_cap,
     turn_completions, turn_requests, speaker_requests, verdict_requests, turn_max_tokens,
-    chars_per_token, tokenizer, cap_share}. Raises JobRequestError naming the field."""
+    model, temperature, chars_per_token, tokenizer, cap_share, cap_share_source}. Raises
+    JobRequestError naming the field."""
     names, n, runner = check_attribution(trace, method, budget, backend, seed, players)
     llm = is_llm_backend(backend)
     estimate = {
@@ -433,14 +532,25 @@ def estimate_attribution_cost(
         "speaker_order": None,
         "scoring": None,
         "turn_max_tokens": _turn_cap(runner) if llm else None,
+        "model": None,
+        "temperature": None,
         "chars_per_token": CHARS_PER_TOKEN,
         "tokenizer": None,
         "cap_share": None,
+        "cap_share_source": None,
     }
     cost = _zero_cost()
     if llm:
         rule, tokenizer = token_rule(runner)
-        estimate.update(chars_per_token=rule["chars_per_token"], tokenizer=tokenizer, cap_share=rule["cap_share"])
+        model, temperature = _sampling(runner)
+        estimate.update(
+            model=model,
+            temperature=temperature,
+            chars_per_token=rule["chars_per_token"],
+            tokenizer=tokenizer,
+            cap_share=rule["cap_share"],
+            cap_share_source=rule["cap_share_source"],
+        )
         if not hasattr(runner, "plan_call"):
             raise JobRequestError(
                 f"the {backend} backend calls an LLM but cannot plan its requests (no plan_call): "

@@ -30,7 +30,9 @@ class CounterfactualJob(models.Model):
     `usage`: the LLM server's own usage of the job's requests (`requests`, `prompt_tokens`,
     `cached_tokens`, `completion_tokens`, `length_cut`, `retries`: counts), summed over its chunks
     under the job row's lock; {} for a backend that reports none (SwarmSim). `started_at`: when its
-    first chunk started (wall time runs from there to `finished_at`).
+    first chunk started (wall time runs from there to `finished_at`). `estimate`: the cost estimate
+    the job was confirmed with (`costs.job_estimate`: requests, tokens, their range, the model and
+    turn cap, the cap share and its source); {} for a backend that needs none.
     """
 
     QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
@@ -65,6 +67,7 @@ class CounterfactualJob(models.Model):
     done_count = models.PositiveIntegerField(default=0)
     heartbeat_at = models.DateTimeField()
     usage = models.JSONField(default=dict, blank=True, help_text="the LLM server's usage, summed over chunks")
+    estimate = models.JSONField(default=dict, blank=True, help_text="the cost estimate the job was confirmed with")
     started_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -237,10 +237,12 @@ def request_counterfactual(
     backend: str = "sim",
     seed: int = 0,
     epsilon: float | None = None,
+    estimate: dict[str, Any] | None = None,
 ) -> CounterfactualJob:
     """Create a job of `n` paired samples (2 <= n <= MAX_SAMPLES; with `epsilon` > 0, n is the
     cap) of `intervention` on `trace` with `backend`, seeds seed .. seed + n - 1, and enqueue its
-    chunks after commit. Raises JobRequestError (naming the field) for a bad number, an unknown
+    chunks after commit; `estimate`: the cost estimate it was confirmed with, kept on the job
+    (costs.job_estimate). Raises JobRequestError (naming the field) for a bad number, an unknown
     backend, a malformed intervention, one that does not fit the trace, or a trace the backend
     cannot re-run."""
     n = check_int(n, "n", 2, MAX_SAMPLES)
@@ -271,6 +273,7 @@ def request_counterfactual(
             seed=seed,
             heartbeat_at=timezone.now(),
             usage=initial_usage(backend_class),
+            estimate=estimate or {},
         )
         _enqueue_missing(job)
         _notify(job)
@@ -284,6 +287,7 @@ def request_attribution(
     backend: str = "sim",
     seed: int = 0,
     players: str = CounterfactualJob.MESSAGES,
+    estimate: dict[str, Any] | None = None,
 ) -> CounterfactualJob:
     """Create an "Attribute this trace" job: credit for every player of `trace` by removal, with
     the estimator `method` of ESTIMATORS and at most `budget` rollouts (its samples: budget //
@@ -291,7 +295,7 @@ def request_attribution(
     seed) from `seed`; enqueue its chunks after commit. `players`: `messages` (every message
     event, each removed alone) or `agents` (every agent that sends a message, each removed with all
     its events: `Intervention("remove", agents=(name,))`, stored as target `agent:<name>`).
-    Raises JobRequestError naming the field."""
+    `estimate`: the cost estimate it was confirmed with. Raises JobRequestError naming the field."""
     names, n, _ = check_attribution(trace, method, budget, backend, seed, players)
     with transaction.atomic():
         job = CounterfactualJob.objects.create(
@@ -307,6 +311,7 @@ def request_attribution(
             seed=seed,
             heartbeat_at=timezone.now(),
             usage=initial_usage(get_backend_class(backend)),
+            estimate=estimate or {},
         )
         _enqueue_missing(job)
         _notify(job)

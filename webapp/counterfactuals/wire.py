@@ -63,7 +63,8 @@ def usage_wire(job: CounterfactualJob) -> dict[str, Any]:
 def job_wire(job: CounterfactualJob) -> dict[str, Any]:
     """The API's and the websocket's form of a job: progress (`done` of `total` samples) and, once
     done, `result` (the attribution), `samples` (per-sample rewards) and the branch trace of sample 0
-    with the URL that compares it side by side with the original; `usage` (`usage_wire`) all along."""
+    with the URL that compares it side by side with the original; `usage` (`usage_wire`) all along,
+    beside `estimate`, the cost estimate the job was confirmed with (None where none was needed)."""
     wire: dict[str, Any] = {
         "id": job.pk,
         "trace": job.trace_id,
@@ -88,6 +89,7 @@ def job_wire(job: CounterfactualJob) -> dict[str, Any]:
         "player_kind": job.player_kind,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "usage": usage_wire(job),
+        "estimate": job.estimate or None,
     }
     if job.kind == CounterfactualJob.ATTRIBUTION:
         wire["results"] = (
@@ -122,7 +124,8 @@ def job_wire(job: CounterfactualJob) -> dict[str, Any]:
 
 def job_summary_wire(job: CounterfactualJob) -> dict[str, Any]:
     """A job's line in the trace's history: what ran, how far and at what server usage
-    (`usage_wire`), without samples or results; `url` is the job's full form (`job_wire`)."""
+    (`usage_wire`) beside its confirmed `estimate`, without samples or results; `url` is the job's
+    full form (`job_wire`)."""
     return {
         "id": job.pk,
         "trace": job.trace_id,
@@ -142,5 +145,6 @@ def job_summary_wire(job: CounterfactualJob) -> dict[str, Any]:
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "usage": usage_wire(job),
+        "estimate": job.estimate or None,
         "url": f"/api/jobs/{job.pk}/",
     }

@@ -323,6 +323,10 @@ _JOB_COMMON = {
     "error": {"type": "string"},
     "created_at": {"type": "string", "format": "date-time"},
     "finished_at": NULLABLE_TIME,
+    "estimate": {
+        "oneOf": [OBJECT, {"type": "null"}],
+        "description": "the cost estimate the job was confirmed with (costs.job_estimate; null where none was needed)",
+    },
 }
 JOB = {
     "type": "object",
@@ -479,6 +483,12 @@ COST = {
         "chars_per_token": {"type": "number", "description": "of the server's tokenizer on the trace, else 4"},
         "tokenizer": {"type": ["string", "null"], "enum": ["server", "rule of thumb", None]},
         "cap_share": {"type": ["number", "null"], "description": "a re-generated turn's expected share of its cap"},
+        "cap_share_source": {
+            "type": ["string", "null"],
+            "description": "the setting, the model's finished jobs (how many) or the default",
+        },
+        "model": {"type": ["string", "null"], "description": "the model the backend's client asks"},
+        "temperature": {"type": ["number", "null"], "description": "its sampling temperature"},
     },
 }
 

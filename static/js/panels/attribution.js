@@ -153,8 +153,6 @@ export class AttributionPanel {
     this.onGraphCredit = onGraphCredit;
     this.eventOf = eventOf;
     this.job = null;
-    /** The requests of the estimate confirmed for `job` here (null when unknown: after a reload). */
-    this.estimatedRequests = null;
     this.received = 0;
     this.ticker = null;
     this._build();
@@ -170,7 +168,6 @@ export class AttributionPanel {
   show(job) {
     this.panel.hidden = false;
     this.job = null;
-    this.estimatedRequests = null;
     this.handleJob(job);
   }
 
@@ -221,8 +218,6 @@ export class AttributionPanel {
       describe: formatAttributionEstimate,
       onStarted: (job) => {
         this.job = null;
-        const requests = this.runner.startedEstimate?.requests;
-        this.estimatedRequests = Number.isInteger(requests) ? requests : null;
         this.handleJob(job);
       },
       runClass: "button primary small", runTestid: "attribution-run", estimateTestid: "attribution-estimate",
@@ -309,7 +304,7 @@ export class AttributionPanel {
     line.dataset.testid = "attribution-status";
     line.dataset.status = job.status;
     const parts = [line, progress];
-    const usage = usageElement(job, this.estimatedRequests, "attribution-usage");
+    const usage = usageElement(job, "attribution-usage");
     if (usage) parts.push(usage);
     if (job.error) parts.push(el("p", job.error, "notice"));
     this.status.replaceChildren(...parts);
@@ -334,7 +329,7 @@ export class AttributionPanel {
       this.ticker = null;
       return;
     }
-    const fresh = usageElement(job, this.estimatedRequests, "attribution-usage",
+    const fresh = usageElement(job, "attribution-usage",
       liveWall(job, (performance.now() - this.received) / 1000));
     const line = this.status.querySelector("[data-testid=attribution-usage]");
     if (line && fresh) line.textContent = fresh.textContent;

@@ -209,8 +209,6 @@ export class Counterfactual {
     /** job id -> latest job state (websocket messages may arrive before the POST answers). */
     this.jobs = new Map();
     this.rows = new Map();
-    /** job id -> the requests of the estimate confirmed for it here (unknown after a reload). */
-    this.estimates = new Map();
     /** job id -> performance.now() when its state last arrived (the wall time runs on from there). */
     this.received = new Map();
     this.ticker = null;
@@ -405,8 +403,6 @@ export class Counterfactual {
       describe: formatEstimate,
       onStarted: (job) => {
         dialog.close();
-        const requests = this.runner.startedEstimate?.requests;
-        if (Number.isInteger(requests)) this.estimates.set(job.id, requests);
         this._renderJob(this.jobs.get(job.id) ?? job);
       },
       runClass: "button primary", runTestid: "what-if-run", estimateTestid: "what-if-estimate",
@@ -500,7 +496,7 @@ export class Counterfactual {
       active += 1;
       const line = this.rows.get(id)?.querySelector("[data-testid=job-usage]");
       const wall = liveWall(job, (performance.now() - (this.received.get(id) ?? performance.now())) / 1000);
-      const fresh = usageElement(job, this.estimates.get(id) ?? null, "job-usage", wall);
+      const fresh = usageElement(job, "job-usage", wall);
       if (line && fresh) line.textContent = fresh.textContent;
     }
     if (!active) {
@@ -538,7 +534,7 @@ export class Counterfactual {
     progress.dataset.testid = "job-progress";
     const count = el("span", `${job.done} / ${job.total} samples`, "muted");
     const parts = [head, progress, count];
-    const usage = usageElement(job, this.estimates.get(job.id) ?? null, "job-usage");
+    const usage = usageElement(job, "job-usage");
     if (usage) parts.push(usage);
     if (usage && (job.status === "queued" || job.status === "running") && this.ticker === null) {
       this.ticker = setInterval(() => this._tick(), WALL_TICK_MS);

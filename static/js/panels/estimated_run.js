@@ -7,8 +7,8 @@
  * "Confirm and run" (`data-confirm="true"`); only a second submit of the same body POSTs it to
  * `runUrl` with `confirmed: true`. Any change to the form that changes the body drops the shown
  * estimate (`changed()`), so a confirmation is always for the request whose cost was shown. A
- * backend that needs no confirmation starts at once. `startedEstimate` is the estimate answer of the
- * job just started (read it in `onStarted`: the panels show the job's usage beside it). Errors
+ * backend that needs no confirmation starts at once; the started job keeps the estimate it was
+ * confirmed with (its `estimate`, beside which the panels show its usage). Errors
  * (`{error, field?}` answers, or the body's own validation) show in the alert line. Server text is only ever set with `textContent`.
  */
 
@@ -30,7 +30,9 @@ export async function postJson(url, body) {
  * turns as long as the recorded ones (`recorded_length`) to every turn at its cap (`at_cap`,
  * `turn_max_tokens`): "≈ 5,000 prompt + 2,000 completion tokens (7,000 in all; 3,000 if the
  * re-generated turns are as long as the recorded ones, at most 9,000 if each runs to its 512-token
- * cap)".
+ * cap; turns expected to use 35 % of the room their cap leaves (default))": the expected share
+ * (`cap_share`) and where it comes from (`cap_share_source`: the setting, the model's finished jobs,
+ * or the default), where the answer has them.
  */
 export function estimateTokens(e) {
   const head = `≈ ${formatNumber(e.prompt_tokens)} prompt + ${formatNumber(e.completion_tokens)} completion tokens `;
@@ -38,8 +40,11 @@ export function estimateTokens(e) {
   const low = e.recorded_length?.total_tokens;
   const high = e.at_cap?.total_tokens;
   if (!Number.isInteger(low) || !Number.isInteger(high) || !Number.isInteger(e.turn_max_tokens)) return `${head}(${all})`;
+  const share = typeof e.cap_share === "number" && e.cap_share_source
+    ? `; turns expected to use ${Math.round(e.cap_share * 100)} % of the room their cap leaves (${e.cap_share_source})`
+    : "";
   return `${head}(${all}; ${formatNumber(low)} if the re-generated turns are as long as the recorded ones, at most `
-    + `≈ ${formatNumber(high)} if each runs to its ${formatNumber(e.turn_max_tokens)}-token cap)`;
+    + `≈ ${formatNumber(high)} if each runs to its ${formatNumber(e.turn_max_tokens)}-token cap${share})`;
 }
 
 /** An error answer (`{error, field?}`) as one line: "n: must be at least 2". */
@@ -63,8 +68,6 @@ export class EstimatedRun {
     this.awaiting = null;
     /** The estimate answer shown for `awaiting`, or null. */
     this.shown = null;
-    /** The estimate answer of the job started last (set before `onStarted`), or null. */
-    this.startedEstimate = null;
     this.run = el("button", "Run", runClass);
     this.run.type = "submit";
     this.run.dataset.testid = runTestid;
@@ -122,7 +125,6 @@ export class EstimatedRun {
     }
     this.setError("");
     const key = JSON.stringify(body);
-    let estimated = null;
     if (this.awaiting !== key) {
       // First the cost: an LLM backend's job only starts once the user has seen and confirmed it.
       if (this.pendingText) {
@@ -146,11 +148,9 @@ export class EstimatedRun {
         this.run.focus();
         return;
       }
-      estimated = answer;
       this.reset();
     } else {
       body.confirmed = true;
-      estimated = this.shown;
     }
     const { ok, answer } = await postJson(this.runUrl, body);
     if (!ok) {
@@ -158,7 +158,6 @@ export class EstimatedRun {
       return;
     }
     this.reset();
-    this.startedEstimate = estimated;
     this.onStarted(answer);
   }
 }

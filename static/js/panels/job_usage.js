@@ -1,6 +1,7 @@
 /**
  * A job's server usage as the job panels show it (counterfactual.js, attribution.js): one line
- * beside the estimate, "requests 44 of 44 estimated · 631k prompt tokens, 96 % from cache · 12 s",
+ * beside the estimate, "requests 44 of 44 estimated · 631k of ≈ 600k prompt tokens, 96 % from cache ·
+ * 2,113 of ≈ 1,900 completion tokens · 12 s",
  * from the job's `usage` (webapp.counterfactuals.wire.usage_wire: counts, `cache_hit_rate`,
  * `wall_s`; the counts are null for a backend that reports no usage, SwarmSim). While a job is
  * active its wall time keeps counting on the page between messages (`liveWall`). Pure functions,
@@ -52,18 +53,25 @@ export function hasServerUsage(usage) {
  * @param {{requests: number|null, prompt_tokens: number|null, cached_tokens: number|null,
  *   completion_tokens: number|null, cache_hit_rate: number|null, truncated: number|null,
  *   retries: number|null, wall_s: number|null}|null|undefined} usage
- * @param {number|null} estimatedRequests the requests of the estimate confirmed for the job, when known
+ * @param {number|{requests?: number, prompt_tokens?: number, completion_tokens?: number}|null} estimate
+ *   the estimate confirmed for the job (the job's `estimate`), or only its requests, when known:
+ *   each count it has is shown beside the one sent, "2,113 of ≈ 1,900 completion tokens"
  * @param {number|null} wall the wall time to show (default `usage.wall_s`)
  * @returns {string} "" without usage; for a backend without server usage, what it says instead
  */
-export function formatUsage(usage, estimatedRequests = null, wall = usage?.wall_s ?? null) {
+export function formatUsage(usage, estimate = null, wall = usage?.wall_s ?? null) {
   if (!usage) return "";
   const time = formatWall(wall);
   if (!hasServerUsage(usage)) return ["no LLM requests: this backend runs no model server", time].filter(Boolean).join(" · ");
+  const est = Number.isInteger(estimate) ? { requests: estimate } : estimate ?? {};
+  const of = (key) => (Number.isInteger(est[key]) ? ` of ≈ ${compactCount(est[key])}` : "");
   const requests = `requests ${formatNumber(usage.requests)}`
-    + (Number.isInteger(estimatedRequests) ? ` of ${formatNumber(estimatedRequests)} estimated` : "");
+    + (Number.isInteger(est.requests) ? ` of ${formatNumber(est.requests)} estimated` : "");
   const cache = typeof usage.cache_hit_rate === "number" ? `, ${wholePercent(usage.cache_hit_rate)} from cache` : "";
-  const parts = [requests, `${compactCount(usage.prompt_tokens)} prompt tokens${cache}`];
+  const parts = [requests, `${compactCount(usage.prompt_tokens)}${of("prompt_tokens")} prompt tokens${cache}`];
+  if (Number.isInteger(est.completion_tokens)) {
+    parts.push(`${compactCount(usage.completion_tokens)}${of("completion_tokens")} completion tokens`);
+  }
   if (usage.truncated) parts.push(`${formatNumber(usage.truncated)} cut at max_tokens`);
   if (usage.retries) parts.push(`${formatNumber(usage.retries)} ${usage.retries === 1 ? "retry" : "retries"}`);
   if (time) parts.push(time);
@@ -80,11 +88,12 @@ export function usageTitle(usage) {
 }
 
 /**
- * The `[data-testid=<testid>]` line of a job's usage, or null when the job has none. Its
- * `data-requests` and `data-cache-hit-rate` carry the raw figures ("" when absent).
+ * The `[data-testid=<testid>]` line of a job's usage, beside the estimate the job was confirmed
+ * with (`job.estimate`, where it has one), or null when the job has no usage. Its `data-requests`
+ * and `data-cache-hit-rate` carry the raw figures ("" when absent).
  */
-export function usageElement(job, estimatedRequests, testid, wall = job?.usage?.wall_s ?? null) {
-  const text = formatUsage(job?.usage, estimatedRequests, wall);
+export function usageElement(job, testid, wall = job?.usage?.wall_s ?? null) {
+  const text = formatUsage(job?.usage, job?.estimate, wall);
   if (!text) return null;
   const line = el("p", text, hasServerUsage(job.usage) ? "job-usage muted" : "job-usage muted empty");
   line.dataset.testid = testid;
