@@ -352,11 +352,17 @@ def test_a_confirmed_job_keeps_its_estimate_and_the_next_estimate_calibrates_on_
     # intervention arm "FINAL ANSWER: 42." (5), as many turns in each. Share = (0 + 1) / (4 + 4).
     second = api_client.post(f"{url}estimate/", body, content_type="application/json").json()
     assert second["cap_share"] == pytest.approx(1 / 8)
-    assert (
-        second["cap_share_source"]
-        == f"measured on 1 finished job of fake-model ({job.estimate['turn_completions']} turns)"
-    )
+    turns = job.estimate["turn_completions"]
+    assert second["cap_share_source"] == f"measured on 1 finished job on this trace ({turns} turns)"
     assert second["completion_tokens"] < first["completion_tokens"]  # 0.125 of the room, not 0.35
+    # Another trace: no job of its own yet, so the model's jobs on any trace.
+    core = make_trace()
+    core.source_id = "t2"
+    elsewhere_trace = do_ingest(project, core).trace
+    elsewhere_url = f"/api/traces/{elsewhere_trace.pk}/counterfactuals/estimate/"
+    elsewhere = api_client.post(elsewhere_url, body, content_type="application/json").json()
+    assert elsewhere["cap_share"] == pytest.approx(1 / 8)
+    assert elsewhere["cap_share_source"] == f"measured on 1 finished job of fake-model ({turns} turns)"
     # Another temperature is another calibration: the default again.
     monkeypatch.setenv("SWARMSCOPE_OPENAI_TEMPERATURE", "0.5")
     other = api_client.post(f"{url}estimate/", body, content_type="application/json").json()

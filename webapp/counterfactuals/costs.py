@@ -307,16 +307,21 @@ def _sampling(runner) -> tuple[str | None, float | None]:
     )
 
 
-def measured_cap_share(model: str, max_tokens: int, temperature: float | None) -> tuple[float, int, int] | None:
+def measured_cap_share(
+    model: str, max_tokens: int, temperature: float | None, trace_id: int | None = None
+) -> tuple[float, int, int] | None:
     """The cap share the model's own finished jobs measured: ŝ = Σ (c - r) / Σ (a - r) over the
-    latest CALIBRATION_JOBS done jobs (all their samples run) whose estimate names `model`,
-    `max_tokens` a turn and `temperature`, c a job's completion tokens as the server counted them,
-    r and a its estimate's completion tokens with every turn as long as recorded and at its cap
-    (the ratio estimator: turns weighted by the room their cap leaves), clamped to [0, 1].
-    Returns (ŝ, jobs, re-generated turns), or None before they hold CALIBRATION_TURNS turns."""
+    latest CALIBRATION_JOBS done jobs (all their samples run; of trace `trace_id` where given) whose
+    estimate names `model`, `max_tokens` a turn and `temperature`, c a job's completion tokens as
+    the server counted them, r and a its estimate's completion tokens with every turn as long as
+    recorded and at its cap (the ratio estimator: turns weighted by the room their cap leaves),
+    clamped to [0, 1]. Returns (ŝ, jobs, re-generated turns), or None before they hold
+    CALIBRATION_TURNS turns."""
+    jobs = CounterfactualJob.objects.filter(status=CounterfactualJob.DONE, estimate__model=model)
+    if trace_id is not None:
+        jobs = jobs.filter(trace_id=trace_id)
     jobs = (
-        CounterfactualJob.objects.filter(status=CounterfactualJob.DONE, estimate__model=model)
-        .exclude(usage={})
+        jobs.exclude(usage={})
         .order_by("-finished_at")
         .only("estimate", "usage", "done_count", "n_samples")[: CALIBRATION_JOBS * 4]
     )
@@ -339,32 +344,38 @@ def measured_cap_share(model: str, max_tokens: int, temperature: float | None) -
     return min(1.0, max(0.0, sent_room / room)), used, turns
 
 
-def cap_share(runner) -> tuple[float, str]:
+def cap_share(runner, trace_id: int | None = None) -> tuple[float, str]:
     """The share of its cap a re-generated turn of `runner`'s model is expected to use beyond its
     recorded length, and where it comes from: the backend's setting (`runner.cap_share()`,
-    SWARMSCOPE_OPENAI_CAP_SHARE), else the model's finished jobs (`measured_cap_share`), else
-    CAP_SHARE ("default")."""
+    SWARMSCOPE_OPENAI_CAP_SHARE), else the model's finished jobs (`measured_cap_share`) on trace
+    `trace_id`, else on any trace, else CAP_SHARE ("default"). The trace's own jobs come first: how
+    far a model's turns run differs from trace to trace (bench/RESULTS.md, issue 29: 77 % of the
+    room on one Who&When log, 33 % on a hand-made chat)."""
     setting = getattr(runner, "cap_share", None)
     share = setting() if callable(setting) else None
     if share is not None:
         return share, "setting SWARMSCOPE_OPENAI_CAP_SHARE"
     model, temperature = _sampling(runner)
     cap = _turn_cap(runner)
-    measured = measured_cap_share(model, cap, temperature) if model and cap else None
-    if measured is not None:
-        share, jobs, turns = measured
-        return share, f"measured on {jobs} finished job{'s' if jobs != 1 else ''} of {model} ({turns:,} turns)"
+    if model and cap:
+        scopes = ([(trace_id, "on this trace")] if trace_id is not None else []) + [(None, f"of {model}")]
+        for scope, where in scopes:
+            measured = measured_cap_share(model, cap, temperature, scope)
+            if measured is not None:
+                share, jobs, turns = measured
+                return share, f"measured on {jobs} finished job{'s' if jobs != 1 else ''} {where} ({turns:,} turns)"
     return CAP_SHARE, "default"
 
 
-def token_rule(runner) -> tuple[dict[str, Any], str]:
+def token_rule(runner, trace_id: int | None = None) -> tuple[dict[str, Any], str]:
     """How the estimate counts `runner`'s prompts, and where that comes from: the server's own
     tokenizer and chat template measured on the trace (`measure_tokenizer`: "server"), else
-    RULE_OF_THUMB ("rule of thumb"); with the turns' `cap_share` and its `cap_share_source`."""
+    RULE_OF_THUMB ("rule of thumb"); with the turns' `cap_share` and its `cap_share_source`
+    (`cap_share`, trace `trace_id`'s jobs first)."""
     measure = getattr(runner, "measure_tokenizer", None)
     measured = measure() if callable(measure) else None
     rule, source = (measured, "server") if measured else (RULE_OF_THUMB, "rule of thumb")
-    share, share_source = cap_share(runner)
+    share, share_source = cap_share(runner, trace_id)
     return {**rule, "cap_share": share, "cap_share_source": share_source}, source
 
 
@@ -471,7 +482,7 @@ def estimate_cost(
         runner.check(intervention)
     except InterventionError as exc:
         raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
-    rule, tokenizer = token_rule(runner)
+    rule, tokenizer = token_rule(runner, trace.pk)
     model, temperature = _sampling(runner)
     parts = plan_cost(runner, intervention, n, lambda requests: _check_context(runner, requests, backend), rule)
     return {
@@ -541,7 +552,7 @@ def estimate_attribution_cost(
     }
     cost = _zero_cost()
     if llm:
-        rule, tokenizer = token_rule(runner)
+        rule, tokenizer = token_rule(runner, trace.pk)
         model, temperature = _sampling(runner)
         estimate.update(
             model=model,
