@@ -1,36 +1,43 @@
-"""Issue 16 item 5: the credit-diffusion experiment (survey P1) — does per-decision credit beat the
-shared reward as episodes get longer?
+"""Issue 30 item 7: the credit-diffusion experiment (survey P1) — does per-decision credit that
+replaces the shared outcome buy what removing the outcome's noise buys, and does it grow with the
+episode's length?
 
-    nice -n 10 .venv/bin/python bench/credit_diffusion.py [--quick] [--workers 2] [--out bench/figures]
+    nice -n 10 .venv/bin/python bench/credit_diffusion.py --pilot [--workers 2]    # power, first
+    nice -n 10 .venv/bin/python bench/credit_diffusion.py [--seeds S] [--workers 2] [--out bench/figures]
+    nice -n 10 .venv/bin/python bench/credit_diffusion.py --time-rerollouts        # fast path vs full
 
-Arms (`trainer.rl.credit`): shared, counterfactual (paired leave-one-out per block), shapley
-(antithetic permutation Shapley values of the blocks) and oracle (the leave-one-out at SwarmSim's
-exact E[R], no outcome noise). They differ only in credit: the same critic on the same targets,
-the same per-decision cost, the same GAE, the same seeds; credit per fixed-size block of
-`BLOCK_SIZE` decisions (their number grows with the episode), `credit_samples` 2. Setup that
-keeps anything else from depending on the arm: the stop is the rule (aggregate and stop once every
-subtask is delegated, so no stop re-rollouts), no auxiliary reward terms and no entropy bonus (their
-anneal follows env steps, which the re-rollouts change), reward = R - 0.002 CS.
+Arms (`trainer.recipes.train_orchestrator.credit_advantages_of`), all PPO with the same critic
+network, GAE(1, 0.95), per-decision cost w_cs = 0.002 per critical step, seeds and tasks:
 
-Sweep: tasks of n subtasks (the `long` level's 4 layers, difficulty 0-0.3; n = 4 is a chain),
-`seeds` seeds per (arm, n), a fixed number of updates per n (the profile's `iterations`: equal
-updates), 8 episodes an iteration in groups of 4. Reported per (arm, n), mean and 95 % t interval
-over seeds:
+- `shared`: the 0/1 outcome R at the last decision (GAE on the critic);
+- `expected` (the reference): R replaced by its exact expectation E[R | actions] (SwarmSim's
+  closed form): every bit of outcome noise removed, nothing else changed;
+- `counterfactual_baseline`: the outcome's part of the advantage replaced by the decision's block
+  credit Δ_k = R(h) - mean_j R(h with block k redrawn) (COMA's counterfactual baseline with a block
+  of `BLOCK_SIZE` decisions as the agent; 2 redraws at the episode's seed, common random numbers:
+  the outcome minus a baseline from the re-rollouts, which share its random draws); the critic and
+  GAE carry the costs only;
+- `counterfactual_baseline_exact`: the same with Y = E[R | actions] in place of R (the credit without
+  outcome noise; the redraws' own noise stays).
 
-- at equal updates: the final policy's E[R] on `eval_tasks` held-out tasks (fixed seeds, one
-  episode each, closed-form E[R]) and its task reward;
-- at equal environment steps (credit re-rollouts counted): env steps until the training E[R]
-  (smoothed over 3 iterations) first reaches the target of n — half-way from the untrained policy's
-  E[R] to the best arm's final one — censored at the run's end; and the training E[R] at the env
-  steps the shared arm's runs took in all (each run's curve interpolated there, or its last value
-  if it stopped short).
+Equal updates at every n (`iterations`), 8 episodes an update in groups of 4; rule stop (no stop
+re-rollouts), no auxiliary terms, no entropy bonus. Measure: the final policy's E[R] on
+`eval_tasks` held-out tasks (closed form, one episode each), paired by seed against `shared` and
+against `expected`; 95 % t intervals over seeds. Re-rollouts are reported as what they are, an
+overhead in environment steps and wall time per update (the fast path: re-rollouts build no trace,
+`trainer.policy.play(build=False)`), not as a learning result.
+
+Power, up front (`--pilot`): `shared` and `expected` on `pilot_seeds` seeds (other seeds than the
+sweep's); per n the seed-to-seed SD of the paired held-out difference, and the seeds a paired t
+test needs to detect the pilot's mean gain at 80 % power, two-sided 5 % (noncentral t). The sweep
+reads the pilot's file and reports, at its own seed count, the smallest gain it can detect at 80 %
+power: the target the runs can reach.
 
 Baselines on the same held-out tasks: `FixedFanOut(8, "expert", verifier=True)` and the tuned
-heuristic (`trainer.sim.baselines.tune_fan_out`: the best fixed fan-out over k x role x verifier
-on `tune_tasks` training tasks by expected task reward). Writes OUT/credit_diffusion.json (curves and
-summary), OUT/credit_diffusion.png and OUT/credit_diffusion.md (the RESULTS.md section).
-`webapp/training/management/commands/import_credit_sweep.py` stores the runs in the app, where the
-compare page draws each (arm, n) seed group with its 95 % band.
+fan-out (`trainer.sim.baselines.tune_fan_out` on `tune_tasks` training-like tasks). Writes
+OUT/credit_diffusion.json (runs, curves, summary, pilot), OUT/credit_diffusion.png and
+OUT/credit_diffusion.md (the RESULTS.md section); `webapp/training/management/commands/
+import_credit_sweep.py` stores the runs in the app.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import os
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -49,28 +56,27 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-ARMS = ("shared", "counterfactual", "shapley", "oracle")
+ARMS = ("shared", "expected", "counterfactual_baseline", "counterfactual_baseline_exact")
+#: The arms of the pilot (the power calculation is for the reference's gain over shared).
+PILOT_ARMS = ("shared", "expected")
 BLOCK_SIZE = 8
 EVAL_SEED = 7_000_000
 #: Seeds of the tuning tasks (training-like tasks, neither the recipe's training nor the test seeds).
 TUNE_SEED = 3_000_000_000
+#: The pilot's run seeds: not the sweep's (0 ..), so the power calculation does not pick its own data.
+PILOT_SEED = 100
+#: Power of the calculation (paired two-sided t test at 5 %).
+POWER = 0.8
 PROFILES: dict[str, dict[str, Any]] = {
-    # Sized to ~40 min on 2 shared cores (the machine ran at a load of 12-19 from other jobs, so
-    # one run took 5-9x its CPU time). n = 64 and 256 are left out: a counterfactual iteration
-    # takes ~9 s at n = 64 and ~170 s at n = 256 on this machine (8 episodes of ~140 / ~360
-    # decisions, 17 / 45 blocks x 2 re-rollouts each), so 10 seeds x 2 re-rolling arms would take
-    # ~1 h and ~9 h of CPU at only 6 updates. Shapley (2 antithetic permutation pairs: twice the
-    # re-rollouts of the leave-one-out, forking earlier) only at n = 4. The updates fall with n for
-    # the same reason (a counterfactual iteration: ~0.5 s at n = 4, ~1.8 s at 16, ~3.5 s at 32).
     "full": {
-        "n": (4, 16, 32),
+        "n": (4, 16, 64),
         "seeds": 10,
-        "iterations": {4: 12, 16: 8, 32: 6},
-        "eval_tasks": 32,
+        "iterations": 20,
+        "eval_tasks": 64,
         "tune_tasks": 16,
-        "shapley_max_n": 4,
+        "pilot_seeds": 4,
     },
-    "quick": {"n": (4,), "seeds": 2, "iterations": {4: 3}, "eval_tasks": 4, "tune_tasks": 2, "shapley_max_n": 4},
+    "quick": {"n": (4,), "seeds": 2, "iterations": 3, "eval_tasks": 4, "tune_tasks": 2, "pilot_seeds": 2},
 }
 #: The iteration metrics kept in the JSON (and stored in the app by import_credit_sweep).
 KEPT_METRICS = (
@@ -87,6 +93,8 @@ KEPT_METRICS = (
     "parallelism_efficiency",
     "tokens_per_episode",
 )
+#: Relative cost of one run per arm (to start the long runs first).
+COST = {"shared": 1, "expected": 1, "counterfactual_baseline": 8, "counterfactual_baseline_exact": 8}
 
 
 def run_config(arm: str, n: int, seed: int) -> dict[str, Any]:
@@ -116,48 +124,6 @@ def held_out_tasks(config, count: int):
     return [
         generate_task(config.task_level(), TEST_SET_SEED + i, f"n{config.n_subtasks}-test-{i}") for i in range(count)
     ]
-
-
-def one_run(job: tuple[str, int, int, int, int, str]) -> dict[str, Any]:
-    """Train one (arm, n, seed) run for `iterations` updates (checkpoint under `scratch`); its
-    curve, its config and its final policy's scores on the held-out tasks."""
-    import torch
-
-    from trainer.recipes.train_orchestrator import RunConfig, evaluate, load_policy, train
-
-    torch.set_num_threads(1)
-    arm, n, seed, iterations, eval_tasks, scratch = job
-    config = RunConfig.from_dict(run_config(arm, n, seed))
-    curve: list[dict[str, Any]] = []
-
-    def record(it: dict) -> None:
-        curve.append(
-            {
-                "iteration": it["iteration"],
-                "env_steps": it["env_steps"],
-                "wall_s": round(it["wall_s"], 3),
-                "metrics": {k: round(float(it["metrics"][k]), 6) for k in KEPT_METRICS},
-            }
-        )
-
-    directory = Path(scratch) / f"{arm}-n{n}-seed{seed}"
-    summary = train(config, checkpoint_dir=directory, on_iteration=record, should_stop=lambda: len(curve) >= iterations)
-    policy, _ = load_policy(directory / "last.pt")
-    scores = evaluate(policy, held_out_tasks(config, eval_tasks), config, seed=EVAL_SEED)
-    return {
-        "arm": arm,
-        "n": n,
-        "seed": seed,
-        "config": config.to_dict(),
-        "iterations": curve,
-        "env_steps": summary["env_steps"],
-        "wall_s": round(summary["wall_s"], 2),
-        "held_out": {
-            "expected_success": float(np.mean([s["p_success"] for s in scores])),
-            "task_reward": float(np.mean([s["expected_task"] for s in scores])),
-            "critical_steps": float(np.mean([s["critical_steps"] for s in scores])),
-        },
-    }
 
 
 def baselines(n: int, eval_tasks: int, tune_tasks: int) -> dict[str, Any]:
@@ -198,7 +164,52 @@ def baselines(n: int, eval_tasks: int, tune_tasks: int) -> dict[str, Any]:
     return out
 
 
-# --- summary ----------------------------------------------------------------------------------
+def one_run(job: tuple[str, int, int, int, int, str]) -> dict[str, Any]:
+    """Train one (arm, n, seed) run for `iterations` updates (checkpoint under `scratch`); its
+    curve, its config and its final policy's scores on the held-out tasks."""
+    import torch
+
+    from trainer.recipes.train_orchestrator import RunConfig, evaluate, load_policy, train
+
+    torch.set_num_threads(1)
+    arm, n, seed, iterations, eval_tasks, scratch = job
+    config = RunConfig.from_dict(run_config(arm, n, seed))
+    curve: list[dict[str, Any]] = []
+
+    def record(it: dict) -> None:
+        curve.append(
+            {
+                "iteration": it["iteration"],
+                "env_steps": it["env_steps"],
+                "wall_s": round(it["wall_s"], 3),
+                "metrics": {k: round(float(it["metrics"][k]), 6) for k in KEPT_METRICS},
+            }
+        )
+
+    directory = Path(scratch) / f"{arm}-n{n}-seed{seed}"
+    cpu = time.process_time()
+    summary = train(config, checkpoint_dir=directory, on_iteration=record, should_stop=lambda: len(curve) >= iterations)
+    cpu = time.process_time() - cpu
+    policy, _ = load_policy(directory / "last.pt")
+    scores = evaluate(policy, held_out_tasks(config, eval_tasks), config, seed=EVAL_SEED)
+    return {
+        "arm": arm,
+        "n": n,
+        "seed": seed,
+        "config": config.to_dict(),
+        "iterations": curve,
+        "env_steps": summary["env_steps"],
+        "wall_s": round(summary["wall_s"], 2),
+        "cpu_s": round(cpu, 2),
+        "held_out": {
+            "expected_success": float(np.mean([s["p_success"] for s in scores])),
+            "task_reward": float(np.mean([s["expected_task"] for s in scores])),
+            "critical_steps": float(np.mean([s["critical_steps"] for s in scores])),
+        },
+    }
+
+
+# --- statistics -------------------------------------------------------------------------------
 
 
 def t_interval(values) -> tuple[float, float]:
@@ -211,101 +222,139 @@ def t_interval(values) -> tuple[float, float]:
     return float(v.mean()), float(t_quantile_975(len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
 
 
-def smoothed(run: dict[str, Any], window: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    """(env steps (I,), training E[R] (I,) as a trailing mean over `window` iterations)."""
-    steps = np.array([it["env_steps"] for it in run["iterations"]], float)
+def paired_power(effect: float, sd: float, seeds: int) -> float:
+    """Power of the two-sided paired t test at 5 % to detect a mean difference `effect` with a
+    seed-to-seed SD `sd` of the differences from `seeds` >= 2 pairs: P(|T| > t_.975) with T
+    noncentral t (df seeds - 1, noncentrality effect sqrt(seeds) / sd)."""
+    from scipy import stats
+
+    df = seeds - 1
+    critical = stats.t.ppf(0.975, df)
+    nc = abs(effect) * np.sqrt(seeds) / sd
+    return float(stats.nct.sf(critical, df, nc) + stats.nct.cdf(-critical, df, nc))
+
+
+def seeds_needed(effect: float, sd: float, power: float = POWER, most: int = 10_000) -> int | None:
+    """The fewest seeds (>= 2) at which `paired_power` reaches `power`; None past `most` (or for
+    no effect)."""
+    if not effect or not np.isfinite(effect) or not sd > 0:
+        return None
+    for seeds in range(2, most + 1):
+        if paired_power(effect, sd, seeds) >= power:
+            return seeds
+    return None
+
+
+def detectable(sd: float, seeds: int, power: float = POWER) -> float:
+    """The smallest mean difference the paired t test detects at `power` with `seeds` pairs (the
+    minimum detectable effect), by bisection on `paired_power`."""
+    if seeds < 2 or not sd > 0:
+        return float("nan")
+    low, high = 0.0, 20 * sd
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if paired_power(middle, sd, seeds) < power else (low, middle)
+    return high
+
+
+def paired(runs: list[dict[str, Any]], arm: str, against: str, n: int) -> list[float]:
+    """Held-out E[R] of `arm` minus `against`'s, per seed both ran at n."""
+    other = {r["seed"]: r["held_out"]["expected_success"] for r in runs if r["n"] == n and r["arm"] == against}
+    mine = sorted((r for r in runs if r["n"] == n and r["arm"] == arm), key=lambda r: r["seed"])
+    return [r["held_out"]["expected_success"] - other[r["seed"]] for r in mine if r["seed"] in other]
+
+
+def power_table(runs: list[dict[str, Any]], ns, seeds: int | None = None) -> dict[str, Any]:
+    """Per n, from the pilot's runs: the gain of `expected` over `shared` (mean, 95 %), the SD of
+    the paired difference, the seeds needed to detect that gain at `POWER`, and (with `seeds`) the
+    smallest gain detectable with that many seeds."""
+    out: dict[str, Any] = {}
+    for n in ns:
+        diff = paired(runs, "expected", "shared", n)
+        if len(diff) < 2:
+            continue
+        sd = float(np.std(diff, ddof=1))
+        mean = float(np.mean(diff))
+        out[str(n)] = {
+            "pilot_seeds": len(diff),
+            "gain": t_interval(diff),
+            "sd": sd,
+            "seeds_needed": seeds_needed(mean, sd),
+            "detectable_at_sweep_seeds": detectable(sd, seeds) if seeds else None,
+        }
+    return out
+
+
+def smoothed(run: dict[str, Any], window: int = 3) -> np.ndarray:
+    """(I,) training E[R] as a trailing mean over `window` iterations."""
     values = np.array([it["metrics"]["expected_success"] for it in run["iterations"]])
-    return steps, np.array([values[max(0, k - window + 1) : k + 1].mean() for k in range(len(values))])
-
-
-def value_at(run: dict[str, Any], x: float) -> float:
-    """The run's smoothed training E[R] at env steps `x` (linear; its last value past its end)."""
-    steps, values = smoothed(run)
-    return float(np.interp(x, steps, values))
+    return np.array([values[max(0, k - window + 1) : k + 1].mean() for k in range(len(values))])
 
 
 def summarise(runs: list[dict[str, Any]], profile: dict[str, Any]) -> dict[str, Any]:
-    """Per n: the target, the env-step grid for equal steps, and per arm the mean ± 95 % of each
-    measure (`final_held_out`, `held_out_minus_shared` paired by seed, `final_training`,
-    `steps_to_target` with its censored count,
-    `at_equal_steps`, `env_steps`, `credit_share`) and the seeds' values."""
+    """Per n: the untrained policy's training E[R] (`start`) and per arm the mean ± 95 % of
+    `final_held_out`, `minus_shared` and `minus_expected` (paired by seed), `final_training`,
+    `env_steps_per_update`, `cpu_s_per_update`, the re-rollout share, and the seeds' values."""
     out: dict[str, Any] = {}
     for n in profile["n"]:
         mine = [r for r in runs if r["n"] == n]
+        if not mine:
+            continue
         arms = [a for a in ARMS if any(r["arm"] == a for r in mine)]
         start = float(np.mean([r["iterations"][0]["metrics"]["expected_success"] for r in mine]))
-        finals = {a: np.mean([smoothed(r)[1][-1] for r in mine if r["arm"] == a]) for a in arms}
-        best = max(finals.values())
-        target = start + 0.5 * (best - start) if best - start >= 0.01 else None
-        equal_x = float(np.mean([r["env_steps"] for r in mine if r["arm"] == "shared"]))
         per_arm: dict[str, Any] = {}
-        shared_held = {r["seed"]: r["held_out"]["expected_success"] for r in mine if r["arm"] == "shared"}
         for arm in arms:
             rs = sorted((r for r in mine if r["arm"] == arm), key=lambda r: r["seed"])
             held = [r["held_out"]["expected_success"] for r in rs]
-            task = [r["held_out"]["task_reward"] for r in rs]
-            final = [float(smoothed(r)[1][-1]) for r in rs]
-            hits, censored = [], 0
-            for r in rs:
-                steps, values = smoothed(r)
-                reached = np.flatnonzero(values >= target - 1e-12) if target is not None else []
-                if len(reached):
-                    hits.append(float(steps[reached[0]]))
-                else:
-                    hits.append(float(r["env_steps"]))
-                    censored += 1
-            equal = [value_at(r, equal_x) for r in rs]
+            updates = [len(r["iterations"]) for r in rs]
             credit = [sum(it["metrics"]["credit_env_steps"] for it in r["iterations"]) / r["env_steps"] for r in rs]
-            paired = [
-                r["held_out"]["expected_success"] - shared_held[r["seed"]] for r in rs if r["seed"] in shared_held
-            ]
             per_arm[arm] = {
                 "seeds": len(rs),
-                "held_out_minus_shared": t_interval(paired),
+                "updates": sorted(set(updates)),
                 "final_held_out": t_interval(held),
-                "final_held_out_task_reward": t_interval(task),
-                "final_training": t_interval(final),
-                "steps_to_target": t_interval(hits) if target is not None else (float("nan"), float("nan")),
-                "censored": censored if target is not None else len(rs),
-                "at_equal_steps": t_interval(equal),
-                "env_steps": t_interval([r["env_steps"] for r in rs]),
+                "minus_shared": t_interval(paired(runs, arm, "shared", n)) if arm != "shared" else None,
+                "minus_expected": t_interval(paired(runs, arm, "expected", n)) if arm != "expected" else None,
+                "final_held_out_task_reward": t_interval([r["held_out"]["task_reward"] for r in rs]),
+                "final_training": t_interval([float(smoothed(r)[-1]) for r in rs]),
+                "env_steps_per_update": t_interval([r["env_steps"] / u for r, u in zip(rs, updates)]),
+                "cpu_s_per_update": t_interval([r.get("cpu_s", r["wall_s"]) / u for r, u in zip(rs, updates)]),
                 "credit_share": float(np.mean(credit)),
-                "values": {"held_out": held, "steps_to_target": hits, "at_equal_steps": equal},
+                "values": {"held_out": held, "seeds": [r["seed"] for r in rs]},
             }
-        out[str(n)] = {
-            "iterations": profile["iterations"][n],
-            "start": start,
-            "target": target,
-            "equal_steps": equal_x,
-            "arms": per_arm,
-        }
+        out[str(n)] = {"start": start, "arms": per_arm}
     return out
 
 
 # --- figure -----------------------------------------------------------------------------------
 
-COLORS = {"shared": "#4263eb", "counterfactual": "#e8590c", "shapley": "#2f9e44", "oracle": "#ae3ec9"}
+COLORS = {
+    "shared": "#4263eb",
+    "expected": "#ae3ec9",
+    "counterfactual_baseline": "#e8590c",
+    "counterfactual_baseline_exact": "#2f9e44",
+}
 
 
 def figure(runs: list[dict[str, Any]], summary: dict[str, Any], base: dict[str, Any], path: Path) -> None:
-    """Top: final held-out E[R] (equal updates), env steps to the target and training E[R] at
-    equal env steps, against n, per arm with 95 % bands (baselines dashed). Bottom: training E[R]
-    against env steps per n, mean of the seeds with a 95 % band (what the compare page draws)."""
+    """Top: final held-out E[R] against n per arm (baselines dashed), each arm minus shared paired by
+    seed, and env steps per update (the re-rollout overhead), with 95 % bands. Bottom: training
+    E[R] against updates per n, mean of the seeds with a 95 % band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ns = [int(n) for n in summary]
-    fig, axes = plt.subplots(2, max(3, len(ns)), figsize=(5 * max(3, len(ns)), 8.5), squeeze=False)
+    columns = max(3, len(ns))
+    fig, axes = plt.subplots(2, columns, figsize=(5 * columns, 8.5), squeeze=False)
     panels = (
-        ("final_held_out", "final E[R], held-out tasks\n(equal updates)", False),
-        ("steps_to_target", "env steps to the target E[R]\n(re-rollouts counted)", True),
-        ("at_equal_steps", "training E[R] at the shared arm's\nenv steps (equal env steps)", False),
+        ("final_held_out", "final E[R], held-out tasks (equal updates)", False),
+        ("minus_shared", "held-out E[R] minus shared's, paired by seed", False),
+        ("env_steps_per_update", "env steps per update (re-rollouts counted)", True),
     )
     for ax, (key, title, log) in zip(axes[0], panels):
         for arm, color in COLORS.items():
-            xs = [n for n in ns if arm in summary[str(n)]["arms"]]
+            xs = [n for n in ns if arm in summary[str(n)]["arms"] and summary[str(n)]["arms"][arm][key] is not None]
             if not xs:
                 continue
             mean = np.array([summary[str(n)]["arms"][arm][key][0] for n in xs])
@@ -314,8 +363,19 @@ def figure(runs: list[dict[str, Any]], summary: dict[str, Any], base: dict[str, 
             ax.fill_between(xs, mean - half, mean + half, color=color, alpha=0.15)
         if key == "final_held_out":
             for name, style in (("fixed fan-out (8 experts + verifier)", "s--"), ("tuned fan-out", "^:")):
-                means = [np.mean(base[str(n)][name]["expected_success"]) for n in ns]
-                ax.plot(ns, means, style, color="#495057", label=name)
+                if all(str(n) in base for n in ns):
+                    ax.plot(
+                        ns,
+                        [np.mean(base[str(n)][name]["expected_success"]) for n in ns],
+                        style,
+                        color="#495057",
+                        label=name,
+                    )
+            ax.plot(
+                ns, [summary[str(n)]["start"] for n in ns], "x:", color="#adb5bd", label="untrained (training E[R])"
+            )
+        if key == "minus_shared":
+            ax.axhline(0.0, color="#868e96", lw=0.8)
         ax.set_xscale("log", base=2)
         if log:
             ax.set_yscale("log")
@@ -330,19 +390,15 @@ def figure(runs: list[dict[str, Any]], summary: dict[str, Any], base: dict[str, 
             rs = [r for r in runs if r["n"] == n and r["arm"] == arm]
             if not rs:
                 continue
-            grid = np.unique(np.concatenate([smoothed(r)[0] for r in rs]))
-            grid = grid[grid <= min(r["env_steps"] for r in rs)]
-            ys = np.array([np.interp(grid, *smoothed(r)) for r in rs])
+            length = min(len(r["iterations"]) for r in rs)
+            ys = np.array([smoothed(r)[:length] for r in rs])
             mean = ys.mean(axis=0)
-            half = np.array([t_interval(col)[1] for col in ys.T]) if len(rs) > 1 else np.zeros_like(mean)
-            ax.plot(grid, mean, color=color, label=arm)
-            ax.fill_between(grid, mean - half, mean + half, color=color, alpha=0.15)
-        target = summary[str(n)]["target"]
-        if target is not None:
-            ax.axhline(target, color="#868e96", lw=0.8, ls="--", label="target")
-        ax.set_xscale("log")
-        ax.set_xlabel("env steps (re-rollouts counted)")
-        ax.set_title(f"n = {n}: training E[R], {summary[str(n)]['iterations']} updates", fontsize=10)
+            half = np.nan_to_num(np.array([t_interval(col)[1] for col in ys.T])) if len(rs) > 1 else np.zeros_like(mean)
+            done = np.arange(1, length + 1)
+            ax.plot(done, mean, color=color, label=arm)
+            ax.fill_between(done, mean - half, mean + half, color=color, alpha=0.15)
+        ax.set_xlabel("updates")
+        ax.set_title(f"n = {n}: training E[R] (trailing mean of 3)", fontsize=10)
         ax.legend(fontsize=7)
     for ax in axes[1][len(ns) :]:
         ax.axis("off")
@@ -354,47 +410,71 @@ def figure(runs: list[dict[str, Any]], summary: dict[str, Any], base: dict[str, 
 # --- report -----------------------------------------------------------------------------------
 
 
-def fmt(pair: tuple[float, float], spec: str = ".3f") -> str:
+def fmt(pair, spec: str = ".3f") -> str:
+    if pair is None:
+        return "–"
     mean, half = pair
     return f"{mean:{spec}} ± {half:{spec.lstrip('+')}}" if np.isfinite(half) else f"{mean:{spec}}"
 
 
+def power_lines(power: dict[str, Any], seeds: int | None) -> list[str]:
+    lines = [
+        "| n | pilot seeds | expected − shared, held-out E[R] ± 95 % | SD of the paired difference | "
+        "seeds for 80 % power | smallest gain detectable at 80 % with the sweep's seeds |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n, p in power.items():
+        found = p["detectable_at_sweep_seeds"]
+        lines.append(
+            f"| {n} | {p['pilot_seeds']} | {fmt(p['gain'], '+.3f')} | {p['sd']:.3f} | "
+            f"{p['seeds_needed'] if p['seeds_needed'] is not None else '> 10,000 or no gain'} | "
+            + (f"{found:.3f} ({seeds} seeds)" if found is not None else "–")
+            + " |"
+        )
+    return lines
+
+
 def markdown(
-    summary: dict[str, Any], base: dict[str, Any], args: argparse.Namespace, argv: list[str], wall_min: float
+    summary: dict[str, Any],
+    base: dict[str, Any],
+    power: dict[str, Any],
+    profile: dict[str, Any],
+    args: argparse.Namespace,
+    argv: list[str],
+    wall_min: float,
 ) -> str:
     load = os.getloadavg()[0]
     lines = [
-        "## Issue 16 item 5: the credit-diffusion sweep (bench/credit_diffusion.py)",
+        "## Issue 30 item 7: credit that replaces the outcome, against the exact-expectation reference "
+        "(bench/credit_diffusion.py)",
         "",
         f"`{' '.join(['nice -n 10 .venv/bin/python bench/credit_diffusion.py', *argv])}`, "
         f"`date -u` = {time.strftime('%a %b %d %H:%M UTC %Y', time.gmtime())}, {platform.machine()}, "
         f"{os.cpu_count()} CPUs shared, 1-minute load at the end {load:.1f}, Python {platform.python_version()}, "
-        f"{args.workers} runs at a time (1 thread each), {wall_min:.1f} min in all. Figure: "
-        f"`bench/figures/credit_diffusion.png`; curves: `bench/figures/credit_diffusion.json`.",
+        f"{args.workers} runs at a time (1 thread each), {wall_min:.1f} min in all; {profile['iterations']} updates "
+        f"at every n. Figure: `bench/figures/credit_diffusion.png`; runs: `bench/figures/credit_diffusion.json`.",
         "",
-        "| n | arm | seeds | updates | final E[R] held-out ± 95 % | minus shared's, paired by seed | task reward "
-        "held-out | env steps to target ± 95 % (censored) | E[R] at equal env steps | env steps in all | "
+        "Power (the pilot, other seeds than the sweep's):",
+        "",
+        *power_lines(power, profile["seeds"]),
+        "",
+        "| n | arm | seeds | final E[R] held-out ± 95 % | minus shared's (paired) | minus expected's (paired) | "
+        "task reward held-out | training E[R], last 3 updates | env steps per update | CPU s per update | "
         "re-rollout share |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n, s in summary.items():
         for arm, a in s["arms"].items():
             lines.append(
-                f"| {n} | {arm} | {a['seeds']} | {s['iterations']} | {fmt(a['final_held_out'])} | "
-                f"{fmt(a['held_out_minus_shared'], '+.3f') if arm != 'shared' else '–'} | "
-                f"{fmt(a['final_held_out_task_reward'])} | {fmt(a['steps_to_target'], ',.0f')} ({a['censored']}) | "
-                f"{fmt(a['at_equal_steps'])} | {fmt(a['env_steps'], ',.0f')} | {a['credit_share']:.0%} |"
+                f"| {n} | {arm} | {a['seeds']} | {fmt(a['final_held_out'])} | {fmt(a['minus_shared'], '+.3f')} | "
+                f"{fmt(a['minus_expected'], '+.3f')} | {fmt(a['final_held_out_task_reward'])} | "
+                f"{fmt(a['final_training'])} | {fmt(a['env_steps_per_update'], ',.0f')} | "
+                f"{fmt(a['cpu_s_per_update'], '.2f')} | {a['credit_share']:.0%} |"
             )
     lines += [
         "",
-        "Targets (half-way from the untrained policy's training E[R] to the best arm's final one) and "
-        "the equal-steps point (the shared runs' mean env steps in all): "
-        + "; ".join(
-            f"n = {n}: start {s['start']:.3f}, target "
-            + (f"{s['target']:.3f}" if s["target"] is not None else "none (no arm improved by 0.01)")
-            + f", {s['equal_steps']:,.0f} steps"
-            for n, s in summary.items()
-        )
+        "Untrained policy's training E[R] (first update's episodes): "
+        + "; ".join(f"n = {n}: {s['start']:.3f}" for n, s in summary.items())
         + ".",
         "",
         "| n | baseline (same held-out tasks) | E[R] ± 95 % over tasks | task reward | critical steps |",
@@ -415,55 +495,153 @@ def markdown(
     return "\n".join(lines)
 
 
+# --- the fast re-rollout ------------------------------------------------------------------------
+
+
+def time_rerollouts(n: int = 64, episodes: int = 4, repeats: int = 3) -> dict[str, Any]:
+    """CPU seconds of one episode's block credit at n (an untrained policy's episodes, block size
+    `BLOCK_SIZE`, 2 redraws): through the full path (every re-rollout's episode built: trace,
+    critical path, rewards) and the fast path (`outcome_credit`: none built); best of `repeats`,
+    and whether the credit is identical."""
+    import torch
+
+    from trainer.policy import OrchestratorPolicy, play
+    from trainer.recipes.config import RunConfig
+    from trainer.recipes.train_orchestrator import iteration_scripts
+    from trainer.rl.credit import decision_credit, outcome_credit
+
+    torch.set_num_threads(1)
+    config = RunConfig.from_dict(run_config("counterfactual_baseline", n, 0))
+    torch.manual_seed(0)
+    policy = OrchestratorPolicy(config.hidden)
+    games = play(policy, iteration_scripts(config, 0), config.sim_config(), config.stop, config.max_agents)[:episodes]
+    decision_credit(policy, games[0], 1.0, config, lambda e: e.reward)  # imports, caches
+    full_s, fast_s, same = [], [], True
+    for _ in range(repeats):
+        started = time.process_time()
+        full = [decision_credit(policy, g, g.episode.reward, config, lambda e: e.reward)[0] for g in games]
+        full_s.append(time.process_time() - started)
+        started = time.process_time()
+        fast = [outcome_credit(policy, g, config, exact=False)[0] for g in games]
+        fast_s.append(time.process_time() - started)
+        same &= all(np.array_equal(a, b) for a, b in zip(full, fast))
+    return {
+        "n": n,
+        "episodes": episodes,
+        "decisions": float(np.mean([len(g.moves) for g in games])),
+        "full_s_per_episode": min(full_s) / episodes,
+        "fast_s_per_episode": min(fast_s) / episodes,
+        "identical": bool(same),
+    }
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+def run_jobs(jobs: list[tuple], workers: int, sink_path: Path) -> None:
+    """Run `jobs` (`one_run`'s) on `workers` processes, appending each finished run to `sink_path`."""
+    sink_path.parent.mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(workers) as pool, sink_path.open("a") as sink:
+        for future in as_completed([pool.submit(one_run, job) for job in jobs]):
+            sink.write(json.dumps(future.result()) + "\n")
+            sink.flush()
+
+
+def read_runs(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the test profile: n = 4, 2 seeds, 3 updates")
+    parser.add_argument("--pilot", action="store_true", help="run the pilot (shared, expected) and its power table")
+    parser.add_argument("--seeds", type=int, help="seeds per (arm, n) (default: the profile's)")
+    parser.add_argument("--n", type=int, nargs="+", help="task sizes (default: the profile's)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "figures"))
-    parser.add_argument("--scratch", default="/tmp/credit_diffusion", help="checkpoints of the runs")
+    parser.add_argument("--scratch", default="/tmp/credit_diffusion", help="checkpoints and runs.jsonl")
     parser.add_argument(
         "--report-only", action="store_true", help="no training: report the runs finished so far (SCRATCH/runs.jsonl)"
     )
+    parser.add_argument("--time-rerollouts", action="store_true", help="time the fast re-rollout path against the full")
     args = parser.parse_args(argv)
-    profile = PROFILES["quick" if args.quick else "full"]
+    if args.time_rerollouts:
+        timing = time_rerollouts()
+        print(json.dumps(timing))
+        return timing
+    profile = dict(PROFILES["quick" if args.quick else "full"])
+    if args.seeds:
+        profile["seeds"] = args.seeds
+    if args.n:
+        profile["n"] = tuple(args.n)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(args.scratch)
     started = time.monotonic()
-    jobs = [
-        (arm, n, seed, profile["iterations"][n], profile["eval_tasks"], args.scratch)
-        for n in profile["n"]
-        for arm in ARMS
-        if arm != "shapley" or n <= profile["shapley_max_n"]
-        for seed in range(profile["seeds"])
-    ]
-    cost = {"shared": 1, "counterfactual": 5, "oracle": 5, "shapley": 9}
-    # by n, then seed by seed across the arms: a sweep cut short still has every arm at the same seeds
-    jobs.sort(key=lambda j: (j[1], j[2], -cost[j[0]]))
-    done = Path(args.scratch) / "runs.jsonl"
-    done.parent.mkdir(parents=True, exist_ok=True)
+    pilot_path = scratch / "pilot.jsonl"
+    if args.pilot:
+        pilot_path.parent.mkdir(parents=True, exist_ok=True)
+        pilot_path.write_text("")
+        jobs = [
+            (arm, n, PILOT_SEED + seed, profile["iterations"], profile["eval_tasks"], str(scratch / "pilot"))
+            for seed in range(profile["pilot_seeds"])
+            for n in sorted(profile["n"], reverse=True)
+            for arm in PILOT_ARMS
+        ]
+        run_jobs(jobs, args.workers, pilot_path)
+        power = power_table(read_runs(pilot_path), profile["n"])
+        result = {"pilot": power, "runs": read_runs(pilot_path), "wall_min": (time.monotonic() - started) / 60}
+        (out / "credit_diffusion_pilot.json").write_text(json.dumps(result))
+        print("\n".join(power_lines(power, None)))
+        return result
+    done = scratch / "runs.jsonl"
     if not args.report_only:
+        done.parent.mkdir(parents=True, exist_ok=True)
         done.write_text("")
-        with ProcessPoolExecutor(args.workers) as pool, done.open("a") as sink:
-            for finished in pool.map(one_run, jobs):
-                sink.write(json.dumps(finished) + "\n")
-                sink.flush()
-    runs = [json.loads(line) for line in done.read_text().splitlines() if line.strip()]
-    finished_n = {r["n"] for r in runs}
-    profile = {**profile, "n": tuple(n for n in profile["n"] if n in finished_n)}
+        jobs = [
+            (arm, n, seed, profile["iterations"], profile["eval_tasks"], str(scratch))
+            for seed in range(profile["seeds"])
+            for n in profile["n"]
+            for arm in ARMS
+        ]
+        # seed by seed, the long runs first: a sweep cut short has every arm and n at the same seeds
+        jobs.sort(key=lambda j: (j[2], -COST[j[0]] * j[1]))
+        run_jobs(jobs, args.workers, done)
+    runs = read_runs(done)
     runs.sort(key=lambda r: (r["n"], ARMS.index(r["arm"]), r["seed"]))
+    # a seed counts only where every arm of its n finished (a sweep cut short)
+    complete = {
+        (n, s)
+        for n in profile["n"]
+        for s in {r["seed"] for r in runs}
+        if {r["arm"] for r in runs if r["n"] == n and r["seed"] == s} == set(ARMS)
+    }
+    runs = [r for r in runs if (r["n"], r["seed"]) in complete]
+    profile["n"] = tuple(n for n in profile["n"] if any(r["n"] == n for r in runs))
+    seeds = len({r["seed"] for r in runs})
+    pilot_runs = read_runs(pilot_path)
+    power = power_table(pilot_runs, profile["n"], seeds)
     base = {str(n): baselines(n, profile["eval_tasks"], profile["tune_tasks"]) for n in profile["n"]}
     summary = summarise(runs, profile)
     result = {
         "profile": "quick" if args.quick else "full",
-        "settings": {**{k: v for k, v in profile.items() if k != "iterations"}, "block_size": BLOCK_SIZE},
-        "iterations": {str(n): u for n, u in profile["iterations"].items()},
+        "settings": {**profile, "block_size": BLOCK_SIZE, "arms": ARMS, "seeds_complete": seeds},
+        "pilot": power,
         "summary": summary,
         "baselines": base,
         "runs": runs,
     }
     (out / "credit_diffusion.json").write_text(json.dumps(result))
     figure(runs, summary, base, out / "credit_diffusion.png")
-    text = markdown(summary, base, args, sys.argv[1:] if argv is None else argv, (time.monotonic() - started) / 60)
+    text = markdown(
+        summary,
+        base,
+        power,
+        {**profile, "seeds": seeds},
+        args,
+        sys.argv[1:] if argv is None else argv,
+        (time.monotonic() - started) / 60,
+    )
     (out / "credit_diffusion.md").write_text(text + "\n")
     print(text)
     return result

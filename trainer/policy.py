@@ -330,10 +330,13 @@ def play(
     mode: str,
     max_agents: int = 64,
     record: bool = True,
+    build: bool = True,
 ) -> list[Played]:
     """Play every script to its end, one batched forward pass per decision over the live episodes.
 
-    Returns one `Played` per script, with its `episode` (trace, reward, p_success) built. A decision
+    Returns one `Played` per script, with its `episode` (trace, reward, p_success) built; with
+    `build=False` the episode is left unbuilt (no trace, no critical path: about half a re-rollout's
+    time at n = 64) and the outcome is read from the env (`env.score`, `env.p_success`). A decision
     t of script k with t < len(moves) and kept[t] replays moves[t] where legal (no forward pass);
     the others are sampled from the masked policy with u = uniform(seed, "policy/<t>[/<salt>]").
     Raises ValueError for an unknown stop `mode`.
@@ -392,8 +395,9 @@ def play(
             game.state.apply(move)
             game.env_steps += t >= script.fork
         live = [k for k in live if not games[k].env.done]
-    for game in games:
-        game.episode = game.env.episode()
+    if build:
+        for game in games:
+            game.episode = game.env.episode()
     return games
 
 

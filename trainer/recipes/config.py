@@ -12,7 +12,15 @@ from trainer.sim.env import ANSWER_CREDITS, SimConfig
 from trainer.sim.tasks import LEVELS, Level
 
 ALGORITHMS = ("ppo", "grpo")
-CREDITS = ("shared", "counterfactual", "shapley", "oracle")
+CREDITS = (
+    "shared",
+    "counterfactual",
+    "shapley",
+    "oracle",
+    "expected",
+    "counterfactual_baseline",
+    "counterfactual_baseline_exact",
+)
 #: Reward weights and their anneal settings (see `trainer.rl.rewards.episode_reward`).
 DEFAULT_REWARD_WEIGHTS = {
     "success": 1.0,
@@ -126,7 +134,10 @@ class RunConfig:
 
     level: a SwarmSim level of `trainer.sim.tasks.LEVELS` (`long`: >= 200 decisions per episode).
     algorithm: "ppo" | "grpo". credit: "shared" | "counterfactual" | "shapley" | "oracle" (how the
-        episode's outcome is redistributed over its decisions; `trainer.rl.credit`).
+        episode's outcome is redistributed over its decisions; `trainer.rl.credit`); "expected"
+        (the outcome replaced by its exact expectation) | "counterfactual_baseline" |
+        "counterfactual_baseline_exact" (block credit replaces the outcome; PPO only;
+        `trainer.recipes.train_orchestrator.credit_advantages_of`).
     stop: "learned" | "anytime" | "rule" | "none" (`trainer.policy` stop modes). The default
         `learned` offers stop only after the answer, where E[R] is fixed: it cannot learn to stop
         before answering; `anytime` (with `answer_credit="partial"`) makes stopping a real decision.

@@ -23,7 +23,10 @@ the pieces live in `trainer.rl` and are tested there on tiny inputs.
   noise); all by closed-loop re-rollouts at the episode's seed (common random numbers,
   docs/architecture.md), a block's credit spread over its decisions, less the episode's mean (a
   zero-sum move of reward between decisions; the outcome still comes at the end). Every re-rollout
-  step after the fork counts in `env_steps` and in `budget_steps`.
+  step after the fork counts in `env_steps` and in `budget_steps`. Issue 30 item 7's arms change
+  the outcome itself: `expected` pays E[R | actions] (SwarmSim's closed form) for the 0/1 R (the
+  reference: no outcome noise); `counterfactual_baseline` (`_exact`: on E[R]) replaces the outcome's
+  share of the advantage by the block's leave-one-out credit of the outcome (`arm_reward`).
 - **Reward** (`trainer.rl.rewards`): w_success * R + anneal * (w_parallelism * r_parallel +
   w_finish * r_finish) - w_critical_steps * CS, the Kimi K2.5 PARL orchestration terms, annealed
   linearly to 0 over the first `anneal_fraction` of the budget. Under PPO the CS cost of each
@@ -55,9 +58,9 @@ from trainer.policy import STOP, OrchestratorPolicy, Played, Script, play
 from trainer.recipes.app_client import AppRefused, AppReporter
 from trainer.recipes.config import RunConfig
 from trainer.recipes.report import iteration_report
-from trainer.rl.credit import blocks_of, credit_advantages, decision_credit, spread_of
-from trainer.rl.losses import ppo_update
-from trainer.rl.rewards import anneal_factor, episode_reward, reward_to_go
+from trainer.rl.credit import BASELINED, blocks_of, credit_advantages, decision_credit, outcome_credit, spread_of
+from trainer.rl.losses import gae, ppo_update
+from trainer.rl.rewards import anneal_factor, decision_rewards, episode_reward, reward_to_go
 from trainer.rl.stop import episode_summary, stop_targets
 from trainer.sim.env import Episode
 from trainer.sim.tasks import LEVELS, Task, generate_task
@@ -88,6 +91,20 @@ def iteration_scripts(config: RunConfig, iteration: int) -> list[Script]:
     return scripts
 
 
+def arm_reward(terms: Mapping[str, float], episode: Episode, config: RunConfig) -> float:
+    """The episode reward an arm's critic regresses on (reward-to-go targets) and its GAE sees:
+    `terms["total"]` (the 0/1 outcome R) in the shared and zero-sum credit arms; under `expected`
+    the same with R replaced by its exact expectation E[R | actions] (`Episode.p_success`); under
+    the `BASELINED` arms the total without the outcome term (costs and auxiliary terms only: the
+    outcome enters through `trainer.rl.credit.outcome_credit`)."""
+    w = config.reward_weights["success"]
+    if config.credit == "expected":
+        return terms["total"] - w * (terms["success"] - episode.p_success)
+    if config.credit in BASELINED:
+        return terms["total"] - w * terms["success"]
+    return terms["total"]
+
+
 def credit_advantages_of(
     policy: OrchestratorPolicy,
     games: list[Played],
@@ -98,7 +115,11 @@ def credit_advantages_of(
     """Per episode: the advantages (T,) (`trainer.rl.credit.credit_advantages`: the same critic,
     per-decision costs and GAE or group baseline in every arm, the arms differing only in where
     the outcome is paid) and the credit (T,) the attribution panel shows; and the environment
-    steps the credit re-rollouts took."""
+    steps the credit re-rollouts took. Under `expected` the outcome in the reward is its exact
+    expectation; under the `BASELINED` arms (PPO only) the advantage is GAE on the outcome-free
+    `arm_reward` plus w_success times the decision's block credit Δ (`outcome_credit`): the
+    counterfactual credit replaces the outcome's share of the advantage. Raises ValueError for a
+    `BASELINED` arm under GRPO."""
     weights = config.reward_weights
     rewards = np.array([t["total"] for t in terms])
 
@@ -112,6 +133,22 @@ def credit_advantages_of(
     advantages, credits, steps = [], [], 0
     for k, game in enumerate(games):
         n = len(game.moves)
+        if config.credit == "expected":
+            reward = arm_reward(terms[k], game.episode, config)
+            group = np.array([arm_reward(t, g.episode, config) for t, g in zip(terms, games)])
+            group = group[k // config.group_size * config.group_size :][: config.group_size]
+            advantages.append(credit_advantages(np.array(game.values), reward, np.zeros(n), weights, config, group))
+            credits.append(np.full(n, reward))
+            continue
+        if config.credit in BASELINED:
+            if config.algorithm != "ppo":
+                raise ValueError(f"credit: {config.credit!r} needs algorithm 'ppo' (GAE on the critic)")
+            delta, extra = outcome_credit(policy, game, config, exact=config.credit.endswith("_exact"))
+            steps += extra
+            rest = decision_rewards(arm_reward(terms[k], game.episode, config), n, weights)
+            advantages.append(gae(np.array(game.values), rest, config.gae_lambda) + weights["success"] * delta)
+            credits.append(delta)
+            continue
         if config.credit == "shared":
             credit, spread = np.full(n, rewards[k]), np.zeros(n)
         else:
@@ -181,7 +218,8 @@ def run_iteration(
             credits[k][-1] = -gain[-1]  # the stop's paired credit: stopping now vs continuing
         stop_values.append(value)
         gains.append(gain)
-    batch = update_batch(games, rewards, advantages, stop_values, gains, config)
+    targets = np.array([arm_reward(t, g.episode, config) for t, g in zip(terms, games)])
+    batch = update_batch(games, targets, advantages, stop_values, gains, config)
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + iteration)
     losses = ppo_update(policy, optimizer, batch, config, generator, anneal)
 

@@ -27,6 +27,16 @@ re-rollouts, each valued at SwarmSim's exact E[R] given its actions (`Episode.p_
 form `trainer.sim.exact.enumerate_expected_reward` checks) instead of its 0/1 outcome: the credit
 without outcome noise (the redraws' own noise stays). Every re-rollout step after the fork counts
 as an environment step (the replayed prefix before the fork does not: it is the factual episode's).
+
+**Credit that replaces the outcome** (issue 30 item 7: the zero-sum arms above move ~1 % of the
+advantage's variance and leave the full 0/1 outcome in place, so they cannot show what credit buys).
+`BASELINED` arms: `outcome_credit` gives each block the paired leave-one-out of the outcome alone,
+Δ_k = Y(h) - mean_j Y(h with block k redrawn) (Y = R, or E[R | actions] for `..._exact`), the
+outcome minus a counterfactual baseline from re-rollouts that share its random draws (COMA,
+Foerster et al. 2018); the recipe adds w_success Δ_k to the GAE advantage of the outcome-free
+reward (`trainer.recipes.train_orchestrator.credit_advantages_of`). Its re-rollouts build no trace
+(`rerolled(build=False)`: the outcome and E[R] are read from the env), half the time of one at
+n = 64 (bench/credit_diffusion.py --time-rerollouts).
 """
 
 from __future__ import annotations
@@ -50,8 +60,11 @@ from trainer.sim.episode_interventions import Intervention, intervene
 if TYPE_CHECKING:
     from trainer.recipes.config import RunConfig
 
-#: The credit schemes that re-roll blocks of decisions (`decision_credit`).
-REROLLED = ("counterfactual", "shapley", "oracle")
+#: The credit schemes whose block credit is a counterfactual baseline on the outcome alone
+#: (`outcome_credit`): it replaces the outcome in the policy gradient (issue 30 item 7).
+BASELINED = ("counterfactual_baseline", "counterfactual_baseline_exact")
+#: The credit schemes that re-roll blocks of decisions (`decision_credit`, `outcome_credit`).
+REROLLED = ("counterfactual", "shapley", "oracle", *BASELINED)
 
 
 def block_of(n_decisions: int, n_blocks: int) -> np.ndarray:
@@ -79,17 +92,76 @@ def rerolled(
     kept: np.ndarray,
     salts: Sequence[int],
     config: RunConfig,
+    build: bool = True,
 ) -> list[Played]:
     """Re-rollouts of `game`, one per row of `kept` (R, K) bool (every row drops a block): the kept
     blocks' factual moves replayed where still legal, the others drawn from `policy` with the row's
-    salt, at the episode's seed (common random numbers), forking at the first dropped decision."""
+    salt, at the episode's seed (common random numbers), forking at the first dropped decision.
+    `build=False`: episodes unbuilt (`trainer.policy.play`), the outcome read from each `env`."""
     moves = moves_of(game)
     env = game.env
     scripts = []
     for keep, salt in zip(np.asarray(kept, bool), salts):
         per_decision = tuple(bool(keep[b]) for b in blocks)
         scripts.append(Script(env.task, env.seed, moves, per_decision, int(salt), per_decision.index(False)))
-    return play(policy, scripts, config.sim_config(), config.stop, config.max_agents, record=False)
+    return play(policy, scripts, config.sim_config(), config.stop, config.max_agents, record=False, build=build)
+
+
+def block_credit(
+    policy: OrchestratorPolicy,
+    game: Played,
+    factual: float,
+    config: RunConfig,
+    value_of: Callable[[Played], float],
+    build: bool = True,
+) -> tuple[np.ndarray, int]:
+    """Per-decision credit (T,) of a played episode: each decision its block's estimate in the
+    coalition game of `decision_credit` (Shapley under `config.credit == "shapley"`, else the paired
+    leave-one-out), a coalition valued `value_of` its re-rollout (`factual` for the factual
+    episode, no rollout); and the environment steps the re-rollouts took. `build`: whether the
+    re-rollouts' episodes are built (`rerolled`); `value_of` must read only the env when not."""
+    moves = moves_of(game)
+    blocks = blocks_of(len(moves), config.credit_block_size, config.credit_blocks)
+    n_players = int(blocks.max()) + 1 if len(blocks) else 1
+    steps = 0
+
+    def coalition(kept: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        nonlocal steps
+        kept = np.asarray(kept, bool)
+        rewards = np.full(len(kept), factual)
+        rows = [row for row, keep in enumerate(kept) if not keep.all()]
+        if rows:
+            salts = [int(s) for s in np.asarray(seeds)[rows]]
+            played = rerolled(policy, game, blocks, kept[rows], salts, config, build=build)
+            steps += sum(p.env_steps for p in played)
+            rewards[rows] = [value_of(p) for p in played]
+        return rewards
+
+    if config.credit == "shapley":
+        found = shapley_permutation(
+            coalition, n_players, config.credit_samples, first_seed=1, sampling_seed=game.env.seed % (2**32)
+        )
+    else:
+        found = leave_one_out(coalition, n_players, config.credit_samples, first_seed=1)
+    per_block = np.array([a.estimate for a in found])
+    return per_block[blocks], steps
+
+
+def outcome_credit(policy: OrchestratorPolicy, game: Played, config: RunConfig, exact: bool) -> tuple[np.ndarray, int]:
+    """Counterfactual-baseline credit of the outcome alone, (T,) per decision, and the re-rollouts'
+    environment steps: decision t in block k gets Δ_k = Y(h) - mean_j Y(h with block k redrawn,
+    salt j), `credit_samples` redraws at the episode's seed (common random numbers), the paired
+    leave-one-out of `block_credit`. Y is the 0/1 outcome R (`env.score`) or, with `exact`, its
+    closed-form expectation E[R | actions] (`env.p_success`). Δ_k is COMA's counterfactual
+    advantage (Foerster et al. 2018, eq. 4) with the block as the agent and the later blocks'
+    factual moves held (replayed where legal): the outcome minus a baseline from the re-rollouts.
+    The fast path: no re-rollout builds its trace; `decision_credit` with `reward_of` the episode's
+    `reward` (or `p_success`) gives the same values through the full path."""
+
+    def value_of(played: Played) -> float:
+        return float(played.env.p_success if exact else played.env.score)
+
+    return block_credit(policy, game, value_of(game), config, value_of, build=False)
 
 
 def decision_credit(
@@ -107,30 +179,7 @@ def decision_credit(
     """
     if config.credit not in REROLLED:
         raise ValueError(f"credit: {config.credit!r} re-rolls no blocks (one of {', '.join(REROLLED)})")
-    moves = moves_of(game)
-    blocks = blocks_of(len(moves), config.credit_block_size, config.credit_blocks)
-    n_players = int(blocks.max()) + 1 if len(blocks) else 1
-    steps = 0
-
-    def coalition(kept: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-        nonlocal steps
-        kept = np.asarray(kept, bool)
-        rewards = np.full(len(kept), reward)
-        rows = [row for row, keep in enumerate(kept) if not keep.all()]
-        if rows:
-            played = rerolled(policy, game, blocks, kept[rows], [int(s) for s in np.asarray(seeds)[rows]], config)
-            steps += sum(p.env_steps for p in played)
-            rewards[rows] = [reward_of(p.episode) for p in played]
-        return rewards
-
-    if config.credit == "shapley":
-        found = shapley_permutation(
-            coalition, n_players, config.credit_samples, first_seed=1, sampling_seed=game.env.seed % (2**32)
-        )
-    else:
-        found = leave_one_out(coalition, n_players, config.credit_samples, first_seed=1)
-    per_block = np.array([a.estimate for a in found])
-    return per_block[blocks], steps
+    return block_credit(policy, game, reward, config, lambda played: reward_of(played.episode))
 
 
 def spread_of(credit: np.ndarray, blocks: np.ndarray) -> np.ndarray:

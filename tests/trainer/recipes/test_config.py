@@ -48,7 +48,11 @@ def test_config_round_trips_through_json_with_merged_weights():
     "doc, message",
     [
         ([], "config: must be a JSON object, got list"),
-        ({"credit": "loo"}, "credit: must be one of shared, counterfactual, shapley, oracle, got 'loo'"),
+        (
+            {"credit": "loo"},
+            "credit: must be one of shared, counterfactual, shapley, oracle, expected, counterfactual_baseline, "
+            "counterfactual_baseline_exact, got 'loo'",
+        ),
         ({"budget_steps": 0}, "budget_steps: must be an integer in [1, 1,000,000,000,000], got 0"),
         ({"seed": True}, "seed: must be an integer in [0, 4,611,686,018,427,387,904], got True"),
         ({"threads": 2.0}, "threads: must be an integer in [1, 64], got 2.0"),
