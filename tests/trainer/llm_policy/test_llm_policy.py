@@ -11,10 +11,13 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from trainer.llm_policy.constrained import action_logprobs, check_candidates, sample_action
 from trainer.llm_policy.grpo import group_advantages, grpo_loss
 from trainer.llm_policy.model import LoraSettings, with_adapter
+from trainer.llm_policy.play import grpo_iteration, play_llm, update_direction
 from trainer.llm_policy.text_state import legal_actions, render_state
 from trainer.policy import MOVES, OrchestratorState
 from trainer.sim.env import SimConfig, SwarmEnv
 from trainer.sim.tasks import generate_task
+
+from .tiny_lm import tiny_lm
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +140,37 @@ def test_the_state_as_text_lists_the_legal_actions_and_the_subtasks_status():
         "Actions: spawn(solver); spawn(expert); spawn(verifier); delegate(0, solver_1); "
         "message(solver_1).\nYour action:"
     )
+
+
+def test_an_episode_of_the_llm_policy_is_legal_and_repeats_with_its_seed():
+    model, tokenizer = tiny_lm()
+    model = with_adapter(model, LoraSettings(rank=2, alpha=4, layers=1))
+    task = generate_task("tiny", 1)
+    config = SimConfig(max_steps=8)
+    first = play_llm(model, tokenizer, task, 7, config)
+    again = play_llm(model, tokenizer, task, 7, config)
+    assert first.episode.actions == again.episode.actions and first.reward == again.reward
+    assert first.decisions, "the model chose at least once"
+    for d in first.decisions:
+        assert len(d.actions) > 1 and 0 <= d.chosen < len(d.actions)
+        text = tokenizer.decode(d.candidates[d.chosen][:-1])
+        assert text == d.actions[d.chosen][1]  # the tokens decode to the action string
+    chosen = [d.actions[d.chosen][1] for d in first.decisions]
+    played = [a.describe() for a in first.episode.actions]
+    assert len(played) >= len(chosen) and len(first.episode.actions) <= 8
+
+
+def test_a_grpo_iteration_moves_the_chosen_actions_with_their_advantage():
+    model, tokenizer = tiny_lm(3)
+    model = with_adapter(model, LoraSettings(rank=4, alpha=8, layers=2))
+    optimiser = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=5e-3)
+    tasks = [generate_task("tiny", 1)]
+    stats = grpo_iteration(model, tokenizer, optimiser, tasks, 4, SimConfig(max_steps=8), seed=11, epochs=2)
+    assert len(stats.rewards) == 1 and len(stats.rewards[0]) == 4
+    assert stats.decisions == len(stats.advantages) == len(stats.logp_after) > 0
+    assert any(stats.advantages), "some group had different rewards"
+    assert len(stats.loss) == 2
+    # The update ascends Σ A·log p: the advantage-weighted change is positive, and the actions
+    # of the better episodes gained log-probability against those of the worse ones.
+    moved = update_direction(stats)
+    assert moved["gain"] > 0 and moved["up"] > moved["down"]

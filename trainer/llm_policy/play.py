@@ -1,0 +1,191 @@
+"""SwarmSim episodes played by the `llm` policy, and one GRPO iteration over groups of them.
+
+At each decision the state is written as text (trainer.llm_policy.text_state), the legal actions'
+token sequences are scored by the model under constrained decoding (trainer.llm_policy.constrained)
+and one is drawn with u = uniform(seed, "policy/<t>"): SwarmSim's counter-based draws, as the MLP
+policy's (trainer.policy.play), so an episode re-played with the same seed shares every draw.
+An iteration plays G episodes per task (same task, seeds seed .. seed + G - 1), gives every
+decision of episode i the group-relative advantage of its reward (shared credit; GRPO), and takes
+`epochs` gradient steps of the clipped loss (trainer.llm_policy.grpo) on the adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from peft import PeftModel
+
+from trainer.llm_policy.constrained import action_logprobs, sample_action
+from trainer.llm_policy.grpo import CLIP, group_advantages, grpo_loss
+from trainer.llm_policy.text_state import chat, legal_actions
+from trainer.policy import STOP_MODES, OrchestratorState
+from trainer.sim.env import Episode, SimConfig, SwarmEnv
+from trainer.sim.rng import uniform
+from trainer.sim.tasks import Task
+
+
+@dataclass
+class Decision:
+    """One decision of the model: its prompt's token ids, the legal actions (move, text) and their
+    token ids (each ending with the end-of-turn token), the index it chose, and the chosen action's
+    per-token log-probabilities when it was sampled (`logp`: (L,), no gradient)."""
+
+    prompt: list[int]
+    actions: list[tuple[int, str]]
+    candidates: list[list[int]]
+    chosen: int
+    logp: torch.Tensor
+
+
+@dataclass
+class LLMPlayed:
+    """A played episode: its `decisions` (the forced ones, with one legal action, are not recorded:
+    nothing was chosen) and the finished `episode`."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    episode: Episode = field(init=False)
+
+    @property
+    def reward(self) -> float:
+        return float(self.episode.reward)
+
+
+def encode(tokenizer, messages: list[dict[str, str]]) -> list[int]:
+    """The prompt token ids of `messages` with the model's chat template, ending with the opening
+    of the assistant's turn."""
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # a BatchEncoding in some versions
+        ids = ids["input_ids"]
+    return list(ids)
+
+
+def end_token(tokenizer) -> int:
+    """The token that ends the assistant's turn (ChatML's `<|im_end|>` for SmolLM2), else EOS."""
+    for name in ("<|im_end|>", "<|eot_id|>"):
+        token = tokenizer.convert_tokens_to_ids(name)
+        if isinstance(token, int) and token != tokenizer.unk_token_id:
+            return token
+    return int(tokenizer.eos_token_id)
+
+
+def play_llm(
+    model: torch.nn.Module,
+    tokenizer,
+    task: Task,
+    seed: int,
+    config: SimConfig,
+    mode: str = "learned",
+    max_agents: int = 8,
+) -> LLMPlayed:
+    """Play one episode of `task` at env seed `seed` with the model choosing every decision that
+    has more than one legal action under stop `mode` (trainer.policy.STOP_MODES). Raises
+    ValueError for an unknown mode."""
+    if mode not in STOP_MODES:
+        raise ValueError(f"stop mode must be one of {STOP_MODES}, got {mode!r}")
+    env = SwarmEnv(task, config, seed)
+    state = OrchestratorState(env, max_agents)
+    played = LLMPlayed()
+    end = end_token(tokenizer)
+    while not env.done:
+        actions = legal_actions(state, state.legal(mode))
+        if len(actions) == 1:
+            state.apply(actions[0][0])
+            continue
+        prompt = encode(tokenizer, chat(state, actions))
+        candidates = [list(tokenizer.encode(text, add_special_tokens=False)) + [end] for _, text in actions]
+        with torch.no_grad():
+            logps = action_logprobs(model, prompt, candidates)
+        t = len(env.actions)
+        chosen = sample_action(logps, uniform(seed, f"policy/{t}"))
+        played.decisions.append(Decision(prompt, actions, candidates, chosen, logps[chosen]))
+        state.apply(actions[chosen][0])
+    played.episode = env.episode()
+    return played
+
+
+@dataclass
+class IterationStats:
+    """What one iteration did: `rewards` (groups × G), `loss` per epoch, the chosen actions'
+    summed log-probabilities before and after the update per decision (`logp_before`,
+    `logp_after`) with their `advantages`, and `decisions` in all."""
+
+    rewards: list[list[float]]
+    loss: list[float]
+    logp_before: list[float]
+    logp_after: list[float]
+    advantages: list[float]
+    decisions: int
+
+
+def grpo_iteration(
+    model: PeftModel,
+    tokenizer,
+    optimiser: torch.optim.Optimizer,
+    tasks: Sequence[Task],
+    group: int,
+    config: SimConfig,
+    seed: int = 0,
+    epochs: int = 1,
+    mode: str = "learned",
+    clip: float = CLIP,
+    kl_coef: float = 0.0,
+    max_agents: int = 8,
+) -> IterationStats:
+    """One GRPO iteration: `group` episodes of every task (seeds seed + k·group + i), shared credit
+    (every decision of an episode gets its group-relative advantage), `epochs` steps of
+    `optimiser` on the clipped loss (with a k3 KL to the adapter-off model where `kl_coef` > 0).
+    The model is in eval mode while it plays (no dropout) and scored the same way when updated.
+    Raises ValueError for a group below 2 (no group-relative signal)."""
+    if group < 2:
+        raise ValueError("group must be at least 2")
+    model.eval()
+    rewards, decisions, advantages = [], [], []
+    for k, task in enumerate(tasks):
+        games = [play_llm(model, tokenizer, task, seed + k * group + i, config, mode, max_agents) for i in range(group)]
+        r = [g.reward for g in games]
+        rewards.append(r)
+        for game, a in zip(games, group_advantages(r), strict=True):
+            decisions.extend(game.decisions)
+            advantages.extend([float(a)] * len(game.decisions))
+    old = [d.logp for d in decisions]
+    reference = None
+    if kl_coef and decisions:
+        with torch.no_grad(), model.disable_adapter():
+            reference = [action_logprobs(model, d.prompt, d.candidates)[d.chosen] for d in decisions]
+    losses = []
+    for _ in range(epochs if decisions and any(advantages) else 0):
+        new = [action_logprobs(model, d.prompt, d.candidates)[d.chosen] for d in decisions]
+        loss = grpo_loss(new, old, advantages, clip, reference, kl_coef)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        after = [float(action_logprobs(model, d.prompt, d.candidates)[d.chosen].sum()) for d in decisions]
+    return IterationStats(
+        rewards=rewards,
+        loss=losses,
+        logp_before=[float(lp.sum()) for lp in old],
+        logp_after=after,
+        advantages=advantages,
+        decisions=len(decisions),
+    )
+
+
+def update_direction(stats: IterationStats) -> dict[str, float]:
+    """How the update moved the chosen actions' log-probabilities against their advantages:
+    `gain` = mean over decisions of A_d Δ_d (Δ_d = logp_after - logp_before; the first-order
+    change of the policy-gradient objective, > 0 for a step that ascends it), and the mean Δ of the
+    decisions with A > 0 (`up`) and A < 0 (`down`): nan where there are none. Single decisions
+    can move against their own sign (the same action in a similar state had the opposite
+    advantage elsewhere; the parameters are shared), so the check is on these aggregates."""
+    a = np.asarray(stats.advantages)
+    delta = np.asarray(stats.logp_after) - np.asarray(stats.logp_before)
+    return {
+        "gain": float(np.mean(a * delta)) if a.size else float("nan"),
+        "up": float(delta[a > 0].mean()) if (a > 0).any() else float("nan"),
+        "down": float(delta[a < 0].mean()) if (a < 0).any() else float("nan"),
+    }
