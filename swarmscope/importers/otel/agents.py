@@ -20,6 +20,7 @@ from .semconv import (
     EVALUATION,
     HANDOFF,
     LLM,
+    MONOCLE_REQUESTS,
     PLAN,
     SPAN_NAME,
     TOOL,
@@ -456,7 +457,9 @@ class SpanTree:
         agent spans (AGENT or unkinded spans that name an agent) below them, and no LLM, tool,
         hand-off or plan span outside those. Such a chain is the run of a workflow of agents (CrewAI's
         `Crew.kickoff`, a Flow's kickoff and steps, OpenAI Agents' `Agent workflow`), like a GenAI
-        `invoke_workflow` span: no agent, and its output (the workflow's result) no turn."""
+        `invoke_workflow` span: no agent, and its output (the workflow's result) no turn. So is a
+        Monocle request span (`MONOCLE_REQUESTS`) that names no agent and only runs agents: the
+        request that reached the agent system from outside, its output the answer handed back."""
         runs_agent: dict[str, bool] = {}
         works: dict[str, bool] = {}
         roles, children = self.role, self.children
@@ -474,7 +477,10 @@ class SpanTree:
             if runs_agent[sid]
             and not works[sid]
             and not labels[sid]
-            and span.attributes.get(keys.OI_SPAN_KIND) == keys.OI_CHAIN
+            and (
+                span.attributes.get(keys.OI_SPAN_KIND) == keys.OI_CHAIN
+                or span.attributes.get("span.type") in MONOCLE_REQUESTS
+            )
         }
 
     def _claims(self, labels: dict[str, str | None]) -> dict[str, str]:

@@ -50,6 +50,10 @@ MONOCLE_ROLES = {
     "inference.framework": LLM,
     "inference.modelapi": LLM,
 }
+#: Monocle span types of the request an agent system received from outside (monocle_apptrace's
+#: `SPAN_TYPES.AGENTIC_REQUEST` = "agentic.turn": "the initial request sent to an agent from an
+#: external source"; "agentic.request" its earlier name). Agent Framework's and ADK's name no agent.
+MONOCLE_REQUESTS = frozenset({"agentic.turn", "agentic.request"})
 #: `openinference.span.kind` -> span role.
 OPENINFERENCE_ROLES = {keys.OI_AGENT: AGENT, keys.OI_LLM: LLM, keys.OI_TOOL: TOOL, keys.OI_RETRIEVER: TOOL}
 #: `traceloop.span.kind` / `ioa_observe.span.kind` -> span role.
