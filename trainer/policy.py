@@ -154,6 +154,21 @@ class OrchestratorState:
             mask[STOP] = True
         return mask
 
+    def fixed_stop(self, mask: np.ndarray, k: int) -> np.ndarray:
+        """`mask` (from `legal`) under the fixed-K stop (`trainer.rl.stop.fixed_k_values`): stop and
+        aggregate masked until K subtasks are delegated (stop stays where nothing else is legal);
+        then stop forced, or aggregate forced first when K >= n (the answer: the rule stop). Before
+        the K-th delegation the mask is `legal("rule")`'s, so the fixed-K episode is the rule
+        episode's prefix up to its K-th delegation, then a stop. Modifies and returns `mask`."""
+        if self.next_subtask < min(k, self.n):
+            mask[AGGREGATE] = False
+            if mask[:STOP].any():
+                mask[STOP] = False
+            return mask
+        mask[:] = False
+        mask[AGGREGATE if k >= self.n and not self.env.aggregated else STOP] = True
+        return mask
+
     def features(self) -> np.ndarray:
         """(len(FEATURES),) float32: the observation from the trace so far (agents alive by role,
         subtask status, messages, budget left), scaled to about [0, 1]."""
@@ -311,7 +326,9 @@ class Script:
     `fork`: the first decision that may differ from the factual episode (steps before it are a
     replayed prefix and do not count in `env_steps`). `no_stop_at`: a decision where stop is masked
     (the orchestrator continues: the stop decision's counterfactual); with `no_stop_after`, stop
-    stays masked from there on (the episode runs on to the step limit)."""
+    stays masked from there on (the episode runs on to the step limit). `stop_after` = K >= 0: the
+    fixed-K stop (`OrchestratorState.fixed_stop`: stop after exactly K delegations, answering
+    first when K >= n); -1: the stop `mode`'s."""
 
     task: Task
     seed: int
@@ -321,6 +338,7 @@ class Script:
     fork: int = 0
     no_stop_at: int = -1
     no_stop_after: bool = False
+    stop_after: int = -1
 
 
 def play(
@@ -355,6 +373,8 @@ def play(
             while not game.env.done:
                 t = len(game.env.actions)
                 mask = game.state.legal(mode)
+                if script.stop_after >= 0:
+                    mask = game.state.fixed_stop(mask, script.stop_after)
                 if (t == script.no_stop_at or script.no_stop_after and 0 <= script.no_stop_at <= t) and mask.sum() > 1:
                     mask[STOP] = False
                 if t < len(script.moves) and script.kept[t] and mask[script.moves[t]]:

@@ -23,11 +23,18 @@ stop before the oracle's point is premature, one after it late. The run page rep
 `stop_hindsight` (the older figure, superseded; issue 30) also credits stopping at decision 0
 ("never start") and stopping right after the last delegation, whether or not the policy was offered
 them; only `episode_summary` without a stop mode (the benchmarks' baselines) still reports it.
+
+The fixed-K stop (issue 30 item 8; `Script.stop_after`): stop after exactly K delegations (a
+partial answer), answering first when K >= n (the rule stop), applied to any trained action policy.
+`fixed_k_values` values every K on a policy's rule-stop episodes (the fixed-K episode is the rule
+episode's prefix up to its K-th delegation, then a stop: one replayed step per K); `best_k` is the
+tuning criterion (the highest mean over training tasks, ties to the smaller K); `tune_fixed_k` plays
+fresh training tasks and applies it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -290,3 +297,74 @@ def stop_targets(
         values[s] = reward_of(stopped)
         gains[s] = reward - values[s]
     return values, gains, steps
+
+
+# --- the fixed-K stop (issue 30 item 8) -----------------------------------------------------------
+
+
+def delegation_points(episode: Episode) -> list[int]:
+    """The decisions right after each delegation of `episode`, in order: entry k - 1 is where the
+    fixed-K stop stops (the index of the K-th delegate action + 1)."""
+    return [t + 1 for t, action in enumerate(episode.actions) if action.kind == "delegate"]
+
+
+def fixed_k_values(episode: Episode, ks: Sequence[int], weights: Mapping[str, float]) -> dict[int, float]:
+    """The expected task reward (reward units) of the fixed-K stop for each K in `ks`, from the same
+    policy's rule-stop episode `episode` at the same seed (mode "rule": its decisions before the K-th
+    delegation are the fixed-K episode's, same masks and draws, `OrchestratorState.fixed_stop`).
+    K < n with at least K delegations: `stop_value` at the K-th delegation point (one replayed
+    step; K = 0 stops at once); otherwise (K >= n, or the step limit came before the K-th
+    delegation) the episode's own."""
+    n = len(episode.task.subtasks)
+    points = delegation_points(episode)
+    own = episode_reward(episode, weights, 0.0)["expected_task"]
+
+    def value(k: int) -> float:
+        if k < n and k <= len(points):
+            return stop_value(episode, points[k - 1] if k else 0, weights)
+        return own
+
+    return {k: value(k) for k in ks}
+
+
+def best_k(values: Mapping[int, Sequence[float]]) -> int:
+    """The tuning criterion: the K whose values (one per training task) have the highest mean; ties
+    go to the smaller K. Raises ValueError when `values` is empty."""
+    if not values:
+        raise ValueError("best_k: no K to choose from")
+    means = {k: float(np.mean(v)) for k, v in values.items()}
+    return min(means, key=lambda k: (-means[k], k))
+
+
+@dataclass
+class FixedK:
+    """`tune_fixed_k`'s result: the chosen `k`, the mean value of every K on the tuning tasks
+    (`means`, reward units) and the environment steps the tuning took (`env_steps`: the rule plays
+    and one step per replayed stop)."""
+
+    k: int
+    means: dict[int, float]
+    env_steps: int
+
+
+def tune_fixed_k(
+    policy: OrchestratorPolicy,
+    scripts: Sequence[Script],
+    config: SimConfig,
+    weights: Mapping[str, float],
+    ks: Sequence[int],
+    max_agents: int = 64,
+) -> FixedK:
+    """Tune the fixed-K stop for `policy` on `scripts` (training-like tasks, never the held-out
+    ones): play each once under the rule stop, value every K in `ks` by `fixed_k_values`, pick by
+    `best_k`."""
+    games = play(policy, scripts, config, "rule", max_agents, record=False)
+    values: dict[int, list[float]] = {k: [] for k in ks}
+    steps = sum(g.env_steps for g in games)
+    for game in games:
+        episode = game.episode
+        n, points = len(episode.task.subtasks), len(delegation_points(episode))
+        for k, value in fixed_k_values(episode, ks, weights).items():
+            values[k].append(value)
+            steps += int(k < n and k <= points)
+    return FixedK(best_k(values), {k: float(np.mean(v)) for k, v in values.items()}, steps)
