@@ -10,6 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from swarmscope.interventions import Intervention
 from tests.counterfactuals.test_openai_backend import BACKENDS, run_all
@@ -348,3 +349,50 @@ def test_the_tokenizer_measure_finds_the_chat_templates_formatting(monkeypatch):
         assert runner.measure_tokenizer() is rule and len(server.tokenized) == 4  # measured once
     assert (rule["message_tokens"], rule["request_tokens"], rule["request_tokens_no_system"]) == (5, 3, 23)
     assert 3.5 < rule["chars_per_token"] <= 4
+
+
+@pytest.mark.django_db
+def test_the_cap_shares_are_ratio_estimates_over_the_models_finished_jobs(project):
+    trace = do_ingest(project, make_trace()).trace
+    other = make_trace()
+    other.source_id = "t-other"
+    elsewhere = do_ingest(project, other).trace
+    now = timezone.now()
+
+    def job(on, sent_prompt, sent_completion, *, status="done", done=8, temperature=1.0, model="m"):
+        # recorded 100 / 1,000 (prompt / completion), at the cap 1,100 / 5,100: rooms of 1,000 and 4,100
+        estimate = {
+            "model": model,
+            "temperature": temperature,
+            "turn_max_tokens": 512,
+            "turn_completions": 10,
+            "recorded_length": {"prompt_tokens": 100, "completion_tokens": 1_000},
+            "at_cap": {"prompt_tokens": 1_100, "completion_tokens": 5_100},
+        }
+        usage = {"prompt_tokens": sent_prompt, "completion_tokens": sent_completion}
+        return CounterfactualJob.objects.create(
+            trace=on,
+            intervention={"kind": "remove"},
+            backend="openai",
+            n_samples=8,
+            done_count=done,
+            status=status,
+            heartbeat_at=now,
+            finished_at=now,
+            estimate=estimate,
+            usage=usage,
+        )
+
+    job(trace, 600, 2_025)  # prompt (600 - 100) / 1,000 = 0.5; completion (2,025 - 1,000) / 4,100 = 0.25
+    job(elsewhere, 200, 5_100)  # 0.1 and 1.0
+    job(trace, 1_100, 5_100, status="failed")  # not done
+    job(trace, 1_100, 5_100, done=3)  # stopped early (epsilon): its estimate is for 8 samples
+    job(trace, 1_100, 5_100, temperature=0.5)  # other sampling
+    job(trace, 1_100, 5_100, model="other")
+    assert costs.measured_cap_share("m", 512, 1.0, trace.pk) is None  # 10 turns < CALIBRATION_TURNS
+    job(trace, 600, 2_025)
+    assert costs.measured_cap_share("m", 512, 1.0, trace.pk) == (0.25, 0.5, 2, 20)
+    # Over both traces: completion (1,025 · 2 + 4,100) / (4,100 · 3) = 0.5, prompt (500 · 2 + 100) / 3,000.
+    share, held, jobs, turns = costs.measured_cap_share("m", 512, 1.0)
+    assert (share, jobs, turns) == (0.5, 3, 30) and held == pytest.approx(1_100 / 3_000)
+    assert costs.measured_cap_share("m", 256, 1.0) is None

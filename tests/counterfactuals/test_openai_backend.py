@@ -352,6 +352,8 @@ def test_a_confirmed_job_keeps_its_estimate_and_the_next_estimate_calibrates_on_
     # intervention arm "FINAL ANSWER: 42." (5), as many turns in each. Share = (0 + 1) / (4 + 4).
     second = api_client.post(f"{url}estimate/", body, content_type="application/json").json()
     assert second["cap_share"] == pytest.approx(1 / 8)
+    # No later prompt held a re-generated turn (h3 is the last): the prompts' share is the completions'.
+    assert second["prompt_cap_share"] == second["cap_share"]
     turns = job.estimate["turn_completions"]
     assert second["cap_share_source"] == f"measured on 1 finished job on this trace ({turns} turns)"
     assert second["completion_tokens"] < first["completion_tokens"]  # 0.125 of the room, not 0.35

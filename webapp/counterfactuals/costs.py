@@ -94,6 +94,7 @@ JOB_ESTIMATE_KEYS = (
     "temperature",
     "tokenizer",
     "cap_share",
+    "prompt_cap_share",
     "cap_share_source",
 )
 
@@ -133,17 +134,17 @@ def _tokens(text: Any, chars_per_token: float = CHARS_PER_TOKEN) -> int:
 LENGTHS = ("expected", "recorded", "cap")
 
 
-def _turn_tokens(recorded: int, max_tokens: int, length: str, rule: dict[str, float]) -> int:
+def _turn_tokens(recorded: int, max_tokens: int, length: str, share: float) -> int:
     """The tokens of a re-generated turn whose recorded answer is `recorded` tokens and whose limit
     is `max_tokens`, at `length` (LENGTHS): `max_tokens` at "cap"; r = recorded up to max_tokens at
-    "recorded"; r + s (max_tokens - r) at "expected", s the rule's `cap_share` (the backend's
-    `cap_share()`, trainer.rollout.llm_plan.CAP_SHARE: 0.35 for SmolLM2-135M-Instruct)."""
+    "recorded"; r + s (max_tokens - r) at "expected", s = `share` (the rule's `cap_share` for a
+    completion, `prompt_cap_share` for a turn held in a later prompt: `cap_share`)."""
     recorded = min(recorded, max_tokens)
     if length == "cap":
         return max_tokens
     if length == "recorded":
         return recorded
-    return round(recorded + rule["cap_share"] * (max_tokens - recorded))
+    return round(recorded + share * (max_tokens - recorded))
 
 
 def _prompt(request, rule: dict[str, float], turn_extra) -> tuple[int, ...]:
@@ -171,7 +172,7 @@ def _completion(request, rule: dict[str, float]) -> tuple[int, ...]:
     on vLLM)."""
     answer = _tokens(request.answer, rule["chars_per_token"])
     if request.kind == "turn":
-        return tuple(_turn_tokens(answer, request.max_tokens, length, rule) for length in LENGTHS)
+        return tuple(_turn_tokens(answer, request.max_tokens, length, rule["cap_share"]) for length in LENGTHS)
     return (min(answer, request.max_tokens or answer),) * len(LENGTHS)
 
 
@@ -185,6 +186,7 @@ def _cost(requests: list, first_seed: int | None = None, rule: dict[str, float] 
     "turn" requests; None: 0); `turn_completions` the turns all requests re-generate (Σ n);
     `<kind>_requests` per REQUEST_KINDS."""
     rule = rule or {**RULE_OF_THUMB, "cap_share": CAP_SHARE}
+    held = rule.get("prompt_cap_share", rule["cap_share"])  # a re-generated turn inside a later prompt
     none = (0,) * len(LENGTHS)
     extras: dict[int, tuple[int, ...]] = {}  # by the chain's id: the chains are alive while `requests` is
 
@@ -198,7 +200,7 @@ def _cost(requests: list, first_seed: int | None = None, rule: dict[str, float] 
         for turn in reversed(pending):
             recorded = _tokens(turn.text, rule["chars_per_token"])
             total = tuple(
-                t + _turn_tokens(recorded, turn.max_tokens, length, rule) - recorded
+                t + _turn_tokens(recorded, turn.max_tokens, length, held) - recorded
                 for t, length in zip(total, LENGTHS)
             )
             extras[id(turn)] = total
@@ -309,14 +311,17 @@ def _sampling(runner) -> tuple[str | None, float | None]:
 
 def measured_cap_share(
     model: str, max_tokens: int, temperature: float | None, trace_id: int | None = None
-) -> tuple[float, int, int] | None:
-    """The cap share the model's own finished jobs measured: ŝ = Σ (c - r) / Σ (a - r) over the
+) -> tuple[float, float | None, int, int] | None:
+    """The cap shares the model's own finished jobs measured: ŝ = Σ (c - r) / Σ (a - r) over the
     latest CALIBRATION_JOBS done jobs (all their samples run; of trace `trace_id` where given) whose
     estimate names `model`, `max_tokens` a turn and `temperature`, c a job's completion tokens as
     the server counted them, r and a its estimate's completion tokens with every turn as long as
     recorded and at its cap (the ratio estimator: turns weighted by the room their cap leaves),
-    clamped to [0, 1]. Returns (ŝ, jobs, re-generated turns), or None before they hold
-    CALIBRATION_TURNS turns."""
+    clamped to [0, 1]; ŝ_p the same of prompt tokens (the re-generated turns later prompts hold:
+    which turns run long matters there, since an early turn is in more prompts; bench/RESULTS.md,
+    issue 29: 0.92 of the room in prompts against 0.77 in completions on one log, 0.19 against 0.33
+    on another), None where no job's prompts held one. Returns (ŝ, ŝ_p, jobs, re-generated turns),
+    or None before they hold CALIBRATION_TURNS turns."""
     jobs = CounterfactualJob.objects.filter(status=CounterfactualJob.DONE, estimate__model=model)
     if trace_id is not None:
         jobs = jobs.filter(trace_id=trace_id)
@@ -325,7 +330,7 @@ def measured_cap_share(
         .order_by("-finished_at")
         .only("estimate", "usage", "done_count", "n_samples")[: CALIBRATION_JOBS * 4]
     )
-    used = sent_room = room = turns = 0
+    used = sent_room = room = turns = prompt_sent_room = prompt_room = 0
     for job in jobs:
         e = job.estimate
         if e.get("turn_max_tokens") != max_tokens or e.get("temperature") != temperature:
@@ -335,26 +340,32 @@ def measured_cap_share(
         recorded, at_cap = e["recorded_length"]["completion_tokens"], e["at_cap"]["completion_tokens"]
         sent_room += job.usage["completion_tokens"] - recorded
         room += at_cap - recorded
+        prompt_recorded = e["recorded_length"]["prompt_tokens"]
+        prompt_sent_room += job.usage.get("prompt_tokens", 0) - prompt_recorded
+        prompt_room += e["at_cap"]["prompt_tokens"] - prompt_recorded
         turns += e["turn_completions"]
         used += 1
         if used == CALIBRATION_JOBS:
             break
     if turns < CALIBRATION_TURNS or room <= 0:
         return None
-    return min(1.0, max(0.0, sent_room / room)), used, turns
+    prompt_share = min(1.0, max(0.0, prompt_sent_room / prompt_room)) if prompt_room > 0 else None
+    return min(1.0, max(0.0, sent_room / room)), prompt_share, used, turns
 
 
-def cap_share(runner, trace_id: int | None = None) -> tuple[float, str]:
+def cap_share(runner, trace_id: int | None = None) -> tuple[float, float, str]:
     """The share of its cap a re-generated turn of `runner`'s model is expected to use beyond its
-    recorded length, and where it comes from: the backend's setting (`runner.cap_share()`,
-    SWARMSCOPE_OPENAI_CAP_SHARE), else the model's finished jobs (`measured_cap_share`) on trace
+    recorded length, in completions and in the later prompts that hold it, and where they come
+    from: the backend's setting (`runner.cap_share()`, SWARMSCOPE_OPENAI_CAP_SHARE: both), else the
+    model's finished jobs (`measured_cap_share`; the prompts' share is the completions' where
+    their prompts held no re-generated turn) on trace
     `trace_id`, else on any trace, else CAP_SHARE ("default"). The trace's own jobs come first: how
     far a model's turns run differs from trace to trace (bench/RESULTS.md, issue 29: 77 % of the
     room on one Who&When log, 33 % on a hand-made chat)."""
     setting = getattr(runner, "cap_share", None)
     share = setting() if callable(setting) else None
     if share is not None:
-        return share, "setting SWARMSCOPE_OPENAI_CAP_SHARE"
+        return share, share, "setting SWARMSCOPE_OPENAI_CAP_SHARE"
     model, temperature = _sampling(runner)
     cap = _turn_cap(runner)
     if model and cap:
@@ -362,21 +373,22 @@ def cap_share(runner, trace_id: int | None = None) -> tuple[float, str]:
         for scope, where in scopes:
             measured = measured_cap_share(model, cap, temperature, scope)
             if measured is not None:
-                share, jobs, turns = measured
-                return share, f"measured on {jobs} finished job{'s' if jobs != 1 else ''} {where} ({turns:,} turns)"
-    return CAP_SHARE, "default"
+                share, held, jobs, turns = measured
+                source = f"measured on {jobs} finished job{'s' if jobs != 1 else ''} {where} ({turns:,} turns)"
+                return share, share if held is None else held, source
+    return CAP_SHARE, CAP_SHARE, "default"
 
 
 def token_rule(runner, trace_id: int | None = None) -> tuple[dict[str, Any], str]:
     """How the estimate counts `runner`'s prompts, and where that comes from: the server's own
     tokenizer and chat template measured on the trace (`measure_tokenizer`: "server"), else
-    RULE_OF_THUMB ("rule of thumb"); with the turns' `cap_share` and its `cap_share_source`
-    (`cap_share`, trace `trace_id`'s jobs first)."""
+    RULE_OF_THUMB ("rule of thumb"); with the turns' `cap_share`, `prompt_cap_share` and their
+    `cap_share_source` (`cap_share`, trace `trace_id`'s jobs first)."""
     measure = getattr(runner, "measure_tokenizer", None)
     measured = measure() if callable(measure) else None
     rule, source = (measured, "server") if measured else (RULE_OF_THUMB, "rule of thumb")
-    share, share_source = cap_share(runner, trace_id)
-    return {**rule, "cap_share": share, "cap_share_source": share_source}, source
+    share, held, share_source = cap_share(runner, trace_id)
+    return {**rule, "cap_share": share, "prompt_cap_share": held, "cap_share_source": share_source}, source
 
 
 def job_estimate(estimate: dict[str, Any]) -> dict[str, Any]:
@@ -434,8 +446,8 @@ def estimate_cost(
     requests, prompt_tokens, completion_tokens, total_tokens, recorded_length and at_cap:
     {prompt_tokens, completion_tokens, total_tokens}, turn_completions, turn_requests,
     speaker_requests, verdict_requests, turn_max_tokens, model, temperature (the client's: None
-    off an LLM backend), chars_per_token, tokenizer ("server" | "rule of thumb"), cap_share and
-    cap_share_source (`cap_share`), arms and branch: {control, intervention: {turns, requests,
+    off an LLM backend), chars_per_token, tokenizer ("server" | "rule of thumb"), cap_share,
+    prompt_cap_share and cap_share_source (`cap_share`), arms and branch: {control, intervention: {turns, requests,
     turn_completions, prompt_tokens, completion_tokens, recorded_prompt_tokens, ..., cap_prompt_tokens,
     ..., turn_requests, speaker_requests, verdict_requests}}}; `turns` counts both arms' re-generated
     turns of one sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown backend, an
@@ -474,6 +486,7 @@ def estimate_cost(
             "chars_per_token": CHARS_PER_TOKEN,
             "tokenizer": None,
             "cap_share": None,
+            "prompt_cap_share": None,
             "cap_share_source": None,
             **parts,
         }
@@ -501,6 +514,7 @@ def estimate_cost(
         "chars_per_token": rule["chars_per_token"],
         "tokenizer": tokenizer,
         "cap_share": rule["cap_share"],
+        "prompt_cap_share": rule["prompt_cap_share"],
         "cap_share_source": rule["cap_share_source"],
         **parts,
     }
@@ -526,7 +540,7 @@ def estimate_attribution_cost(
     player_kind, n (samples), rollouts (the budget used: n × rollouts per sample), speaker_order,
     scoring, requests, prompt_tokens, completion_tokens, total_tokens, recorded_length, at_cap,
     turn_completions, turn_requests, speaker_requests, verdict_requests, turn_max_tokens,
-    model, temperature, chars_per_token, tokenizer, cap_share, cap_share_source}. Raises
+    model, temperature, chars_per_token, tokenizer, cap_share, prompt_cap_share, cap_share_source}. Raises
     JobRequestError naming the field."""
     names, n, runner = check_attribution(trace, method, budget, backend, seed, players)
     llm = is_llm_backend(backend)
@@ -548,6 +562,7 @@ def estimate_attribution_cost(
         "chars_per_token": CHARS_PER_TOKEN,
         "tokenizer": None,
         "cap_share": None,
+        "prompt_cap_share": None,
         "cap_share_source": None,
     }
     cost = _zero_cost()
@@ -560,6 +575,7 @@ def estimate_attribution_cost(
             chars_per_token=rule["chars_per_token"],
             tokenizer=tokenizer,
             cap_share=rule["cap_share"],
+            prompt_cap_share=rule["prompt_cap_share"],
             cap_share_source=rule["cap_share_source"],
         )
         if not hasattr(runner, "plan_call"):

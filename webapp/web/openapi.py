@@ -483,6 +483,10 @@ COST = {
         "chars_per_token": {"type": "number", "description": "of the server's tokenizer on the trace, else 4"},
         "tokenizer": {"type": ["string", "null"], "enum": ["server", "rule of thumb", None]},
         "cap_share": {"type": ["number", "null"], "description": "a re-generated turn's expected share of its cap"},
+        "prompt_cap_share": {
+            "type": ["number", "null"],
+            "description": "the same share for the re-generated turns later prompts hold",
+        },
         "cap_share_source": {
             "type": ["string", "null"],
             "description": "the setting, the model's finished jobs (how many) or the default",
