@@ -48,28 +48,32 @@ def action_logprobs(
 ) -> list[torch.Tensor]:
     """Per-token log-probabilities of every candidate under trie-constrained decoding after
     `prompt` (token ids): a list of (len(candidate),) tensors, differentiable through `model` (a
-    causal LM returning `.logits` (B, T, V)); exp of each tensor's sum is p(c), and they sum to 1
-    over the candidates. One forward pass over the candidates as a batch (prompt + candidate,
-    right-padded). Raises ValueError for candidates that are not prefix-free (`check_candidates`)."""
+    causal LM taking `past_key_values` and returning `.logits` (B, T, V)); exp of each tensor's sum
+    is p(c), and they sum to 1 over the candidates. The prompt is read once (its key-value cache
+    repeated for the C candidates), then the candidates as one right-padded batch: P + C·L tokens,
+    not C·(P + L). Raises ValueError for candidates that are not prefix-free (`check_candidates`)."""
     check_candidates(candidates)
-    p = len(prompt)
-    width = p + max(len(c) for c in candidates)
-    ids = torch.zeros((len(candidates), width), dtype=torch.long)
-    mask = torch.zeros_like(ids)
+    p, longest = len(prompt), max(len(c) for c in candidates)
+    head = model(input_ids=torch.tensor([list(prompt)]), use_cache=True)
+    cache = head.past_key_values
+    cache.batch_repeat_interleave(len(candidates))
+    ids = torch.zeros((len(candidates), longest), dtype=torch.long)
+    mask = torch.zeros((len(candidates), p + longest), dtype=torch.long)
+    mask[:, :p] = 1
     for i, c in enumerate(candidates):
-        seq = list(prompt) + list(c)
-        ids[i, : len(seq)] = torch.tensor(seq)
-        mask[i, : len(seq)] = 1
-    logits = model(input_ids=ids, attention_mask=mask).logits
+        ids[i, : len(c)] = torch.tensor(list(c))
+        mask[i, p : p + len(c)] = 1
+    tail = model(input_ids=ids, attention_mask=mask, past_key_values=cache).logits  # (C, L, V)
+    first = head.logits[0, -1]  # the prediction of every candidate's first token
     allowed = _allowed(candidates)
     out = []
     for i, c in enumerate(candidates):
-        rows = logits[i, p - 1 : p - 1 + len(c)]  # (len(c), V): the predictions of c's tokens
         steps = []
         for j, token in enumerate(c):
-            options = torch.tensor(allowed[i][j])
-            restricted = torch.log_softmax(rows[j, options], dim=-1)
-            steps.append(restricted[allowed[i][j].index(token)])
+            row = first if j == 0 else tail[i, j - 1]
+            options = allowed[i][j]
+            restricted = torch.log_softmax(row[torch.tensor(options)], dim=-1)
+            steps.append(restricted[options.index(token)])
         out.append(torch.stack(steps))
     return out
 

@@ -11,7 +11,8 @@ decision of episode i the group-relative advantage of its reward (shared credit;
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,8 @@ from trainer.llm_policy.constrained import action_logprobs, sample_action
 from trainer.llm_policy.grpo import CLIP, group_advantages, grpo_loss
 from trainer.llm_policy.text_state import chat, legal_actions
 from trainer.policy import STOP_MODES, OrchestratorState
+from trainer.recipes.config import DEFAULT_REWARD_WEIGHTS
+from trainer.rl.rewards import episode_reward
 from trainer.sim.env import Episode, SimConfig, SwarmEnv
 from trainer.sim.rng import uniform
 from trainer.sim.tasks import Task
@@ -48,9 +51,12 @@ class LLMPlayed:
     decisions: list[Decision] = field(default_factory=list)
     episode: Episode = field(init=False)
 
-    @property
-    def reward(self) -> float:
-        return float(self.episode.reward)
+
+def task_reward(episode: Episode) -> float:
+    """The MLP recipe's episode reward at its default weights, auxiliary terms at full weight
+    (trainer.rl.rewards.episode_reward's `total`: w_success R - w_cs CS + w_parallelism r_parallel +
+    w_finish r_finish), so episodes that finish more subtasks score higher even when none succeeds."""
+    return episode_reward(episode, DEFAULT_REWARD_WEIGHTS, 1.0)["total"]
 
 
 def encode(tokenizer, messages: list[dict[str, str]]) -> list[int]:
@@ -110,7 +116,10 @@ def play_llm(
 class IterationStats:
     """What one iteration did: `rewards` (groups × G), `loss` per epoch, the chosen actions'
     summed log-probabilities before and after the update per decision (`logp_before`,
-    `logp_after`) with their `advantages`, and `decisions` in all."""
+    `logp_after`) with their `advantages`, `decisions` in all, the prompt tokens the model read
+    while playing (`prompt_tokens`: the prompts' own, once per decision), and the wall seconds of
+    the rollouts and of the update (`rollout_s`; `update_s`, with the re-scoring of the chosen
+    actions after it that `logp_after` needs)."""
 
     rewards: list[list[float]]
     loss: list[float]
@@ -118,6 +127,9 @@ class IterationStats:
     logp_after: list[float]
     advantages: list[float]
     decisions: int
+    prompt_tokens: int = 0
+    rollout_s: float = 0.0
+    update_s: float = 0.0
 
 
 def grpo_iteration(
@@ -133,23 +145,27 @@ def grpo_iteration(
     clip: float = CLIP,
     kl_coef: float = 0.0,
     max_agents: int = 8,
+    reward: Callable[[Episode], float] = task_reward,
 ) -> IterationStats:
-    """One GRPO iteration: `group` episodes of every task (seeds seed + k·group + i), shared credit
-    (every decision of an episode gets its group-relative advantage), `epochs` steps of
+    """One GRPO iteration: `group` episodes of every task (seeds seed + k·group + i), scored by
+    `reward` (default `task_reward`), shared credit (every decision of an episode gets its
+    group-relative advantage), `epochs` steps of
     `optimiser` on the clipped loss (with a k3 KL to the adapter-off model where `kl_coef` > 0).
     The model is in eval mode while it plays (no dropout) and scored the same way when updated.
     Raises ValueError for a group below 2 (no group-relative signal)."""
     if group < 2:
         raise ValueError("group must be at least 2")
     model.eval()
+    started = time.perf_counter()
     rewards, decisions, advantages = [], [], []
     for k, task in enumerate(tasks):
         games = [play_llm(model, tokenizer, task, seed + k * group + i, config, mode, max_agents) for i in range(group)]
-        r = [g.reward for g in games]
+        r = [reward(g.episode) for g in games]
         rewards.append(r)
         for game, a in zip(games, group_advantages(r), strict=True):
             decisions.extend(game.decisions)
             advantages.extend([float(a)] * len(game.decisions))
+    rolled = time.perf_counter()
     old = [d.logp for d in decisions]
     reference = None
     if kl_coef and decisions:
@@ -172,6 +188,9 @@ def grpo_iteration(
         logp_after=after,
         advantages=advantages,
         decisions=len(decisions),
+        prompt_tokens=sum(len(d.prompt) for d in decisions),
+        rollout_s=rolled - started,
+        update_s=time.perf_counter() - rolled,
     )
 
 

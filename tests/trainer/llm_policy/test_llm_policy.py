@@ -149,7 +149,7 @@ def test_an_episode_of_the_llm_policy_is_legal_and_repeats_with_its_seed():
     config = SimConfig(max_steps=8)
     first = play_llm(model, tokenizer, task, 7, config)
     again = play_llm(model, tokenizer, task, 7, config)
-    assert first.episode.actions == again.episode.actions and first.reward == again.reward
+    assert first.episode.actions == again.episode.actions and first.episode.reward == again.episode.reward
     assert first.decisions, "the model chose at least once"
     for d in first.decisions:
         assert len(d.actions) > 1 and 0 <= d.chosen < len(d.actions)

@@ -1,0 +1,111 @@
+"""Issue 31: policy `llm` on SmolLM2-135M-Instruct (trainer/llm_policy), iteration time split into
+rollouts and update, decisions and prompt tokens per second, peak memory, and the expected reward
+E[R] of its episodes before and after a few GRPO iterations (shared credit), on the CPU.
+
+    nice -n 10 .venv/bin/python bench/bench_llm_policy.py [--model var/llm/smollm2] [--iterations 3]
+        [--group 4] [--tasks 2] [--level tiny] [--max-steps 10] [--rank 8] [--layers 4] [--lr 1e-4]
+        [--json out.json]
+
+The model is the one trainer/llm_server.py builds (`build-model`) unless --model names another local
+Hugging Face folder. Tasks: `--tasks` training tasks of `--level` per iteration (fresh seeds), G =
+`--group` episodes each; evaluation: E[R] (SwarmSim's closed form for the episode's actions,
+`Episode.p_success`) of one episode on each of 8 fixed held-out tasks (seeds 900000+), before and
+after, and the untrained model's answered share (episodes whose orchestrator aggregated).
+Prints one JSON object (with --json, writes it too). A small run: a null result is a result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from trainer.llm_policy.model import LoraSettings, load  # noqa: E402
+from trainer.llm_policy.play import grpo_iteration, play_llm, update_direction  # noqa: E402
+from trainer.llm_server import MODEL_DIR  # noqa: E402
+from trainer.sim.env import SimConfig  # noqa: E402
+from trainer.sim.tasks import generate_task  # noqa: E402
+
+EVAL_SEED = 900_000
+
+
+def evaluate(model, tokenizer, level: str, config: SimConfig, n: int = 8) -> dict[str, float]:
+    """Mean E[R] and answered share of one episode on each of `n` fixed held-out tasks."""
+    p, answered, decisions = [], [], 0
+    for i in range(n):
+        played = play_llm(model, tokenizer, generate_task(level, EVAL_SEED + i), EVAL_SEED + i, config)
+        p.append(played.episode.p_success)
+        answered.append(any(a.kind == "aggregate" for a in played.episode.actions))
+        decisions += len(played.decisions)
+    return {"expected_reward": float(np.mean(p)), "answered": float(np.mean(answered)), "decisions": decisions}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=str(MODEL_DIR))
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--group", type=int, default=4)
+    parser.add_argument("--tasks", type=int, default=2)
+    parser.add_argument("--level", default="tiny")
+    parser.add_argument("--max-steps", type=int, default=10)
+    parser.add_argument("--rank", type=int, default=8)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    t0 = time.perf_counter()
+    model, tokenizer = load(args.model, LoraSettings(rank=args.rank, alpha=2 * args.rank, layers=args.layers))
+    load_s = time.perf_counter() - t0
+    config = SimConfig(max_steps=args.max_steps)
+    optimiser = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=args.lr)
+    t0 = time.perf_counter()
+    before = evaluate(model, tokenizer, args.level, config)
+    eval_s = time.perf_counter() - t0
+    iterations = []
+    for k in range(args.iterations):
+        tasks = [generate_task(args.level, 10_000 * (k + 1) + j) for j in range(args.tasks)]
+        t0 = time.perf_counter()
+        stats = grpo_iteration(model, tokenizer, optimiser, tasks, args.group, config, seed=1000 * k, epochs=1)
+        wall = time.perf_counter() - t0
+        iterations.append(
+            {
+                "wall_s": round(wall, 1),
+                "rollout_s": round(stats.rollout_s, 1),
+                "update_s": round(stats.update_s, 1),
+                "decisions": stats.decisions,
+                "prompt_tokens": stats.prompt_tokens,
+                "mean_reward": float(np.mean(stats.rewards)),
+                "loss": stats.loss,
+                **update_direction(stats),
+            }
+        )
+        print(json.dumps(iterations[-1]), flush=True)
+    after = evaluate(model, tokenizer, args.level, config)
+    result = {
+        "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}",
+        "args": vars(args),
+        "load_s": round(load_s, 1),
+        "eval_s": round(eval_s, 1),
+        "before": before,
+        "after": after,
+        "iterations": iterations,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+    print(json.dumps(result, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
