@@ -255,13 +255,13 @@ def build_model(out: Path = MODEL_DIR, gguf: Path | None = None) -> float:
     config.dtype = torch.bfloat16
     if hasattr(config, "quantization_config"):  # the loader's record of the GGUF: the saved model is plain
         del config.quantization_config
-    model = LlamaForCausalLM(config)
+    model = LlamaForCausalLM(config)  # type: ignore[arg-type]  # a LlamaConfig: the GGUF is a Llama
     model.load_state_dict(loaded.state_dict())
     model.generation_config = loaded.generation_config
     staging = out.with_name(out.name + ".part")
     if staging.exists():
         shutil.rmtree(staging)
-    model.to(torch.bfloat16).eval().save_pretrained(staging, safe_serialization=True)
+    model.to(torch.bfloat16).eval().save_pretrained(staging, safe_serialization=True)  # type: ignore[arg-type]
     tokenizer.save_pretrained(staging)
     files = {p.name: sha256_of(p) for p in sorted(staging.iterdir()) if p.is_file()}
     manifest = {"package": f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}", "wheel_sha256": MODEL_WHEEL_SHA256}
