@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
 
 from trainer.llm_policy.constrained import action_logprobs, check_candidates, sample_action
 from trainer.llm_policy.grpo import group_advantages, grpo_loss
@@ -17,22 +16,12 @@ from trainer.policy import MOVES, OrchestratorState
 from trainer.sim.env import SimConfig, SwarmEnv
 from trainer.sim.tasks import generate_task
 
-from .tiny_lm import tiny_lm
+from .tiny_lm import tiny_llama, tiny_lm
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=40,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=3,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-    )
-    return LlamaForCausalLM(config).eval()
+    return tiny_llama(40, layers=3)
 
 
 PROMPT = [1, 5, 9, 3, 7]

@@ -23,20 +23,25 @@ CORPUS = [
 ]
 
 
-def tiny_lm(seed: int = 0):
-    """(model, tokenizer): a random Llama (2 layers, hidden 32) over a ~400-token vocabulary."""
-    bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(CORPUS, vocab_size=400, special_tokens=["<|im_start|>", "<|im_end|>", "<unk>"])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", unk_token="<unk>")
-    tokenizer.chat_template = CHATML
+def tiny_llama(vocab_size: int, layers: int = 2, seed: int = 0) -> LlamaForCausalLM:
+    """A random Llama of `layers` layers, hidden size 32, over `vocab_size` tokens, in eval mode."""
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(tokenizer),
+        vocab_size=vocab_size,
         hidden_size=32,
         intermediate_size=64,
-        num_hidden_layers=2,
+        num_hidden_layers=layers,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=1024,
     )
-    return LlamaForCausalLM(config).eval(), tokenizer
+    return LlamaForCausalLM(config).eval()
+
+
+def tiny_lm(seed: int = 0):
+    """(model, tokenizer): a random 2-layer Llama (`tiny_llama`) over a ~400-token vocabulary."""
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(CORPUS, vocab_size=400, special_tokens=["<|im_start|>", "<|im_end|>", "<unk>"])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", unk_token="<unk>")
+    tokenizer.chat_template = CHATML
+    return tiny_llama(len(tokenizer), seed=seed), tokenizer
