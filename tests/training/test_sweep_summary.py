@@ -93,13 +93,17 @@ def test_the_real_sweep_gives_bench_credit_diffusion_numbers(project, member, cl
     summary, _ = page_summary(client, imported.compare_all_url)
     for j, n in enumerate(summary["n"]):
         bench = sweep["summary"][str(n)]
-        assert summary["targets"][j] == pytest.approx(bench["target"])
+        # Targets and steps to them are the issue-16 sweep's; the issue-30 redesign compares arms at
+        # equal updates and reports neither: there the final held-out E[R] is what both must agree on.
+        if "target" in bench:
+            assert summary["targets"][j] == pytest.approx(bench["target"])
         for arm in summary["arms"]:
             if arm["final"][j] is None:
                 assert arm["arm"] not in bench["arms"]
                 continue
             mine, half = bench["arms"][arm["arm"]]["final_held_out"]
             assert arm["final"][j] == pytest.approx([mine, mine - half, mine + half])
-            mean, half = bench["arms"][arm["arm"]]["steps_to_target"]
-            assert arm["steps"][j] == pytest.approx([mean, mean - half, mean + half])
-            assert arm["censored"][j] == bench["arms"][arm["arm"]]["censored"]
+            if "steps_to_target" in bench["arms"][arm["arm"]]:
+                mean, half = bench["arms"][arm["arm"]]["steps_to_target"]
+                assert arm["steps"][j] == pytest.approx([mean, mean - half, mean + half])
+                assert arm["censored"][j] == bench["arms"][arm["arm"]]["censored"]
