@@ -30,13 +30,21 @@ method "paired_loo") whose per-seed differences are all in {-1, 0, 1} (0/1 rewar
 score interval (`paired_score_interval`), which never collapses to a point: on real effects in
 bench/bench_interval_coverage.py it covers 0.976-1.000 at N = 8 and 0.944-0.987 at N = 32, where
 the t interval covers 0.53-0.88 and 0.83-0.94, being [0, 0] whenever all N differences are 0
-(probability (1 - |Δ|)^N under common random numbers). Every other estimate gets a Student t
-interval over its independent samples (pairs, antithetic pairs, coalition pairs; exact quantiles,
-`t_quantile_975`); there, when every sample is equal, the interval is that point. Measured in
-bench/bench_estimators.py (bench/RESULTS.md), these t intervals under-cover real effects at small N
-where coalitions share randomness: permutation sampling's covers 0.81 / 0.89 / 0.93 (pooled over
-game families and couplings) at N = 4 / 8 / 32 pairs, 0.29 / 0.51 / 0.83 on noisy-subtask games
-under common random numbers; the attribution panel says so beside the estimator. `unpaired_effect`
+(probability (1 - |Δ|)^N under common random numbers). The game estimators (`shapley_permutation`,
+`kernel_shap`, `shapley_2additive`: SCORE_METHODS) get the bounded score interval over their
+independent samples (`bounded_score_intervals`, Student's t quantile with N - 1 degrees of
+freedom): every reward lies in REWARD_RANGE = [0, 1], so each sample lies in known bounds
+(`sample_bounds`), and like Tango's (which it equals on {-1, 0, 1}) it never collapses to a point.
+On the same samples the Student t interval they had covered real effects 0.27-0.69 at N = 4 pairs
+under common random numbers (being [0, 0] whenever every sample was 0), and KernelSHAP's called a
+null player real in up to 26 % of runs at N = 8 (skewed samples). With the score interval neither
+estimator has a game family and coupling significantly below 0.95 coverage, nor significantly above
+a 0.05 null-flag rate, at N = 2-64 (bench/bench_estimators.py, bench/RESULTS.md "Issue 30 item 6";
+the 2-additive estimator's bias shows at N = 64 on higher-order games), at a price in width where N
+is small (permutation pairs: 1.44 at N = 4, 0.45-0.51 at N = 16). The attribution panel states
+those figures beside the estimator. Samples outside the bounds (rewards outside [0, 1]) fall back to
+the Student t interval (exact quantiles, `t_quantile_975`), as every other estimate gets; there,
+when every sample is equal, the interval is that point. `unpaired_effect`
 gets Newcombe's hybrid score interval for 0/1 rewards (`unpaired_score_interval`: the Welch
 interval it had collapsed to a point when each arm's N rewards agree, e.g. all 1 against all 0),
 else Welch–Satterthwaite's. `Attribution.interval` says which; `epsilon_met` is the ε stop's rule.
@@ -166,8 +174,8 @@ class Attribution:
     `estimate` and the 95 % interval [`ci_low`, `ci_high`] are in reward units; `n_rollouts` counts
     the rollouts behind it (for Shapley estimators: all of the game's, shared by its players);
     `samples` holds the independent per-sample values it averages (shape in each estimator);
-    `interval` names the interval: "tango" (`paired_score_interval`), "t", "newcombe"
-    (`unpaired_score_interval`) or "welch".
+    `interval` names the interval: "tango" (`paired_score_interval`), "score"
+    (`bounded_score_intervals`), "t", "newcombe" (`unpaired_score_interval`) or "welch".
     """
 
     target: str
@@ -198,6 +206,165 @@ class Attribution:
         }
 
 
+#: The range of every reward a rollout backend returns (`trainer.rollout`: 0/1 outcomes, exact
+#: match, a verifier's score in [0, 1]); the score intervals of the game estimators rest on it.
+REWARD_RANGE = (0.0, 1.0)
+#: The game estimators whose samples get the bounded score interval (`bounded_score_intervals`).
+SCORE_METHODS = frozenset({"shapley_permutation_antithetic", "kernel_shap_paired", "shapley_2additive"})
+
+
+def kernel_shap_bound(n_players: int) -> float:
+    """The largest |value| one paired-KernelSHAP sample (`kernel_shap`) can give a player when every
+    reward lies in REWARD_RANGE: with A^-1 = a I + b 1 1^T, a sample is
+    (a / 2) (z_k - s / n) (v(S) - v(N \\ S)) + (v(N) - v(∅)) / n for a coalition S of size s, so the
+    bound is a (n - 1) / (2n) + 1 / n (1 at n = 2, 2.24 at n = 7, 3.17 at n = 16). Raises
+    ValueError for n_players < 2."""
+    inverse = np.linalg.inv(shapley_kernel_matrix(n_players))
+    a = float(inverse[0, 0] - inverse[0, 1])
+    span = REWARD_RANGE[1] - REWARD_RANGE[0]
+    return span * (a * (n_players - 1) / (2 * n_players) + 1 / n_players)
+
+
+def sample_bounds(method: str, n_players: int) -> tuple[float, float] | None:
+    """[low, high] that one sample of `method` (an Attribution's method) lies in when every reward
+    lies in REWARD_RANGE, for the methods of SCORE_METHODS; None for the others. A permutation pair's
+    sample is the mean of two marginal contributions, each a difference of two rewards; a 2-additive
+    sample the mean of ±(v(S) - v(N \\ S)) over its design's pairs."""
+    span = REWARD_RANGE[1] - REWARD_RANGE[0]
+    if method in ("shapley_permutation_antithetic", "shapley_2additive"):
+        return -span, span
+    if method == "kernel_shap_paired":
+        bound = kernel_shap_bound(n_players)
+        return -bound, bound
+    return None
+
+
+def _constrained_variance(
+    x: np.ndarray, c: np.ndarray, n: np.ndarray, mu: np.ndarray, high: np.ndarray, t0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row (values x (R, K) with counts c, n = their sum, a bound `high` above them, a mean mu
+    (R,) in [the row's mean, high)): the variance V(mu) of the maximum-likelihood distribution on
+    the row's values and `high` whose mean is mu, dV/dmu, and its multiplier t (the next call's
+    start, `t0`).
+
+    The distribution is p_i = c_i / (n (1 + t (x_i - mu))), t in (-1 / (high - mu), 0] the root of
+    sum c_i (x_i - mu) / (1 + t (x_i - mu)) (Owen's empirical likelihood), or, where no root is
+    there (mu beyond what the observed values can reach), p_i = c_i (high - mu) / (n (high - x_i))
+    with the rest of the mass at `high` (the root's limit). Newton's method on t, kept in its
+    bracket; dV/dmu by implicit differentiation."""
+    d = x - mu[:, None]
+    room = high - mu
+    gap = high[:, None] - x
+    open_gap = gap > 0
+    w = np.where(open_gap, c / (n[:, None] * np.where(open_gap, gap, 1.0)), 0.0)  # p_i / room
+    p_bound = w * room[:, None]
+    boundary = ~((c > 0) & ~open_gap).any(axis=1) & ((p_bound * d).sum(axis=1) <= 0)
+    rest = 1 - p_bound.sum(axis=1)
+    v_bound = (p_bound * d * d).sum(axis=1) + rest * room * room
+    dv_bound = (-w * d * d - 2 * p_bound * d).sum(axis=1) + w.sum(axis=1) * room * room - 2 * rest * room
+    low_t = -1.0 / np.where(room > 0, room, 1e-300)
+    high_t = np.zeros_like(mu)
+    t = np.where((t0 > low_t) & (t0 <= 0), t0, 0.0)
+    active = ~boundary
+    for _ in range(200):
+        if not active.any():
+            break
+        den = 1 + t[:, None] * d
+        h = (c * d / den).sum(axis=1)
+        slope = -(c * d * d / (den * den)).sum(axis=1)
+        high_t = np.where(h <= 0, t, high_t)
+        low_t = np.where(h > 0, t, low_t)
+        step = h / np.where(slope < 0, slope, -1.0)
+        new = t - step
+        done = (np.abs(step) <= 1e-13 * np.maximum(1.0, np.abs(t))) | (h == 0)
+        new = np.where(done, t, np.where((new > low_t) & (new < high_t), new, (low_t + high_t) / 2))
+        t = np.where(active, new, t)
+        active &= ~done
+    den = 1 + t[:, None] * d
+    p = c / (n[:, None] * den)
+    v_root = (p * d * d).sum(axis=1)
+    s0, s2 = (c / (den * den)).sum(axis=1), (c * d * d / (den * den)).sum(axis=1)
+    dt = -s0 / np.where(s2 > 0, s2, 1.0)
+    dden = dt[:, None] * d - t[:, None]
+    dv_root = ((c / n[:, None]) * (-2 * d / den - d * d * dden / (den * den))).sum(axis=1)
+    return np.where(boundary, v_bound, v_root), np.where(boundary, dv_bound, dv_root), np.where(boundary, 0.0, t)
+
+
+def _upper_score_ends(x: np.ndarray, c: np.ndarray, high: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """The upper end of each row's score interval (`bounded_score_intervals`; rows: values x (R, K),
+    counts c, bound `high` (R,), quantile z (R,)): the root above the mean of
+    n (mu - mean)^2 = z^2 V(mu), by Newton's method kept in a bracket (within 1e-12)."""
+    n = c.sum(axis=1)
+    mean = (c * x).sum(axis=1) / n
+    active = mean < high
+    inside, outside = mean.copy(), high.copy()
+    t = np.zeros_like(mean)
+    # start at the Wald end of the sample variance, or Wilson's end of the bound where it is 0
+    spread = (c * (x - mean[:, None]) ** 2).sum(axis=1) / n
+    span = high - mean
+    mu = mean + np.maximum(z * np.sqrt(spread / n), z * z * span / (n + z * z))
+    mu = np.where(active, np.minimum(mu, mean + 0.999 * span), mean)
+    tol = 1e-12 * np.maximum(np.abs(high), 1.0)
+    end = np.where(active, np.nan, high)
+    for _ in range(200):
+        if not active.any():
+            break
+        v, dv, t = _constrained_variance(x, c, n, mu, high, t)
+        g = n * (mu - mean) ** 2 - z * z * v
+        slope = 2 * n * (mu - mean) - z * z * dv
+        inside = np.where(active & (g <= 0), mu, inside)
+        outside = np.where(active & (g > 0), mu, outside)
+        newton = mu - g / np.where(slope > 0, slope, 1.0)
+        ok = (slope > 0) & (newton > inside) & (newton < outside)
+        converged = ((slope > 0) & (np.abs(newton - mu) < tol)) | (g == 0)
+        done = active & (converged | (outside - inside < tol))
+        root = np.clip(np.where(g == 0, mu, newton), inside, outside)
+        end = np.where(done, np.where(converged, root, inside), end)
+        mu = np.where(active, np.where(ok, newton, (inside + outside) / 2), mu)
+        active &= ~done
+    end = np.where(np.isnan(end), inside, end)
+    return np.where(mean >= high, high, end)
+
+
+def bounded_score_intervals(
+    values: np.ndarray, low: float, high: float, z: float | np.ndarray = _Z975
+) -> tuple[np.ndarray, np.ndarray]:
+    """The score interval of the mean of each column of `values` (N, P), N >= 1 independent samples
+    known to lie in [low, high]: {mu0 : n (mean - mu0)^2 <= z^2 V(mu0)}, V(mu0) the variance of the
+    maximum-likelihood distribution with mean mu0 supported on the observed values and the two
+    bounds (Owen's empirical likelihood, 1988, with the bounds added as unobserved support points).
+    z = 1.96 for 95 %, or one quantile per column.
+
+    It is Tango's interval (`paired_score_interval`) on samples in {-1, 0, 1} with bounds [-1, 1],
+    and Wilson's on samples in {0, 1} with bounds [0, 1]; like them it never collapses to a point:
+    where every sample is equal, mu0 beyond them keeps the variance of mass at the bound (N equal
+    samples at 0 with bounds ±1 give ±z² / (N + z²)), where a t interval is that point. For large N
+    it is the t interval's width. Returns (lows (P,), highs (P,)), within [low, high]; raises
+    ValueError unless low < high and every value lies in [low, high]."""
+    y = np.asarray(values, float)
+    if y.ndim != 2 or len(y) < 1:
+        raise ValueError("values must be (N, P) with N >= 1")
+    if not low < high or y.min() < low or y.max() > high:
+        raise ValueError(f"the values must lie in [{low}, {high}]")
+    n, players = y.shape
+    distinct, index = np.unique(y, return_inverse=True)
+    if len(distinct) <= n:  # a few values (0/1 rewards): one column per distinct value, with counts
+        counts = np.zeros((players, len(distinct)))
+        np.add.at(counts, (np.broadcast_to(np.arange(players), (n, players)), index.reshape(n, players)), 1.0)
+        x = np.broadcast_to(distinct, (players, len(distinct)))
+    else:
+        x, counts = y.T, np.ones((players, n))
+    # the lower end is the upper end of the negated samples
+    zs = np.broadcast_to(np.asarray(z, float), (players,))
+    ends = _upper_score_ends(
+        np.concatenate([x, -x]),
+        np.concatenate([counts, counts]),
+        np.concatenate([np.full(players, float(high)), np.full(players, -float(low))]),
+        np.concatenate([zs, zs]),
+    )
+    return np.maximum(-ends[players:], low), np.minimum(ends[:players], high)
+
+
 def _mean_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(mean, t half-width) over axis 0 of (N, ...) independent samples, N >= 2."""
     n = len(values)
@@ -218,11 +385,65 @@ def _attribution(target: str, method: str, values: np.ndarray, n_rollouts: int) 
     return Attribution(target, method, float(mean), float(mean - half), float(mean + half), n_rollouts, values)
 
 
-def from_samples(target: str, method: str, values: np.ndarray, n_rollouts: int) -> Attribution:
+def score_quantile(n: int) -> float:
+    """The quantile of the game estimators' score intervals over n independent samples: Student's
+    t with n - 1 degrees of freedom at 0.975 (`t_quantile_975`)."""
+    return t_quantile_975(n - 1)
+
+
+def _game_attributions(
+    names: Sequence[str],
+    method: str,
+    values: np.ndarray,
+    n_rollouts: int,
+    n_players: int | None = None,
+) -> list[Attribution]:
+    """One attribution per column of a game estimator's independent samples `values` (N, columns),
+    N >= 2, on a game of `n_players` (default: one per column): the mean, with the bounded score
+    interval (`bounded_score_intervals` at `score_quantile(N)`) for a method of SCORE_METHODS whose
+    samples lie within `sample_bounds`, else the interval `_attribution` gives (the game's rewards
+    must lie in REWARD_RANGE for the bounds to hold; only the samples are seen here, as
+    `from_samples` sees them). Raises ValueError for N < 2."""
+    values = np.asarray(values, float)
+    n, players = values.shape
+    if n < 2:
+        raise ValueError("an interval needs at least 2 samples")
+    bounds = sample_bounds(method, n_players or players) if method in SCORE_METHODS else None
+    slack = 1e-9
+    if bounds is None or values.min() < bounds[0] - slack or values.max() > bounds[1] + slack:
+        return [_attribution(names[k], method, values[:, k], n_rollouts) for k in range(players)]
+    low, high = bounds
+    lows, highs = bounded_score_intervals(np.clip(values, low, high), low, high, score_quantile(n))
+    means = [float(values[:, k].mean()) for k in range(players)]  # each column's own sum, as `from_samples` sums it
+    return [
+        Attribution(
+            names[k],
+            method,
+            means[k],
+            float(min(lows[k], means[k])),
+            float(max(highs[k], means[k])),
+            n_rollouts,
+            values[:, k],
+            "score",
+        )
+        for k in range(players)
+    ]
+
+
+def from_samples(
+    target: str, method: str, values: np.ndarray, n_rollouts: int, players: int | None = None
+) -> Attribution:
     """The attribution whose estimate is the mean of n >= 2 independent sample `values` (n,), with
     the interval the estimator of `method` gives them (module docstring): what an estimator's
-    `samples` give back when they were computed in chunks and stored. Raises ValueError for n < 2."""
-    return _attribution(target, method, np.asarray(values, float), n_rollouts)
+    `samples` give back when they were computed in chunks and stored. `players`, the game's number
+    of players, sets the bounds of a KernelSHAP sample (`sample_bounds`). Raises ValueError for
+    n < 2, or for KernelSHAP samples without `players`."""
+    values = np.asarray(values, float)
+    if method in SCORE_METHODS:
+        if players is None and method == "kernel_shap_paired":
+            raise ValueError(f"{method} samples need the game's number of players")
+        return _game_attributions([target], method, values.reshape(-1, 1), n_rollouts, players)[0]
+    return _attribution(target, method, values, n_rollouts)
 
 
 def paired_effect(rollout: Rollout, intervention: Intervention, n: int, first_seed: int = 0) -> Attribution:
@@ -387,10 +608,7 @@ def shapley_permutation(
     pairs = np.arange(n_pairs)[:, None]
     for a, chain in enumerate((forward, backward)):
         marginals[pairs, orders[:, a]] += np.diff(chain, axis=1) / 2
-    return [
-        _attribution(names[k], "shapley_permutation_antithetic", marginals[:, k], 2 * n_players * n_pairs)
-        for k in range(n_players)
-    ]
+    return _game_attributions(names, "shapley_permutation_antithetic", marginals, 2 * n_players * n_pairs, n_players)
 
 
 def shapley_kernel_matrix(n_players: int) -> np.ndarray:
@@ -421,7 +639,8 @@ def kernel_shap(
     distribution: phi = A^-1 (b - 1 (1^T A^-1 b - v(N) + v(∅)) / 1^T A^-1 1), b = E[z (v(z) - v(∅))]
     (Covert & Lee 2021, §3, unbiased KernelSHAP). Pair j plays S, N \\ S, ∅ and N at seed
     first_seed + j (CRN), so every pair gives an unbiased, efficient sample of phi: `samples`
-    (n_pairs,) per player, analytic t interval over pairs. 4 rollouts per pair.
+    (n_pairs,) per player, the bounded score interval over pairs (module docstring). 4 rollouts per
+    pair.
     Raises ValueError for n_players < 2, n_pairs < 2 or a wrong number of targets."""
     names = _names(n_players, targets)
     n = n_players
@@ -439,7 +658,7 @@ def kernel_shap(
     v = np.asarray(game(rows.reshape(-1, n), seeds), float).reshape(n_pairs, 4)
     b = (z * (v[:, :1] - v[:, 2:3]) + ~z * (v[:, 1:2] - v[:, 2:3])) / 2  # (n_pairs, n)
     phi = b @ project.T + np.outer(v[:, 3] - v[:, 2], weights)  # (n_pairs, n)
-    return [_attribution(names[k], "kernel_shap_paired", phi[:, k], 4 * n_pairs) for k in range(n)]
+    return _game_attributions(names, "kernel_shap_paired", phi, 4 * n_pairs, n)
 
 
 def design_size(n_players: int) -> int:
@@ -499,7 +718,7 @@ def shapley_2additive(
     seeds = np.concatenate([pair_seeds, pair_seeds], axis=1)
     v = np.asarray(game(rows.reshape(-1, n_players), seeds.ravel()), float).reshape(n_samples, 2, size)
     phi = np.einsum("jrk,jr->jk", z, v[:, 0] - v[:, 1]) / size  # (n_samples, n)
-    return [_attribution(names[k], "shapley_2additive", phi[:, k], 2 * size * n_samples) for k in range(n_players)]
+    return _game_attributions(names, "shapley_2additive", phi, 2 * size * n_samples, n_players)
 
 
 def play_chunk(

@@ -2,8 +2,10 @@
 
 The numbers come from bench/bench_estimators.py (static/js/panels/estimator_bench.js); the panel
 shows what the chosen estimator estimates and what was measured for it, flags the 2-additive
-estimator for higher-order interactions, and says so when the budget buys fewer samples than the
-95 % interval needs to cover real effects at least 93 % of the time.
+estimator for higher-order interactions, states the 95 % interval's measured coverage of real effects
+per coupling (with each coupling's worst family) and how often it called a null message real at the
+sample count the budget buys, and warns where some family and coupling were significantly off
+nominal there.
 """
 
 import json
@@ -46,22 +48,24 @@ def test_the_guide_follows_the_estimator_and_the_budget(app, page, tmp_path):
     share = bench["methods"]["shapley2"]["families"]["synergy4"]["1.0"]["max_error_pass"]
     assert f"only {round(100 * share)} %" in text
 
-    # leave-one-out over 12 messages: 13 rollouts per sample; the note shows where N falls short
+    # leave-one-out over 12 messages: 13 rollouts per sample; the coverage line follows N, the note
+    # shows where some family and coupling fall short
     form.locator("select[name=method]").select_option("loo")
     budget = form.locator("input[name=budget]")
-    coverage = bench["methods"]["loo"]["coverage"]
-    floor = bench["coverage_floor"]
-    for n in (4, 32):
-        budget.fill(str(13 * n))
-        note = page.get_by_test_id("estimator-coverage-note")
-        if coverage[str(n)]["real"] < floor:
-            assert note.is_visible() and f"at N = {n}, it covered" in note.inner_text()
-        else:
-            assert note.count() == 0
-    form.locator("select[name=method]").select_option("shapley")
-    budget.fill(str(24 * 4))  # permutations over 12 messages: 24 rollouts per pair, 4 pairs
-    note = page.get_by_test_id("estimator-coverage-note")
-    if bench["methods"]["shapley"]["coverage"]["4"]["real"] < floor:
-        assert "at N = 4, it covered" in note.inner_text()
-    else:
-        assert note.count() == 0
+    for method, per_sample in (("loo", 13), ("shapley", 24), ("kernelshap", 4)):
+        form.locator("select[name=method]").select_option(method)
+        for n in (4, 32):
+            budget.fill(str(per_sample * n))  # over 12 messages: 13, 24 (2 per message) and 4 rollouts a sample
+            at = bench["methods"][method]["coverage"][str(n)]
+            line = page.get_by_test_id("estimator-coverage").inner_text()
+            assert line.startswith(f"95 % interval, measured at N = {n} ")
+            for rho, rho_text in (("1.0", "1"), ("0.5", "0.5"), ("0.0", "0")):
+                c = at["couplings"][rho]
+                worst = f"worst {100 * c['real_worst']:.1f} %" if c["real_worst"] < c["real"] else "in every family"
+                assert f"{100 * c['real']:.1f} % at ρ = {rho_text} ({worst}" in line
+                assert f"{100 * c['null_flag']:.1f} % at ρ = {rho_text}" in line
+            note = page.get_by_test_id("estimator-coverage-note")
+            if at["under"] or at["over_null"]:
+                assert note.is_visible() and f"measured at N = {n}," in note.inner_text()
+            else:
+                assert note.count() == 0

@@ -8,18 +8,21 @@ import pytest
 from swarmscope.credit import (
     EPSILON_MIN_SAMPLES,
     Attribution,
+    bounded_score_intervals,
     coalition_game,
     design_size,
     effect_until,
     epsilon_met,
     from_samples,
     kernel_shap,
+    kernel_shap_bound,
     leave_one_out,
     paired_effect,
     paired_score_interval,
     play_chunk,
     rank,
     ranked_first,
+    sample_bounds,
     shapley_2additive,
     shapley_kernel_matrix,
     shapley_permutation,
@@ -269,7 +272,9 @@ def test_two_player_antithetic_permutations_and_paired_kernel_shap_are_exact():
     for estimator in (shapley_permutation, kernel_shap):
         results = estimator(game, 2, 2)
         assert [r.estimate for r in results] == pytest.approx([0.4, 0.6])
-        assert all(r.width == pytest.approx(0.0) for r in results)
+        assert all(r.samples == pytest.approx(np.full(2, r.estimate)) for r in results)  # exact per sample
+        # two equal samples do not show the game is deterministic: the score interval does not collapse
+        assert all(r.interval == "score" and r.ci_low < r.estimate < r.ci_high for r in results)
 
 
 @pytest.mark.parametrize("estimator, per_pair", [(shapley_permutation, 8), (kernel_shap, 4)])
@@ -284,6 +289,108 @@ def test_efficiency_per_sample_and_the_null_player(estimator, per_pair):
 def test_permutation_sampling_gives_a_null_player_exactly_zero():
     results = shapley_permutation(with_null, 4, 20)
     assert results[3].samples.tolist() == [0.0] * 20
+
+
+def constrained_variance(values, mu, low, high):
+    """By hand: the variance of the maximum-likelihood distribution with mean mu on the observed
+    values and the bounds (Lagrange: p_i = c_i / (n (1 + t (x_i - mu))), the root t by bisection;
+    where no root keeps every weight positive, the rest of the mass at the bound mu lies towards)."""
+    x, c = np.unique(values, return_counts=True)
+    n, d = len(values), x - mu
+    edge = high if mu > values.mean() else low  # the bound on mu's side
+
+    def h(t):
+        return float(np.sum(c * d / (1 + t * d)))
+
+    a, b = sorted((0.0, -1.0 / (edge - mu)))  # 1 + t (edge - mu) >= 0
+    a, b = a + 1e-15 * abs(b - a), b - 1e-15 * abs(b - a)
+    if h(a) * h(b) > 0:  # no root: the bound takes the rest of the mass
+        p = c * (edge - mu) / (n * (edge - x))
+        return float(np.sum(p * d * d) + (1 - p.sum()) * (edge - mu) ** 2)
+    for _ in range(200):
+        m = (a + b) / 2
+        a, b = (m, b) if h(m) * h(a) > 0 else (a, m)
+    p = c / (n * (1 + a * d))
+    return float(np.sum(p * d * d) / p.sum())
+
+
+@pytest.mark.parametrize(
+    "values, low, high",
+    [
+        ([0.0, 0.0, 0.0, 1.7], -2.2, 2.2),
+        ([-0.3, -0.3, 0.0, 0.0, 0.0, 0.0, 1.7, 1.7], -2.2, 2.2),
+        ([0.0, 0.5, 0.5, -1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.5], -1.0, 1.0),
+        ([0.12, -0.31, 0.44, 0.05, 0.93, -0.6, 0.27], -1.0, 1.0),
+    ],
+)
+def test_bounded_score_interval_ends_where_the_score_statistic_is_z(values, low, high):
+    values = np.array(values)
+    (lo,), (hi,) = bounded_score_intervals(values[:, None], low, high)
+    z, n, mean = 1.959963984540054, len(values), values.mean()
+    for end in (lo, hi):
+        assert n * (mean - end) ** 2 == pytest.approx(z * z * constrained_variance(values, end, low, high), rel=1e-6)
+    assert low < lo < mean < hi < high
+
+
+def test_bounded_score_interval_is_tangos_and_wilsons_where_theirs_apply():
+    for plus, minus, n in [(0, 0, 4), (3, 1, 8), (8, 0, 8), (2, 5, 20), (10, 0, 12)]:
+        d = np.array([1.0] * plus + [-1.0] * minus + [0.0] * (n - plus - minus))
+        (lo,), (hi,) = bounded_score_intervals(d[:, None], -1, 1)
+        assert (lo, hi) == pytest.approx(paired_score_interval(plus, minus, n), abs=1e-8)
+    for hits, n in [(0, 10), (3, 10), (10, 10)]:
+        r = np.array([1.0] * hits + [0.0] * (n - hits))
+        (lo,), (hi,) = bounded_score_intervals(r[:, None], 0, 1)
+        assert (lo, hi) == pytest.approx(wilson_interval(hits, n), abs=1e-8)
+
+
+def test_bounded_score_interval_never_collapses_and_checks_its_bounds():
+    lows, highs = bounded_score_intervals(np.zeros((8, 3)), -1, 1, z=np.array([1.96, 2.0, 3.0]))
+    assert (highs == -lows).all() and highs == pytest.approx([1.96**2 / (8 + 1.96**2), 4 / 12, 9 / 17])
+    (lo,), (hi,) = bounded_score_intervals(np.ones((5, 1)), -1, 1)
+    assert hi == 1.0 and 0 < lo < 1  # at the bound
+    with pytest.raises(ValueError, match=r"lie in \[-1, 1\]"):
+        bounded_score_intervals(np.array([[0.5], [1.5]]), -1, 1)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_the_kernel_shap_bound_is_the_largest_sample(n):
+    """Every coalition the kernel can draw and every 0/1 reward of its four rollouts."""
+    from itertools import product
+
+    inverse = np.linalg.inv(shapley_kernel_matrix(n))
+    ones = np.ones(n)
+    weights = inverse @ ones / (ones @ inverse @ ones)
+    project = inverse - np.outer(weights, ones @ inverse)
+    largest = 0.0
+    for z in product([False, True], repeat=n):
+        z = np.array(z)
+        if 0 < z.sum() < n:
+            for v_s, v_c, v_0, v_n in product([0.0, 1.0], repeat=4):
+                b = (z * (v_s - v_0) + ~z * (v_c - v_0)) / 2
+                largest = max(largest, np.abs(project @ b + (v_n - v_0) * weights).max())
+    assert kernel_shap_bound(n) == pytest.approx(largest)
+    assert sample_bounds("kernel_shap_paired", n) == pytest.approx((-largest, largest))
+    assert sample_bounds("shapley_permutation_antithetic", n) == (-1.0, 1.0)
+    assert sample_bounds("shapley_2additive", n) == (-1.0, 1.0)
+    assert sample_bounds("paired_loo", n) is None
+
+
+def test_game_estimators_get_the_score_interval_on_rewards_in_0_1_and_t_outside():
+    def rare(kept, seeds):  # player 0 adds 0.1 to a 0/1 reward (CRN): most pairs see no change
+        kept = np.asarray(kept, bool)
+        return (np.array([uniform(s) for s in seeds]) < 0.2 + 0.1 * kept[:, 0]).astype(float)
+
+    for estimator in (shapley_permutation, kernel_shap):
+        results = estimator(rare, 3, 4, first_seed=40, sampling_seed=1)
+        assert all(r.interval == "score" and r.width > 0 for r in results)
+        assert all(r.ci_low <= phi <= r.ci_high for r, phi in zip(results, (0.1, 0.0, 0.0)))
+        stored = from_samples(results[0].target, results[0].method, results[0].samples, results[0].n_rollouts, 3)
+        assert (stored.ci_low, stored.ci_high, stored.interval) == (results[0].ci_low, results[0].ci_high, "score")
+        # rewards outside [0, 1] whose samples leave the bounds: no bound to lean on, the t interval
+        scaled = estimator(lambda kept, seeds: 3 * glove(kept, seeds), 3, 4, first_seed=40, sampling_seed=1)
+        assert all(r.interval == "t" for r in scaled)
+    with pytest.raises(ValueError, match="number of players"):
+        from_samples("p", "kernel_shap_paired", np.zeros(4), 16)
 
 
 def test_shapley_of_a_noisy_game_with_crn():
@@ -310,7 +417,7 @@ def test_2additive_is_exact_per_sample_on_a_pairwise_game():
     assert design_size(5) == 8
     for r, phi in zip(results, (0.3, 0.1, 0.1, 0.1, 0.1)):
         assert r.samples == pytest.approx(np.full(6, phi))  # other players' effects cancel exactly
-        assert r.width == pytest.approx(0.0, abs=1e-12)
+        assert r.interval == "score" and r.ci_low < phi < r.ci_high  # 6 equal samples: not a point
     assert results[0].n_rollouts == 2 * 8 * 6 and results[0].method == "shapley_2additive"
 
 
@@ -379,7 +486,7 @@ def test_chunks_play_their_samples_only_and_add_up_to_the_one_shot_estimator(est
         assert not np.delete(got, chunk, axis=0).any()
     stacked = sum(values)
     for k, r in enumerate(one_shot):
-        back = from_samples(r.target, r.method, stacked[:, k], r.n_rollouts)
+        back = from_samples(r.target, r.method, stacked[:, k], r.n_rollouts, players=4)
         assert (back.estimate, back.ci_low, back.ci_high) == pytest.approx((r.estimate, r.ci_low, r.ci_high))
 
 

@@ -1,6 +1,7 @@
 """The estimator benchmark (bench/bench_estimators.py): its counting, and its CI profile end to end."""
 
 import importlib.util
+import json
 import math
 import sys
 
@@ -107,6 +108,32 @@ def test_the_ci_profile_tells_the_estimators_apart():
     assert paired < unpaired
     numbers = bench.guide(table, profile, "test")
     assert sorted(numbers["methods"]) == ["kernelshap", "loo", "shapley", "shapley2"]
+    assert (numbers["nominal"], numbers["null_nominal"]) == (0.95, pytest.approx(0.05))
     for method in numbers["methods"].values():
         assert sorted(method["coverage"], key=int) == [str(n) for n in profile.ns]
-        assert all(0 <= c["real"] <= 1 for c in method["coverage"].values())
+        for c in method["coverage"].values():
+            assert 0 <= c["real"] <= 1 and 0 <= c["null_flag"] <= 1
+            assert sorted(c["couplings"]) == ["0.0", "0.5", "1.0"]  # one entry per coupling, not pooled
+            for rho in c["couplings"].values():
+                assert rho["real_worst"] <= rho["real"] and rho["null_flag_worst"] >= rho["null_flag"]
+                assert rho["real_width"] > 0
+            assert c["real_worst"] == min(rho["real_worst"] for rho in c["couplings"].values())
+            assert isinstance(c["under"], list) and isinstance(c["over_null"], list)
+    # the game estimators' score intervals, and the t intervals of the same samples beside them
+    for estimator in ("shapley permutation", "kernel shap", "2-additive"):
+        row = table[f"{estimator}|noisy|1.0"]
+        assert row["by_n"][(2, "real")][1] == row["by_n"][(2, "real t")][1] > 0
+    assert (2, "real t") not in table["loo paired|noisy|1.0"]["by_n"]
+
+
+def test_the_guide_file_is_compact_json():
+    data = {"a": {"b": {"x": 1, "y": [0.1, 0.2]}, "c": []}, "d": "ρ"}
+    text = bench.compact_json(data)
+    assert json.loads(text) == data
+    assert '"b": {"x": 1, "y": [0.1, 0.2]}' in text and '"d": "ρ"' in text  # leaf objects on one line
+
+
+def test_off_nominal_and_the_monte_carlo_error():
+    assert bench.off_nominal(280, 320) and not bench.off_nominal(300, 320)  # 0.875 [0.84, 0.91]; 0.94 [0.91, 0.96]
+    assert not bench.off_nominal(0, 0)
+    assert bench.mc(304, 320) == "0.950 ± 0.024" and bench.mc(0, 0) == "—"

@@ -656,7 +656,8 @@ def _store_credit(job: CounterfactualJob, samples: list[RolloutSample]) -> None:
     rows = []
     for k, player in enumerate(job.players):
         intervention = player_intervention(job.player_kind, player, job.intervention["kind"])
-        credit = from_samples(", ".join(intervention.targets), estimator.method, values[:, k], counted)
+        targets = ", ".join(intervention.targets)
+        credit = from_samples(targets, estimator.method, values[:, k], counted, len(job.players))
         rows.append(
             Attribution(
                 trace=job.trace,

@@ -21,15 +21,17 @@
  * that can attribute this trace (`capabilities`, with their message and agent counts); where none
  * can, Run is disabled and the reason shows as text with a link to the README section. Under the
  * form, the estimator guide (estimator_guide.js: what the chosen estimator estimates and what
- * bench/bench_estimators.py measured for it) and, when the budget buys fewer samples than the
- * 95 % interval needs to cover real effects 93 % of the time (measured), a note that says so.
+ * bench/bench_estimators.py measured for it), what its 95 % interval did at the sample count the
+ * budget buys (real-effect coverage per coupling with its worst family, and how often it called a
+ * null message real), and, where some family and coupling were significantly off nominal there, a
+ * note that says so.
  */
 
 import { formatNumber } from "../lib/format.js";
 import { el } from "../lib/dom.js";
 import { creditColor } from "../lib/palette.js";
 import { EstimatedRun, estimateTokens } from "./estimated_run.js";
-import { coverageNote, estimatorGuide, llmCouplingNote, samplesPerPlayer } from "./estimator_guide.js";
+import { coverageLine, coverageNote, estimatorGuide, llmCouplingNote, samplesPerPlayer } from "./estimator_guide.js";
 import { normaliseCapabilities, reasonElement } from "./counterfactual.js";
 import { WALL_TICK_MS, liveWall, usageElement } from "./job_usage.js";
 
@@ -254,8 +256,8 @@ export class AttributionPanel {
       line.dataset.testid = "attribution-backend-note";
       form.append(line);
     }
-    // Which estimator for which situation, from bench/bench_estimators.py (estimator_guide.js), and
-    // the interval's measured coverage at the sample count this budget buys when it falls short.
+    // Which estimator for which situation, from bench/bench_estimators.py (estimator_guide.js), the
+    // interval's measured coverage at the sample count this budget buys, and a note where it falls short.
     this.guide = el("div", null, "estimator-guide");
     this.guide.dataset.testid = "estimator-guide";
     const showGuide = () => {
@@ -266,6 +268,12 @@ export class AttributionPanel {
       const samples = samplesPerPlayer(method, budget.value, players.value === "agents" ? counts.agents : counts.messages);
       const note = coverageNote(method, samples);
       const parts = [line];
+      const coverage = coverageLine(method, samples);
+      if (coverage) {
+        const measured = el("p", coverage, "hint");
+        measured.dataset.testid = "estimator-coverage";
+        parts.push(measured);
+      }
       const coupling = backend.value.startsWith("openai") ? llmCouplingNote() : null;
       if (coupling) {
         const measured = el("p", coupling, "hint");

@@ -5,10 +5,15 @@
  *
  * `estimatorGuide(method, bench)` gives the line shown under the estimator: what it estimates,
  * the rollouts it needed for a mean error of 0.05 on the benchmark's game families, and, for the
- * 2-additive estimator, its bias where three or more messages interact. `coverageNote(method,
- * samples, bench)` says when the 95 % interval covered real effects less than `coverage_floor`
- * (0.93) of the time at that many samples (measured at N = 4, 8, 16, 32), null otherwise.
- * `samplesPerPlayer(method, budget, players)` is the sample count a budget buys
+ * 2-additive estimator, its bias where three or more messages interact. `coverageLine(method,
+ * samples, bench)` states what the 95 % interval did at that many samples (the largest measured N
+ * not above it): the share of real effects it covered at each coupling ρ, with each coupling's
+ * worst game family, and the share of runs in which it called a null message real (an interval
+ * without 0), so the worst case shows rather than a pooled figure, and the intervals' mean width.
+ * `coverageNote(method, samples,
+ * bench)` is the warning when some family and coupling were significantly off nominal there
+ * (coverage's Wilson interval wholly below 95 %, or the null-flag rate's wholly above 5 %), null
+ * otherwise. `samplesPerPlayer(method, budget, players)` is the sample count a budget buys
  * (webapp/counterfactuals/services.py ESTIMATORS). `llmCouplingNote(coupling)` says how strongly
  * paired outcomes of real LLM re-rollouts were coupled and what pairing saved there
  * (`LLM_COUPLING`, written by bench/bench_real_model.py into llm_coupling.js).
@@ -78,31 +83,93 @@ export function estimatorGuide(method, bench = ESTIMATOR_BENCH) {
   return line;
 }
 
+/** A coupling ρ as the guide writes it ("1.0" -> "1", "0.5" -> "0.5"). */
+const rhoText = (rho) => String(Number(rho));
+
 /**
- * The coverage caveat of `method`'s 95 % interval at `samples` per player: the measured
- * real-effect coverage (pooled over game families and couplings) at the largest measured N not
- * above `samples` (the smallest N when `samples` is below it, or unknown), when it is below the
- * floor; null when it is not.
- * @returns {string|null}
+ * The measured coverage of `method` at the largest measured N not above `samples` (the smallest
+ * measured N when `samples` is below it; N = 8 when it is unknown): { n, at, ns, known }, or null
+ * when nothing was measured.
  */
-export function coverageNote(method, samples, bench = ESTIMATOR_BENCH) {
+function measuredAt(method, samples, bench) {
   const coverage = bench?.methods?.[method]?.coverage;
   if (!coverage) return null;
   const ns = Object.keys(coverage).map(Number).sort((a, b) => a - b);
   if (!ns.length) return null;
   const known = Number.isFinite(samples) && samples !== null;
-  const n = known ? ns.filter((x) => x <= samples).pop() ?? ns[0] : 8;
-  const at = coverage[String(n)] ?? coverage[String(ns[0])];
-  if (!at || at.real >= bench.coverage_floor) return null;
-  const larger = ns.filter((x) => x > n);
-  const enough = larger.find((x) => coverage[String(x)].real >= bench.coverage_floor);
+  const wanted = known ? samples : 8;
+  const n = ns.filter((x) => x <= wanted).pop() ?? ns[0];
+  return { n, at: coverage[String(n)], ns, known };
+}
+
+/**
+ * What `method`'s 95 % interval did at `samples` per player (`measuredAt`): per coupling, the share
+ * of real effects covered and its worst family, then the share of runs that called a null message
+ * real per coupling and the worst cell. Null when nothing was measured.
+ * @returns {string|null}
+ */
+export function coverageLine(method, samples, bench = ESTIMATOR_BENCH) {
+  const m = measuredAt(method, samples, bench);
+  if (!m?.at?.couplings) return null;
+  const couplings = Object.entries(m.at.couplings).sort(([a], [b]) => Number(b) - Number(a));
+  const real = couplings.filter(([, c]) => c.real !== null && c.real !== undefined).map(([rho, c]) =>
+    `${share(c.real)} at ρ = ${rhoText(rho)} `
+    + (c.real_worst < c.real ? `(worst ${share(c.real_worst)}, ${c.real_worst_family})` : "(in every family)"));
+  const nulls = couplings.filter(([, c]) => c.null_flag !== null && c.null_flag !== undefined).map(([rho, c]) =>
+    `${share(c.null_flag)} at ρ = ${rhoText(rho)}`);
+  const runs = bench.reps > 1 ? `${bench.games_per_family} games × ${bench.reps} runs` : `${bench.games_per_family} games`;
+  const widths = couplings.filter(([, c]) => Number.isFinite(c.real_width)).map(([rho, c]) =>
+    `${c.real_width.toFixed(2)} at ρ = ${rhoText(rho)}`);
+  let line = `95 % interval, measured at N = ${m.n} (${runs} per game family and coupling ρ, the share of `
+    + `randomness a re-rollout shares with the trace): real effects covered ${real.join(", ")}.`;
+  if (widths.length) line += ` Their intervals were ${widths.join(", ")} wide on average (reward units).`;
+  if (nulls.length) {
+    const [family, rho] = String(m.at.null_flag_worst_cell).split(" ");
+    line += ` A null message called real (its interval without 0) in ${nulls.join(", ")} of runs`
+      + (m.at.null_flag_worst > 0 ? ` (worst ${share(m.at.null_flag_worst)}, ${family} games, ρ = ${rhoText(rho)}).`
+        : " (in every family).");
+  }
+  return line;
+}
+
+/**
+ * The warning for `method`'s 95 % interval at `samples` per player: the families and couplings
+ * whose real-effect coverage was significantly below nominal (`under`), or whose null-flag rate was
+ * significantly above it (`over_null`), at the measured N (`measuredAt`), and the first larger
+ * measured N with none; null when there is none at that N, or nothing was measured.
+ * @returns {string|null}
+ */
+export function coverageNote(method, samples, bench = ESTIMATOR_BENCH) {
+  const m = measuredAt(method, samples, bench);
+  if (!m?.at) return null;
+  const under = m.at.under ?? [];
+  const over = m.at.over_null ?? [];
+  if (!under.length && !over.length) return null;
+  const nominal = bench.nominal ?? 0.95;
+  const cells = (list) => list.map((cell) => {
+    const [family, rho] = cell.split(" ");
+    return `${family} games at ρ = ${rhoText(rho)}`;
+  }).join(", ");
+  const parts = [];
+  if (under.length) {
+    parts.push(`it covered real effects significantly less than ${percent(nominal)} of the time on ${cells(under)} `
+      + `(worst ${share(m.at.real_worst)})`);
+  }
+  if (over.length) {
+    parts.push(`it called a null message real significantly more than ${percent(1 - nominal)} of the time on `
+      + `${cells(over)} (worst ${share(m.at.null_flag_worst)})`);
+  }
+  const larger = m.ns.filter((x) => x > m.n);
+  const off = (x) => {
+    const at = bench.methods[method].coverage[String(x)];
+    return (at.under?.length ?? 0) + (at.over_null?.length ?? 0) > 0;
+  };
+  const enough = larger.find((x) => !off(x));
   let after = "";
-  if (enough) after = ` It reached ${share(coverage[String(enough)].real)} at N = ${enough}.`;
-  else if (larger.length) after = ` Nor did it at any larger measured N (up to ${larger[larger.length - 1]}).`;
-  const [family, rho] = String(at.real_worst_cell).split(" ");
-  return `The 95 % interval covers less than it says at ${known ? `${samples} samples` : "few samples"}: measured `
-    + `at N = ${n}, it covered real effects ${share(at.real)} of the time (worst: ${share(at.real_worst)} on `
-    + `${family} games, ρ = ${rho}), below ${percent(bench.coverage_floor)}.${after}`;
+  if (enough) after = ` At N = ${enough} no family and coupling was.`;
+  else if (larger.length) after = ` Nor at any larger measured N (up to ${larger[larger.length - 1]}).`;
+  return `The 95 % interval says more than it holds at ${m.known ? `${samples} samples` : "few samples"}: measured `
+    + `at N = ${m.n}, ${parts.join("; and ")}.${after}`;
 }
 
 /** The app's scorings of an LLM re-rollout, as `LLM_COUPLING` names them. */
