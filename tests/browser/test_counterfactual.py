@@ -297,8 +297,18 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
     # The server's usage beside the estimate: the 4 requests it planned, their prompt tokens, a cache share.
     usage = job.get_by_test_id("job-usage")
     assert usage.get_attribute("data-requests") == "4" and listed[0]["usage"]["requests"] == 4
-    line = r"requests 4 of 4 estimated · \d+ prompt tokens, \d+ % from cache · [\d.]+ m?s"
+    # and the tokens sent beside the estimate the job keeps (webapp.counterfactuals.costs.job_estimate)
+    line = (
+        r"requests 4 of 4 estimated · \d+ of ≈ 128 prompt tokens, \d+ % from cache · "
+        r"\d+ of ≈ 1,820 completion tokens · [\d.]+ m?s"
+    )
     assert re.fullmatch(line, usage.inner_text()), usage.inner_text()
+    # A reload keeps the estimate beside the usage (the job's own, not the page's memory).
+    page.reload()
+    page.wait_for_function("() => window.swarmscope && document.body.dataset.seq !== undefined", timeout=60_000)
+    restored = page.locator("[data-testid=job][data-status=done]").first
+    restored.wait_for(timeout=30_000)
+    assert re.fullmatch(line, restored.get_by_test_id("job-usage").inner_text())
 
     # "Attribute this trace" on the LLM backend, from the panel: backend selector, estimate, confirm.
     page.get_by_test_id("attribute").click()
