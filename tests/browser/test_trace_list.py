@@ -96,3 +96,20 @@ def test_the_top_bar_fits_a_phone(app, page):
     for item in bar.locator("nav a, .brand, .user").all():
         box = item.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, item.inner_text()
+
+
+def test_a_word_of_a_message_finds_its_trace_and_opens_it_at_the_event(app, page, shared_data):
+    """Content search on SQLite: a word of a real Claude Code session's messages, typed in the list's
+    search box, lists that session with the hit marked; the hit opens the trace with its event selected."""
+    heavy = app.import_files(shared_data / "claude-code" / "tool_heavy.jsonl")["tool_heavy.jsonl"]
+    page.goto(app.url + "/")
+    box = page.get_by_role("searchbox", name="Search traces")
+    box.fill("scrolling")
+    box.press("Enter")
+    page.wait_for_url("**/?q=scrolling")
+    hit = page.locator(f"tr[data-trace-id='{heavy}']").get_by_test_id("search-hit")
+    assert hit.locator("mark").first.inner_text().lower() == "scrolling"
+    event_id = hit.get_attribute("data-event-id")
+    hit.click()
+    page.wait_for_url(f"**/traces/{heavy}/?event=*")
+    page.wait_for_function(f"() => document.body.dataset.selected === {event_id!r}", timeout=30_000)

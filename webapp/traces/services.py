@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Count, F, Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from swarmscope import model as core
@@ -26,7 +27,7 @@ from webapp.accounts.models import Project
 from webapp.web.broadcast import broadcast_trace_metrics
 from webapp.web.jobs import enqueue
 
-from . import facets
+from . import facets, search
 from .models import Agent, Edge, Event, Label, Trace
 
 #: Event columns holding the event itself, in the order of `event_columns`; EVENT_COLUMNS adds `seq`.
@@ -497,6 +498,12 @@ def _outcome_q(outcome: str) -> Q:
     return Q(outcome="" if outcome == "none" else outcome)
 
 
+def _content_q(query: str) -> Q:
+    """Traces with an event whose content or tool holds every word of `query` (search.py)."""
+    found = search.matching_traces_sql(query)
+    return Q(pk__in=RawSQL(*found)) if found else Q(pk__in=[])
+
+
 def _filtered(project_ids: list[int], filters: ListFilters, *, without: str = ""):
     """The traces of `project_ids` passing every filter but the facet `without` (for its counts)."""
     projects = (
@@ -525,6 +532,7 @@ def _filtered(project_ids: list[int], filters: ListFilters, *, without: str = ""
             | Q(label_summary__icontains=query)
             | Q(source_format__icontains=query)
             | Q(session_id=query)
+            | _content_q(query)
         )
     return qs
 

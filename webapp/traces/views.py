@@ -31,7 +31,7 @@ from webapp.accounts.views import require_admin
 from webapp.web.api import check_write, get_write_project, writable_projects
 from webapp.web.validation import InputError, parse_int
 
-from . import access, datacare, facets, ingest, samples, services
+from . import access, datacare, facets, ingest, samples, search, services
 from .api import upload_sources
 from .models import Trace
 
@@ -104,7 +104,9 @@ def trace_list(request: HttpRequest):
     page = paginator.get_page(request.GET.get("page") or 1)
     traces = list(page.object_list)
     derived = services.derived_counts(traces)
+    hits = search.get_search_hits([t.pk for t in traces], filters.query) if filters.query else {}
     for trace in traces:
+        trace.search_hit = hits.get(trace.pk)
         trace.derived = derived.get(trace.pk, {})
         trace.live = services.is_live(trace)
         trace.live_for_s = services.list_row(trace)["live_for_s"] if trace.live else 0
