@@ -40,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .importers.otel_sdk import iso_ns
@@ -71,6 +71,52 @@ def to_otlp_json(
     event's span at the event's time. Raises nothing for a valid trace (empty traces export a
     lone root span).
     """
+    spans = list(_spans(trace, span_events, origin_ns))
+    resource, scope = _resource(trace, extra), {"name": "swarmscope", "version": "1"}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": resource},
+                "scopeSpans": [{"scope": scope, "spans": spans}],
+                "schemaUrl": SCHEMA_URL,
+            }
+        ]
+    }
+
+
+def iter_otlp_json(
+    trace: Trace,
+    *,
+    extra: Mapping[str, Any] | None = None,
+    span_events: Mapping[str, list[tuple[str, Mapping[str, Any]]]] | None = None,
+    origin_ns: int | None = None,
+    chunk_chars: int = 64 * 1024,
+) -> Iterator[str]:
+    """`json.dumps(to_otlp_json(...), ensure_ascii=False)`, the same text, as chunks of about
+    `chunk_chars` characters made one span at a time: what it holds besides `trace` is one chunk,
+    not the document (a generator, for a streamed download)."""
+    resource = json.dumps({"attributes": _resource(trace, extra)}, ensure_ascii=False)
+    scope = json.dumps({"name": "swarmscope", "version": "1"})
+    buffer = [f'{{"resourceSpans": [{{"resource": {resource}, "scopeSpans": [{{"scope": {scope}, "spans": [']
+    size, first = len(buffer[0]), True
+    for span in _spans(trace, span_events, origin_ns):
+        text = json.dumps(span, ensure_ascii=False)
+        buffer.append(text if first else ", " + text)
+        size += len(buffer[-1])
+        first = False
+        if size >= chunk_chars:
+            yield "".join(buffer)
+            buffer, size = [], 0
+    buffer.append(f']}}], "schemaUrl": {json.dumps(SCHEMA_URL)}}}]}}')
+    yield "".join(buffer)
+
+
+def _spans(
+    trace: Trace,
+    span_events: Mapping[str, list[tuple[str, Mapping[str, Any]]]] | None,
+    origin_ns: int | None,
+) -> Iterator[dict[str, Any]]:
+    """The spans of `trace`'s document, one at a time: root, agents, then events in trace order."""
     key = trace.identity_key
     trace_id = _hex(key, 32)
     origin = origin_ns if origin_ns is not None else _origin_ns(trace)
@@ -80,26 +126,24 @@ def to_otlp_json(
 
     end = max((e.t_end if e.t_end is not None else e.t for e in trace.events), default=0.0)
     root_id = _hex(f"{key}\x00root", 16)
-    spans: list[dict[str, Any]] = [
-        _span(
-            trace_id,
-            root_id,
-            None,
-            f"invoke_workflow {trace.name or trace.source_id}"[:200],
-            ns(0.0),
-            ns(end),
-            {
-                "gen_ai.operation.name": "invoke_workflow",
-                "swarmscope.trace.identity_key": key,
-                "swarmscope.trace.name": trace.name,
-                "swarmscope.trace.system": trace.system,
-                "swarmscope.topology": trace.topology,
-                "swarmscope.trace.task_id": trace.task_id or None,
-                **_values(trace.attributes, "swarmscope.trace.attributes.", "swarmscope.trace.json_attributes"),
-                **_values(trace.metrics, "swarmscope.metric.", "swarmscope.trace.json_metrics"),
-            },
-        )
-    ]
+    yield _span(
+        trace_id,
+        root_id,
+        None,
+        f"invoke_workflow {trace.name or trace.source_id}"[:200],
+        ns(0.0),
+        ns(end),
+        {
+            "gen_ai.operation.name": "invoke_workflow",
+            "swarmscope.trace.identity_key": key,
+            "swarmscope.trace.name": trace.name,
+            "swarmscope.trace.system": trace.system,
+            "swarmscope.topology": trace.topology,
+            "swarmscope.trace.task_id": trace.task_id or None,
+            **_values(trace.attributes, "swarmscope.trace.attributes.", "swarmscope.trace.json_attributes"),
+            **_values(trace.metrics, "swarmscope.metric.", "swarmscope.trace.json_metrics"),
+        },
+    )
     agent_span = {name: _hex(f"{key}\x00agent\x00{name}", 16) for name in _agent_names(trace)}
     parents = {a.name: a.parent for a in trace.agents}
     declared = {a.name: (i, a) for i, a in enumerate(trace.agents)}
@@ -109,20 +153,18 @@ def to_otlp_json(
     for name, span_id in agent_span.items():
         parent = parents.get(name)
         window = times.get(name, [0.0])
-        spans.append(
-            _span(
-                trace_id,
-                span_id,
-                agent_span.get(parent, root_id) if parent and parent != name else root_id,
-                f"invoke_agent {name}",
-                ns(min(window)),
-                ns(max(window)),
-                {
-                    "gen_ai.operation.name": "invoke_agent",
-                    "gen_ai.agent.name": name,
-                    **(_agent_attributes(*declared[name]) if name in declared else {}),
-                },
-            )
+        yield _span(
+            trace_id,
+            span_id,
+            agent_span.get(parent, root_id) if parent and parent != name else root_id,
+            f"invoke_agent {name}",
+            ns(min(window)),
+            ns(max(window)),
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": name,
+                **(_agent_attributes(*declared[name]) if name in declared else {}),
+            },
         )
     results = _folded_results(trace)
     event_span = {e.id: _hex(f"{key}\x00event\x00{e.id}", 16) for e in trace.events}
@@ -177,7 +219,12 @@ def to_otlp_json(
                 {"timeUnixNano": ns(event.t), "name": name, "attributes": _attributes(attrs)}
                 for name, attrs in span_events[event.id]
             ]
-        spans.append(span)
+        yield span
+
+
+def _resource(trace: Trace, extra: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The resource's attributes (OTLP key-value list): the trace's system, source, rewards, costs,
+    labels, `extra`, its session id."""
     resource = {
         "service.name": trace.system or "swarmscope",
         "swarmscope.source_format": trace.source_format,
@@ -189,15 +236,7 @@ def to_otlp_json(
     }
     if trace.attributes.get("session_id"):
         resource["gen_ai.conversation.id"] = str(trace.attributes["session_id"])
-    return {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": _attributes(resource)},
-                "scopeSpans": [{"scope": {"name": "swarmscope", "version": "1"}, "spans": spans}],
-                "schemaUrl": SCHEMA_URL,
-            }
-        ]
-    }
+    return _attributes(resource)
 
 
 def _folded_results(trace: Trace) -> dict[str, Event]:

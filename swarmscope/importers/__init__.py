@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,30 +111,108 @@ GZIP_MAGIC = b"\x1f\x8b"
 MAX_DECOMPRESSED_BYTES = 200 * 1024 * 1024
 
 
-def decompressed(source: SourceFile, limit: int = MAX_DECOMPRESSED_BYTES) -> SourceFile:
+#: Compressed bytes fed to the decompressor at a time: the finest grain of the ratio check.
+GZIP_INPUT_CHUNK = 16 * 1024
+#: Decompressed bytes any gzip file may reach before its expansion ratio is checked.
+GZIP_RATIO_FLOOR = 1024 * 1024
+
+
+@dataclass
+class DecompressionBudget:
+    """What the files of one import (one request) may expand to: `total` bytes over every file
+    together (gzip files decompressed, plain files as they are), and `ratio`, the most a gzip
+    file's decompressed bytes may be of the compressed bytes read so far (past GZIP_RATIO_FLOOR).
+    `used`: bytes taken so far. `total_name` and `ratio_name` (a setting, say) are named in refusals."""
+
+    total: int
+    ratio: int
+    total_name: str = ""
+    ratio_name: str = ""
+    used: int = 0
+
+
+def decompressed(
+    source: SourceFile, limit: int = MAX_DECOMPRESSED_BYTES, budget: DecompressionBudget | None = None
+) -> SourceFile:
     """`source` itself, or where it is gzip-compressed (GZIP_MAGIC first) its decompressed bytes
-    (every member, as `gzip -d` reads them) under the same name. Raises TraceFormatError for data
-    that does not decompress, is cut short, or would be over `limit` bytes (checked as it expands)."""
+    (every member, as `gzip -d` reads them) under the same name. Decompressed as a stream,
+    GZIP_INPUT_CHUNK bytes at a time, never past the smallest bound: `limit` bytes for the file,
+    what is left of `budget.total` (which it then takes), `budget.ratio` times the compressed
+    bytes read. Raises TraceFormatError, naming the limit, for data that does not decompress, is
+    cut short, or would pass a bound (nothing past it is held)."""
     if not source.data.startswith(GZIP_MAGIC):
+        if budget is not None:
+            _take(source, budget, len(source.data))
         return source
+    data = memoryview(source.data)
     parts: list[bytes] = []
-    size, rest = 0, source.data
+    size = read = 0
+    pending: bytes | memoryview = b""
+    member = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
-        while rest:
-            member = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            part = member.decompress(rest, limit + 1 - size)
+        while True:
+            if not pending:
+                if read >= len(data):
+                    raise TraceFormatError(source.name, "gzip-compressed, and cut short")
+                pending = data[read : read + GZIP_INPUT_CHUNK]
+                read += len(pending)
+            bound, why = _bound(limit, budget, read)
+            part = member.decompress(pending, bound + 1 - size)
             size += len(part)
-            if size > limit or member.unconsumed_tail:
-                raise TraceFormatError(
-                    source.name, f"gzip-compressed, and over {limit} bytes decompressed (the most a file may hold)"
-                )
-            if not member.eof:
-                raise TraceFormatError(source.name, "gzip-compressed, and cut short")
+            if size > bound:
+                raise TraceFormatError(source.name, why)
             parts.append(part)
-            rest = member.unused_data
+            if member.eof:
+                pending = member.unused_data
+                if not pending and read >= len(data):
+                    break
+                member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            else:
+                pending = member.unconsumed_tail
     except zlib.error as exc:
         raise TraceFormatError(source.name, f"gzip-compressed, and does not decompress: {exc}") from None
+    if budget is not None:
+        budget.used += size
     return SourceFile(name=source.name, data=b"".join(parts))
+
+
+def _named(text: str, name: str) -> str:
+    return f"{text}, {name}" if name else text
+
+
+def _bound(limit: int, budget: DecompressionBudget | None, read: int) -> tuple[int, str]:
+    """The fewest bytes a gzip file `read` compressed bytes into may decompress to, and why."""
+    bounds = [(limit, f"gzip-compressed, and over {limit} bytes decompressed (the most a file may hold)")]
+    if budget is not None:
+        bounds.append(
+            (
+                budget.total - budget.used,
+                "gzip-compressed, and with the files before it over "
+                + _named(f"{budget.total} bytes (the most the files of one import may hold together", budget.total_name)
+                + ")",
+            )
+        )
+        bounds.append(
+            (
+                max(budget.ratio * read, GZIP_RATIO_FLOOR),
+                f"gzip-compressed, and expands more than {budget.ratio}-fold "
+                + _named("(the most a compressed file may", budget.ratio_name)
+                + "): a decompression bomb?",
+            )
+        )
+    return min(bounds, key=lambda b: b[0])
+
+
+def _take(source: SourceFile, budget: DecompressionBudget, size: int) -> None:
+    """Count a plain file's `size` bytes against `budget`, or refuse it past the total."""
+    if budget.used + size > budget.total:
+        raise TraceFormatError(
+            source.name,
+            "with the files before it over "
+            + _named(f"{budget.total} bytes (the most the files of one import may hold together", budget.total_name)
+            + ")",
+        )
+    budget.used += size
 
 
 def _loader(source: SourceFile, strict: bool):
@@ -269,11 +347,19 @@ def _grouped(chunks: Chunks) -> Chunks:
 
 
 def read_files(
-    sources: Iterable[SourceFile], *, max_decompressed: int = MAX_DECOMPRESSED_BYTES, reward_score: str | None = None
+    sources: Iterable[SourceFile],
+    *,
+    max_decompressed: int = MAX_DECOMPRESSED_BYTES,
+    budget: DecompressionBudget | None = None,
+    check: Callable[[SourceFile], None] | None = None,
+    reward_score: str | None = None,
 ) -> ImportResult:
-    """Read many files; chunks of one span-format trace id across files merge into one trace (an
+    """Read many files, one at a time (`sources` may be a generator: a file's bytes need not be
+    held before its turn); chunks of one span-format trace id across files merge into one trace (an
     OTLP logs file's records join the OTLP spans of their trace id). A gzip-compressed file is read
-    decompressed, up to `max_decompressed` bytes (`decompressed`). Each trace's evaluation score
+    decompressed, up to `max_decompressed` bytes and within `budget`, shared by all the files
+    (`decompressed`); `check` may refuse a file's bytes (raising TraceFormatError) before they
+    are parsed. Each trace's evaluation score
     named `reward_score`, else its score named `reward`, is its reward (`scores.select_reward`).
 
     A file that fails contributes nothing; the other chunks of its trace still form that trace.
@@ -285,7 +371,9 @@ def read_files(
         report = FileReport(name=source.name)
         reports.append(report)
         try:
-            source = decompressed(source, max_decompressed)
+            source = decompressed(source, max_decompressed, budget)
+            if check is not None:
+                check(source)
             doc = decode(source)
             module = detect(doc) if doc is not None else None
             if module is None:

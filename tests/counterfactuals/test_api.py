@@ -143,7 +143,7 @@ def test_otlp_export_carries_the_attribution_and_the_branch_parent(api_client, s
 
     exported = api_client.get(f"/api/traces/{sim_trace.pk}/export/otlp/")
     assert exported.status_code == 200 and "otlp.json" in exported["Content-Disposition"]
-    (resource_spans,) = exported.json()["resourceSpans"]
+    (resource_spans,) = json.loads(b"".join(exported.streaming_content))["resourceSpans"]
     resource = {a["key"]: a["value"] for a in resource_spans["resource"]["attributes"]}
     (listed,) = json.loads(resource["swarmscope.attributions"]["stringValue"])
     assert listed["id"] == attribution.pk and listed["estimate"] == pytest.approx(attribution.estimate)
@@ -160,7 +160,7 @@ def test_otlp_export_carries_the_attribution_and_the_branch_parent(api_client, s
     )
 
     branch = job.samples.get(index=0).branch_trace
-    branch_doc = api_client.get(f"/api/traces/{branch.pk}/export/otlp/").json()
+    branch_doc = json.loads(b"".join(api_client.get(f"/api/traces/{branch.pk}/export/otlp/").streaming_content))
     branch_resource = {a["key"]: a["value"] for a in branch_doc["resourceSpans"][0]["resource"]["attributes"]}
     assert branch_resource["swarmscope.branch.of_trace"] == {"intValue": str(sim_trace.pk)}
     assert api_client.get(f"/api/traces/{sim_trace.pk + 999}/export/otlp/").status_code == 404

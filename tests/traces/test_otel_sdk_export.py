@@ -250,6 +250,27 @@ def test_grpc_throttling_carries_retry_info(grpc_channel, api_token, settings):
     assert retry.retry_delay.seconds >= 1
 
 
+def test_grpc_checks_the_token_before_reading_the_message(transactional_db, api_token, settings):
+    """A message over the receive limit: without a token the call is refused for its token (the
+    message was never read, or gRPC would have refused its size first); with one, for its size."""
+    from webapp.traces.otlp_grpc import make_server
+
+    settings.SWARMSCOPE_MAX_UPLOAD_BYTES = 4096
+    server, port = make_server("127.0.0.1", 0, workers=1)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            for token, code, message in [
+                (None, grpc.StatusCode.UNAUTHENTICATED, "authentication required"),
+                ("wrong", grpc.StatusCode.UNAUTHENTICATED, "invalid or revoked API token"),
+                (api_token, grpc.StatusCode.RESOURCE_EXHAUSTED, "larger than max"),
+            ]:
+                with pytest.raises(grpc.RpcError) as refused:
+                    call(channel, TRACES_EXPORT, b"\x0a" * 100_000, token)
+                assert refused.value.code() == code and message in refused.value.details(), refused.value
+    finally:
+        server.stop(grace=None)
+
+
 @pytest.mark.processes
 @pytest.mark.timeout(180)
 def test_up_stays_up_when_the_grpc_port_is_taken(tmp_path):

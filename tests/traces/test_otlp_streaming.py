@@ -360,7 +360,8 @@ def test_an_exported_trace_posted_back_is_stored_as_it_was(api_client, project, 
     (original,) = outcome.traces
     exported = api_client.get(f"/api/traces/{original.pk}/export/otlp/")
     assert exported.status_code == 200
-    posted = api_client.post("/v1/traces", data=exported.content, content_type="application/json")
+    body = b"".join(exported.streaming_content)  # a streamed download
+    posted = api_client.post("/v1/traces", data=body, content_type="application/json")
     assert posted.status_code == 200, posted.content
     (stored,) = Trace.objects.filter(project=project).exclude(pk=original.pk)
     same_trace(to_core_trace(original), to_core_trace(stored))

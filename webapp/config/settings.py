@@ -144,6 +144,17 @@ SWARMSCOPE_LOD_EVENTS = int(os.environ.get("SWARMSCOPE_LOD_EVENTS", 50_000))
 
 # Uploads: the API and upload form take whole trace files; cap what one request may hold.
 SWARMSCOPE_MAX_UPLOAD_BYTES = int(os.environ.get("SWARMSCOPE_MAX_UPLOAD_BYTES", 200 * 1024 * 1024))
+# The files of one import (an upload request, an import command) are read one at a time, gzip ones
+# decompressed as a stream: together they may hold at most SWARMSCOPE_MAX_IMPORT_BYTES (decompressed,
+# so a request's memory is bounded by this, not by how many files it has), and a gzip file may expand
+# at most SWARMSCOPE_MAX_GZIP_RATIO-fold (a decompression bomb is refused after a few MB, not at the cap).
+SWARMSCOPE_MAX_IMPORT_BYTES = int(os.environ.get("SWARMSCOPE_MAX_IMPORT_BYTES", SWARMSCOPE_MAX_UPLOAD_BYTES))
+SWARMSCOPE_MAX_GZIP_RATIO = int(os.environ.get("SWARMSCOPE_MAX_GZIP_RATIO", 200))
+# The OTLP export of a trace (GET /api/traces/<id>/export/otlp/) is streamed; a trace of over
+# SWARMSCOPE_EXPORT_LARGE_EVENTS events is exported only to a caller who may write in its project (a
+# viewer is refused: the download costs what a write does), and none of over SWARMSCOPE_EXPORT_MAX_EVENTS.
+SWARMSCOPE_EXPORT_LARGE_EVENTS = int(os.environ.get("SWARMSCOPE_EXPORT_LARGE_EVENTS", 100_000))
+SWARMSCOPE_EXPORT_MAX_EVENTS = int(os.environ.get("SWARMSCOPE_EXPORT_MAX_EVENTS", 2_000_000))
 # An OTLP trace with more stored spans than this is re-derived by a worker task after the request
 # (coalesced: one rebuild for all the requests that arrived while the last one ran), so a request
 # costs what its own spans cost; a smaller one is re-derived within the request.

@@ -14,8 +14,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 
 from webapp.traces import idempotency
 from webapp.traces.api import get_trace
@@ -275,13 +276,24 @@ def job_retry(request: HttpRequest, job_id: int):
 @api_view("GET")
 def trace_export_otlp(request: HttpRequest, trace_id: int):
     """The trace as OTLP/JSON with the GenAI conventions, its attributions and, for a branch trace,
-    its parent (`services.otlp_export`); a download that any OTLP/HTTP JSON receiver accepts."""
+    its parent (`services.otlp_export`); a download that any OTLP/HTTP JSON receiver accepts,
+    streamed. 413 for a trace of over SWARMSCOPE_EXPORT_MAX_EVENTS events; over
+    SWARMSCOPE_EXPORT_LARGE_EVENTS, 403 unless the caller may write in its project (not a viewer)."""
     trace = get_trace(request, trace_id)
     if trace is None:
         return json_error(404, "no such trace")
-    response = HttpResponse(
-        json.dumps(services.otlp_export(trace), ensure_ascii=False), content_type="application/json"
-    )
+    events, most = trace.event_count, settings.SWARMSCOPE_EXPORT_MAX_EVENTS
+    if events > most:
+        return json_error(
+            413, f"this trace has {events} events, over the {most} an export may hold (SWARMSCOPE_EXPORT_MAX_EVENTS)"
+        )
+    large = settings.SWARMSCOPE_EXPORT_LARGE_EVENTS
+    if events > large:  # a download of this size costs what a write does: not for viewers
+        check_write(
+            request, trace.project_id, f"exporting a trace of over {large} events (SWARMSCOPE_EXPORT_LARGE_EVENTS)"
+        )
+    # streamed: the spans are made as the client reads them, one chunk held at a time
+    response = StreamingHttpResponse(services.otlp_export_chunks(trace), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="trace-{trace.pk}-otlp.json"'
     return response
 

@@ -56,7 +56,8 @@ from swarmscope.credit import (
     shapley_permutation,
 )
 from swarmscope.interventions import Intervention, InterventionError, check_intervention
-from swarmscope.otlp_export import origin_ns, to_otlp_json
+from swarmscope.model import Trace as CoreTrace
+from swarmscope.otlp_export import iter_otlp_json, origin_ns, to_otlp_json
 from webapp.traces.ingest import do_ingest
 from webapp.traces.models import Trace
 from webapp.traces.services import forget_computed_metrics, to_core_trace
@@ -768,6 +769,19 @@ def otlp_export(trace: Trace) -> dict[str, Any]:
     trace names its parent trace, job, intervention and seed (`swarmscope.branch.*`); every
     attribution is in `swarmscope.attributions`, and one that targets events is also a
     `swarmscope.attribution` span event on each targeted event's span."""
+    core_trace, options = _otlp_export_options(trace)
+    return to_otlp_json(core_trace, **options)
+
+
+def otlp_export_chunks(trace: Trace) -> Iterator[str]:
+    """`otlp_export(trace)` as JSON text in chunks (`iter_otlp_json`), for a streamed download: the
+    database is read now, the spans are made as the chunks are taken."""
+    core_trace, options = _otlp_export_options(trace)
+    return iter_otlp_json(core_trace, **options)
+
+
+def _otlp_export_options(trace: Trace) -> tuple[CoreTrace, dict[str, Any]]:
+    """`trace` as the library's Trace, and the export's `extra`, `span_events` and `origin_ns`."""
     extra: dict[str, Any] = {}
     sample = RolloutSample.objects.filter(branch_trace=trace).select_related("job").first()
     if sample is not None:
@@ -794,7 +808,7 @@ def otlp_export(trace: Trace) -> dict[str, Any]:
         extra["swarmscope.attributions"] = attributions
     core_trace = to_core_trace(trace)
     origin = origin_ns(core_trace) or int(trace.created_at.timestamp() * 1e9)  # else when it arrived
-    return to_otlp_json(core_trace, extra=extra, span_events=span_events, origin_ns=origin)
+    return core_trace, {"extra": extra, "span_events": span_events, "origin_ns": origin}
 
 
 def list_jobs(trace: Trace, limit: int = 50):

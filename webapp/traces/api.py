@@ -12,17 +12,16 @@ import math
 import re
 import secrets
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from django.conf import settings
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from swarmscope import model as core
-from swarmscope.importers import SourceFile, TraceFormatError, decompressed, otlp, survey
+from swarmscope.importers import SourceFile, TraceFormatError, otlp, survey
 from swarmscope.importers.scores import reward_score_name
 from swarmscope.ingest import IngestConflict
 from webapp.web.api import (
@@ -423,11 +422,15 @@ def traces_export_jsonl(request: HttpRequest):
     return response
 
 
-def upload_sources(request: HttpRequest) -> list[SourceFile]:
-    """Files of a multipart upload (`file`, repeatable), else the raw body named by `?filename=`."""
+def upload_sources(request: HttpRequest) -> Iterator[SourceFile]:
+    """Files of a multipart upload (`file`, repeatable), else the raw body named by `?filename=`:
+    each read when its turn comes (uploaded files wait spooled to disk), so that one file's bytes
+    at a time are held, not every file's."""
     if request.FILES:
-        return [SourceFile(name=f.name, data=f.read()) for f in request.FILES.getlist("file")]
-    return [SourceFile(name=request.GET.get("filename") or "request body", data=read_body(request))]
+        for upload in request.FILES.getlist("file"):
+            yield SourceFile(name=upload.name, data=upload.read())
+        return
+    yield SourceFile(name=request.GET.get("filename") or "request body", data=read_body(request))
 
 
 def outcome_json(outcome: ingest.FileOutcome) -> dict[str, Any]:
@@ -453,31 +456,19 @@ def traces_upload(request: HttpRequest):
         reward_score = reward_score_name(request.GET.get("reward_score"))
     except ValueError as exc:
         return json_error(400, str(exc), field="reward_score")
-    try:
-        sources = upload_sources(request)
-    except (OSError, EOFError, zlib.error) as exc:
-        return json_error(400, f"unreadable body: {exc}")
-    refused, readable = [], []
-    for source in sources:
+    if not request.FILES:  # a raw body: its Content-Encoding undone before any file is read
         try:
-            source = decompressed(source, settings.SWARMSCOPE_MAX_UPLOAD_BYTES)  # a gzip file's header has NULs
-            check_no_nul(source)
-            readable.append(source)
-        except TraceFormatError as exc:
-            refused.append(
-                {
-                    "file": source.name,
-                    "traces": [],
-                    "skipped": None,
-                    "error": str(exc),
-                    "report": [f"{source.name}: failed: {exc.detail}"],
-                }
-            )
-    outcomes = ingest.do_import_sources(project, readable, reward_score=reward_score) if readable else []
-    failed = bool(refused) or any(o.error for o in outcomes)
+            sources: Iterable[SourceFile] = list(upload_sources(request))
+        except (OSError, EOFError, zlib.error) as exc:
+            return json_error(400, f"unreadable body: {exc}")
+    else:
+        sources = upload_sources(request)
+    # one file at a time, gzip decompressed as a stream within the import's budget (a gzip file's header has NULs)
+    outcomes = ingest.do_import_sources(project, sources, reward_score=reward_score, check=check_no_nul)
+    failed = any(o.error for o in outcomes)
     return JsonResponse(
         {
-            "files": refused + [outcome_json(o) for o in outcomes],
+            "files": [outcome_json(o) for o in outcomes],
             "notes": ingest.check_reward_score(project, outcomes, reward_score),
         },
         status=400 if failed else 200,

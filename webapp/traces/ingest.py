@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
@@ -34,7 +34,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from swarmscope import model as core
-from swarmscope.importers import SourceFile, read_files
+from swarmscope.importers import DecompressionBudget, SourceFile, read_files
 from swarmscope.importers.scores import is_score_label, missing_reward_score
 from swarmscope.ingest import (
     AGENT_FILL_FIELDS,
@@ -760,6 +760,7 @@ def do_import_sources(
     kind: str | None = None,
     derived_from: str = "",
     reward_score: str | None = None,
+    check: Callable[[SourceFile], None] | None = None,
 ) -> list[FileOutcome]:
     """Import files into `project`: each trace in its own transaction, all of it or nothing.
 
@@ -767,14 +768,18 @@ def do_import_sources(
     records join the spans of their trace id; alone, the file is skipped naming its trace ids).
     Importing the same file twice changes nothing. Never raises on bad input: failures are in the
     outcomes. `kind` and `derived_from` as for `do_ingest` (a training run's episodes: "episode",
-    "run:<id>"). A gzip-compressed file is read decompressed, up to SWARMSCOPE_MAX_UPLOAD_BYTES, as
-    a gzip request body is. A trace's evaluation score named `reward_score`, else the one the
-    project's `reward_score` setting names, else one named `reward`, is its reward
+    "run:<id>"). Files are read one at a time (`sources` may be a generator); a gzip-compressed one
+    is read decompressed as a stream, up to SWARMSCOPE_MAX_UPLOAD_BYTES, all files together within
+    `import_budget()`; `check` may refuse a file's bytes (TraceFormatError). A trace's evaluation
+    score named `reward_score`, else the one the project's `reward_score` setting names, else one
+    named `reward`, is its reward
     (`swarmscope.importers.scores`; the caller checked the name: `reward_score_name`).
     """
     result = read_files(
         sources,
         max_decompressed=settings.SWARMSCOPE_MAX_UPLOAD_BYTES,
+        budget=import_budget(),
+        check=check,
         reward_score=reward_score or project.reward_score or None,
     )
     stored: dict[str, Trace] = {}
@@ -807,6 +812,17 @@ def do_import_sources(
             )
         )
     return outcomes
+
+
+def import_budget() -> DecompressionBudget:
+    """What the files of one import may hold together and how far a gzip file may expand: the
+    settings SWARMSCOPE_MAX_IMPORT_BYTES and SWARMSCOPE_MAX_GZIP_RATIO, named in refusals."""
+    return DecompressionBudget(
+        total=settings.SWARMSCOPE_MAX_IMPORT_BYTES,
+        ratio=settings.SWARMSCOPE_MAX_GZIP_RATIO,
+        total_name="SWARMSCOPE_MAX_IMPORT_BYTES",
+        ratio_name="SWARMSCOPE_MAX_GZIP_RATIO",
+    )
 
 
 def check_reward_score(project: Project, outcomes: list[FileOutcome], reward_score: str | None) -> list[str]:

@@ -3,7 +3,8 @@ SDKs whose exporters default to gRPC (port 4317). Started by `manage.py up` (`ma
 
 Each call is answered by the OTLP/HTTP view of its signal (`api.otlp_traces`, `api.otlp_logs`): the
 request message's bytes become the body of a protobuf POST with the call's `authorization`
-metadata as its header, so authentication (`Authorization: Bearer <token>`, the token's project),
+metadata as its header, so authentication (`Authorization: Bearer <token>`, the token's project;
+also checked before the message is read, `check_caller`),
 the ingestion rate, the size limit, decoding, storage and the error messages are those of
 /v1/traces and /v1/logs, not a copy. The generic handlers take and give serialised messages (no
 parse here; the view decodes and encodes them); the service and method names are read from the
@@ -18,7 +19,7 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -29,6 +30,8 @@ from django.core.signals import request_finished, request_started
 from django.http import HttpResponse
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+from webapp.accounts.services import AuthenticationRefused, authenticate_token
 
 from . import api
 
@@ -114,17 +117,38 @@ def _retry_info(seconds: int) -> tuple[tuple[str, bytes], ...]:
     return (("google.rpc.retryinfo-bin", info.SerializeToString()),)
 
 
-def _export(path: str, view: Callable[..., HttpResponse]) -> Callable[[bytes, grpc.ServicerContext], bytes]:
-    def export(body: bytes, context: grpc.ServicerContext) -> bytes:
-        request = http_request(path, body, context.invocation_metadata())
-        request_started.send(sender=__name__, environ=request.environ)  # fresh database connections, as Django
+def check_caller(metadata) -> str | None:
+    """Why the call's `authorization` metadata lets no one in (the message the HTTP view gives), or
+    None for a live API token: checked before the request message is read."""
+    authorization = next((v for k, v in metadata or () if k.lower() == "authorization" and isinstance(v, str)), "")
+    if not authorization.startswith("Bearer "):
+        return "authentication required: send 'Authorization: Bearer <token>'"
+    try:
+        authenticate_token(authorization[len("Bearer ") :].strip())
+    except AuthenticationRefused as exc:
+        return str(exc)
+    return None
+
+
+def _export(path: str, view: Callable[..., HttpResponse]) -> Callable[[Iterator[bytes], grpc.ServicerContext], bytes]:
+    """The call's handler. A stream-unary handler (the wire is the same as unary's) so that the
+    message is read only after the token is checked: an unauthenticated call is refused having
+    cost its metadata, not its message (up to SWARMSCOPE_MAX_UPLOAD_BYTES)."""
+
+    def export(messages: Iterator[bytes], context: grpc.ServicerContext) -> bytes:
+        request_started.send(sender=__name__, environ={})  # fresh database connections, as Django
         try:
-            response = view(request)
+            refused = check_caller(context.invocation_metadata())
+            if refused is None:
+                body = next(messages, b"")
+                response = view(http_request(path, body, context.invocation_metadata()))
         except Exception:  # a bug: logged, answered INTERNAL as the HTTP server answers 500
             logger.exception("OTLP/gRPC %s failed", path)
-            response = HttpResponse(status=500)
+            refused, response = None, HttpResponse(status=500)
         finally:
             request_finished.send(sender=__name__)
+        if refused is not None:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, refused)
         if response.status_code == 200:
             return response.content
         if response.status_code == 429:
@@ -139,7 +163,7 @@ def handlers() -> list[grpc.GenericRpcHandler]:
     """One generic handler per OTLP service, its `Export` answered by the OTLP/HTTP view."""
     return [
         grpc.method_handlers_generic_handler(
-            service, {"Export": grpc.unary_unary_rpc_method_handler(_export(path, view), **_RAW)}
+            service, {"Export": grpc.stream_unary_rpc_method_handler(_export(path, view), **_RAW)}
         )
         for service, (path, view) in SERVICES.items()
     ]
