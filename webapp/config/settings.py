@@ -110,6 +110,20 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         }
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+elif DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    # A bounded pool per process (psycopg_pool through Django): at most SWARMSCOPE_DB_POOL_SIZE
+    # connections, whatever the request rate; a request that finds them all busy waits up to
+    # SWARMSCOPE_DB_POOL_TIMEOUT seconds for one instead of opening another. Size the deployment's
+    # total against PostgreSQL's max_connections (README, "Deploy"). 0: no pool, one connection per
+    # thread closed after each request.
+    _POOL_SIZE = int(os.environ.get("SWARMSCOPE_DB_POOL_SIZE", "8"))
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django's pool refuses persistent connections
+    if _POOL_SIZE > 0:
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(2, _POOL_SIZE),
+            "max_size": _POOL_SIZE,
+            "timeout": float(os.environ.get("SWARMSCOPE_DB_POOL_TIMEOUT", "30")),
+        }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
