@@ -265,23 +265,30 @@ def do_accept_invitation(invitation: Invitation, user) -> Membership:
     return do_add_member(invitation.project, user, invitation.role)
 
 
-def _admins_left(project: Project, without_user_id: int) -> int:
-    return (
-        Membership.objects.filter(project=project, role=Membership.Role.ADMIN).exclude(user_id=without_user_id).count()
-    )
+def _lock_memberships(membership: Membership) -> int:
+    """Lock every membership row of `membership`'s project (in pk order, so two callers cannot
+    deadlock) until the transaction ends; set `membership.role` to its current role and return
+    the number of the project's other admins. On PostgreSQL a second admin change of the project
+    waits here for the first to commit and then sees its result; on SQLite the IMMEDIATE
+    transaction already holds the write lock. Raises ValueError when the membership was removed
+    meanwhile."""
+    rows = list(Membership.objects.select_for_update().filter(project_id=membership.project_id).order_by("pk"))
+    current = next((row for row in rows if row.pk == membership.pk), None)
+    if current is None:
+        raise ValueError("this member was already removed from the project")
+    membership.role = current.role
+    return sum(1 for row in rows if row.role == Membership.Role.ADMIN and row.pk != membership.pk)
 
 
 @transaction.atomic
 def do_change_role(membership: Membership, role: str) -> Membership:
-    """Set a member's role. Raises ValueError on an unknown role or when it would leave the project
-    without an admin."""
+    """Set a member's role. Raises ValueError on an unknown role, when the member was removed
+    meanwhile, or when it would leave the project without an admin (checked under a lock on the
+    project's memberships, so two admins demoting each other at once leave one)."""
     if role not in Membership.RANK:
         raise ValueError(f"unknown role {role!r}")
-    if (
-        membership.role == Membership.Role.ADMIN
-        and role != Membership.Role.ADMIN
-        and not _admins_left(membership.project, membership.user_id)
-    ):
+    other_admins = _lock_memberships(membership)
+    if membership.role == Membership.Role.ADMIN and role != Membership.Role.ADMIN and not other_admins:
         raise ValueError("a project needs at least one admin")
     membership.role = role
     membership.save(update_fields=["role"])
@@ -291,8 +298,10 @@ def do_change_role(membership: Membership, role: str) -> Membership:
 @transaction.atomic
 def do_remove_member(membership: Membership) -> None:
     """Remove a member and revoke their tokens for the project. Raises ValueError when it would
-    leave the project without an admin."""
-    if membership.role == Membership.Role.ADMIN and not _admins_left(membership.project, membership.user_id):
+    leave the project without an admin (checked under a lock on the project's memberships, as
+    `do_change_role`) or when the member was already removed."""
+    other_admins = _lock_memberships(membership)
+    if membership.role == Membership.Role.ADMIN and not other_admins:
         raise ValueError("a project needs at least one admin")
     ApiToken.objects.filter(project=membership.project, user=membership.user, revoked_at__isnull=True).update(
         revoked_at=timezone.now()
