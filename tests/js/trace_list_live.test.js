@@ -19,6 +19,8 @@ test("a pushed row passes the page's filters like the server's ListFilters", () 
   assert.ok(matchesFilters(row, { query: "STREAMED" }));
   assert.ok(!matchesFilters(row, { query: "nothing" }));
   assert.ok(!matchesFilters(row, { derived_from: "trace:1" }));
+  // a model, errors, time or range filter: the row's facts come later, so it is never guessed in
+  assert.ok(!matchesFilters(row, { kinds: ["streamed"], server_only: true }));
 });
 
 test("a row is an upsert: an older row of a trace is ignored", () => {

@@ -5,7 +5,7 @@ Each facet (project, kind, format, system, has-label, outcome) counts the traces
 index entry: linear in the traces, ~1 s at 100k on a loaded machine, bench/RESULTS.md), the counts
 come from the cells of a cube, one per combination of those six columns with its trace count:
 
-* without a search, session or derived-from filter, from TraceFacetCount, a table the database
+* without a search, session, derived-from, model, errors or range filter, from TraceFacetCount, a table the database
   keeps current with triggers on the trace table (TRIGGER_SQL; SQLite and PostgreSQL), so reading
   it costs the number of cells, not of traces;
 * otherwise (or where the triggers are missing, e.g. another database) from one GROUP BY of the
@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connection, connections, transaction
@@ -160,8 +160,14 @@ class FacetCounts:
     cells: int = 0
 
 
+def _outside_cube(filters):
+    """`filters` less the cube's dimensions: the search, session, derived-from, model, errors and
+    range filters (ListFilters)."""
+    return replace(filters, projects=(), kinds=(), formats=(), systems=(), label="", outcome="")
+
+
 def _only_cube_filters(filters) -> bool:
-    return not (filters.query or filters.session or filters.derived_from)
+    return not _outside_cube(filters).active
 
 
 def _cells(project_ids: list[int], filters) -> tuple[str, Iterable[tuple[Any, ...]]]:
@@ -173,10 +179,10 @@ def _cells(project_ids: list[int], filters) -> tuple[str, Iterable[tuple[Any, ..
             .order_by()
         )
         return "table", rows
-    from .services import ListFilters, _filtered  # noqa: PLC0415 - services imports this module
+    from .services import _filtered  # noqa: PLC0415 - services imports this module
 
-    # the search, session and derived-from filters only (every kind): the facets apply the rest
-    base = ListFilters(query=filters.query, session=filters.session, derived_from=filters.derived_from)
+    # the filters outside the cube only (every kind): the facets apply the rest
+    base = _outside_cube(filters)
     qs = _filtered(project_ids, base, without="kinds").filter(project_id__in=project_ids)
     if filters.derived_from or filters.session:
         # Both have a covering index ((project, derived_from, kind), (project, session_id)): as a

@@ -66,6 +66,14 @@ class Trace(models.Model):
         blank=True,
         help_text="what a derived trace belongs to: 'trace:<id>' (a branch's parent) or 'run:<id>' (an episode's run)",
     )
+    # The list's facts of a trace (webapp.traces.prices), stored with its computed metrics.
+    model_names = models.CharField(
+        max_length=500, blank=True, help_text="the models its events name, ' a b ' (space around each)"
+    )
+    error_count = models.IntegerField(default=0, help_text="events with an error status")
+    cost_usd = models.FloatField(null=True, blank=True, help_text="USD of its priced LLM calls; null: none priced")
+    cost_estimated = models.BooleanField(default=False, help_text="the cost prices estimated tokens")
+    unknown_models = models.CharField(max_length=300, blank=True, help_text="models the price table lacks")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 

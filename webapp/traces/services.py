@@ -8,9 +8,11 @@ spans); both build their deltas with `write_delta` here, so the wire form lives 
 from __future__ import annotations
 
 import logging
+import math
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -27,7 +29,7 @@ from webapp.accounts.models import Project
 from webapp.web.broadcast import broadcast_trace_metrics
 from webapp.web.jobs import enqueue
 
-from . import facets, search
+from . import facets, prices, search
 from .models import Agent, Edge, Event, Label, Trace
 
 #: Event columns holding the event itself, in the order of `event_columns`; EVENT_COLUMNS adds `seq`.
@@ -192,6 +194,25 @@ def token_figure(measured: int | None, estimated: int) -> dict[str, Any]:
     return {"text": "–", "estimated": False, "title": "no token usage reported"}
 
 
+def cost_figure(trace: Trace) -> dict[str, Any]:
+    """How a trace's cost reads beside its tokens: `text` ("$0.16", "~$0.16" where it prices
+    estimated tokens, "unknown model" where no model it names has a price, "" where it names no
+    model), `estimated`, `unknown` (the models without a price) and `title` (a tooltip)."""
+    unknown = trace.unknown_models
+    if trace.cost_usd is None:
+        if unknown:
+            return {"text": "unknown model", "estimated": False, "unknown": unknown,
+                    "title": f"no price for {unknown} in the price table (genai-prices)"}  # fmt: skip
+        return {"text": "", "estimated": False, "unknown": "", "title": ""}
+    text = prices.format_usd(trace.cost_usd)
+    title = "cost of its LLM calls at list prices (genai-prices)"
+    if trace.cost_estimated:
+        text, title = "~" + text, title + "; some tokens are estimates"
+    if unknown:
+        text, title = text + "+", title + f"; no price for {unknown}: at least this"
+    return {"text": text, "estimated": trace.cost_estimated, "unknown": unknown, "title": title}
+
+
 def is_live(trace: Trace) -> bool:
     """A trace is live while events arrived through the API in the last LIVE_WINDOW_S seconds."""
     return bool(trace.last_event_at and (timezone.now() - trace.last_event_at).total_seconds() < LIVE_WINDOW_S)
@@ -311,13 +332,32 @@ def get_computed_metrics(trace: Trace) -> dict[str, Any]:
     attributions: dict[str, tuple[float, float, float]] = {}
     for source in ATTRIBUTION_SOURCES:
         attributions.update(source(trace))
-    metrics = compute_metrics(to_core_trace(trace), attributions or None) if trace.event_count else {}
+    core_trace = to_core_trace(trace) if trace.event_count else None
+    metrics = compute_metrics(core_trace, attributions or None) if core_trace is not None else {}
+    facts = list_facts(core_trace)
     # Never over metrics of a later seq that another process stored meanwhile.
     Trace.objects.filter(pk=trace.pk, computed_metrics_seq__lte=trace.seq).update(
-        computed_metrics=metrics, computed_metrics_seq=trace.seq
+        computed_metrics=metrics, computed_metrics_seq=trace.seq, **facts
     )
     trace.computed_metrics, trace.computed_metrics_seq = metrics, trace.seq
+    for name, value in facts.items():
+        setattr(trace, name, value)
     return metrics
+
+
+def list_facts(core_trace: core.Trace | None) -> dict[str, Any]:
+    """The trace list's facts of a trace (Trace.model_names ... unknown_models; prices.py)."""
+    if core_trace is None:
+        return {"model_names": "", "error_count": 0, "cost_usd": None, "cost_estimated": False, "unknown_models": ""}
+    cost = prices.get_trace_cost(core_trace)
+    names = f" {' '.join(m.replace(' ', '_') for m in cost.models)} " if cost.models else ""
+    return {
+        "model_names": names[:500],
+        "error_count": prices.error_count(core_trace.events),
+        "cost_usd": cost.usd,
+        "cost_estimated": cost.estimated,
+        "unknown_models": " ".join(cost.unknown_models)[:300],
+    }
 
 
 # --- live metrics: recomputed by a worker while a trace streams, pushed on its socket ----------
@@ -410,12 +450,43 @@ FACET_LIMIT = 12
 DEFAULT_KINDS = (Trace.IMPORTED, Trace.STREAMED)
 
 
+#: Range filters of the list: query parameter -> (Trace column, bound): durations in seconds,
+#: measured tokens, cost in USD; a bound includes its value.
+RANGE_PARAMS = {
+    "dur_min": ("duration_s", "gte"),
+    "dur_max": ("duration_s", "lte"),
+    "tok_min": ("total_tokens", "gte"),
+    "tok_max": ("total_tokens", "lte"),
+    "cost_min": ("cost_usd", "gte"),
+    "cost_max": ("cost_usd", "lte"),
+}
+
+
+def _number_param(raw: str) -> str:
+    """A range bound as given when it is a finite number >= 0 (`1.5`, `2e3`), else "" (dropped)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        return ""
+    return raw if math.isfinite(value) and value >= 0 and len(raw) <= 32 else ""
+
+
+def _date_param(raw: str) -> str:
+    """A day `YYYY-MM-DD` as given when it is one, else "" (dropped)."""
+    try:
+        return date.fromisoformat(raw).isoformat() if len(raw) == 10 else ""
+    except ValueError:
+        return ""
+
+
 @dataclass(frozen=True)
 class ListFilters:
     """The trace list's filters and order, each a query parameter (a saved filter is its URL):
     `q` (text), `session`, `format`/`system`/`kind`/`project` (repeatable), `label` (yes/no),
     `outcome` (OUTCOMES), `from` (a derived trace's `derived_from`), `sort` (LIST_SORTS, `-` first
-    for descending). Unknown values are dropped."""
+    for descending), `model` (repeatable: a model its events name), `errors` (yes/no: events with an
+    error status), `after`/`before` (days `YYYY-MM-DD`, created on or after / on or before, UTC) and
+    the RANGE_PARAMS bounds. Unknown or malformed values are dropped."""
 
     query: str = ""
     session: str = ""
@@ -427,6 +498,16 @@ class ListFilters:
     outcome: str = ""
     derived_from: str = ""
     sort: str = DEFAULT_SORT
+    models: tuple[str, ...] = ()
+    errors: str = ""
+    after: str = ""
+    before: str = ""
+    dur_min: str = ""
+    dur_max: str = ""
+    tok_min: str = ""
+    tok_max: str = ""
+    cost_min: str = ""
+    cost_max: str = ""
 
     @classmethod
     def from_query(cls, params) -> ListFilters:
@@ -453,6 +534,11 @@ class ListFilters:
             outcome=one("outcome") if one("outcome") in OUTCOMES else "",
             derived_from=one("from")[:64],
             sort=sort if sort.lstrip("-") in LIST_SORTS else DEFAULT_SORT,
+            models=tuple(m[:200] for m in many("model")),
+            errors=one("errors") if one("errors") in ("yes", "no") else "",
+            after=_date_param(one("after")),
+            before=_date_param(one("before")),
+            **{name: _number_param(one(name)) for name in RANGE_PARAMS},
         )
 
     def params(self) -> list[tuple[str, str]]:
@@ -461,6 +547,9 @@ class ListFilters:
         pairs += [("format", v) for v in self.formats] + [("system", v) for v in self.systems]
         pairs += [("kind", v) for v in self.kinds] + [("project", str(v)) for v in self.projects]
         pairs += [("label", self.label), ("outcome", self.outcome), ("from", self.derived_from)]
+        pairs += [("model", v) for v in self.models] + [("errors", self.errors)]
+        pairs += [("after", self.after), ("before", self.before)]
+        pairs += [(name, getattr(self, name)) for name in RANGE_PARAMS]
         pairs.append(("sort", "" if self.sort == DEFAULT_SORT else self.sort))
         return [(k, v) for k, v in pairs if v]
 
@@ -504,6 +593,28 @@ def _content_q(query: str) -> Q:
     return Q(pk__in=RawSQL(*found)) if found else Q(pk__in=[])
 
 
+def _facts_q(filters: ListFilters, without: str) -> Q:
+    """The model, errors, creation-day and RANGE_PARAMS filters (the model or errors facet left out
+    when `without` names it)."""
+    q = Q()
+    if filters.models and without != "models":
+        named = Q()
+        for name in filters.models:
+            named |= Q(model_names__contains=f" {name.replace(' ', '_')} ")
+        q &= named
+    if filters.errors and without != "errors":
+        q &= Q(error_count__gt=0) if filters.errors == "yes" else Q(error_count=0)
+    if filters.after:
+        q &= Q(created_at__gte=datetime.combine(date.fromisoformat(filters.after), time.min, UTC))
+    if filters.before:
+        day_after = date.fromisoformat(filters.before) + timedelta(days=1)
+        q &= Q(created_at__lt=datetime.combine(day_after, time.min, UTC))
+    for name, (column, bound) in RANGE_PARAMS.items():
+        if getattr(filters, name):
+            q &= Q(**{f"{column}__{bound}": float(getattr(filters, name))})
+    return q
+
+
 def _filtered(project_ids: list[int], filters: ListFilters, *, without: str = ""):
     """The traces of `project_ids` passing every filter but the facet `without` (for its counts)."""
     projects = (
@@ -524,6 +635,7 @@ def _filtered(project_ids: list[int], filters: ListFilters, *, without: str = ""
         qs = qs.filter(_outcome_q(filters.outcome))
     if filters.derived_from and without != "derived_from":
         qs = qs.filter(derived_from=filters.derived_from)
+    qs = qs.filter(_facts_q(filters, without))
     if filters.query:
         query = filters.query
         qs = qs.filter(
@@ -635,7 +747,27 @@ def list_facets(
         parents = _grouped(derived, "derived_from")
         labels = {v: derived_label(v) for v in [v for v, _ in parents] + [filters.derived_from]}
         result["derived_from"] = entries("derived_from", parents, filters.derived_from, labels)
-    for name in ("formats", "systems", "label", "outcome"):
+    # the models and errors facets: one GROUP BY each over the list under the other filters
+    models: Counter[str] = Counter()
+    for names, n in _grouped(_filtered(project_ids, filters, without="models"), "model_names", limit=4 * FACET_LIMIT):
+        for name in names.split():
+            models[name] += n
+    result["models"] = entries("models", _top(models), filters.models)
+    with_errors = dict(
+        _filtered(project_ids, filters, without="errors")
+        .order_by()
+        .annotate(failed=Q(error_count__gt=0))
+        .values_list("failed")
+        .annotate(n=Count("id"))
+        .values_list("failed", "n")
+    )
+    result["errors"] = entries(
+        "errors",
+        [("yes", with_errors.get(True, 0)), ("no", with_errors.get(False, 0))],
+        filters.errors,
+        {"yes": "with errors", "no": "without errors"},
+    )
+    for name in ("formats", "systems", "label", "outcome", "models", "errors"):
         result[name] = [e for e in result[name] if e["count"] or e["selected"]]
     return result
 

@@ -126,6 +126,13 @@ def trace_list(request: HttpRequest):
         "label": filters.label,
         "outcome": filters.outcome,
         "query": filters.query,
+        "server_only": bool(
+            filters.models
+            or filters.errors
+            or filters.after
+            or filters.before
+            or any(getattr(filters, name) for name in services.RANGE_PARAMS)
+        ),
     }
     context = {
         "page": page,
@@ -146,6 +153,7 @@ def trace_list(request: HttpRequest):
             "live_window_s": services.LIVE_WINDOW_S,
         },
         "clear_session_query": replace(filters, session="").urlencode(),
+        "range_names": ("after", "before", *services.RANGE_PARAMS, "page"),
     }
     if not page.paginator.count and not filters.active:  # the empty state offers the sample data
         context.update(can_load_samples=samples.can_load_samples(request.user), load_refused=samples.LOAD_REFUSED)

@@ -6,6 +6,8 @@
 /** Whether a pushed `row` passes the page's filters (the server's ListFilters, as the page gives them). */
 export function matchesFilters(row, filters) {
   const f = filters || {};
+  // model, errors, time and range filters need facts the worker computes later: never guess
+  if (f.server_only) return false;
   if (f.kinds?.length && !f.kinds.includes(row.kind)) return false;
   if (f.formats?.length && !f.formats.includes(row.source_format)) return false;
   if (f.systems?.length && !f.systems.includes(row.system)) return false;

@@ -12,3 +12,9 @@ register = template.Library()
 def token_figure(trace) -> dict:
     """`services.token_figure` of `trace.total_tokens` (measured, or None) and `trace.estimated_tokens`."""
     return services.token_figure(trace.total_tokens, trace.estimated_tokens)
+
+
+@register.simple_tag
+def cost_figure(trace) -> dict:
+    """`services.cost_figure` of the trace's stored cost facts (`text`, `estimated`, `unknown`, `title`)."""
+    return services.cost_figure(trace)
