@@ -1,0 +1,165 @@
+"""Benchmark: peak RSS of the requests issue 33 names, each case in a fresh interpreter (ru_maxrss).
+
+- `bomb`: six gzip files of 200 MiB of zeros each (about 200 KiB compressed apiece) read as one
+  import (`read_files`), with the app's budget (SWARMSCOPE_MAX_IMPORT_BYTES and
+  SWARMSCOPE_MAX_GZIP_RATIO defaults) and, for comparison, without (`--no-budget`: each file capped
+  at 200 MiB alone, the earlier behaviour).
+- `export`: the OTLP export of a synthetic trace of `--events` events, streamed
+  (`iter_otlp_json`, chunks written to /dev/null) and, for comparison, built in memory
+  (`json.dumps(to_otlp_json(...))`). The figure is the peak over the RSS after the trace is built.
+- `grpc`: the OTLP/gRPC receiver (`make_server`, 4 workers) sent `--calls` concurrent
+  `--mib` MiB messages without a token from another process; the receiver's peak RSS growth, with
+  the token checked before the message is read and, for comparison, with a unary handler (the
+  message read first: the earlier behaviour).
+
+    .venv/bin/python bench/bench_request_memory.py [--events 200000] [--calls 8] [--mib 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+
+MiB = 1024 * 1024
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.chdir(ROOT)
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def gzip_bomb(mib: int) -> bytes:
+    """A gzip file of `mib` MiB of spaces, compressed a MiB at a time (no big buffer here)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b" " * MiB
+    return b"".join(packer.compress(block) for _ in range(mib)) + packer.flush()
+
+
+def case_bomb(budget: bool) -> dict:
+    from swarmscope.importers import DecompressionBudget, SourceFile, read_files
+
+    sources = [SourceFile(f"bomb{i}.json.gz", gzip_bomb(200)) for i in range(6)]
+    before = peak_mib()
+    limits = DecompressionBudget(total=200 * MiB, ratio=200) if budget else None
+    result = read_files(sources, max_decompressed=200 * MiB, budget=limits)
+    return {"peak_growth_mib": round(peak_mib() - before, 1), "errors": [f.error for f in result.files][:2]}
+
+
+def case_export(events: int, streamed: bool) -> dict:
+    from swarmscope.otlp_export import iter_otlp_json, to_otlp_json
+    from tests.synthetic import synthetic_trace
+
+    trace = synthetic_trace(max(2, events // 50), events)
+    before = peak_mib()
+    size = 0
+    with open(os.devnull, "w") as sink:
+        if streamed:
+            for chunk in iter_otlp_json(trace):
+                size += len(chunk)
+                sink.write(chunk)
+        else:
+            text = json.dumps(to_otlp_json(trace), ensure_ascii=False)
+            size = len(text)
+            sink.write(text)
+    return {"peak_growth_mib": round(peak_mib() - before, 1), "chars": size, "trace_rss_mib": round(before, 1)}
+
+
+def case_grpc(calls: int, mib: int, token_first: bool) -> dict:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
+    os.environ["DATABASE_URL"] = "sqlite:///" + tempfile.mkdtemp() + "/bench.sqlite3"
+    os.environ["SWARMSCOPE_MAX_UPLOAD_BYTES"] = str((mib + 1) * MiB)
+    import django
+
+    django.setup()
+    import grpc
+
+    from webapp.traces import otlp_grpc
+
+    if not token_first:  # the earlier behaviour: a unary handler, the message read before anything
+        otlp_grpc.grpc.stream_unary_rpc_method_handler = lambda f, **kw: grpc.unary_unary_rpc_method_handler(
+            lambda body, context: f(iter([body]), context), **kw
+        )
+    server, port = otlp_grpc.make_server("127.0.0.1", 0, workers=4)
+    before = peak_mib()
+    client = subprocess.run(
+        [sys.executable, __file__, "--grpc-client", str(port), "--calls", str(calls), "--mib", str(mib)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    server.stop(grace=None)
+    return {"peak_growth_mib": round(peak_mib() - before, 1), "client": json.loads(client.stdout)}
+
+
+def grpc_client(port: int, calls: int, mib: int) -> None:
+    import grpc
+
+    body = b"\x0a" * (mib * MiB)
+    codes: list[str] = []
+    with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", -1)]) as channel:
+        method = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+
+        def one():
+            try:
+                method(body, timeout=120)
+                codes.append("OK")
+            except grpc.RpcError as exc:
+                codes.append(f"{exc.code().name}: {exc.details()[:60]}")
+
+        started = time.perf_counter()
+        threads = [threading.Thread(target=one) for _ in range(calls)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    print(json.dumps({"answers": sorted(set(codes)), "s": round(time.perf_counter() - started, 2)}))
+
+
+def run_case(*args: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--case", *args], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--calls", type=int, default=8)
+    parser.add_argument("--mib", type=int, default=100)
+    parser.add_argument("--case", nargs="+")
+    parser.add_argument("--grpc-client", type=int)
+    args = parser.parse_args()
+    if args.grpc_client:
+        return grpc_client(args.grpc_client, args.calls, args.mib)
+    if args.case:
+        kind, flag = args.case[0], args.case[1] == "new"
+        if kind == "bomb":
+            result = case_bomb(flag)
+        elif kind == "export":
+            result = case_export(args.events, flag)
+        else:
+            result = case_grpc(args.calls, args.mib, flag)
+        print(json.dumps(result))
+        return None
+    print(os.uname().nodename, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg())
+    for kind, extra in [
+        ("bomb", []),
+        ("export", ["--events", str(args.events)]),
+        ("grpc", ["--calls", str(args.calls), "--mib", str(args.mib)]),
+    ]:
+        for flag in ("new", "old"):
+            print(kind, flag, json.dumps(run_case(kind, flag, *extra)), flush=True)
+    return None
+
+
+if __name__ == "__main__":
+    main()
