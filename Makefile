@@ -8,7 +8,7 @@ VENDOR_FILES := node_modules/sigma/dist/sigma.min.js node_modules/graphology/dis
 # A failing or hung test run must end: whole-suite wall clock limit, in seconds.
 TEST_TIMEOUT ?= 2400
 
-.PHONY: install run test test-fast test-python test-js lint lint-imports bench clean
+.PHONY: install run test test-slow test-all test-fast test-python test-js lint lint-imports bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-client.txt pyproject.toml clients/python/pyproject.toml
 	command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11 or run 'make PYTHON=python3 ...'"; exit 1; }
@@ -37,7 +37,12 @@ run: install
 # Parallel pytest workers for the tests that start no processes of their own (pytest-xdist).
 WORKERS ?= auto
 
+# `make test`: the developer's loop (linters, JS tests, and in parallel the Python tests that start no
+# processes). `make test-slow`: the tests that start Celery workers, Daphne, RabbitMQ, `manage.py up` or
+# Chromium, one at a time. CI (.ci/run) runs both; `make test-all` does too.
 test: install lint test-js test-python
+
+test-all: test test-slow
 
 lint: $(VENV)/.installed node_modules/.installed
 	$(VENV)/bin/ruff check .
@@ -52,10 +57,10 @@ lint-imports: $(VENV)/.installed
 test-js: node_modules/.installed
 	timeout 300 npm test --silent
 
-# The suite in two stages: in parallel what starts no processes, then, one at a time, the tests
-# that start Celery workers, Daphne, RabbitMQ, `manage.py up` or Chromium.
 test-python: install
 	timeout --kill-after=30 $(TEST_TIMEOUT) $(PY) -m pytest -q -ra -n $(WORKERS) -m "not processes and not browser"
+
+test-slow: install
 	timeout --kill-after=30 $(TEST_TIMEOUT) $(PY) -m pytest -q -ra -m "processes or browser"
 
 test-fast: install
