@@ -24,6 +24,7 @@ def test_whowhen_without_an_llm_says_what_is_needed_and_deep_links_select(app, p
     assert attribute.is_disabled()
     note = page.get_by_test_id("actions-unavailable")
     assert note.is_visible()
+    note.locator("summary strong").click()  # one line until opened (issue 32)
     text = note.inner_text()
     assert "are off" in text and "SWARMSCOPE_OPENAI_BASE_URL" in text and "not a SwarmSim episode" in text
     assert "KeyError" not in page.content() and "at least 2 messages" not in text

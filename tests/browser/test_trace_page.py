@@ -22,6 +22,13 @@ def open_trace(page, app, trace_id):
     page.evaluate("window.swarmscope.ready")
 
 
+def open_filters(page):
+    """The filter column starts folded to a rail (issue 32): unfold it."""
+    toggle = page.get_by_test_id("toggle-filters")
+    if toggle.get_attribute("aria-expanded") == "false":
+        toggle.click()
+
+
 def click_event(page, event_id):
     """Click where the timeline draws `event_id`, as a person would."""
     point = page.evaluate("(id) => window.swarmscope.eventClientPoint(id)", event_id)
@@ -67,6 +74,7 @@ def test_handoff_triage_agent_hands_off_to_visa_agent(app, page, shared_data):
         for e in snapshot["events"]
         if e["type"] == "delegate" and e["agent"] == "triage_agent" and e.get("to") == "visa_agent"
     )
+    open_filters(page)
     page.get_by_role("radio", name="Step").check()  # the spawn and the hand-off share a timestamp: one step each
     click_event(page, handoff["id"])
     meta = page.get_by_test_id("inspector").inner_text()

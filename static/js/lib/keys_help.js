@@ -13,7 +13,8 @@ export const TRACE_PAGE_KEYS = Object.freeze([
     ["Tab", "the skip links first: timeline, agent graph, transcript"],
     ["← →", "previous / next event in time"],
     ["/", "search the events"],
-    ["Esc", "close the inspector and clear the selection"],
+    ["Esc", "close the inspector and clear the selection (in full screen: leave it)"],
+    ["f", "the timeline on the whole screen, and back"],
   ] },
   { title: "Timeline (focused)", keys: [
     ["← →", "previous / next event in time"],

@@ -58,6 +58,9 @@ import { Timeline } from "../views/timeline.js";
 import { renderTokens, TraceFacts } from "../panels/trace_facts.js";
 import { Transcript } from "../panels/transcript.js";
 import { makeResizer } from "../lib/resizer.js";
+import {
+  criticalPathNote, decodeView, encodeView, idleTime, layoutKey, PANELS, readLayout, spanText, togglePanel,
+} from "../model/trace_view_state.js";
 
 /** The events/s counter averages over this window. */
 const RATE_WINDOW_MS = 5000;
@@ -67,6 +70,10 @@ const RESUME_RETRY_MS = 3000;
 const LIVE_WINDOW_MS = 30000;
 /** A huge trace's camera must rest this long before its window's events are fetched. */
 const WINDOW_FETCH_DELAY_MS = 150;
+/** The address follows the view this long after the last change (a wheel zoom is many changes). */
+const ADDRESS_DELAY_MS = 150;
+/** The timeline row's height bounds (px) and the key step of its splitter. */
+const TIMELINE_H = { min: 160, key: 24, storageKey: "swarmscope.timeline-h" };
 /** The page's snapshot: the overview of a huge trace, else the full one (webapp/traces/lod.py). */
 const lodSnapshotUrl = (url) => url.replace(/snapshot\/?$/, "snapshot/lod/");
 
@@ -156,15 +163,211 @@ class TracePage {
     this.filters = new FiltersPanel(part("filters"), {
       model: this.model,
       onChange: () => this.scheduleRender(),
-      onMode: (mode) => this.timeline.setMode(mode),
-      onCritical: (show) => this.timeline.setShowCritical(show),
+      onMode: (mode) => {
+        this.timeline.setMode(mode);
+        this.showIdleHint();
+      },
+      onCritical: (show) => {
+        this.wantCritical = show;
+        this.showCritical();
+      },
     });
+    this.wantCritical = true; // the filter's checkbox; the timeline highlights only a telling path
+    this.criticalNote = criticalPathNote(0, 0);
+    this.criticalNoteEl = part("critical-note");
+    this.spanEl = part("timeline-span");
+    this.addressReady = false; // the address is written once the one the page was opened with is applied
+    this.addressTimer = 0;
+    this.timeline.onCamera = (win) => {
+      this.spanEl.textContent = spanText(win[1] - win[0], this.timeline.mode);
+      this.scheduleAddress();
+    };
+  }
+
+  // ---------------------------------------------------------------- layout and address
+
+  /**
+   * Panels (model/trace_view_state.js): the user's remembered layout, then what the address asks;
+   * the rails, the notices' × and the header's buttons open and close them.
+   */
+  installLayout() {
+    this.layoutStorage = layoutKey(this.app.dataset.user);
+    let stored = null;
+    try {
+      stored = localStorage.getItem(this.layoutStorage);
+    } catch {
+      stored = null; // storage unavailable: the defaults
+    }
+    this.layout = readLayout(stored);
+    const asked = decodeView(window.location.search).panels;
+    if (asked) this.layout = { ...this.layout, ...asked };
+    this.applyLayout(false);
+    for (const button of this.app.querySelectorAll("[data-panel]")) {
+      button.addEventListener("click", () => this.setPanel(button.dataset.panel));
+    }
+    this.app.addEventListener("click", (e) => {
+      const dismiss = e.target.closest?.("[data-dismiss]");
+      if (!dismiss) return;
+      e.preventDefault(); // a <summary>'s button: hide, not unfold
+      this.setPanel(dismiss.dataset.dismiss, false);
+    });
+    this.installRowResizer(this.app.querySelector('[data-resizer="timeline"]'), this.app.querySelector(".trace-main"));
+  }
+
+  /** Open, close (`open`) or flip panel `name`; remembered for this user, written to the address. */
+  setPanel(name, open) {
+    this.layout = togglePanel(this.layout, name, open);
+    this.applyLayout(true);
+    if (name === "full" && this.layout.full) this.app.querySelector('[data-testid="timeline-canvas"]')?.focus();
+  }
+
+  applyLayout(save) {
+    const { layout, app } = this;
+    app.classList.toggle("filters-closed", !layout.filters);
+    app.classList.toggle("side-closed", !layout.side);
+    app.classList.toggle("full-open", layout.full);
+    app.classList.toggle("facts-off", !layout.facts);
+    app.classList.toggle("notice-off", !layout.notice);
+    const part = (testid) => app.querySelector(`[data-testid="${testid}"]`);
+    part("toggle-filters")?.setAttribute("aria-expanded", String(layout.filters));
+    part("toggle-side")?.setAttribute("aria-expanded", String(layout.side));
+    part("timeline-full")?.setAttribute("aria-pressed", String(layout.full));
+    const facts = part("show-facts");
+    if (facts) facts.hidden = layout.facts;
+    const notice = part("show-notice");
+    if (notice) notice.hidden = layout.notice || !part("actions-unavailable");
+    if (save) {
+      try {
+        // Full screen is a moment, not a preference (readLayout drops it too).
+        const kept = Object.fromEntries(PANELS.filter((p) => p !== "full").map((p) => [p, layout[p]]));
+        localStorage.setItem(this.layoutStorage, JSON.stringify(kept));
+      } catch {
+        // storage unavailable: the layout just is not remembered
+      }
+    }
+    this.scheduleAddress();
+  }
+
+  /**
+   * The splitter between the timeline and the row under it: dragging (or ↑ ↓, Shift for 4×) sets
+   * `--timeline-h` on `host` in px, remembered in localStorage; double-click restores 3 : 2.
+   */
+  installRowResizer(handle, host) {
+    if (!handle || !host) return;
+    const timeline = host.querySelector(".timeline-panel");
+    const apply = (h, save = true) => {
+      const max = Math.max(TIMELINE_H.min, host.clientHeight - 130);
+      const px = Math.round(Math.max(TIMELINE_H.min, Math.min(max, h)));
+      host.style.setProperty("--timeline-h", `${px}px`);
+      handle.setAttribute("aria-valuenow", String(px));
+      if (save) {
+        try {
+          localStorage.setItem(TIMELINE_H.storageKey, String(px));
+        } catch {
+          // not remembered
+        }
+      }
+    };
+    let saved = null;
+    try {
+      saved = Number(localStorage.getItem(TIMELINE_H.storageKey));
+    } catch {
+      saved = null;
+    }
+    if (saved && Number.isFinite(saved)) apply(saved, false);
+    handle.addEventListener("pointerdown", (e) => {
+      if (e.button !== 0) return;
+      e.preventDefault();
+      const startY = e.clientY;
+      const startH = timeline.getBoundingClientRect().height;
+      handle.setPointerCapture(e.pointerId);
+      handle.classList.add("dragging");
+      const move = (ev) => apply(startH + ev.clientY - startY);
+      const up = () => {
+        handle.classList.remove("dragging");
+        handle.removeEventListener("pointermove", move);
+        handle.removeEventListener("pointerup", up);
+        handle.removeEventListener("pointercancel", up);
+      };
+      handle.addEventListener("pointermove", move);
+      handle.addEventListener("pointerup", up);
+      handle.addEventListener("pointercancel", up);
+    });
+    handle.addEventListener("keydown", (e) => {
+      if (e.key !== "ArrowUp" && e.key !== "ArrowDown") return;
+      e.preventDefault();
+      e.stopPropagation();
+      const step = (e.shiftKey ? 4 : 1) * TIMELINE_H.key * (e.key === "ArrowUp" ? -1 : 1);
+      apply(timeline.getBoundingClientRect().height + step);
+    });
+    handle.addEventListener("dblclick", () => {
+      host.style.removeProperty("--timeline-h");
+      try {
+        localStorage.removeItem(TIMELINE_H.storageKey);
+      } catch {
+        // nothing stored
+      }
+    });
+  }
+
+  /** Write the view to the address a moment after the last change (history.replaceState). */
+  scheduleAddress() {
+    if (!this.addressReady) return;
+    clearTimeout(this.addressTimer);
+    this.addressTimer = setTimeout(() => this.writeAddress(), ADDRESS_DELAY_MS);
+  }
+
+  writeAddress() {
+    const sel = this.selection;
+    const search = encodeView(window.location.search, {
+      event: sel?.kind === "event" ? sel.id : null,
+      agent: sel?.kind === "agent" ? sel.name : null,
+      window: this.timeline.userMoved ? this.timeline.window : null,
+      mode: this.timeline.mode,
+      layout: this.layout,
+    });
+    if (search === window.location.search) return;
+    history.replaceState(history.state, "", `${window.location.pathname}${search}${window.location.hash}`);
+    document.body.dataset.address = search;
+  }
+
+  /**
+   * A time axis that is mostly idle (bursts of events hours apart) offers the Step axis, which
+   * gives every event the same width; the button says how much idle time it skips.
+   */
+  showIdleHint() {
+    const button = this.app.querySelector('[data-action="skip-idle"]');
+    if (!button) return;
+    const idle = this.idle;
+    const show = Boolean(idle) && this.timeline.mode === "time" && !this.server && idle.share >= 0.5;
+    button.hidden = !show;
+    if (show) button.textContent = `Step axis: skip ${spanText(idle.idle, "time")} idle (${Math.round(idle.share * 100)} %)`;
+  }
+
+  /** Highlight the critical path when the filter asks and the path is telling (not the whole trace). */
+  showCritical() {
+    const note = this.criticalNote;
+    this.timeline.setShowCritical(this.wantCritical && note.highlight);
+    const el = this.criticalNoteEl;
+    if (!el) return;
+    el.textContent = this.wantCritical ? note.text : "";
+    el.title = el.textContent;
+    el.classList.toggle("serial", !note.highlight);
+    el.dataset.highlight = String(this.wantCritical && note.highlight);
   }
 
   /** Load the snapshot, connect, and wire the controls. */
   start() {
     const { wsUrl, snapshotUrl } = this.app.dataset;
     this.keysHelp = installKeyboardPaths(TRACE_PAGE_KEYS);
+    this.installLayout();
+    this.app.querySelector('[data-action="skip-idle"]')?.addEventListener("click", () => {
+      this.timeline.setMode("step");
+      this.filters.showMode("step");
+      this.showIdleHint();
+    });
+    this.app.querySelector('[data-action="zoom-in"]')?.addEventListener("click", () => this.timeline.zoom(0.5));
+    this.app.querySelector('[data-action="zoom-out"]')?.addEventListener("click", () => this.timeline.zoom(2));
     document.addEventListener("keydown", (e) => this.onKey(e));
     this.app.querySelector('[data-action="fit-timeline"]')?.addEventListener("click", () => this.timeline.fit());
     this.app.querySelector('[data-action="attribute"]')?.addEventListener("click", () => this.attribution.open());
@@ -199,6 +402,24 @@ class TracePage {
    * `?job=<id>` shows that job of the trace (a branch trace's banner links its job so).
    */
   async openDeepLink(params) {
+    try {
+      await this.openView(params);
+    } finally {
+      this.addressReady = true;
+      this.scheduleAddress();
+    }
+  }
+
+  async openView(params) {
+    const view = decodeView(params);
+    if (view.mode && !this.server) {
+      this.timeline.setMode(view.mode);
+      this.filters.showMode(view.mode);
+    }
+    if (view.event === null && view.agent !== null) {
+      if (this.model.agents.has(view.agent)) this.selectAgent(view.agent);
+      else this.showNotice(`There is no agent ${view.agent} in this trace.`);
+    }
     const event = params.get("event");
     if (event !== null) {
       // A huge trace holds only a window: the server finds the event (by id) and its window.
@@ -207,6 +428,10 @@ class TracePage {
       if (hit) await this.goToHit(hit);
       else if (this.model.events.has(event)) this.selectEvent(event);
       else this.showNotice(`There is no event ${event} in this trace.`);
+    }
+    if (view.window) {
+      this.timeline.setWindow(...view.window);
+      this.timeline.render();
     }
     const job = params.get("job");
     if (job !== null && /^\d+$/.test(job)) {
@@ -441,6 +666,13 @@ class TracePage {
       this.timeline.setMode("step");
       this.filters.showMode("step");
     }
+    if (!this.server && this.renderedCritical !== model.version) {
+      this.renderedCritical = model.version;
+      this.criticalNote = criticalPathNote(model.criticalPath().events.size, model.eventCount);
+      this.showCritical();
+      this.idle = idleTime([...model.events.values()].map((ev) => ev.t));
+    }
+    this.showIdleHint();
     this.timeline.render();
     this.agentGraph.render();
     this.metrics.render(model.trace, model.traceLabels(), this.computedMetrics ?? model.trace?.computed_metrics);
@@ -490,6 +722,7 @@ class TracePage {
     this.inspector.showEvent(id);
     this.transcript.select(id);
     document.body.dataset.selected = id;
+    this.scheduleAddress();
   }
 
   /** Select agent `name` everywhere: its lane, the graph node, the inspector. */
@@ -502,6 +735,7 @@ class TracePage {
     this.inspector.showAgent(name);
     this.transcript.select(null);
     document.body.dataset.selected = `agent:${name}`;
+    this.scheduleAddress();
   }
 
   /**
@@ -528,6 +762,7 @@ class TracePage {
     this.inspector.close();
     this.transcript.select(null);
     delete document.body.dataset.selected;
+    this.scheduleAddress();
   }
 
   onKey(e) {
@@ -535,13 +770,22 @@ class TracePage {
     if (this.keysHelp?.isOpen) return; // its Escape closes the key help only
     if (e.key === "Escape") {
       if (typing) e.target.blur();
+      if (this.layout?.full) {
+        this.setPanel("full", false);
+        return;
+      }
       this.clearSelection();
       return;
     }
     // e.defaultPrevented: a focused view's own key (the agent graph's arrows, a resizer's ← →)
     if (typing || e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) return;
-    if (e.key === "/") {
+    if (e.key === "f") {
       e.preventDefault();
+      this.setPanel("full");
+    } else if (e.key === "/") {
+      e.preventDefault();
+      if (this.layout.full) this.setPanel("full", false);
+      if (!this.layout.filters) this.setPanel("filters", true);
       this.filters.focusSearch();
     } else if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
       e.preventDefault();

@@ -95,7 +95,13 @@ export class TraceFacts {
     this.root.hidden = items.length === 0;
     const dl = el("dl", null, "facts");
     for (const [name, dd] of items) dl.append(el("dt", name), dd);
-    this.root.replaceChildren(dl);
+    const close = el("button", "×", "dismiss");
+    close.type = "button";
+    close.dataset.dismiss = "facts";
+    close.dataset.testid = "dismiss-facts";
+    close.setAttribute("aria-label", "Hide the task facts");
+    close.title = "Hide the task facts (Task facts, in the header, shows them again)";
+    this.root.replaceChildren(dl, close);
   }
 }
 

@@ -142,6 +142,8 @@ export class Timeline {
     /** A huge trace's overview (model/server_window.js, `setServerWindow`), else null. */
     this.server = null;
     this.onWindow = null;
+    /** Called after every draw with the window ([x0, x1], data units) and whether the user moved it (the page's address). */
+    this.onCamera = null;
     this.layout = new TimelineLayout(model);
     this._view = null;
     this._drawnView = null;
@@ -866,6 +868,7 @@ export class Timeline {
       },
     };
     this.onWindow?.([...win]);
+    this.onCamera?.([...win], this.userMoved);
   }
 
   /**

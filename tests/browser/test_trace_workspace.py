@@ -1,0 +1,160 @@
+"""The trace page as a workspace (issue 32 A), in headless Chromium at 1440×900 on real traces of
+../shared/data: the timeline owns the page, the side columns fold and stay folded for the user,
+the notices hide, the timeline goes full screen, the critical path is not painted over a serial
+trace, and the address follows the selection, the zoom and the panels.
+
+Waits are on page state (`body[data-selected]`, `body[data-address]`), never sleeps.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from tests.browser.page_waits import open_trace_page, wait_until
+
+pytestmark = pytest.mark.timeout(300)
+
+CLAUDE_SESSION = "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+VIEWPORT = {"width": 1440, "height": 900}
+
+
+@pytest.fixture
+def wide_page(browser, storage_state):
+    """A logged-in page at 1440×900 that fails the test on any console error."""
+    context = browser.new_context(storage_state=storage_state, viewport=VIEWPORT)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    yield page
+    context.close()
+    assert errors == [], f"console errors: {errors}"
+
+
+@pytest.fixture(scope="module")
+def claude_trace(app, shared_data) -> int:
+    path = shared_data / "claude-code" / CLAUDE_SESSION
+    if not path.exists():
+        pytest.skip(f"{path} not found: this test needs the Claude Code session {CLAUDE_SESSION} of ../shared/data")
+    return app.import_files(path)[CLAUDE_SESSION]
+
+
+def box(page, testid):
+    return page.get_by_test_id(testid).bounding_box()
+
+
+def address(page) -> dict[str, list[str]]:
+    return parse_qs(urlparse(page.url).query)
+
+
+def test_timeline_owns_the_page_and_the_layout_stays_for_the_user(app, wide_page, claude_trace):
+    page = wide_page
+    open_trace_page(page, app, claude_trace)
+
+    # The default layout: the plot itself (lanes' names aside) is at least 720×300 px.
+    canvas = box(page, "timeline-canvas")
+    assert canvas["width"] >= 720 and canvas["height"] >= 300, canvas
+    graph = box(page, "agent-graph-canvas")
+    assert graph["height"] >= 150, graph
+    # The notice is one line until opened, and the filters are a rail until asked for.
+    notice = page.get_by_test_id("actions-unavailable")
+    assert notice.is_visible() and notice.bounding_box()["height"] < 50
+    assert not page.get_by_test_id("search").is_visible()
+
+    # The critical path of a serial session covers nearly every event: not painted, and said so.
+    size, count = page.evaluate(
+        "() => [window.swarmscope.model.criticalPath().events.size, window.swarmscope.eventCount()]"
+    )
+    note = page.get_by_test_id("critical-note")
+    assert size / count >= 0.9, (size, count)  # the session is serial: this is what the test is about
+    assert note.get_attribute("data-highlight") == "false"
+    assert f"{size} of {count} events" in note.inner_text() and "serial" in note.inner_text()
+
+    # Five hours with bursts of work hours apart: the Step axis is offered, naming the idle time it skips.
+    skip = page.get_by_test_id("skip-idle")
+    assert skip.is_visible() and " h " in skip.inner_text() and "idle" in skip.inner_text()
+    skip.click()
+    assert page.evaluate("() => window.swarmscope.timeline.mode") == "step" and not skip.is_visible()
+    page.get_by_test_id("fit-timeline").click()
+
+    # Fold and unfold: the filters open, the notice and the facts hide, and a reload keeps that.
+    page.get_by_test_id("toggle-filters").click()
+    assert page.get_by_test_id("search").is_visible()
+    page.get_by_test_id("dismiss-notice").click()
+    page.get_by_test_id("dismiss-facts").click()
+    assert not notice.is_visible() and not page.get_by_test_id("trace-facts").is_visible()
+    narrower = box(page, "timeline-canvas")
+    page.get_by_test_id("toggle-side").click()
+    assert not page.get_by_test_id("metrics-panel").is_visible()
+    wider = box(page, "timeline-canvas")
+    assert wider["width"] > narrower["width"] + 250  # the side column's width went to the timeline
+    page.goto(f"{app.url}/traces/{claude_trace}/")  # no address state: what the user keeps
+    page.evaluate("() => window.swarmscope.ready.then(() => true)")
+    assert page.get_by_test_id("search").is_visible()
+    assert not page.get_by_test_id("actions-unavailable").is_visible()
+    assert not page.get_by_test_id("metrics-panel").is_visible()
+    page.get_by_test_id("show-notice").click()
+    assert page.get_by_test_id("actions-unavailable").is_visible()
+    page.get_by_test_id("toggle-side").click()
+    assert page.get_by_test_id("metrics-panel").is_visible()
+
+    # Full screen: the timeline panel takes the viewport; Esc gives the page back.
+    page.get_by_test_id("timeline-full").click()
+    wait_until(page, "() => document.querySelector('.timeline-panel').getBoundingClientRect().height >= 890")
+    full = box(page, "timeline-canvas")
+    assert full["width"] >= 1200 and full["height"] >= 700, full
+    page.keyboard.press("Escape")
+    wait_until(page, "() => document.querySelector('.timeline-panel').getBoundingClientRect().height < 700")
+
+    # Zoom: the span shown shrinks, and the address carries the window.
+    before = page.get_by_test_id("timeline-span").inner_text()
+    page.get_by_test_id("zoom-in").click()
+    page.get_by_test_id("zoom-in").click()
+    wait_until(page, "() => (document.body.dataset.address || '').includes('t=')")
+    assert page.get_by_test_id("timeline-span").inner_text() != before
+
+
+def test_the_address_follows_the_selection_zoom_and_panels_and_restores_them(
+    app, browser, storage_state, wide_page, shared_data
+):
+    path = shared_data / "who-and-when" / "Hand-Crafted" / "1.json"
+    trace_id = app.import_files(path)["1.json"]
+    snapshot = app.api(f"/api/traces/{trace_id}/snapshot/")
+    step = next(lb for lb in snapshot["labels"] if lb["key"] == "mistake_step")
+    page = wide_page
+    open_trace_page(page, app, trace_id)
+
+    page.get_by_test_id("transcript-mistake").click()  # "Go to labelled mistake"
+    wait_until(page, "(id) => (document.body.dataset.address || '').includes(encodeURIComponent(id))", step["event_id"])
+    assert address(page)["event"] == [step["event_id"]]
+    page.get_by_test_id("zoom-in").click()
+    page.get_by_test_id("toggle-filters").click()
+    page.get_by_test_id("toggle-side").click()
+    wait_until(
+        page,
+        "() => ['panels=filters', 't='].every((p) => (document.body.dataset.address || '').includes(p))",
+    )
+    shared = page.url
+    window = page.evaluate("() => window.swarmscope.timeline.window")
+    assert address(page)["x"] == ["step"]  # Who&When's made-up times read as steps
+
+    # Another reader (a fresh context: nothing remembered) opens the address and sees the same view.
+    context = browser.new_context(storage_state=storage_state, viewport=VIEWPORT)
+    try:
+        other = context.new_page()
+        other.goto(shared)
+        wait_until(other, "(id) => document.body.dataset.selected === id", step["event_id"])
+        assert other.get_by_test_id("inspector").is_visible() is False  # the inspector column is folded, as shared
+        assert other.get_by_test_id("search").is_visible()
+        restored = other.evaluate("() => window.swarmscope.timeline.window")
+        assert restored == pytest.approx(window, abs=1e-3)
+        assert other.evaluate("() => window.swarmscope.timeline.mode") == "step"
+        # Selecting an agent and clearing the selection follow too.
+        agent = next(a["name"] for a in snapshot["agents"] if a["name"] != snapshot["events"][0]["agent"])
+        other.evaluate("(name) => window.swarmscope.selectAgent(name)", agent)
+        wait_until(other, "(name) => new URLSearchParams(location.search).get('agent') === name", agent)
+        assert "event" not in address(other)
+    finally:
+        context.close()
