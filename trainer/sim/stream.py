@@ -96,6 +96,8 @@ def stream_episode(
         system=trace.system,
         source_id=source_id or trace.source_id,
         attributes=trace_attributes(episode),
+        rewards=trace.rewards,
+        costs=trace.costs,
     ) as live:
         started = time.monotonic()
         for event, edges in trace_payload(episode):

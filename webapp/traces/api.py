@@ -160,6 +160,18 @@ def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
     return fragment
 
 
+def attribute_rewards(attributes: dict[str, Any]) -> dict[str, float]:
+    """The finite numbers of `attributes["rewards"]` (channel -> reward), {} when it is no object."""
+    found = attributes.get("rewards")
+    if not isinstance(found, dict):
+        return {}
+    return {
+        str(k): float(v)
+        for k, v in found.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }
+
+
 def busy(exc: ingest.TraceBusy | ingest.StagingLost) -> JsonResponse:
     """503 with Retry-After: the trace is taking another large batch in chunks (TraceBusy), or was
     changed under this one (StagingLost); nothing of the batch was stored, so sending it again is safe."""
@@ -230,7 +242,8 @@ def traces(request: HttpRequest):
     repeatable, the traces of these projects; one the caller does not read lists nothing, as an
     unknown session does; not a positive integer: 400). POST: create
     a trace (`name`, `system`, `source_id`, `attributes`, and optionally a first batch of
-    `events`/`edges`/`agents`); with an `Idempotency-Key` header, a retry creates nothing
+    `events`/`edges`/`agents`/`labels` and its `rewards`/`costs`/`metrics`; without `rewards`, the
+    numbers of `attributes.rewards` are its rewards); with an `Idempotency-Key` header, a retry creates nothing
     (`_create_once`)."""
     if request.method == "GET":
         try:
@@ -291,6 +304,9 @@ def traces(request: HttpRequest):
             batch.agents,
             batch.labels,
         )
+        fragment.rewards, fragment.costs, fragment.metrics = batch.rewards, batch.costs, batch.metrics
+        if not fragment.rewards:  # senders that put them in the attributes (trainer.sim.stream before 2026-12)
+            fragment.rewards = attribute_rewards(fragment.attributes)
     except BODY_ERRORS as exc:
         return bad_body(exc)
     if key is not None:
@@ -300,10 +316,13 @@ def traces(request: HttpRequest):
 
 @api_view("GET")
 def trace_detail(request: HttpRequest, trace_id: int):
+    """The trace resource (services.trace_summary) with its computed metrics (swarmscope.metrics,
+    cached on the row for its seq) under `computed_metrics`; `metrics` are those the source gave."""
     trace = get_trace(request, trace_id)
     if trace is None:
         return json_error(404, "no such trace")
-    return JsonResponse(services.trace_summary(trace))
+    computed = services.get_computed_metrics(trace)  # first: it stores the cost and models too
+    return JsonResponse({**services.trace_summary(trace), "computed_metrics": computed})
 
 
 @api_view("POST", ingest=True)

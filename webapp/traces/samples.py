@@ -139,6 +139,8 @@ def _live_fragments() -> list[tuple[core.Trace, list]]:
             name=f"{episode.trace.name} (live sample)",
             system=episode.trace.system,
             attributes={**stream.trace_attributes(episode), "sample": "swarmsim-pivot-12"},
+            rewards=dict(episode.trace.rewards),
+            costs=dict(episode.trace.costs),
         )
         found.append((header, stream.trace_payload(episode)))
     return found

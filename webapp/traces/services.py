@@ -169,6 +169,13 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "estimated_tokens": trace.estimated_tokens,
         "duration_s": trace.duration_s,
         "reward": trace.reward,
+        "cost": {
+            "usd": trace.cost_usd,
+            "estimated": trace.cost_estimated,
+            "models": trace.model_names.split(),
+            "unknown_models": trace.unknown_models.split(),
+        },
+        "error_count": trace.error_count,
         "labels": trace.label_summary,
         "live": is_live(trace),
         "live_idle_s": LIVE_WINDOW_S,

@@ -256,6 +256,18 @@ TRACE = {
             "`total_tokens`",
         },
         "costs": OBJECT,
+        "reward": {"type": ["number", "null"], "description": "the headline reward of `rewards`; null: none"},
+        "cost": {
+            "type": "object",
+            "description": "USD of its LLM calls at list prices (the genai-prices table, webapp/traces/prices.py): "
+            "`usd` null when no model it names has a price, `estimated` where estimated tokens were priced, "
+            "`models`, `unknown_models` (no price: not counted)",
+        },
+        "computed_metrics": {
+            "type": "object",
+            "description": "`GET /api/traces/<id>/` only: swarmscope.metrics of the trace (docs/metrics.md); "
+            "`metrics` holds those its source gave",
+        },
     },
 }
 

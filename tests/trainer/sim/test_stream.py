@@ -90,6 +90,7 @@ def test_stream_episode_builds_valid_batches(episode):
     assert close[:2] == ("POST", "/api/traces/7/close/"), "the stream ends with its close signal"
     assert created["source_id"] == episode.trace.source_id and created["system"] == "swarmsim"
     assert created["attributes"]["rewards"] == episode.trace.rewards
+    assert created["rewards"] == episode.trace.rewards and created["costs"] == episode.trace.costs  # the list's reward
     assert all(path == "/api/traces/7/events/" for _, path, _ in batches) and len(batches) > 1
     events = [e for _, _, body in batches for e in body["events"]]
     edges = [e for _, _, body in batches for e in body["edges"]]

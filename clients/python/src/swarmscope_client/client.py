@@ -155,12 +155,21 @@ class SwarmscopeClient:
         raise AssertionError("unreachable")
 
     def create_trace(
-        self, name: str, *, system: str = "", source_id: str = "", attributes: dict[str, Any] | None = None
+        self,
+        name: str,
+        *,
+        system: str = "",
+        source_id: str = "",
+        attributes: dict[str, Any] | None = None,
+        rewards: dict[str, float] | None = None,
+        costs: dict[str, float] | None = None,
     ) -> dict[str, Any]:
-        """Create a trace (or find it again by `source_id`); returns the trace resource. The call
-        carries a fresh `Idempotency-Key` (uuid4) that its resends reuse: a retry after a timeout
-        answers the trace the first attempt created instead of creating another."""
-        body = {"name": name, "system": system, "source_id": source_id, "attributes": attributes or {}}
+        """Create a trace (or find it again by `source_id`) with its `rewards` (channel -> number:
+        the list's reward) and `costs`; returns the trace resource. The call carries a fresh
+        `Idempotency-Key` (uuid4) that its resends reuse: a retry after a timeout answers the trace
+        the first attempt created instead of creating another."""
+        body: dict[str, Any] = {"name": name, "system": system, "source_id": source_id, "attributes": attributes or {}}
+        body.update({k: v for k, v in (("rewards", rewards), ("costs", costs)) if v})
         key = str(uuid.uuid4())
         trace = self._request("POST", "/api/traces/", json.dumps(body).encode(), idempotency_key=key)["trace"]
         return self._check_project(trace, "trace")

@@ -22,6 +22,9 @@ that endpoint is used and nothing is started.
 the OOM killer) has what is left of its process group killed (a worker's beat or pool processes)
 and is started again after a backoff (1 s, doubling, at most 30 s); one that dies within 30 s of
 its start five times in a row is given up on, and `up` stops with a message naming it.
+
+Quiet by default: Daphne's access log goes to `access.log` in the data folder (`access_log`), and
+the workers' task lines show at most 160 characters of a task's result (webapp/config/celery.py).
 """
 
 from __future__ import annotations
@@ -172,6 +175,20 @@ def kill_group(pgid: int, sig: int) -> None:
         pass
 
 
+def access_log() -> str:
+    """Where Daphne writes its access log (a line per request, static files included): the file
+    `access.log` in SWARMSCOPE_DATA_DIR, so the console shows the app's own messages; `-` in
+    SWARMSCOPE_ACCESS_LOG puts it on the console, another value names the file."""
+    return os.environ.get("SWARMSCOPE_ACCESS_LOG") or str(settings.DATA_DIR / "access.log")
+
+
+def daphne_command(host: str, port: int, access_log: str) -> list[str]:
+    return [
+        sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
+        "--access-log", access_log, "webapp.config.asgi:application",
+    ]  # fmt: skip
+
+
 def socket_path(data_dir: Path) -> Path:
     path = data_dir / "redis" / "redis.sock"
     if len(str(path)) <= MAX_SOCKET_PATH:
@@ -265,11 +282,7 @@ class Command(BaseCommand):
                     env,
                     "training worker",
                 )
-            self._spawn(
-                [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "webapp.config.asgi:application"],
-                env,
-                "daphne",
-            )
+            self._spawn(daphne_command(host, port, access_log()), env, "daphne")
             if not no_grpc:
                 self.supervisor.spawn(
                     "OTLP/gRPC receiver",

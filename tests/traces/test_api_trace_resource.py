@@ -1,0 +1,65 @@
+"""The API's trace resource: `GET /api/traces/<id>/` carries the computed metrics and the cost, and a
+streamed trace's rewards (a SwarmSim episode's, sent by trainer.sim.stream) are its reward in the
+list and the API."""
+
+import json
+
+import pytest
+
+from trainer.sim.stream import trace_attributes
+from trainer.sim.suites import pivot12_case
+
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
+
+
+def post_json(client, url, body):
+    return client.post(url, data=json.dumps(body), content_type="application/json")
+
+
+def test_the_trace_resource_has_its_computed_metrics_and_cost(api_client):
+    created = post_json(
+        api_client,
+        "/api/traces/",
+        {
+            "name": "two calls",
+            "events": [
+                {"id": "a", "t": 0, "type": "message", "agent": "lead", "to": "worker", "content": "go",
+                 "attributes": {"model": "gpt-4o", "input_tokens": 1000, "output_tokens": 100}},
+                {"id": "b", "t": 1, "type": "tool_result", "agent": "worker", "tool": "fetch",
+                 "attributes": {"status": "error"}},
+            ],
+        },
+    )  # fmt: skip
+    assert created.status_code == 201, created.content
+    trace_id = created.json()["trace"]["id"]
+    detail = api_client.get(f"/api/traces/{trace_id}/").json()
+    assert detail["metrics"] == {}  # none given by the source
+    assert detail["computed_metrics"]["total_events"] == 2 and detail["computed_metrics"]["total_steps"] == 2
+    # gpt-4o at $2.50 / $10 per million input / output tokens
+    assert detail["cost"] == {
+        "usd": pytest.approx((1000 * 2.5 + 100 * 10) / 1e6),
+        "estimated": False,
+        "models": ["gpt-4o"],
+        "unknown_models": [],
+    }
+    assert detail["error_count"] == 1
+
+
+@pytest.mark.parametrize("where", ["rewards", "attributes"])
+def test_a_streamed_swarmsim_episode_shows_its_reward(api_client, client, member, where):
+    """`rewards` in the create call (trainer.sim.stream now), or only in `attributes.rewards` (as
+    it sent them before, and other senders may): the trace's reward either way."""
+    episode = pivot12_case(0).episode
+    body = {"name": "episode", "system": "swarmsim", "attributes": trace_attributes(episode)}
+    if where == "rewards":
+        body["rewards"] = episode.trace.rewards
+    created = post_json(api_client, "/api/traces/", body)
+    assert created.status_code == 201, created.content
+    trace = created.json()["trace"]
+    assert trace["rewards"] == episode.trace.rewards and trace["reward"] == pytest.approx(episode.reward)
+    listed = api_client.get("/api/traces/").json()["results"]
+    assert [t["reward"] for t in listed] == [pytest.approx(episode.reward)]
+    client.defaults.pop("HTTP_AUTHORIZATION")
+    client.force_login(member)
+    page = client.get("/?kind=streamed").content.decode()
+    assert f'data-col="reward">{episode.reward:.2f}</td>' in page
