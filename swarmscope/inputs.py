@@ -41,6 +41,15 @@ def parse_int(text: Any, *, field: str, low: int = 0, high: int = MAX_DB_INT, cl
     return int(text)
 
 
+def id_or_none(text: Any) -> int | None:
+    """`text` as a row id (ASCII digits, 1 to MAX_DB_INT), else None: for a filter or a stored
+    reference that drops what is not an id rather than refusing the request."""
+    try:
+        return parse_int(text, field="id", low=1)
+    except InputError:
+        return None
+
+
 #: A UTF-16 surrogate code point: in a Python string it is always a lone one (JSON's escaped pairs
 #: decode to one character), which UTF-8, and so every database, cannot encode.
 _SURROGATE = re.compile("[\ud800-\udfff]")

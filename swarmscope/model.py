@@ -446,6 +446,37 @@ def label_from_dict(data: Any, index: int | None = None) -> Label:
     )
 
 
+def float_range_values(value: Any, name: str) -> dict[str, Any]:
+    """A trace's `rewards`, `costs` or `metrics` (a JSON object, or None for none) as a dict, every
+    number in it, nested too, within float range: an integer of 310+ digits, NaN or ±Infinity is
+    refused with TraceValidationError naming `name.key`, so nothing downstream (the headline
+    reward, exports) meets a number it cannot convert."""
+    values = dict(value or {})
+
+    def check(item: Any, path: str) -> None:
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                check(inner, f"{path}.{key}")
+        elif isinstance(item, list):
+            for i, inner in enumerate(item):
+                check(inner, f"{path}[{i}]")
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            try:
+                finite = math.isfinite(item)
+            except OverflowError:
+                finite = False
+            if not finite:
+                shown = f"an integer of {len(str(abs(item)))} digits" if isinstance(item, int) else repr(item)
+                raise TraceValidationError(
+                    f"must be a finite number within float range (about ±1.8e308), got {shown}",
+                    field=path,
+                    kind="trace",
+                )
+
+    check(values, name)
+    return values
+
+
 def trace_from_dict(data: dict[str, Any]) -> Trace:
     """Inverse of `Trace.to_dict`; checks every event and edge (see `validate_trace`)."""
     trace = Trace(
@@ -458,9 +489,9 @@ def trace_from_dict(data: dict[str, Any]) -> Trace:
         agents=[agent_from_dict(a, i) for i, a in enumerate(data.get("agents") or [])],
         events=[event_from_dict(e, i) for i, e in enumerate(data.get("events") or [])],
         edges=[edge_from_dict(e, i) for i, e in enumerate(data.get("edges") or [])],
-        rewards=dict(data.get("rewards") or {}),
-        costs=dict(data.get("costs") or {}),
-        metrics=dict(data.get("metrics") or {}),
+        rewards=float_range_values(data.get("rewards"), "rewards"),
+        costs=float_range_values(data.get("costs"), "costs"),
+        metrics=float_range_values(data.get("metrics"), "metrics"),
         labels=[label_from_dict(lb, i) for i, lb in enumerate(data.get("labels") or [])],
         attributes=dict(data.get("attributes") or {}),
     )

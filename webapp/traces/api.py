@@ -18,6 +18,7 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
 
 from swarmscope import model as core
@@ -156,7 +157,8 @@ def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
         if value is not None:
             if not isinstance(value, dict):
                 raise core.TraceValidationError("must be an object", field=name, kind="body")
-            setattr(fragment, name, value)
+            # rewards, costs, metrics: every number within float range (400 naming the key)
+            setattr(fragment, name, value if name == "attributes" else core.float_range_values(value, name))
     return fragment
 
 
@@ -475,7 +477,13 @@ def traces_upload(request: HttpRequest):
         reward_score = reward_score_name(request.GET.get("reward_score"))
     except ValueError as exc:
         return json_error(400, str(exc), field="reward_score")
-    if not request.FILES:  # a raw body: its Content-Encoding undone before any file is read
+    try:
+        files = request.FILES
+    except MultiPartParserError as exc:
+        return json_error(400, f"malformed multipart/form-data body: {exc}")
+    if not files and request.content_type == "multipart/form-data":  # its body is read: nothing else to import
+        return json_error(400, "a multipart/form-data body needs at least one file (field 'file')", field="file")
+    if not files:  # a raw body: its Content-Encoding undone before any file is read
         try:
             sources: Iterable[SourceFile] = list(upload_sources(request))
         except (OSError, EOFError, zlib.error) as exc:

@@ -24,6 +24,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from swarmscope import model as core
+from swarmscope.inputs import id_or_none
 from swarmscope.metrics import compute_metrics
 from webapp.accounts.models import Project
 from webapp.web.broadcast import broadcast_trace_metrics
@@ -536,7 +537,7 @@ class ListFilters:
             formats=many("format"),
             systems=many("system"),
             kinds=tuple(k for k in many("kind") if k in Trace.KINDS),
-            projects=tuple(int(p) for p in many("project") if p.isdigit()),
+            projects=tuple(i for i in map(id_or_none, many("project")) if i is not None),
             label=one("label") if one("label") in ("yes", "no") else "",
             outcome=one("outcome") if one("outcome") in OUTCOMES else "",
             derived_from=one("from")[:64],

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from swarmscope.importers.scores import reward_score_name
+from swarmscope.inputs import id_or_none
 from webapp.accounts.datacare import list_dependants
 from webapp.accounts.ratelimit import check_ingest_rate
 from webapp.accounts.services import (
@@ -111,8 +112,8 @@ def trace_list(request: HttpRequest):
         trace.live = services.is_live(trace)
         trace.live_for_s = services.list_row(trace)["live_for_s"] if trace.live else 0
         origin, _, pk = trace.derived_from.partition(":")
-        trace.parent_trace_id = int(pk) if origin == "trace" and pk.isdigit() else None
-        trace.derived_run_id = int(pk) if origin == "run" and pk.isdigit() else None
+        trace.parent_trace_id = id_or_none(pk) if origin == "trace" else None
+        trace.derived_run_id = id_or_none(pk) if origin == "run" else None
     facet_values = services.list_facets(project_ids, filters, counts)
     hidden = [f for f in facet_values["kinds"] if not f["shown"] and f["count"]]
     live_projects = project_ids[:MAX_LIVE_PROJECTS]
@@ -291,7 +292,7 @@ def _upload_project(request: HttpRequest, projects: list):
         if project is None:
             raise Http404("you are not a member of any project")
         return project
-    project_id = int(chosen) if chosen.isdigit() else None
+    project_id = id_or_none(chosen)
     project = next((p for p in list_projects_of(request.user) if p.pk == project_id), None)
     if project is None:
         raise Http404("no such project")

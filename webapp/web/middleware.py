@@ -24,9 +24,11 @@ from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.request import split_domain_port, validate_host
 from django.template import loader
+
+from swarmscope.inputs import MAX_DB_INT
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -161,6 +163,14 @@ class RefuseNulMiddleware:
             return JsonResponse({"error": NUL_REFUSAL, "field": field}, status=400)
         reason = f"{field}: {NUL_REFUSAL}"
         return HttpResponse(loader.render_to_string("400.html", {"reason": reason}, request), status=400)
+
+    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs) -> None:
+        """404 (the friendly page, JSON under /api/) for a URL naming what no row can be: an id past a
+        64-bit column (`/projects/<10**30>/members/`: SQLite cannot even compare it) or a path part
+        holding a NUL (`/sessions/%00/`: PostgreSQL cannot compare it)."""
+        for value in (*view_args, *view_kwargs.values()):
+            if (isinstance(value, int) and value > MAX_DB_INT) or (isinstance(value, str) and "\x00" in value):
+                raise Http404("no such page")
 
 
 class ContentSecurityPolicyMiddleware:
