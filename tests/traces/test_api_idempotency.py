@@ -53,6 +53,20 @@ def test_the_same_key_with_another_body_answers_422_naming_the_header(api_client
     assert Trace.objects.count() == 1
 
 
+def test_the_same_document_serialised_anew_is_the_same_request(api_client):
+    """Bodies are compared as parsed JSON: another key order, spacing or escaping of the same
+    document replays the first trace; another value is still a 422."""
+    body = {"name": "run é", "system": "tests", "events": [event(0)], "attributes": {"b": 1, "a": [1.5, None]}}
+    first = create(api_client, body, "k-json")
+    assert first.status_code == 201
+    anew = json.dumps(dict(reversed(list(body.items()))), indent=2, ensure_ascii=True)
+    again = api_client.post("/api/traces/", data=anew, content_type="application/json", HTTP_IDEMPOTENCY_KEY="k-json")
+    assert again.status_code == 201 and again["Idempotent-Replayed"] == "true"
+    assert again.json()["trace"]["id"] == first.json()["trace"]["id"] and Trace.objects.count() == 1
+    changed = create(api_client, {**body, "attributes": {"b": 1, "a": [1.5, 0]}}, "k-json")
+    assert changed.status_code == 422 and changed.json()["field"] == "Idempotency-Key"
+
+
 def test_the_same_key_from_another_user_of_the_project_is_another_request(api_client, client, project, member):
     from django.contrib.auth import get_user_model
 

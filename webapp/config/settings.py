@@ -36,7 +36,7 @@ elif not DEBUG and (SECRET_KEY in PLACEHOLDER_SECRET_KEYS or SECRET_KEY.lower().
         "DJANGO_SECRET_KEY is the placeholder of docker/env.example: set a long random one, e.g. "
         "python -c 'import secrets; print(secrets.token_urlsafe(50))'"
     )
-ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
+ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 # Origins (scheme://host[:port]) besides the site's own whose pages may open a websocket with the
 # session cookie (webapp.web.middleware.origin_allowed); e.g. the public name behind a proxy that
 # rewrites Host or does not forward X-Forwarded-Proto. Token sockets (`?token=`) need none.

@@ -1,7 +1,8 @@
 """`Idempotency-Key` on the POSTs that create something (IETF draft-ietf-httpapi-idempotency-key-header).
 
 A client that retries a create after a timeout or a 5xx sends the same key again: the first
-request with a key stores (project, key, endpoint, SHA-256 of the caller's user id and the body)
+request with a key stores (project, key, endpoint, SHA-256 of the caller's user id and the body
+as parsed JSON, so a re-serialised body is the same request)
 -> the created object's id and status, in the transaction that creates it; a repeat with the same
 body answers that object with the first status and `Idempotent-Replayed: true`, creating nothing;
 the same key with another body (or from another user) answers 422 naming the header. Keys live
@@ -16,6 +17,7 @@ Used by `POST /api/traces/` (webapp.traces.api) and `POST /api/traces/<id>/count
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
@@ -30,6 +32,8 @@ HEADER = "Idempotency-Key"
 #: How long a key answers for the object it created (the draft leaves it to the server; Stripe: 24 h).
 IDEMPOTENCY_KEY_TTL = timedelta(hours=24)
 MAX_KEY_LENGTH = 255
+#: How `request_hash` writes a parsed body: one text for one JSON value, whatever its serialisation.
+CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
 
 
 class KeyProblem(Exception):
@@ -59,10 +63,23 @@ def check_key(request: HttpRequest) -> str | None:
 
 
 def request_hash(request: HttpRequest, body: bytes) -> str:
-    """SHA-256 (hex) of the caller's user id and `body` (the request body as received, decompressed)."""
+    """SHA-256 (hex) of the caller's user id and `body` (the request body as received, decompressed)
+    as its parsed JSON: keys sorted, no insignificant whitespace, so a client that serialises the
+    same document anew on a retry (another key order, spacing or escaping) sends the same request.
+    A body that is not one JSON document (NDJSON, say) is hashed byte for byte."""
     token = getattr(request, "token", None)
     user_id = token.user_id if token is not None else request.user.pk
-    return hashlib.sha256(f"{user_id}\x00".encode() + body).hexdigest()
+    digest = hashlib.sha256(f"{user_id}\x00".encode())
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        digest.update(body)
+        return digest.hexdigest()
+    # "\x01": a parsed body never hashes like a raw one
+    digest.update(b"\x01")
+    for chunk in CANONICAL_JSON.iterencode(doc):
+        digest.update(chunk.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def _find(project: Project, key: str, endpoint: str, now: datetime) -> IdempotencyKey | None:

@@ -57,6 +57,10 @@ def too_large() -> JsonResponse:
     )
 
 
+#: The request Content-Encodings `read_body` undoes ("" and identity: none); any other is a 415.
+CONTENT_ENCODINGS = ("", "identity", "gzip", "deflate")
+
+
 def _refuse_request(request: HttpRequest, methods: tuple[str, ...], kwargs: dict) -> JsonResponse | None:
     """The answer to a request refused before anyone looks at the caller, else None."""
     if request.method not in methods:
@@ -66,6 +70,13 @@ def _refuse_request(request: HttpRequest, methods: tuple[str, ...], kwargs: dict
     for name, value in request.GET.items():
         if "\x00" in value:
             return json_error(400, "must not contain a NUL character (U+0000)", field=name)
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in CONTENT_ENCODINGS:  # e.g. br, zstd, or a chain: not read as plain bytes
+        return json_error(
+            415,
+            f"Content-Encoding {encoding[:40]!r} is not supported: send gzip, deflate or identity",
+            field="Content-Encoding",
+        )
     try:
         if int(request.headers.get("Content-Length") or 0) > settings.SWARMSCOPE_MAX_UPLOAD_BYTES:
             return too_large()
