@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { agentsAliveSeries, failureModeRows, metricText, raisedFlags } from "../../static/js/panels/metrics_panel.js";
+import { agentsAliveSeries, failureModeRows, metricDefinitions, metricText, raisedFlags } from "../../static/js/panels/metrics_panel.js";
 
 test("agents alive pairs become sorted uPlot columns", () => {
   assert.deepEqual(agentsAliveSeries([[2, 3], [0, 1], [1, 2]]), [[0, 1, 2], [1, 2, 3]]);
@@ -44,4 +44,13 @@ test("measured tokens and the estimate are two metrics; no measurement reads n/a
   assert.deepEqual(metricText({ tokens: 1071, estimated_tokens: 513 }, "estimated_tokens"), { text: "~513 est.", reason: "" });
   const why = "no measured token usage: the source reports none (~6690 estimated from content ...)";
   assert.deepEqual(metricText({ tokens: null, estimated_tokens: 6690, unavailable: { tokens: why } }, "tokens"), { text: "n/a", reason: why });
+});
+
+test("the definitions of the shown metrics and failure modes are listed in card order", () => {
+  const computed = { total_steps: 4, critical_steps: 2, estimated_tokens: 0, custom: 1, failure_modes: { serial_collapse: false } };
+  const defs = metricDefinitions(computed);
+  assert.deepEqual(defs.map((d) => d.key), ["critical_steps", "total_steps", "serial_collapse"]);
+  assert.match(defs[0].help, /longest chain of steps/);
+  assert.equal(defs[2].label, "Serial collapse");
+  assert.deepEqual(metricDefinitions({}), []);
 });

@@ -82,6 +82,20 @@ export function failureModeRows(computed) {
 }
 
 /**
+ * The definitions of what the panel shows of `computed` (its metric cards with a known definition,
+ * then its failure modes), in that order: `[{key, label, help}]`. The panel lists them under the
+ * cards ("What these measure"), so they are read on the page, not only in hover titles.
+ * @param {object} computed the trace's computed_metrics
+ */
+export function metricDefinitions(computed) {
+  const shown = Object.keys(COMPUTED_METRICS).filter((k) => k in (computed ?? {}) && !(k === "estimated_tokens" && !computed[k]));
+  return [
+    ...shown.map((key) => ({ key, label: COMPUTED_METRICS[key].label, help: COMPUTED_METRICS[key].help })),
+    ...failureModeRows(computed).map((row) => ({ key: row.name, label: row.label, help: FAILURE_MODES[row.name].help })),
+  ];
+}
+
+/**
  * `[[t, count], ...]` as uPlot data `[[t...], [count...]]`, sorted by t.
  * @param {[number, number][]} pairs
  * @returns {[number[], number[]]}
@@ -158,6 +172,19 @@ export class MetricsPanel {
     }
     if (!keys.length) cards.append(el("p", "No computed metrics yet.", "muted"));
     parts.push(cards);
+    const definitions = metricDefinitions(computed);
+    if (definitions.length) {
+      const list = el("dl", null, "meta metric-definitions");
+      for (const { key, label, help } of definitions) {
+        const term = el("dt", label);
+        term.dataset.metric = key;
+        list.append(term, el("dd", help));
+      }
+      const more = el("details", null, "metrics-more");
+      more.dataset.testid = "metric-definitions";
+      more.append(el("summary", "What these measure"), list);
+      parts.push(more);
+    }
 
     const modes = failureModeRows(computed);
     if (modes.length) {
