@@ -4,7 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENDOR_FILES := node_modules/sigma/dist/sigma.min.js node_modules/graphology/dist/graphology.umd.min.js \
                 node_modules/uplot/dist/uPlot.iife.min.js node_modules/uplot/dist/uPlot.min.css \
-                node_modules/marked/lib/marked.umd.js node_modules/dompurify/dist/purify.min.js
+                node_modules/marked/lib/marked.umd.js node_modules/dompurify/dist/purify.min.js \
+                node_modules/@dagrejs/dagre/dist/dagre.min.js
 # A failing or hung test run must end: whole-suite wall clock limit, in seconds.
 TEST_TIMEOUT ?= 2400
 

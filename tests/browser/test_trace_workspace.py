@@ -158,3 +158,57 @@ def test_the_address_follows_the_selection_zoom_and_panels_and_restores_them(
         assert "event" not in address(other)
     finally:
         context.close()
+
+
+def label_overlaps(page) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The agent graph's labels and circles as sigma draws them (viewport px), and every pair
+    whose label boxes overlap, or whose label covers another agent's circle."""
+    boxes = page.evaluate("() => window.swarmscope.agentGraph.labelBoxes()")
+    labelled = [b for b in boxes if b["labelled"]]
+
+    def hit(a, b):
+        return (
+            a["x"] < b["x"] + b["width"]
+            and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"]
+            and b["y"] < a["y"] + a["height"]
+        )
+
+    def circle(node):
+        return {"x": node["x"] - node["r"], "y": node["y"] - node["r"], "width": 2 * node["r"], "height": 2 * node["r"]}
+
+    pairs = []
+    for i, a in enumerate(labelled):
+        for b in labelled[i + 1 :]:
+            if hit(a["label"], b["label"]):
+                pairs.append((a["name"], b["name"]))
+        for b in boxes:
+            if b["name"] != a["name"] and hit(a["label"], circle(b["node"])):
+                pairs.append((a["name"], b["name"] + " (circle)"))
+    return boxes, pairs
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "who-and-when/Hand-Crafted/1.json",
+        "who-and-when/Algorithm-Generated/1.json",
+        "claude-code/4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
+        "claude-code/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl",
+    ],
+)
+def test_agent_graph_labels_do_not_overlap(app, wide_page, shared_data, relative):
+    path = shared_data / relative
+    if not path.exists():
+        pytest.skip(f"{path} not found: this test needs {relative} of ../shared/data")
+    trace_id = next(iter(app.import_files(path).values()))
+    agents = app.api(f"/api/traces/{trace_id}/snapshot/")["agents"]
+    page = wide_page
+    open_trace_page(page, app, trace_id)
+    wait_until(page, "() => window.swarmscope.agentGraph.labelBoxes().length > 0")
+    boxes, pairs = label_overlaps(page)
+    assert len(boxes) == len(agents) and all(b["labelled"] for b in boxes)  # every agent is labelled
+    assert pairs == [], pairs
+    # Inside the panel: no label runs off its right edge.
+    panel = box(page, "agent-graph-canvas")
+    assert all(b["label"]["x"] + b["label"]["width"] <= panel["width"] + 1 for b in boxes), boxes

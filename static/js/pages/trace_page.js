@@ -833,6 +833,7 @@ if (app) {
     selectAgent: (name) => page.selectAgent(name),
     eventClientPoint: (id) => page.timeline.eventClientPoint(id),
     timeline: page.timeline,
+    agentGraph: page.agentGraph,
     lastSeq: () => page.model.seq,
     eventCount: () => page.model.eventCount,
     transcript: page.transcript,

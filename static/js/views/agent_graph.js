@@ -3,8 +3,13 @@
  * by role), the spawn tree as thin grey lines, and the agents' interactions as curved edges
  * aggregated per pair (width by count, colour by the most frequent edge type).
  *
- * The layout is a deterministic tree layout over the spawn tree (`treeLayout`, pure):
- * layered for small trees, radial when the tree has many leaves.
+ * The layout (`labelledLayout`, pure) is dagre's layered layout (static/vendor/dagre.min.js, the
+ * maintained @dagrejs/dagre) of the spawn tree, left to right, each agent a box as wide as its
+ * circle and its label, so labels never print over each other or over circles; a wide fan-out
+ * (more than CLUSTER_ABOVE children without children of their own) is one box, its agents packed
+ * in a grid of columns. Without dagre (its script missing) the older `treeLayout` is used. The
+ * layout is in screen pixels: sigma scales it up to fill the panel and down only when it does not
+ * fit, where its label grid (labelDensity) leaves out labels rather than overlapping them.
  *
  * With credit (`setCredit`, from attribution.js's `graphCredit`), nodes are coloured by their
  * agent's credit and sender→receiver edges drawn with width by |credit| and colour by its sign
@@ -27,6 +32,14 @@ export const RADIAL_ABOVE_LEAVES = 16;
 const LARGE_GRAPH = 200;
 /** Up to this many agents every node is labelled. */
 const LABEL_ALL_BELOW = 12;
+/** Sigma's label font (the layout measures labels with it). */
+const LABEL_SIZE = 12;
+const LABEL_FONT = "system-ui, sans-serif";
+const LABEL_WEIGHT = "normal";
+/** Between a circle and its label (sigma draws the label `size + 3` px right of the centre). */
+const LABEL_GAP = 4;
+/** The largest circle radius drawn (base + range, times 1.3 when selected), px. */
+const MAX_RADIUS = { normal: 24, large: 11 };
 /** The keyboard cursor's ring. */
 export const CURSOR_COLOR = "#f08c00";
 /** Arrow keys and their screen directions (y grows downwards). */
@@ -109,6 +122,76 @@ export function treeLayout(roots, childrenOf, { radialAbove = RADIAL_ABOVE_LEAVE
   return out;
 }
 
+/** A parent with more than this many childless children gets them packed in a grid (one box). */
+export const CLUSTER_ABOVE = 8;
+/** Space between boxes in a rank, between ranks, and between the grid cells of a cluster (px). */
+const NODE_SEP = 6;
+const RANK_SEP = 36;
+const CELL_GAP = 10;
+
+/**
+ * Positions (screen px, y down) for a forest laid out by dagre left to right. `boxOf(name)` gives
+ * {width, height, r}: the agent's box (circle and label) and its circle's radius; the agent's
+ * circle centre is placed `r` from its box's left edge (sigma draws the label to its right).
+ * Children beyond CLUSTER_ABOVE that have no children are packed into one grid box per parent,
+ * about as wide as tall. `dagre` is the library (the browser global, or the npm module in tests).
+ * @returns {Map<string, {x: number, y: number}>}
+ */
+export function labelledLayout(dagre, roots, childrenOf, boxOf, { clusterAbove = CLUSTER_ABOVE } = {}) {
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: "LR", nodesep: NODE_SEP, ranksep: RANK_SEP, marginx: 0, marginy: 0 });
+  g.setDefaultEdgeLabel(() => ({}));
+  const clusters = new Map(); // box id -> {names, cols, cellW, cellH}
+  const seen = new Set();
+  const add = (name) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const box = boxOf(name);
+    g.setNode(name, { width: box.width, height: box.height });
+    const children = childrenOf(name);
+    const leaves = children.filter((c) => childrenOf(c).length === 0);
+    const packed = leaves.length > clusterAbove ? new Set(leaves) : new Set();
+    if (packed.size) {
+      const names = [...packed];
+      const boxes = names.map(boxOf);
+      const cellW = Math.max(...boxes.map((b) => b.width)) + CELL_GAP;
+      const cellH = Math.max(...boxes.map((b) => b.height)) + NODE_SEP;
+      // Columns so that the grid is about as wide as tall.
+      const cols = Math.max(1, Math.round(Math.sqrt((names.length * cellH) / cellW)));
+      const id = `\u0000cluster:${name}`;
+      clusters.set(id, { names, boxes, cols, cellW, cellH });
+      g.setNode(id, { width: cols * cellW, height: Math.ceil(names.length / cols) * cellH });
+      g.setEdge(name, id);
+      for (const c of names) seen.add(c);
+    }
+    for (const c of children) {
+      if (packed.has(c)) continue;
+      add(c);
+      g.setEdge(name, c);
+    }
+  };
+  for (const r of roots) add(r);
+  dagre.layout(g);
+  const out = new Map();
+  for (const id of g.nodes()) {
+    const n = g.node(id);
+    const cluster = clusters.get(id);
+    if (!cluster) {
+      const { width, r } = boxOf(id);
+      out.set(id, { x: n.x - width / 2 + r, y: n.y });
+      continue;
+    }
+    const left = n.x - n.width / 2;
+    const top = n.y - n.height / 2;
+    cluster.names.forEach((name, i) => {
+      const col = i % cluster.cols;
+      const row = Math.floor(i / cluster.cols);
+      out.set(name, { x: left + col * cluster.cellW + cluster.boxes[i].r, y: top + row * cluster.cellH + cluster.cellH / 2 });
+    });
+  }
+  return out;
+}
+
 /** Widest credit edge, in sigma size units (an edge of credit c is 1 + (MAX - 1)·|c| wide). */
 export const CREDIT_EDGE_MAX = 9;
 
@@ -139,6 +222,9 @@ export class AgentGraph {
     this.legend = null;
     this._layoutVersion = -1;
     this._layout = new Map();
+    /** The layout's extent with the labels ({x: [min, max], y: [min, max]}, sigma's units), or null. */
+    this._bbox = null;
+    this._framed = undefined;
     /** The keyboard cursor: the agent the arrow keys are on (drawn while the graph has the focus). */
     this.cursor = null;
     this.focused = false;
@@ -163,7 +249,7 @@ export class AgentGraph {
   render() {
     const model = this.model;
     if (this._layoutVersion !== model.version) {
-      this._layout = treeLayout(model.rootAgents(), (name) => model.childrenOf(name));
+      this._layout = this._computeLayout();
       this._layoutVersion = model.version;
     }
     const stats = model.agentStats();
@@ -232,6 +318,10 @@ export class AgentGraph {
       this.sigma?.setGraph(graph);
     }
     if (!this.sigma) this._mount();
+    if (this._framed !== this._bbox) {
+      this._framed = this._bbox;
+      this.sigma.setCustomBBox(this._bbox);
+    }
   }
 
   /** Agent edges merged per ordered pair over every type but spawn; `type` the most frequent. */
@@ -351,6 +441,60 @@ export class AgentGraph {
     e.stopPropagation();
   }
 
+  /** The spawn tree's layout: dagre with label-sized boxes (y up, as sigma's), else the tree layout. */
+  _computeLayout() {
+    const model = this.model;
+    const dagre = globalThis.dagre;
+    const childrenOf = (name) => model.childrenOf(name);
+    if (!dagre?.layout) return treeLayout(model.rootAgents(), childrenOf);
+    const large = model.agents.size > LARGE_GRAPH;
+    const r = large ? MAX_RADIUS.large : MAX_RADIUS.normal;
+    const boxOf = (name) => ({ width: 2 * r + LABEL_GAP + this._labelWidth(name), height: Math.max(2 * r, LABEL_SIZE + 4), r });
+    const at = labelledLayout(dagre, model.rootAgents(), childrenOf, boxOf);
+    const out = new Map();
+    const bbox = { x: [Infinity, -Infinity], y: [Infinity, -Infinity] };
+    for (const [name, p] of at) {
+      out.set(name, { x: p.x, y: -p.y });
+      const box = boxOf(name);
+      bbox.x = [Math.min(bbox.x[0], p.x - r), Math.max(bbox.x[1], p.x - r + box.width)];
+      bbox.y = [Math.min(bbox.y[0], -p.y - box.height / 2), Math.max(bbox.y[1], -p.y + box.height / 2)];
+    }
+    // Sigma frames the boxes, labels included, not only the circles' centres.
+    this._bbox = out.size ? bbox : null;
+    return out;
+  }
+
+  /** The width (px) sigma gives `name`'s label (its font and size). */
+  _labelWidth(name) {
+    this._measure ??= document.createElement("canvas").getContext("2d");
+    this._measure.font = `${LABEL_WEIGHT} ${LABEL_SIZE}px ${LABEL_FONT}`;
+    return Math.ceil(this._measure.measureText(name).width);
+  }
+
+  /**
+   * The labels and circles sigma draws (viewport px: {name, label: {x, y, width, height}, node:
+   * {x, y, r}}), as sigma's default label renderer places them: `size + 3` right of the centre,
+   * vertically centred on it. For tests and the page's checks: a labelled agent is one sigma
+   * labels (`forceLabel`, or a node big enough to pass its threshold).
+   */
+  labelBoxes() {
+    if (!this.sigma) return [];
+    const out = [];
+    for (const name of this.graph.nodes()) {
+      const data = this.sigma.getNodeDisplayData(name);
+      if (!data || data.hidden) continue;
+      const p = this.sigma.framedGraphToViewport(data);
+      const size = this.sigma.scaleSize(data.size);
+      const width = this._labelWidth(name);
+      out.push({
+        name, labelled: Boolean(data.forceLabel),
+        node: { x: p.x, y: p.y, r: size },
+        label: { x: p.x + size + 3, y: p.y - LABEL_SIZE / 2, width, height: LABEL_SIZE },
+      });
+    }
+    return out;
+  }
+
   /** Show the whole graph. */
   fit() {
     this.sigma?.getCamera().animatedReset({ duration: 250 });
@@ -368,8 +512,9 @@ export class AgentGraph {
       labelRenderedSizeThreshold: 9,
       labelDensity: 0.5,
       labelGridCellSize: 120,
-      labelSize: 12,
-      labelFont: "system-ui, sans-serif",
+      labelSize: LABEL_SIZE,
+      labelFont: LABEL_FONT,
+      labelWeight: LABEL_WEIGHT,
       defaultNodeType: "point",
       nodeProgramClasses: {
         point: NodePointProgram,
