@@ -96,3 +96,9 @@ def test_a_401_digit_reward_when_creating_a_trace_is_refused_naming_the_field(ap
     assert response.json()["field"] == "rewards.team"
     assert "float range" in response.json()["error"]
     assert Trace.objects.count() == count
+
+
+def test_marking_a_notification_past_64_bits_read_is_a_400(api_client):
+    """Found by schemathesis once the route was documented: SQLite could not compare the id."""
+    response = post_raw(api_client, "/api/review/notifications/read/", f'{{"ids": [{10**30}]}}')
+    assert response.status_code == 400 and response.json()["field"] == "ids"

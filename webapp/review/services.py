@@ -745,7 +745,9 @@ def do_mark_read(user, project_ids: Iterable[int], ids: Any = None) -> int:
     Raises ReviewInputError (field "ids") when `ids` is not a list of integers."""
     qs = Notification.objects.filter(user=user, read_at__isnull=True, project_id__in=list(project_ids))
     if ids is not None:
-        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-            raise ReviewInputError("must be a list of notification ids", field="ids")
+        if not isinstance(ids, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 < i <= MAX_DB_INT for i in ids
+        ):
+            raise ReviewInputError(f"must be a list of notification ids (1 to {MAX_DB_INT})", field="ids")
         qs = qs.filter(pk__in=ids)
     return qs.update(read_at=timezone.now())

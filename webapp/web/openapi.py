@@ -722,6 +722,57 @@ PATHS: dict[str, Any] = {
             "responses": {"200": _json(OBJECT, "snapshot with seq"), **_errors(401, 404)},
         },
     },
+    "/api/traces/{trace_id}/snapshot/lod/": {
+        "get": {
+            "summary": "The snapshot at a level of detail: the overview snapshot of a huge trace, else the full one",
+            "operationId": "getLodSnapshot",
+            "parameters": [
+                _path_id("trace_id"),
+                _query("bins", {"type": "integer", "minimum": 1, "maximum": 2000}, "time bins (default 200)"),
+            ],
+            "responses": {"200": _json(OBJECT, "snapshot with seq"), **_errors(400, 401, 404)},
+        },
+    },
+    "/api/traces/{trace_id}/overview/": {
+        "get": {
+            "summary": "The trace binned in time per lane (counts, not events)",
+            "operationId": "getTraceOverview",
+            "parameters": [
+                _path_id("trace_id"),
+                _query("bins", {"type": "integer", "minimum": 1, "maximum": 2000}, "time bins (default 200)"),
+            ],
+            "responses": {"200": _json(OBJECT, "the overview"), **_errors(400, 401, 404)},
+        },
+    },
+    "/api/traces/{trace_id}/window/": {
+        "get": {
+            "summary": "The events of a time window (t0 <= t1, seconds), of some lanes or all",
+            "operationId": "getTraceWindow",
+            "parameters": [
+                _path_id("trace_id"),
+                {**_query("t0", {"type": "number"}, "window start (s)"), "required": True},
+                {**_query("t1", {"type": "number"}, "window end (s), at least t0"), "required": True},
+                _query("lanes", {"type": "string"}, "comma-separated overview lane names (default all)"),
+                _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000}, "most events answered"),
+            ],
+            "responses": {"200": _json(OBJECT, "the window's events"), **_errors(400, 401, 404)},
+        },
+    },
+    "/api/traces/{trace_id}/search/": {
+        "get": {
+            "summary": "Search a trace's events by text",
+            "operationId": "searchTrace",
+            "parameters": [
+                _path_id("trace_id"),
+                {
+                    **_query("q", {"type": "string", "minLength": 1, "maxLength": 200}, "the text (1 to 200)"),
+                    "required": True,
+                },
+                _query("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "most hits answered"),
+            ],
+            "responses": {"200": _json(OBJECT, "the hits"), **_errors(400, 401, 404)},
+        },
+    },
     "/api/traces/{trace_id}/export/": {
         "get": {
             "summary": "Export a trace as native or survey-schema JSON",
@@ -801,6 +852,66 @@ PATHS: dict[str, Any] = {
                 {"type": "object", "additionalProperties": True, "properties": {"resourceSpans": {"type": "array"}}}
             ),
             "responses": {"200": _json(OBJECT, "accepted"), **_otlp_errors(400, 401, 403, 413, 415, 429)},
+        },
+    },
+    "/v1/logs": {
+        "post": {
+            "summary": "OTLP/HTTP logs export (JSON here; protobuf also accepted): log records join their spans",
+            "operationId": "otlpLogs",
+            "requestBody": _body(
+                {"type": "object", "additionalProperties": True, "properties": {"resourceLogs": {"type": "array"}}}
+            ),
+            "responses": {"200": _json(OBJECT, "accepted"), **_otlp_errors(400, 401, 403, 413, 415, 429)},
+        },
+    },
+    "/api/review/notifications/": {
+        "get": {
+            "summary": "The caller's notifications (@mentions), newest first",
+            "operationId": "listNotifications",
+            "parameters": [
+                _query("unread", {"type": "string", "enum": ["1", "true", "0", "false"]}, "1: only unread ones"),
+                _query("before", ID, "page back: notifications older than this id"),
+                _query("limit", {"type": "integer", "minimum": 1, "maximum": 200}, "default 50"),
+            ],
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "required": ["unread", "results"],
+                        "properties": {"unread": {"type": "integer"}, "results": {"type": "array", "items": OBJECT}},
+                    },
+                    "unread count and the page",
+                ),
+                **_errors(400, 401),
+            },
+        },
+    },
+    "/api/review/notifications/read/": {
+        "post": {
+            "summary": "Mark notifications read: those of `ids`, or all without it",
+            "operationId": "markNotificationsRead",
+            "requestBody": _body(
+                {"type": "object", "properties": {"ids": {"type": "array", "items": ID}}}, required=False
+            ),
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "required": ["marked", "unread"],
+                        "properties": {"marked": {"type": "integer"}, "unread": {"type": "integer"}},
+                    },
+                    "how many were marked, how many are left unread",
+                ),
+                **_errors(400, 401, 403),
+            },
+        },
+    },
+    "/api/review/traces/{trace_id}/attribution-votes/": {
+        "get": {
+            "summary": "Every attribution of a trace with its votes, grouped by job and estimator",
+            "operationId": "listTraceAttributionVotes",
+            "parameters": [_path_id("trace_id")],
+            "responses": {"200": _json(OBJECT, "{trace, user, can_review, groups}"), **_errors(401, 404)},
         },
     },
     "/api/review/comments/": {
@@ -889,6 +1000,12 @@ PATHS: dict[str, Any] = {
                 }
             ),
             "responses": {"200": _json(VOTES, "tally after the vote"), **_errors(400, 401, 403, 404)},
+        },
+        "delete": {
+            "summary": "Withdraw one's vote (withdrawing no vote changes nothing)",
+            "operationId": "deleteVote",
+            "parameters": [_path_id("attribution_id")],
+            "responses": {"200": _json(VOTES, "tally after the withdrawal"), **_errors(401, 403, 404)},
         },
     },
     "/api/review/traces/{trace_id}/status/": {
