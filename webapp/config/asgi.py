@@ -16,9 +16,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs
 from webapp.config.routing import websocket_urlpatterns  # noqa: E402
 from webapp.web.body_limits import BodyLimitMiddleware, install_daphne_limits  # noqa: E402
 from webapp.web.middleware import SocketAuthentication  # noqa: E402
+from webapp.web.socket_buffers import install_daphne_socket_limits  # noqa: E402
 
 if "daphne.server" in sys.modules:  # served by Daphne (`manage.py up`, the web image)
     install_daphne_limits()
+    install_daphne_socket_limits()  # a websocket whose reader stops is closed, not buffered for
 
 application = ProtocolTypeRouter(
     {

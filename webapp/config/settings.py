@@ -169,6 +169,14 @@ SWARMSCOPE_MAX_GZIP_RATIO = int(os.environ.get("SWARMSCOPE_MAX_GZIP_RATIO", 200)
 # viewer is refused: the download costs what a write does), and none of over SWARMSCOPE_EXPORT_MAX_EVENTS.
 SWARMSCOPE_EXPORT_LARGE_EVENTS = int(os.environ.get("SWARMSCOPE_EXPORT_LARGE_EVENTS", 100_000))
 SWARMSCOPE_EXPORT_MAX_EVENTS = int(os.environ.get("SWARMSCOPE_EXPORT_MAX_EVENTS", 2_000_000))
+# Live sockets (webapp.web.sockets): open sockets per Daphne process at most this many per user and
+# per project (more are closed with 4429 naming the cap); a socket may send this many resume requests
+# a minute (a burst of 5; more are answered with an error naming the limit); a socket whose reader
+# leaves more than SWARMSCOPE_SOCKET_SEND_BUFFER_BYTES unsent is closed with 4008 (it resumes with ?seq=N).
+SWARMSCOPE_SOCKETS_PER_USER = int(os.environ.get("SWARMSCOPE_SOCKETS_PER_USER", 50))
+SWARMSCOPE_SOCKETS_PER_PROJECT = int(os.environ.get("SWARMSCOPE_SOCKETS_PER_PROJECT", 500))
+SWARMSCOPE_SOCKET_RESUMES_PER_MINUTE = int(os.environ.get("SWARMSCOPE_SOCKET_RESUMES_PER_MINUTE", 30))
+SWARMSCOPE_SOCKET_SEND_BUFFER_BYTES = int(os.environ.get("SWARMSCOPE_SOCKET_SEND_BUFFER_BYTES", 4 * 1024 * 1024))
 # An OTLP trace with more stored spans than this is re-derived by a worker task after the request
 # (coalesced: one rebuild for all the requests that arrived while the last one ran), so a request
 # costs what its own spans cost; a smaller one is re-derived within the request.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import import_module
@@ -119,6 +120,45 @@ SHARED_STATE_S = 1.0
 SHARED_READS = SharedReads()
 
 
+#: Close code of a socket refused for a cap on open sockets (per user, per project).
+TOO_MANY_SOCKETS = 4429
+
+
+class SocketCounts:
+    """The open sockets of this Daphne process by user and by project (one event loop: no locks),
+    for the caps SWARMSCOPE_SOCKETS_PER_USER and SWARMSCOPE_SOCKETS_PER_PROJECT."""
+
+    def __init__(self) -> None:
+        self.by_user: Counter[int] = Counter()
+        self.by_project: Counter[int] = Counter()
+
+    def refusal(self, user_pk: int, project_pk: int) -> str | None:
+        """Why one more socket of this user on this project is over a cap, else None."""
+        per_user, per_project = settings.SWARMSCOPE_SOCKETS_PER_USER, settings.SWARMSCOPE_SOCKETS_PER_PROJECT
+        if self.by_user[user_pk] >= per_user:
+            return (
+                f"too many open sockets: {per_user} for one user (SWARMSCOPE_SOCKETS_PER_USER);"
+                " close other tabs or clients"
+            )
+        if self.by_project[project_pk] >= per_project:
+            return f"too many open sockets: {per_project} on one project (SWARMSCOPE_SOCKETS_PER_PROJECT)"
+        return None
+
+    def add(self, user_pk: int, project_pk: int) -> None:
+        self.by_user[user_pk] += 1
+        self.by_project[project_pk] += 1
+
+    def remove(self, user_pk: int, project_pk: int) -> None:
+        for counts, key in ((self.by_user, user_pk), (self.by_project, project_pk)):
+            counts[key] -= 1
+            if counts[key] <= 0:
+                del counts[key]
+
+
+#: The process's open socket counts.
+SOCKET_COUNTS = SocketCounts()
+
+
 def _reaches(seq: int) -> Callable[[EncodedState], bool]:
     return lambda state: state.seq >= seq
 
@@ -176,6 +216,13 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
     COALESCE_AFTER_S = 0.5
     #: Until when (monotonic) coalescing is off after a catch-up was too big for one message.
     coalesce_paused_until = 0.0
+    #: (user pk, project pk) this socket counts as in SOCKET_COUNTS while open, else None.
+    counted: tuple[int, int] | None = None
+    #: Resume requests this socket may still make now (a bucket of RESUME_BURST, refilled at
+    #: SWARMSCOPE_SOCKET_RESUMES_PER_MINUTE), and when it was last refilled (monotonic).
+    RESUME_BURST = 5
+    resume_allowance: float | None = None
+    resume_refilled_at = 0.0
 
     def get_authorised(self, pk: int):
         raise NotImplementedError
@@ -208,6 +255,14 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
             else:
                 await self._refuse(*refusal)
             return
+        counted = (self.user.pk, getattr(self.target, "project_id", self.target.pk))
+        refused = SOCKET_COUNTS.refusal(*counted)
+        if refused is not None:
+            await self.accept()
+            await self._refuse(TOO_MANY_SOCKETS, refused)
+            return
+        SOCKET_COUNTS.add(*counted)
+        self.counted = counted
         self.group = self.group_for(self.target)
         await self._join([self.group])
         await self.accept()
@@ -338,6 +393,9 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
         return parse_qs(self.scope.get("query_string", b"").decode()).get(name, [None])[0]
 
     async def disconnect(self, code):
+        if self.counted is not None:
+            SOCKET_COUNTS.remove(*self.counted)
+            self.counted = None
         await self._leave()
 
     def _read_key(self, *read) -> tuple:
@@ -408,11 +466,37 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(content, dict) or content.get("type") != "resume":
             await self.send_json({"type": "error", "message": 'expected {"type": "resume", "seq": N}'})
             return
+        wait = self._resume_wait()
+        if wait is not None:
+            await self.send_json({"type": "error", "message": wait})
+            return
         seq = content.get("seq")
         if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0 or seq > self.last_seq:
             await self._send_snapshot()
             return
         await self._send_since(seq)
+
+    def _resume_wait(self) -> str | None:
+        """Take one resume from this socket's allowance; why not (naming the limit and when to
+        retry) when it is spent: each resume reads the database, and one socket must not slow
+        every other socket's deliveries."""
+        rate = settings.SWARMSCOPE_SOCKET_RESUMES_PER_MINUTE / 60.0
+        now = time.monotonic()
+        if self.resume_allowance is None:
+            self.resume_allowance = float(self.RESUME_BURST)
+        else:
+            self.resume_allowance = min(
+                float(self.RESUME_BURST), self.resume_allowance + (now - self.resume_refilled_at) * rate
+            )
+        self.resume_refilled_at = now
+        if self.resume_allowance >= 1.0:
+            self.resume_allowance -= 1.0
+            return None
+        retry = (1.0 - self.resume_allowance) / rate if rate > 0 else 60.0
+        return (
+            f"resume refused: over {settings.SWARMSCOPE_SOCKET_RESUMES_PER_MINUTE} resume requests a minute on one"
+            f" socket (SWARMSCOPE_SOCKET_RESUMES_PER_MINUTE); retry in {retry:.1f} s"
+        )
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
         try:
