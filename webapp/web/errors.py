@@ -13,7 +13,13 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.core.exceptions import (
+    BadRequest,
+    PermissionDenied,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from django.urls import Resolver404, get_resolver
@@ -51,11 +57,30 @@ def not_found(request: HttpRequest, exception=None) -> HttpResponse:
     return _page(request, "404.html", 404, {"reason": _reason(exception), "request_path": request.path})
 
 
+def limit_refusal(exception) -> tuple[str, str, int] | None:
+    """(reason, setting, limit) for a request refused by one of Django's request limits, naming
+    the limit and the setting that moves it; None for any other bad request."""
+    if isinstance(exception, TooManyFilesSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
+        setting = "SWARMSCOPE_MAX_UPLOAD_FILES"
+        return f"more than {limit} files in one request ({setting}); send them in several uploads", setting, limit
+    if isinstance(exception, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        return f"more than {limit} form fields in one request", "DATA_UPLOAD_MAX_NUMBER_FIELDS", limit
+    return None
+
+
 @requires_csrf_token
 def bad_request(request: HttpRequest, exception=None) -> HttpResponse:
+    """400: JSON under /api/ and /v1/, else the page; a request over one of Django's limits (files,
+    form fields) is told which limit and its value (`limit_refusal`)."""
+    refusal = limit_refusal(exception)
     if is_api(request):
+        if refusal is not None:
+            reason, setting, limit = refusal
+            return JsonResponse({"error": reason, "setting": setting, "limit": limit}, status=400)
         return JsonResponse({"error": "bad request"}, status=400)
-    return _page(request, "400.html", 400)
+    return _page(request, "400.html", 400, {"reason": refusal[0]} if refusal else None)
 
 
 @requires_csrf_token
