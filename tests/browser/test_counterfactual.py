@@ -24,6 +24,7 @@ from tests.browser.test_trace_page import click_event, open_trace
 from tests.fake_openai import FakeOpenAIServer
 from tests.servers import (
     app_env,
+    first_start_password,
     free_port,
     manage,
     start,
@@ -205,7 +206,7 @@ def openai_app(tmp_path: Path, base_url: str, model: str, **env_extra: str) -> I
     worker = None
     try:
         wait_http(f"http://127.0.0.1:{port}/", process, log)
-        password = re.search(r"password: (\S+)", log.read_text()).group(1)
+        password = first_start_password(env)
         token = manage("create_token", "admin", env=env).stdout.strip()
         redis_url = (tmp_path / "data" / "redis" / "url").read_text().strip()
         worker_log = tmp_path / "worker.log"

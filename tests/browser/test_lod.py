@@ -6,7 +6,6 @@ server and jumps to it."""
 from __future__ import annotations
 
 import json
-import re
 import signal
 import sys
 
@@ -14,7 +13,7 @@ import pytest
 
 from tests.browser.conftest import save_admin_session
 from tests.browser.page_waits import open_trace_page, wait_until
-from tests.servers import app_env, free_port, manage, start, stop, wait_http
+from tests.servers import app_env, first_start_password, free_port, manage, start, stop, wait_http
 from tests.synthetic import synthetic_trace
 
 THRESHOLD = 2000
@@ -33,7 +32,7 @@ def lod_app(chromium_path, tmp_path_factory):
     process = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker"], env, log)
     try:
         wait_http(f"http://127.0.0.1:{port}/", process, log)
-        password = re.search(r"password: (\S+)", log.read_text()).group(1)
+        password = first_start_password(env)
         token = manage("create_token", "admin", env=env).stdout.strip()
         app = App(f"http://127.0.0.1:{port}", password, token, env)
         trace = synthetic_trace(40, 3000, seed=2)

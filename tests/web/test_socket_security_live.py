@@ -20,7 +20,7 @@ import pytest
 import websockets
 
 from swarmscope.client import SwarmscopeClient
-from tests.servers import app_env, free_port, manage, start, stop, wait_http
+from tests.servers import app_env, first_start_password, free_port, manage, start, stop, wait_http
 
 pytestmark = [pytest.mark.processes, pytest.mark.timeout(240)]
 
@@ -57,7 +57,7 @@ def test_hijacks_are_refused_and_a_revoked_token_is_closed_at_once(tmp_path):
     try:
         base, ws_base = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}"
         wait_http(base + "/", up, log)
-        password = re.search(r"password: (\S+)", log.read_text()).group(1)
+        password = first_start_password(env)
         token = manage("create_token", "admin", env=env).stdout.strip()
         trace = SwarmscopeClient(base, token).create_trace("secret run", system="tests")
         url = f"{ws_base}/ws/traces/{trace['id']}/"

