@@ -8,11 +8,15 @@ Waits are on page state (`body[data-selected]`, `body[data-address]`), never sle
 
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.page_waits import open_trace_page, wait_until
+from tests.browser.test_review import login
+from tests.servers import manage
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -212,3 +216,65 @@ def test_agent_graph_labels_do_not_overlap(app, wide_page, shared_data, relative
     # Inside the panel: no label runs off its right edge.
     panel = box(page, "agent-graph-canvas")
     assert all(b["label"]["x"] + b["label"]["width"] <= panel["width"] + 1 for b in boxes), boxes
+
+
+USERS = """
+from django.contrib.auth import get_user_model
+from webapp.accounts.services import do_add_member, do_get_or_create_project
+project = do_get_or_create_project()
+for name in ("ada", "ben"):
+    users = get_user_model().objects
+    user = users.filter(username=name).first() or users.create_user(name, password=name + "-password-1")
+    do_add_member(project, user, "reviewer")
+"""
+
+
+def test_a_comment_on_an_event_marks_it_on_the_other_readers_open_page_and_rings_the_bell(
+    app, browser, fixtures, tmp_path
+):
+    doc = json.loads((fixtures / "native_small.json").read_text())
+    doc["source_id"], doc["name"] = "comment-markers-test", "Comment markers test trace"
+    path = tmp_path / "comment_markers.json"
+    path.write_text(json.dumps(doc))
+    trace_id = app.import_files(path)[path.name]
+    result = manage("shell", "-c", USERS, env=app.env)
+    assert result.returncode == 0, result.stderr
+    event = app.api(f"/api/traces/{trace_id}/snapshot/")["events"][4]
+
+    ada_context, ada, ada_errors = login(browser, app.url, "ada")
+    ben_context, ben, ben_errors = login(browser, app.url, "ben")
+    try:
+        for page in (ada, ben):
+            open_trace_page(page, app, trace_id)
+            page.wait_for_selector('[data-testid="review-panel"] [data-field="live"][data-state="live"]')
+        bell_before = (
+            int(ben.get_by_test_id("notification-count").text_content() or 0)
+            if ben.get_by_test_id("notification-count").count()
+            else 0
+        )
+        row = f'[data-testid="transcript-row"][data-event-id="{event["id"]}"]'
+        assert ben.locator(f"{row} [data-testid=comment-mark]").count() == 0
+
+        # Ada comments on the event from its inspector, mentioning Ben.
+        ada.evaluate("(id) => window.swarmscope.selectEvent(id)", event["id"])
+        ada.get_by_test_id("inspector-discuss").click()
+        assert ada.input_value('[data-testid="review-target"]') == f"event:{event['id']}"
+        ada.fill('[data-testid="review-form"] textarea', "Is this step needed, @ben?")
+        ada.click('[data-testid="review-submit"]')
+        expect(ada.locator(f"{row} [data-testid=comment-mark]")).to_have_text("1 comment")
+
+        # Ben's page was not reloaded: the row, the lane and the bell change over the socket.
+        expect(ben.locator(f"{row} [data-testid=comment-mark]")).to_have_text("1 comment")
+        lane = ben.locator(f'[data-testid=lane][data-agent="{event["agent"]}"] [data-testid=lane-comments]')
+        expect(lane).to_have_text("1")
+        expect(ben.get_by_test_id("notification-count")).to_have_text(str(bell_before + 1))
+        # Selecting the event shows the count in the inspector, and one click opens the thread.
+        ben.evaluate("(id) => window.swarmscope.selectEvent(id)", event["id"])
+        expect(ben.get_by_test_id("inspector-comments")).to_contain_text("1 comment")
+        ben.get_by_test_id("inspector-discuss").click()
+        assert ben.input_value('[data-testid="review-target"]') == f"event:{event['id']}"
+        expect(ben.get_by_test_id("review-panel")).to_contain_text("Is this step needed")
+        assert ada_errors == [] and ben_errors == []
+    finally:
+        ada_context.close()
+        ben_context.close()

@@ -58,6 +58,7 @@ import { Timeline } from "../views/timeline.js";
 import { renderTokens, TraceFacts } from "../panels/trace_facts.js";
 import { Transcript } from "../panels/transcript.js";
 import { makeResizer } from "../lib/resizer.js";
+import { laneCommentCounts } from "../model/comment_marks.js";
 import {
   criticalPathNote, decodeView, encodeView, idleTime, layoutKey, PANELS, readLayout, spanText, togglePanel,
 } from "../model/trace_view_state.js";
@@ -151,6 +152,13 @@ class TracePage {
       onSelectEvent: (id) => this.selectEvent(id),
       onSelectAgent: (name) => this.selectAgent(name),
       onClose: () => this.clearSelection(),
+      onDiscuss: (id) => document.dispatchEvent(new CustomEvent("swarmscope:discuss", { detail: { event: id } })),
+    });
+    // The review panel (panels/review.js) says where the comments are: markers everywhere.
+    this.commentCounts = new Map();
+    document.addEventListener("swarmscope:comments", (e) => {
+      this.commentCounts = e.detail.events;
+      this.showCommentMarks();
     });
     this.metrics = new MetricsPanel(part("metrics-panel"));
     this.transcript = new Transcript(part("transcript-panel"), {
@@ -342,6 +350,15 @@ class TracePage {
     const show = Boolean(idle) && this.timeline.mode === "time" && !this.server && idle.share >= 0.5;
     button.hidden = !show;
     if (show) button.textContent = `Step axis: skip ${spanText(idle.idle, "time")} idle (${Math.round(idle.share * 100)} %)`;
+  }
+
+  /** Comment markers on transcript rows, lanes and the inspector (`commentCounts`: event id -> n). */
+  showCommentMarks() {
+    const counts = this.commentCounts;
+    this.transcript.setCommentCounts(counts);
+    this.inspector.setCommentCounts(counts);
+    this.timeline.setLaneCommentCounts(laneCommentCounts(counts, (id) => this.model.events.get(id)?.agent));
+    document.body.dataset.commentedEvents = String(counts.size);
   }
 
   /** Highlight the critical path when the filter asks and the path is telling (not the whole trace). */
@@ -689,6 +706,10 @@ class TracePage {
     this.empty.hidden = !empty;
     if (empty) {
       this.empty.textContent = emptyTraceText(model.trace);
+    }
+    if (this.commentsShownFor !== model.version && this.commentCounts.size) {
+      this.commentsShownFor = model.version; // lanes of events that arrived since
+      this.showCommentMarks();
     }
     this.updateBadge();
     document.body.dataset.seq = String(model.seq);

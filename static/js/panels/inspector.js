@@ -12,6 +12,7 @@
 import { eventColor, roleColor } from "../lib/palette.js";
 import { CONTENT_FROM_INPUT_TITLE, contentFromInput, formatSeconds, tokensEstimated } from "../lib/format.js";
 import { el } from "../lib/dom.js";
+import { commentsText } from "../model/comment_marks.js";
 
 /** How many of an agent's events the inspector lists. */
 const AGENT_EVENTS_LISTED = 50;
@@ -109,8 +110,11 @@ export class Inspector {
    *   counterfactual.js's "What if removed?")
    */
   constructor(root, { model, onSelectEvent, onSelectAgent, onClose, eventActions = () => null,
-    agentActions = () => null }) {
+    agentActions = () => null, onDiscuss = null }) {
     this.root = root;
+    this.onDiscuss = onDiscuss;
+    /** Event id -> number of comments (model/comment_marks.js), from the review panel. */
+    this.commentCounts = new Map();
     this.eventActions = eventActions;
     this.agentActions = agentActions;
     this.model = model;
@@ -140,6 +144,12 @@ export class Inspector {
     const { scrollTop } = this.root;
     this._render();
     this.root.scrollTop = scrollTop;
+  }
+
+  /** Comments per event changed: re-render an event shown. */
+  setCommentCounts(counts) {
+    this.commentCounts = counts;
+    if (this.subject?.kind === "event") this.refresh();
   }
 
   /** Hide the inspector. */
@@ -178,6 +188,19 @@ export class Inspector {
       flag.dataset.testid = "inspector-mistake";
       flag.setAttribute("role", "note");
       out.push(flag);
+    }
+    if (this.onDiscuss) {
+      const n = this.commentCounts.get(ev.id) ?? 0;
+      const comments = el("p", null, `inspector-comments${n ? " has-comments" : ""}`);
+      comments.dataset.testid = "inspector-comments";
+      comments.dataset.count = String(n);
+      if (n) comments.append(el("span", commentsText(n), "comment-mark"), " ");
+      const discuss = el("button", n ? "Read the thread" : "Comment on this event", "link-button");
+      discuss.type = "button";
+      discuss.dataset.testid = "inspector-discuss";
+      discuss.addEventListener("click", () => this.onDiscuss(ev.id));
+      comments.append(discuss);
+      out.push(comments);
     }
     const type = el("span", ev.type, "type-chip");
     type.style.setProperty("--chip", eventColor(ev.type));

@@ -11,12 +11,17 @@
  *
  * Shareable links: `?attribution=<id>` opens the panel on that attribution, `?event=<id>` selects
  * the event on the page (through `window.swarmscope`) and the panel follows the selection.
+ * Markers: every change of the comments dispatches `swarmscope:comments` on document (detail
+ * {events: Map event id -> count}), which the trace page draws on transcript rows, lanes and the
+ * inspector; `swarmscope:discuss` (detail {event}) opens the panel on that event's thread. An
+ * activity that @mentions the reader (any trace of the project) re-reads the header bell's count.
  * Comment HTML comes from the server rendered and sanitised (Markdown → nh3); everything else is
  * set as text.
  */
 
 import { csrfToken, el } from "../lib/dom.js";
 import { LiveConnection, NO_ACCESS_CODES, websocketUrl } from "../lib/live_connection.js";
+import { eventCommentCounts, mentionsReader } from "../model/comment_marks.js";
 
 /** The key of a review target: "trace", "event:<id>" or "attribution:<id>". */
 export function targetKey(target) {
@@ -121,6 +126,38 @@ class ReviewPanel {
     // The page mirrors its selection in <body data-selected>: an event id, or "agent:<name>".
     new MutationObserver(() => this.followSelection()).observe(document.body,
       { attributes: true, attributeFilter: ["data-selected"] });
+    document.addEventListener("swarmscope:discuss", (e) => {
+      this.setOpen(true);
+      quietly(this.show(`event:${e.detail.event}`));
+      this.field("form").querySelector("textarea")?.focus();
+    });
+  }
+
+  /** Tell the page where the comments are (markers). */
+  publish() {
+    document.dispatchEvent(new CustomEvent("swarmscope:comments", {
+      detail: { events: eventCommentCounts(this.comments, this.traceId) },
+    }));
+  }
+
+  /** Re-read the caller's unread @mentions into the header's bell (templates/review/bell_link.html). */
+  async refreshBell() {
+    const bell = document.querySelector('[data-testid="notification-bell"]');
+    if (!bell) return;
+    const response = await fetch("/api/review/notifications/?unread=1&limit=1", { credentials: "same-origin" });
+    if (!response.ok) return;
+    const { unread } = await response.json();
+    let count = bell.querySelector('[data-testid="notification-count"]');
+    if (unread && !count) {
+      count = el("span", null, "badge");
+      count.dataset.testid = "notification-count";
+      bell.append(count);
+    }
+    if (count) {
+      count.textContent = String(unread);
+      count.hidden = !unread;
+    }
+    bell.setAttribute("aria-label", `Notifications${unread ? `, ${unread} unread` : ""}`);
   }
 
   /** Open or close the panel's body (closed, the panel is one header line beside the inspector). */
@@ -168,6 +205,7 @@ class ReviewPanel {
   async loadComments() {
     const doc = await this.request("GET", `/api/review/comments/?trace=${this.traceId}`);
     this.comments = doc.results;
+    this.publish();
     this.user = doc.user;
     this.canReview = doc.can_review;
     this.field("form").hidden = !this.canReview;
@@ -377,6 +415,7 @@ class ReviewPanel {
     const index = this.comments.findIndex((c) => c.id === comment.id);
     if (index >= 0) this.comments[index] = comment;
     else this.comments.push(comment);
+    this.publish();
   }
 
   async submit() {
@@ -451,6 +490,7 @@ class ReviewPanel {
 
   /** Apply one activity of the project (webapp.review.feed.activity_wire) if it is on this trace. */
   apply(activity) {
+    if (mentionsReader(activity, this.user)) this.refreshBell().catch(() => {});
     if (activity.target.trace !== this.traceId) return;
     if (activity.data.comment) this.upsert(activity.data.comment);
     if (activity.verb === "voted") {

@@ -26,6 +26,7 @@ import { eventColor, roleColor } from "../lib/palette.js";
 import { estimateRowHeight, contentText, FOLD_LINES, mistakeEventId, nextHit, normaliseQuery,
   pairToolCalls, searchRows, snippet } from "../lib/transcript_data.js";
 import { el } from "../lib/dom.js";
+import { commentsText } from "../model/comment_marks.js";
 import { formatSeconds, tokensEstimated } from "../lib/format.js";
 import { renderMarkdownInto } from "../lib/markdown.js";
 import { inputBadge } from "./inspector.js";
@@ -602,6 +603,29 @@ export class Transcript {
 
   // ---------------------------------------------------------------- rows
 
+  /** Comments per event (model/comment_marks.js): a marker on each row with comments. */
+  setCommentCounts(counts) {
+    this.commentCounts = counts;
+    for (const node of this.rendered.values()) this._markRow(node);
+  }
+
+  _markRow(row) {
+    const n = this.commentCounts?.get(row.dataset.eventId) ?? 0;
+    const head = row.querySelector(":scope > .tx-meta");
+    let mark = head?.querySelector(":scope > .comment-mark") ?? null;
+    if (!n) {
+      mark?.remove();
+      return;
+    }
+    if (!mark) {
+      mark = el("span", null, "comment-mark");
+      mark.dataset.testid = "comment-mark";
+      head?.append(mark);
+    }
+    mark.textContent = commentsText(n);
+    mark.title = `${commentsText(n)} on this event: select it, then Read the thread in the inspector`;
+  }
+
   _row(id, index) {
     const model = this.model;
     const ev = model.events.get(id);
@@ -654,6 +678,7 @@ export class Transcript {
       head.append(flag);
     }
     row.append(head);
+    this._markRow(row);
     if (mistake) {
       const reason = model.labels.find((l) => l.key === "mistake_reason");
       if (reason) row.append(el("p", `Mistake reason: ${typeof reason.value === "string" ? reason.value : JSON.stringify(reason.value)}`, "tx-reason"));

@@ -28,6 +28,7 @@ import {
   scrollRowIntoView, toPx, visibleRows, wheelFactor, zoomAbout,
 } from "../lib/camera.js";
 import { formatSeconds } from "../lib/format.js";
+import { commentsText } from "../model/comment_marks.js";
 import { creditColor, eventColor, edgeColor, MARK_COLORS, fade } from "../lib/palette.js";
 import { eventSpan, hitTest, TimelineLayout } from "./timeline_layout.js";
 import { TimelineOverview } from "./timeline_overview.js";
@@ -582,8 +583,27 @@ export class Timeline {
     only.dataset.testid = "lane-only";
     only.textContent = "only";
     only.addEventListener("click", () => this.onOnlyAgent(this.onlyAgent === name ? null : name));
-    el.append(toggle, label, folded, only);
+    const comments = document.createElement("span");
+    comments.className = "comment-mark lane-comments";
+    comments.dataset.testid = "lane-comments";
+    el.append(toggle, label, folded, only, comments);
+    this._markLane(el, name);
     return el;
+  }
+
+  /** Comments per agent on its events (model/comment_marks.js): a count on each lane that has some. */
+  setLaneCommentCounts(counts) {
+    this.laneComments = counts;
+    for (const [name, el] of this._laneElements) this._markLane(el, name);
+  }
+
+  _markLane(el, name) {
+    const mark = el.querySelector(":scope > .lane-comments");
+    const n = this.laneComments?.get(name) ?? 0;
+    mark.hidden = !n;
+    mark.textContent = n ? String(n) : "";
+    mark.title = n ? `${commentsText(n)} on ${name}'s events` : "";
+    mark.setAttribute("aria-label", mark.title);
   }
 
   _updateLane(el, lane) {
