@@ -312,6 +312,14 @@ SWARMSCOPE_REDACT_PATTERNS = (
 SWARMSCOPE_INGEST_RATE = int(os.environ.get("SWARMSCOPE_INGEST_RATE", 6000))
 SWARMSCOPE_INGEST_RATE_PROJECT = int(os.environ.get("SWARMSCOPE_INGEST_RATE_PROJECT", 4 * SWARMSCOPE_INGEST_RATE))
 SWARMSCOPE_INGEST_RATE_WINDOW_S = int(os.environ.get("SWARMSCOPE_INGEST_RATE_WINDOW_S", 60))
+# The same window counts counterfactual and attribution job samples (a job costs its N) and comments
+# (each @mention one more), per user and per project written to; over either the API answers 429.
+SWARMSCOPE_JOB_SAMPLES_RATE = int(os.environ.get("SWARMSCOPE_JOB_SAMPLES_RATE", 20_000))
+SWARMSCOPE_JOB_SAMPLES_RATE_PROJECT = int(
+    os.environ.get("SWARMSCOPE_JOB_SAMPLES_RATE_PROJECT", 4 * SWARMSCOPE_JOB_SAMPLES_RATE)
+)
+SWARMSCOPE_COMMENT_RATE = int(os.environ.get("SWARMSCOPE_COMMENT_RATE", 120))
+SWARMSCOPE_COMMENT_RATE_PROJECT = int(os.environ.get("SWARMSCOPE_COMMENT_RATE_PROJECT", 4 * SWARMSCOPE_COMMENT_RATE))
 # Failed logins (webapp.accounts.login_throttle): after SWARMSCOPE_LOGIN_FAILURES wrong passwords for
 # one user name, or SWARMSCOPE_LOGIN_ADDRESS_FAILURES from one client address, within
 # SWARMSCOPE_LOGIN_WINDOW_S seconds, the login page answers 429 (saying when to try again) without

@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 
 from webapp.traces import idempotency
 from webapp.traces.api import get_trace
-from webapp.web.api import BodyError, api_view, check_write, json_body, json_error
+from webapp.web.api import BodyError, api_view, check_write, check_write_rate, json_body, json_error
 from webapp.web.validation import InputError, query_int
 
 from . import capabilities, costs, services, wire
@@ -115,6 +115,7 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
                 body.get("epsilon"),
                 estimate,
             )
+            check_write_rate(request, "job", trace.project_id, job.n_samples)  # a job costs its samples
             if claim is not None:
                 idempotency.do_bind(claim, job.pk, 202)
     except services.JobRequestError as exc:
@@ -241,7 +242,9 @@ def trace_attribution_run(request: HttpRequest, trace_id: int):
             body.get("players", "messages"),
         )
         estimate = _confirmed_estimate(lambda: costs.estimate_attribution_cost(*args), body)
-        job = services.request_attribution(*args, estimate)
+        with transaction.atomic():  # the job undone when it is over the rate
+            job = services.request_attribution(*args, estimate)
+            check_write_rate(request, "job", trace.project_id, job.n_samples)
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
     return JsonResponse(wire.job_wire(job), status=202)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 
 from webapp.accounts.models import Membership
 from webapp.accounts.services import PermissionRefused, check_role, get_role
 from webapp.traces.models import Trace
-from webapp.web.api import BodyError, api_view, json_body, json_error
+from webapp.web.api import BodyError, api_view, check_write_rate, json_body, json_error
 from webapp.web.validation import InputError, query_int
 
 from . import feed, services
@@ -106,7 +107,9 @@ def comments(request: HttpRequest):
         parent = services.get_comment(request.project_ids, services._pk(doc["parent"], "parent"))
         if parent is None:
             return json_error(404, "no such parent comment", field="parent")
-    comment = services.do_comment(_caller(request), target, doc.get("body"), parent)
+    with transaction.atomic():  # the comment undone when it is over the rate (each @mention counts one more)
+        comment = services.do_comment(_caller(request), target, doc.get("body"), parent)
+        check_write_rate(request, "comment", target.project_id, 1 + comment.mentions.count())
     return JsonResponse(services.comment_wire(comment), status=201)
 
 
@@ -121,7 +124,9 @@ def comment_detail(request: HttpRequest, comment_id: int):
         return JsonResponse(services.comment_wire(comment))
     check_role(_caller(request), comment.project_id, Membership.Role.REVIEWER)
     if request.method == "PATCH":
-        comment = services.do_edit_comment(_caller(request), comment, _json_body(request).get("body"))
+        with transaction.atomic():  # an edit can add mentions: counted as a comment is
+            comment = services.do_edit_comment(_caller(request), comment, _json_body(request).get("body"))
+            check_write_rate(request, "comment", comment.project_id, 1 + comment.mentions.count())
     else:
         comment = services.do_delete_comment(_caller(request), comment)
     return JsonResponse(services.comment_wire(comment))

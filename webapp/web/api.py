@@ -24,14 +24,13 @@ from django.views.decorators.csrf import csrf_exempt
 
 from swarmscope import model as core
 from swarmscope.importers import SourceFile, TraceFormatError, decode
-from webapp.accounts.ratelimit import check_ingest_rate
+from webapp.accounts.ratelimit import RateLimited, RateRefused, check_ingest_rate, check_rate
 from webapp.accounts.services import (
     WRITE_ROLE,
     AuthenticationRefused,
     PermissionRefused,
     authenticate_token,
     check_role,
-    get_ingest_project_id,
     has_role,
     list_projects_of,
     project_ids_for,
@@ -104,18 +103,35 @@ def _authenticate(request: HttpRequest) -> JsonResponse | None:
 
 
 def _over_ingest_rate(request: HttpRequest) -> JsonResponse | None:
-    """The 429 answer (with Retry-After) when the caller's user or project is over its ingestion
-    rate (webapp.accounts.ratelimit), else None. A session's project: the one it writes new traces to."""
+    """The 429 answer (with Retry-After) when the caller's user is over its ingestion rate
+    (webapp.accounts.ratelimit), else None. The project counted is the one written to: a token's
+    own, counted here; a session's when the view names it (`check_write`, `get_write_project`:
+    `_charge_project`), so a member of two projects counts against the one she writes into."""
+    request.ingest_project_pending = False
     if request.method != "POST":
         return None
     user = request.token.user if request.token is not None else request.user
-    project_id = request.token.project_id if request.token is not None else get_ingest_project_id(user)
+    project_id = request.token.project_id if request.token is not None else None
     refused = check_ingest_rate(user.pk, project_id)
-    if refused is None:
-        return None
+    request.ingest_project_pending = request.token is None
+    return None if refused is None else rate_limited(refused)
+
+
+def rate_limited(refused: RateRefused) -> JsonResponse:
+    """The 429 answer of a write over a rate, with Retry-After."""
     response = json_error(429, refused.message, retry_after_s=refused.retry_after_s)
     response["Retry-After"] = str(refused.retry_after_s)
     return response
+
+
+def _charge_project(request: HttpRequest, project_id: int) -> None:
+    """Count an ingestion request of a session against the project it writes into, once; raise
+    RateLimited (429) when that project is over its rate."""
+    if getattr(request, "ingest_project_pending", False):
+        request.ingest_project_pending = False
+        refused = check_ingest_rate(None, project_id)
+        if refused is not None:
+            raise RateLimited(refused)
 
 
 def api_view(*methods: str, ingest: bool = False):
@@ -143,6 +159,8 @@ def api_view(*methods: str, ingest: bool = False):
                 return too_large()
             except PermissionRefused as exc:
                 return json_error(403, str(exc))
+            except RateLimited as exc:
+                return rate_limited(exc.refused)
 
         wrapper.api_methods = methods  # type: ignore[attr-defined]  # read by the OpenAPI document's test
         return csrf_exempt(wrapper)
@@ -158,6 +176,19 @@ def check_write(request: HttpRequest, project_id: int, action: str) -> None:
     token = getattr(request, "token", None)
     user = token.user if token is not None else request.user
     check_role(user, project_id, WRITE_ROLE, action)
+    _charge_project(request, project_id)  # an ingestion request counts against the project written to
+
+
+def check_write_rate(request: HttpRequest, kind: str, project_id: int, cost: int) -> None:
+    """Count a write of `cost` by the caller (a token's user, else the session's) into the project
+    against the `kind` rate (webapp.accounts.ratelimit.RATES: "job" samples, "comment"s and
+    mentions); raise RateLimited (api_view answers 429) when over it. Call it inside the write's
+    transaction, after the write: a refusal then undoes it."""
+    token = getattr(request, "token", None)
+    user = token.user if token is not None else request.user
+    refused = check_rate(kind, user.pk, project_id, cost)
+    if refused is not None:
+        raise RateLimited(refused)
 
 
 def writable_projects(user) -> list:
@@ -176,6 +207,7 @@ def get_write_project(request: HttpRequest, action: str = "writing"):
     projects = list_projects_of(request.user)
     for project in projects:
         if has_role(request.user, project.pk, WRITE_ROLE):
+            _charge_project(request, project.pk)
             return project
     if projects:
         check_write(request, projects[0].pk, action)  # raises: the caller only reads there
