@@ -57,6 +57,13 @@ def test_timeline_owns_the_page_and_the_layout_stays_for_the_user(app, wide_page
     page = wide_page
     open_trace_page(page, app, claude_trace)
 
+    # Every id on the page is unique (the review panel had two id="review-body").
+    duplicates = page.evaluate(
+        "() => { const ids = [...document.querySelectorAll('[id]')].map((e) => e.id);"
+        " return ids.filter((id, i) => ids.indexOf(id) !== i); }"
+    )
+    assert duplicates == []
+
     # The default layout: the plot itself (lanes' names aside) is at least 720×300 px.
     canvas = box(page, "timeline-canvas")
     assert canvas["width"] >= 720 and canvas["height"] >= 300, canvas
@@ -118,6 +125,18 @@ def test_timeline_owns_the_page_and_the_layout_stays_for_the_user(app, wide_page
     page.get_by_test_id("zoom-in").click()
     wait_until(page, "() => (document.body.dataset.address || '').includes('t=')")
     assert page.get_by_test_id("timeline-span").inner_text() != before
+
+    # Thinking blocks read apart from messages: a chip, italic, a dashed edge.
+    thinking = page.evaluate(
+        "() => [...window.swarmscope.model.events.values()].find((e) => e.attributes?.part === 'thinking')?.id"
+    )
+    assert thinking, "the session has thinking blocks"
+    page.evaluate("(id) => window.swarmscope.selectEvent(id)", thinking)
+    row = page.locator(f'[data-testid=transcript-row][data-event-id="{thinking}"]')
+    expect(row.get_by_test_id("thinking-chip")).to_be_visible()
+    assert row.evaluate("(r) => getComputedStyle(r.querySelector('.tx-body')).fontStyle") == "italic"
+    message = page.locator("[data-testid=transcript-row][data-type=message]:not(.thinking) .tx-body").first
+    assert message.evaluate("(b) => getComputedStyle(b).fontStyle") == "normal"
 
 
 def test_the_address_follows_the_selection_zoom_and_panels_and_restores_them(

@@ -303,3 +303,14 @@ def test_a_sample_episode_page_links_to_its_run_and_iteration(client, member, pr
     page = client.get(f"/traces/{sim_trace.pk}/").content.decode()
     assert 'data-testid="origin-banner"' in page and "Sample episode of training run" in page
     assert f'href="/runs/{run.pk}/"' in page and "iteration 3" in page
+
+
+def test_the_what_if_help_page_renders_the_readmes_markdown(client):
+    """Issue 32: the help page showed raw Markdown (`*What if removed?*`, `- ` bullets, `**SwarmSim**`)."""
+    response = client.get("/help/what-if/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<em>What if removed?</em>" in html and "<strong>SwarmSim</strong>" in html
+    assert html.count("<li>") >= 4 and "<code>SWARMSCOPE_OPENAI_BASE_URL</code>" in html
+    assert "*What if removed?*" not in html and "**SwarmSim**" not in html
+    assert '<a href="#deploy" rel="noopener noreferrer">Deploy</a>' in html

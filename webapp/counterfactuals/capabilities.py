@@ -26,10 +26,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import markdown
+import nh3
 from django.conf import settings
 from django.http import Http404, HttpRequest
 from django.shortcuts import render
-from django.utils.html import escape
 from django.utils.module_loading import import_string
 from django.utils.safestring import mark_safe
 
@@ -367,17 +368,17 @@ def readme_section(title: str = "What-if needs a backend") -> str:
 
 def help_view(request: HttpRequest):
     """`/help/what-if/`: the README's "What-if needs a backend" section, where the page's disabled
-    actions link (anyone may read it)."""
+    actions link (anyone may read it), its Markdown rendered (Python-Markdown) and sanitised (nh3)."""
     section = readme_section()
     if not section:
         raise Http404("the README has no such section")
-    paragraphs = [
-        mark_safe(re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(p.strip())))  # noqa: S308 - escaped first
-        for p in re.split(r"\n\s*\n", section)
-        if p.strip()
-    ]
+    html = nh3.clean(markdown.markdown(section, output_format="html"), link_rel="noopener noreferrer")
     return render(
         request,
         "counterfactuals/help_what_if.html",
-        {"paragraphs": paragraphs, "anchor": README_ANCHOR, "backends": sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS)},
+        {
+            "body": mark_safe(html),  # noqa: S308 - sanitised by nh3 just above
+            "anchor": README_ANCHOR,
+            "backends": sorted(settings.SWARMSCOPE_ROLLOUT_BACKENDS),
+        },
     )

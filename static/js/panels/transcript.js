@@ -41,6 +41,9 @@ const HTML_CACHE = 600;
 /** Characters of a paired event shown as its preview. */
 const PREVIEW_CHARS = 90;
 
+/** A thinking (reasoning) block, not a message: Claude Code's `thinking` parts (`attributes.part`). */
+export const isThinking = (ev) => ev?.attributes?.part === "thinking";
+
 export class Transcript {
   /**
    * @param {HTMLElement} root the `[data-testid=transcript-panel]` section
@@ -638,6 +641,8 @@ export class Transcript {
     row._pairs = this._pairKey(id);
     const mistake = model.isMistakeEvent(id);
     if (mistake) row.classList.add("mistake");
+    const thinking = isThinking(ev);
+    if (thinking) row.classList.add("thinking");
     if (id === this.selectedId) {
       row.classList.add("selected");
       row.setAttribute("aria-current", "true");
@@ -660,6 +665,12 @@ export class Transcript {
     const type = el("span", ev.type, "type-chip");
     type.style.setProperty("--chip", eventColor(ev.type));
     head.append(type);
+    if (thinking) {
+      const chip = el("span", "thinking", "thinking-chip");
+      chip.dataset.testid = "thinking-chip";
+      chip.title = "The model's reasoning before it answered (a thinking block), not a message to anyone";
+      head.append(chip);
+    }
     if (ev.tool) head.append(el("code", ev.tool, "tx-tool"));
     const badge = inputBadge(ev);
     if (badge) head.append(badge);
