@@ -446,6 +446,15 @@ def label_from_dict(data: Any, index: int | None = None) -> Label:
     )
 
 
+def within_float_range(number: float) -> bool:
+    """Whether `number` (an int or a float) is a finite float or converts to one: False for NaN,
+    ±Infinity and an integer of 310+ digits (which `math.isfinite` cannot even take)."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
+
+
 def float_range_values(value: Any, name: str) -> dict[str, Any]:
     """A trace's `rewards`, `costs` or `metrics` (a JSON object, or None for none) as a dict, every
     number in it, nested too, within float range: an integer of 310+ digits, NaN or ±Infinity is
@@ -461,11 +470,7 @@ def float_range_values(value: Any, name: str) -> dict[str, Any]:
             for i, inner in enumerate(item):
                 check(inner, f"{path}[{i}]")
         elif isinstance(item, (int, float)) and not isinstance(item, bool):
-            try:
-                finite = math.isfinite(item)
-            except OverflowError:
-                finite = False
-            if not finite:
+            if not within_float_range(item):
                 shown = f"an integer of {len(str(abs(item)))} digits" if isinstance(item, int) else repr(item)
                 raise TraceValidationError(
                     f"must be a finite number within float range (about ±1.8e308), got {shown}",

@@ -102,3 +102,12 @@ def test_marking_a_notification_past_64_bits_read_is_a_400(api_client):
     """Found by schemathesis once the route was documented: SQLite could not compare the id."""
     response = post_raw(api_client, "/api/review/notifications/read/", f'{{"ids": [{10**30}]}}')
     assert response.status_code == 400 and response.json()["field"] == "ids"
+
+
+def test_a_401_digit_reward_in_the_attributes_is_left_out(api_client):
+    """`attributes.rewards` (streamed SwarmSim episodes) gives the rewards when `rewards` is absent:
+    a number no float holds is not one of them (the attributes keep it as sent)."""
+    body = f'{{"name": "attrs", "attributes": {{"rewards": {{"team": 0.5, "huge": {HUGE}}}}}}}'
+    response = post_raw(api_client, "/api/traces/", body)
+    assert response.status_code == 201, response.content[:300]
+    assert Trace.objects.get(pk=response.json()["trace"]["id"]).rewards == {"team": 0.5}

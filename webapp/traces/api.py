@@ -163,14 +163,15 @@ def _fragment_from_batch(trace: Trace, doc: Any) -> core.Trace:
 
 
 def attribute_rewards(attributes: dict[str, Any]) -> dict[str, float]:
-    """The finite numbers of `attributes["rewards"]` (channel -> reward), {} when it is no object."""
+    """The finite numbers of `attributes["rewards"]` (channel -> reward), {} when it is no object;
+    an integer past float range (10**400) is left out like NaN."""
     found = attributes.get("rewards")
     if not isinstance(found, dict):
         return {}
     return {
         str(k): float(v)
         for k, v in found.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and core.within_float_range(v)
     }
 
 
