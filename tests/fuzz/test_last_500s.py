@@ -111,3 +111,11 @@ def test_a_401_digit_reward_in_the_attributes_is_left_out(api_client):
     response = post_raw(api_client, "/api/traces/", body)
     assert response.status_code == 201, response.content[:300]
     assert Trace.objects.get(pk=response.json()["trace"]["id"]).rewards == {"team": 0.5}
+
+
+def test_the_survey_export_of_a_trace_without_events_is_a_400_naming_the_format(api_client):
+    created = post_raw(api_client, "/api/traces/", '{"name": "empty"}')
+    trace_id = created.json()["trace"]["id"]
+    response = api_client.get(f"/api/traces/{trace_id}/export/?format=survey")
+    assert response.status_code == 400 and response.json()["field"] == "format", response.content[:300]
+    assert api_client.get(f"/api/traces/{trace_id}/export/?format=native").status_code == 200

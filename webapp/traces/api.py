@@ -403,7 +403,10 @@ def trace_export(request: HttpRequest, trace_id: int):
     fmt = request.GET.get("format", "native")
     if fmt not in ("native", "survey"):
         return json_error(400, "format must be 'native' or 'survey'", field="format")
-    document, not_carried = export_document(trace, fmt)
+    try:
+        document, not_carried = export_document(trace, fmt)
+    except ValueError as exc:  # what the survey schema cannot hold (a trace without events)
+        return json_error(400, f"{exc}; the native format exports any trace", field="format")
     response = HttpResponse(json.dumps(document, indent=1, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="trace-{trace.pk}-{fmt}.json"'
     if not_carried:
