@@ -119,7 +119,8 @@ class IterationStats:
     `logp_after`) with their `advantages`, `decisions` in all, the prompt tokens the model read
     while playing (`prompt_tokens`: the prompts' own, once per decision), and the wall seconds of
     the rollouts and of the update (`rollout_s`; `update_s`, with the re-scoring of the chosen
-    actions after it that `logp_after` needs)."""
+    actions after it that `logp_after` needs); `games`: the played episodes, task by task
+    (groups x G), for the run's report."""
 
     rewards: list[list[float]]
     loss: list[float]
@@ -130,6 +131,7 @@ class IterationStats:
     prompt_tokens: int = 0
     rollout_s: float = 0.0
     update_s: float = 0.0
+    games: list[LLMPlayed] = field(default_factory=list)
 
 
 def grpo_iteration(
@@ -157,9 +159,10 @@ def grpo_iteration(
         raise ValueError("group must be at least 2")
     model.eval()
     started = time.perf_counter()
-    rewards, decisions, advantages = [], [], []
+    rewards, decisions, advantages, played = [], [], [], []
     for k, task in enumerate(tasks):
         games = [play_llm(model, tokenizer, task, seed + k * group + i, config, mode, max_agents) for i in range(group)]
+        played.extend(games)
         r = [reward(g.episode) for g in games]
         rewards.append(r)
         for game, a in zip(games, group_advantages(r), strict=True):
@@ -191,6 +194,7 @@ def grpo_iteration(
         prompt_tokens=sum(len(d.prompt) for d in decisions),
         rollout_s=rolled - started,
         update_s=time.perf_counter() - rolled,
+        games=played,
     )
 
 

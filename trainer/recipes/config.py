@@ -12,6 +12,11 @@ from trainer.sim.env import ANSWER_CREDITS, SimConfig
 from trainer.sim.tasks import LEVELS, Level
 
 ALGORITHMS = ("ppo", "grpo")
+#: The orchestrator: `mlp`, a small network on feature vectors (trainer.policy); `llm`, a causal
+#: language model with a LoRA adapter choosing actions as text (trainer.llm_policy).
+POLICIES = ("mlp", "llm")
+#: The credit schemes policy `llm` trains with (the others need a critic or re-rollouts it lacks yet).
+LLM_CREDITS = ("shared", "expected")
 CREDITS = (
     "shared",
     "counterfactual",
@@ -35,6 +40,7 @@ MAX_WEIGHT = 1e6
 
 #: The allowed values of the fields that name a choice, checked in this order.
 CHOICES = {
+    "policy": POLICIES,
     "level": tuple(LEVELS),
     "algorithm": ALGORITHMS,
     "credit": CREDITS,
@@ -72,6 +78,8 @@ BOUNDS = (
     Bound("stop_points", int, 0, 1000),
     Bound("sample_episodes", int, 0, 16),
     Bound("threads", int, 1, 64),
+    Bound("lora_rank", int, 1, 1024),
+    Bound("lora_layers", int, 0, 1000),
     Bound("lr", float, 0, math.inf, open_low=True),
     Bound("clip", float, 0, math.inf, open_low=True),
     Bound("gae_lambda", float, 0, 1),
@@ -132,6 +140,11 @@ def check_weights(given: Any) -> dict[str, float]:
 class RunConfig:
     """One training run; JSON-serialisable (`to_dict`), validated by `from_dict`.
 
+    policy: "mlp" (trainer.policy.OrchestratorPolicy) | "llm" (a language model with a LoRA adapter,
+        trainer.llm_policy; GRPO with `shared` or `expected` credit, groups of at least 2).
+    llm_model: policy llm's local Hugging Face folder ("": SmolLM2-135M-Instruct as
+        trainer/llm_server.py builds it). lora_rank: the adapter's rank r (alpha = 2r); lora_layers:
+        the top decoder layers it is put on (0: all).
     level: a SwarmSim level of `trainer.sim.tasks.LEVELS` (`long`: >= 200 decisions per episode).
     algorithm: "ppo" | "grpo". credit: "shared" | "counterfactual" | "shapley" | "oracle" (how the
         episode's outcome is redistributed over its decisions; `trainer.rl.credit`); "expected"
@@ -163,6 +176,7 @@ class RunConfig:
     sample_episodes: episodes per iteration reported as traces. threads: torch CPU threads.
     """
 
+    policy: str = "mlp"
     level: str = "long"
     algorithm: str = "ppo"
     credit: str = "shared"
@@ -191,6 +205,9 @@ class RunConfig:
     stop_points: int = 4
     sample_episodes: int = 1
     threads: int = 1
+    llm_model: str = ""
+    lora_rank: int = 8
+    lora_layers: int = 4
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -221,6 +238,10 @@ class RunConfig:
         if config.sample_episodes > config.episodes_per_iteration:
             raise ValueError("sample_episodes: must be <= episodes_per_iteration")
         config.task_level()  # n_subtasks must fit the level's layers
+        if not isinstance(config.llm_model, str) or len(config.llm_model) > 1000:
+            raise ValueError("llm_model: must be a folder path of at most 1000 characters")
+        if config.policy == "llm":
+            check_llm(config)
         return config
 
     def task_level(self) -> str | Level:
@@ -239,3 +260,30 @@ class RunConfig:
 
     def sim_config(self) -> SimConfig:
         return SimConfig(max_steps=self.max_steps, answer_credit=self.answer_credit)
+
+
+#: What a run of policy `llm` changes from the MLP's defaults where the form leaves them out: a
+#: language model's decision costs a forward pass (~1-5 s on a CPU core for SmolLM2-135M), so
+#: iterations are small, steps short and the learning rate a LoRA one.
+LLM_DEFAULTS = {
+    "algorithm": "grpo",
+    "lr": 1e-4,
+    "epochs": 1,
+    "episodes_per_iteration": 4,
+    "group_size": 2,
+    "max_steps": 12,
+    "max_agents": 8,
+}
+
+
+def check_llm(config: RunConfig) -> None:
+    """Raise ValueError naming the field where a policy `llm` run asks for what it cannot do yet."""
+    if config.algorithm != "grpo":
+        raise ValueError(
+            "algorithm: policy llm trains with grpo (group-relative advantages on the action tokens), "
+            f"got {config.algorithm!r}"
+        )
+    if config.credit not in LLM_CREDITS:
+        raise ValueError(f"credit: policy llm trains with {' or '.join(LLM_CREDITS)} credit, got {config.credit!r}")
+    if config.group_size < 2:
+        raise ValueError("group_size: policy llm needs groups of at least 2 episodes (group-relative advantages)")

@@ -48,7 +48,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -56,7 +56,7 @@ import torch
 from swarmscope.client import SwarmscopeError
 from trainer.policy import STOP, OrchestratorPolicy, Played, Script, play
 from trainer.recipes.app_client import AppRefused, AppReporter
-from trainer.recipes.config import RunConfig
+from trainer.recipes.config import LLM_DEFAULTS, RunConfig
 from trainer.recipes.report import iteration_report
 from trainer.rl.credit import BASELINED, blocks_of, credit_advantages, decision_credit, outcome_credit, spread_of
 from trainer.rl.losses import gae, ppo_update
@@ -65,8 +65,23 @@ from trainer.rl.stop import episode_summary, stop_targets
 from trainer.sim.env import Episode
 from trainer.sim.tasks import LEVELS, Task, generate_task
 
+if TYPE_CHECKING:
+    from trainer.recipes.train_llm_orchestrator import LLMLearner
+
 #: What the app and the benchmarks use (SWARMSCOPE_TRAINING_RECIPE names this module).
-__all__ = ["LEVELS", "RunConfig", "episode_summary", "evaluate", "load_policy", "main", "run_iteration", "train"]
+__all__ = [
+    "LEVELS",
+    "POLICY_DEFAULTS",
+    "RunConfig",
+    "episode_summary",
+    "evaluate",
+    "load_policy",
+    "main",
+    "run_iteration",
+    "train",
+]
+#: Per policy other than `mlp`, the config fields it changes from RunConfig's defaults (the New run form).
+POLICY_DEFAULTS = {"llm": LLM_DEFAULTS}
 
 #: Seed bases of training tasks and episodes (far from `trainer.sim.tasks.TEST_SET_SEED`'s range).
 TASK_SEED_BASE, EPISODE_SEED_BASE = 1_000_000_000, 2_000_000_000
@@ -232,6 +247,27 @@ def run_iteration(
 # --- the loop ---------------------------------------------------------------------------------
 
 
+class MLPLearner:
+    """Policy `mlp`: the network and its Adam; `step` runs one iteration (`run_iteration`),
+    `state`/`load` are what the checkpoint keeps. Policy `llm`'s counterpart is
+    trainer.recipes.train_llm_orchestrator.LLMLearner."""
+
+    def __init__(self, config: RunConfig):
+        self.config = config
+        self.policy = OrchestratorPolicy(config.hidden)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
+
+    def state(self) -> dict[str, Any]:
+        return {"model": self.policy.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        self.policy.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+    def step(self, iteration: int, env_steps: int) -> tuple[dict[str, Any], int]:
+        return run_iteration(self.policy, self.optimizer, self.config, iteration, env_steps)
+
+
 def train(
     config: RunConfig,
     *,
@@ -240,7 +276,8 @@ def train(
     on_iteration: Callable[[dict], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
-    """Train until `budget_steps` environment steps (credit re-rollouts included) are spent.
+    """Train until `budget_steps` environment steps (credit re-rollouts included) are spent, policy
+    `mlp` (`MLPLearner`) or `llm` (trainer.recipes.train_llm_orchestrator.LLMLearner).
 
     Calls `on_iteration(dict)` once per iteration (the contract's JSON-serialisable iteration dict)
     and polls `should_stop()` between iterations (then returns with status "cancelled"). With
@@ -253,15 +290,18 @@ def train(
     """
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
-    policy = OrchestratorPolicy(config.hidden)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
+    if config.policy == "llm":  # transformers and peft are imported only for it
+        from trainer.recipes.train_llm_orchestrator import LLMLearner  # noqa: PLC0415
+
+        learner: MLPLearner | LLMLearner = LLMLearner(config)
+    else:
+        learner = MLPLearner(config)
     iteration, env_steps, wall_before, best, final = 0, 0, 0.0, None, {}
     checkpoint = Path(checkpoint_dir) / "last.pt" if checkpoint_dir is not None else None
     if resume and checkpoint is not None and checkpoint.exists():
         state = _load(checkpoint)
         check_resumable(config, state)
-        policy.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
+        learner.load(state)
         torch.set_rng_state(state["torch_rng"])
         iteration, env_steps, wall_before = state["iteration"], state["env_steps"], state["wall_s"]
         best, final = state.get("best_reward"), state.get("final", {})
@@ -271,7 +311,7 @@ def train(
         if should_stop is not None and should_stop():
             status = "cancelled"
             break
-        report, steps = run_iteration(policy, optimizer, config, iteration, env_steps)
+        report, steps = learner.step(iteration, env_steps)
         env_steps += steps
         wall = wall_before + time.monotonic() - started
         reward = report["metrics"]["reward"]
@@ -294,8 +334,7 @@ def train(
             _save(
                 checkpoint,
                 {
-                    "model": policy.state_dict(),
-                    "optimizer": optimizer.state_dict(),
+                    **learner.state(),
                     "iteration": iteration + 1,
                     "env_steps": env_steps,
                     "wall_s": wall,

@@ -269,14 +269,25 @@ SWARMSCOPE_JOB_STALE_S = float(os.environ.get("SWARMSCOPE_JOB_STALE_S", 30))
 # `training` worker; that worker's CPU priority (nice increment) and torch intra-op threads, so
 # that training on a small machine leaves the web app responsive (bench/bench_training_responsiveness.py).
 SWARMSCOPE_TRAINING_RECIPE = os.environ.get("SWARMSCOPE_TRAINING_RECIPE", "trainer.recipes.train_orchestrator")
+#: Model folders (on the training workers) a run of policy `llm` may name as its `llm_model`, comma-separated;
+#: an empty `llm_model` (SmolLM2 as trainer/llm_server.py builds it) is always allowed.
+SWARMSCOPE_LLM_POLICY_MODELS = [p for p in os.environ.get("SWARMSCOPE_LLM_POLICY_MODELS", "").split(",") if p]
 SWARMSCOPE_TRAINING_NICE = int(os.environ.get("SWARMSCOPE_TRAINING_NICE", 10))
 SWARMSCOPE_TRAINING_THREADS = int(os.environ.get("SWARMSCOPE_TRAINING_THREADS", 1))
 #: A running run whose task has not reported for this long (seconds) is marked failed (resumable).
 SWARMSCOPE_RUN_STALE_S = float(os.environ.get("SWARMSCOPE_RUN_STALE_S", 900))
+#: How often (seconds) the sweep looks for queued runs whose broker message was lost: a Redis broker
+#: that lost its data (restarted without persistence) is noticed by a marker key that went with the
+#: messages, and its queued runs are sent again at once (webapp.training.services.requeue_lost_runs).
+#: A run is re-sent within this period plus the time Celery's beat and worker take to reconnect
+#: (seconds, with kombu's default retry intervals) after Redis returns: 15 s keeps that under a minute.
+SWARMSCOPE_RUN_REQUEUE_S = float(os.environ.get("SWARMSCOPE_RUN_REQUEUE_S", 15))
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "webapp.counterfactuals.tasks.reap_stale_jobs", "schedule": SWARMSCOPE_JOB_STALE_S},
     # also re-sends queued runs whose broker message is lost (requeue_lost_runs): at most a minute
     "reap-stale-runs": {"task": "webapp.training.tasks.reap_stale_runs", "schedule": min(60.0, SWARMSCOPE_RUN_STALE_S)},
+    # queued runs whose messages a Redis restart dropped, sent again soon after it returns
+    "requeue-lost-runs": {"task": "webapp.training.tasks.requeue_lost_runs", "schedule": SWARMSCOPE_RUN_REQUEUE_S},
     # OTLP traces whose re-derivation could not be enqueued (broker down) are asked for again.
     "derive-pending-spans": {"task": "webapp.traces.tasks.derive_pending_spans", "schedule": 60.0},
     # Retention (webapp.traces.datacare): delete traces older than their project's retention period, hourly.

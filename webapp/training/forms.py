@@ -9,6 +9,11 @@ from django import forms
 
 from webapp.accounts.models import Project
 
+#: The orchestrator policies the form names (RunConfig.policy); a recipe offers those in its POLICY_DEFAULTS.
+POLICIES = {
+    "mlp": "Small network on trace features (MLP)",
+    "llm": "Language model with a LoRA adapter (SmolLM2-135M-Instruct)",
+}
 ALGORITHMS = [("ppo", "PPO (clipped, value baseline)"), ("grpo", "GRPO (group baseline)")]
 CREDITS = [
     ("shared", "Shared terminal reward"),
@@ -27,7 +32,7 @@ ANSWER_CREDITS = [
     ("partial", "Partial (a stop before the answer earns part)"),
 ]
 #: The RunConfig choice fields the form sets as they are.
-CHOICE_FIELDS = ("level", "algorithm", "credit", "stop", "answer_credit")
+CHOICE_FIELDS = ("policy", "level", "algorithm", "credit", "stop", "answer_credit")
 #: Reward weight fields of the form -> keys of RunConfig.reward_weights.
 WEIGHTS = {
     "w_success": "success",
@@ -48,6 +53,17 @@ class NewRunForm(forms.Form):
         },
     )
     name = forms.CharField(required=False, max_length=300, help_text="optional; a name is made from the config")
+    policy = forms.ChoiceField(
+        choices=[],
+        required=False,
+        label="Orchestrator policy",
+        help_text="mlp: a small network on features of the trace so far. llm: a language model chooses every "
+        "spawn, delegation, message, aggregate and stop as text, constrained to the legal actions "
+        "(SmolLM2-135M-Instruct with a LoRA adapter on the worker, built by python trainer/llm_server.py install "
+        "build-model); "
+        "it trains with GRPO and shared or expected credit, 4 episodes of at most 12 decisions per iteration, and "
+        "each decision is a forward pass of the model: seconds each on a CPU, so keep the budget to hundreds of steps",
+    )
     level = forms.ChoiceField(choices=[], help_text="a SwarmSim level (long: at least 200 decisions per episode)")
     algorithm = forms.ChoiceField(choices=ALGORITHMS)
     credit = forms.ChoiceField(choices=CREDITS, label="Credit scheme")
@@ -88,12 +104,15 @@ class NewRunForm(forms.Form):
         levels: list[str],
         projects: list[Project],
         project: Project | None = None,
+        policy_defaults: dict[str, dict[str, Any]] | None = None,
         **kwargs,
     ):
         """`projects`: those the user may start runs in (reviewer or admin), the only valid choices
         (with just one, a form that leaves `project` out means that one); `project`: the one
-        preselected (default: the first)."""
+        preselected (default: the first); `policy_defaults`: per policy other than the default, the
+        config fields the form does not set that the policy changes (the recipe's POLICY_DEFAULTS)."""
         self.defaults = defaults
+        self.policy_defaults = policy_defaults or {}
         weights = defaults.get("reward_weights") or {}
         initial = {k: defaults.get(k) for k in (*CHOICE_FIELDS, "budget_steps", "seed")}
         initial.update({field: weights.get(key, 0.0) for field, key in WEIGHTS.items()})
@@ -104,6 +123,11 @@ class NewRunForm(forms.Form):
         self.fields["project"].required = len(projects) != 1
         self.projects = projects
         self.fields["level"].choices = [(level, level) for level in levels]
+        if "policy" in defaults:
+            offered = [defaults["policy"], *(p for p in self.policy_defaults if p != defaults["policy"])]
+            self.fields["policy"].choices = [(p, POLICIES.get(p, p)) for p in offered]
+        else:  # a recipe with one policy
+            del self.fields["policy"]
 
     def clean_project(self) -> Project:
         return self.cleaned_data.get("project") or self.projects[0]
@@ -114,7 +138,8 @@ class NewRunForm(forms.Form):
         weights = dict(self.defaults.get("reward_weights") or {})
         weights.update({key: data[field] for field, key in WEIGHTS.items()})
         config = dict(self.defaults)
-        config.update({k: data[k] for k in (*CHOICE_FIELDS, "budget_steps", "seed") if data[k] != ""})
+        config.update(self.policy_defaults.get(data.get("policy", ""), {}))
+        config.update({k: data[k] for k in (*CHOICE_FIELDS, "budget_steps", "seed") if data.get(k, "") != ""})
         config["reward_weights"] = weights
         return config
 

@@ -32,7 +32,7 @@ from swarmscope.importers import SourceFile
 from webapp.accounts.models import Project
 from webapp.traces import ingest as trace_ingest
 from webapp.web.broadcast import broadcast_run_delta, broadcast_run_list
-from webapp.web.jobs import enqueue
+from webapp.web.jobs import check_broker_lost_messages, enqueue, mark_broker
 
 from .models import Run, RunIteration
 
@@ -81,19 +81,27 @@ def recipe():
 def check_config(config: Any) -> dict[str, Any]:
     """The recipe's validated config (`RunConfig.from_dict(config).to_dict()`, defaults filled in).
 
-    Raises RunInputError naming the field (`config.<name>` where the recipe's message names one).
+    Raises RunInputError naming the field (`config.<name>` where the recipe's message names one), and
+    for an `llm_model` (policy llm's model folder, read on the worker) not in SWARMSCOPE_LLM_POLICY_MODELS.
     """
     if not isinstance(config, dict):
         raise RunInputError("must be an object", "config")
     run_config = recipe().RunConfig
     try:
-        return run_config.from_dict(config).to_dict()
+        checked = run_config.from_dict(config).to_dict()
     except (ValueError, TypeError) as exc:
         # The recipe's messages start with the field they are about: "reward_weights.success: ...".
         prefix, _, rest = str(exc).partition(": ")
         if rest and prefix != "config" and re.fullmatch(r"[A-Za-z_][\w.\[\]]*", prefix):
             raise RunInputError(rest, f"config.{prefix}") from None
         raise RunInputError(str(exc), "config") from None
+    if checked.get("llm_model") and checked["llm_model"] not in settings.SWARMSCOPE_LLM_POLICY_MODELS:
+        raise RunInputError(
+            "not a model folder this server offers: leave it empty (SmolLM2-135M-Instruct) or ask an operator to "
+            "list it in SWARMSCOPE_LLM_POLICY_MODELS",
+            "config.llm_model",
+        )
+    return checked
 
 
 def seed_group_of(config: dict[str, Any]) -> str:
@@ -435,13 +443,19 @@ def reap_stale_runs() -> list[int]:
 
 def requeue_lost_runs(max_age_s: float | None = None) -> list[int]:
     """Send again the training task of the app's queued runs whose message may be lost: one whose
-    send failed (the broker was down at commit: `heartbeat_at` cleared by `request_training`) and
-    one sent more than `max_age_s` (default SWARMSCOPE_RUN_STALE_S) seconds ago and still queued
-    (a broker restart drops its queues). A duplicate is harmless: `do_train` claims a queued run
-    once. Called by `reap_stale_runs` (Celery beat). Returns the re-queued run ids."""
+    send failed (the broker was down at commit: `heartbeat_at` cleared by `request_training`);
+    every one, when the Redis broker has lost its data since the last send (a restart without
+    persistence: `jobs.check_broker_lost_messages`); and, where that cannot be known (RabbitMQ,
+    whose durable queues survive a restart), one sent more than `max_age_s` (default
+    SWARMSCOPE_RUN_STALE_S) seconds ago and still queued. A duplicate is harmless: `do_train`
+    claims a queued run once. Called every SWARMSCOPE_RUN_REQUEUE_S by Celery beat (so a run is
+    sent again within that period plus the workers' reconnection after Redis returns) and by
+    `reap_stale_runs`. Returns the re-queued run ids."""
     cutoff = timezone.now() - timedelta(seconds=settings.SWARMSCOPE_RUN_STALE_S if max_age_s is None else max_age_s)
     requeued = []
     lost = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff)
+    if check_broker_lost_messages():
+        lost |= Q(heartbeat_at__isnull=False)  # every message sent is gone
     for run in Run.objects.filter(lost, status=Run.QUEUED, external=False):
         # Conditional on the heartbeat read: of two reapers, one re-sends.
         if Run.objects.filter(pk=run.pk, status=Run.QUEUED, heartbeat_at=run.heartbeat_at).update(
@@ -671,6 +685,8 @@ def request_training(run: Run) -> None:
     def send() -> None:
         if not enqueue("webapp.training.tasks.train_run", run.pk, run.project_id, queue="training"):
             Run.objects.filter(pk=run.pk, status=Run.QUEUED).update(heartbeat_at=None)
+        else:
+            mark_broker()  # its loss with the message tells the sweep to send it again
 
     transaction.on_commit(send)
 

@@ -50,6 +50,11 @@ def _recipe_defaults() -> tuple[dict, list[str]]:
     return defaults, levels
 
 
+def _policy_defaults() -> dict[str, dict]:
+    """The recipe's config changes per policy other than its default (POLICY_DEFAULTS; none: one policy)."""
+    return dict(getattr(services.recipe(), "POLICY_DEFAULTS", None) or {})
+
+
 @login_required
 def run_list(request: HttpRequest):
     """Newest runs first (`?group=<seed group>` shows one seed group); each row with its seed group
@@ -104,7 +109,14 @@ def run_new(request: HttpRequest):
     defaults, levels = _recipe_defaults()
     wanted = request.GET.get("project", "")
     preselected = next((p for p in projects if str(p.pk) == wanted), None)
-    form = NewRunForm(request.POST or None, defaults=defaults, levels=levels, projects=projects, project=preselected)
+    form = NewRunForm(
+        request.POST or None,
+        defaults=defaults,
+        levels=levels,
+        projects=projects,
+        project=preselected,
+        policy_defaults=_policy_defaults(),
+    )
     if request.method == "POST" and form.is_valid():
         try:
             run = services.do_start_run(form.cleaned_data["project"], form.config(), name=form.cleaned_data["name"])

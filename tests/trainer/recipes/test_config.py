@@ -66,6 +66,7 @@ def test_config_round_trips_through_json_with_merged_weights():
         ({"reward_weights": {"anneal_fraction": 0}}, "reward_weights.anneal_fraction: must be in (0, 1]"),
         ({"reward_weights": {"parallel_target": 0.5}}, "reward_weights.parallel_target: must be >= 1"),
         ({"episodes_per_iteration": 6, "group_size": 4}, "group_size: must divide episodes_per_iteration (6), got 4"),
+        ({"llm_model": 3}, "llm_model: must be a folder path of at most 1000 characters"),
         (
             {"sample_episodes": 5, "episodes_per_iteration": 4, "group_size": 4},
             "sample_episodes: must be <= episodes_per_iteration",
@@ -79,7 +80,7 @@ def test_config_error_messages(doc, message):
 
 
 def test_every_field_is_checked_once():
-    checked = list(CHOICES) + [b.field for b in BOUNDS] + ["reward_weights"]
+    checked = list(CHOICES) + [b.field for b in BOUNDS] + ["reward_weights", "llm_model"]
     assert sorted(checked) == sorted(f.name for f in fields(RunConfig)) and len(set(checked)) == len(checked)
     defaults = RunConfig().to_dict()
     for bound in BOUNDS:  # the defaults are within their bounds

@@ -1,0 +1,92 @@
+"""Policy `llm` in the training recipe (RunConfig.policy == "llm"): the config's rules, iterations
+that follow the app's contract, a resumed run that reports what an uninterrupted one does, and a
+run trained by the app's service (what the training worker runs for a run started from the form).
+On the tiny random Llama of tiny_lm.py saved as a model folder (mechanics, not what a model says)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.trainer.llm_policy.tiny_lm import tiny_lm
+from trainer.recipes.config import LLM_DEFAULTS, RunConfig
+from trainer.recipes.train_orchestrator import train
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A folder holding the tiny Llama and its tokenizer, as `save_pretrained` writes them."""
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    model, tokenizer = tiny_lm()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def llm_config(model_dir, **changes) -> RunConfig:
+    data = {
+        **LLM_DEFAULTS,
+        "policy": "llm",
+        "llm_model": str(model_dir),
+        "level": "tiny",
+        "max_steps": 6,
+        "lora_layers": 0,
+        "lr": 1e-2,
+        "budget_steps": 30,
+        **changes,
+    }
+    return RunConfig.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"algorithm": "ppo"}, "algorithm"),
+        ({"credit": "counterfactual"}, "credit"),
+        ({"group_size": 1, "episodes_per_iteration": 4}, "group_size"),
+        ({"lora_rank": 0}, "lora_rank"),
+        ({"policy": "gpt"}, "policy"),
+    ],
+)
+def test_a_policy_llm_config_refuses_what_it_cannot_train_naming_the_field(changes, field):
+    with pytest.raises(ValueError, match=rf"^{field}: "):
+        RunConfig.from_dict({**LLM_DEFAULTS, "policy": "llm", **changes})
+
+
+def test_a_missing_model_folder_is_refused_naming_llm_model(tmp_path):
+    config = RunConfig.from_dict({**LLM_DEFAULTS, "policy": "llm", "llm_model": str(tmp_path / "none")})
+    with pytest.raises(ValueError, match=r"^llm_model: no Hugging Face model in .*none"):
+        train(config)
+
+
+def test_llm_iterations_follow_the_contract_and_a_resumed_run_reports_the_same(model_dir, tmp_path):
+    torch.set_num_threads(1)
+    config = llm_config(model_dir)
+    whole: list[dict] = []
+    summary = train(config, checkpoint_dir=tmp_path / "whole", on_iteration=whole.append)
+    assert summary["status"] == "finished" and summary["iterations"] == len(whole) >= 2
+    assert summary["env_steps"] >= config.budget_steps
+    first = whole[0]
+    metrics = first["metrics"]
+    assert metrics["llm"]["decisions"] > 0 and metrics["llm"]["prompt_tokens"] > metrics["llm"]["decisions"]
+    assert 0 <= metrics["success_rate"] <= 1 and metrics["episode_length"] <= config.max_steps
+    assert sum(metrics["move_shares"].values()) == pytest.approx(1.0)
+    assert first["episodes"][0]["attributes"]["training"]["policy"] == "llm"
+
+    # One iteration, stop, resume from the checkpoint: the same reports as the uninterrupted run.
+    part: list[dict] = []
+    cut = RunConfig.from_dict({**config.to_dict(), "budget_steps": 1})
+    train(cut, checkpoint_dir=tmp_path / "cut", on_iteration=part.append)
+    train(config, checkpoint_dir=tmp_path / "cut", resume=True, on_iteration=part.append)
+    assert [p["iteration"] for p in part] == [w["iteration"] for w in whole]
+    for resumed, straight in zip(part, whole):
+        assert resumed["env_steps"] == straight["env_steps"]
+        assert resumed["metrics"]["reward"] == pytest.approx(straight["metrics"]["reward"], abs=1e-9)
+        assert resumed["metrics"].get("policy_loss") == pytest.approx(straight["metrics"].get("policy_loss"), abs=1e-6)
+    # The adapter moved (LoRA's B starts at zero) and the resumed run ends with the same weights.
+    straight_state = torch.load(tmp_path / "whole" / "last.pt", weights_only=False)["model"]
+    resumed_state = torch.load(tmp_path / "cut" / "last.pt", weights_only=False)["model"]
+    assert any(name.endswith("lora_B.weight") and value.abs().max() > 0 for name, value in straight_state.items())
+    assert straight_state.keys() == resumed_state.keys()
+    for name, value in straight_state.items():
+        torch.testing.assert_close(resumed_state[name], value, msg=name)

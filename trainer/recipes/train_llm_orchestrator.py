@@ -1,0 +1,164 @@
+"""One iteration of policy `llm` (RunConfig.policy == "llm"), for `train_orchestrator.train`'s loop.
+
+A causal language model with a LoRA adapter (trainer.llm_policy.model; default SmolLM2-135M-Instruct
+as trainer/llm_server.py builds it) plays SwarmSim with every orchestration action chosen as text
+under constrained decoding; the iteration's tasks and episode seeds are the MLP recipe's
+(`iteration_scripts`: groups of `group_size` episodes share a task). Update: GRPO (Shao et al.
+2024, §4.1): the group-relative advantage of each episode's reward on every decision of it, PPO's
+clipped ratio on the chosen action's tokens (trainer.llm_policy.grpo), `epochs` Adam steps on the
+adapter. Credit: `shared` (the episode's reward) or `expected` (its 0/1 outcome replaced by
+SwarmSim's exact E[R | actions]). The report is the contract's iteration dict
+(webapp.training.services.check_iteration) with the language model's own figures beside it:
+decisions, prompt tokens, rollout and update seconds, and the update's first-order gain.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from peft import get_peft_model_state_dict, set_peft_model_state_dict
+
+from swarmscope.metrics import parallelism_efficiency
+from trainer import llm_server
+from trainer.llm_policy.model import LoraSettings, load
+from trainer.llm_policy.play import grpo_iteration, update_direction
+from trainer.policy import MOVES
+from trainer.recipes.config import RunConfig
+from trainer.recipes.report import stop_outcomes
+from trainer.recipes.train_orchestrator import iteration_scripts
+from trainer.rl.credit import attribution
+from trainer.rl.rewards import anneal_factor, episode_reward
+from trainer.sim.env import Episode
+
+
+def model_path(config: RunConfig) -> Path:
+    """The model folder of `config` (`llm_model`, else SmolLM2 in var/llm/smollm2)."""
+    return Path(config.llm_model) if config.llm_model else llm_server.MODEL_DIR
+
+
+class LLMLearner:
+    """The model with its adapter and Adam on the adapter's parameters; `step` runs one iteration,
+    `state`/`load` are what the checkpoint keeps (the adapter's weights, not the base model's).
+    Raises ValueError naming `llm_model` where the folder holds no model."""
+
+    def __init__(self, config: RunConfig):
+        path = model_path(config)
+        if not (path / "config.json").is_file():
+            raise ValueError(
+                f"llm_model: no Hugging Face model in {path} (build SmolLM2 with `python trainer/llm_server.py "
+                "install build-model`, or name a local model folder)"
+            )
+        self.config = config
+        settings = LoraSettings(rank=config.lora_rank, alpha=2 * config.lora_rank, layers=config.lora_layers or None)
+        self.model, self.tokenizer = load(path, settings)
+        self.optimizer = torch.optim.Adam([p for p in self.model.parameters() if p.requires_grad], lr=config.lr)
+
+    def state(self) -> dict[str, Any]:
+        return {"model": get_peft_model_state_dict(self.model), "optimizer": self.optimizer.state_dict()}
+
+    def load(self, state: dict[str, Any]) -> None:
+        set_peft_model_state_dict(self.model, state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+    def step(self, iteration: int, env_steps: int) -> tuple[dict[str, Any], int]:
+        """Play and update once: (the iteration dict without `iteration`, `env_steps`,
+        `budget_steps`, `wall_s`; the environment steps played)."""
+        config, weights = self.config, self.config.reward_weights
+        anneal = anneal_factor(env_steps, config.budget_steps, weights["anneal_fraction"])
+        scripts = iteration_scripts(config, iteration)  # the MLP recipe's tasks and episode seeds
+        tasks = [script.task for script in scripts[:: config.group_size]]
+
+        def reward(episode: Episode) -> float:
+            terms = episode_reward(episode, weights, anneal)
+            if config.credit == "expected":  # E[R | actions] (closed form) for the 0/1 outcome
+                return terms["total"] - weights["success"] * (terms["success"] - episode.p_success)
+            return terms["total"]
+
+        stats = grpo_iteration(
+            self.model,
+            self.tokenizer,
+            self.optimizer,
+            tasks,
+            config.group_size,
+            config.sim_config(),
+            seed=scripts[0].seed,  # grpo_iteration's seeds seed + k G + i are the scripts'
+            epochs=config.epochs,
+            mode=config.stop,
+            clip=config.clip,
+            max_agents=config.max_agents,
+            reward=reward,
+        )
+        episodes = [g.episode for g in stats.games]
+        rewards = [r for group in stats.rewards for r in group]
+        report = llm_report(episodes, rewards, stats, config, iteration, anneal)
+        return report, sum(len(e.actions) for e in episodes)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def llm_report(
+    episodes: list[Episode], rewards: list[float], stats, config: RunConfig, iteration: int, anneal: float
+) -> dict[str, Any]:
+    """The contract's iteration dict (without `iteration`, `env_steps`, `budget_steps`, `wall_s`)
+    for an iteration of policy `llm`: means over the episodes of their reward terms, the clipped
+    loss, move shares; `llm`'s own figures (decisions, prompt tokens, rollout and update seconds,
+    the update's `gain`, `up`, `down`: trainer.llm_policy.play.update_direction; None where
+    undefined); stop regret over the offered stops; credit shares of the shared credit; the first
+    `sample_episodes` traces tagged with the settings."""
+    terms = [episode_reward(e, config.reward_weights, anneal) for e in episodes]
+    moves = [f"spawn_{a.role}" if a.kind == "spawn" else a.kind for e in episodes for a in e.actions]
+    efficiency = [parallelism_efficiency(e.trace) for e in episodes]
+    outcomes = stop_outcomes(episodes, config)
+    moved = update_direction(stats)
+    for episode, reward in zip(episodes[: config.sample_episodes], rewards):
+        episode.trace.rewards["training_reward"] = reward
+        episode.trace.attributes.update(
+            training={
+                "iteration": iteration,
+                "credit": config.credit,
+                "algorithm": config.algorithm,
+                "stop": config.stop,
+                "policy": "llm",
+                "model": model_path(config).name,
+            }
+        )
+    metrics: dict[str, Any] = {
+        "reward": float(np.mean(rewards)),
+        "success_rate": float(np.mean([t["success"] for t in terms])),
+        "critical_steps": float(np.mean([t["critical_steps"] for t in terms])),
+        "parallelism_efficiency": float(np.mean([e for e in efficiency if e is not None] or [0.0])),
+        "tokens_per_episode": float(np.mean([e.trace.costs["tokens"] for e in episodes])),
+        "episode_length": float(np.mean([len(e.actions) for e in episodes])),
+        "task_reward": float(np.mean([t["task"] for t in terms])),
+        "expected_success": float(np.mean([e.p_success for e in episodes])),
+        "anneal": anneal,
+        "credit_env_steps": 0,
+        "move_shares": {name: moves.count(name) / max(1, len(moves)) for name in MOVES},
+        "llm": {
+            "decisions": stats.decisions,
+            "prompt_tokens": stats.prompt_tokens,
+            "rollout_s": stats.rollout_s,
+            "update_s": stats.update_s,
+            **{k: _finite(v) for k, v in moved.items()},
+        },
+    }
+    if stats.loss:
+        metrics["policy_loss"] = stats.loss[-1]
+    credits = [np.full(len(e.actions), r) for e, r in zip(episodes, rewards)]
+    return {
+        "metrics": metrics,
+        "stop": {
+            "stop_regret": float(np.mean([o.regret for o in outcomes])),
+            "premature": int(sum(o.premature for o in outcomes)),
+            "late": int(sum(o.late for o in outcomes)),
+            "regret": "offered",
+        },
+        "credit": attribution(episodes, credits),
+        "episodes": [e.trace.to_dict() for e in episodes[: config.sample_episodes]],
+    }
