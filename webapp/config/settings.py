@@ -282,10 +282,18 @@ SWARMSCOPE_RUN_STALE_S = float(os.environ.get("SWARMSCOPE_RUN_STALE_S", 900))
 #: A run is re-sent within this period plus the time Celery's beat and worker take to reconnect
 #: (seconds, with kombu's default retry intervals) after Redis returns: 15 s keeps that under a minute.
 SWARMSCOPE_RUN_REQUEUE_S = float(os.environ.get("SWARMSCOPE_RUN_REQUEUE_S", 15))
+#: How often (seconds) the sweep looks for queued runs whose broker message was lost: a Redis broker
+#: that lost its data (restarted without persistence) is noticed by a marker key that went with the
+#: messages, and its queued runs are sent again at once (webapp.training.services.requeue_lost_runs).
+#: A run is re-sent within this period plus the time Celery's beat and worker take to reconnect
+#: (seconds, with kombu's default retry intervals) after Redis returns: 15 s keeps that under a minute.
+SWARMSCOPE_RUN_REQUEUE_S = float(os.environ.get("SWARMSCOPE_RUN_REQUEUE_S", 15))
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "webapp.counterfactuals.tasks.reap_stale_jobs", "schedule": SWARMSCOPE_JOB_STALE_S},
     # also re-sends queued runs whose broker message is lost (requeue_lost_runs): at most a minute
     "reap-stale-runs": {"task": "webapp.training.tasks.reap_stale_runs", "schedule": min(60.0, SWARMSCOPE_RUN_STALE_S)},
+    # queued runs whose messages a Redis restart dropped, sent again soon after it returns
+    "requeue-lost-runs": {"task": "webapp.training.tasks.requeue_lost_runs", "schedule": SWARMSCOPE_RUN_REQUEUE_S},
     # queued runs whose messages a Redis restart dropped, sent again soon after it returns
     "requeue-lost-runs": {"task": "webapp.training.tasks.requeue_lost_runs", "schedule": SWARMSCOPE_RUN_REQUEUE_S},
     # OTLP traces whose re-derivation could not be enqueued (broker down) are asked for again.

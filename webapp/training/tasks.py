@@ -58,3 +58,10 @@ def reap_stale_runs() -> list[int]:
     """Mark failed the runs whose training task stopped reporting (Celery beat, every
     SWARMSCOPE_JOB_STALE_S seconds, on the default queue). Returns their ids."""
     return services.reap_stale_runs()
+
+
+@shared_task
+def requeue_lost_runs() -> list[int]:
+    """Send again the queued runs whose message may be lost (Celery beat, every
+    SWARMSCOPE_RUN_REQUEUE_S seconds, on the default queue): `services.requeue_lost_runs`."""
+    return services.requeue_lost_runs()

@@ -48,6 +48,39 @@ def enqueue(name: str, *args: Any, queue: str | None = None, countdown: float | 
     return True
 
 
+#: A key the sweeps keep in a Redis broker: it shares the fate of the queued messages (a restart
+#: without persistence, a flush drops both), so its absence says that sent messages may be gone.
+BROKER_MARKER = "swarmscope:broker-marker"
+
+
+def _redis_broker(action):
+    """`action(client)` on the broker's Redis client (kombu's redis transport), or None where the
+    broker is not Redis, tasks run here, or it cannot be reached (logged)."""
+    if current_app.conf.task_always_eager:
+        return None
+    try:
+        with current_app.connection_for_write() as connection:
+            if connection.transport.driver_type != "redis":
+                return None
+            connection.ensure_connection(max_retries=1)
+            return action(connection.default_channel.client)
+    except Exception:  # noqa: BLE001 - any broker error, as in `enqueue`
+        log.warning("could not reach the broker's Redis", exc_info=True)
+        return None
+
+
+def mark_broker() -> None:
+    """Set BROKER_MARKER in a Redis broker, after a send whose loss the sweeps must notice."""
+    _redis_broker(lambda client: client.set(BROKER_MARKER, "1"))
+
+
+def check_broker_lost_messages() -> bool:
+    """Whether a Redis broker has lost what it held since the last `mark_broker` (BROKER_MARKER is
+    gone: it restarted without persistence, or was flushed); False where that cannot be known (not
+    Redis, unreachable) or nothing was marked since it last answered True."""
+    return _redis_broker(lambda client: client.get(BROKER_MARKER) is None) is True
+
+
 def consuming_queues(timeout: float = 2.0) -> set[str] | None:
     """Names of the queues that some live worker consumes: Celery's `inspect().active_queues()`, a
     broadcast each worker answers within `timeout` seconds. None where that cannot be known: tasks
