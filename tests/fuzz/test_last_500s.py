@@ -119,3 +119,24 @@ def test_the_survey_export_of_a_trace_without_events_is_a_400_naming_the_format(
     response = api_client.get(f"/api/traces/{trace_id}/export/?format=survey")
     assert response.status_code == 400 and response.json()["field"] == "format", response.content[:300]
     assert api_client.get(f"/api/traces/{trace_id}/export/?format=native").status_code == 200
+
+
+def test_a_401_digit_score_in_a_trace_file_is_not_made_the_reward(api_client):
+    doc = (
+        '{"format": "swarmscope", "version": 1, "name": "scored", '
+        '"events": [{"id": "e1", "t": 0, "type": "message", "agent": "a"}], '
+        f'"attributes": {{"score_values": {{"reward": {HUGE}}}}}}}'
+    )
+    upload = SimpleUploadedFile("scored.json", doc.encode(), content_type="application/json")
+    response = api_client.post("/api/traces/upload/", {"file": upload})
+    assert response.status_code < 500, response.content[:300]
+    for trace in Trace.objects.all():
+        assert "reward" not in trace.rewards
+
+
+@pytest.mark.parametrize("path", [f"/projects/{10**30}/members/", "/sessions/%00/"])
+def test_odd_page_urls_get_the_friendly_404_with_debug_on(page_client, settings, path):
+    settings.DEBUG = True  # the local default: Django's technical page must not answer instead
+    response = page_client.get(path)
+    assert response.status_code == 404
+    assert 'data-testid="error-page"' in response.content.decode() and "URLconf" not in response.content.decode()

@@ -30,6 +30,8 @@ from django.template import loader
 
 from swarmscope.inputs import MAX_DB_INT
 
+from .errors import not_found
+
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -164,13 +166,15 @@ class RefuseNulMiddleware:
         reason = f"{field}: {NUL_REFUSAL}"
         return HttpResponse(loader.render_to_string("400.html", {"reason": reason}, request), status=400)
 
-    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs) -> None:
+    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs) -> HttpResponse | None:
         """404 (the friendly page, JSON under /api/) for a URL naming what no row can be: an id past a
         64-bit column (`/projects/<10**30>/members/`: SQLite cannot even compare it) or a path part
         holding a NUL (`/sessions/%00/`: PostgreSQL cannot compare it)."""
         for value in (*view_args, *view_kwargs.values()):
             if (isinstance(value, int) and value > MAX_DB_INT) or (isinstance(value, str) and "\x00" in value):
-                raise Http404("no such page")
+                # answered here: an Http404 raised by a middleware would get Django's debug page with DEBUG on
+                return not_found(request, Http404("no such page"))
+        return None
 
 
 class ContentSecurityPolicyMiddleware:
