@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from swarmscope.inputs import text_refusal
-from swarmscope.model import Label, Trace
+from swarmscope.model import Label, Trace, within_float_range
 
 #: Trace attribute: {score name: number} of the trace's numeric evaluation scores.
 SCORE_VALUES = "score_values"
@@ -93,16 +93,16 @@ def reward_score_name(value: Any, field: str = "reward_score") -> str | None:
 
 def select_reward(trace: Trace, name: str | None = None) -> Trace:
     """`trace` with its score named `name` (else its score named `reward`) as the reward channel
-    of that name, where it has such a numeric score (`SCORE_VALUES`) and no reward of that name
-    already; `attributes["reward_score"]` then names it. A trace whose reward was already chosen
-    (it has `reward_score`: Swarmscope's own export read back) is left as it is. Changes `trace`
-    in place and returns it."""
+    of that name, where it has such a numeric score (`SCORE_VALUES`; a number no float holds is
+    none) and no reward of that name already; `attributes["reward_score"]` then names it. A trace
+    whose reward was already chosen (it has `reward_score`: Swarmscope's own export read back) is
+    left as it is. Changes `trace` in place and returns it."""
     scores = trace.attributes.get(SCORE_VALUES)
     if not isinstance(scores, dict) or REWARD_SCORE in trace.attributes:
         return trace
     for key in dict.fromkeys(k for k in (name, DEFAULT_REWARD_SCORE) if k):
         value = scores.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and within_float_range(value):
             if key not in trace.rewards:
                 trace.rewards[key] = float(value)
                 trace.attributes[REWARD_SCORE] = key
