@@ -73,6 +73,7 @@ def test_timeline_owns_the_page_and_the_layout_stays_for_the_user(app, wide_page
     notice = page.get_by_test_id("actions-unavailable")
     assert notice.is_visible() and notice.bounding_box()["height"] < 50
     assert not page.get_by_test_id("search").is_visible()
+    assert not page.get_by_test_id("view-spans").is_visible()  # a Claude Code session: no spans to show
 
     # The critical path of a serial session covers nearly every event: not painted, and said so.
     size, count = page.evaluate(
@@ -297,3 +298,44 @@ def test_a_comment_on_an_event_marks_it_on_the_other_readers_open_page_and_rings
     finally:
         ada_context.close()
         ben_context.close()
+
+
+MONOCLE = "otel-monocle-agent-framework"
+GROUPCHAT = (
+    "monocle_trace_okahu_demos_ms_openai_groupchat_travel_309ea6131cbf6f3baa63342285812aa3_2026-06-11_15.02.54.json"
+)
+
+
+def test_a_trace_from_spans_offers_their_waterfall_beside_the_agent_graph(app, wide_page, shared_data):
+    path = shared_data / MONOCLE / GROUPCHAT
+    if not path.exists():
+        pytest.skip(f"{path} not found: this test needs the Monocle group-chat trace of ../shared/data")
+    trace_id = app.import_files(path)[GROUPCHAT]
+    events = app.api(f"/api/traces/{trace_id}/snapshot/")["events"]
+    spans = {e["attributes"]["span_id"] for e in events if e.get("attributes", {}).get("span_id")}
+    assert spans  # an OpenTelemetry trace: its events record their spans
+    page = wide_page
+    open_trace_page(page, app, trace_id)
+
+    assert not page.get_by_test_id("skip-idle").is_visible()  # 17 s, agents busy one after another: nothing idle
+    page.get_by_test_id("view-spans").click()
+    assert not page.get_by_test_id("agent-graph-canvas").is_visible()
+    rows = page.get_by_test_id("span-row")
+    expect(rows).to_have_count(len(spans))
+    assert f"{len(spans)} spans" in page.get_by_test_id("span-note").inner_text()
+    # Bars lie inside their track; the root spans start first.
+    inside = page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=span-bar]')].every((b) => {"
+        " const t = b.parentElement.getBoundingClientRect(), r = b.getBoundingClientRect();"
+        " return r.left >= t.left - 0.5 && r.right <= t.right + 2; })"
+    )
+    assert inside
+    # A row selects its span's first event everywhere; selecting an event marks its span's row.
+    first = rows.nth(1)
+    span_id = first.get_attribute("data-span")
+    first.locator("button").click()
+    selected = wait_until(page, "() => document.body.dataset.selected")
+    assert next(e for e in events if e["id"] == selected)["attributes"]["span_id"] == span_id
+    expect(first).to_have_class("wf-row selected")
+    page.get_by_test_id("view-agents").click()
+    assert page.get_by_test_id("agent-graph-canvas").is_visible()

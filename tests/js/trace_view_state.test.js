@@ -69,12 +69,15 @@ test("a window's length reads in hours, minutes, seconds or steps", () => {
 
 test("idle time counts only the long gaps between events", () => {
   // Two bursts 1 h apart: the hour is idle, the seconds inside the bursts are not.
-  const times = [0, 1, 2, 3, 3600, 3601, 3603];
-  const idle = idleTime(times);
+  const at = (...ts) => ts.map((t) => ({ t }));
+  const idle = idleTime(at(0, 1, 2, 3, 3600, 3601, 3603));
   assert.equal(idle.gaps, 1);
   assert.equal(idle.idle, 3597);
   assert.ok(idle.share > 0.99);
-  assert.equal(idleTime([5, 1, 2, 3, 4]).gaps, 0); // evenly spread: nothing idle
-  assert.deepEqual(idleTime([7]), { span: 0, idle: 0, share: 0, gaps: 0 });
-  assert.equal(idleTime([1, NaN, 1]).share, 0);
+  assert.equal(idleTime(at(5, 1, 2, 3, 4)).gaps, 0); // evenly spread: nothing idle
+  assert.deepEqual(idleTime(at(7)), { span: 0, idle: 0, share: 0, gaps: 0 });
+  assert.equal(idleTime(at(1, NaN, 1)).share, 0);
+  // Time inside an event's span is busy, not idle: three agents running one after another.
+  const busy = idleTime([{ t: 0 }, { t: 0, t_end: 7.3 }, { t: 7.5, t_end: 15.5 }, { t: 15.6, t_end: 16.9 }]);
+  assert.equal(busy.gaps, 0);
 });

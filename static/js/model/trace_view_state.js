@@ -123,16 +123,24 @@ export function spanText(span, mode) {
 }
 
 /**
- * How much of a time axis is idle: `times` are event start times (seconds, any order). A gap
- * between consecutive events counts as idle when it is longer than `minGap` of the whole span
- * and than ten times the median gap (evenly spread events have no idle time). Returns
- * {span, idle, share, gaps} (seconds; share in [0, 1]; gaps: how many), zeros for < 2 events.
+ * How much of a time axis is idle: `events` are {t, t_end?} (seconds, any order); an event covers
+ * [t, t_end] (a point without t_end). A stretch covered by no event counts as idle when it is
+ * longer than `minGap` of the whole span and than ten times the median stretch (evenly spread
+ * events have no idle time). Returns {span, idle, share, gaps} (seconds; share in [0, 1]; gaps:
+ * how many), zeros for fewer than 2 events.
  */
-export function idleTime(times, minGap = 0.05) {
-  const xs = times.filter(Number.isFinite).sort((a, b) => a - b);
-  if (xs.length < 2) return { span: 0, idle: 0, share: 0, gaps: 0 };
-  const span = xs[xs.length - 1] - xs[0];
-  const diffs = xs.slice(1).map((x, i) => x - xs[i]);
+export function idleTime(events, minGap = 0.05) {
+  const spans = events.filter((e) => Number.isFinite(e?.t))
+    .map((e) => [e.t, Number.isFinite(e.t_end) ? Math.max(e.t, e.t_end) : e.t])
+    .sort((a, b) => a[0] - b[0]);
+  if (spans.length < 2) return { span: 0, idle: 0, share: 0, gaps: 0 };
+  const span = Math.max(...spans.map((s) => s[1])) - spans[0][0];
+  const diffs = [];
+  let reach = spans[0][1];
+  for (const [a, b] of spans.slice(1)) {
+    diffs.push(Math.max(0, a - reach)); // uncovered time before this event
+    reach = Math.max(reach, b);
+  }
   const median = [...diffs].sort((a, b) => a - b)[Math.floor(diffs.length / 2)];
   const threshold = Math.max(minGap * span, 10 * median);
   let idle = 0;

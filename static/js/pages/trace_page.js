@@ -59,6 +59,7 @@ import { renderTokens, TraceFacts } from "../panels/trace_facts.js";
 import { Transcript } from "../panels/transcript.js";
 import { makeResizer } from "../lib/resizer.js";
 import { laneCommentCounts } from "../model/comment_marks.js";
+import { SpanWaterfall } from "../panels/span_waterfall.js";
 import {
   criticalPathNote, decodeView, encodeView, idleTime, layoutKey, PANELS, readLayout, spanText, togglePanel,
 } from "../model/trace_view_state.js";
@@ -73,6 +74,8 @@ const LIVE_WINDOW_MS = 30000;
 const WINDOW_FETCH_DELAY_MS = 150;
 /** The address follows the view this long after the last change (a wheel zoom is many changes). */
 const ADDRESS_DELAY_MS = 150;
+/** A time axis at least this long (s), mostly idle, is offered the Step axis. */
+const LONG_SESSION_S = 600;
 /** The timeline row's height bounds (px) and the key step of its splitter. */
 const TIMELINE_H = { min: 160, key: 24, storageKey: "swarmscope.timeline-h" };
 /** The page's snapshot: the overview of a huge trace, else the full one (webapp/traces/lod.py). */
@@ -153,6 +156,9 @@ class TracePage {
       onSelectAgent: (name) => this.selectAgent(name),
       onClose: () => this.clearSelection(),
       onDiscuss: (id) => document.dispatchEvent(new CustomEvent("swarmscope:discuss", { detail: { event: id } })),
+    });
+    this.waterfall = new SpanWaterfall(part("span-waterfall"), {
+      model: this.model, onSelectEvent: (id) => this.selectEvent(id),
     });
     // The review panel (panels/review.js) says where the comments are: markers everywhere.
     this.commentCounts = new Map();
@@ -347,9 +353,22 @@ class TracePage {
     const button = this.app.querySelector('[data-action="skip-idle"]');
     if (!button) return;
     const idle = this.idle;
-    const show = Boolean(idle) && this.timeline.mode === "time" && !this.server && idle.share >= 0.5;
+    const show = Boolean(idle) && this.timeline.mode === "time" && !this.server
+      && idle.span >= LONG_SESSION_S && idle.share >= 0.5;
     button.hidden = !show;
     if (show) button.textContent = `Step axis: skip ${spanText(idle.idle, "time")} idle (${Math.round(idle.share * 100)} %)`;
+  }
+
+  /** The graph panel shows the agent graph ("agents") or the span waterfall ("spans"). */
+  showGraphView(view) {
+    const spans = view === "spans";
+    this.app.querySelector('[data-testid="agent-graph-canvas"]').hidden = spans;
+    this.waterfall.root.hidden = !spans;
+    for (const button of this.app.querySelectorAll("[data-view]")) {
+      button.setAttribute("aria-pressed", String(button.dataset.view === view));
+    }
+    this.app.querySelector("#graph-title").textContent = spans ? "Spans" : "Agents";
+    this.waterfall.render();
   }
 
   /** Comment markers on transcript rows, lanes and the inspector (`commentCounts`: event id -> n). */
@@ -378,6 +397,9 @@ class TracePage {
     const { wsUrl, snapshotUrl } = this.app.dataset;
     this.keysHelp = installKeyboardPaths(TRACE_PAGE_KEYS);
     this.installLayout();
+    for (const button of this.app.querySelectorAll("[data-view]")) {
+      button.addEventListener("click", () => this.showGraphView(button.dataset.view));
+    }
     this.app.querySelector('[data-action="skip-idle"]')?.addEventListener("click", () => {
       this.timeline.setMode("step");
       this.filters.showMode("step");
@@ -687,11 +709,16 @@ class TracePage {
       this.renderedCritical = model.version;
       this.criticalNote = criticalPathNote(model.criticalPath().events.size, model.eventCount);
       this.showCritical();
-      this.idle = idleTime([...model.events.values()].map((ev) => ev.t));
+      this.idle = idleTime([...model.events.values()]);
     }
     this.showIdleHint();
     this.timeline.render();
     this.agentGraph.render();
+    if (this.spansOffered !== true && !this.server && this.waterfall.hasSpans()) {
+      this.spansOffered = true;
+      this.app.querySelector('[data-testid="graph-views"]').hidden = false;
+    }
+    this.waterfall.render();
     this.metrics.render(model.trace, model.traceLabels(), this.computedMetrics ?? model.trace?.computed_metrics);
     if (this.computedMetrics) document.body.dataset.metricsSeq = String(this.metricsSeq);
     this.transcript.render();
@@ -742,6 +769,7 @@ class TracePage {
     this.agentGraph.select(ev.agent);
     this.inspector.showEvent(id);
     this.transcript.select(id);
+    this.waterfall.select(id);
     document.body.dataset.selected = id;
     this.scheduleAddress();
   }
