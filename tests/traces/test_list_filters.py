@@ -118,3 +118,17 @@ def test_estimated_tokens_and_unknown_models_are_marked():
     assert prices.error_count(trace.events) == 1
     only_unknown = core.Trace(source_format="native", source_id="u", events=events[1:])
     assert prices.get_trace_cost(only_unknown).usd is None  # never 0
+
+
+def test_refresh_metrics_fills_the_facts_of_traces_stored_before_them(project, fixtures):
+    from django.core.management import call_command
+
+    path = fixtures / "native_small.json"
+    ingest.do_import_sources(project, [SourceFile(path.name, path.read_bytes())])
+    trace = Trace.objects.get()
+    services.get_computed_metrics(trace)
+    Trace.objects.filter(pk=trace.pk).update(model_names="", error_count=-1)  # as migration 0013 left them
+    call_command("refresh_metrics", "--project", str(project.pk))
+    trace.refresh_from_db()
+    assert trace.error_count == prices.error_count(services.to_core_trace(trace).events)
+    assert trace.computed_metrics and trace.computed_metrics_seq == trace.seq

@@ -353,6 +353,21 @@ def get_computed_metrics(trace: Trace) -> dict[str, Any]:
     return metrics
 
 
+def do_refresh_metrics(project_id: int | None = None) -> int:
+    """Recompute the computed metrics and list facts of every trace (of `project_id`), one at a
+    time (each reads its own rows); how many."""
+    ids = Trace.objects.filter(**({"project_id": project_id} if project_id is not None else {}))
+    done = 0
+    for pk in ids.order_by("pk").values_list("pk", flat=True).iterator():
+        trace = Trace.objects.filter(pk=pk).first()
+        if trace is None:  # deleted meanwhile
+            continue
+        trace.computed_metrics_seq = -1
+        get_computed_metrics(trace)
+        done += 1
+    return done
+
+
 def list_facts(core_trace: core.Trace | None) -> dict[str, Any]:
     """The trace list's facts of a trace (Trace.model_names ... unknown_models; prices.py)."""
     if core_trace is None:
