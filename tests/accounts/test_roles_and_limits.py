@@ -159,6 +159,7 @@ def test_failed_logins_are_throttled_per_user_name(team, client, settings):
 
 def test_failed_logins_are_throttled_per_address(team, client, settings):
     settings.SWARMSCOPE_LOGIN_FAILURES, settings.SWARMSCOPE_LOGIN_ADDRESS_FAILURES = 10, 10
+    settings.SWARMSCOPE_LOGIN_ADDRESS_DELAY_S = 300  # the address's delay outlasts the test
     for n in range(10):
         log_in(client, f"guess-{n}", "wrong", "10.9.9.9")
     assert log_in(client, "bob", "bob-password-1", "10.9.9.9").status_code == 429
@@ -169,6 +170,7 @@ def test_wrong_passwords_by_others_at_a_shared_address_do_not_lock_a_user_out(te
     """Every local browser is 127.0.0.1: by default the address allows ten user names' worth of
     failures, so a user locked out for their own name leaves the others at that address free."""
     settings.SWARMSCOPE_LOGIN_FAILURES, settings.SWARMSCOPE_LOGIN_ADDRESS_FAILURES = 3, None
+    settings.SWARMSCOPE_LOGIN_ADDRESS_DELAY_S = 300  # the address's delay outlasts the test
     for n in range(3):
         log_in(client, "ann", f"wrong-{n}", "127.0.0.1")
         log_in(client, f"typo-{n}", "wrong", "127.0.0.1")
@@ -178,6 +180,27 @@ def test_wrong_passwords_by_others_at_a_shared_address_do_not_lock_a_user_out(te
     for n in range(30 - 6):
         log_in(client, f"spray-{n}", "wrong", "127.0.0.1")
     assert log_in(client, "bob", "bob-password-1", "127.0.0.1").status_code == 429  # 30 = 10 x 3: now it is
+
+
+def test_an_address_over_its_limit_is_delayed_not_locked(settings):
+    """Past its limit an address waits a delay after its last failure (doubling, capped), not the
+    window: the others behind it log in seconds later. Attempts during the delay are not counted."""
+    from webapp.accounts.login_throttle import check_login_allowed, do_count_login_failure
+
+    settings.SWARMSCOPE_LOGIN_FAILURES, settings.SWARMSCOPE_LOGIN_ADDRESS_FAILURES = 100, 3
+    settings.SWARMSCOPE_LOGIN_ADDRESS_DELAY_S, settings.SWARMSCOPE_LOGIN_ADDRESS_DELAY_MAX_S = 2, 8
+    settings.SWARMSCOPE_LOGIN_WINDOW_S = 900
+    for i in range(3):
+        do_count_login_failure(f"guess-{i}", "10.7.7.7", now=1000.0 + i)  # the third reaches the limit
+    assert check_login_allowed("bob", "10.7.7.7", now=1002.5) == 2  # 2 s after the last failure
+    assert check_login_allowed("bob", "10.7.7.7", now=1004.0) is None  # then free, long before the window ends
+    do_count_login_failure("guess-3", "10.7.7.7", now=1003.0)  # during the delay: not counted
+    do_count_login_failure("guess-4", "10.7.7.7", now=1005.0)  # counted: one over, 4 s
+    assert check_login_allowed("bob", "10.7.7.7", now=1008.0) == 1
+    for t in (1010.0, 1020.0, 1030.0, 1040.0):
+        do_count_login_failure("guess", "10.7.7.7", now=t)
+    assert check_login_allowed("bob", "10.7.7.7", now=1040.5) == 8  # at most SWARMSCOPE_LOGIN_ADDRESS_DELAY_MAX_S
+    assert check_login_allowed("bob", "10.7.7.8", now=1040.5) is None  # another address
 
 
 def test_a_successful_login_resets_the_user_names_count(team, client, settings):

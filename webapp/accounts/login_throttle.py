@@ -1,10 +1,14 @@
 """Failed-login throttle: counters in Django's cache (Redis in production, shared by every web
 process), one per user name and one per client address.
 
-After SWARMSCOPE_LOGIN_FAILURES failed logins for a user name (compared ignoring case), or
-SWARMSCOPE_LOGIN_ADDRESS_FAILURES from a client address (REMOTE_ADDR; Daphne sets it from
-X-Forwarded-For behind a trusted proxy), within SWARMSCOPE_LOGIN_WINDOW_S seconds of the first of
-them, logins for that name or from that address are refused until the window ends: the login page
+After SWARMSCOPE_LOGIN_FAILURES failed logins for a user name (compared ignoring case) within
+SWARMSCOPE_LOGIN_WINDOW_S seconds of the first of them, logins for that name are refused until the
+window ends. A client address (REMOTE_ADDR; Daphne sets it from X-Forwarded-For behind a trusted
+proxy) is delayed, never locked: past SWARMSCOPE_LOGIN_ADDRESS_FAILURES failures in its window,
+a login from it must wait SWARMSCOPE_LOGIN_ADDRESS_DELAY_S seconds after its last failure, doubled
+with each further failure up to SWARMSCOPE_LOGIN_ADDRESS_DELAY_MAX_S, so guessing from one address
+slows to one try a minute while the others behind that address wait seconds, not the window
+(an attempt refused for the delay is not counted: it checked no password). Refused: the login page
 answers 429 saying when to try again, and
 `ThrottledModelBackend` refuses every other login form (the admin's) without checking the password.
 Failures are counted from Django's `user_login_failed` signal; a successful login clears its user
@@ -61,15 +65,32 @@ def client_address(request) -> str | None:
     return (request.META.get("REMOTE_ADDR") or None) if request is not None else None
 
 
+def _wait(key: str, limit: int, now: float) -> float:
+    """Seconds a login must wait for the counter `key` (0: none): a user name's until its window
+    ends once over `limit`; an address's the delay after its last failure (`_address_delay`)."""
+    count = cache.get(key) or 0
+    if count < limit:
+        return 0.0
+    if ":address:" in key:
+        return (cache.get(f"{key}:last") or now) + _address_delay(count - limit) - now
+    return (cache.get(f"{key}:until") or now + 1) - now
+
+
+def _address_delay(over: int) -> float:
+    """The delay of an address `over` failures past its limit: SWARMSCOPE_LOGIN_ADDRESS_DELAY_S,
+    doubled per failure, at most SWARMSCOPE_LOGIN_ADDRESS_DELAY_MAX_S."""
+    base, most = settings.SWARMSCOPE_LOGIN_ADDRESS_DELAY_S, settings.SWARMSCOPE_LOGIN_ADDRESS_DELAY_MAX_S
+    return min(most, base * 2 ** min(over, 32))
+
+
 def check_login_allowed(username: str | None, address: str | None, *, now: float | None = None) -> int | None:
     """None when a login for `username` from `address` may be tried, else the whole seconds
-    (>= 1) until the window of the counter that is over the limit ends. Counts nothing."""
+    (>= 1) to wait: until the user name's window ends, or the address's delay. Counts nothing."""
     now = time.time() if now is None else now
     wait = 0.0
     try:
         for key, limit in _keys(username, address):
-            if (cache.get(key) or 0) >= limit:
-                wait = max(wait, (cache.get(f"{key}:until") or now + 1) - now)
+            wait = max(wait, _wait(key, limit, now))
     except Exception:  # noqa: BLE001 - a broken cache must not lock everybody out
         log.warning("login throttle cache unavailable; login let through", exc_info=True)
         return None
@@ -77,11 +98,16 @@ def check_login_allowed(username: str | None, address: str | None, *, now: float
 
 
 def do_count_login_failure(username: str | None, address: str | None, *, now: float | None = None) -> None:
-    """Count one failed login for `username` and from `address` (a window starts at the first)."""
+    """Count one failed login for `username` and from `address` (a window starts at the first); an
+    address waiting out its delay is not counted (no password was checked)."""
     window = settings.SWARMSCOPE_LOGIN_WINDOW_S
     now = time.time() if now is None else now
     try:
-        for key, _limit in _keys(username, address):
+        for key, limit in _keys(username, address):
+            if ":address:" in key:
+                if _wait(key, limit, now) > 0:
+                    continue
+                cache.set(f"{key}:last", now, timeout=window)
             if cache.add(key, 0, timeout=window):
                 cache.set(f"{key}:until", now + window, timeout=window)
             cache.incr(key)

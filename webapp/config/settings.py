@@ -282,18 +282,10 @@ SWARMSCOPE_RUN_STALE_S = float(os.environ.get("SWARMSCOPE_RUN_STALE_S", 900))
 #: A run is re-sent within this period plus the time Celery's beat and worker take to reconnect
 #: (seconds, with kombu's default retry intervals) after Redis returns: 15 s keeps that under a minute.
 SWARMSCOPE_RUN_REQUEUE_S = float(os.environ.get("SWARMSCOPE_RUN_REQUEUE_S", 15))
-#: How often (seconds) the sweep looks for queued runs whose broker message was lost: a Redis broker
-#: that lost its data (restarted without persistence) is noticed by a marker key that went with the
-#: messages, and its queued runs are sent again at once (webapp.training.services.requeue_lost_runs).
-#: A run is re-sent within this period plus the time Celery's beat and worker take to reconnect
-#: (seconds, with kombu's default retry intervals) after Redis returns: 15 s keeps that under a minute.
-SWARMSCOPE_RUN_REQUEUE_S = float(os.environ.get("SWARMSCOPE_RUN_REQUEUE_S", 15))
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "webapp.counterfactuals.tasks.reap_stale_jobs", "schedule": SWARMSCOPE_JOB_STALE_S},
     # also re-sends queued runs whose broker message is lost (requeue_lost_runs): at most a minute
     "reap-stale-runs": {"task": "webapp.training.tasks.reap_stale_runs", "schedule": min(60.0, SWARMSCOPE_RUN_STALE_S)},
-    # queued runs whose messages a Redis restart dropped, sent again soon after it returns
-    "requeue-lost-runs": {"task": "webapp.training.tasks.requeue_lost_runs", "schedule": SWARMSCOPE_RUN_REQUEUE_S},
     # queued runs whose messages a Redis restart dropped, sent again soon after it returns
     "requeue-lost-runs": {"task": "webapp.training.tasks.requeue_lost_runs", "schedule": SWARMSCOPE_RUN_REQUEUE_S},
     # OTLP traces whose re-derivation could not be enqueued (broker down) are asked for again.
@@ -340,14 +332,18 @@ SWARMSCOPE_JOB_SAMPLES_RATE_PROJECT = int(
 SWARMSCOPE_COMMENT_RATE = int(os.environ.get("SWARMSCOPE_COMMENT_RATE", 120))
 SWARMSCOPE_COMMENT_RATE_PROJECT = int(os.environ.get("SWARMSCOPE_COMMENT_RATE_PROJECT", 4 * SWARMSCOPE_COMMENT_RATE))
 # Failed logins (webapp.accounts.login_throttle): after SWARMSCOPE_LOGIN_FAILURES wrong passwords for
-# one user name, or SWARMSCOPE_LOGIN_ADDRESS_FAILURES from one client address, within
-# SWARMSCOPE_LOGIN_WINDOW_S seconds, the login page answers 429 (saying when to try again) without
+# one user name within SWARMSCOPE_LOGIN_WINDOW_S seconds, or SWARMSCOPE_LOGIN_ADDRESS_FAILURES from one
+# client address (then delayed, below), the login page answers 429 (saying when to try again) without
 # checking the password. The address limit defaults to 10 times the user name's (every local browser
 # is 127.0.0.1: a few wrong passwords by one user must not lock out the others). 0: no limit.
 SWARMSCOPE_LOGIN_FAILURES = int(os.environ.get("SWARMSCOPE_LOGIN_FAILURES", 10))
 _login_address_failures = os.environ.get("SWARMSCOPE_LOGIN_ADDRESS_FAILURES", "").strip()
 SWARMSCOPE_LOGIN_ADDRESS_FAILURES = int(_login_address_failures) if _login_address_failures else None
 SWARMSCOPE_LOGIN_WINDOW_S = int(os.environ.get("SWARMSCOPE_LOGIN_WINDOW_S", 900))
+# An address over its limit is delayed, not locked: a login from it waits SWARMSCOPE_LOGIN_ADDRESS_DELAY_S
+# after its last failure, doubled per further failure up to SWARMSCOPE_LOGIN_ADDRESS_DELAY_MAX_S.
+SWARMSCOPE_LOGIN_ADDRESS_DELAY_S = float(os.environ.get("SWARMSCOPE_LOGIN_ADDRESS_DELAY_S", 1))
+SWARMSCOPE_LOGIN_ADDRESS_DELAY_MAX_S = float(os.environ.get("SWARMSCOPE_LOGIN_ADDRESS_DELAY_MAX_S", 60))
 # Django's ModelBackend, refusing logins over that limit on every login form (the admin's too).
 AUTHENTICATION_BACKENDS = ["webapp.accounts.login_throttle.ThrottledModelBackend"]
 # The rate counters live in the cache: Redis when there is one (shared by every web process), else
