@@ -339,3 +339,36 @@ def test_a_trace_from_spans_offers_their_waterfall_beside_the_agent_graph(app, w
     expect(first).to_have_class("wf-row selected")
     page.get_by_test_id("view-agents").click()
     assert page.get_by_test_id("agent-graph-canvas").is_visible()
+
+
+def luminance(page, expression: str) -> float:
+    """Relative brightness (0 black .. 1 white) of the CSS colour `expression` evaluates to."""
+    rgb = page.evaluate(
+        f"() => {{ const c = {expression}; const m = c.match(/[0-9.]+/g).map(Number); return m.slice(0, 3); }}"
+    )
+    return (0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]) / 255
+
+
+def test_the_page_follows_a_dark_colour_scheme(app, browser, storage_state, claude_trace):
+    canvas_pixel = (
+        "(() => { const c = document.querySelector('.timeline-plot');"
+        " const d = c.getContext('2d').getImageData(c.width - 3, c.height - 3, 1, 1).data;"
+        " return `rgb(${d[0]}, ${d[1]}, ${d[2]})`; })()"
+    )
+    seen = {}
+    for scheme in ("light", "dark"):
+        context = browser.new_context(storage_state=storage_state, viewport=VIEWPORT, color_scheme=scheme)
+        try:
+            page = context.new_page()
+            open_trace_page(page, app, claude_trace)
+            wait_until(page, "() => document.querySelector('.timeline-plot')?.width > 0")
+            seen[scheme] = {
+                "body": luminance(page, "getComputedStyle(document.body).backgroundColor"),
+                "text": luminance(page, "getComputedStyle(document.body).color"),
+                "panel": luminance(page, "getComputedStyle(document.querySelector('.timeline-panel')).backgroundColor"),
+                "canvas": luminance(page, canvas_pixel),
+            }
+        finally:
+            context.close()
+    assert all(seen["light"][k] > 0.8 for k in ("body", "panel", "canvas")) and seen["light"]["text"] < 0.3, seen
+    assert all(seen["dark"][k] < 0.2 for k in ("body", "panel", "canvas")) and seen["dark"]["text"] > 0.8, seen

@@ -515,6 +515,8 @@ export class AgentGraph {
       labelSize: LABEL_SIZE,
       labelFont: LABEL_FONT,
       labelWeight: LABEL_WEIGHT,
+      // The page's text colour (static/css/dark.css under prefers-color-scheme: dark).
+      labelColor: { color: getComputedStyle(this.container).getPropertyValue("--text").trim() || "#000" },
       defaultNodeType: "point",
       nodeProgramClasses: {
         point: NodePointProgram,

@@ -691,7 +691,10 @@ export class Timeline {
     }
     const ctx = c.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.fillStyle = "#ffffff";
+    // The page's theme (static/css/dark.css under prefers-color-scheme: dark): panel and stripe colours.
+    const css = getComputedStyle(this.canvas);
+    const theme = { bg: css.getPropertyValue("--panel").trim() || "#ffffff", stripe: css.getPropertyValue("--stripe").trim() || STRIPE };
+    ctx.fillStyle = theme.bg;
     ctx.fillRect(0, 0, width, height);
 
     const rows = view.lanes.length;
@@ -705,7 +708,7 @@ export class Timeline {
     // Lane stripes (as the lane names' rows) and the selected lane.
     const selectedRow = this._rowOf.get(this._selectedLane());
     for (let r = r0; r <= r1; r += 1) {
-      const fill = r === selectedRow ? SELECTED_LANE : r % 2 === 1 ? STRIPE : null;
+      const fill = r === selectedRow ? SELECTED_LANE : r % 2 === 1 ? theme.stripe : null;
       if (!fill) continue;
       ctx.fillStyle = fill;
       ctx.fillRect(0, r * laneH - top, width, laneH);

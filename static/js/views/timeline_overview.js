@@ -97,7 +97,7 @@ export class TimelineOverview {
     }
     const ctx = this.canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.fillStyle = "#f8f9fa";
+    ctx.fillStyle = getComputedStyle(this.canvas).getPropertyValue("--stripe").trim() || "#f8f9fa"; // static/css/dark.css
     ctx.fillRect(0, 0, width, height);
     const counts = this._counts;
     if (counts) {
