@@ -96,6 +96,10 @@ def trace_list(request: HttpRequest):
     """The trace list: facets, sortable columns and paging, every one a query parameter
     (services.ListFilters); derived traces (branches, episodes) hidden unless a `kind` asks for
     them, counted as chips on their parents' rows; live over `/ws/projects/<id>/traces/`."""
+    wrong = next((v for v in request.GET.getlist("project") if v.strip() and id_or_none(v) is None), None)
+    if wrong is not None:  # a project filter must name a project: other malformed filters are dropped
+        reason = f"project: {wrong[:40]!r} is not a project id"
+        return render(request, "400.html", {"reason": reason}, status=400)
     filters = services.ListFilters.from_query(request.GET)
     project_ids = list(access.project_ids_for(request.user))
     qs = services.list_traces(project_ids, filters=filters)
