@@ -12,6 +12,11 @@
   the token checked before the message is read and, for comparison, with a unary handler (the
   message read first: the earlier behaviour).
 
+- `sockets` (run alone: `--case sockets new` / `--case sockets old`): 20 websocket readers of one
+  trace that stop reading (4 KiB receive buffers) while 16 deltas of ~750 kB are written to it, on
+  `manage.py up` (Daphne); Daphne's VmRSS/VmHWM before, 3 s after the writes, and after the clients
+  are gone; `new` with SWARMSCOPE_SOCKET_SEND_BUFFER_BYTES = 4 MiB, `old` with 1 TiB (no bound).
+
     .venv/bin/python bench/bench_request_memory.py [--events 200000] [--calls 8] [--mib 100]
 """
 
@@ -125,6 +130,84 @@ def grpc_client(port: int, calls: int, mib: int) -> None:
     print(json.dumps({"answers": sorted(set(codes)), "s": round(time.perf_counter() - started, 2)}))
 
 
+def daphne_pid(port: int) -> int:
+    """The pid of the Daphne process `manage.py up` started on `port`."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if b"daphne" in argv and str(port).encode() in argv:
+                return int(entry)
+    raise RuntimeError("no Daphne process found")
+
+
+def memory_mib(pid: int) -> dict:
+    status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status").read().splitlines() if ":" in line)
+    return {k: round(int(status[k].split()[0]) / 1024, 1) for k in ("VmRSS", "VmHWM")}
+
+
+def case_sockets(sockets: int, limit: int) -> dict:
+    """`sockets` readers that stop reading a trace while 16 deltas of ~750 kB are written to it, on
+    `manage.py up` (Daphne) with SWARMSCOPE_SOCKET_SEND_BUFFER_BYTES = `limit`: Daphne's RSS."""
+    import asyncio
+    import socket as sockets_module
+
+    import websockets
+
+    from swarmscope.client import SwarmscopeClient
+    from tests.servers import app_env, free_port, manage, start, stop, wait_http
+
+    data = tempfile.mkdtemp()
+    env = app_env(__import__("pathlib").Path(data) / "data", SWARMSCOPE_SOCKET_SEND_BUFFER_BYTES=str(limit))
+    port, log = free_port(), __import__("pathlib").Path(data) / "up.log"
+    up = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-worker", "--no-grpc"], env, log)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_http(base + "/", up, log)
+        token = manage("create_token", "admin", env=env).stdout.strip()
+        client = SwarmscopeClient(base, token)
+        trace = client.create_trace("slow readers", system="bench")
+        pid = daphne_pid(port)
+        before = memory_mib(pid)
+
+        async def run() -> dict:
+            url = f"ws://127.0.0.1:{port}/ws/traces/{trace['id']}/?token={token}"
+            opened = []
+            for _ in range(sockets):
+                raw = sockets_module.socket()
+                raw.setsockopt(sockets_module.SOL_SOCKET, sockets_module.SO_RCVBUF, 4096)
+                raw.connect(("127.0.0.1", port))
+                ws = await websockets.connect(url, sock=raw, max_queue=1, max_size=None)
+                await ws.recv()
+                opened.append(ws)
+            for batch in range(16):
+                events = [
+                    {
+                        "id": f"e{batch}-{i}",
+                        "t": float(batch),
+                        "type": "message",
+                        "agent": "a",
+                        "content": "x" * 150_000,
+                    }
+                    for i in range(5)
+                ]
+                await asyncio.to_thread(client.send_batch, trace["id"], events)
+            await asyncio.sleep(3)
+            during = memory_mib(pid)
+            closed = sum(1 for ws in opened if ws.close_code is not None)
+            for ws in opened:
+                ws.transport.abort()
+            await asyncio.sleep(3)
+            return {"during": during, "after_close": memory_mib(pid), "closed_by_server_yet": closed}
+
+        result = asyncio.run(run())
+        return {"before": before, **result, "limit": limit, "sockets": sockets}
+    finally:
+        stop(up, __import__("signal").SIGINT)
+
+
 def run_case(*args: str) -> dict:
     out = subprocess.run([sys.executable, __file__, "--case", *args], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -142,6 +225,9 @@ def main() -> None:
         return grpc_client(args.grpc_client, args.calls, args.mib)
     if args.case:
         kind, flag = args.case[0], args.case[1] == "new"
+        if kind == "sockets":
+            print(json.dumps(case_sockets(20, 4 * MiB if flag else 1 << 40)))
+            return None
         if kind == "bomb":
             result = case_bomb(flag)
         elif kind == "export":
