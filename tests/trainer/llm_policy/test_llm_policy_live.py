@@ -18,6 +18,9 @@ def test_one_grpo_iteration_of_smollm2_moves_its_actions_with_their_advantages()
     if not model_built():
         pytest.skip(f"SmolLM2 is not built in {MODEL_DIR} (python trainer/llm_server.py install build-model)")
     torch.manual_seed(0)
+    # One intra-op thread: beside the vLLM server and a second pytest worker, two threads per process
+    # oversubscribe the 2 cores (2.6x slower a decision here, bench/RESULTS.md "Issue 31").
+    torch.set_num_threads(1)
     model, tokenizer = load(MODEL_DIR, LoraSettings(rank=8, alpha=16, layers=2))
     optimiser = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-4)
     # Two episodes of a two-subtask task, 5 decisions at most, scored by the task reward (its finish
