@@ -14,6 +14,7 @@ from trainer.policy import MOVES, Played
 from trainer.recipes.config import RunConfig
 from trainer.rl.credit import attribution
 from trainer.rl.stop import StopOutcome, stop_regret
+from trainer.sim.env import Episode
 
 #: Bins (over `max_steps`) of the per-step stop curves the run page draws.
 STOP_BINS = 40
@@ -47,6 +48,38 @@ def stop_outcomes(episodes: list, config: RunConfig) -> list[StopOutcome]:
     ]
 
 
+def episode_means(episodes: list[Episode], terms: list[dict[str, float]]) -> dict[str, float]:
+    """The iteration's means over its episodes of their `episode_reward` terms (success,
+    critical steps, task), parallelism efficiency (episodes where it is defined), tokens, length
+    (decisions) and SwarmSim's exact E[R | actions]."""
+    efficiency = [parallelism_efficiency(e.trace) for e in episodes]
+    return {
+        "success_rate": float(np.mean([t["success"] for t in terms])),
+        "critical_steps": float(np.mean([t["critical_steps"] for t in terms])),
+        "parallelism_efficiency": float(np.mean([e for e in efficiency if e is not None] or [0.0])),
+        "tokens_per_episode": float(np.mean([e.trace.costs["tokens"] for e in episodes])),
+        "episode_length": float(np.mean([len(e.actions) for e in episodes])),
+        "task_reward": float(np.mean([t["task"] for t in terms])),
+        "expected_success": float(np.mean([e.p_success for e in episodes])),
+    }
+
+
+def tag_samples(episodes: list[Episode], rewards: list[float], config: RunConfig, iteration: int, **extra: Any) -> None:
+    """Tag the first `sample_episodes` traces with their training reward and the run's settings
+    (`attributes.training`: iteration, credit, algorithm, stop and `extra`)."""
+    for episode, reward in zip(episodes[: config.sample_episodes], rewards):
+        episode.trace.rewards["training_reward"] = reward
+        episode.trace.attributes.update(
+            training={
+                "iteration": iteration,
+                "credit": config.credit,
+                "algorithm": config.algorithm,
+                "stop": config.stop,
+                **extra,
+            }
+        )
+
+
 def iteration_report(
     games: list[Played],
     terms: list[dict[str, float]],
@@ -66,33 +99,17 @@ def iteration_report(
     `episodes` (the first `sample_episodes` traces, tagged with the training reward and settings)."""
     episodes = [g.episode for g in games]
     outcomes = stop_outcomes(episodes, config)
-    efficiency = [parallelism_efficiency(e.trace) for e in episodes]
     width = max(1, config.max_steps // STOP_BINS)
     moves_all = [m for g in games for m in g.moves]
-    for episode, term in zip(episodes[: config.sample_episodes], terms):
-        episode.trace.rewards["training_reward"] = term["total"]
-        episode.trace.attributes.update(
-            training={
-                "iteration": iteration,
-                "credit": config.credit,
-                "algorithm": config.algorithm,
-                "stop": config.stop,
-            }
-        )
+    tag_samples(episodes, [t["total"] for t in terms], config, iteration)
     return {
         "metrics": {
+            **episode_means(episodes, terms),
             "reward": float(np.mean([t["total"] for t in terms])),
-            "success_rate": float(np.mean([t["success"] for t in terms])),
-            "critical_steps": float(np.mean([t["critical_steps"] for t in terms])),
-            "parallelism_efficiency": float(np.mean([e for e in efficiency if e is not None] or [0.0])),
-            "tokens_per_episode": float(np.mean([e.trace.costs["tokens"] for e in episodes])),
-            "episode_length": float(np.mean([len(e.actions) for e in episodes])),
             "entropy": losses["entropy"],
             "policy_loss": losses["policy_loss"],
             "value_loss": losses["value_loss"],
             "stop_value_loss": losses["stop_value_loss"],
-            "task_reward": float(np.mean([t["task"] for t in terms])),
-            "expected_success": float(np.mean([e.p_success for e in episodes])),
             "clip_fraction": losses["clip_fraction"],
             "anneal": anneal,
             "credit_env_steps": int(credit_steps),

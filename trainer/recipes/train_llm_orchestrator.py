@@ -22,13 +22,12 @@ import numpy as np
 import torch
 from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
-from swarmscope.metrics import parallelism_efficiency
 from trainer import llm_server
 from trainer.llm_policy.model import LoraSettings, load
 from trainer.llm_policy.play import grpo_iteration, update_direction
 from trainer.policy import MOVES
 from trainer.recipes.config import RunConfig
-from trainer.recipes.report import stop_outcomes
+from trainer.recipes.report import episode_means, stop_outcomes, tag_samples
 from trainer.recipes.train_orchestrator import iteration_scripts
 from trainer.rl.credit import attribution
 from trainer.rl.rewards import anneal_factor, episode_reward
@@ -113,30 +112,12 @@ def llm_report(
     `sample_episodes` traces tagged with the settings."""
     terms = [episode_reward(e, config.reward_weights, anneal) for e in episodes]
     moves = [f"spawn_{a.role}" if a.kind == "spawn" else a.kind for e in episodes for a in e.actions]
-    efficiency = [parallelism_efficiency(e.trace) for e in episodes]
     outcomes = stop_outcomes(episodes, config)
     moved = update_direction(stats)
-    for episode, reward in zip(episodes[: config.sample_episodes], rewards):
-        episode.trace.rewards["training_reward"] = reward
-        episode.trace.attributes.update(
-            training={
-                "iteration": iteration,
-                "credit": config.credit,
-                "algorithm": config.algorithm,
-                "stop": config.stop,
-                "policy": "llm",
-                "model": model_path(config).name,
-            }
-        )
+    tag_samples(episodes, rewards, config, iteration, policy="llm", model=model_path(config).name)
     metrics: dict[str, Any] = {
+        **episode_means(episodes, terms),
         "reward": float(np.mean(rewards)),
-        "success_rate": float(np.mean([t["success"] for t in terms])),
-        "critical_steps": float(np.mean([t["critical_steps"] for t in terms])),
-        "parallelism_efficiency": float(np.mean([e for e in efficiency if e is not None] or [0.0])),
-        "tokens_per_episode": float(np.mean([e.trace.costs["tokens"] for e in episodes])),
-        "episode_length": float(np.mean([len(e.actions) for e in episodes])),
-        "task_reward": float(np.mean([t["task"] for t in terms])),
-        "expected_success": float(np.mean([e.p_success for e in episodes])),
         "anneal": anneal,
         "credit_env_steps": 0,
         "move_shares": {name: moves.count(name) / max(1, len(moves)) for name in MOVES},
