@@ -37,12 +37,20 @@ def wide_page(browser, storage_state):
     assert errors == [], f"console errors: {errors}"
 
 
+def with_subagents(path) -> list:
+    """A session file and, for a Claude Code session, its folder of subagent transcripts: the trace
+    a folder upload makes (other tests upload the whole folder into the same app, and a session
+    imported without its subagents is another trace under the same id: an import conflict)."""
+    folder = path.with_suffix("")
+    return [path, folder] if folder.is_dir() else [path]
+
+
 @pytest.fixture(scope="module")
 def claude_trace(app, shared_data) -> int:
     path = shared_data / "claude-code" / CLAUDE_SESSION
     if not path.exists():
         pytest.skip(f"{path} not found: this test needs the Claude Code session {CLAUDE_SESSION} of ../shared/data")
-    return app.import_files(path)[CLAUDE_SESSION]
+    return app.import_files(*with_subagents(path))[CLAUDE_SESSION]
 
 
 def box(page, testid):
@@ -225,7 +233,7 @@ def test_agent_graph_labels_do_not_overlap(app, wide_page, shared_data, relative
     path = shared_data / relative
     if not path.exists():
         pytest.skip(f"{path} not found: this test needs {relative} of ../shared/data")
-    trace_id = next(iter(app.import_files(path).values()))
+    trace_id = app.import_files(*with_subagents(path))[path.name]
     agents = app.api(f"/api/traces/{trace_id}/snapshot/")["agents"]
     page = wide_page
     open_trace_page(page, app, trace_id)
