@@ -13,6 +13,30 @@ export function clampWidth(width, min, max) {
   return Math.round(Math.max(min, Math.min(max, width)));
 }
 
+/** Drag `handle` with the primary button: `onStart()` gives the value at the press, and
+ * `onMove(start, delta)` is called with it and the pointer's movement along `axis` ("x" | "y"), px. */
+export function dragWithPointer(handle, axis, onStart, onMove) {
+  const at = (e) => (axis === "x" ? e.clientX : e.clientY);
+  handle.addEventListener("pointerdown", (e) => {
+    if (e.button !== 0) return;
+    e.preventDefault();
+    const origin = at(e);
+    const start = onStart();
+    handle.setPointerCapture(e.pointerId);
+    handle.classList.add("dragging");
+    const move = (ev) => onMove(start, at(ev) - origin);
+    const up = () => {
+      handle.classList.remove("dragging");
+      handle.removeEventListener("pointermove", move);
+      handle.removeEventListener("pointerup", up);
+      handle.removeEventListener("pointercancel", up);
+    };
+    handle.addEventListener("pointermove", move);
+    handle.addEventListener("pointerup", up);
+    handle.addEventListener("pointercancel", up);
+  });
+}
+
 export function makeResizer(handle, { host, variable, column, min = 240, max = 900, side = "after", storageKey = null }) {
   if (!handle || !host || !column) return null;
   const maxNow = () => Math.max(min, Math.min(max, host.clientWidth - 320));
@@ -42,24 +66,7 @@ export function makeResizer(handle, { host, variable, column, min = 240, max = 9
   else handle.setAttribute("aria-valuenow", String(Math.round(current())));
 
   const sign = side === "after" ? -1 : 1;
-  handle.addEventListener("pointerdown", (e) => {
-    if (e.button !== 0) return;
-    e.preventDefault();
-    const startX = e.clientX;
-    const startW = current();
-    handle.setPointerCapture(e.pointerId);
-    handle.classList.add("dragging");
-    const move = (ev) => apply(startW + sign * (ev.clientX - startX));
-    const up = () => {
-      handle.classList.remove("dragging");
-      handle.removeEventListener("pointermove", move);
-      handle.removeEventListener("pointerup", up);
-      handle.removeEventListener("pointercancel", up);
-    };
-    handle.addEventListener("pointermove", move);
-    handle.addEventListener("pointerup", up);
-    handle.addEventListener("pointercancel", up);
-  });
+  dragWithPointer(handle, "x", current, (startW, delta) => apply(startW + sign * delta));
   handle.addEventListener("keydown", (e) => {
     const step = e.shiftKey ? KEY_STEP * 4 : KEY_STEP;
     let width = null;

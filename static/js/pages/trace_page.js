@@ -57,7 +57,7 @@ import { MetricsPanel } from "../panels/metrics_panel.js";
 import { Timeline } from "../views/timeline.js";
 import { renderTokens, TraceFacts } from "../panels/trace_facts.js";
 import { Transcript } from "../panels/transcript.js";
-import { makeResizer } from "../lib/resizer.js";
+import { dragWithPointer, makeResizer } from "../lib/resizer.js";
 import { laneCommentCounts } from "../model/comment_marks.js";
 import { SpanWaterfall } from "../panels/span_waterfall.js";
 import {
@@ -289,24 +289,12 @@ class TracePage {
       saved = null;
     }
     if (saved && Number.isFinite(saved)) apply(saved, false);
-    handle.addEventListener("pointerdown", (e) => {
-      if (e.button !== 0) return;
-      e.preventDefault();
-      const startY = e.clientY;
-      const startH = timeline.getBoundingClientRect().height;
-      handle.setPointerCapture(e.pointerId);
-      handle.classList.add("dragging");
-      const move = (ev) => apply(startH + ev.clientY - startY);
-      const up = () => {
-        handle.classList.remove("dragging");
-        handle.removeEventListener("pointermove", move);
-        handle.removeEventListener("pointerup", up);
-        handle.removeEventListener("pointercancel", up);
-      };
-      handle.addEventListener("pointermove", move);
-      handle.addEventListener("pointerup", up);
-      handle.addEventListener("pointercancel", up);
-    });
+    dragWithPointer(
+      handle,
+      "y",
+      () => timeline.getBoundingClientRect().height,
+      (startH, delta) => apply(startH + delta),
+    );
     handle.addEventListener("keydown", (e) => {
       if (e.key !== "ArrowUp" && e.key !== "ArrowDown") return;
       e.preventDefault();
