@@ -1,9 +1,10 @@
-"""JSON Schemas (draft 2020-12) of every message of the three live sockets (swarmscope.protocol;
+"""JSON Schemas (draft 2020-12) of every message of the four live sockets (swarmscope.protocol;
 docs/architecture.md "Live protocol"), and a validator.
 
 `SERVER_MESSAGES[socket][type]` is the schema of a server -> client message of `socket`
-("trace": `/ws/traces/<id>/`, "run": `/ws/runs/<id>/`, "review": `/ws/projects/<id>/`) whose
-`type` is `type`; `CLIENT_MESSAGES["resume"]` the one client -> server message. Records carry
+("trace": `/ws/traces/<id>/`, "run": `/ws/runs/<id>/`, "review": `/ws/projects/<id>/`,
+"notifications": `/ws/users/<id>/notifications/`) whose `type` is `type`;
+`CLIENT_MESSAGES["resume"]` the one client -> server message. Records carry
 the `seq` of the batch that last wrote them. Summaries (`trace`, `run`, `job`) are the API's
 resources: their required keys are checked, further keys are allowed.
 """
@@ -194,6 +195,36 @@ REVIEW_DELTA = {
     **_record({"type": {"const": "delta"}, "seq": SEQ, "project": {"type": "integer"}, "activities": _array(ACTIVITY)}),
 }
 
+# --- a user's notifications (`/ws/users/<id>/notifications/`): the header's bell ---------------------
+
+NOTIFICATION = _record(
+    {
+        "id": {"type": "integer"},
+        "project": {"type": "integer"},
+        "actor": _STR,
+        "comment": {"type": "integer"},
+        "link": _STR,
+    }
+)
+NOTIFICATIONS_SNAPSHOT = {
+    "$schema": DRAFT,
+    "title": "notifications snapshot",
+    **_record({"type": {"const": "snapshot"}, "seq": SEQ, "user": {"type": "integer"}, "unread": SEQ}),
+}
+NOTIFICATIONS_DELTA = {
+    "$schema": DRAFT,
+    "title": "notifications delta",
+    **_record(
+        {
+            "type": {"const": "delta"},
+            "seq": SEQ,
+            "user": {"type": "integer"},
+            "unread": SEQ,
+            "notifications": _array(NOTIFICATION),
+        }
+    ),
+}
+
 # --- every socket ----------------------------------------------------------------------------------
 
 #: A bad client message (`message` only), or the referral of a snapshot or catch-up delta too big
@@ -210,12 +241,13 @@ SERVER_MESSAGES: dict[str, dict[str, dict[str, Any]]] = {
     "trace": {"snapshot": TRACE_SNAPSHOT, "delta": TRACE_DELTA, "error": ERROR, "job": JOB, "metrics": METRICS},
     "run": {"snapshot": RUN_SNAPSHOT, "delta": RUN_DELTA, "error": ERROR},
     "review": {"snapshot": REVIEW_SNAPSHOT, "delta": REVIEW_DELTA, "error": ERROR},
+    "notifications": {"snapshot": NOTIFICATIONS_SNAPSHOT, "delta": NOTIFICATIONS_DELTA, "error": ERROR},
 }
 CLIENT_MESSAGES: dict[str, dict[str, Any]] = {"resume": RESUME}
 
 
 def validate_message(socket: str, message: Any, *, client: bool = False) -> None:
-    """Check `message` against the schema of its `type` on `socket` ("trace", "run", "review"; with
+    """Check `message` against the schema of its `type` on `socket` ("trace", "run", "review", "notifications"; with
     `client`, a client -> server message). Raises jsonschema.ValidationError (an unknown type
     included); KeyError on an unknown socket."""
     schemas = CLIENT_MESSAGES if client else SERVER_MESSAGES[socket]

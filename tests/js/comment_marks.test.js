@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import {
-  commentsText, eventCommentCounts, laneCommentCounts, mentionsReader,
+  commentsText, eventCommentCounts, laneCommentCounts,
 } from "../../static/js/model/comment_marks.js";
 
 const comment = (id, target, extra = {}) => ({ id, target, deleted: false, parent: null, ...extra });
@@ -26,14 +26,4 @@ test("lanes add up their events' comments; events not held count nowhere", () =>
   assert.deepEqual([...laneCommentCounts(counts, (id) => agents[id])], [["planner", 3]]);
   assert.equal(commentsText(1), "1 comment");
   assert.equal(commentsText(3), "3 comments");
-});
-
-test("a comment by someone else that mentions the reader rings the bell; one's own or a vote does not", () => {
-  const a = { verb: "commented", actor: "bob", mentions: ["ada"] };
-  assert.equal(mentionsReader(a, "ada"), true);
-  assert.equal(mentionsReader({ ...a, verb: "edited" }, "ada"), true);
-  assert.equal(mentionsReader({ ...a, actor: "ada" }, "ada"), false);
-  assert.equal(mentionsReader({ ...a, mentions: [] }, "ada"), false);
-  assert.equal(mentionsReader({ ...a, verb: "voted" }, "ada"), false);
-  assert.equal(mentionsReader(a, ""), false);
 });

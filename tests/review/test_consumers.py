@@ -138,3 +138,40 @@ async def test_foreign_unknown_project_closes_4404_and_a_revoked_token_4401(team
     assert await ws.receive_json_from(timeout=10) == {"type": "error", "message": "API token revoked"}
     assert (await ws.receive_output(timeout=10))["code"] == 4401
     await ws.disconnect()
+
+
+# --- /ws/users/<id>/notifications/: the header's bell ---------------------------------------------
+
+
+def bell(team, name, user_name=None):
+    user = team.users[user_name or name]
+    return CheckedCommunicator("notifications", f"/ws/users/{user.pk}/notifications/?token={team.tokens[name]}")
+
+
+async def test_a_mention_rings_the_bell_socket_of_the_mentioned_user_only(team):
+    bob, rev = bell(team, "bob"), bell(team, "rev")
+    for ws in (bob, rev):
+        assert (await ws.connect())[0]
+    bob_user = team.users["bob"].pk
+    assert await bob.receive_json_from(timeout=10) == {"type": "snapshot", "seq": 0, "user": bob_user, "unread": 0}
+    assert (await rev.receive_json_from(timeout=10))["unread"] == 0
+    assert (await comment(team, "Have a look, @bob")).status_code == 201
+    delta = await bob.receive_json_from(timeout=10)
+    assert delta["type"] == "delta" and delta["unread"] == 1 and delta["seq"] == delta["notifications"][0]["id"]
+    assert delta["notifications"][0]["actor"] == "rev" and delta["notifications"][0]["project"] == team.a.pk
+    assert await rev.receive_nothing(timeout=0.5)  # the author is not mentioned: nothing on their socket
+    # Reading them on another page sends a fresh count.
+    read = await api(team, "bob", "post", "/api/review/notifications/read/", {})
+    assert read.status_code == 200, read.content
+    again = await bob.receive_json_from(timeout=10)
+    assert again == {"type": "snapshot", "seq": delta["seq"], "user": bob_user, "unread": 0}
+    for ws in (bob, rev):
+        await ws.disconnect()
+
+
+async def test_another_users_bell_socket_is_refused(team):
+    ws = bell(team, "rev", user_name="bob")  # rev's token on bob's notifications
+    connected, _ = await ws.connect()
+    assert connected
+    assert (await ws.receive_output(timeout=10))["code"] == 4404
+    await ws.disconnect()

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from webapp.review.consumers import ProjectConsumer
+from webapp.review.consumers import NotificationConsumer, ProjectConsumer
 from webapp.traces.consumers import TraceConsumer
 from webapp.traces.list_consumer import TraceListConsumer
 from webapp.training.consumers import RunConsumer, RunListConsumer
@@ -13,4 +13,5 @@ websocket_urlpatterns = [
     path("ws/projects/<int:project_id>/", ProjectConsumer.as_asgi()),
     path("ws/projects/<int:project_id>/traces/", TraceListConsumer.as_asgi()),
     path("ws/projects/<int:project_id>/runs/", RunListConsumer.as_asgi()),
+    path("ws/users/<int:user_id>/notifications/", NotificationConsumer.as_asgi()),
 ]

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.urls import NoReverseMatch, reverse
 
-from .models import Activity, TargetKind
+from .models import Activity, Notification, TargetKind
 
 #: Activities in a snapshot: the most recent ones (older ones are read over HTTP, `before=`).
 SNAPSHOT_ACTIVITIES = 50
@@ -110,4 +110,72 @@ def get_delta_since(project_id: int, seq: int) -> dict[str, Any]:
         "seq": activities[-1].pk if activities else seq,
         "project": project_id,
         "activities": [activity_wire(a) for a in activities],
+    }
+
+
+# --- a user's notifications, live (`/ws/users/<id>/notifications/`) --------------------------------
+
+#: Notifications a delta lists at most (the bell needs the count; the list is for a toast or a menu).
+MAX_NOTIFICATIONS_DELTA = 20
+
+
+@dataclass(frozen=True)
+class NotificationFeed:
+    """The object of a `/ws/users/<id>/notifications/` connection: the user's id, the projects
+    whose notifications they may read, and the seq (the id of their latest notification in them).
+    `project_id` is -id: the socket counts against no project's cap (webapp.web.sockets.SocketCounts)."""
+
+    pk: int
+    project_ids: tuple[int, ...]
+    seq: int
+
+    @property
+    def project_id(self) -> int:
+        return -self.pk
+
+
+def _notifications(user_id: int, project_ids) -> Any:
+    return Notification.objects.filter(user_id=user_id, project_id__in=list(project_ids))
+
+
+def notification_feed(user_id: int, project_ids) -> NotificationFeed:
+    ids = tuple(sorted(project_ids))
+    seq = _notifications(user_id, ids).order_by("-id").values_list("id", flat=True).first() or 0
+    return NotificationFeed(pk=user_id, project_ids=ids, seq=seq)
+
+
+def get_notification_snapshot(feed: NotificationFeed) -> dict[str, Any]:
+    """`{"type": "snapshot", "seq": N, "user": id, "unread": n}`: n unread @mentions (what the
+    header's bell shows), N the id of the user's latest notification (0 without any)."""
+    now = notification_feed(feed.pk, feed.project_ids)
+    unread = _notifications(feed.pk, feed.project_ids).filter(read_at__isnull=True).count()
+    return {"type": "snapshot", "seq": now.seq, "user": feed.pk, "unread": unread}
+
+
+def get_notification_delta_since(feed: NotificationFeed, seq: int) -> dict[str, Any]:
+    """`{"type": "delta", "seq": N, "user": id, "unread": n, "notifications": [{id, project,
+    actor, comment, link}]}`: the count now and the (at most MAX_NOTIFICATIONS_DELTA newest)
+    notifications after `seq`, oldest first; N the latest one's id (`seq` when there is none)."""
+    rows = list(
+        _notifications(feed.pk, feed.project_ids)
+        .filter(pk__gt=seq)
+        .select_related("comment__author")
+        .order_by("-id")[:MAX_NOTIFICATIONS_DELTA]
+    )[::-1]
+    unread = _notifications(feed.pk, feed.project_ids).filter(read_at__isnull=True).count()
+    return {
+        "type": "delta",
+        "seq": rows[-1].pk if rows else seq,
+        "user": feed.pk,
+        "unread": unread,
+        "notifications": [
+            {
+                "id": n.pk,
+                "project": n.project_id,
+                "actor": n.comment.author.username,
+                "comment": n.comment_id,
+                "link": target_link(n.comment.target_kind, n.comment.target_id, n.comment.trace_id),
+            }
+            for n in rows
+        ],
     }

@@ -30,7 +30,7 @@ from webapp.accounts.models import Membership
 from webapp.accounts.services import PermissionRefused, get_role
 from webapp.counterfactuals.models import Attribution
 from webapp.traces.models import Agent, Event, Label, Trace
-from webapp.web.broadcast import broadcast_project_activity
+from webapp.web.broadcast import broadcast_notification, broadcast_notifications_read, broadcast_project_activity
 from webapp.web.validation import MAX_DB_INT, InputError, parse_int
 
 from .feed import activity_wire, iso, target_link
@@ -659,6 +659,8 @@ def do_notify_mentions(comment: Comment, mentioned: Iterable) -> list[Notificati
         for u in users
         if u.pk not in already
     ]
+    for n in fresh:  # the bell of each of their open pages (webapp.review.consumers.NotificationConsumer)
+        transaction.on_commit(lambda n=n: broadcast_notification(n.user_id, n.pk))
     if fresh and mail_configured():
         ids = [n.pk for n in fresh]
         transaction.on_commit(lambda: do_email_notifications(ids))
@@ -750,4 +752,7 @@ def do_mark_read(user, project_ids: Iterable[int], ids: Any = None) -> int:
         ):
             raise ReviewInputError(f"must be a list of notification ids (1 to {MAX_DB_INT})", field="ids")
         qs = qs.filter(pk__in=ids)
-    return qs.update(read_at=timezone.now())
+    changed = qs.update(read_at=timezone.now())
+    if changed:
+        transaction.on_commit(lambda: broadcast_notifications_read(user.pk))
+    return changed

@@ -116,6 +116,22 @@ def broadcast_project_activity(project_id: int, activity: dict[str, Any]) -> Non
     _send_group(project_group(project_id), _delta_message("review.activity", delta))
 
 
+def notification_group(user_id: int) -> str:
+    return f"notifications-{user_id}"
+
+
+def broadcast_notification(user_id: int, seq: int) -> None:
+    """Tell the user's open pages (`/ws/users/<id>/notifications/`) that their notification `seq`
+    was created; each socket reads the unread count and the new rows from the database."""
+    _send_group(notification_group(user_id), {"type": "notification.created", "seq": seq, "at": time.time()})
+
+
+def broadcast_notifications_read(user_id: int) -> None:
+    """Tell the user's open pages that some of their notifications were marked read: each socket
+    sends a fresh snapshot (the unread count)."""
+    _send_group(notification_group(user_id), {"type": "notification.read"})
+
+
 def trace_list_group(project_id: int) -> str:
     return f"trace-list-{project_id}"
 

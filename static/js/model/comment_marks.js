@@ -1,8 +1,7 @@
 /**
  * Where a trace's comments are, for the markers of the trace page (transcript rows, lanes, the
- * inspector), and whether an activity of the project's review feed mentions the reader (the
- * bell). Pure: comments and activities as the API and `/ws/projects/<id>/` send them
- * (webapp.review.services.comment_wire, webapp.review.feed.activity_wire).
+ * inspector). Pure: comments as the API and `/ws/projects/<id>/` send them
+ * (webapp.review.services.comment_wire).
  */
 
 /**
@@ -37,14 +36,3 @@ export function laneCommentCounts(eventCounts, agentOf) {
 
 /** "1 comment", "3 comments". */
 export const commentsText = (n) => `${n} comment${n === 1 ? "" : "s"}`;
-
-/**
- * Whether `activity` may have given `user` a new @mention notification: a comment written or
- * edited by someone else that mentions them (the server notifies once per comment; the bell
- * re-reads its count, so an edit that adds nothing costs one request).
- */
-export function mentionsReader(activity, user) {
-  if (!user || !activity || activity.actor === user) return false;
-  if (activity.verb !== "commented" && activity.verb !== "edited") return false;
-  return (activity.mentions ?? []).includes(user);
-}

@@ -13,15 +13,15 @@
  * the event on the page (through `window.swarmscope`) and the panel follows the selection.
  * Markers: every change of the comments dispatches `swarmscope:comments` on document (detail
  * {events: Map event id -> count}), which the trace page draws on transcript rows, lanes and the
- * inspector; `swarmscope:discuss` (detail {event}) opens the panel on that event's thread. An
- * activity that @mentions the reader (any trace of the project) re-reads the header bell's count.
+ * inspector; `swarmscope:discuss` (detail {event}) opens the panel on that event's thread. The
+ * header's bell is live on its own socket (lib/notification_bell.js).
  * Comment HTML comes from the server rendered and sanitised (Markdown → nh3); everything else is
  * set as text.
  */
 
 import { csrfToken, el } from "../lib/dom.js";
 import { LiveConnection, NO_ACCESS_CODES, websocketUrl } from "../lib/live_connection.js";
-import { eventCommentCounts, mentionsReader } from "../model/comment_marks.js";
+import { eventCommentCounts } from "../model/comment_marks.js";
 
 /** The key of a review target: "trace", "event:<id>" or "attribution:<id>". */
 export function targetKey(target) {
@@ -138,26 +138,6 @@ class ReviewPanel {
     document.dispatchEvent(new CustomEvent("swarmscope:comments", {
       detail: { events: eventCommentCounts(this.comments, this.traceId) },
     }));
-  }
-
-  /** Re-read the caller's unread @mentions into the header's bell (templates/review/bell_link.html). */
-  async refreshBell() {
-    const bell = document.querySelector('[data-testid="notification-bell"]');
-    if (!bell) return;
-    const response = await fetch("/api/review/notifications/?unread=1&limit=1", { credentials: "same-origin" });
-    if (!response.ok) return;
-    const { unread } = await response.json();
-    let count = bell.querySelector('[data-testid="notification-count"]');
-    if (unread && !count) {
-      count = el("span", null, "badge");
-      count.dataset.testid = "notification-count";
-      bell.append(count);
-    }
-    if (count) {
-      count.textContent = String(unread);
-      count.hidden = !unread;
-    }
-    bell.setAttribute("aria-label", `Notifications${unread ? `, ${unread} unread` : ""}`);
   }
 
   /** Open or close the panel's body (closed, the panel is one header line beside the inspector). */
@@ -490,7 +470,6 @@ class ReviewPanel {
 
   /** Apply one activity of the project (webapp.review.feed.activity_wire) if it is on this trace. */
   apply(activity) {
-    if (mentionsReader(activity, this.user)) this.refreshBell().catch(() => {});
     if (activity.target.trace !== this.traceId) return;
     if (activity.data.comment) this.upsert(activity.data.comment);
     if (activity.verb === "voted") {
