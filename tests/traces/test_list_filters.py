@@ -83,6 +83,21 @@ def test_cost_reads_with_the_tokens_and_unknown_models_say_so(client, member, pr
     assert services.cost_figure(estimate)["text"] == "~$0.50+"
 
 
+def test_the_trace_page_header_shows_the_cost_by_the_same_rules(client, member, project, listed):
+    client.force_login(member)
+
+    def header_cost(name: str) -> str:
+        body = client.get(f"/traces/{Trace.objects.get(name=name).pk}/").content.decode()
+        span = body.split('data-testid="trace-cost"', 1)[1].split("</span>", 1)[0]
+        return span.split(">", 1)[1].removeprefix("· ").strip() if "hidden" not in span.split(">", 1)[0] else ""
+
+    assert header_cost("dear") == "$4.50"
+    assert header_cost("unpriced") == "unknown model"  # never $0 for a model without a price
+    assert header_cost("chat log") == ""  # names no model: the figure is hidden
+    Trace.objects.filter(name="cheap").update(cost_estimated=True)
+    assert header_cost("cheap") == "~$0.0020"
+
+
 def test_a_real_sessions_cost_is_its_usage_at_the_models_list_prices(project, shared_data):
     """tool_heavy.jsonl: 4 Claude Opus 4.6 calls; its usage summed by the importer (costs) at
     Anthropic's list prices per million tokens: input $5, output $25, cache read $0.50, cache write

@@ -57,6 +57,38 @@ export function tokenFigure(measured, estimated) {
   return { text: "–", estimated: false, title: "no token usage reported" };
 }
 
+/** `$0.0131`, `$1.24`, `$1,204`: four significant decimals below a cent; "" for none
+ * (webapp.traces.prices.format_usd). */
+export function formatUsd(usd) {
+  if (!Number.isFinite(usd)) return "";
+  if (usd === 0) return "$0";
+  if (usd < 0.01) return `$${usd.toFixed(4)}`;
+  const digits = usd < 1000 ? 2 : 0;
+  return `$${usd.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })}`;
+}
+
+/**
+ * How a trace's cost reads beside its tokens (webapp.traces.services.cost_figure says the same):
+ * `cost` is the trace summary's `{usd, estimated, models, unknown_models}`. `text` "$0.16",
+ * "~$0.16" where it prices estimated tokens, "$0.16+" where some model has no price, "unknown
+ * model" where none has (never "$0"), "" where it names no model.
+ */
+export function costFigure(cost) {
+  const unknown = (cost?.unknown_models ?? []).join(" ");
+  if (!cost || !Number.isFinite(cost.usd)) {
+    if (unknown) {
+      return { text: "unknown model", estimated: false, unknown,
+        title: `no price for ${unknown} in the price table (genai-prices)` };
+    }
+    return { text: "", estimated: false, unknown: "", title: "" };
+  }
+  let text = formatUsd(cost.usd);
+  let title = "cost of its LLM calls at list prices (genai-prices)";
+  if (cost.estimated) [text, title] = [`~${text}`, `${title}; some tokens are estimates`];
+  if (unknown) [text, title] = [`${text}+`, `${title}; no price for ${unknown}: at least this`];
+  return { text, estimated: Boolean(cost.estimated), unknown, title };
+}
+
 /** What an "input" badge says: the event's content is what its agent received, not what it said. */
 export const CONTENT_FROM_INPUT_TITLE = "no output recorded: this is the prompt the agent received";
 

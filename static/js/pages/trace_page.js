@@ -55,7 +55,7 @@ import { installKeyboardPaths, isTyping, TRACE_PAGE_KEYS } from "../lib/keys_hel
 import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
 import { MetricsPanel } from "../panels/metrics_panel.js";
 import { Timeline } from "../views/timeline.js";
-import { renderTokens, TraceFacts } from "../panels/trace_facts.js";
+import { renderCost, renderTokens, TraceFacts } from "../panels/trace_facts.js";
 import { Transcript } from "../panels/transcript.js";
 import { dragWithPointer, makeResizer } from "../lib/resizer.js";
 import { laneCommentCounts } from "../model/comment_marks.js";
@@ -174,6 +174,7 @@ class TracePage {
     });
     this.facts = new TraceFacts(part("trace-facts"), { onGoToMistake: () => this.transcript.goToMistake() });
     this.tokens = part("trace-tokens");
+    this.cost = part("trace-cost");
     this.filters = new FiltersPanel(part("filters"), {
       model: this.model,
       onChange: () => this.scheduleRender(),
@@ -712,6 +713,7 @@ class TracePage {
     this.transcript.render();
     this.facts.render(model.trace, model.labels);
     renderTokens(this.tokens, model.trace);
+    renderCost(this.cost, model.trace);
     this.filters.sync();
     if (this.renderedVersion !== model.version) {
       this.renderedVersion = model.version;

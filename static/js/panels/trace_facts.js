@@ -5,7 +5,7 @@
  */
 
 import { el } from "../lib/dom.js";
-import { tokenFigure } from "../lib/format.js";
+import { costFigure, tokenFigure } from "../lib/format.js";
 import { traceFacts } from "../lib/transcript_data.js";
 
 const MISTAKE_KEYS = new Set(["mistake_agent", "mistake_step", "mistake_reason"]);
@@ -135,4 +135,21 @@ export function renderTokens(root, trace) {
   }
   root.replaceChildren(...parts);
   root.hidden = measured === null && !estimated;
+}
+
+/**
+ * The header's cost (`[data-testid=trace-cost]`, rendered first by trace_detail.html) kept up to
+ * date with the trace summary's `cost` (costFigure: `~` for estimated tokens, "unknown model" for
+ * models without a price, never "$0" for them). Hidden when the trace names no model.
+ * @param {HTMLElement|null} root
+ * @param {{cost?: {usd: number|null, estimated: boolean, unknown_models: string[]}}|null} trace
+ */
+export function renderCost(root, trace) {
+  if (!root || !trace?.cost) return;
+  const figure = costFigure(trace.cost);
+  root.textContent = `· ${figure.text}`;
+  root.title = figure.title;
+  root.classList.toggle("estimate", figure.estimated);
+  root.classList.toggle("unknown", Boolean(figure.unknown));
+  root.hidden = !figure.text;
 }
