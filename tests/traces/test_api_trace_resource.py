@@ -1,13 +1,17 @@
-"""The API's trace resource: `GET /api/traces/<id>/` carries the computed metrics and the cost, and a
+"""The API's trace resource: `GET /api/traces/<id>/` carries the computed metrics (`metrics`; the
+source's under `source_metrics`) and the cost, and a
 streamed trace's rewards (a SwarmSim episode's, sent by trainer.sim.stream) are its reward in the
 list and the API."""
 
 import json
 
+import jsonschema
 import pytest
 
 from trainer.sim.stream import trace_attributes
 from trainer.sim.suites import pivot12_case
+from webapp.traces import services
+from webapp.traces.models import Trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -33,8 +37,19 @@ def test_the_trace_resource_has_its_computed_metrics_and_cost(api_client):
     assert created.status_code == 201, created.content
     trace_id = created.json()["trace"]["id"]
     detail = api_client.get(f"/api/traces/{trace_id}/").json()
-    assert detail["metrics"] == {}  # none given by the source
-    assert detail["computed_metrics"]["total_events"] == 2 and detail["computed_metrics"]["total_steps"] == 2
+    assert detail["source_metrics"] == {}  # none given by the source
+    assert detail["metrics"]["total_events"] == 2 and detail["metrics"]["total_steps"] == 2
+    assert "computed_metrics" not in detail
+    # the figures the trace page shows: the metrics the page's snapshot and socket carry
+    assert detail["metrics"] == services.get_computed_metrics(Trace.objects.get(pk=trace_id))
+    document = api_client.get("/api/openapi.json").json()
+    schema = document["paths"]["/api/traces/{trace_id}/"]["get"]["responses"]["200"]["content"]["application/json"]
+    jsonschema.validate(detail, schema["schema"])
+    # ... and the schema tells the two apart: the source's metrics where the computed ones belong fail it
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**detail, "metrics": detail["source_metrics"]}, schema["schema"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({k: v for k, v in detail.items() if k != "source_metrics"}, schema["schema"])
     # gpt-4o at $2.50 / $10 per million input / output tokens
     assert detail["cost"] == {
         "usd": pytest.approx((1000 * 2.5 + 100 * 10) / 1e6),

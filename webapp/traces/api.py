@@ -319,13 +319,15 @@ def traces(request: HttpRequest):
 
 @api_view("GET")
 def trace_detail(request: HttpRequest, trace_id: int):
-    """The trace resource (services.trace_summary) with its computed metrics (swarmscope.metrics,
-    cached on the row for its seq) under `computed_metrics`; `metrics` are those the source gave."""
+    """The trace resource (services.trace_summary) with `metrics` its computed metrics
+    (swarmscope.metrics, cached on the row for its seq: the trace page's figures) and
+    `source_metrics` those its source gave (the summary's `metrics` in lists and snapshots)."""
     trace = get_trace(request, trace_id)
     if trace is None:
         return json_error(404, "no such trace")
     computed = services.get_computed_metrics(trace)  # first: it stores the cost and models too
-    return JsonResponse({**services.trace_summary(trace), "computed_metrics": computed})
+    summary = services.trace_summary(trace)
+    return JsonResponse({**summary, "metrics": computed, "source_metrics": summary["metrics"]})
 
 
 @api_view("POST", ingest=True)

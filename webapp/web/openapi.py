@@ -263,10 +263,29 @@ TRACE = {
             "`usd` null when no model it names has a price, `estimated` where estimated tokens were priced, "
             "`models`, `unknown_models` (no price: not counted)",
         },
-        "computed_metrics": {
+        "metrics": {
             "type": "object",
-            "description": "`GET /api/traces/<id>/` only: swarmscope.metrics of the trace (docs/metrics.md); "
-            "`metrics` holds those its source gave",
+            "description": "in lists and snapshots: the metrics its source gave (often {}); in `GET "
+            "/api/traces/<id>/`: the computed ones (TRACE_DETAIL)",
+        },
+    },
+}
+#: `GET /api/traces/<id>/`: the summary with `metrics` the computed metrics (the trace page's figures)
+#: and the source's under `source_metrics`.
+TRACE_DETAIL = {
+    **TRACE,
+    "required": [*TRACE["required"], "metrics", "source_metrics"],
+    "properties": {
+        **TRACE["properties"],
+        "metrics": {
+            "type": "object",
+            "required": ["total_events"],
+            "description": "swarmscope.metrics of the trace (docs/metrics.md), cached for its seq: the figures "
+            "the trace page's metrics panel shows",
+        },
+        "source_metrics": {
+            "type": "object",
+            "description": "the metrics its source gave (an importer's or the sender's `metrics`), as given",
         },
     },
 }
@@ -669,10 +688,10 @@ PATHS: dict[str, Any] = {
     },
     "/api/traces/{trace_id}/": {
         "get": {
-            "summary": "One trace's summary",
+            "summary": "One trace's summary with its computed metrics",
             "operationId": "getTrace",
             "parameters": [_path_id("trace_id")],
-            "responses": {"200": _json(TRACE, "the trace"), **_errors(401, 404)},
+            "responses": {"200": _json(TRACE_DETAIL, "the trace"), **_errors(401, 404)},
         },
     },
     "/api/traces/{trace_id}/events/": {

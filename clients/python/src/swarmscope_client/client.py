@@ -211,7 +211,9 @@ class SwarmscopeClient:
         )
 
     def get_trace(self, trace_id: int) -> dict[str, Any]:
-        """The trace resource: name, counts (`event_count`, `agent_count`), `seq`, rewards, ..."""
+        """The trace resource: name, counts (`event_count`, `agent_count`), `seq`, rewards, cost,
+        `metrics` (computed by the app: swarmscope.metrics, as the trace page shows them) and
+        `source_metrics` (those the source gave), ..."""
         return self._request("GET", f"/api/traces/{trace_id}/")
 
     # --- training runs (trainer/recipes/app_client.py reports here) ---------------------------
