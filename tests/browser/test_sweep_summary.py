@@ -33,7 +33,22 @@ def test_the_sweep_summary_chart_draws(app, page, tmp_path):
     assert "held-out E[R]" in page.get_by_test_id("sweep-caption").inner_text()
     assert page.get_by_test_id("sweep-legend").locator("li").count() == 2
     # the learning curves: n = 4's two arms first, then n = 16's
-    page.wait_for_function("() => document.querySelector('[data-testid=compare-chart]').dataset.series === '2'")
+    page.wait_for_function("() => document.querySelector('[data-testid=compare-charts]').dataset.series === '2'")
+    # every metric at once: one titled chart per metric, the one the link names first, each reachable by Tab
+    cells = page.get_by_test_id("compare-chart")
+    assert cells.count() >= 8
+    assert cells.first.get_attribute("data-metric") == "expected_success"  # the sweep link's ?metric=
+    assert cells.first.locator("figcaption").inner_text() == "Expected success E[R] · probability, 0–1 (closed form)"
+    drawn = page.locator("[data-testid=compare-chart] canvas").count()
+    assert drawn >= 2 and str(page.get_by_test_id("compare-charts").get_attribute("data-charts")) != "0"
+    boxes = [cells.nth(i).bounding_box() for i in range(2)]
+    assert boxes[0]["y"] == boxes[1]["y"] and boxes[1]["x"] > boxes[0]["x"]  # side by side, not one at a time
+    page.get_by_test_id("compare-n").focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.dataset.metric") == "expected_success"
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.dataset.metric") == cells.nth(1).get_attribute("data-metric")
+    assert "against env steps" in page.evaluate("() => document.activeElement.getAttribute('aria-label')")
     assert page.get_by_test_id("compare-legend").locator("li").first.inner_text().startswith("credit sweep n=4")
     page.get_by_test_id("compare-n").select_option("16")
     page.wait_for_function(

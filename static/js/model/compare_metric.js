@@ -2,6 +2,7 @@
  * The compare page's metric choices (pure, no DOM): the run page's chart series plus the metrics
  * a sweep is judged on (the training episodes' closed-form E[R], the task reward), and the one a
  * link asks for with `?metric=` (bench/credit_diffusion.py's runs, webapp/training/sweeps.py).
+ * Every metric is drawn at once as small multiples (`compareCharts`: order, title, units).
  * Unit-tested with `node --test` (tests/js/compare_metric.test.js).
  */
 
@@ -37,4 +38,31 @@ export function sweepPlotData(summary, measure) {
 export function seriesN(series) {
   const n = series.runs[0]?.run?.config?.n_subtasks;
   return Number.isInteger(n) ? n : null;
+}
+
+/** Each compare metric's title and units (docs/metrics.md; the trainer's iteration metrics). */
+export const METRIC_INFO = Object.freeze({
+  reward: ["Reward", "mean episode return"],
+  success_rate: ["Success rate", "fraction of episodes, 0–1"],
+  critical_steps: ["Critical steps", "steps on the critical path"],
+  parallelism_efficiency: ["Parallelism efficiency", "ratio, 0–1"],
+  tokens_per_episode: ["Tokens per episode", "tokens"],
+  entropy: ["Policy entropy", "nats"],
+  policy_loss: ["Policy loss", "loss"],
+  value_loss: ["Value loss", "loss"],
+  stop_value_loss: ["Stop value loss", "loss"],
+  expected_success: ["Expected success E[R]", "probability, 0–1 (closed form)"],
+  task_reward: ["Task reward", "reward of the task"],
+});
+
+/**
+ * The compare page's charts, one per metric, in `metrics` order with the one `?metric=` names
+ * (pickMetric) first: `[{key, title, units}]`; a key without METRIC_INFO reads as itself.
+ */
+export function compareCharts(search, metrics) {
+  const first = pickMetric(search, metrics);
+  return [first, ...metrics.filter((m) => m !== first)].map((key) => {
+    const [title, units] = METRIC_INFO[key] ?? [key.replace(/_/g, " "), ""];
+    return { key, title, units };
+  });
 }

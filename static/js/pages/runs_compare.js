@@ -1,32 +1,27 @@
 /**
- * The compare page: 2–4 runs or seed groups on one uPlot chart against environment steps; a seed
- * group is its mean curve with a 95 % band (runs_model.groupBand); `?metric=` picks the metric
- * shown first (compare_metric.pickMetric). Seed groups spanning several n add the server's summary
- * vs n (`sweep-summary`: final E[R] and env steps to the target per arm, 95 % bands) and draw the
+ * The compare page: 2–4 runs or seed groups against environment steps, every metric at once as
+ * small multiples (a grid of uPlot charts, each with its title and units, each a focusable figure;
+ * the cursor is synced across them; `?metric=` puts that metric's chart first:
+ * compare_metric.compareCharts); a seed group is its mean curve with a 95 % band
+ * (runs_model.groupBand). Seed groups spanning several n add the server's summary vs n
+ * (`sweep-summary`: final E[R] and env steps to the target per arm, 95 % bands) and draw the
  * curves of one n at a time.
  */
 
 import { el } from "../lib/dom.js";
-import { compareMetrics, pickMetric, seriesN, sweepPlotData } from "../model/compare_metric.js";
+import { compareCharts, compareMetrics, seriesN, sweepPlotData } from "../model/compare_metric.js";
 import { TRAINING_CHARTS, curveOf, groupBand, interpolate } from "../model/runs_model.js";
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9"];
-const METRICS = compareMetrics(TRAINING_CHARTS.flatMap((c) => c.series));
+const CHARTS = compareCharts(globalThis.location.search, compareMetrics(TRAINING_CHARTS.flatMap((c) => c.series)));
 const allSeries = JSON.parse(document.getElementById("compare-data").textContent);
 const summaryTag = document.getElementById("sweep-summary");
 const summary = summaryTag ? JSON.parse(summaryTag.textContent) : null;
 const nSelect = document.querySelector('[data-testid="compare-n"]');
 let series = allSeries;
-const host = document.querySelector('[data-testid="compare-chart"]');
-const select = document.querySelector('[data-testid="compare-metric"]');
+const grid = document.querySelector('[data-testid="compare-charts"]');
 const legend = document.querySelector('[data-testid="compare-legend"]');
-for (const key of METRICS) {
-  const option = el("option", key.replace(/_/g, " "));
-  option.value = key;
-  select.append(option);
-}
-select.value = pickMetric(globalThis.location.search, METRICS);
-let plot = null;
+let plots = [];
 
 function fade(hex, alpha) {
   const n = parseInt(hex.slice(1), 16);
@@ -70,9 +65,8 @@ function drawSummary() {
   }));
 }
 
-function draw() {
-  const key = select.value;
-  if (nSelect) series = allSeries.filter((s) => String(seriesN(s)) === nSelect.value);
+/** uPlot data and series of one metric for the current series: {data, specs, bands, points}. */
+function metricPlot(key) {
   const bands = series.map((s) => groupBand(s.runs.map((snap) => curveOf(snap.iterations, key))));
   const xs = [...new Set(bands.flatMap((b) => b[0]))].sort((a, b) => a - b);
   const data = [xs];
@@ -91,18 +85,45 @@ function draw() {
       uBands.push({ series: [hi, hi + 1], fill: fade(color, 0.15) });
     }
   });
-  host.dataset.points = String(xs.length);
-  host.dataset.series = String(series.length);
-  plot?.destroy();
-  host.replaceChildren();
-  if (!xs.length) {
-    host.append(el("p", "No iterations with this metric yet.", "muted"));
-    return;
+  return { data, specs, bands: uBands, points: xs.length };
+}
+
+function draw() {
+  if (nSelect) series = allSeries.filter((s) => String(seriesN(s)) === nSelect.value);
+  for (const plot of plots) plot.destroy();
+  plots = [];
+  const figures = CHARTS.map((chart) => {
+    const figure = el("figure", null, "compare-cell");
+    figure.dataset.testid = "compare-chart";
+    figure.dataset.metric = chart.key;
+    figure.tabIndex = 0; // keyboard reachable: Tab moves from chart to chart
+    const caption = el("figcaption");
+    caption.append(el("span", chart.title), el("span", chart.units ? ` · ${chart.units}` : "", "muted"));
+    const host = el("div", null, "plot");
+    figure.append(caption, host);
+    return { chart, figure, host };
+  });
+  grid.replaceChildren(...figures.map((f) => f.figure));
+  let drawn = 0;
+  for (const { chart, figure, host } of figures) {
+    const { data, specs, bands, points } = metricPlot(chart.key);
+    figure.dataset.points = String(points);
+    figure.setAttribute("aria-label", `${chart.title}${chart.units ? ` (${chart.units})` : ""} against env steps: `
+      + (points ? `${series.length} series, ${points} points` : "no iterations with this metric yet"));
+    if (!points) {
+      figure.classList.add("empty");
+      host.append(el("p", "No iterations with this metric yet.", "muted"));
+      continue;
+    }
+    drawn += 1;
+    plots.push(new globalThis.uPlot({
+      width: Math.max(280, host.clientWidth || 400), height: 220, scales: { x: { time: false } },
+      cursor: { sync: { key: "compare" } }, legend: { show: false },
+      series: specs, bands, axes: [{ label: "env steps" }, { label: chart.units || chart.title }],
+    }, data, host));
   }
-  plot = new globalThis.uPlot({
-    width: Math.max(400, host.clientWidth || 900), height: 380, scales: { x: { time: false } },
-    series: specs, bands: uBands, axes: [{ label: "env steps" }, { label: key.replace(/_/g, " ") }],
-  }, data, host);
+  grid.dataset.series = String(series.length);
+  grid.dataset.charts = String(drawn);
   legend.replaceChildren(...series.map((s, i) => {
     const li = el("li");
     li.style.borderLeftColor = COLORS[i % COLORS.length];
@@ -126,7 +147,6 @@ function draw() {
   }));
 }
 
-select.addEventListener("change", draw);
 if (summary) {
   for (const n of [...new Set(allSeries.map(seriesN))].sort((a, b) => a - b)) {
     const option = el("option", String(n));
