@@ -36,3 +36,19 @@ def test_a_queued_run_is_sent_again_by_the_next_sweep_once_redis_lost_its_messag
     assert queued_messages(client) == 1
     assert services.requeue_lost_runs() == []  # sent and marked again
     client.delete("training")
+
+
+def test_a_run_sent_after_the_loss_does_not_hide_the_older_runs_loss(project):
+    """The marker a newer send writes into the emptied broker is that send's time: the run whose
+    message went with the old data was sent before it, and the next sweep still sends it again."""
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    client.delete("training")
+    lost = services.do_start_run(project, TINY)
+    client.flushdb()  # its message and the marker are gone
+    newer = services.do_start_run(project, TINY)  # sent into the empty broker: marks it again
+    assert queued_messages(client) == 1
+    assert services.requeue_lost_runs() == [lost.pk]  # not the newer run, whose message is there
+    assert queued_messages(client) == 2
+    assert services.requeue_lost_runs() == []
+    assert set(Run.objects.filter(status=Run.QUEUED).values_list("pk", flat=True)) == {lost.pk, newer.pk}
+    client.delete("training")

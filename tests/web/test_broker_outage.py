@@ -144,7 +144,7 @@ def test_a_queued_run_whose_message_was_lost_is_sent_again(project, settings, mo
     sent = []
     monkeypatch.setattr("webapp.training.services.enqueue", lambda name, *args, **kw: sent.append(args) or True)
     # the sends are not made, so nothing marks a Redis broker: its missing marker must not count as a loss here
-    monkeypatch.setattr("webapp.training.services.check_broker_lost_messages", lambda: False)
+    monkeypatch.setattr("webapp.training.services.broker_lost_before", lambda: None)
     settings.SWARMSCOPE_RUN_STALE_S = 60
     run = runs.do_start_run(project, dict(TINY))  # no on_commit here: the test transaction never commits
     Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=30))

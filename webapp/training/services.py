@@ -32,7 +32,7 @@ from swarmscope.importers import SourceFile
 from webapp.accounts.models import Project
 from webapp.traces import ingest as trace_ingest
 from webapp.web.broadcast import broadcast_run_delta, broadcast_run_list
-from webapp.web.jobs import check_broker_lost_messages, enqueue, mark_broker
+from webapp.web.jobs import broker_lost_before, enqueue, mark_broker
 
 from .models import Run, RunIteration
 
@@ -444,18 +444,19 @@ def reap_stale_runs() -> list[int]:
 def requeue_lost_runs(max_age_s: float | None = None) -> list[int]:
     """Send again the training task of the app's queued runs whose message may be lost: one whose
     send failed (the broker was down at commit: `heartbeat_at` cleared by `request_training`);
-    every one, when the Redis broker has lost its data since the last send (a restart without
-    persistence: `jobs.check_broker_lost_messages`); and, where that cannot be known (RabbitMQ,
-    whose durable queues survive a restart), one sent more than `max_age_s` (default
-    SWARMSCOPE_RUN_STALE_S) seconds ago and still queued. A duplicate is harmless: `do_train`
+    every one sent before the Redis broker's current data began (a restart without persistence or a
+    flush dropped it: `jobs.broker_lost_before`; also when a newer run was sent since); and, where
+    that cannot be known (RabbitMQ, whose durable queues survive a restart), one sent more than
+    `max_age_s` (default SWARMSCOPE_RUN_STALE_S) seconds ago and still queued. A duplicate is harmless: `do_train`
     claims a queued run once. Called every SWARMSCOPE_RUN_REQUEUE_S by Celery beat (so a run is
     sent again within that period plus the workers' reconnection after Redis returns) and by
     `reap_stale_runs`. Returns the re-queued run ids."""
     cutoff = timezone.now() - timedelta(seconds=settings.SWARMSCOPE_RUN_STALE_S if max_age_s is None else max_age_s)
     requeued = []
     lost = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff)
-    if check_broker_lost_messages():
-        lost |= Q(heartbeat_at__isnull=False)  # every message sent is gone
+    lost_before = broker_lost_before()
+    if lost_before is not None:
+        lost |= Q(heartbeat_at__lt=lost_before)  # sent to a broker's data that is gone
     for run in Run.objects.filter(lost, status=Run.QUEUED, external=False):
         # Conditional on the heartbeat read: of two reapers, one re-sends.
         if Run.objects.filter(pk=run.pk, status=Run.QUEUED, heartbeat_at=run.heartbeat_at).update(
@@ -683,10 +684,12 @@ def request_training(run: Run) -> None:
     Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
 
     def send() -> None:
+        sent_at = timezone.now()  # the marker's time is at most this run's: not counted lost
+        Run.objects.filter(pk=run.pk, status=Run.QUEUED).update(heartbeat_at=sent_at)
         if not enqueue("webapp.training.tasks.train_run", run.pk, run.project_id, queue="training"):
             Run.objects.filter(pk=run.pk, status=Run.QUEUED).update(heartbeat_at=None)
         else:
-            mark_broker()  # its loss with the message tells the sweep to send it again
+            mark_broker(sent_at)  # its loss with the message tells the sweep to send it again
 
     transaction.on_commit(send)
 

@@ -14,9 +14,11 @@ stay `queued` and `reap_stale_runs` re-sends them; OTLP traces keep `spans_pendi
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from celery import current_app
+from django.utils import timezone
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,7 @@ def enqueue(name: str, *args: Any, queue: str | None = None, countdown: float | 
 #: A key the sweeps keep in a Redis broker: it shares the fate of the queued messages (a restart
 #: without persistence, a flush drops both), so its absence says that sent messages may be gone.
 BROKER_MARKER = "swarmscope:broker-marker"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _redis_broker(action):
@@ -69,16 +72,29 @@ def _redis_broker(action):
         return None
 
 
-def mark_broker() -> None:
-    """Set BROKER_MARKER in a Redis broker, after a send whose loss the sweeps must notice."""
-    _redis_broker(lambda client: client.set(BROKER_MARKER, "1"))
+def mark_broker(sent_at: datetime) -> None:
+    """Mark a Redis broker with `sent_at` (a moment just before a send whose loss the sweeps must
+    notice), unless a mark already stands (SET NX): the marker holds when the broker's current data
+    began to be written, and goes with its messages (a restart without persistence, a flush)."""
+    micros = (sent_at - EPOCH) // timedelta(microseconds=1)  # exact, as the database stores times
+    _redis_broker(lambda client: client.set(BROKER_MARKER, str(micros), nx=True))
 
 
-def check_broker_lost_messages() -> bool:
-    """Whether a Redis broker has lost what it held since the last `mark_broker` (BROKER_MARKER is
-    gone: it restarted without persistence, or was flushed); False where that cannot be known (not
-    Redis, unreachable) or nothing was marked since it last answered True."""
-    return _redis_broker(lambda client: client.get(BROKER_MARKER) is None) is True
+def broker_lost_before() -> datetime | None:
+    """The moment before which every message sent to a Redis broker is lost: now where BROKER_MARKER
+    is gone (it restarted without persistence or was flushed), else the marker's time (`mark_broker`:
+    what was sent before the first send into the broker's current data went with the previous data;
+    a send around that moment may be counted lost, and a duplicate is harmless). None where that cannot
+    be known (not Redis, unreachable). Times are the sending processes' clocks (keep hosts in sync)."""
+    marker = _redis_broker(lambda client: client.get(BROKER_MARKER) or b"")
+    if marker is None:
+        return None
+    if marker == b"":
+        return timezone.now()
+    try:
+        return EPOCH + timedelta(microseconds=int(marker))
+    except (ValueError, OverflowError):  # not a time of `mark_broker`'s: none known
+        return None
 
 
 def consuming_queues(timeout: float = 2.0) -> set[str] | None:
