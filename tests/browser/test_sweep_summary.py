@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from tests.browser.test_trace_workspace import luminance
 from tests.servers import manage
 from tests.training.sweep_fixture import small_sweep
 from webapp.accounts.services import DEFAULT_PROJECT
@@ -54,3 +55,50 @@ def test_the_sweep_summary_chart_draws(app, page, tmp_path):
     page.wait_for_function(
         "() => document.querySelector('[data-testid=compare-legend] li')?.textContent.startsWith('credit sweep n=16')"
     )
+
+
+#: A CSS colour (any syntax) as the computed `rgb(...)` of an element painted with it.
+AS_RGB = (
+    "(() => { const e = document.createElement('span'); e.style.color = %s; document.body.append(e);"
+    " const c = getComputedStyle(e).color; e.remove(); return c; })()"
+)
+
+
+def test_the_runs_pages_and_their_charts_follow_a_dark_colour_scheme(app, browser, storage_state, tmp_path):
+    """In a dark context the runs list and the compare page are dark with light text, a chart's
+    figure is dark, and uPlot's axes are drawn in the theme's light axis colour (lib/chart_theme.js);
+    in a light context the reverse."""
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(small_sweep()))
+    result = manage("import_credit_sweep", str(path), "--project", DEFAULT_PROJECT, env=app.env)
+    assert result.returncode == 0, result.stderr
+    url = re.search(r"all n \(summary vs n\): (\S+)", result.stdout).group(1)
+    seen = {}
+    for scheme in ("light", "dark"):
+        context = browser.new_context(storage_state=storage_state, color_scheme=scheme)
+        try:
+            page = context.new_page()
+            page.goto(app.url + "/runs/")
+            runs_list = {
+                "body": luminance(page, "getComputedStyle(document.body).backgroundColor"),
+                "text": luminance(page, "getComputedStyle(document.querySelector('main')).color"),
+            }
+            page.goto(app.url + url)
+            page.wait_for_function(
+                "() => Number(document.querySelector('[data-testid=compare-charts]').dataset.charts) > 0"
+            )
+            axis = page.evaluate(
+                "() => { const u = window.swarmscopeCompare.plots()[0]; const s = u.axes[1].stroke;"
+                " return typeof s === 'function' ? s(u, 1) : s; }"
+            )
+            seen[scheme] = {
+                **runs_list,
+                "figure": luminance(page, "getComputedStyle(document.querySelector('.compare-cell')).backgroundColor"),
+                "axis": luminance(page, AS_RGB % json.dumps(axis)),
+            }
+        finally:
+            context.close()
+    assert seen["light"]["body"] > 0.8 and seen["light"]["figure"] > 0.8 and seen["light"]["text"] < 0.3, seen
+    assert seen["light"]["axis"] < 0.4, seen
+    assert seen["dark"]["body"] < 0.2 and seen["dark"]["figure"] < 0.2 and seen["dark"]["text"] > 0.8, seen
+    assert seen["dark"]["axis"] > 0.6, seen

@@ -8,6 +8,7 @@
  * curves of one n at a time.
  */
 
+import { themedAxes } from "../lib/chart_theme.js";
 import { el } from "../lib/dom.js";
 import { compareCharts, compareMetrics, seriesN, sweepPlotData } from "../model/compare_metric.js";
 import { TRAINING_CHARTS, curveOf, groupBand, interpolate } from "../model/runs_model.js";
@@ -22,6 +23,7 @@ let series = allSeries;
 const grid = document.querySelector('[data-testid="compare-charts"]');
 const legend = document.querySelector('[data-testid="compare-legend"]');
 let plots = [];
+window.swarmscopeCompare = { plots: () => plots }; // the uPlot instances, for tests
 
 function fade(hex, alpha) {
   const n = parseInt(hex.slice(1), 16);
@@ -51,9 +53,9 @@ function drawSummary() {
     chartHost.dataset.points = String(data[0].length);
     chartHost.replaceChildren();
     new globalThis.uPlot({
-      title: label, width: Math.max(400, chartHost.clientWidth || 600), height: 300,
+      title: label, width: Math.max(400, chartHost.clientWidth || 600), height: 300, legend: { show: false },
       scales: { x: { time: false, distr: 3, range: [summary.n[0] / 1.25, summary.n.at(-1) * 1.25] } },
-      series: specs, bands: uBands, axes: [{ label: "n subtasks (log)" }, { label }],
+      series: specs, bands: uBands, axes: themedAxes([{ label: "n subtasks (log)" }, { label, size: 64 }]),
     }, data, chartHost);
   }
   legendHost.replaceChildren(...summary.arms.map((arm, i) => {
@@ -119,7 +121,7 @@ function draw() {
     plots.push(new globalThis.uPlot({
       width: Math.max(280, host.clientWidth || 400), height: 220, scales: { x: { time: false } },
       cursor: { sync: { key: "compare" } }, legend: { show: false },
-      series: specs, bands, axes: [{ label: "env steps" }, { label: chart.units || chart.title }],
+      series: specs, bands, axes: themedAxes([{ label: "env steps" }, { size: 52 }]), // units: in the caption
     }, data, host));
   }
   grid.dataset.series = String(series.length);

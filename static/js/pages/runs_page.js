@@ -4,6 +4,7 @@
  * attribution panel and the sample episodes as iterations arrive. Model: runs_model.js.
  */
 
+import { themedAxes } from "../lib/chart_theme.js";
 import { el } from "../lib/dom.js";
 import { formatNumber } from "../lib/format.js";
 import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
@@ -55,9 +56,9 @@ class Chart {
       width: this._width(), height: this.opts.height,
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: false }, ...(this.opts.yRange ? { y: { range: this.opts.yRange } } : {}) },
-      axes: [{ label: this.opts.xLabel, labelSize: 14, size: 30, font, labelFont: font }, { size: 56, font },
+      axes: themedAxes([{ label: this.opts.xLabel, labelSize: 14, size: 30, font, labelFont: font }, { size: 56, font },
         ...(this.opts.rightAxis ? [{ scale: "right", side: 1, size: 56, font, grid: { show: false },
-          label: this.opts.rightAxis, labelSize: 14, labelFont: font }] : [])],
+          label: this.opts.rightAxis, labelSize: 14, labelFont: font }] : [])]),
       series: [{ label: this.opts.xLabel }, ...labels.map((label, i) => ({
         label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true,
         ...(this.opts.rightAxis && i === labels.length - 1 ? { scale: "right" } : {}),

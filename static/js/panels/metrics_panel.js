@@ -10,6 +10,7 @@
  * `do_publish_metrics`), so the panel shows what a reload would: one computation, on the server.
  */
 
+import { themedAxes } from "../lib/chart_theme.js";
 import { formatNumber, formatPercent, formatSeconds, formatValue } from "../lib/format.js";
 import { el } from "../lib/dom.js";
 
@@ -274,10 +275,10 @@ export class MetricsPanel {
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: false } },
-      axes: [
+      axes: themedAxes([
         { values: (u, ticks) => ticks.map(formatSeconds), size: 28, font: "11px system-ui, sans-serif" },
         { size: 36, font: "11px system-ui, sans-serif" },
-      ],
+      ]),
       series: [
         {},
         { label: "agents alive", stroke: "#4263eb", width: 1.5, fill: "rgba(66,99,235,0.12)",
