@@ -79,8 +79,10 @@ TRACE_SUMMARY = _record(
         "event_count": {"type": "integer"},
         "live": {"type": "boolean"},
     },
-    # measured usage (null: none measured) and the estimate kept apart from it (swarmscope.tokens)
-    {"total_tokens": _COUNT_OR_NULL, "estimated_tokens": {"type": "integer", "minimum": 0}},
+    # measured usage (null: none measured) and the estimate kept apart from it (swarmscope.tokens);
+    # `reset_seq`: the seq of the trace's last rebuild (a restart): a client holding an older seq
+    # replaces what it holds with the snapshot instead of merging it
+    {"total_tokens": _COUNT_OR_NULL, "estimated_tokens": {"type": "integer", "minimum": 0}, "reset_seq": SEQ},
     closed=False,
 )
 _TRACE_COLLECTIONS = {"agents": _array(AGENT), "events": _array(EVENT), "edges": _array(EDGE), "labels": _array(LABEL)}

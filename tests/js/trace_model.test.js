@@ -433,3 +433,17 @@ test("incremental view: an edge that arrives before its event, and a mistake lab
   assert.equal(model.view("time").nodes.get("late").mistake, true);
   assert.equal(model.takeViewChanges("time").full, true);
 });
+
+test("a snapshot after a restart replaces the model; a reconnect's snapshot merges", () => {
+  const model = new TraceModel();
+  const ev = (id, t) => ({ id, t, type: "message", agent: "a", seq: 1 });
+  model.applySnapshot({ type: "snapshot", seq: 5, trace: { id: 1, seq: 5, reset_seq: 0 },
+    agents: [], events: [ev("e1", 0), ev("e2", 1)], edges: [], labels: [] });
+  const reconnect = { type: "snapshot", seq: 7, trace: { id: 1, seq: 7, reset_seq: 0 }, agents: [], events: [ev("e3", 2)] };
+  assert.equal(model.isRebuild(reconnect), false);
+  const restart = { type: "snapshot", seq: 9, trace: { id: 1, seq: 9, reset_seq: 8 }, agents: [], events: [ev("n1", 0)] };
+  assert.equal(model.isRebuild(restart), true);
+  assert.equal(model.isRebuild({ ...restart, trace: { ...restart.trace, reset_seq: 5 } }), false, "rebuilt before what is held");
+  assert.equal(model.isRebuild({ type: "snapshot", seq: 9, trace: { id: 1 } }), false, "no reset_seq: a merge");
+  assert.equal(new TraceModel().isRebuild(restart), false, "an empty model loads");
+});

@@ -164,6 +164,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "costs": trace.costs,
         "metrics": trace.metrics,
         "seq": trace.seq,
+        "reset_seq": trace.reset_seq,
         "event_count": trace.event_count,
         "agent_count": trace.agent_count,
         "total_tokens": trace.total_tokens,

@@ -38,6 +38,16 @@ export class TraceModel {
   }
 
   /** Forget everything (a fresh, empty trace with no seq). */
+  /**
+   * Whether snapshot `msg` rebuilds the trace this model holds: the trace was emptied and re-sent
+   * (a live restart, webapp.traces.datacare.do_reset_trace; `trace.reset_seq`, the rebuild's seq)
+   * after the seq held, so events held may be gone: the snapshot replaces the model, it is not
+   * merged into it (a reconnect's snapshot, of a trace that only grew, is merged).
+   */
+  isRebuild(msg) {
+    return this.seq !== null && Number.isFinite(msg?.trace?.reset_seq) && msg.trace.reset_seq > this.seq;
+  }
+
   reset() {
     this._lanes = new LaneTree();
     /** The records and their indexes (delta_store.js); read-only outside the model. */

@@ -523,9 +523,11 @@ class TracePage {
       return;
     }
     if (msg.type === "snapshot") {
+      if (this.model.isRebuild(msg)) this.resetModel();
       const result = this.model.applySnapshot(msg);
       if (result.status === "applied") {
         this.showNotice(null);
+        if (this.selection?.kind === "event" && !this.model.events.has(this.selection.id)) this.clearSelection();
         this.liveUntil = msg.trace?.live ? performance.now() + this.liveWindowMs() : 0;
         if (msg.trace?.computed_metrics) this.showMetrics(msg.seq, msg.trace.computed_metrics, true);
         if (msg.trace?.lod) this.enterServerLod(msg.trace.lod.overview);
@@ -540,6 +542,19 @@ class TracePage {
     this.arrivals.push([performance.now(), msg.events?.length ?? 0]);
     if (this.model.seq === null) this.pending.push(msg);
     else this.applyDelta(msg);
+  }
+
+  /**
+   * Empty the model before a rebuild's snapshot (a live restart): the transcript, the timeline and
+   * the graph rebuild from it (a new view stamp); the filters stay, a selected event that is gone
+   * is cleared after the snapshot (`render`).
+   */
+  resetModel() {
+    const { filters, viewVersion } = this.model;
+    this.model.reset();
+    this.model.viewVersion = viewVersion + 1;
+    this.model.filters = filters;
+    document.body.dataset.rebuilds = String(Number(document.body.dataset.rebuilds ?? 0) + 1);
   }
 
   applyDelta(msg) {
