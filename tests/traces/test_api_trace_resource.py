@@ -60,6 +60,20 @@ def test_the_trace_resource_has_its_computed_metrics_and_cost(api_client):
     assert detail["error_count"] == 1
 
 
+def test_the_first_snapshot_of_a_trace_carries_its_cost(api_client):
+    """The trace page's header shows the snapshot summary's cost: a trace whose facts no worker
+    computed yet (an import without a worker) gets them with the snapshot's metrics."""
+    body = {"name": "one call", "events": [{"id": "a", "t": 0, "type": "message", "agent": "lead",
+            "attributes": {"model": "gpt-4o", "input_tokens": 1000, "output_tokens": 100}}]}  # fmt: skip
+    created = post_json(api_client, "/api/traces/", body)
+    assert created.status_code == 201, created.content
+    trace_id = created.json()["trace"]["id"]
+    Trace.objects.filter(pk=trace_id).update(cost_usd=None, model_names="", computed_metrics_seq=-1)
+    summary = services.get_snapshot(Trace.objects.get(pk=trace_id))["trace"]
+    assert summary["cost"]["usd"] == pytest.approx((1000 * 2.5 + 100 * 10) / 1e6)
+    assert summary["cost"]["models"] == ["gpt-4o"]
+
+
 @pytest.mark.parametrize("where", ["rewards", "attributes"])
 def test_a_streamed_swarmsim_episode_shows_its_reward(api_client, client, member, where):
     """`rewards` in the create call (trainer.sim.stream now), or only in `attributes.rewards` (as

@@ -246,9 +246,11 @@ def get_snapshot(trace: Trace, *, with_metrics: bool = True) -> dict[str, Any]:
     with transaction.atomic():
         trace = Trace.objects.get(pk=trace.pk)
         collections = _collections_since(trace, -1, trace.seq)
+    # the metrics first: computing them stores the list facts too (models, cost), which the summary shows
+    computed = get_computed_metrics(trace) if with_metrics else None
     summary = trace_summary(trace)
     if with_metrics:
-        summary["computed_metrics"] = get_computed_metrics(trace)
+        summary["computed_metrics"] = computed
     return {"type": "snapshot", "seq": trace.seq, "trace": summary, **collections}
 
 
