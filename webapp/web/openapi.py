@@ -279,9 +279,8 @@ TRACE_DETAIL = {
         **TRACE["properties"],
         "metrics": {
             "type": "object",
-            "required": ["total_events"],
             "description": "swarmscope.metrics of the trace (docs/metrics.md), cached for its seq: the figures "
-            "the trace page's metrics panel shows",
+            "the trace page's metrics panel shows ({} for a trace without events)",
         },
         "source_metrics": {
             "type": "object",
