@@ -44,7 +44,7 @@ separately; size 0 is a 1-span request that opens a new trace (built within the 
 
     .venv/bin/python bench/bench_otlp_vs_phoenix.py [--cases supervisor,roundrobin,fanout100,fanout-33k]
         [--batch 500] [--seed 0] [--skip-swarmscope] [--skip-phoenix] [--phoenix-timeout 1200]
-        [--postgres postgres://postgres@127.0.0.1:5432]
+        [--postgres postgres://postgres@127.0.0.1:5432] [--encodings protobuf,json]
 `--decode` times the decoding alone, in this process, per span of the fanout-33k case's requests:
 `webapp.web.api.parse_body` (what the view runs on an OTLP/JSON body: NUL scan, JSON, depth walk),
 `otlp.split` of the parsed document and `otlp.decode_protobuf`; CPU time, best of 5 rounds. With
@@ -153,6 +153,35 @@ class Server:
     persist_timeout_s: float
     stored: Callable[[Client, str], tuple[int, dict[str, Any]]]
     log: Path
+    pid: int | None = None  # the process whose tree's CPU time and peak RSS are reported
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants alive now (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    return tree
+
+
+def tree_usage(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of the live process tree of `pid`, and its peak RSS in MB: the
+    sum of every process's VmHWM and the largest one."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu, peaks = 0.0, []
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu += (int(fields[11]) + int(fields[12])) / ticks
+            status = Path(f"/proc/{member}/status").read_text()
+            peaks.append(int(status.split("VmHWM:")[1].split()[0]) / 1024)
+    return {"cpu_s": cpu, "peak_rss_sum_mb": sum(peaks), "peak_rss_max_mb": max(peaks, default=0.0)}
 
 
 def swarmscope_stored(client: Client, trace_hex: str) -> tuple[int, dict[str, Any]]:
@@ -205,6 +234,7 @@ def swarmscope(workdir: Path, encoding: str, postgres: str | None = None) -> Ite
             SWARMSCOPE_PERSIST_TIMEOUT_S,
             swarmscope_stored,
             log,
+            process.pid,
         )
     finally:
         stop(process)
@@ -310,6 +340,7 @@ def run_case(server: Server, client: Client, name: str, trace_hex: str, batches:
     refused: Counter = Counter()
     first_error: dict[str, str] = {}
     accepted = 0
+    cpu_before = tree_usage(server.pid)["cpu_s"] if server.pid else None
     began = time.perf_counter()
     for batch in batches:
         if send(
@@ -325,6 +356,14 @@ def run_case(server: Server, client: Client, name: str, trace_hex: str, batches:
         time.sleep(POLL_INTERVAL_S)
     persisted_s = time.perf_counter() - began if stored >= accepted else None
     spans = sum(b.spans for b in batches)
+    usage = tree_usage(server.pid) if server.pid else {}
+    if cpu_before is not None:
+        usage["cpu_s"] -= cpu_before
+        print(
+            f"{server.tool} {server.encoding} {name}: server processes used {usage['cpu_s']:.1f} CPU s; peak RSS "
+            f"{usage['peak_rss_sum_mb']:,.0f} MB in all, {usage['peak_rss_max_mb']:,.0f} MB the largest",
+            flush=True,
+        )
     return {
         "tool": server.tool,
         "encoding": server.encoding,
@@ -340,6 +379,7 @@ def run_case(server: Server, client: Client, name: str, trace_hex: str, batches:
         "non_2xx": dict(refused),
         "first_error": first_error,
         "stored_trace": details,
+        "server_usage": usage,
         "latency_ms": latency_ms,
     }
 
@@ -581,6 +621,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-swarmscope", action="store_true")
     parser.add_argument("--skip-phoenix", action="store_true")
+    parser.add_argument(
+        "--encodings", default="protobuf,json", help="Swarmscope on SQLite with these encodings (protobuf, json)"
+    )
     parser.add_argument("--phoenix-version", default=PHOENIX_VERSION)
     parser.add_argument("--phoenix-venv", type=Path, default=PHOENIX_VENV)
     parser.add_argument(
@@ -675,7 +718,11 @@ def main() -> None:
         servers = (
             []
             if args.skip_swarmscope
-            else [lambda: swarmscope(workdir, "protobuf"), lambda: swarmscope(workdir, "json")]
+            else [
+                lambda encoding=encoding: swarmscope(workdir, encoding)
+                for encoding in args.encodings.split(",")
+                if encoding
+            ]
         )
         if args.postgres and not args.skip_swarmscope:
             servers += [lambda: swarmscope(workdir, "protobuf", args.postgres)]

@@ -23,11 +23,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
 from re import Pattern
 from typing import Any, cast
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from swarmscope import model as core
@@ -44,11 +45,13 @@ from webapp.web.jobs import enqueue
 
 from .ingest import (
     BULK_BATCH,
+    EVENT_INSERT_COLUMNS,
     IngestResult,
     TraceBusy,
     create_agents,
     create_edges,
     create_labels,
+    event_rows,
     headline_reward,
     in_chunks,
     insert_events,
@@ -558,14 +561,42 @@ def _fills_in(before: core.Event, after: core.Event) -> bool:
         return False
 
 
+#: What a changed event row gets: every column but its identity and position (then `seq`); and
+#: the same without the two that SQLite's full-text index reads (webapp.traces.search).
+_UPDATED_EVENT_COLUMNS = (*EVENT_DATA_COLUMNS[1:], "seq")
+_UPDATED_EVENT_COLUMNS_UNINDEXED = tuple(c for c in _UPDATED_EVENT_COLUMNS if c not in ("tool", "content"))
+
+
 def _write_events(row: Trace, diff: _EventDiff, seq: int) -> None:
-    # A changed event is deleted and inserted again at its position: bulk_update's CASE per row
-    # costs seconds for a few thousand rows.
-    for chunk in in_chunks(diff.removed + [before.id for before, _, _ in diff.changed]):
+    """Delete the removed events, update the changed ones in place (same row, same position) and
+    insert the added ones after the stored positions. A changed event is one prepared UPDATE per
+    row run by `executemany`, not a delete and an insert: when a late root span moves the time
+    origin every event changes its times only, and an UPDATE that leaves `tool` and `content` out
+    does not fire SQLite's FTS5 trigger (`AFTER UPDATE OF tool, content`). Django's bulk_update
+    (a CASE per row) costs seconds for a few thousand rows."""
+    for chunk in in_chunks(diff.removed):
         Event.objects.filter(trace=row, event_id__in=chunk).delete()
-    insert_events(row, [after for _, _, after in diff.changed], [position for _, position, _ in diff.changed], seq)
+    text_same = [a for b, _, a in diff.changed if a.content == b.content and a.tool == b.tool]
+    text_changed = [a for b, _, a in diff.changed if a.content != b.content or a.tool != b.tool]
+    _update_events(row, text_same, seq, _UPDATED_EVENT_COLUMNS_UNINDEXED)
+    _update_events(row, text_changed, seq, _UPDATED_EVENT_COLUMNS)
     start = diff.next_position
     insert_events(row, diff.added, range(start, start + len(diff.added)), seq)
+
+
+def _update_events(row: Trace, events: list[core.Event], seq: int, columns: tuple[str, ...]) -> None:
+    """Set `columns` (of _UPDATED_EVENT_COLUMNS) of `row`'s stored events `events` (by event id) to
+    theirs, `seq` to `seq`."""
+    if not events:
+        return
+    # event_rows: EVENT_INSERT_COLUMNS = (trace_id, position, seq, event_id, t, ..., attributes)
+    index = {c: i for i, c in enumerate(EVENT_INSERT_COLUMNS)}
+    picks = [index[c] for c in columns]
+    rows = [(*(r[i] for i in picks), row.pk, r[3]) for r in event_rows(row.pk, events, repeat(0), seq)]
+    table = connection.ops.quote_name(Event._meta.db_table)
+    assignments = ", ".join(f"{connection.ops.quote_name(c)} = %s" for c in columns)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {table} SET {assignments} WHERE trace_id = %s AND event_id = %s", rows)
 
 
 @dataclass
