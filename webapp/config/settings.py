@@ -181,6 +181,12 @@ SWARMSCOPE_SOCKET_SEND_BUFFER_BYTES = int(os.environ.get("SWARMSCOPE_SOCKET_SEND
 # (coalesced: one rebuild for all the requests that arrived while the last one ran), so a request
 # costs what its own spans cost; a smaller one is re-derived within the request.
 SWARMSCOPE_OTLP_SYNC_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_SYNC_SPANS", 2000))
+# The worker derives an OTLP trace once at a time (a cache marker) and, while requests keep it
+# pending, schedules the next derivation this many times the last one's CPU time later (at most
+# SWARMSCOPE_OTLP_DERIVE_WAIT_MAX_S s; sooner once spans stop coming): a stream's bursts are
+# coalesced and the worker takes at most 1 / (1 + this) of a CPU (webapp.traces.tasks.derive_spans).
+SWARMSCOPE_OTLP_DERIVE_SPACING = float(os.environ.get("SWARMSCOPE_OTLP_DERIVE_SPACING", 1.0))
+SWARMSCOPE_OTLP_DERIVE_WAIT_MAX_S = float(os.environ.get("SWARMSCOPE_OTLP_DERIVE_WAIT_MAX_S", 30.0))
 # A worker keeps its last derivation of the OTLP traces it re-derived (their spans and events), so
 # the next one reads only new spans and diffs only changed events: at most this many spans in all
 # per worker process, least recently derived traces dropped first. A kept span holds about 1.8 KB

@@ -18,6 +18,7 @@ import gc
 import hashlib
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from re import Pattern
 from typing import Any, cast
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -229,10 +231,20 @@ def _stored_spans(row: Trace) -> list[Span]:
     return [Span.from_dict(d) for d in row.spans.values_list("data", flat=True)]
 
 
+def spans_stored_key(trace_pk: int) -> str:
+    """The cache key holding when (time.time()) a request last stored spans of a trace left to the
+    worker: `derive_spans` waits between derivations only while they keep coming."""
+    return f"swarmscope:spans-stored:{trace_pk}"
+
+
 def _enqueue_derive(trace_pk: int, source: str) -> None:
-    """Ask a worker to re-derive a trace. A broker that cannot be reached never fails the committed
-    request: the trace keeps `spans_pending`, and the next request or the periodic
-    `derive_pending_spans` asks again."""
+    """Ask a worker to re-derive a trace (after noting when its spans came: spans_stored_key). A
+    broker or cache that cannot be reached never fails the committed request: the trace keeps
+    `spans_pending`, and the next request or the periodic `derive_pending_spans` asks again."""
+    try:
+        cache.set(spans_stored_key(trace_pk), time.time(), timeout=60)
+    except Exception:  # noqa: BLE001 - any cache error: the worker then does not wait
+        logger.warning("could not note the spans of trace %s in the cache", trace_pk, exc_info=True)
     try:
         enqueue("webapp.traces.tasks.derive_spans", trace_pk, source)
     except Exception:  # noqa: BLE001 - any broker error
