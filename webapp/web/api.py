@@ -23,7 +23,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
 from swarmscope import model as core
-from swarmscope.importers import SourceFile, TraceFormatError, decode
+from swarmscope.importers import GZIP_INPUT_CHUNK, GZIP_RATIO_FLOOR, SourceFile, TraceFormatError, decode
 from webapp.accounts.ratelimit import RateLimited, RateRefused, check_ingest_rate, check_rate
 from webapp.accounts.services import (
     WRITE_ROLE,
@@ -45,13 +45,15 @@ def json_error(status: int, message: str, **extra: Any) -> JsonResponse:
 
 
 class BodyTooLarge(Exception):
-    """A request body (or its decompressed form) over SWARMSCOPE_MAX_UPLOAD_BYTES (answered 413)."""
+    """A request body (or its decompressed form) over SWARMSCOPE_MAX_UPLOAD_BYTES, or a compressed
+    one past a bound of `read_body` (answered 413 with the message, which names the setting)."""
 
 
-def too_large() -> JsonResponse:
+def too_large(message: str = "") -> JsonResponse:
     return json_error(
         413,
-        f"request body over {settings.SWARMSCOPE_MAX_UPLOAD_BYTES} bytes "
+        message
+        or f"request body over {settings.SWARMSCOPE_MAX_UPLOAD_BYTES} bytes "
         "(SWARMSCOPE_MAX_UPLOAD_BYTES); send smaller batches",
     )
 
@@ -155,7 +157,9 @@ def api_view(*methods: str, ingest: bool = False):
             request.project_ids = project_ids_for(request.user, request.token)
             try:
                 return view(request, *args, **kwargs)
-            except (BodyTooLarge, RequestDataTooBig):
+            except BodyTooLarge as exc:
+                return too_large(str(exc))
+            except RequestDataTooBig:
                 return too_large()
             except PermissionRefused as exc:
                 return json_error(403, str(exc))
@@ -215,21 +219,49 @@ def get_write_project(request: HttpRequest, action: str = "writing"):
 
 
 def read_body(request: HttpRequest) -> bytes:
-    """The body, decompressed (gzip, deflate) up to SWARMSCOPE_MAX_UPLOAD_BYTES; raises
-    BodyTooLarge past that (a small gzip body can expand a thousandfold)."""
+    """The body, decompressed (Content-Encoding gzip, deflate) as a stream, GZIP_INPUT_CHUNK
+    compressed bytes at a time, never past the smallest of: SWARMSCOPE_MAX_UPLOAD_BYTES and
+    SWARMSCOPE_MAX_IMPORT_BYTES bytes, and SWARMSCOPE_MAX_GZIP_RATIO times the compressed bytes read
+    (past GZIP_RATIO_FLOOR), the budget of gzip files in an upload (`ingest.import_budget`): a bomb
+    is refused after about a MiB, not at the cap. Raises BodyTooLarge naming the setting (a 413),
+    EOFError for a compressed body cut short, zlib.error for one that does not decompress."""
     body = request.body
-    encoding = request.headers.get("Content-Encoding", "").lower()
-    if encoding in ("gzip", "deflate"):
-        limit = settings.SWARMSCOPE_MAX_UPLOAD_BYTES
-        # wbits 16+15: a gzip member; 15: a zlib stream (what HTTP calls deflate).
-        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
-        data = decompressor.decompress(body, limit + 1)
-        if len(data) > limit or decompressor.unconsumed_tail:
-            raise BodyTooLarge()
-        if not decompressor.eof:
-            raise EOFError("compressed body ended early")
-        return data
-    return body
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in ("gzip", "deflate"):
+        return body
+    upload, total, ratio = (
+        settings.SWARMSCOPE_MAX_UPLOAD_BYTES,
+        settings.SWARMSCOPE_MAX_IMPORT_BYTES,
+        settings.SWARMSCOPE_MAX_GZIP_RATIO,
+    )
+    fixed, fixed_why = min(
+        (upload, f"request body over {upload} bytes decompressed (SWARMSCOPE_MAX_UPLOAD_BYTES); send smaller batches"),
+        (total, f"request body over {total} bytes decompressed (SWARMSCOPE_MAX_IMPORT_BYTES); send smaller batches"),
+    )
+    # wbits 16+15: a gzip member; 15: a zlib stream (what HTTP calls deflate).
+    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
+    view, parts, size, read = memoryview(body), [], 0, 0
+    pending: bytes | memoryview = b""
+    while not decompressor.eof:
+        if not pending:
+            if read >= len(view):
+                raise EOFError("compressed body ended early")
+            pending = view[read : read + GZIP_INPUT_CHUNK]
+            read += len(pending)
+        bound, why = fixed, fixed_why
+        if max(ratio * read, GZIP_RATIO_FLOOR) < bound:
+            bound = max(ratio * read, GZIP_RATIO_FLOOR)
+            why = (
+                f"request body ({encoding}) expands more than {ratio}-fold "
+                "(SWARMSCOPE_MAX_GZIP_RATIO): a decompression bomb?"
+            )
+        part = decompressor.decompress(pending, bound + 1 - size)
+        size += len(part)
+        if size > bound:
+            raise BodyTooLarge(why)
+        parts.append(part)
+        pending = decompressor.unconsumed_tail
+    return b"".join(parts)
 
 
 #: A JSON `\u0000` escape (not itself escaped): PostgreSQL text and jsonb cannot hold U+0000.
