@@ -65,6 +65,9 @@ MAX_MODEL_LEN = 8192
 #: KV cache of the CPU server, GiB: SmolLM2 keeps ~23 KB a token (30 layers, 3 KV heads of 64, bf16),
 #: so 2 GiB hold ~90,000 tokens: eight full 8k contexts at once with room for the prefix cache.
 KV_CACHE_GIB = 2
+#: The largest LoRA rank the server loads at run time (`--max-lora-rank`; policy llm's adapter,
+#: trainer.llm_policy.server); None serves without LoRA (`serve --lora-rank 0`).
+LORA_RANK: int | None = 16
 
 
 def venv_python(venv: Path = VENV) -> Path:
@@ -311,9 +314,13 @@ def server_argv(
     venv: Path = VENV,
     max_len: int = MAX_MODEL_LEN,
     prefix_caching: bool = True,
+    lora_rank: int | None = LORA_RANK,
 ) -> list[str]:
     """The command line of vLLM's OpenAI-compatible server for `model` (served as `name`) on `port`
-    (prefix caching on unless `prefix_caching` is False: `--no-enable-prefix-caching`)."""
+    (prefix caching on unless `prefix_caching` is False: `--no-enable-prefix-caching`); with
+    `lora_rank`, LoRA adapters up to that rank can be loaded at run time (policy llm's adapter:
+    trainer.llm_policy.server; server_env allows the runtime endpoints), one at a time."""
+    lora = ["--enable-lora", "--max-lora-rank", str(lora_rank), "--max-loras", "1"] if lora_rank else []
     return [
         str(venv_python(venv)),
         "-m",
@@ -339,6 +346,7 @@ def server_argv(
         "--seed",
         "0",
         "--disable-log-stats",
+        *lora,
     ]
 
 
@@ -351,6 +359,7 @@ def server_env() -> dict[str, str]:
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "VLLM_NO_USAGE_STATS": "1",
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",  # /v1/load_lora_adapter (only with --enable-lora)
             "DO_NOT_TRACK": "1",
             "PYTHONUNBUFFERED": "1",
         }
@@ -434,9 +443,11 @@ def launch(
     timeout: float = 300,
     log_file: Path = LOG_FILE,
     prefix_caching: bool = True,
+    lora_rank: int | None = LORA_RANK,
 ) -> tuple[subprocess.Popen, str, str]:
     """Start vLLM on `served_model()` in its own process group: `(process, base_url, model_name)` once
-    `/v1/models` answers (`base_url` ends in `/v1`); `prefix_caching` False serves without vLLM's prefix cache.
+    `/v1/models` answers (`base_url` ends in `/v1`); `prefix_caching` False serves without vLLM's prefix cache;
+    `lora_rank` (None: no LoRA) as in `server_argv`.
 
     Needs `ensure_model()` done; RuntimeError (with the log's tail) when the server exits or is not ready
     within `timeout` seconds (80-110 s is usual on 2 cores); the group is killed then.
@@ -448,7 +459,7 @@ def launch(
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "wb") as handle:
         process = subprocess.Popen(
-            server_argv(port, model, name, max_len=max_len, prefix_caching=prefix_caching),
+            server_argv(port, model, name, max_len=max_len, prefix_caching=prefix_caching, lora_rank=lora_rank),
             env=server_env(),
             cwd=HOME,
             stdout=handle,
@@ -476,10 +487,10 @@ def start_server(port: int | None = None, timeout: float = 300) -> tuple[str, st
     return base_url, name, stop
 
 
-def serve(port: int | None, timeout: float, prefix_caching: bool = True) -> None:
+def serve(port: int | None, timeout: float, prefix_caching: bool = True, lora_rank: int | None = LORA_RANK) -> None:
     """`serve`: start the server and leave it running; print its environment lines, write pid and env files."""
     started = time.monotonic()
-    process, base_url, name = launch(port, timeout, prefix_caching=prefix_caching)
+    process, base_url, name = launch(port, timeout, prefix_caching=prefix_caching, lora_rank=lora_rank)
     seconds = time.monotonic() - started
     PID_FILE.write_text(f"{process.pid}\n")
     lines = f"SWARMSCOPE_OPENAI_BASE_URL={base_url}\nSWARMSCOPE_OPENAI_MODEL={name}\n"
@@ -511,6 +522,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="serve without vLLM's prefix cache (--no-enable-prefix-caching)",
     )
+    parser.add_argument(
+        "--lora-rank",
+        type=int,
+        default=LORA_RANK or 0,
+        help=f"largest LoRA rank loadable at run time (policy llm's adapter; 0: no LoRA; default {LORA_RANK})",
+    )
     args = parser.parse_args(argv)
     # A SIGTERM (e.g. from `timeout`) while `serve` waits unwinds through `launch`, which kills the group.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -526,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 build_model()
         elif command == "serve":
-            serve(args.port, args.timeout, prefix_caching=not args.no_prefix_caching)
+            serve(args.port, args.timeout, prefix_caching=not args.no_prefix_caching, lora_rank=args.lora_rank or None)
         else:
             stop()
     return 0

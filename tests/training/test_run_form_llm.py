@@ -14,6 +14,8 @@ import pytest
 from tests.trainer.llm_policy.tiny_lm import tiny_lm
 from tests.training.test_pages import FORM, field_error
 from trainer import llm_server
+from trainer.recipes.config import LLM_DEFAULTS
+from trainer.recipes.train_orchestrator import POLICY_DEFAULTS
 from webapp.training.models import Run, RunIteration
 from webapp.training.services import RunInputError, check_config
 
@@ -69,6 +71,27 @@ def test_a_run_of_policy_llm_started_from_the_form_trains_the_adapter(
     assert policy == "language model (SmolLM2-135M-Instruct, LoRA rank 8)"
 
 
+def test_server_rollouts_without_a_server_fail_the_run_naming_the_setting(
+    browser_client, settings, tmp_path, monkeypatch, tiny_model
+):
+    from webapp.config.celery import app
+
+    settings.DATA_DIR = tmp_path
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    monkeypatch.delenv("SWARMSCOPE_OPENAI_BASE_URL", raising=False)
+    browser_client.post("/runs/new/", {**LLM_FORM, "llm_rollouts": "server"})
+    run = Run.objects.get()
+    assert run.config["llm_rollouts"] == "server"
+    assert run.status == Run.FAILED and "SWARMSCOPE_OPENAI_BASE_URL is not set" in run.error, run.error
+    assert not RunIteration.objects.filter(run=run).exists()
+
+
+def test_server_rollouts_are_policy_llm_only(browser_client):
+    response = browser_client.post("/runs/new/", {**FORM, "llm_rollouts": "server"})
+    assert response.status_code == 200 and not Run.objects.exists()
+    assert "only policy llm plays on a server" in field_error(response.content.decode(), "llm_rollouts")
+
+
 def test_policy_llm_with_ppo_is_an_error_at_the_algorithm_field_and_starts_nothing(browser_client):
     response = browser_client.post("/runs/new/", {**LLM_FORM, "algorithm": "ppo"})
     assert response.status_code == 200 and not Run.objects.exists()
@@ -82,3 +105,33 @@ def test_a_model_folder_the_server_does_not_offer_is_refused(settings, tmp_path)
     assert refused.value.field == "config.llm_model"
     settings.SWARMSCOPE_LLM_POLICY_MODELS = [str(tmp_path)]
     assert check_config({**config, "llm_model": str(tmp_path)})["llm_model"] == str(tmp_path)
+
+
+@pytest.mark.live_llm
+def test_a_run_started_from_the_form_plays_on_the_vllm_server_and_its_episodes_open(
+    browser_client, settings, tmp_path, monkeypatch, llm_endpoint
+):
+    """One iteration of SmolLM2 (as trainer/llm_server.py builds it) whose actions the live server
+    samples with the run's adapter loaded there; the adapter folders are gone after the run."""
+    from webapp.config.celery import app
+
+    if not llm_server.model_built():
+        pytest.skip(f"SmolLM2 is not built in {llm_server.MODEL_DIR}")
+    settings.DATA_DIR = tmp_path
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    # A small iteration (2 episodes of at most 5 decisions, the adapter on the top layer): the update
+    # on the worker's one torch thread is what costs.
+    small = {**LLM_DEFAULTS, "episodes_per_iteration": 2, "max_steps": 5, "lora_layers": 1}
+    monkeypatch.setitem(POLICY_DEFAULTS, "llm", small)
+    browser_client.post("/runs/new/", {**LLM_FORM, "llm_rollouts": "server", "budget_steps": 1})
+    run = Run.objects.get()
+    assert run.status == Run.FINISHED, run.error
+    (iteration,) = RunIteration.objects.filter(run=run)
+    llm = iteration.metrics["llm"]
+    assert llm["server_requests"] >= llm["decisions"] > 0, llm
+    assert not list(tmp_path.glob("swarmscope-adapter-*")), "the adapter folders are removed"
+    page = browser_client.get(f"/runs/{run.pk}/").content.decode()
+    assert "played on the vLLM server" in re.search(r'data-testid="run-policy"[^>]*>([^<]*)<', page).group(1)
+    episode = run.iterations.get().episodes.first()
+    assert browser_client.get(f"/traces/{episode.pk}/").status_code == 200

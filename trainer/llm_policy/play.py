@@ -34,13 +34,14 @@ from trainer.sim.tasks import Task
 class Decision:
     """One decision of the model: its prompt's token ids, the legal actions (move, text) and their
     token ids (each ending with the end-of-turn token), the index it chose, and the chosen action's
-    per-token log-probabilities when it was sampled (`logp`: (L,), no gradient)."""
+    per-token log-probabilities when it was sampled (`logp`: (L,), no gradient; None where a
+    server sampled it: the update computes them)."""
 
     prompt: list[int]
     actions: list[tuple[int, str]]
     candidates: list[list[int]]
     chosen: int
-    logp: torch.Tensor
+    logp: torch.Tensor | None
 
 
 @dataclass
@@ -77,6 +78,34 @@ def end_token(tokenizer) -> int:
     return int(tokenizer.eos_token_id)
 
 
+#: Chooses at a decision: (prompt token ids, the legal actions' token ids, the decision's uniform
+#: u) -> (the chosen index, its per-token log-probabilities or None where they were not computed):
+#: `local_chooser` on the trainer's model, or a vLLM server's sampler (`server_chooser`).
+Chooser = Callable[[Sequence[int], Sequence[Sequence[int]], float], tuple[int, torch.Tensor | None]]
+
+
+def local_chooser(model: torch.nn.Module) -> Chooser:
+    """Inverse-CDF sampling with u over `action_logprobs` on `model` (no gradient)."""
+
+    def choose(prompt, candidates, u):
+        with torch.no_grad():
+            logps = action_logprobs(model, prompt, candidates)
+        chosen = sample_action(logps, u)
+        return chosen, logps[chosen]
+
+    return choose
+
+
+def server_chooser(server) -> Chooser:
+    """`server.choose` (trainer.llm_policy.server.ServerPolicy); no log-probabilities (the update
+    computes them)."""
+
+    def choose(prompt, candidates, u):
+        return server.choose(prompt, candidates, u), None
+
+    return choose
+
+
 def play_llm(
     model: torch.nn.Module,
     tokenizer,
@@ -85,16 +114,18 @@ def play_llm(
     config: SimConfig,
     mode: str = "learned",
     max_agents: int = 8,
+    choose: Chooser | None = None,
 ) -> LLMPlayed:
     """Play one episode of `task` at env seed `seed` with the model choosing every decision that
-    has more than one legal action under stop `mode` (trainer.policy.STOP_MODES). Raises
-    ValueError for an unknown mode."""
+    has more than one legal action under stop `mode` (trainer.policy.STOP_MODES), the action
+    picked by `choose` (default: `local_chooser(model)`). Raises ValueError for an unknown mode."""
     if mode not in STOP_MODES:
         raise ValueError(f"stop mode must be one of {STOP_MODES}, got {mode!r}")
     env = SwarmEnv(task, config, seed)
     state = OrchestratorState(env, max_agents)
     played = LLMPlayed()
     end = end_token(tokenizer)
+    choose = choose or local_chooser(model)
     while not env.done:
         actions = legal_actions(state, state.legal(mode))
         if len(actions) == 1:
@@ -102,11 +133,8 @@ def play_llm(
             continue
         prompt = encode(tokenizer, chat(state, actions))
         candidates = [list(tokenizer.encode(text, add_special_tokens=False)) + [end] for _, text in actions]
-        with torch.no_grad():
-            logps = action_logprobs(model, prompt, candidates)
-        t = len(env.actions)
-        chosen = sample_action(logps, uniform(seed, f"policy/{t}"))
-        played.decisions.append(Decision(prompt, actions, candidates, chosen, logps[chosen]))
+        chosen, logp = choose(prompt, candidates, uniform(seed, f"policy/{len(env.actions)}"))
+        played.decisions.append(Decision(prompt, actions, candidates, chosen, logp))
         state.apply(actions[chosen][0])
     played.episode = env.episode()
     return played
@@ -148,12 +176,15 @@ def grpo_iteration(
     kl_coef: float = 0.0,
     max_agents: int = 8,
     reward: Callable[[Episode], float] = task_reward,
+    choose: Chooser | None = None,
 ) -> IterationStats:
     """One GRPO iteration: `group` episodes of every task (seeds seed + k·group + i), scored by
     `reward` (default `task_reward`), shared credit (every decision of an episode gets its
     group-relative advantage), `epochs` steps of
     `optimiser` on the clipped loss (with a k3 KL to the adapter-off model where `kl_coef` > 0).
     The model is in eval mode while it plays (no dropout) and scored the same way when updated.
+    `choose` picks the actions elsewhere (`server_chooser`: a vLLM server holding the same
+    adapter); the update then computes the chosen actions' old log-probabilities on the local model.
     Raises ValueError for a group below 2 (no group-relative signal)."""
     if group < 2:
         raise ValueError("group must be at least 2")
@@ -161,7 +192,8 @@ def grpo_iteration(
     started = time.perf_counter()
     rewards, decisions, advantages, played = [], [], [], []
     for k, task in enumerate(tasks):
-        games = [play_llm(model, tokenizer, task, seed + k * group + i, config, mode, max_agents) for i in range(group)]
+        seeds = [seed + k * group + i for i in range(group)]
+        games = [play_llm(model, tokenizer, task, s, config, mode, max_agents, choose) for s in seeds]
         played.extend(games)
         r = [reward(g.episode) for g in games]
         rewards.append(r)
@@ -169,7 +201,11 @@ def grpo_iteration(
             decisions.extend(game.decisions)
             advantages.extend([float(a)] * len(game.decisions))
     rolled = time.perf_counter()
-    old = [d.logp for d in decisions]
+    with torch.no_grad():
+        old = [
+            d.logp if d.logp is not None else action_logprobs(model, d.prompt, d.candidates)[d.chosen]
+            for d in decisions
+        ]
     reference = None
     if kl_coef and decisions:
         with torch.no_grad(), model.disable_adapter():

@@ -15,6 +15,10 @@ ALGORITHMS = ("ppo", "grpo")
 #: The orchestrator: `mlp`, a small network on feature vectors (trainer.policy); `llm`, a causal
 #: language model with a LoRA adapter choosing actions as text (trainer.llm_policy).
 POLICIES = ("mlp", "llm")
+#: Where policy `llm` plays its episodes: `local`, the trainer's own model in torch; `server`, the
+#: vLLM server of SWARMSCOPE_OPENAI_BASE_URL with the adapter reloaded there before every
+#: iteration (trainer.llm_policy.server; `up --llm` serves one).
+LLM_ROLLOUTS = ("local", "server")
 #: The credit schemes policy `llm` trains with (the others need a critic or re-rollouts it lacks yet).
 LLM_CREDITS = ("shared", "expected")
 CREDITS = (
@@ -41,6 +45,7 @@ MAX_WEIGHT = 1e6
 #: The allowed values of the fields that name a choice, checked in this order.
 CHOICES = {
     "policy": POLICIES,
+    "llm_rollouts": LLM_ROLLOUTS,
     "level": tuple(LEVELS),
     "algorithm": ALGORITHMS,
     "credit": CREDITS,
@@ -144,7 +149,8 @@ class RunConfig:
         trainer.llm_policy; GRPO with `shared` or `expected` credit, groups of at least 2).
     llm_model: policy llm's local Hugging Face folder ("": SmolLM2-135M-Instruct as
         trainer/llm_server.py builds it). lora_rank: the adapter's rank r (alpha = 2r); lora_layers:
-        the top decoder layers it is put on (0: all).
+        the top decoder layers it is put on (0: all). llm_rollouts: "local" (torch on the worker) |
+        "server" (the vLLM server of SWARMSCOPE_OPENAI_BASE_URL samples, the adapter reloaded there).
     level: a SwarmSim level of `trainer.sim.tasks.LEVELS` (`long`: >= 200 decisions per episode).
     algorithm: "ppo" | "grpo". credit: "shared" | "counterfactual" | "shapley" | "oracle" (how the
         episode's outcome is redistributed over its decisions; `trainer.rl.credit`); "expected"
@@ -208,6 +214,7 @@ class RunConfig:
     llm_model: str = ""
     lora_rank: int = 8
     lora_layers: int = 4
+    llm_rollouts: str = "local"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -242,6 +249,8 @@ class RunConfig:
             raise ValueError("llm_model: must be a folder path of at most 1000 characters")
         if config.policy == "llm":
             check_llm(config)
+        elif config.llm_rollouts != "local":
+            raise ValueError("llm_rollouts: only policy llm plays on a server")
         return config
 
     def task_level(self) -> str | Level:

@@ -3,7 +3,9 @@
 A causal language model with a LoRA adapter (trainer.llm_policy.model; default SmolLM2-135M-Instruct
 as trainer/llm_server.py builds it) plays SwarmSim with every orchestration action chosen as text
 under constrained decoding; the iteration's tasks and episode seeds are the MLP recipe's
-(`iteration_scripts`: groups of `group_size` episodes share a task). Update: GRPO (Shao et al.
+(`iteration_scripts`: groups of `group_size` episodes share a task), played in torch on the worker
+or, with `llm_rollouts` "server", sampled by the vLLM server with the current adapter loaded there
+before every iteration (trainer.llm_policy.server). Update: GRPO (Shao et al.
 2024, §4.1): the group-relative advantage of each episode's reward on every decision of it, PPO's
 clipped ratio on the chosen action's tokens (trainer.llm_policy.grpo), `epochs` Adam steps on the
 adapter. Credit: `shared` (the episode's reward) or `expected` (its 0/1 outcome replaced by
@@ -15,6 +17,9 @@ decisions, prompt tokens, rollout and update seconds, and the update's first-ord
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +29,8 @@ from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
 from trainer import llm_server
 from trainer.llm_policy.model import LoraSettings, load
-from trainer.llm_policy.play import grpo_iteration, update_direction
+from trainer.llm_policy.play import grpo_iteration, server_chooser, update_direction
+from trainer.llm_policy.server import ServerPolicy
 from trainer.policy import MOVES
 from trainer.recipes.config import RunConfig
 from trainer.recipes.report import episode_means, stop_outcomes, tag_samples
@@ -42,7 +48,10 @@ def model_path(config: RunConfig) -> Path:
 class LLMLearner:
     """The model with its adapter and Adam on the adapter's parameters; `step` runs one iteration,
     `state`/`load` are what the checkpoint keeps (the adapter's weights, not the base model's).
-    Raises ValueError naming `llm_model` where the folder holds no model."""
+    With `llm_rollouts` "server", `server` samples the actions and every `step` first loads the
+    current adapter there (saved in a temporary folder, removed by `close`). Raises ValueError
+    naming `llm_model` where the folder holds no model, trainer.llm_policy.server.ServerError where
+    the server's settings are missing."""
 
     def __init__(self, config: RunConfig):
         path = model_path(config)
@@ -55,6 +64,23 @@ class LLMLearner:
         settings = LoraSettings(rank=config.lora_rank, alpha=2 * config.lora_rank, layers=config.lora_layers or None)
         self.model, self.tokenizer = load(path, settings)
         self.optimizer = torch.optim.Adam([p for p in self.model.parameters() if p.requires_grad], lr=config.lr)
+        self.server = ServerPolicy.from_env() if config.llm_rollouts == "server" else None
+        self.adapters = Path(tempfile.mkdtemp(prefix="swarmscope-adapter-")) if self.server else None
+        self.run_tag = uuid.uuid4().hex[:8]
+
+    def close(self) -> None:
+        """Remove the adapter folders written for the server."""
+        if self.adapters:
+            shutil.rmtree(self.adapters, ignore_errors=True)
+
+    def publish(self, iteration: int) -> None:
+        """Serve the current adapter as `policy-<run tag>-<iteration>` (the previous one unloaded)."""
+        assert self.server is not None and self.adapters is not None
+        old = self.server.served
+        folder = self.adapters / str(iteration)
+        self.server.publish(self.model, folder, f"policy-{self.run_tag}-{iteration}")
+        if old != self.server.model:
+            shutil.rmtree(self.adapters / old.rsplit("-", 1)[1], ignore_errors=True)
 
     def state(self) -> dict[str, Any]:
         return {"model": get_peft_model_state_dict(self.model), "optimizer": self.optimizer.state_dict()}
@@ -70,6 +96,10 @@ class LLMLearner:
         anneal = anneal_factor(env_steps, config.budget_steps, weights["anneal_fraction"])
         scripts = iteration_scripts(config, iteration)  # the MLP recipe's tasks and episode seeds
         tasks = [script.task for script in scripts[:: config.group_size]]
+        requests = 0
+        if self.server:
+            self.publish(iteration)
+            requests = self.server.requests
 
         def reward(episode: Episode) -> float:
             terms = episode_reward(episode, weights, anneal)
@@ -90,10 +120,13 @@ class LLMLearner:
             clip=config.clip,
             max_agents=config.max_agents,
             reward=reward,
+            choose=server_chooser(self.server) if self.server else None,
         )
         episodes = [g.episode for g in stats.games]
         rewards = [r for group in stats.rewards for r in group]
         report = llm_report(episodes, rewards, stats, config, iteration, anneal)
+        if self.server:
+            report["metrics"]["llm"]["server_requests"] = self.server.requests - requests
         return report, sum(len(e.actions) for e in episodes)
 
 

@@ -264,6 +264,9 @@ class MLPLearner:
         self.policy.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
 
+    def close(self) -> None:
+        """Nothing to release (LLMLearner removes its adapter folders)."""
+
     def step(self, iteration: int, env_steps: int) -> tuple[dict[str, Any], int]:
         return run_iteration(self.policy, self.optimizer, self.config, iteration, env_steps)
 
@@ -307,44 +310,47 @@ def train(
         best, final = state.get("best_reward"), state.get("final", {})
     started = time.monotonic()
     status = "finished"
-    while env_steps < config.budget_steps:
-        if should_stop is not None and should_stop():
-            status = "cancelled"
-            break
-        report, steps = learner.step(iteration, env_steps)
-        env_steps += steps
-        wall = wall_before + time.monotonic() - started
-        reward = report["metrics"]["reward"]
-        best = reward if best is None else max(best, reward)
-        final = report["metrics"]
-        # Report, then checkpoint: a process killed in between re-runs this iteration on resume
-        # (deterministically, from the previous checkpoint) and reports it again under the same
-        # number, so no iteration goes unreported.
-        if on_iteration is not None:
-            on_iteration(
-                {
-                    "iteration": iteration,
-                    "env_steps": env_steps,
-                    "budget_steps": config.budget_steps,
-                    "wall_s": wall,
-                    **report,
-                }
-            )
-        if checkpoint is not None:
-            _save(
-                checkpoint,
-                {
-                    **learner.state(),
-                    "iteration": iteration + 1,
-                    "env_steps": env_steps,
-                    "wall_s": wall,
-                    "best_reward": best,
-                    "final": final,
-                    "config": config.to_dict(),
-                    "torch_rng": torch.get_rng_state(),
-                },
-            )
-        iteration += 1
+    try:
+        while env_steps < config.budget_steps:
+            if should_stop is not None and should_stop():
+                status = "cancelled"
+                break
+            report, steps = learner.step(iteration, env_steps)
+            env_steps += steps
+            wall = wall_before + time.monotonic() - started
+            reward = report["metrics"]["reward"]
+            best = reward if best is None else max(best, reward)
+            final = report["metrics"]
+            # Report, then checkpoint: a process killed in between re-runs this iteration on resume
+            # (deterministically, from the previous checkpoint) and reports it again under the same
+            # number, so no iteration goes unreported.
+            if on_iteration is not None:
+                on_iteration(
+                    {
+                        "iteration": iteration,
+                        "env_steps": env_steps,
+                        "budget_steps": config.budget_steps,
+                        "wall_s": wall,
+                        **report,
+                    }
+                )
+            if checkpoint is not None:
+                _save(
+                    checkpoint,
+                    {
+                        **learner.state(),
+                        "iteration": iteration + 1,
+                        "env_steps": env_steps,
+                        "wall_s": wall,
+                        "best_reward": best,
+                        "final": final,
+                        "config": config.to_dict(),
+                        "torch_rng": torch.get_rng_state(),
+                    },
+                )
+            iteration += 1
+    finally:
+        learner.close()
     return {
         "status": status,
         "iterations": iteration,

@@ -26,13 +26,18 @@ STOPS = [
     ("rule", "Rule-based"),
     ("none", "None (run to the step limit)"),
 ]
+#: Where policy llm plays its episodes (RunConfig.llm_rollouts).
+LLM_ROLLOUTS = [
+    ("local", "On the training worker (torch)"),
+    ("server", "On the vLLM server (make run ARGS=--llm), the adapter reloaded every iteration"),
+]
 #: SwarmSim's grading of an answer (RunConfig.answer_credit, trainer.sim.env).
 ANSWER_CREDITS = [
     ("all_or_nothing", "All or nothing"),
     ("partial", "Partial (a stop before the answer earns part)"),
 ]
 #: The RunConfig choice fields the form sets as they are.
-CHOICE_FIELDS = ("policy", "level", "algorithm", "credit", "stop", "answer_credit")
+CHOICE_FIELDS = ("policy", "llm_rollouts", "level", "algorithm", "credit", "stop", "answer_credit")
 #: Reward weight fields of the form -> keys of RunConfig.reward_weights.
 WEIGHTS = {
     "w_success": "success",
@@ -63,6 +68,14 @@ class NewRunForm(forms.Form):
         "build-model); "
         "it trains with GRPO and shared or expected credit, 4 episodes of at most 12 decisions per iteration, and "
         "each decision is a forward pass of the model: seconds each on a CPU, so keep the budget to hundreds of steps",
+    )
+    llm_rollouts = forms.ChoiceField(
+        choices=LLM_ROLLOUTS,
+        required=False,
+        label="Policy llm plays on",
+        help_text="policy llm only. server: the vLLM server the workers are pointed at (SWARMSCOPE_OPENAI_BASE_URL, "
+        "started by make run ARGS=--llm) samples every action, constrained to the legal ones, with the run's LoRA "
+        "adapter loaded there before each iteration; the update stays on the training worker",
     )
     level = forms.ChoiceField(choices=[], help_text="a SwarmSim level (long: at least 200 decisions per episode)")
     algorithm = forms.ChoiceField(choices=ALGORITHMS)
@@ -128,6 +141,8 @@ class NewRunForm(forms.Form):
             self.fields["policy"].choices = [(p, POLICIES.get(p, p)) for p in offered]
         else:  # a recipe with one policy
             del self.fields["policy"]
+        if "llm_rollouts" not in defaults:
+            del self.fields["llm_rollouts"]
 
     def clean_project(self) -> Project:
         return self.cleaned_data.get("project") or self.projects[0]
