@@ -32,6 +32,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from swarmscope import model as core
 from swarmscope.importers import otlp
@@ -57,6 +58,7 @@ from .ingest import (
     headline_reward,
     in_chunks,
     insert_events,
+    insert_rows,
     label_summary,
     notify_trace_list,
     redaction_patterns,
@@ -105,27 +107,35 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
             for i, d in row.spans.filter(span_id__in=chunk).values_list("span_id", "data")
         }
         rejected += sum(known[i] != d for i, d in incoming.items() if i in known)
-        new = [Span.from_dict(d) for i, d in incoming.items() if i not in known]
+        new = {i: d for i, d in incoming.items() if i not in known}
         if not new:
             return IngestResult(row, False, row.seq, 0, 0, rejected)
         created = not row.spans.exists()
         result = _derive(row, module, new, source)
         result.created, result.rejected = created, rejected
-        StoredSpan.objects.bulk_create(
-            [StoredSpan(trace=row, span_id=s.span_id, data=s.to_dict()) for s in new], batch_size=BULK_BATCH
-        )
+        insert_rows(StoredSpan, _SPAN_COLUMNS, [(row.pk, i, as_json(d)) for i, d in new.items()])
         return result
 
 
-def _derive(row: Trace, module, new: list[Span], source: str) -> IngestResult:
-    """Make `row` the build of its stored spans, `new` (not yet stored) and its log records: within
-    the transaction while that is at most SWARMSCOPE_OTLP_SYNC_SPANS spans, else by the
-    `derive_spans` task after commit (the row is left `spans_pending`). The stored spans are
-    counted only up to that limit: a full COUNT grows with the trace (tens of ms at 10^6 spans)."""
+#: StoredSpan's columns, in the order of `do_ingest_spans`' rows.
+_SPAN_COLUMNS = ("trace_id", "span_id", "data")
+
+
+def as_json(value: Any) -> Any:
+    """`value` as a JSON column's parameter of this database (`insert_rows` takes it as it is)."""
+    return Jsonb(value) if connection.vendor == "postgresql" else json.dumps(value)
+
+
+def _derive(row: Trace, module, new: dict[str, dict[str, Any]], source: str) -> IngestResult:
+    """Make `row` the build of its stored spans, `new` (span id -> `Span.to_dict`, not yet stored)
+    and its log records: within the transaction while that is at most SWARMSCOPE_OTLP_SYNC_SPANS
+    spans, else by the `derive_spans` task after commit (the row is left `spans_pending`; `new` is
+    then not decoded into spans). The stored spans are counted only up to that limit: a full COUNT
+    grows with the trace (tens of ms at 10^6 spans)."""
     limit = settings.SWARMSCOPE_OTLP_SYNC_SPANS
     stored = row.spans.values("pk")[: limit + 1].count()
     if stored + len(new) <= limit:
-        trace = _build(row, module, _stored_spans(row) + new, source)
+        trace = _build(row, module, _stored_spans(row) + [Span.from_dict(d) for d in new.values()], source)
         core.validate_trace(trace)
         return _store_build(row, trace)
     # the spans were checked as they were decoded (ids, times) and when they came (NUL)
@@ -191,7 +201,7 @@ def do_ingest_log_records(project: Project, module, records: list[otlp.LogRecord
             StoredLogRecord.objects.bulk_create(new, batch_size=BULK_BATCH)
             result.stored += len(new)
             if row is not None and new and row.spans.exists():
-                _derive(row, module, [], source)
+                _derive(row, module, {}, source)
                 result.traces.append(row)
     return result
 
