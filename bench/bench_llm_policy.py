@@ -1,10 +1,15 @@
 """Issue 31: policy `llm` on SmolLM2-135M-Instruct (trainer/llm_policy), iteration time split into
 rollouts and update, decisions and prompt tokens per second, peak memory, and the expected reward
-E[R] of its episodes before and after a few GRPO iterations (shared credit), on the CPU.
+E[R] of its episodes before and after a few GRPO iterations (shared credit), on the CPU (or the
+update on CUDA where torch sees a GPU).
 
     nice -n 10 .venv/bin/python bench/bench_llm_policy.py [--model var/llm/smollm2] [--iterations 3]
         [--group 4] [--tasks 2] [--level tiny] [--max-steps 10] [--rank 8] [--layers 4] [--lr 1e-4]
-        [--json out.json]
+        [--server] [--threads 1] [--json out.json]
+
+--server plays every episode on the vLLM server of SWARMSCOPE_OPENAI_BASE_URL / SWARMSCOPE_OPENAI_MODEL
+(trainer/llm_server.py serve, LoRA enabled) with the adapter reloaded before every iteration
+(trainer.llm_policy.server); the evaluation plays there too. `publish_s` is the reload's time.
 
 The model is the one trainer/llm_server.py builds (`build-model`) unless --model names another local
 Hugging Face folder. Tasks: `--tasks` training tasks of `--level` per iteration (fresh seeds), G =
@@ -18,9 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +38,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trainer.llm_policy.model import LoraSettings, load  # noqa: E402
-from trainer.llm_policy.play import grpo_iteration, play_llm, update_direction  # noqa: E402
+from trainer.llm_policy.play import grpo_iteration, play_llm, server_chooser, update_direction  # noqa: E402
+from trainer.llm_policy.server import ServerPolicy  # noqa: E402
 from trainer.llm_server import MODEL_DIR  # noqa: E402
 from trainer.sim.env import SimConfig  # noqa: E402
 from trainer.sim.tasks import generate_task  # noqa: E402
@@ -38,11 +47,12 @@ from trainer.sim.tasks import generate_task  # noqa: E402
 EVAL_SEED = 900_000
 
 
-def evaluate(model, tokenizer, level: str, config: SimConfig, n: int = 8) -> dict[str, float]:
+def evaluate(model, tokenizer, level: str, config: SimConfig, n: int = 8, choose=None) -> dict[str, float]:
     """Mean E[R] and answered share of one episode on each of `n` fixed held-out tasks."""
     p, answered, decisions = [], [], 0
     for i in range(n):
-        played = play_llm(model, tokenizer, generate_task(level, EVAL_SEED + i), EVAL_SEED + i, config)
+        task = generate_task(level, EVAL_SEED + i)
+        played = play_llm(model, tokenizer, task, EVAL_SEED + i, config, choose=choose)
         p.append(played.episode.p_success)
         answered.append(any(a.kind == "aggregate" for a in played.episode.actions))
         decisions += len(played.decisions)
@@ -60,28 +70,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank", type=int, default=8)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--server", action="store_true", help="play on the vLLM server (SWARMSCOPE_OPENAI_*)")
+    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    if args.threads:
+        torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     model, tokenizer = load(args.model, LoraSettings(rank=args.rank, alpha=2 * args.rank, layers=args.layers))
     load_s = time.perf_counter() - t0
     config = SimConfig(max_steps=args.max_steps)
     optimiser = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=args.lr)
+    server = ServerPolicy.from_env() if args.server else None
+    choose = server_chooser(server) if server else None
+    scratch = Path(tempfile.mkdtemp(prefix="bench-llm-policy-"))
+
+    def publish(k: int) -> float:
+        if server is None:
+            return 0.0
+        t = time.perf_counter()
+        server.publish(model, scratch / str(k), f"bench-{os.getpid()}-{k}")
+        return time.perf_counter() - t
+
+    publish(0)
     t0 = time.perf_counter()
-    before = evaluate(model, tokenizer, args.level, config)
+    before = evaluate(model, tokenizer, args.level, config, choose=choose)
     eval_s = time.perf_counter() - t0
     iterations = []
     for k in range(args.iterations):
         tasks = [generate_task(args.level, 10_000 * (k + 1) + j) for j in range(args.tasks)]
         t0 = time.perf_counter()
-        stats = grpo_iteration(model, tokenizer, optimiser, tasks, args.group, config, seed=1000 * k, epochs=1)
+        publish_s = publish(k + 1) if k else 0.0
+        requests = server.requests if server else 0
+        stats = grpo_iteration(
+            model, tokenizer, optimiser, tasks, args.group, config, seed=1000 * k, epochs=1, choose=choose
+        )
         wall = time.perf_counter() - t0
         iterations.append(
             {
                 "wall_s": round(wall, 1),
                 "rollout_s": round(stats.rollout_s, 1),
                 "update_s": round(stats.update_s, 1),
+                "publish_s": round(publish_s, 2),
+                "server_requests": (server.requests - requests) if server else 0,
                 "decisions": stats.decisions,
                 "prompt_tokens": stats.prompt_tokens,
                 "mean_reward": float(np.mean(stats.rewards)),
@@ -90,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         print(json.dumps(iterations[-1]), flush=True)
-    after = evaluate(model, tokenizer, args.level, config)
+    publish(args.iterations + 1)
+    after = evaluate(model, tokenizer, args.level, config, choose=choose)
+    shutil.rmtree(scratch, ignore_errors=True)
     result = {
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}",
         "args": vars(args),

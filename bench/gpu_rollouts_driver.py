@@ -55,7 +55,8 @@ POLL_S = 0.5
 
 
 def gpu_argv(python: Path, model: Path, name: str, max_len: int, port: int) -> list[str]:
-    """vLLM's server on the GPU for `model` (served as `name`): its context, prefix caching, cached-token usage."""
+    """vLLM's server on the GPU for `model` (served as `name`): its context, prefix caching, cached-token usage,
+    LoRA adapters loadable at run time up to llm_server.LORA_RANK (policy llm's, bench_llm_policy.py --server)."""
     argv = [
         str(python),
         "-m",
@@ -81,6 +82,8 @@ def gpu_argv(python: Path, model: Path, name: str, max_len: int, port: int) -> l
     ]
     if os.environ.get("VLLM_ENFORCE_EAGER") == "1":
         argv.append("--enforce-eager")
+    if llm_server.LORA_RANK:
+        argv += ["--enable-lora", "--max-lora-rank", str(llm_server.LORA_RANK), "--max-loras", "1"]
     return argv
 
 
@@ -95,7 +98,14 @@ def serve(mode: str, home: Path, port: int) -> None:
         env = llm_server.server_env()
     else:
         argv = gpu_argv(llm_server.venv_python(venv), model, name, max_len, port)
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1")
+        env = dict(
+            os.environ,
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            VLLM_NO_USAGE_STATS="1",
+            DO_NOT_TRACK="1",
+            VLLM_ALLOW_RUNTIME_LORA_UPDATING="True",
+        )
     print("[gpu_rollouts] " + " ".join(argv), file=sys.stderr, flush=True)
     os.chdir(home)
     os.execve(argv[0], argv, env)
