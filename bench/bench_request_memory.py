@@ -7,6 +7,12 @@
 - `export`: the OTLP export of a synthetic trace of `--events` events, streamed
   (`iter_otlp_json`, chunks written to /dev/null) and, for comparison, built in memory
   (`json.dumps(to_otlp_json(...))`). The figure is the peak over the RSS after the trace is built.
+- `export-db` (run alone: `--case export-db new` / `--case export-db old`, `--db-dir DIR`): the
+  app's OTLP export (`otlp_export_chunks`) of a stored synthetic trace of `--events` events
+  (imported once into DIR's SQLite database and kept there), in a fresh interpreter with Django set
+  up: `new` reads the events a page of SWARMSCOPE_EXPORT_PAGE_EVENTS at a time, `old` the whole
+  trace first (`to_core_trace`, the export before paging). The figure is the peak RSS growth over
+  the interpreter's RSS once Django is set up and the trace row read.
 - `grpc`: the OTLP/gRPC receiver (`make_server`, 4 workers) sent `--calls` concurrent
   `--mib` MiB messages without a token from another process; the receiver's peak RSS growth, with
   the token checked before the message is read and, for comparison, with a unary handler (the
@@ -77,6 +83,74 @@ def case_export(events: int, streamed: bool) -> dict:
             size = len(text)
             sink.write(text)
     return {"peak_growth_mib": round(peak_mib() - before, 1), "chars": size, "trace_rss_mib": round(before, 1)}
+
+
+def export_db_env(db_dir: str) -> None:
+    """Point the app at `db_dir` (its SQLite database, no Redis: tasks run inline) and set Django up."""
+    os.environ.update(SWARMSCOPE_DATA_DIR=db_dir, DJANGO_SETTINGS_MODULE="webapp.config.settings")
+    for name in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"):
+        os.environ.pop(name, None)
+    os.environ["SWARMSCOPE_IGNORE_EMBEDDED_REDIS"] = "1"
+    import django
+
+    django.setup()
+
+
+def prepare_export_db(db_dir: str, events: int) -> int:
+    """Migrate `db_dir`'s database and store the synthetic trace of `events` events once; its id."""
+    export_db_env(db_dir)
+    from django.core.management import call_command
+
+    from tests.synthetic import synthetic_trace
+    from webapp.accounts.services import do_get_or_create_project
+    from webapp.traces import ingest
+    from webapp.traces.models import Trace
+
+    call_command("migrate", verbosity=0)
+    source_id = f"export-{events}"
+    found = Trace.objects.filter(source_id=source_id).first()
+    if found is None:
+        trace = synthetic_trace(max(2, events // 50), events)
+        trace.source_format, trace.source_id = "native", source_id
+        found = ingest.do_ingest(do_get_or_create_project("bench"), trace, broadcast=False).trace
+    return found.pk
+
+
+def case_export_db(db_dir: str, trace_id: int, paged: bool) -> dict:
+    export_db_env(db_dir)
+    from django.conf import settings
+
+    from swarmscope.otlp_export import iter_otlp_json
+    from webapp.counterfactuals import services
+    from webapp.traces.models import Trace
+
+    trace = Trace.objects.get(pk=trace_id)
+    before = peak_mib()
+    started = time.monotonic()
+    if paged:
+        chunks = services.otlp_export_chunks(trace)
+    else:
+        args, options = _whole(services, trace)
+        chunks = iter_otlp_json(*args, **options)
+    size = 0
+    with open(os.devnull, "w") as sink:
+        for chunk in chunks:
+            size += len(chunk)
+            sink.write(chunk)
+    return {
+        "peak_growth_mib": round(peak_mib() - before, 1),
+        "peak_mib": round(peak_mib(), 1),
+        "seconds": round(time.monotonic() - started, 1),
+        "chars": size,
+        "events": trace.event_count,
+        "page_events": settings.SWARMSCOPE_EXPORT_PAGE_EVENTS,
+    }
+
+
+def _whole(services, trace):
+    """The export's arguments with the whole trace read first (before paging)."""
+    core_trace, options = services._otlp_export_options(trace)
+    return (core_trace,), options
 
 
 def case_grpc(calls: int, mib: int, token_first: bool) -> dict:
@@ -220,11 +294,20 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=100)
     parser.add_argument("--case", nargs="+")
     parser.add_argument("--grpc-client", type=int)
+    parser.add_argument("--db-dir", default=os.path.join(tempfile.gettempdir(), "swarmscope-export-bench"))
     args = parser.parse_args()
     if args.grpc_client:
         return grpc_client(args.grpc_client, args.calls, args.mib)
     if args.case:
         kind, flag = args.case[0], args.case[1] == "new"
+        if kind == "export-db":
+            os.makedirs(args.db_dir, exist_ok=True)
+            if args.case[1] == "prepare":
+                print(json.dumps({"trace_id": prepare_export_db(args.db_dir, args.events)}))
+            else:
+                trace_id = run_case("export-db", "prepare", "--events", str(args.events), "--db-dir", args.db_dir)
+                print(json.dumps(case_export_db(args.db_dir, trace_id["trace_id"], flag)))
+            return None
         if kind == "sockets":
             print(json.dumps(case_sockets(20, 4 * MiB if flag else 1 << 40)))
             return None

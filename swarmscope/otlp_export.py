@@ -40,11 +40,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from .importers.otel_sdk import iso_ns
-from .model import Agent, Event, Trace
+from .model import Agent, Edge, Event, Trace
 from .tokens import is_estimated
 
 #: Event types exported as `chat` spans (an LLM turn's output); the others have their own operation.
@@ -55,6 +56,44 @@ OPERATIONS = {
     "delegate": "invoke_agent",
 }
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+
+
+@dataclass
+class SpanPlan:
+    """What the spans of a trace need besides its events in order, found by whoever holds the trace
+    (`plan_of` for one in memory; the web app asks its database): `end`, the latest event end (its
+    `t_end`, else `t`; seconds, 0.0 without events); `windows`, agent -> (earliest, latest) of its
+    events' `t` and end; `event_agents`, the agents of events in order of first appearance;
+    `folded`, tool_result id -> id of the tool_call whose span holds it (`fold_tool_results`)."""
+
+    end: float
+    windows: dict[str, tuple[float, float]]
+    event_agents: list[str]
+    folded: dict[str, str]
+
+
+@dataclass
+class PageContext:
+    """What the spans of one page of events need from the rest of the trace: `results`, folded
+    tool_result id -> (its index in the trace, the event) for the page's tool calls; `edges`, in
+    trace order, every edge whose `dst` is a page event or one of those results; `known`, which of
+    those edges' `src` are events of the trace."""
+
+    results: dict[str, tuple[int, Event]]
+    edges: list[Edge]
+    known: set[str]
+
+
+class SpanSource(Protocol):
+    """A trace's events read a page at a time (e.g. from a database), for `iter_otlp_json`:
+    `pages()` yields lists of (index in the trace, event) in trace order, and `context(page, results)`
+    the `PageContext` of a page whose tool calls fold the tool_result ids `results`."""
+
+    plan: SpanPlan
+
+    def pages(self) -> Iterable[list[tuple[int, Event]]]: ...
+
+    def context(self, page: list[tuple[int, Event]], results: list[str]) -> PageContext: ...
 
 
 def to_otlp_json(
@@ -71,7 +110,7 @@ def to_otlp_json(
     event's span at the event's time. Raises nothing for a valid trace (empty traces export a
     lone root span).
     """
-    spans = list(_spans(trace, span_events, origin_ns))
+    spans = list(_spans(trace, MemorySource(trace), span_events, origin_ns))
     resource, scope = _resource(trace, extra), {"name": "swarmscope", "version": "1"}
     return {
         "resourceSpans": [
@@ -91,15 +130,18 @@ def iter_otlp_json(
     span_events: Mapping[str, list[tuple[str, Mapping[str, Any]]]] | None = None,
     origin_ns: int | None = None,
     chunk_chars: int = 64 * 1024,
+    source: SpanSource | None = None,
 ) -> Iterator[str]:
     """`json.dumps(to_otlp_json(...), ensure_ascii=False)`, the same text, as chunks of about
     `chunk_chars` characters made one span at a time: what it holds besides `trace` is one chunk,
-    not the document (a generator, for a streamed download)."""
+    not the document (a generator, for a streamed download). With `source`, the events and edges
+    come from it a page at a time and `trace` gives only the rest (fields, agents, labels): then it
+    holds one page of events and the source's plan, whatever the trace's length."""
     resource = json.dumps({"attributes": _resource(trace, extra)}, ensure_ascii=False)
     scope = json.dumps({"name": "swarmscope", "version": "1"})
     buffer = [f'{{"resourceSpans": [{{"resource": {resource}, "scopeSpans": [{{"scope": {scope}, "spans": [']
     size, first = len(buffer[0]), True
-    for span in _spans(trace, span_events, origin_ns):
+    for span in _spans(trace, source or MemorySource(trace), span_events, origin_ns):
         text = json.dumps(span, ensure_ascii=False)
         buffer.append(text if first else ", " + text)
         size += len(buffer[-1])
@@ -111,20 +153,85 @@ def iter_otlp_json(
     yield "".join(buffer)
 
 
+class MemorySource:
+    """The `SpanSource` of a trace held whole: one page, its plan from `plan_of`."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.plan = plan_of(trace)
+
+    def pages(self) -> Iterable[list[tuple[int, Event]]]:
+        return [list(enumerate(self.trace.events))]
+
+    def context(self, page: list[tuple[int, Event]], results: list[str]) -> PageContext:
+        index = {e.id: (i, e) for i, e in enumerate(self.trace.events)}
+        wanted = {e.id for _, e in page} | set(results)
+        return PageContext(
+            results={r: index[r] for r in results},
+            edges=[edge for edge in self.trace.edges if edge.dst in wanted],
+            known=set(index),
+        )
+
+
+def plan_of(trace: Trace) -> SpanPlan:
+    """The `SpanPlan` of a trace held whole."""
+    windows: dict[str, tuple[float, float]] = {}
+    agents: dict[str, None] = {}
+    end: float | None = None
+    for event in trace.events:
+        last = event.t_end if event.t_end is not None else event.t
+        low, high = windows.get(event.agent, (min(event.t, last), max(event.t, last)))
+        windows[event.agent] = (min(low, event.t, last), max(high, event.t, last))
+        agents.setdefault(event.agent)
+        end = last if end is None else max(end, last)
+    kinds = {e.id: (e.type, e.agent) for e in trace.events}
+    return SpanPlan(
+        end=0.0 if end is None else end,
+        windows=windows,
+        event_agents=list(agents),
+        folded=fold_tool_results(trace.edges, kinds),
+    )
+
+
+def fold_tool_results(edges: Iterable[Edge], kinds: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """tool_result id -> id of the tool_call it answers, whose span holds it: its `tool_dependency`
+    edge (in trace order, the first of each call and of each result), both events of one agent.
+    `kinds`: event id -> (type, agent) of at least the events such edges name."""
+    folded: dict[str, str] = {}
+    calls_used: set[str] = set()
+    for edge in edges:
+        call, result = kinds.get(edge.src), kinds.get(edge.dst)
+        if (
+            edge.type == "tool_dependency"
+            and call is not None
+            and result is not None
+            and call[0] == "tool_call"
+            and result[0] == "tool_result"
+            and call[1] == result[1]
+            and edge.src not in calls_used
+            and edge.dst not in folded
+        ):
+            folded[edge.dst] = edge.src
+            calls_used.add(edge.src)
+    return folded
+
+
 def _spans(
     trace: Trace,
+    source: SpanSource,
     span_events: Mapping[str, list[tuple[str, Mapping[str, Any]]]] | None,
     origin_ns: int | None,
 ) -> Iterator[dict[str, Any]]:
-    """The spans of `trace`'s document, one at a time: root, agents, then events in trace order."""
+    """The spans of `trace`'s document, one at a time: root, agents, then events in trace order
+    (the events, edges and plan from `source`; the rest from `trace`)."""
     key = trace.identity_key
     trace_id = _hex(key, 32)
     origin = origin_ns if origin_ns is not None else _origin_ns(trace)
+    plan = source.plan
 
     def ns(seconds: float | None) -> str:
         return str(origin + round((seconds or 0.0) * 1e9))
 
-    end = max((e.t_end if e.t_end is not None else e.t for e in trace.events), default=0.0)
     root_id = _hex(f"{key}\x00root", 16)
     yield _span(
         trace_id,
@@ -132,7 +239,7 @@ def _spans(
         None,
         f"invoke_workflow {trace.name or trace.source_id}"[:200],
         ns(0.0),
-        ns(end),
+        ns(plan.end),
         {
             "gen_ai.operation.name": "invoke_workflow",
             "swarmscope.trace.identity_key": key,
@@ -144,82 +251,82 @@ def _spans(
             **_values(trace.metrics, "swarmscope.metric.", "swarmscope.trace.json_metrics"),
         },
     )
-    agent_span = {name: _hex(f"{key}\x00agent\x00{name}", 16) for name in _agent_names(trace)}
+    names = list(dict.fromkeys([a.name for a in trace.agents] + plan.event_agents))
+    agent_span = {name: _hex(f"{key}\x00agent\x00{name}", 16) for name in names}
     parents = {a.name: a.parent for a in trace.agents}
     declared = {a.name: (i, a) for i, a in enumerate(trace.agents)}
-    times: dict[str, list[float]] = {}
-    for event in trace.events:
-        times.setdefault(event.agent, []).extend([event.t, event.t_end if event.t_end is not None else event.t])
     for name, span_id in agent_span.items():
         parent = parents.get(name)
-        window = times.get(name, [0.0])
+        low, high = plan.windows.get(name, (0.0, 0.0))
         yield _span(
             trace_id,
             span_id,
             agent_span.get(parent, root_id) if parent and parent != name else root_id,
             f"invoke_agent {name}",
-            ns(min(window)),
-            ns(max(window)),
+            ns(low),
+            ns(high),
             {
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": name,
                 **(_agent_attributes(*declared[name]) if name in declared else {}),
             },
         )
-    results = _folded_results(trace)
-    event_span = {e.id: _hex(f"{key}\x00event\x00{e.id}", 16) for e in trace.events}
-    for result_id, call in results.items():
-        event_span[result_id] = event_span[call.id]
-    links: dict[str, list[dict[str, Any]]] = {}
-    for edge in trace.edges:
-        if edge.src in event_span and edge.dst in event_span and event_span[edge.src] != event_span[edge.dst]:
-            links.setdefault(edge.dst, []).append(
-                {
-                    "traceId": trace_id,
-                    "spanId": event_span[edge.src],
-                    "attributes": _attributes(
-                        {
-                            "swarmscope.edge.type": edge.type,
-                            "swarmscope.edge.src": edge.src,
-                            "swarmscope.edge.dst": edge.dst,
-                        }
-                    ),
-                }
-            )
-    result_of = {call.id: trace_result for trace_result, call in results.items()}
-    by_id = {e.id: e for e in trace.events}
-    index = {e.id: i for i, e in enumerate(trace.events)}
-    for event in trace.events:
-        if event.id in results:
-            continue
-        attrs = _event_attributes(event, index[event.id])
-        last = event
-        if event.id in result_of:
-            last = by_id[result_of[event.id]]
-            attrs.update(_result_attributes(last, index[last.id]))
-        span = _span(
-            trace_id,
-            event_span[event.id],
-            agent_span[event.agent],
-            _event_span_name(event),
-            ns(event.t),
-            ns(
-                max(
-                    event.t_end if event.t_end is not None else event.t,
-                    last.t_end if last.t_end is not None else last.t,
+    call_of = plan.folded  # a folded result's span is its call's
+    result_of = {call: result for result, call in call_of.items()}
+
+    def span_of(event_id: str) -> str:
+        return _hex(f"{key}\x00event\x00{call_of.get(event_id, event_id)}", 16)
+
+    for page in source.pages():
+        wanted = [result_of[e.id] for _, e in page if e.id in result_of]
+        context = source.context(page, wanted)
+        links: dict[str, list[dict[str, Any]]] = {}
+        for edge in context.edges:
+            if edge.src in context.known and span_of(edge.src) != span_of(edge.dst):
+                links.setdefault(edge.dst, []).append(
+                    {
+                        "traceId": trace_id,
+                        "spanId": span_of(edge.src),
+                        "attributes": _attributes(
+                            {
+                                "swarmscope.edge.type": edge.type,
+                                "swarmscope.edge.src": edge.src,
+                                "swarmscope.edge.dst": edge.dst,
+                            }
+                        ),
+                    }
                 )
-            ),
-            attrs,
-        )
-        span_links = links.get(event.id, []) + (links.get(last.id, []) if last is not event else [])
-        if span_links:
-            span["links"] = span_links
-        if span_events and event.id in span_events:
-            span["events"] = [
-                {"timeUnixNano": ns(event.t), "name": name, "attributes": _attributes(attrs)}
-                for name, attrs in span_events[event.id]
-            ]
-        yield span
+        for index, event in page:
+            if event.id in call_of:
+                continue
+            attrs = _event_attributes(event, index)
+            last = event
+            if event.id in result_of:
+                last_index, last = context.results[result_of[event.id]]
+                attrs.update(_result_attributes(last, last_index))
+            span = _span(
+                trace_id,
+                span_of(event.id),
+                agent_span[event.agent],
+                _event_span_name(event),
+                ns(event.t),
+                ns(
+                    max(
+                        event.t_end if event.t_end is not None else event.t,
+                        last.t_end if last.t_end is not None else last.t,
+                    )
+                ),
+                attrs,
+            )
+            span_links = links.get(event.id, []) + (links.get(last.id, []) if last is not event else [])
+            if span_links:
+                span["links"] = span_links
+            if span_events and event.id in span_events:
+                span["events"] = [
+                    {"timeUnixNano": ns(event.t), "name": name, "attributes": _attributes(attrs)}
+                    for name, attrs in span_events[event.id]
+                ]
+            yield span
 
 
 def _resource(trace: Trace, extra: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -237,38 +344,6 @@ def _resource(trace: Trace, extra: Mapping[str, Any] | None) -> list[dict[str, A
     if trace.attributes.get("session_id"):
         resource["gen_ai.conversation.id"] = str(trace.attributes["session_id"])
     return _attributes(resource)
-
-
-def _folded_results(trace: Trace) -> dict[str, Event]:
-    """tool_result id -> the tool_call it answers (its `tool_dependency` edge, same agent, one each)."""
-    by_id = {e.id: e for e in trace.events}
-    folded: dict[str, Event] = {}
-    calls_used: set[str] = set()
-    for edge in trace.edges:
-        call, result = by_id.get(edge.src), by_id.get(edge.dst)
-        if (
-            edge.type == "tool_dependency"
-            and call is not None
-            and result is not None
-            and call.type == "tool_call"
-            and result.type == "tool_result"
-            and call.agent == result.agent
-            and call.id not in calls_used
-            and result.id not in folded
-        ):
-            folded[result.id] = call
-            calls_used.add(call.id)
-    return folded
-
-
-def _agent_names(trace: Trace) -> list[str]:
-    names = [a.name for a in trace.agents]
-    seen = set(names)
-    for event in trace.events:
-        if event.agent not in seen:
-            seen.add(event.agent)
-            names.append(event.agent)
-    return names
 
 
 def _event_span_name(event: Event) -> str:

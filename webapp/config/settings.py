@@ -169,6 +169,11 @@ SWARMSCOPE_MAX_GZIP_RATIO = int(os.environ.get("SWARMSCOPE_MAX_GZIP_RATIO", 200)
 # viewer is refused: the download costs what a write does), and none of over SWARMSCOPE_EXPORT_MAX_EVENTS.
 SWARMSCOPE_EXPORT_LARGE_EVENTS = int(os.environ.get("SWARMSCOPE_EXPORT_LARGE_EVENTS", 100_000))
 SWARMSCOPE_EXPORT_MAX_EVENTS = int(os.environ.get("SWARMSCOPE_EXPORT_MAX_EVENTS", 2_000_000))
+#: Events an OTLP export reads from the database at a time (webapp.traces.services.StoredSpanSource):
+#: its memory is about 25 KiB per event of a page (rows, spans and their JSON; measured with ~1.4 KiB
+#: stored events: ~12 MiB at 500) plus the plan, per agent a time window and per folded tool call its
+#: two event ids (~30 MiB for 200k events with 65k tool calls); not the trace (bench/RESULTS.md).
+SWARMSCOPE_EXPORT_PAGE_EVENTS = int(os.environ.get("SWARMSCOPE_EXPORT_PAGE_EVENTS", 500))
 # Live sockets (webapp.web.sockets): open sockets per Daphne process at most this many per user and
 # per project (more are closed with 4429 naming the cap); a socket may send this many resume requests
 # a minute (a burst of 5; more are answered with an error naming the limit); a socket whose reader

@@ -60,7 +60,7 @@ from swarmscope.model import Trace as CoreTrace
 from swarmscope.otlp_export import iter_otlp_json, origin_ns, to_otlp_json
 from webapp.traces.ingest import do_ingest
 from webapp.traces.models import Trace
-from webapp.traces.services import forget_computed_metrics, to_core_trace
+from webapp.traces.services import StoredSpanSource, core_trace_header, forget_computed_metrics, to_core_trace
 from webapp.web.broadcast import broadcast_job
 from webapp.web.jobs import consuming_queues, enqueue
 
@@ -773,15 +773,18 @@ def otlp_export(trace: Trace) -> dict[str, Any]:
     return to_otlp_json(core_trace, **options)
 
 
-def otlp_export_chunks(trace: Trace) -> Iterator[str]:
-    """`otlp_export(trace)` as JSON text in chunks (`iter_otlp_json`), for a streamed download: the
-    database is read now, the spans are made as the chunks are taken."""
-    core_trace, options = _otlp_export_options(trace)
-    return iter_otlp_json(core_trace, **options)
+def otlp_export_chunks(trace: Trace, page_events: int | None = None) -> Iterator[str]:
+    """`otlp_export(trace)`, the same text, as JSON chunks (`iter_otlp_json`) for a streamed
+    download: the events are read from the database a page of `page_events` (default
+    SWARMSCOPE_EXPORT_PAGE_EVENTS) at a time as the chunks are taken (`StoredSpanSource`), so the
+    memory it takes is a page's, not the trace's."""
+    header, options = _otlp_export_options(trace, core_trace_header(trace))
+    return iter_otlp_json(header, source=StoredSpanSource(trace, page_events), **options)
 
 
-def _otlp_export_options(trace: Trace) -> tuple[CoreTrace, dict[str, Any]]:
-    """`trace` as the library's Trace, and the export's `extra`, `span_events` and `origin_ns`."""
+def _otlp_export_options(trace: Trace, core_trace: CoreTrace | None = None) -> tuple[CoreTrace, dict[str, Any]]:
+    """`trace` as the library's Trace (`core_trace` where given, else the whole trace read now),
+    and the export's `extra`, `span_events` and `origin_ns`."""
     extra: dict[str, Any] = {}
     sample = RolloutSample.objects.filter(branch_trace=trace).select_related("job").first()
     if sample is not None:
@@ -806,7 +809,7 @@ def _otlp_export_options(trace: Trace) -> tuple[CoreTrace, dict[str, Any]]:
                 )
     if attributions:
         extra["swarmscope.attributions"] = attributions
-    core_trace = to_core_trace(trace)
+    core_trace = core_trace or to_core_trace(trace)
     origin = origin_ns(core_trace) or int(trace.created_at.timestamp() * 1e9)  # else when it arrived
     return core_trace, {"extra": extra, "span_events": span_events, "origin_ns": origin}
 

@@ -19,13 +19,15 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Max, Min, OuterRef, Q, Subquery
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
 from swarmscope import model as core
 from swarmscope.inputs import id_or_none
 from swarmscope.metrics import compute_metrics
+from swarmscope.otlp_export import PageContext, SpanPlan
 from webapp.accounts.models import Project
 from webapp.web.broadcast import broadcast_trace_metrics
 from webapp.web.jobs import enqueue
@@ -292,6 +294,22 @@ def write_delta(
 
 def to_core_trace(trace: Trace) -> core.Trace:
     """The stored trace as a swarmscope Trace (for metrics and exports)."""
+    result = core_trace_header(trace)
+    # rows of a batch still being staged (seq > trace.seq, webapp.traces.ingest) are not part of it yet
+    published = {"seq__lte": trace.seq}
+    result.events = [
+        event_from_row(r) for r in trace.events.filter(**published).order_by("position").values(*EVENT_COLUMNS)
+    ]
+    result.edges = [
+        core.Edge(src=e["src"], dst=e["dst"], type=e["type"])
+        for e in trace.edges.filter(**published).order_by("id").values("src", "dst", "type")
+    ]
+    return result
+
+
+def core_trace_header(trace: Trace) -> core.Trace:
+    """The stored trace as a swarmscope Trace without its events and edges: its fields, agents and
+    labels (what `StoredSpanSource` does not page)."""
     result = core.Trace(
         source_format=trace.source_format,
         source_id=trace.source_id,
@@ -304,21 +322,121 @@ def to_core_trace(trace: Trace) -> core.Trace:
         metrics=dict(trace.metrics),
         attributes=dict(trace.attributes),
     )
-    # rows of a batch still being staged (seq > trace.seq, webapp.traces.ingest) are not part of it yet
     published = {"seq__lte": trace.seq}
     result.agents = [agent_from_row(a) for a in trace.agents.filter(**published).order_by("id").values()]
-    result.events = [
-        event_from_row(r) for r in trace.events.filter(**published).order_by("position").values(*EVENT_COLUMNS)
-    ]
-    result.edges = [
-        core.Edge(src=e["src"], dst=e["dst"], type=e["type"])
-        for e in trace.edges.filter(**published).order_by("id").values("src", "dst", "type")
-    ]
     result.labels = [
         core.Label(key=lb["key"], value=lb["value"], event_id=lb["event_id"], agent=lb["agent"], source=lb["source"])
         for lb in trace.labels.filter(**published).order_by("id").values()
     ]
     return result
+
+
+class StoredSpanSource:
+    """A stored trace's events for `swarmscope.otlp_export.iter_otlp_json(source=...)`, read from
+    the database a page of SWARMSCOPE_EXPORT_PAGE_EVENTS events at a time (keyset pages on
+    `position`): the export holds one page of events, their links and folded tool results, and the
+    plan (per agent: its time window; per folded tool call: the two event ids, and the folded
+    result's links from other spans), not the trace. The plan's end, windows and agents are
+    aggregates the database computes; the edges are read once, in the order of their destination's
+    position, beside the pages; `context` asks for the page's calls' folded results."""
+
+    def __init__(self, trace: Trace, page_events: int | None = None):
+        self.trace = trace
+        self.page_events = max(1, page_events or settings.SWARMSCOPE_EXPORT_PAGE_EVENTS)
+        self.events = trace.events.filter(seq__lte=trace.seq)
+        self.edges = trace.edges.filter(seq__lte=trace.seq)
+        last = Coalesce("t_end", "t")
+        agents = (
+            self.events.values("agent")
+            .annotate(first=Min("position"), low=Min(Least("t", last)), high=Max(Greatest("t", last)))
+            .order_by("first")
+        )
+        windows = {a["agent"]: (a["low"], a["high"]) for a in agents}
+        span = self.events.aggregate(end=Max(last), first=Min("position"), last=Max("position"), count=Count("id"))
+        end = span["end"]
+        # published positions are dense (a staged batch takes those after them): an event's index
+        # in the trace is then its position's offset; else counted (one query per folded result)
+        dense = span["count"] and span["last"] - span["first"] + 1 == span["count"]
+        self._first_position = span["first"] if dense else None
+
+        def of(field: str, end: str):
+            return Subquery(self.events.filter(event_id=OuterRef(end)).values(field)[:1])
+
+        # tool_dependency edges from a call to a result of one agent, in trace order: folded as
+        # `fold_tool_results` folds them (the first of each call and of each result), as they come
+        pairs = (
+            self.edges.filter(type="tool_dependency")
+            .annotate(call_type=of("type", "src"), call_agent=of("agent", "src"))
+            .annotate(result_type=of("type", "dst"), result_agent=of("agent", "dst"))
+            .filter(call_type="tool_call", result_type="tool_result", call_agent=F("result_agent"))
+            .order_by("id")
+            .values_list("src", "dst")
+        )
+        folded: dict[str, str] = {}
+        calls_used: set[str] = set()
+        for src, dst in pairs.iterator(chunk_size=self.page_events):
+            if src not in calls_used and dst not in folded:
+                folded[dst] = src
+                calls_used.add(src)
+        del calls_used
+        self.plan = SpanPlan(
+            end=0.0 if end is None else end, windows=windows, event_agents=list(windows), folded=folded
+        )
+        # The links of folded results (their spans are their calls', maybe in an earlier page):
+        # kept here, but those from the call itself (the same span, no link).
+        self._result_links: dict[str, list[core.Edge]] = {}
+        into_results = self._linked_edges().filter(dst_type="tool_result").values_list("src", "dst", "type")
+        for src, dst, kind in into_results.iterator(chunk_size=self.page_events):
+            if dst in folded and folded.get(src, src) != folded[dst]:
+                self._result_links.setdefault(dst, []).append(core.Edge(src=src, dst=dst, type=kind))
+
+    def _linked_edges(self):
+        """The published edges between two events of the trace, with their destination's position and type."""
+        dst = self.events.filter(event_id=OuterRef("dst"))
+        return (
+            self.edges.annotate(
+                dst_position=Subquery(dst.values("position")[:1]), dst_type=Subquery(dst.values("type")[:1])
+            )
+            .filter(dst_position__isnull=False, src__in=self.events.values("event_id"))
+            .order_by("dst_position", "id")
+        )
+
+    def pages(self) -> Iterable[list[tuple[int, core.Event]]]:
+        """Pages of events in trace order; beside them, one pass over the edges by destination
+        position (`_page_edges`: those into the page), so no page scans the trace's edges."""
+        edges = self._linked_edges().values_list("src", "dst", "type", "dst_position").iterator(self.page_events)
+        ahead = next(edges, None)
+        after, index = None, 0
+        while True:
+            # not filtered on seq in SQL, where SQLite's planner would take the (trace, seq) index
+            # and sort every page: staged rows take the positions after the published ones
+            rows = self.trace.events.order_by("position")
+            if after is not None:
+                rows = rows.filter(position__gt=after)
+            page = rows.values("position", *EVENT_COLUMNS)[: self.page_events]
+            page = [r for r in page if r["seq"] <= self.trace.seq]
+            if not page:
+                return
+            self._positions = {r["event_id"]: index + i for i, r in enumerate(page)}
+            self._page_edges = []
+            while ahead is not None and ahead[3] <= page[-1]["position"]:
+                if ahead[1] not in self.plan.folded:  # a folded result's links go with its call
+                    self._page_edges.append(core.Edge(src=ahead[0], dst=ahead[1], type=ahead[2]))
+                ahead = next(edges, None)
+            yield [(index + i, event_from_row(r)) for i, r in enumerate(page)]
+            index, after = index + len(page), page[-1]["position"]
+
+    def context(self, page: list[tuple[int, core.Event]], results: list[str]):
+        found: dict[str, tuple[int, core.Event]] = {}
+        for row in self.trace.events.filter(event_id__in=results).values("position", *EVENT_COLUMNS):
+            index = self._positions.get(row["event_id"])
+            if index is None and self._first_position is not None:
+                index = row["position"] - self._first_position
+            elif index is None:  # outside the page: its index is the count of events before it
+                index = self.events.filter(position__lt=row["position"]).count()
+            found[row["event_id"]] = (index, event_from_row(row))
+        edges = self._page_edges + [edge for result in results for edge in self._result_links.get(result, ())]
+        return PageContext(results=found, edges=edges, known={e.src for e in edges})  # sources are events
 
 
 #: Callables `trace -> {agent: (estimate, ci_low, ci_high)}` of agent-removal effects, registered by
