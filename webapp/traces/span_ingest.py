@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import repeat
+from operator import itemgetter
 from re import Pattern
 from typing import Any, cast
 
@@ -613,8 +614,8 @@ def _update_events(row: Trace, events: list[core.Event], seq: int, columns: tupl
         return
     # event_rows: EVENT_INSERT_COLUMNS = (trace_id, position, seq, event_id, t, ..., attributes)
     index = {c: i for i, c in enumerate(EVENT_INSERT_COLUMNS)}
-    picks = [index[c] for c in columns]
-    rows = [(*(r[i] for i in picks), row.pk, r[3]) for r in event_rows(row.pk, events, repeat(0), seq)]
+    pick = itemgetter(*(index[c] for c in columns))  # a tuple: `columns` has more than one
+    rows = [(*pick(r), row.pk, r[3]) for r in event_rows(row.pk, events, repeat(0), seq)]
     table = connection.ops.quote_name(Event._meta.db_table)
     assignments = ", ".join(f"{connection.ops.quote_name(c)} = %s" for c in columns)
     with connection.cursor() as cursor:
