@@ -127,6 +127,36 @@ def test_unpublished_rows_are_not_found_and_deleted_traces_leave_the_index(proje
             cursor.execute(f"INSERT INTO {search.FTS_TABLE} ({search.FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
 
 
+def test_the_sqlite_index_passes_its_integrity_check_through_a_streamed_otlp_trace(
+    api_client, fixtures, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Spans stream in two at a time (the time origin and events rewritten as spans arrive), many of
+    them events with neither content nor tool; FTS5's own integrity-check (rank 1: the index
+    against the events table, row by row) holds after every request and after the trace is deleted."""
+    from tests.traces.test_otlp_streaming import _file_traces, stream  # noqa: PLC0415
+    from webapp.traces.tasks import derive_spans  # noqa: PLC0415
+
+    if connection.vendor != "sqlite":
+        pytest.skip("FTS5 is SQLite's index (PostgreSQL's GIN index is an expression index, kept by the database)")
+
+    def integrity_check():
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {search.FTS_TABLE} ({search.FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
+
+    settings.SWARMSCOPE_OTLP_SYNC_SPANS = 2
+    monkeypatch.setattr(derive_spans, "apply_async", lambda args, **options: derive_spans.apply(args=args))
+    (spans,) = _file_traces([fixtures / "otlp_genai_small.json"])
+    spans.sort(key=lambda span: span.end_ns)
+    for i in range(0, len(spans), 2):
+        with django_capture_on_commit_callbacks(execute=True):
+            stream(api_client, [spans[i : i + 2]], ["protobuf"])
+        integrity_check()
+    trace = Trace.objects.get(identity_key=f"otlp:{spans[0].trace_id}")
+    assert trace.events.filter(content__isnull=True, tool__isnull=True).exists()  # rows that add no word
+    trace.delete()
+    integrity_check()
+
+
 @pytest.mark.django_db(transaction=True)  # PostgreSQL creates no index in a transaction with pending FK checks
 def test_the_index_is_rebuilt_from_stored_events_where_missing(project, traces):
     with connection.cursor() as cursor:

@@ -43,16 +43,16 @@ HIT_START, HIT_END = "\ue000", "\ue001"
 #: Words around the hits of a snippet.
 SNIPPET_WORDS = 16
 
-_INDEXED = "NEW.content IS NOT NULL OR NEW.tool IS NOT NULL"
-_INDEXED_OLD = _INDEXED.replace("NEW.", "OLD.")
-_ADD = f"INSERT INTO {FTS_TABLE} (rowid, tool, content) SELECT NEW.id, NEW.tool, NEW.content WHERE {_INDEXED};"
+# Every event has a row in the index, also one with neither content nor tool (it adds no word):
+# FTS5's integrity-check (and PRAGMA integrity_check) expects a row per row of the content table
+# and reports the index "malformed" otherwise.
+_ADD = f"INSERT INTO {FTS_TABLE} (rowid, tool, content) VALUES (NEW.id, NEW.tool, NEW.content);"
 _REMOVE = (
-    f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, tool, content) "
-    f"SELECT 'delete', OLD.id, OLD.tool, OLD.content WHERE {_INDEXED_OLD};"
+    f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, tool, content) VALUES ('delete', OLD.id, OLD.tool, OLD.content);"
 )
 TRIGGERS = ("traces_event_fts_insert", "traces_event_fts_delete", "traces_event_fts_update")
-#: SQLite: the FTS5 table and its triggers (events with neither content nor tool are not indexed;
-#: an external-content table must be told the exact values it indexed to remove a row).
+#: SQLite: the FTS5 table and its triggers (an external-content table must be told the exact values
+#: it indexed to remove a row).
 FTS_SQL = [
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(tool, content, "
     "content='traces_event', content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
