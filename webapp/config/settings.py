@@ -174,9 +174,11 @@ SWARMSCOPE_EXPORT_MAX_EVENTS = int(os.environ.get("SWARMSCOPE_EXPORT_MAX_EVENTS"
 #: stored events: ~12 MiB at 500) plus the plan, per agent a time window and per folded tool call its
 #: two event ids (~30 MiB for 200k events with 65k tool calls); not the trace (bench/RESULTS.md).
 SWARMSCOPE_EXPORT_PAGE_EVENTS = int(os.environ.get("SWARMSCOPE_EXPORT_PAGE_EVENTS", 500))
-# Live sockets (webapp.web.sockets): open sockets per Daphne process at most this many per user and
-# per project (more are closed with 4429 naming the cap); a socket may send this many resume requests
-# a minute (a burst of 5; more are answered with an error naming the limit); a socket whose reader
+# Live sockets (webapp.web.sockets): open sockets at most this many per user and per project over all
+# Daphne processes (counted in the channel layer's Redis, a crashed process's entries expiring 60 s
+# after their last renewal; per process with the in-memory layer); more are closed with 4429 naming
+# the cap; a socket may send this many resume requests a minute (a burst of 5; more are answered
+# with an error naming the limit); a socket whose reader
 # leaves more than SWARMSCOPE_SOCKET_SEND_BUFFER_BYTES unsent is closed with 4008 (it resumes with ?seq=N).
 SWARMSCOPE_SOCKETS_PER_USER = int(os.environ.get("SWARMSCOPE_SOCKETS_PER_USER", 50))
 SWARMSCOPE_SOCKETS_PER_PROJECT = int(os.environ.get("SWARMSCOPE_SOCKETS_PER_PROJECT", 500))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -30,6 +31,7 @@ from webapp.web.validation import InputError, query_int
 #: 1 MiB message limit). Bigger ones are answered with a `snapshot_too_large` referral: the client
 #: loads the state over HTTP (`SequencedConsumer.snapshot_path`) and connects with `?seq=N`.
 MAX_SOCKET_BYTES = 800_000
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -124,39 +126,134 @@ SHARED_READS = SharedReads()
 TOO_MANY_SOCKETS = 4429
 
 
+def _cap_refusal(users: int, projects: int) -> str | None:
+    """Why `users` open sockets of one user and `projects` on one project (the new one included)
+    are over a cap, else None."""
+    per_user, per_project = settings.SWARMSCOPE_SOCKETS_PER_USER, settings.SWARMSCOPE_SOCKETS_PER_PROJECT
+    if users > per_user:
+        return (
+            f"too many open sockets: {per_user} for one user (SWARMSCOPE_SOCKETS_PER_USER); close other tabs or clients"
+        )
+    if projects > per_project:
+        return f"too many open sockets: {per_project} on one project (SWARMSCOPE_SOCKETS_PER_PROJECT)"
+    return None
+
+
 class SocketCounts:
     """The open sockets of this Daphne process by user and by project (one event loop: no locks),
-    for the caps SWARMSCOPE_SOCKETS_PER_USER and SWARMSCOPE_SOCKETS_PER_PROJECT."""
+    for the caps SWARMSCOPE_SOCKETS_PER_USER and SWARMSCOPE_SOCKETS_PER_PROJECT where the channel
+    layer is in memory (one process); with a Redis channel layer, `RedisSocketCounts`."""
 
     def __init__(self) -> None:
         self.by_user: Counter[int] = Counter()
         self.by_project: Counter[int] = Counter()
 
-    def refusal(self, user_pk: int, project_pk: int) -> str | None:
-        """Why one more socket of this user on this project is over a cap, else None."""
-        per_user, per_project = settings.SWARMSCOPE_SOCKETS_PER_USER, settings.SWARMSCOPE_SOCKETS_PER_PROJECT
-        if self.by_user[user_pk] >= per_user:
-            return (
-                f"too many open sockets: {per_user} for one user (SWARMSCOPE_SOCKETS_PER_USER);"
-                " close other tabs or clients"
-            )
-        if self.by_project[project_pk] >= per_project:
-            return f"too many open sockets: {per_project} on one project (SWARMSCOPE_SOCKETS_PER_PROJECT)"
-        return None
+    async def claim(self, user_pk: int, project_pk: int, socket_id: str) -> str | None:
+        """Count one more socket of this user on this project, or say why that is over a cap."""
+        refused = _cap_refusal(self.by_user[user_pk] + 1, self.by_project[project_pk] + 1)
+        if refused is None:
+            self.by_user[user_pk] += 1
+            self.by_project[project_pk] += 1
+        return refused
 
-    def add(self, user_pk: int, project_pk: int) -> None:
-        self.by_user[user_pk] += 1
-        self.by_project[project_pk] += 1
+    async def renew(self, user_pk: int, project_pk: int, socket_id: str) -> None:
+        """Nothing to renew: the counts die with the process."""
 
-    def remove(self, user_pk: int, project_pk: int) -> None:
+    async def count(self, user_pk: int, project_pk: int) -> tuple[int, int]:
+        """(open sockets of the user, on the project)."""
+        return self.by_user[user_pk], self.by_project[project_pk]
+
+    async def release(self, user_pk: int, project_pk: int, socket_id: str) -> None:
         for counts, key in ((self.by_user, user_pk), (self.by_project, project_pk)):
             counts[key] -= 1
             if counts[key] <= 0:
                 del counts[key]
 
 
-#: The process's open socket counts.
+#: Seconds a socket's entry in RedisSocketCounts lives unless renewed (every third of it, while open):
+#: a crashed Daphne's sockets stop counting this long after it died.
+SOCKET_COUNT_TTL_S = 60.0
+
+
+class RedisSocketCounts:
+    """The open sockets of every Daphne process of the deployment by user and by project, in the
+    channel layer's Redis: a sorted set per user and per project (`<prefix>:user:<pk>`) of socket
+    ids scored by when each entry expires (now + SOCKET_COUNT_TTL_S), renewed by the open socket.
+    A claim drops expired entries, adds its own and reads both counts in one transaction (MULTI),
+    and takes its entries back when over a cap: concurrent claims may both be refused at the cap,
+    never both let past it. `prefix` names the deployment (its database), so deployments or test
+    workers sharing a Redis do not count each other's sockets."""
+
+    def __init__(self, url: str, prefix: str):
+        self.url, self.prefix = url, prefix
+        self._clients: dict[int, Any] = {}
+
+    def _client(self):
+        """A client of this event loop (redis-py's asyncio clients belong to one loop)."""
+        import redis.asyncio  # noqa: PLC0415 - only with a Redis channel layer
+
+        loop = id(asyncio.get_running_loop())
+        if loop not in self._clients:
+            self._clients = {loop: redis.asyncio.Redis.from_url(self.url)}
+        return self._clients[loop]
+
+    def _keys(self, user_pk: int, project_pk: int) -> tuple[str, str]:
+        return f"{self.prefix}:user:{user_pk}", f"{self.prefix}:project:{project_pk}"
+
+    async def claim(self, user_pk: int, project_pk: int, socket_id: str) -> str | None:
+        keys, now = self._keys(user_pk, project_pk), time.time()
+        async with self._client().pipeline(transaction=True) as pipe:
+            for key in keys:
+                pipe.zremrangebyscore(key, "-inf", now)
+                pipe.zadd(key, {socket_id: now + SOCKET_COUNT_TTL_S})
+                pipe.zcard(key)
+                pipe.expire(key, int(SOCKET_COUNT_TTL_S) + 1)
+            answers = await pipe.execute()
+        refused = _cap_refusal(answers[2], answers[6])
+        if refused is not None:
+            await self.release(user_pk, project_pk, socket_id)
+        return refused
+
+    async def renew(self, user_pk: int, project_pk: int, socket_id: str) -> None:
+        until = time.time() + SOCKET_COUNT_TTL_S
+        async with self._client().pipeline(transaction=True) as pipe:
+            for key in self._keys(user_pk, project_pk):
+                pipe.zadd(key, {socket_id: until}, xx=True)
+                pipe.expire(key, int(SOCKET_COUNT_TTL_S) + 1)
+            await pipe.execute()
+
+    async def release(self, user_pk: int, project_pk: int, socket_id: str) -> None:
+        async with self._client().pipeline(transaction=True) as pipe:
+            for key in self._keys(user_pk, project_pk):
+                pipe.zrem(key, socket_id)
+            await pipe.execute()
+
+    async def count(self, user_pk: int, project_pk: int) -> tuple[int, int]:
+        """(open sockets of the user, on the project), unexpired."""
+        now = time.time()
+        client = self._client()
+        return tuple([await client.zcount(key, now, "+inf") for key in self._keys(user_pk, project_pk)])
+
+
+#: The process's open socket counts (an in-memory channel layer: one process).
 SOCKET_COUNTS = SocketCounts()
+_REDIS_COUNTS: dict[tuple[str, str], RedisSocketCounts] = {}
+
+
+def socket_counts() -> SocketCounts | RedisSocketCounts:
+    """Where open sockets are counted: in the channel layer's Redis (every process of the
+    deployment), else in this process."""
+    from django.db import connection  # noqa: PLC0415
+
+    layer = settings.CHANNEL_LAYERS["default"]
+    if not layer["BACKEND"].startswith("channels_redis"):
+        return SOCKET_COUNTS
+    host = layer["CONFIG"]["hosts"][0]
+    url = host["address"] if isinstance(host, dict) else host
+    key = (str(url), f"swarmscope:sockets:{connection.settings_dict['NAME']}")
+    if key not in _REDIS_COUNTS:
+        _REDIS_COUNTS[key] = RedisSocketCounts(*key)
+    return _REDIS_COUNTS[key]
 
 
 def _reaches(seq: int) -> Callable[[EncodedState], bool]:
@@ -217,7 +314,7 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
     #: Until when (monotonic) coalescing is off after a catch-up was too big for one message.
     coalesce_paused_until = 0.0
     #: (user pk, project pk) this socket counts as in SOCKET_COUNTS while open, else None.
-    counted: tuple[int, int] | None = None
+    counted: tuple[int, int, str] | None = None
     #: Resume requests this socket may still make now (a bucket of RESUME_BURST, refilled at
     #: SWARMSCOPE_SOCKET_RESUMES_PER_MINUTE), and when it was last refilled (monotonic).
     RESUME_BURST = 5
@@ -255,14 +352,15 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
             else:
                 await self._refuse(*refusal)
             return
-        counted = (self.user.pk, getattr(self.target, "project_id", self.target.pk))
-        refused = SOCKET_COUNTS.refusal(*counted)
+        counted = (self.user.pk, getattr(self.target, "project_id", self.target.pk), self.channel_name)
+        counts = socket_counts()
+        refused = await counts.claim(*counted)
         if refused is not None:
             await self.accept()
             await self._refuse(TOO_MANY_SOCKETS, refused)
             return
-        SOCKET_COUNTS.add(*counted)
-        self.counted = counted
+        self.counted, self.counts = counted, counts
+        self._renewal = asyncio.ensure_future(self._renew_count())
         self.group = self.group_for(self.target)
         await self._join([self.group])
         await self.accept()
@@ -394,9 +492,20 @@ class SequencedConsumer(AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code):
         if self.counted is not None:
-            SOCKET_COUNTS.remove(*self.counted)
-            self.counted = None
+            self._renewal.cancel()
+            counted, self.counted = self.counted, None
+            await self.counts.release(*counted)
         await self._leave()
+
+    async def _renew_count(self) -> None:
+        """Keep this socket counted (RedisSocketCounts) while it is open: every third of the TTL."""
+        while self.counted is not None:
+            await asyncio.sleep(SOCKET_COUNT_TTL_S / 3)
+            if self.counted is not None:
+                try:
+                    await self.counts.renew(*self.counted)
+                except Exception:  # noqa: BLE001 - Redis unreachable: the next renewal tries again
+                    log.warning("could not renew the count of socket %s", self.counted[2], exc_info=True)
 
     def _read_key(self, *read) -> tuple:
         """The SharedReads key of `read` on this socket's object; its `created_at`, where it has
