@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
-import torch
+from peft import PeftModel
 
 from trainer.llm_policy.constrained import check_candidates
 
@@ -111,8 +111,8 @@ class ServerPolicy:
             raise ServerError(f"{self.base_url}/completions sampled token {token}, outside the allowed {allowed}")
         return token
 
-    def publish(self, model: torch.nn.Module, folder: Path, name: str) -> None:
-        """Save `model`'s adapter (a peft model) to `folder` and serve it as `name`, unloading the
+    def publish(self, model: PeftModel, folder: Path, name: str) -> None:
+        """Save `model`'s adapter to `folder` and serve it as `name`, unloading the
         adapter served before (none for the base model). Raises ServerError where the server
         refuses (LoRA not enabled, rank over --max-lora-rank): the message is the server's."""
         folder.mkdir(parents=True, exist_ok=True)
