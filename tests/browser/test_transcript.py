@@ -107,6 +107,13 @@ def test_transcript_and_timeline_select_each_other(app, page, fixtures):
     assert page.get_by_test_id("inspector-title").inner_text() == "e4"
     assert "selected" not in row(page, "e7").get_attribute("class")
 
+    # Keyboard: right after a click on a row (the row has the focus), j steps to the next one.
+    row(page, "e4").click()
+    page.keyboard.press("j")
+    page.wait_for_function("(id) => document.body.dataset.selected === id", arg=order[order.index("e4") + 1])
+    row(page, "e4").get_by_test_id("transcript-content").click()
+    page.wait_for_function("() => document.body.dataset.selected === 'e4'")
+
     # Keyboard: Tab-reachable, j / k and the arrows step through the rows in order.
     page.get_by_test_id("transcript-scroll").focus()
     page.keyboard.press("j")

@@ -249,7 +249,9 @@ export class Transcript {
   }
 
   _onKey(e) {
-    if (e.target !== this.scroller || e.altKey || e.ctrlKey || e.metaKey) return;
+    // From the list or a row a click focused (rows take focus), not from a control inside a row.
+    const onRow = e.target instanceof Element && e.target.classList.contains("tx-row");
+    if ((e.target !== this.scroller && !onRow) || e.altKey || e.ctrlKey || e.metaKey) return;
     const dir = e.key === "j" || e.key === "ArrowDown" ? 1 : e.key === "k" || e.key === "ArrowUp" ? -1 : 0;
     if (dir) {
       e.preventDefault();
