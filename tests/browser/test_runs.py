@@ -117,3 +117,20 @@ def test_start_watch_cancel_resume(app, page, training_worker):
 
 
 BUDGET = 120_000  # about 20 iterations of the default config on the `long` level (~6,000 env steps each)
+
+
+def test_choosing_policy_llm_sets_grpo_and_offers_only_its_credits(app, page):
+    """The form follows the recipe's rules for a policy (POLICY_DEFAULTS, POLICY_CREDITS): a run of
+    policy llm chosen in the browser is one the server accepts."""
+    page.goto(f"{app.url}/runs/new/")
+    form = page.get_by_test_id("run-form")
+    assert form.locator("[name=algorithm]").input_value() == "ppo"
+    assert not form.locator("[data-field=llm_rollouts]").is_visible()
+    form.locator("[name=policy]").select_option("llm")
+    assert form.locator("[name=algorithm]").input_value() == "grpo"
+    offered = form.locator("[name=credit] option:not([disabled])").evaluate_all("os => os.map(o => o.value)")
+    assert offered == ["shared", "expected"]
+    assert form.locator("[data-field=llm_rollouts]").is_visible()
+    form.locator("[name=policy]").select_option("mlp")
+    assert form.locator("[name=algorithm]").input_value() == "ppo"
+    assert form.locator("[name=credit] option[disabled]").count() == 0

@@ -19,6 +19,7 @@ CREDITS = [
     ("shared", "Shared terminal reward"),
     ("counterfactual", "Paired counterfactual per decision"),
     ("shapley", "Shapley over decisions"),
+    ("expected", "Expected outcome (SwarmSim's exact E[R] in place of the 0/1 outcome)"),
 ]
 STOPS = [
     ("learned", "Learned, offered after the answer (cannot stop before answering)"),

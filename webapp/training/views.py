@@ -125,8 +125,30 @@ def run_new(request: HttpRequest):
         else:
             return redirect("run-detail", run.pk)
     return render(
-        request, "runs/run_new.html", {"form": form, "can_write": bool(projects), "read_only_hint": READ_ONLY_HINT}
+        request,
+        "runs/run_new.html",
+        {
+            "form": form,
+            "can_write": bool(projects),
+            "read_only_hint": READ_ONLY_HINT,
+            "policy_rules": _policy_rules(form, defaults),
+        },
     )
+
+
+def _policy_rules(form: NewRunForm, defaults: dict) -> dict[str, dict]:
+    """Per policy the form offers, what choosing it does on the page (static/js/pages/run_new.js):
+    `set`, the form fields it changes (POLICY_DEFAULTS; the default policy puts back the recipe's
+    values), and `credits`, the credit schemes it trains with (POLICY_CREDITS; none: all)."""
+    policies, credits = _policy_defaults(), dict(getattr(services.recipe(), "POLICY_CREDITS", None) or {})
+    fields = {name for changes in policies.values() for name in changes if name in form.fields}
+    rules = {
+        policy: {"set": {k: v for k, v in changes.items() if k in form.fields}} for policy, changes in policies.items()
+    }
+    rules[str(defaults.get("policy", ""))] = {"set": {name: defaults.get(name) for name in fields}}
+    for policy, allowed in credits.items():
+        rules.setdefault(policy, {"set": {}})["credits"] = list(allowed)
+    return rules
 
 
 @login_required
