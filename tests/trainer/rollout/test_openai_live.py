@@ -4,7 +4,6 @@ rewards, a removed first message, a prompt over the context refused at the plan,
 the server's usage. Few samples and small max_tokens, so each test takes seconds."""
 
 import json
-import re
 import urllib.request
 
 import numpy as np
@@ -33,19 +32,6 @@ def client(llm_endpoint) -> ChatClient:
         with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=10) as response:
             model = json.load(response)["data"][0]["id"]
     return ChatClient(base_url.rstrip("/"), model, max_tokens=TURN_TOKENS, max_in_flight=4, timeout_s=60)
-
-
-def chat_requests_served(client: ChatClient) -> float | None:
-    """The server's count of answered `/v1/chat/completions` requests (vLLM's `/metrics`,
-    `http_requests_total`), None where it exposes none."""
-    root = client.base_url.removesuffix("/v1")
-    try:
-        with urllib.request.urlopen(f"{root}/metrics", timeout=10) as response:
-            text = response.read().decode()
-    except OSError:
-        return None
-    counts = re.findall(r'^http_requests_total\{[^}]*handler="/v1/chat/completions"[^}]*\} ([0-9.e+]+)$', text, re.M)
-    return sum(float(c) for c in counts) if counts else None
 
 
 def in_unit_interval(*rewards: np.ndarray) -> bool:
@@ -101,13 +87,13 @@ def test_a_prompt_over_the_context_is_refused_at_the_plan_before_any_request(cli
     trace = make_trace()
     trace.events[1].content = long  # planner's h1; removing h2 re-generates planner's h3 after it
     runner, removal = OpenAIRollout(trace, client), Intervention("remove", ("h2",))
-    served = chat_requests_served(client)
     with pytest.raises(PromptTooLongError, match=r"planner's turn at event h3 .* over the model's context of 8192"):
         runner.check_context(runner.plan_paired(removal, np.array([0, 1]))["control"])
     with pytest.raises(PromptTooLongError, match=r"planner's turn at event h3"):
         runner.paired(removal, np.array([0, 1]))  # checked before sending, too
+    # Nothing sent: the client's own counts (the server's request counter is no witness here: CI's
+    # live stage runs two tests at a time against one server, and it counted the other's requests).
     assert client.requests == 0 and client.usage.requests == 0
-    assert chat_requests_served(client) == served
 
 
 def test_n_samples_at_one_seed_equal_n_requests_at_consecutive_seeds(client):
