@@ -37,18 +37,10 @@ from bench_render import load, machine, running_app  # noqa: E402
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.browser.page_waits import wait_until  # noqa: E402
 from tests.browser.test_review import login  # noqa: E402
+from tests.browser.test_trace_workspace import USERS  # noqa: E402 - the two users the browser test makes
 from tests.servers import manage  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-USERS = """
-from django.contrib.auth import get_user_model
-from webapp.accounts.services import do_add_member, do_get_or_create_project
-project = do_get_or_create_project()
-for name in ("ada", "ben"):
-    users = get_user_model().objects
-    user = users.filter(username=name).first() or users.create_user(name, password=name + "-password-1")
-    do_add_member(project, user, "reviewer")
-"""
 #: Installed in ben's pages before each comment: the time each watched thing first holds.
 WATCH = """([selector, unread]) => {
   window.__markAt = null; window.__bellAt = null;
