@@ -13,13 +13,16 @@ turn after the fork, the orchestrator picking speakers where there is one, exact
    with the server's usage of every request summed (`usage()`, what a job stores in `usage`).
 
 Prints per case the requests, prompt and completion tokens, sent vs estimated and their ratio (sent /
-estimated; the estimate's headline counts every re-generated turn at its max_tokens, the
-`recorded_length` figure as long as the recorded turn), the share of turn completions cut at
-max_tokens, and the wall time; `--markdown PATH` writes the table. Needs a running server
+estimated; the estimate counts a re-generated turn at its recorded length plus the cap share of the
+room its max_tokens leaves, the `recorded_length` figure at the recorded length), the share of turn
+completions cut at max_tokens, and the wall time; `--markdown PATH` writes the table. `--jobs K` runs
+K jobs per case at successive seeds, the second and later estimated with the cap share calibrated on
+the case's earlier jobs (`costs.cap_share_of`, the app's estimator on a trace's finished jobs): the
+repeat job's estimate, which the first job's cannot check. Needs a running server
 (SWARMSCOPE_OPENAI_BASE_URL and _MODEL, else var/llm/server.env: trainer/llm_server.py) and, for the
 Who&When cases, ../shared/data/who-and-when.
 
-    .venv/bin/python bench/bench_cost_live.py [--samples 32] [--cases ag-12,hc-6,handmade] [--markdown PATH]
+    .venv/bin/python bench/bench_cost_live.py [--samples 32] [--cases ag-12,hc-6,handmade] [--jobs 1] [--markdown PATH]
 """
 
 from __future__ import annotations
@@ -114,12 +117,13 @@ def load(case: str) -> tuple[Trace, Intervention]:
     return read_files([SourceFile(path.name, path.read_bytes())]).traces[0], Intervention("remove", (target,))
 
 
-def run_job(trace: Trace, intervention: Intervention, n: int) -> dict[str, int]:
-    """The server's usage of a job of `n` samples, sent chunk by chunk as `do_run_chunk` sends it."""
+def run_job(trace: Trace, intervention: Intervention, n: int, first_seed: int = 0) -> dict[str, int]:
+    """The server's usage of a job of `n` samples (seeds first_seed ..), sent chunk by chunk as
+    `do_run_chunk` sends it."""
     chunk, total = settings.SWARMSCOPE_ROLLOUT_CHUNK, {}
     for start in range(0, n, chunk):
         backend = OpenAIRollout.from_trace(trace)
-        seeds = np.arange(start, min(start + chunk, n))
+        seeds = np.arange(first_seed + start, first_seed + min(start + chunk, n))
         backend.paired(intervention, seeds)
         if start == 0:
             backend.paired(intervention, seeds[:1], traces=True)
@@ -133,6 +137,13 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=32)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--markdown", type=Path)
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="jobs per case, each at the next N seeds; the second and later are estimated with the cap "
+        "share calibrated on the earlier ones (costs.cap_share_of), as the app calibrates on a trace's jobs",
+    )
     args = parser.parse_args()
     env_file = ROOT / "var" / "llm" / "server.env"
     if "SWARMSCOPE_OPENAI_BASE_URL" not in os.environ and env_file.is_file():
@@ -149,33 +160,47 @@ def main() -> None:
     )
     print("# " + header, flush=True)
     rows = [
-        "| case | turns/pair | tokenizer | requests sent / est. | prompt sent / est. (ratio) "
-        "| completion sent / est. (ratio) | ratios at recorded lengths (prompt, compl.) | cut at max_tokens | wall |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| case | job (seeds) | turns/pair | tokenizer | cap share (compl. / prompt), from | requests sent / est. "
+        "| prompt sent / est. (ratio) | completion sent / est. (ratio) | ratios at recorded lengths (prompt, compl.) "
+        "| cut at max_tokens | wall |",
+        "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for case in args.cases.split(","):
         trace, intervention = load(case)
-        runner = OpenAIRollout.from_trace(trace)
-        rule, source = costs.token_rule(runner)
-        parts = costs.plan_cost(runner, intervention, args.samples, rule=rule)
-        estimate = costs._totals(parts)
-        turns = sum(cost["turns"] for cost in parts["arms"].values())
-        completions = estimate["turn_completions"]
-        started = time.monotonic()
-        sent = run_job(trace, intervention, args.samples)
-        wall = time.monotonic() - started
-        ratio = {k: sent[k] / estimate[k] for k in KEYS}
-        recorded = {k: sent[k] / estimate["recorded_length"][k] for k in ("prompt_tokens", "completion_tokens")}
-        row = (
-            f"| {case} ({intervention.describe()}, {len(trace.events)} events, {runner.speaker_order}) | {turns} | "
-            f"{source}, {rule['chars_per_token']:.2f} chars/token | {sent['requests']:,} / {estimate['requests']:,} | "
-            f"{sent['prompt_tokens']:,} / {estimate['prompt_tokens']:,} ({ratio['prompt_tokens']:.2f}) | "
-            f"{sent['completion_tokens']:,} / {estimate['completion_tokens']:,} ({ratio['completion_tokens']:.2f}) | "
-            f"{recorded['prompt_tokens']:.2f}, {recorded['completion_tokens']:.2f} | "
-            f"{sent.get('length_cut', 0) / max(1, completions):.0%} of {completions:,} | {wall:.0f} s |"
-        )
-        rows.append(row)
-        print(row, flush=True)
+        finished: list[tuple[dict, dict]] = []  # this case's jobs, newest first: what the app calibrates on
+        for job in range(args.jobs):
+            runner = OpenAIRollout.from_trace(trace)
+            rule, source = costs.token_rule(runner)
+            measured = costs.cap_share_of(finished)
+            if measured is not None:
+                share, held, used, turns_seen = measured
+                rule = {**rule, "cap_share": share, "prompt_cap_share": share if held is None else held}
+                rule["cap_share_source"] = f"measured on {used} earlier job(s) of this case ({turns_seen} turns)"
+            parts = costs.plan_cost(runner, intervention, args.samples, rule=rule)
+            estimate = costs._totals(parts)
+            turns = sum(cost["turns"] for cost in parts["arms"].values())
+            completions = estimate["turn_completions"]
+            first_seed = job * args.samples
+            started = time.monotonic()
+            sent = run_job(trace, intervention, args.samples, first_seed)
+            wall = time.monotonic() - started
+            finished.insert(0, (estimate, sent))
+            ratio = {k: sent[k] / estimate[k] for k in KEYS}
+            recorded = {k: sent[k] / estimate["recorded_length"][k] for k in ("prompt_tokens", "completion_tokens")}
+            row = (
+                f"| {case} ({intervention.describe()}, {len(trace.events)} events, {runner.speaker_order}) "
+                f"| {job + 1} ({first_seed}..{first_seed + args.samples - 1}) | {turns} | "
+                f"{source}, {rule['chars_per_token']:.2f} chars/token | {rule['cap_share']:.2f} / "
+                f"{rule['prompt_cap_share']:.2f}, {rule['cap_share_source']} | "
+                f"{sent['requests']:,} / {estimate['requests']:,} | "
+                f"{sent['prompt_tokens']:,} / {estimate['prompt_tokens']:,} ({ratio['prompt_tokens']:.2f}) | "
+                f"{sent['completion_tokens']:,} / {estimate['completion_tokens']:,} "
+                f"({ratio['completion_tokens']:.2f}) | "
+                f"{recorded['prompt_tokens']:.2f}, {recorded['completion_tokens']:.2f} | "
+                f"{sent.get('length_cut', 0) / max(1, completions):.0%} of {completions:,} | {wall:.0f} s |"
+            )
+            rows.append(row)
+            print(row, flush=True)
     print(f"# load {os.getloadavg()[0]:.1f} at the end")
     if args.markdown:
         args.markdown.write_text("\n".join([header, "", *rows, ""]))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -330,18 +331,31 @@ def measured_cap_share(
         .order_by("-finished_at")
         .only("estimate", "usage", "done_count", "n_samples")[: CALIBRATION_JOBS * 4]
     )
+    finished = (
+        (job.estimate, job.usage)
+        for job in jobs
+        if job.estimate.get("turn_max_tokens") == max_tokens
+        and job.estimate.get("temperature") == temperature
+        # an epsilon job stopped early: its estimate is for more samples than it ran
+        and job.done_count == job.n_samples
+        and isinstance(job.usage.get("completion_tokens"), int)
+    )
+    return cap_share_of(finished)
+
+
+def cap_share_of(
+    finished: Iterable[tuple[dict[str, Any], dict[str, Any]]],
+) -> tuple[float, float | None, int, int] | None:
+    """`measured_cap_share`'s ratio estimator over (estimate, usage) of finished jobs, newest first
+    (the first CALIBRATION_JOBS count): (ŝ, ŝ_p, jobs, re-generated turns), or None before they
+    hold CALIBRATION_TURNS turns."""
     used = sent_room = room = turns = prompt_sent_room = prompt_room = 0
-    for job in jobs:
-        e = job.estimate
-        if e.get("turn_max_tokens") != max_tokens or e.get("temperature") != temperature:
-            continue
-        if job.done_count != job.n_samples or not isinstance(job.usage.get("completion_tokens"), int):
-            continue  # an epsilon job stopped early: its estimate is for more samples than it ran
+    for e, usage in finished:
         recorded, at_cap = e["recorded_length"]["completion_tokens"], e["at_cap"]["completion_tokens"]
-        sent_room += job.usage["completion_tokens"] - recorded
+        sent_room += usage["completion_tokens"] - recorded
         room += at_cap - recorded
         prompt_recorded = e["recorded_length"]["prompt_tokens"]
-        prompt_sent_room += job.usage.get("prompt_tokens", 0) - prompt_recorded
+        prompt_sent_room += usage.get("prompt_tokens", 0) - prompt_recorded
         prompt_room += e["at_cap"]["prompt_tokens"] - prompt_recorded
         turns += e["turn_completions"]
         used += 1
