@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -318,6 +318,16 @@ class Played:
     episode: Episode = field(init=False)
 
 
+class Game(Protocol):
+    """A played episode as the credit re-rollouts read it (`Played`, or policy llm's
+    `trainer.llm_policy.play.LLMPlayed`): its final `env`, the `env_steps` simulated after its fork,
+    and its `episode` once built."""
+
+    env: SwarmEnv
+    env_steps: int
+    episode: Episode
+
+
 @dataclass(frozen=True)
 class Script:
     """How to play one episode: `task`, env `seed`, and optionally `moves` (a factual move list)
@@ -339,6 +349,27 @@ class Script:
     no_stop_at: int = -1
     no_stop_after: bool = False
     stop_after: int = -1
+
+    def legal(self, state: OrchestratorState, mode: str) -> np.ndarray:
+        """(len(MOVES),) bool: the legal moves at `state`'s next decision under stop `mode` and this
+        script's stop rules (`stop_after`, `no_stop_at`, `no_stop_after`)."""
+        t = len(state.env.actions)
+        mask = state.legal(mode)
+        if self.stop_after >= 0:
+            mask = state.fixed_stop(mask, self.stop_after)
+        if (t == self.no_stop_at or self.no_stop_after and 0 <= self.no_stop_at <= t) and mask.sum() > 1:
+            mask[STOP] = False
+        return mask
+
+    def replayed(self, t: int, mask: np.ndarray) -> int | None:
+        """The factual move decision `t` replays (kept, and legal under `mask`), else None (drawn)."""
+        if t < len(self.moves) and self.kept[t] and mask[self.moves[t]]:
+            return self.moves[t]
+        return None
+
+    def draw(self, t: int) -> float:
+        """The uniform of decision `t`: uniform(seed, "policy/<t>"), "policy/<t>/<salt>" with a salt."""
+        return uniform(self.seed, f"policy/{t}/{self.salt}" if self.salt else f"policy/{t}")
 
 
 def play(
@@ -372,13 +403,10 @@ def play(
             game, script = games[k], scripts[k]
             while not game.env.done:
                 t = len(game.env.actions)
-                mask = game.state.legal(mode)
-                if script.stop_after >= 0:
-                    mask = game.state.fixed_stop(mask, script.stop_after)
-                if (t == script.no_stop_at or script.no_stop_after and 0 <= script.no_stop_at <= t) and mask.sum() > 1:
-                    mask[STOP] = False
-                if t < len(script.moves) and script.kept[t] and mask[script.moves[t]]:
-                    game.state.apply(script.moves[t])
+                mask = script.legal(game.state, mode)
+                move = script.replayed(t, mask)
+                if move is not None:
+                    game.state.apply(move)
                     game.env_steps += t >= script.fork
                     game.sampled.append(False)
                     continue
@@ -396,7 +424,7 @@ def play(
         for row, (k, mask) in enumerate(asking):
             game, script = games[k], scripts[k]
             t = len(game.env.actions)
-            u = uniform(script.seed, f"policy/{t}/{script.salt}" if script.salt else f"policy/{t}")
+            u = script.draw(t)
             cumulative = np.cumsum(probs[row])
             move = min(int(np.searchsorted(cumulative, u * cumulative[-1], side="right")), len(MOVES) - 1)
             while not mask[move]:  # numerical tail: the last legal move at or below
@@ -421,7 +449,7 @@ def play(
     return games
 
 
-def moves_of(game: Played | Episode) -> tuple[int, ...]:
+def moves_of(game: Game | Episode) -> tuple[int, ...]:
     """The moves of a played episode (or of an `Episode`'s actions), forced and sampled alike, in
     decision order. Raises KeyError for an action no move makes (despawn)."""
     actions = game.actions if isinstance(game, Episode) else game.env.actions

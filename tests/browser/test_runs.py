@@ -129,7 +129,7 @@ def test_choosing_policy_llm_sets_grpo_and_offers_only_its_credits(app, page):
     form.locator("[name=policy]").select_option("llm")
     assert form.locator("[name=algorithm]").input_value() == "grpo"
     offered = form.locator("[name=credit] option:not([disabled])").evaluate_all("os => os.map(o => o.value)")
-    assert offered == ["shared", "expected"]
+    assert offered == ["shared", "expected", "counterfactual_baseline", "counterfactual_baseline_exact"]
     assert form.locator("[data-field=llm_rollouts]").is_visible()
     form.locator("[name=policy]").select_option("mlp")
     assert form.locator("[name=algorithm]").input_value() == "ppo"

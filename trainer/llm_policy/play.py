@@ -5,8 +5,11 @@ token sequences are scored by the model under constrained decoding (trainer.llm_
 and one is drawn with u = uniform(seed, "policy/<t>"): SwarmSim's counter-based draws, as the MLP
 policy's (trainer.policy.play), so an episode re-played with the same seed shares every draw.
 An iteration plays G episodes per task (same task, seeds seed .. seed + G - 1), gives every
-decision of episode i the group-relative advantage of its reward (shared credit; GRPO), and takes
-`epochs` gradient steps of the clipped loss (trainer.llm_policy.grpo) on the adapter.
+decision of episode i the group-relative advantage of its reward (shared credit; GRPO) or, with
+counterfactual credit, the group-relative advantage of its outcome-free reward plus its block's
+counterfactual credit of the outcome (re-rollouts forked at the block, played by `LLMPlayer` at the
+episode's seed; trainer.rl.credit.outcome_credit), and takes `epochs` gradient steps of the
+clipped loss (trainer.llm_policy.grpo) on the adapter.
 """
 
 from __future__ import annotations
@@ -20,23 +23,23 @@ import torch
 from peft import PeftModel
 
 from trainer.llm_policy.constrained import action_logprobs, sample_action
-from trainer.llm_policy.grpo import CLIP, group_advantages, grpo_loss
+from trainer.llm_policy.grpo import CLIP, baselined_advantages, group_advantages, grpo_loss
 from trainer.llm_policy.text_state import chat, legal_actions
-from trainer.policy import STOP_MODES, OrchestratorState
+from trainer.policy import STOP_MODES, OrchestratorState, Script
 from trainer.recipes.config import DEFAULT_REWARD_WEIGHTS
 from trainer.rl.rewards import episode_reward
 from trainer.sim.env import Episode, SimConfig, SwarmEnv
-from trainer.sim.rng import uniform
 from trainer.sim.tasks import Task
 
 
 @dataclass
 class Decision:
-    """One decision of the model: its prompt's token ids, the legal actions (move, text) and their
-    token ids (each ending with the end-of-turn token), the index it chose, and the chosen action's
-    per-token log-probabilities when it was sampled (`logp`: (L,), no gradient; None where a
-    server sampled it: the update computes them)."""
+    """One decision of the model: its `step` (the episode's action index t), its prompt's token
+    ids, the legal actions (move, text) and their token ids (each ending with the end-of-turn
+    token), the index it chose, and the chosen action's per-token log-probabilities when it was
+    sampled (`logp`: (L,), no gradient; None where a server sampled it: the update computes them)."""
 
+    step: int
     prompt: list[int]
     actions: list[tuple[int, str]]
     candidates: list[list[int]]
@@ -46,10 +49,14 @@ class Decision:
 
 @dataclass
 class LLMPlayed:
-    """A played episode: its `decisions` (the forced ones, with one legal action, are not recorded:
-    nothing was chosen) and the finished `episode`."""
+    """A played episode (a `trainer.policy.Game`): its final `env`, the `decisions` the model made
+    (the forced ones, with one legal action, and the replayed ones of a script are not recorded:
+    nothing was chosen), `env_steps` simulated after the script's fork, and the finished `episode`
+    (unset when played with `build=False`)."""
 
+    env: SwarmEnv
     decisions: list[Decision] = field(default_factory=list)
+    env_steps: int = 0
     episode: Episode = field(init=False)
 
 
@@ -119,25 +126,74 @@ def play_llm(
     """Play one episode of `task` at env seed `seed` with the model choosing every decision that
     has more than one legal action under stop `mode` (trainer.policy.STOP_MODES), the action
     picked by `choose` (default: `local_chooser(model)`). Raises ValueError for an unknown mode."""
+    return play_script(model, tokenizer, Script(task, seed), config, mode, max_agents, choose)
+
+
+def play_script(
+    model: torch.nn.Module,
+    tokenizer,
+    script: Script,
+    config: SimConfig,
+    mode: str = "learned",
+    max_agents: int = 8,
+    choose: Chooser | None = None,
+    build: bool = True,
+) -> LLMPlayed:
+    """Play `script` (trainer.policy.Script: a fresh episode, or a re-rollout of a factual one) as
+    `trainer.policy.play` plays it for the MLP: decision t replays the script's factual move where
+    kept and legal (`Script.replayed`; no model call), else is forced (one legal action) or chosen
+    by `choose` (default `local_chooser(model)`) with u = `script.draw(t)`, the counter-based
+    uniform of the episode's seed (and salt), so a re-rollout shares every draw it does not change.
+    Steps at or after `script.fork` count in `env_steps`. `build=False` leaves `episode` unset (the
+    outcome is read from `env`). Raises ValueError for an unknown mode."""
     if mode not in STOP_MODES:
         raise ValueError(f"stop mode must be one of {STOP_MODES}, got {mode!r}")
-    env = SwarmEnv(task, config, seed)
+    env = SwarmEnv(script.task, config, script.seed)
     state = OrchestratorState(env, max_agents)
-    played = LLMPlayed()
+    played = LLMPlayed(env)
     end = end_token(tokenizer)
     choose = choose or local_chooser(model)
     while not env.done:
-        actions = legal_actions(state, state.legal(mode))
-        if len(actions) == 1:
-            state.apply(actions[0][0])
-            continue
-        prompt = encode(tokenizer, chat(state, actions))
-        candidates = [list(tokenizer.encode(text, add_special_tokens=False)) + [end] for _, text in actions]
-        chosen, logp = choose(prompt, candidates, uniform(seed, f"policy/{len(env.actions)}"))
-        played.decisions.append(Decision(prompt, actions, candidates, chosen, logp))
-        state.apply(actions[chosen][0])
-    played.episode = env.episode()
+        t = len(env.actions)
+        mask = script.legal(state, mode)
+        move = script.replayed(t, mask)
+        if move is None:
+            actions = legal_actions(state, mask)
+            if len(actions) == 1:
+                move = actions[0][0]
+            else:
+                prompt = encode(tokenizer, chat(state, actions))
+                candidates = [list(tokenizer.encode(text, add_special_tokens=False)) + [end] for _, text in actions]
+                chosen, logp = choose(prompt, candidates, script.draw(t))
+                played.decisions.append(Decision(t, prompt, actions, candidates, chosen, logp))
+                move = actions[chosen][0]
+        state.apply(move)
+        played.env_steps += t >= script.fork
+    if build:
+        played.episode = env.episode()
     return played
+
+
+class LLMPlayer:
+    """Plays credit re-rollouts with the language model (a `trainer.rl.credit.Player`): each script
+    by `play_script` with `choose` (`local_chooser(model)` in torch, `server_chooser` on the vLLM
+    server), so the redrawn decisions sample the model and the replayed ones do not call it.
+    Counts the model's `decisions` over every call (the re-rollouts' share of the sampling cost)."""
+
+    def __init__(
+        self, model: torch.nn.Module, tokenizer, config: SimConfig, mode: str, max_agents: int, choose: Chooser
+    ):
+        self.model, self.tokenizer, self.config = model, tokenizer, config
+        self.mode, self.max_agents, self.choose = mode, max_agents, choose
+        self.decisions = 0
+
+    def __call__(self, scripts: Sequence[Script], build: bool) -> list[LLMPlayed]:
+        games = [
+            play_script(self.model, self.tokenizer, s, self.config, self.mode, self.max_agents, self.choose, build)
+            for s in scripts
+        ]
+        self.decisions += sum(len(g.decisions) for g in games)
+        return games
 
 
 @dataclass
@@ -148,7 +204,9 @@ class IterationStats:
     while playing (`prompt_tokens`: the prompts' own, once per decision), and the wall seconds of
     the rollouts and of the update (`rollout_s`; `update_s`, with the re-scoring of the chosen
     actions after it that `logp_after` needs); `games`: the played episodes, task by task
-    (groups x G), for the run's report."""
+    (groups x G), for the run's report. With per-decision `credit`: its wall seconds (`reroll_s`:
+    the re-rollouts), the environment steps its re-rollouts took (`credit_env_steps`) and each
+    game's (T,) credit per action (`credits`, games in order; empty under shared credit)."""
 
     rewards: list[list[float]]
     loss: list[float]
@@ -160,6 +218,9 @@ class IterationStats:
     rollout_s: float = 0.0
     update_s: float = 0.0
     games: list[LLMPlayed] = field(default_factory=list)
+    reroll_s: float = 0.0
+    credit_env_steps: int = 0
+    credits: list[np.ndarray] = field(default_factory=list)
 
 
 def grpo_iteration(
@@ -177,11 +238,16 @@ def grpo_iteration(
     max_agents: int = 8,
     reward: Callable[[Episode], float] = task_reward,
     choose: Chooser | None = None,
+    credit: Callable[[LLMPlayed], tuple[np.ndarray, int]] | None = None,
 ) -> IterationStats:
     """One GRPO iteration: `group` episodes of every task (seeds seed + k·group + i), scored by
-    `reward` (default `task_reward`), shared credit (every decision of an episode gets its
-    group-relative advantage), `epochs` steps of
-    `optimiser` on the clipped loss (with a k3 KL to the adapter-off model where `kl_coef` > 0).
+    `reward` (default `task_reward`), `epochs` steps of `optimiser` on the clipped loss (with a k3
+    KL to the adapter-off model where `kl_coef` > 0). Credit: without `credit`, shared (every
+    decision of an episode gets its group-relative advantage, `group_advantages`); with it,
+    per-decision credit replaces the outcome: `credit(game)` gives the played game's (T,) credit
+    c_t per action, w_success Δ of its block (the recipe's `outcome_credit` on `LLMPlayer`
+    re-rollouts), and the environment steps it took; `reward` must then leave the outcome out, and
+    decision d gets `baselined_advantages`' (f_i - mean_g f + c_{t(d)}) / σ.
     The model is in eval mode while it plays (no dropout) and scored the same way when updated.
     `choose` picks the actions elsewhere (`server_chooser`: a vLLM server holding the same
     adapter); the update then computes the chosen actions' old log-probabilities on the local model.
@@ -190,17 +256,28 @@ def grpo_iteration(
         raise ValueError("group must be at least 2")
     model.eval()
     started = time.perf_counter()
-    rewards, decisions, advantages, played = [], [], [], []
+    rewards: list[list[float]] = []
+    played: list[LLMPlayed] = []
     for k, task in enumerate(tasks):
         seeds = [seed + k * group + i for i in range(group)]
         games = [play_llm(model, tokenizer, task, s, config, mode, max_agents, choose) for s in seeds]
         played.extend(games)
-        r = [reward(g.episode) for g in games]
-        rewards.append(r)
-        for game, a in zip(games, group_advantages(r), strict=True):
-            decisions.extend(game.decisions)
-            advantages.extend([float(a)] * len(game.decisions))
+        rewards.append([reward(g.episode) for g in games])
     rolled = time.perf_counter()
+    credits, credit_steps = [], 0
+    if credit is None:
+        shared = np.concatenate([group_advantages(r) for r in rewards])
+        per_game = [np.full(len(g.decisions), a) for g, a in zip(played, shared, strict=True)]
+    else:
+        for game in played:
+            found, steps = credit(game)
+            credits.append(found)
+            credit_steps += steps
+        chosen = [c[[d.step for d in g.decisions]] for g, c in zip(played, credits, strict=True)]
+        per_game = baselined_advantages(rewards, chosen)
+    decisions = [d for g in played for d in g.decisions]
+    advantages = [float(a) for a in np.concatenate(per_game)] if per_game else []
+    rerolled = time.perf_counter()
     with torch.no_grad():
         old = [
             d.logp if d.logp is not None else action_logprobs(model, d.prompt, d.candidates)[d.chosen]
@@ -229,8 +306,11 @@ def grpo_iteration(
         decisions=len(decisions),
         prompt_tokens=sum(len(d.prompt) for d in decisions),
         rollout_s=rolled - started,
-        update_s=time.perf_counter() - rolled,
+        update_s=time.perf_counter() - rerolled,
         games=played,
+        reroll_s=rerolled - rolled,
+        credit_env_steps=credit_steps,
+        credits=credits,
     )
 
 

@@ -19,8 +19,11 @@ POLICIES = ("mlp", "llm")
 #: vLLM server of SWARMSCOPE_OPENAI_BASE_URL with the adapter reloaded there before every
 #: iteration (trainer.llm_policy.server; `up --llm` serves one).
 LLM_ROLLOUTS = ("local", "server")
-#: The credit schemes policy `llm` trains with (the others need a critic or re-rollouts it lacks yet).
-LLM_CREDITS = ("shared", "expected")
+#: The credit schemes policy `llm` trains with: the outcome (`shared`), its exact expectation
+#: (`expected`), and the counterfactual credit that replaces it (trainer.rl.credit's `BASELINED`
+#: arms, re-rollouts played by the language model). The zero-sum arms are left out: they move too
+#: little of the advantage to show what credit buys (issue 30 item 7).
+LLM_CREDITS = ("shared", "expected", "counterfactual_baseline", "counterfactual_baseline_exact")
 CREDITS = (
     "shared",
     "counterfactual",
@@ -146,7 +149,7 @@ class RunConfig:
     """One training run; JSON-serialisable (`to_dict`), validated by `from_dict`.
 
     policy: "mlp" (trainer.policy.OrchestratorPolicy) | "llm" (a language model with a LoRA adapter,
-        trainer.llm_policy; GRPO with `shared` or `expected` credit, groups of at least 2).
+        trainer.llm_policy; GRPO with a credit of `LLM_CREDITS`, groups of at least 2).
     llm_model: policy llm's local Hugging Face folder ("": SmolLM2-135M-Instruct as
         trainer/llm_server.py builds it). lora_rank: the adapter's rank r (alpha = 2r); lora_layers:
         the top decoder layers it is put on (0: all). llm_rollouts: "local" (torch on the worker) |
@@ -155,8 +158,9 @@ class RunConfig:
     algorithm: "ppo" | "grpo". credit: "shared" | "counterfactual" | "shapley" | "oracle" (how the
         episode's outcome is redistributed over its decisions; `trainer.rl.credit`); "expected"
         (the outcome replaced by its exact expectation) | "counterfactual_baseline" |
-        "counterfactual_baseline_exact" (block credit replaces the outcome; PPO only;
-        `trainer.recipes.train_orchestrator.credit_advantages_of`).
+        "counterfactual_baseline_exact" (block credit replaces the outcome; PPO for policy mlp,
+        `trainer.recipes.train_orchestrator.credit_advantages_of`; GRPO for policy llm,
+        `trainer.llm_policy.grpo.baselined_advantages`).
     stop: "learned" | "anytime" | "rule" | "none" (`trainer.policy` stop modes). The default
         `learned` offers stop only after the answer, where E[R] is fixed: it cannot learn to stop
         before answering; `anytime` (with `answer_credit="partial"`) makes stopping a real decision.
@@ -293,6 +297,6 @@ def check_llm(config: RunConfig) -> None:
             f"got {config.algorithm!r}"
         )
     if config.credit not in LLM_CREDITS:
-        raise ValueError(f"credit: policy llm trains with {' or '.join(LLM_CREDITS)} credit, got {config.credit!r}")
+        raise ValueError(f"credit: policy llm trains with {', '.join(LLM_CREDITS)} credit, got {config.credit!r}")
     if config.group_size < 2:
         raise ValueError("group_size: policy llm needs groups of at least 2 episodes (group-relative advantages)")

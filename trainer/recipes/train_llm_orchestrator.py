@@ -8,10 +8,17 @@ or, with `llm_rollouts` "server", sampled by the vLLM server with the current ad
 before every iteration (trainer.llm_policy.server). Update: GRPO (Shao et al.
 2024, §4.1): the group-relative advantage of each episode's reward on every decision of it, PPO's
 clipped ratio on the chosen action's tokens (trainer.llm_policy.grpo), `epochs` Adam steps on the
-adapter. Credit: `shared` (the episode's reward) or `expected` (its 0/1 outcome replaced by
-SwarmSim's exact E[R | actions]). The report is the contract's iteration dict
-(webapp.training.services.check_iteration) with the language model's own figures beside it:
-decisions, prompt tokens, rollout and update seconds, and the update's first-order gain.
+adapter. Credit (the MLP recipe's `arm_reward`): `shared` (the episode's reward), `expected` (its
+0/1 outcome replaced by SwarmSim's exact E[R | actions]), or `counterfactual_baseline` (`_exact`:
+on E[R]), where each block of decisions' counterfactual credit of the outcome replaces the outcome:
+decision t of episode i gets (f_i - mean_g f + w_success Δ_k(t)) / σ (f the outcome-free reward;
+Δ_k = Y(h) - mean_j Y(h with block k redrawn), `credit_samples` re-rollouts per block forked at the
+block, sharing the episode's draws, the redrawn decisions sampled from the model where the
+episode's were, in torch or on the server: trainer.rl.credit.outcome_credit with
+trainer.llm_policy.play.LLMPlayer; trainer.llm_policy.grpo.baselined_advantages). The report is
+the contract's iteration dict (webapp.training.services.check_iteration) with the language model's
+own figures beside it: decisions, prompt tokens, rollout, re-rollout and update seconds, and the
+update's first-order gain.
 """
 
 from __future__ import annotations
@@ -29,13 +36,20 @@ from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
 from trainer import llm_server
 from trainer.llm_policy.model import LoraSettings, load
-from trainer.llm_policy.play import grpo_iteration, server_chooser, update_direction
+from trainer.llm_policy.play import (
+    LLMPlayed,
+    LLMPlayer,
+    grpo_iteration,
+    local_chooser,
+    server_chooser,
+    update_direction,
+)
 from trainer.llm_policy.server import ServerPolicy
 from trainer.policy import MOVES
 from trainer.recipes.config import RunConfig
 from trainer.recipes.report import episode_means, stop_outcomes, tag_samples
-from trainer.recipes.train_orchestrator import iteration_scripts
-from trainer.rl.credit import attribution
+from trainer.recipes.train_orchestrator import arm_reward, iteration_scripts
+from trainer.rl.credit import BASELINED, attribution, outcome_credit
 from trainer.rl.rewards import anneal_factor, episode_reward
 from trainer.sim.env import Episode
 
@@ -101,11 +115,22 @@ class LLMLearner:
             self.publish(iteration)
             requests = self.server.requests
 
-        def reward(episode: Episode) -> float:
-            terms = episode_reward(episode, weights, anneal)
-            if config.credit == "expected":  # E[R | actions] (closed form) for the 0/1 outcome
-                return terms["total"] - weights["success"] * (terms["success"] - episode.p_success)
-            return terms["total"]
+        def reward(episode: Episode) -> float:  # R, E[R] under `expected`, no outcome under BASELINED
+            return arm_reward(episode_reward(episode, weights, anneal), episode, config)
+
+        choose = server_chooser(self.server) if self.server else None
+        player = LLMPlayer(
+            self.model,
+            self.tokenizer,
+            config.sim_config(),
+            config.stop,
+            config.max_agents,
+            choose or local_chooser(self.model),
+        )
+
+        def credit(game: LLMPlayed) -> tuple[np.ndarray, int]:  # w_success Δ per action, re-rollout steps
+            delta, steps = outcome_credit(player, game, config, exact=config.credit.endswith("_exact"))
+            return weights["success"] * delta, steps
 
         stats = grpo_iteration(
             self.model,
@@ -120,14 +145,16 @@ class LLMLearner:
             clip=config.clip,
             max_agents=config.max_agents,
             reward=reward,
-            choose=server_chooser(self.server) if self.server else None,
+            choose=choose,
+            credit=credit if config.credit in BASELINED else None,
         )
         episodes = [g.episode for g in stats.games]
         rewards = [r for group in stats.rewards for r in group]
         report = llm_report(episodes, rewards, stats, config, iteration, anneal)
+        report["metrics"]["llm"]["reroll_decisions"] = player.decisions
         if self.server:
             report["metrics"]["llm"]["server_requests"] = self.server.requests - requests
-        return report, sum(len(e.actions) for e in episodes)
+        return report, sum(len(e.actions) for e in episodes) + stats.credit_env_steps
 
 
 def _finite(value: float) -> float | None:
@@ -141,7 +168,8 @@ def llm_report(
     for an iteration of policy `llm`: means over the episodes of their reward terms, the clipped
     loss, move shares; `llm`'s own figures (decisions, prompt tokens, rollout and update seconds,
     the update's `gain`, `up`, `down`: trainer.llm_policy.play.update_direction; None where
-    undefined); stop regret over the offered stops; credit shares of the shared credit; the first
+    undefined); stop regret over the offered stops; credit shares of the episode's reward (shared
+    credit) or of its decisions' counterfactual credit (`stats.credits`); the first
     `sample_episodes` traces tagged with the settings."""
     terms = [episode_reward(e, config.reward_weights, anneal) for e in episodes]
     moves = [f"spawn_{a.role}" if a.kind == "spawn" else a.kind for e in episodes for a in e.actions]
@@ -152,19 +180,20 @@ def llm_report(
         **episode_means(episodes, terms),
         "reward": float(np.mean(rewards)),
         "anneal": anneal,
-        "credit_env_steps": 0,
+        "credit_env_steps": stats.credit_env_steps,
         "move_shares": {name: moves.count(name) / max(1, len(moves)) for name in MOVES},
         "llm": {
             "decisions": stats.decisions,
             "prompt_tokens": stats.prompt_tokens,
             "rollout_s": stats.rollout_s,
+            "reroll_s": stats.reroll_s,
             "update_s": stats.update_s,
             **{k: _finite(v) for k, v in moved.items()},
         },
     }
     if stats.loss:
         metrics["policy_loss"] = stats.loss[-1]
-    credits = [np.full(len(e.actions), r) for e, r in zip(episodes, rewards)]
+    credits = stats.credits or [np.full(len(e.actions), r) for e, r in zip(episodes, rewards)]
     return {
         "metrics": metrics,
         "stop": {

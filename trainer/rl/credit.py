@@ -37,6 +37,11 @@ Foerster et al. 2018); the recipe adds w_success Δ_k to the GAE advantage of th
 reward (`trainer.recipes.train_orchestrator.credit_advantages_of`). Its re-rollouts build no trace
 (`rerolled(build=False)`: the outcome and E[R] are read from the env), half the time of one at
 n = 64 (bench/credit_diffusion.py --time-rerollouts).
+
+**Other policies** (issue 31): `policy` is the MLP `OrchestratorPolicy` or a `Player` that plays
+the re-rollouts' scripts its own way: policy llm's `trainer.llm_policy.play.LLMPlayer`, whose
+redraws sample the language model (in torch or on the vLLM server) at the same counter-based
+uniforms (`Script.draw`), the replayed prefix the factual episode's.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ import numpy as np
 from swarmscope.credit import leave_one_out, shapley_permutation
 from swarmscope.graph import TraceGraph
 from swarmscope.metrics import FREE_RIDER_EVENT_SHARE, free_riders, pseudo_parallel_agents
-from trainer.policy import OrchestratorPolicy, Played, Script, moves_of, play
+from trainer.policy import Game, OrchestratorPolicy, Script, moves_of, play
 from trainer.rl.losses import gae
 from trainer.rl.rewards import decision_rewards
 from trainer.sim.actions import stop
@@ -65,6 +70,10 @@ if TYPE_CHECKING:
 BASELINED = ("counterfactual_baseline", "counterfactual_baseline_exact")
 #: The credit schemes that re-roll blocks of decisions (`decision_credit`, `outcome_credit`).
 REROLLED = ("counterfactual", "shapley", "oracle", *BASELINED)
+#: Plays re-rollout scripts for a policy other than the MLP: (scripts, build) -> one game per
+#: script, in order, each with its final `env`, `env_steps` after the script's fork, and (where
+#: `build`) its `episode` (`trainer.policy.play`'s contract; policy llm's `LLMPlayer`).
+Player = Callable[[Sequence[Script], bool], Sequence[Game]]
 
 
 def block_of(n_decisions: int, n_blocks: int) -> np.ndarray:
@@ -86,33 +95,37 @@ def blocks_of(n_decisions: int, block_size: int, n_blocks: int) -> np.ndarray:
 
 
 def rerolled(
-    policy: OrchestratorPolicy,
-    game: Played,
+    policy: OrchestratorPolicy | Player,
+    game: Game,
     blocks: np.ndarray,
     kept: np.ndarray,
     salts: Sequence[int],
     config: RunConfig,
     build: bool = True,
-) -> list[Played]:
+) -> list[Game]:
     """Re-rollouts of `game`, one per row of `kept` (R, K) bool (every row drops a block): the kept
-    blocks' factual moves replayed where still legal, the others drawn from `policy` with the row's
-    salt, at the episode's seed (common random numbers), forking at the first dropped decision.
-    `build=False`: episodes unbuilt (`trainer.policy.play`), the outcome read from each `env`."""
+    blocks' factual moves replayed where still legal, the others drawn from `policy` (the MLP, or a
+    `Player`) with the row's salt, at the episode's seed (common random numbers), forking at the
+    first dropped decision. `build=False`: episodes unbuilt (`trainer.policy.play`), the outcome
+    read from each `env`."""
     moves = moves_of(game)
     env = game.env
     scripts = []
     for keep, salt in zip(np.asarray(kept, bool), salts):
         per_decision = tuple(bool(keep[b]) for b in blocks)
         scripts.append(Script(env.task, env.seed, moves, per_decision, int(salt), per_decision.index(False)))
-    return play(policy, scripts, config.sim_config(), config.stop, config.max_agents, record=False, build=build)
+    if isinstance(policy, OrchestratorPolicy):
+        sim = config.sim_config()
+        return list(play(policy, scripts, sim, config.stop, config.max_agents, record=False, build=build))
+    return list(policy(scripts, build))
 
 
 def block_credit(
-    policy: OrchestratorPolicy,
-    game: Played,
+    policy: OrchestratorPolicy | Player,
+    game: Game,
     factual: float,
     config: RunConfig,
-    value_of: Callable[[Played], float],
+    value_of: Callable[[Game], float],
     build: bool = True,
 ) -> tuple[np.ndarray, int]:
     """Per-decision credit (T,) of a played episode: each decision its block's estimate in the
@@ -147,7 +160,9 @@ def block_credit(
     return per_block[blocks], steps
 
 
-def outcome_credit(policy: OrchestratorPolicy, game: Played, config: RunConfig, exact: bool) -> tuple[np.ndarray, int]:
+def outcome_credit(
+    policy: OrchestratorPolicy | Player, game: Game, config: RunConfig, exact: bool
+) -> tuple[np.ndarray, int]:
     """Counterfactual-baseline credit of the outcome alone, (T,) per decision, and the re-rollouts'
     environment steps: decision t in block k gets Δ_k = Y(h) - mean_j Y(h with block k redrawn,
     salt j), `credit_samples` redraws at the episode's seed (common random numbers), the paired
@@ -158,14 +173,18 @@ def outcome_credit(policy: OrchestratorPolicy, game: Played, config: RunConfig, 
     The fast path: no re-rollout builds its trace; `decision_credit` with `reward_of` the episode's
     `reward` (or `p_success`) gives the same values through the full path."""
 
-    def value_of(played: Played) -> float:
+    def value_of(played: Game) -> float:
         return float(played.env.p_success if exact else played.env.score)
 
     return block_credit(policy, game, value_of(game), config, value_of, build=False)
 
 
 def decision_credit(
-    policy: OrchestratorPolicy, game: Played, reward: float, config: RunConfig, reward_of: Callable[[Episode], float]
+    policy: OrchestratorPolicy | Player,
+    game: Game,
+    reward: float,
+    config: RunConfig,
+    reward_of: Callable[[Episode], float],
 ) -> tuple[np.ndarray, int]:
     """Per-decision credit (T,) of a played episode under `config.credit` (one of `REROLLED`): each
     decision gets its block's credit; and the environment steps its re-rollouts took.
