@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
 
+from trainer import llm_server
 from trainer.policy import STOP_MODES
 from trainer.sim.env import ANSWER_CREDITS, SimConfig
 from trainer.sim.tasks import LEVELS, Level
@@ -289,6 +290,16 @@ LLM_DEFAULTS = {
 }
 
 
+#: Seconds one decision of policy `llm` costs on this project's 2-CPU machine (SmolLM2-135M-Instruct,
+#: torch at 1 thread), as (low, high): sampled on the vLLM server (`server`) or in torch on the worker
+#: (`local`), and the update's share per decision (`update`: the old log-probabilities, the step and
+#: the re-scoring after it). From bench/RESULTS.md "Issue 31: policy llm played on the vLLM server"
+#: (server 1.1-1.4 s at load 6-9; update 4.3-5.5 s) and "a decision's cost is set by torch's thread
+#: count" (torch 1.15 s on a quiet machine, 6-14 s at load 7-8 in "first figures"). The New run form's
+#: estimate of an iteration's time: decisions x (sampling + update).
+LLM_DECISION_S = {"server": (1.1, 1.4), "local": (1.15, 14.0), "update": (4.3, 5.5)}
+
+
 def check_llm(config: RunConfig) -> None:
     """Raise ValueError naming the field where a policy `llm` run asks for what it cannot do yet."""
     if config.algorithm != "grpo":
@@ -300,3 +311,9 @@ def check_llm(config: RunConfig) -> None:
         raise ValueError(f"credit: policy llm trains with {', '.join(LLM_CREDITS)} credit, got {config.credit!r}")
     if config.group_size < 2:
         raise ValueError("group_size: policy llm needs groups of at least 2 episodes (group-relative advantages)")
+    if config.llm_rollouts == "server" and llm_server.LORA_RANK and config.lora_rank > llm_server.LORA_RANK:
+        raise ValueError(
+            f"lora_rank: the vLLM server loads adapters of rank at most {llm_server.LORA_RANK} (its --max-lora-rank, "
+            f"trainer/llm_server.py LORA_RANK), got {config.lora_rank}: choose {llm_server.LORA_RANK} or less, or play "
+            "on the training worker (llm_rollouts local)"
+        )

@@ -45,6 +45,7 @@ from trainer.llm_policy.play import (
     update_direction,
 )
 from trainer.llm_policy.server import ServerPolicy
+from trainer.llm_policy.transcript import DistributionRecorder, decision_figures, write_turns
 from trainer.policy import MOVES
 from trainer.recipes.config import RunConfig
 from trainer.recipes.report import episode_means, stop_outcomes, tag_samples
@@ -118,7 +119,8 @@ class LLMLearner:
         def reward(episode: Episode) -> float:  # R, E[R] under `expected`, no outcome under BASELINED
             return arm_reward(episode_reward(episode, weights, anneal), episode, config)
 
-        choose = server_chooser(self.server) if self.server else None
+        recorder = None if self.server else DistributionRecorder(self.model)  # entropy and p(stop) of local play
+        choose = server_chooser(self.server) if self.server else recorder
         player = LLMPlayer(
             self.model,
             self.tokenizer,
@@ -149,8 +151,14 @@ class LLMLearner:
             credit=credit if config.credit in BASELINED else None,
         )
         episodes = [g.episode for g in stats.games]
+        for game in stats.games[: config.sample_episodes]:  # the model's own turns in the sample traces
+            write_turns(game, self.tokenizer, recorder)
         rewards = [r for group in stats.rewards for r in group]
         report = llm_report(episodes, rewards, stats, config, iteration, anneal)
+        entropy, p_stop = decision_figures(stats.games, recorder)
+        if entropy is not None:  # the run page's entropy chart and p(stop) curve
+            report["metrics"]["entropy"] = entropy
+            report["stop"]["p_stop_by_step"] = p_stop
         report["metrics"]["llm"]["reroll_decisions"] = player.decisions
         if self.server:
             report["metrics"]["llm"]["server_requests"] = self.server.requests - requests

@@ -56,7 +56,7 @@ import torch
 from swarmscope.client import SwarmscopeError
 from trainer.policy import STOP, OrchestratorPolicy, Played, Script, play
 from trainer.recipes.app_client import AppRefused, AppReporter
-from trainer.recipes.config import LLM_CREDITS, LLM_DEFAULTS, RunConfig
+from trainer.recipes.config import LLM_CREDITS, LLM_DECISION_S, LLM_DEFAULTS, RunConfig
 from trainer.recipes.report import iteration_report
 from trainer.rl.credit import BASELINED, blocks_of, credit_advantages, decision_credit, outcome_credit, spread_of
 from trainer.rl.losses import gae, ppo_update
@@ -73,6 +73,7 @@ __all__ = [
     "LEVELS",
     "POLICY_DEFAULTS",
     "POLICY_CREDITS",
+    "POLICY_DECISION_S",
     "RunConfig",
     "episode_summary",
     "evaluate",
@@ -85,6 +86,8 @@ __all__ = [
 POLICY_DEFAULTS = {"llm": LLM_DEFAULTS}
 #: The credit schemes each policy other than the default trains with (the New run form offers only those).
 POLICY_CREDITS = {"llm": LLM_CREDITS}
+#: Per policy whose decisions take seconds, their measured cost (config.LLM_DECISION_S): the form's estimate.
+POLICY_DECISION_S = {"llm": LLM_DECISION_S}
 
 #: Seed bases of training tasks and episodes (far from `trainer.sim.tasks.TEST_SET_SEED`'s range).
 TASK_SEED_BASE, EPISODE_SEED_BASE = 1_000_000_000, 2_000_000_000
