@@ -488,6 +488,7 @@ def scaling(sizes: list[int], seed: int, batch: int, repeats: int, profile: Path
             DJANGO_SECRET_KEY="bench-only-secret",
             SECURE_SSL_REDIRECT="0",
             SWARMSCOPE_LOG_LEVEL="WARNING",
+            ALLOWED_HOSTS="testserver",  # Django's test client's host
         )
         for name in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"):
             os.environ.pop(name, None)

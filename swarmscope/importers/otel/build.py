@@ -49,8 +49,9 @@ from .span import Span, span_memo
 WEAK_NAMES = ("service", SPAN_NAME)
 #: A LangGraph `Command(goto=...)` passes control to the node it names (no return).
 GOTO = Transfer(target="", pass_control=True, target_type="agent", mode=keys.PASS_CONTROL)
-#: `Span.memo` key of `_TraceBuilder._message_fields`.
+#: `Span.memo` keys of `_TraceBuilder._message_fields` and `_TraceBuilder._input_sent`.
 MESSAGE_FIELDS = f"{__name__}.message_fields"
+INPUT_SENT = f"{__name__}.input_sent"
 
 
 @dataclass
@@ -77,6 +78,30 @@ def graph_node_parent_id(span: Span) -> str | None:
     """OpenInference's `graph.node.parent_id` of `span` when it is non-empty text, else None."""
     value = span.attributes.get(keys.GRAPH_NODE_PARENT_ID)
     return value if isinstance(value, str) and value else None
+
+
+@span_memo
+def handoff_calls(span: Span) -> tuple[tuple[int, str | None, str, str, str | None, dict[str, Any]], ...]:
+    """The hand-off tool calls in a model call's output, of the span alone: (index among the
+    output's tool calls, call id, tool name, its hand-off prefix (`transfer_to_` / `handoff_to_`),
+    arguments as JSON text, the arguments decoded when they are a JSON object else {}), in order;
+    () for most spans (no prefix in the output). `_TraceBuilder._unrecorded_handoffs` matches them
+    against the trace's agents."""
+    raw = span_io(span)[1]
+    text = raw if isinstance(raw, str) else json.dumps(raw, default=str) if raw is not None else ""
+    if not any(prefix in text for prefix in HANDOFF_TOOL_PREFIXES):
+        return ()
+    calls = []
+    for index, (call_id, name, arguments) in enumerate(toolcalls.requested_calls(raw)):
+        prefix = next((p for p in HANDOFF_TOOL_PREFIXES if name.startswith(p)), None)
+        if prefix is None:
+            continue
+        try:
+            decoded = json.loads(arguments) if arguments and arguments.startswith("{") else {}
+        except ValueError:
+            decoded = {}
+        calls.append((index, call_id, name, prefix, arguments, decoded if isinstance(decoded, dict) else {}))
+    return tuple(calls)
 
 
 def build_trace(spans: Iterable[Span], *, source_format: str, trace_id: str, sources: Iterable[str] = ()) -> Trace:
@@ -337,19 +362,7 @@ class _TraceBuilder(TraceFields):
         middleware, with no `execute_tool` span). Each is a hand-off at the model call's end, like
         the tool span would be. Recorded: a tool span with the call's `gen_ai.tool.call.id`, or a
         tool or hand-off span of the same invocation after the call with the tool's name or target."""
-        raw = span_io(span)[1]
-        text = raw if isinstance(raw, str) else json.dumps(raw, default=str) if raw is not None else ""
-        if not any(prefix in text for prefix in HANDOFF_TOOL_PREFIXES):
-            return
-        for index, (call_id, name, arguments) in enumerate(toolcalls.requested_calls(raw)):
-            prefix = next((p for p in HANDOFF_TOOL_PREFIXES if name.startswith(p)), None)
-            if prefix is None:
-                continue
-            try:
-                decoded = json.loads(arguments) if arguments and arguments.startswith("{") else {}
-            except ValueError:
-                decoded = {}
-            decoded = decoded if isinstance(decoded, dict) else {}
+        for index, call_id, name, prefix, arguments, decoded in handoff_calls(span):
             named = [self.agents_by_canonical.get(canonical_name(v)) for v in decoded.values() if isinstance(v, str)]
             target = next(filter(None, named), None) or self.agents_by_canonical.get(
                 canonical_name(name[len(prefix) :])
@@ -720,17 +733,23 @@ class _TraceBuilder(TraceFields):
         framework method that hold the framework's objects as reprs (`{"run_response":
         "RunResponse(content=None, …)", …}`: openinference-instrumentation-agno 0.1 records `Agent._run`
         so; the caller's tool arguments are then the content); else the span's input as text."""
+        memo = span.memo
+        if memo is not None and INPUT_SENT in memo:
+            return memo[INPUT_SENT]
+        sent = self._text(span)[0]
         raw = span_io(span)[0]
         if isinstance(raw, str) and raw.startswith(("[", "{")):
             try:
                 raw = json.loads(raw)
             except ValueError:
-                return self._text(span)[0]
+                raw = None
         if isinstance(raw, dict) and any(isinstance(v, str) and OBJECT_FIELDS_REPR.match(v) for v in raw.values()):
-            return None  # a framework method's bound arguments holding its own objects: nothing sent
-        if isinstance(raw, list) and any(isinstance(m, dict) and m.get("role") in INSTRUCTION_ROLES for m in raw):
-            return render([m for m in raw if not (isinstance(m, dict) and m.get("role") in INSTRUCTION_ROLES)])
-        return self._text(span)[0]
+            sent = None  # a framework method's bound arguments holding its own objects: nothing sent
+        elif isinstance(raw, list) and any(isinstance(m, dict) and m.get("role") in INSTRUCTION_ROLES for m in raw):
+            sent = render([m for m in raw if not (isinstance(m, dict) and m.get("role") in INSTRUCTION_ROLES)])
+        if memo is not None:
+            memo[INPUT_SENT] = sent
+        return sent
 
     def _deliver(self, delivery: Delivery, receiver: str, root: Span) -> None:
         """A waiting hand-off or broadcast reaches `receiver`'s invocation at `root`."""
