@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import test from "node:test";
 
 import {
-  applyRunDelta, attributionIndexes, curveOf, etaText, formatEta, groupBand, interpolate, metricSeries, runBadge, shareSeries, shouldApply,
-  stepsText, stopCurves, stopRegretLabel, tQuantile975,
+  applyRunDelta, attributionIndexes, budgetSpent, curveOf, etaText, formatEta, groupBand, interpolate, iterationNumber, llmGapNote,
+  llmStopNote, metricSeries, overrunNote, resumeState, runBadge, shareSeries, shouldApply, stepsText, stopCurves, stopRegretLabel,
+  tQuantile975,
 } from "../../static/js/model/runs_model.js";
 
 const it = (n, steps, reward, extra = {}) => ({ iteration: n, env_steps: steps, metrics: { reward }, stop: {}, credit: {},
@@ -120,4 +121,43 @@ test("runBadge: an ended run shows how it ended (finished is not an error); the 
   assert.deepEqual(runBadge("connecting", undefined), ["connecting", "Connecting…"]);
   assert.deepEqual(runBadge("reconnecting", "finished"), ["reconnecting", "Reconnecting…"]);
   assert.deepEqual(runBadge("closed", "running"), ["offline", "Offline"]); // the connection, dropped for good
+});
+
+test("iterations are shown from 1, as the run page's count of them", () => {
+  assert.deepEqual([it(0, 46, 0.1), it(1, 90, 0.2)].map(iterationNumber), [1, 2]);
+});
+
+test("Resume is refused for a run whose budget is spent, saying so", () => {
+  const run = { status: "cancelled", external: false, env_steps: 46, budget_steps: 20 };
+  assert.ok(budgetSpent(run));
+  assert.deepEqual(resumeState(run, false), { disabled: true,
+    title: "its budget of 20 env steps is spent: start a new run with a larger budget" });
+  assert.deepEqual(resumeState({ ...run, env_steps: 12 }, false), { disabled: false, title: "" });
+  assert.deepEqual(resumeState({ ...run, status: "queued" }, false), { disabled: false, title: "" }); // re-send its task
+  assert.deepEqual(resumeState({ ...run, env_steps: 12 }, true, "viewer"), { disabled: true, title: "viewer" });
+  assert.equal(resumeState({ ...run, status: "finished", env_steps: 12 }, false).disabled, true);
+});
+
+test("a run that ended past its budget says which iteration crossed it and why", () => {
+  const run = { env_steps: 46, budget_steps: 20 };
+  assert.equal(overrunNote(run, [it(0, 46, 0.1)]),
+    "Iteration 1 started with 20 of the budget's 20 env steps left and played 46: the budget is checked between "
+    + "iterations and an iteration plays all its episodes, so the run ended 26 steps past its budget.");
+  assert.match(overrunNote({ env_steps: 130, budget_steps: 100 }, [it(0, 60, 0), it(1, 130, 0)]),
+    /^Iteration 2 started with 40 of the budget's 100 env steps left and played 70: .* 30 steps past/);
+  assert.equal(overrunNote({ env_steps: 20, budget_steps: 20 }, [it(0, 20, 0)]), null);
+  assert.equal(overrunNote({ env_steps: 10, budget_steps: 20 }, [it(0, 10, 0)]), null);
+});
+
+test("policy llm's stop panel says where p(stop) comes from, or why an iteration has none", () => {
+  const withStop = it(0, 46, 0, { stop: { p_stop_by_step: [[0, 0.2]] } });
+  const without = it(0, 46, 0);
+  assert.equal(llmStopNote({ policy: "mlp" }, without), null);
+  assert.match(llmStopNote({ policy: "llm", llm_rollouts: "local" }, withStop), /at the steps where the model chose.*no value head/);
+  assert.equal(llmGapNote({ policy: "llm", llm_rollouts: "local" }, withStop, "entropy"), null);
+  assert.match(llmStopNote({ policy: "llm", llm_rollouts: "server" }, without),
+    /^No p\(stop\) for this run: its actions were sampled on the vLLM server, which returns the sampled action/);
+  assert.match(llmGapNote({ policy: "llm", llm_rollouts: "server" }, without, "entropy"), /^No entropy for this run/);
+  assert.match(llmGapNote({ policy: "llm", llm_rollouts: "local" }, without, "entropy"), /stored before policy llm reported/);
+  assert.equal(llmGapNote({ policy: "llm" }, null, "entropy"), null); // no iteration yet: "No data yet."
 });

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from webapp.accounts.models import Project
 
@@ -37,6 +38,11 @@ ANSWER_CREDITS = [
     ("all_or_nothing", "All or nothing"),
     ("partial", "Partial (a stop before the answer earns part)"),
 ]
+#: Policy llm's model (RunConfig.llm_model): "" is the default, as the recipe builds it on the worker.
+DEFAULT_LLM_MODEL = ("", "SmolLM2-135M-Instruct (var/llm/smollm2 on the training worker)")
+#: The RunConfig fields of policy llm alone: shown for it only (static/js/pages/run_new.js) and set
+#: only for it (another policy keeps the recipe's values).
+LLM_FIELDS = ("llm_model", "lora_rank", "group_size", "episodes_per_iteration")
 #: The RunConfig choice fields the form sets as they are.
 CHOICE_FIELDS = ("policy", "llm_rollouts", "level", "algorithm", "credit", "stop", "answer_credit")
 #: Reward weight fields of the form -> keys of RunConfig.reward_weights.
@@ -77,6 +83,57 @@ class NewRunForm(forms.Form):
         help_text="policy llm only. server: the vLLM server the workers are pointed at (SWARMSCOPE_OPENAI_BASE_URL, "
         "started by make run ARGS=--llm) samples every action, constrained to the legal ones, with the run's LoRA "
         "adapter loaded there before each iteration; the update stays on the training worker",
+    )
+    llm_model = forms.ChoiceField(
+        choices=[DEFAULT_LLM_MODEL],
+        required=False,
+        label="Model",
+        help_text="policy llm only: a local Hugging Face model folder on the training worker. The default is built by "
+        "python trainer/llm_server.py install build-model (make run ARGS=--llm builds it); other folders are offered "
+        "where an operator lists them in SWARMSCOPE_LLM_POLICY_MODELS",
+        error_messages={
+            "invalid_choice": "model: %(value)s is not a model folder this server offers (the default, or one listed "
+            "in SWARMSCOPE_LLM_POLICY_MODELS)"
+        },
+    )
+    lora_rank = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=1024,
+        label="LoRA rank",
+        help_text="policy llm only: the adapter's rank r (alpha = 2r) on the attention projections of the top layers; "
+        "at most 16 where it plays on the vLLM server (the server's --max-lora-rank)",
+        error_messages={
+            "min_value": "LoRA rank: must be at least %(limit_value)s",
+            "max_value": "LoRA rank: must be at most %(limit_value)s",
+            "invalid": "LoRA rank: must be a whole number",
+        },
+    )
+    group_size = forms.IntegerField(
+        required=False,
+        min_value=2,
+        max_value=256,
+        label="Group size",
+        help_text="policy llm only: episodes of one task in a group; GRPO scores each episode against its group's mean "
+        "reward, so a group needs at least 2, and the group size must divide the episodes per iteration",
+        error_messages={
+            "min_value": "group size: at least %(limit_value)s episodes (GRPO's advantage is relative to the group)",
+            "max_value": "group size: at most %(limit_value)s episodes",
+            "invalid": "group size: must be a whole number",
+        },
+    )
+    episodes_per_iteration = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=4096,
+        label="Episodes per iteration",
+        help_text="policy llm only: episodes played before each update (a multiple of the group size); every decision "
+        "of each is a forward pass of the model",
+        error_messages={
+            "min_value": "episodes per iteration: at least %(limit_value)s",
+            "max_value": "episodes per iteration: at most %(limit_value)s",
+            "invalid": "episodes per iteration: must be a whole number",
+        },
     )
     level = forms.ChoiceField(choices=[], help_text="a SwarmSim level (long: at least 200 decisions per episode)")
     algorithm = forms.ChoiceField(choices=ALGORITHMS)
@@ -128,7 +185,7 @@ class NewRunForm(forms.Form):
         self.defaults = defaults
         self.policy_defaults = policy_defaults or {}
         weights = defaults.get("reward_weights") or {}
-        initial = {k: defaults.get(k) for k in (*CHOICE_FIELDS, "budget_steps", "seed")}
+        initial = {k: defaults.get(k) for k in (*CHOICE_FIELDS, *LLM_FIELDS, "budget_steps", "seed")}
         initial.update({field: weights.get(key, 0.0) for field, key in WEIGHTS.items()})
         chosen = project or (projects[0] if projects else None)
         initial["project"] = chosen.pk if chosen else None
@@ -144,6 +201,14 @@ class NewRunForm(forms.Form):
             del self.fields["policy"]
         if "llm_rollouts" not in defaults:
             del self.fields["llm_rollouts"]
+        for name in LLM_FIELDS:
+            if name not in defaults or "llm" not in self.policy_defaults:
+                del self.fields[name]
+        if "llm_model" in self.fields:
+            offered = [(p, p) for p in settings.SWARMSCOPE_LLM_POLICY_MODELS]
+            self.fields["llm_model"].choices = [DEFAULT_LLM_MODEL, *offered]
+        #: The fields shown for one policy only (templates/runs/run_new.html marks them `data-policy`).
+        self.policy_fields = {name: "llm" for name in ("llm_rollouts", *LLM_FIELDS) if name in self.fields}
 
     def clean_project(self) -> Project:
         return self.cleaned_data.get("project") or self.projects[0]
@@ -155,7 +220,9 @@ class NewRunForm(forms.Form):
         weights.update({key: data[field] for field, key in WEIGHTS.items()})
         config = dict(self.defaults)
         config.update(self.policy_defaults.get(data.get("policy", ""), {}))
-        config.update({k: data[k] for k in (*CHOICE_FIELDS, "budget_steps", "seed") if data.get(k, "") != ""})
+        own = LLM_FIELDS if data.get("policy") == "llm" else ()
+        names = (*CHOICE_FIELDS, *own, "budget_steps", "seed")
+        config.update({k: data[k] for k in names if data.get(k) not in (None, "")})
         config["reward_weights"] = weights
         return config
 

@@ -694,16 +694,28 @@ def request_training(run: Run) -> None:
     transaction.on_commit(send)
 
 
+def budget_spent(run: Run) -> bool:
+    """Whether `run` has played its whole budget (the recipe trains while env_steps < budget_steps)."""
+    return bool(run.budget_steps) and run.env_steps >= run.budget_steps
+
+
 def request_resume(run: Run) -> Run:
     """Re-queue a cancelled or failed run; the task continues from its last checkpoint. A queued
     run has its task sent again (its message may be lost: a broker restart drops its queues; a
     duplicate is harmless, `do_train` claims a queued run once). Raises RunInputError when the run
-    is not resumable (running, cancelling, finished, or external)."""
+    is not resumable (running, cancelling, finished, or external), naming `budget_steps` when a
+    cancelled or failed run's budget is spent (its task would end at once: nothing is left to train)."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         if run.external or run.status not in (*Run.RESUMABLE, Run.QUEUED):
             raise RunInputError(
                 f"{'an external' if run.external else 'a'} {run.status} run cannot be resumed", "status"
+            )
+        if run.status != Run.QUEUED and budget_spent(run):
+            raise RunInputError(
+                f"its budget of {run.budget_steps} env steps is spent ({run.env_steps} played), so resuming would "
+                "train nothing; start a new run with a larger budget",
+                "budget_steps",
             )
         if run.status != Run.QUEUED:
             _save(run, status=Run.QUEUED, error="", finished_at=None)

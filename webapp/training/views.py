@@ -139,13 +139,24 @@ def run_new(request: HttpRequest):
 def _policy_rules(form: NewRunForm, defaults: dict) -> dict[str, dict]:
     """Per policy the form offers, what choosing it does on the page (static/js/pages/run_new.js):
     `set`, the form fields it changes (POLICY_DEFAULTS; the default policy puts back the recipe's
-    values), and `credits`, the credit schemes it trains with (POLICY_CREDITS; none: all)."""
-    policies, credits = _policy_defaults(), dict(getattr(services.recipe(), "POLICY_CREDITS", None) or {})
+    values), `credits`, the credit schemes it trains with (POLICY_CREDITS; none: all), and what the
+    page's estimate of an iteration reads: `episodes` and `max_steps` (the policy's config), and
+    `decision_s`, the measured seconds of a decision by where it is sampled and of its update
+    (POLICY_DECISION_S: {"server" | "local" | "update": [low, high]}; absent: not measured)."""
+    recipe = services.recipe()
+    policies, credits = _policy_defaults(), dict(getattr(recipe, "POLICY_CREDITS", None) or {})
+    costs = dict(getattr(recipe, "POLICY_DECISION_S", None) or {})
     fields = {name for changes in policies.values() for name in changes if name in form.fields}
     rules = {
         policy: {"set": {k: v for k, v in changes.items() if k in form.fields}} for policy, changes in policies.items()
     }
-    rules[str(defaults.get("policy", ""))] = {"set": {name: defaults.get(name) for name in fields}}
+    default = str(defaults.get("policy", ""))
+    rules[default] = {"set": {name: defaults.get(name) for name in fields}}
+    for policy, rule in rules.items():
+        config = {**defaults, **(policies.get(policy, {}) if policy != default else {})}
+        rule.update(episodes=config.get("episodes_per_iteration"), max_steps=config.get("max_steps"))
+        if policy in costs:
+            rule["decision_s"] = {where: list(span) for where, span in costs[policy].items()}
     for policy, allowed in credits.items():
         rules.setdefault(policy, {"set": {}})["credits"] = list(allowed)
     return rules
@@ -159,6 +170,7 @@ def run_detail(request: HttpRequest, run_id: int):
         "runs/run_detail.html",
         {
             "run": run,
+            "budget_spent": services.budget_spent(run),
             "ws_url": f"/ws/runs/{run.pk}/",
             "snapshot_url": reverse("api-run-snapshot", args=[run.pk]),
             "can_write": has_role(request.user, run.project_id, WRITE_ROLE),

@@ -193,3 +193,77 @@ export function runBadge(socketState, status) {
     reconnecting: ["reconnecting", "Reconnecting…"], closed: ["offline", "Offline"] };
   return socket[socketState] ?? [socketState, socketState];
 }
+
+/**
+ * The number an iteration is shown by: counted from 1, as the run page's "Iterations" count (the
+ * wire's `iteration` is its 0-based index: the first iteration is 0 there and "1" on the pages).
+ */
+export function iterationNumber(iteration) {
+  return iteration.iteration + 1;
+}
+
+/** Whether a run has played its whole budget (the recipe trains while env_steps < budget_steps). */
+export function budgetSpent(run) {
+  return run.budget_steps > 0 && run.env_steps >= run.budget_steps;
+}
+
+/**
+ * The Resume button as `{disabled, title}`: enabled for a queued (its task re-sent), cancelled or
+ * failed run of the reviewer's own app whose budget is not spent; `title` says why not where it is
+ * the budget (webapp.training.services.request_resume refuses it the same way).
+ */
+export function resumeState(run, readOnly, readOnlyHint = "") {
+  if (readOnly) return { disabled: true, title: readOnlyHint };
+  if (run.external || !["queued", "cancelled", "failed"].includes(run.status)) return { disabled: true, title: "" };
+  if (run.status !== "queued" && budgetSpent(run)) {
+    return { disabled: true, title: `its budget of ${run.budget_steps} env steps is spent: start a new run with a larger budget` };
+  }
+  return { disabled: false, title: "" };
+}
+
+/**
+ * Why a run ended past its budget, or null: the iteration that crossed it, where it started, what
+ * was left and what it played. The recipe checks the budget between iterations and plays every
+ * episode of an iteration (whole GRPO groups; an episode's length is known only once it ends), so
+ * it does not cut the last one short.
+ */
+export function overrunNote(run, iterations) {
+  if (!(run.budget_steps > 0) || run.env_steps <= run.budget_steps || !iterations.length) return null;
+  const k = iterations.findIndex((it) => it.env_steps >= run.budget_steps);
+  if (k < 0) return null;
+  const start = k > 0 ? iterations[k - 1].env_steps : 0;
+  const played = iterations[k].env_steps - start;
+  return `Iteration ${iterationNumber(iterations[k])} started with ${run.budget_steps - start} of the budget's `
+    + `${run.budget_steps} env steps left and played ${played}: the budget is checked between iterations and an `
+    + `iteration plays all its episodes, so the run ended ${run.env_steps - run.budget_steps} steps past its budget.`;
+}
+
+/**
+ * Why an iteration of policy llm has no figures of its distribution over the legal actions (p(stop)
+ * and entropy), as text naming `what` is missing ("p(stop)", "entropy"), or null (policy mlp, or
+ * the iteration has them). A decision sampled on the vLLM server has no distribution (the server
+ * returns the sampled token; scoring every legal action on the worker would cost one more forward
+ * pass a decision); iterations stored before policy llm reported it have none either.
+ */
+export function llmGapNote(config, iteration, what) {
+  if (config?.policy !== "llm" || !iteration || iteration.stop?.p_stop_by_step?.length) return null;
+  if (config.llm_rollouts === "server") {
+    return `No ${what} for this run: its actions were sampled on the vLLM server, which returns the sampled action, `
+      + "not the distribution over the legal actions (scoring every legal action on the worker would cost one more "
+      + "forward pass a decision). Runs of policy llm that play on the training worker report it.";
+  }
+  return `No ${what} in this iteration: it was stored before policy llm reported its distribution over the legal actions.`;
+}
+
+/**
+ * The stop panel's note for policy llm, or null (policy mlp): where its p(stop) comes from, or why
+ * the iteration has none (`llmGapNote`).
+ */
+export function llmStopNote(config, iteration) {
+  if (config?.policy !== "llm") return null;
+  if (iteration?.stop?.p_stop_by_step?.length) {
+    return "Policy llm: p(stop) at the steps where the model chose (a step with one legal action is no decision and "
+      + "has no point); the language model has no value head, so there is no value of continuing.";
+  }
+  return llmGapNote(config, iteration, "p(stop)");
+}

@@ -9,13 +9,11 @@ import { el } from "../lib/dom.js";
 import { formatNumber } from "../lib/format.js";
 import { LiveConnection, websocketUrl, withParam } from "../lib/live_connection.js";
 import {
-  ACTIVE_STATUSES as ACTIVE, TRAINING_CHARTS, applyRunDelta, attributionIndexes, formatEta, metricSeries, runBadge, shareSeries,
-  shouldApply, stepsText, stopCurves, stopRegretLabel,
+  ACTIVE_STATUSES as ACTIVE, TRAINING_CHARTS, applyRunDelta, attributionIndexes, formatEta, iterationNumber, llmGapNote, llmStopNote,
+  metricSeries, overrunNote, resumeState, runBadge, shareSeries, shouldApply, stepsText, stopCurves, stopRegretLabel,
 } from "../model/runs_model.js";
 
 const COLORS = ["#4263eb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#c2255c", "#5c940d", "#868e96"];
-/** Statuses a run can be resumed from (webapp.training.services: a queued one is re-sent). */
-const RESUMABLE = new Set(["queued", "cancelled", "failed"]);
 
 /**
  * A uPlot chart in `host` that is re-fed with `setData` and keeps its width to its host; `yRange`
@@ -27,6 +25,8 @@ class Chart {
     this.labels = labels;
     this.opts = { height, xLabel, rightAxis, yRange };
     this.plot = null;
+    /** What the chart says while it has no points (a panel sets why, where it knows). */
+    this.emptyText = "No data yet.";
     new ResizeObserver(() => this.plot?.setSize({ width: this._width(), height })).observe(host);
   }
 
@@ -41,7 +41,7 @@ class Chart {
     if (!uPlot || empty) {
       this.plot?.destroy();
       this.plot = null;
-      this.host.replaceChildren(el("p", empty ? "No data yet." : "Chart unavailable: uPlot is not loaded.", "muted"));
+      this.host.replaceChildren(el("p", empty ? this.emptyText : "Chart unavailable: uPlot is not loaded.", "muted"));
       return;
     }
     if (this.plot && labels.join("|") === this.labels.join("|")) {
@@ -155,11 +155,18 @@ class RunPage {
     const readOnly = this.root.dataset.canWrite === "false";
     // an external run can be cancelled too: its CLI stops at its next report
     this.q("cancel-run").disabled = readOnly || !(run.status === "queued" || run.status === "running");
-    // a queued run whose broker message was lost (a Redis restart) can be sent again: Resume re-queues it
-    this.q("resume-run").disabled = readOnly || run.external || !RESUMABLE.has(run.status);
+    // a queued run whose broker message was lost (a Redis restart) can be sent again: Resume re-queues it;
+    // a run whose budget is spent has nothing left to train
+    const resume = resumeState(run, readOnly, this.root.dataset.readOnlyHint);
+    this.q("resume-run").disabled = resume.disabled;
+    this.q("resume-run").title = resume.title;
+    const overrun = overrunNote(run, iterations);
+    this.q("run-overrun").hidden = !overrun;
+    this.q("run-overrun").textContent = overrun ?? "";
     this.q("run-waiting").hidden = iterations.length > 0 || !ACTIVE.has(run.status);
     this._badge(this.connection.state);
 
+    this.charts.get("entropy").emptyText = llmGapNote(run.config, iterations[iterations.length - 1], "entropy") ?? "No data yet.";
     for (const spec of TRAINING_CHARTS) this.charts.get(spec.key).setData(metricSeries(iterations, spec.series));
     this._fillSelect(this.stopSelect, iterations);
     this._fillSelect(this.episodeSelect, iterations);
@@ -181,7 +188,7 @@ class RunPage {
       const options = [el("option", "latest")];
       options[0].value = "latest";
       for (const it of [...iterations].reverse()) {
-        const option = el("option", `${it.iteration} (${it.env_steps} steps)`);
+        const option = el("option", `${iterationNumber(it)} (${it.env_steps} steps)`);
         option.value = String(it.iteration);
         options.push(option);
       }
@@ -199,10 +206,15 @@ class RunPage {
 
   _renderStop() {
     const it = this._selected(this.stopSelect);
+    const note = llmStopNote(this.snapshot.run.config, it);
+    this.q("stop-note").hidden = !note;
+    this.q("stop-note").textContent = note ?? "";
+    this.stopChart.emptyText = llmGapNote(this.snapshot.run.config, it, "p(stop)") ? "No p(stop): the note above says why."
+      : "No data yet.";
     this.stopChart.setData(stopCurves(it));
     const cards = this.q("stop-cards");
     cards.dataset.iteration = it ? String(it.iteration) : "";
-    const entries = [["Iteration", it?.iteration], [stopRegretLabel(it), it?.stop?.stop_regret],
+    const entries = [["Iteration", it ? iterationNumber(it) : null], [stopRegretLabel(it), it?.stop?.stop_regret],
       ["Premature stops", it?.stop?.premature], ["Late stops", it?.stop?.late],
       ["Mean episode length", it?.metrics?.episode_length]];
     cards.replaceChildren(...entries.map(([label, value]) => {
@@ -222,7 +234,7 @@ class RunPage {
     }
     list.replaceChildren(...ids.map((id, i) => {
       const li = el("li");
-      const link = el("a", `Episode ${i + 1} of iteration ${it.iteration}`);
+      const link = el("a", `Episode ${i + 1} of iteration ${iterationNumber(it)}`);
       link.href = `/traces/${id}/`;
       link.dataset.testid = "episode-link";
       li.append(link, el("span", ` · trace ${id} · open in the trace debugger`, "muted"));
