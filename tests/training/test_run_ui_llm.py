@@ -13,13 +13,12 @@ import pytest
 
 from tests.training.conftest import TINY
 from tests.training.test_pages import FORM, field_error
+from tests.training.test_run_form_llm import LLM_FORM, tiny_model  # noqa: F401 (tiny_model: a fixture)
 from trainer.recipes.config import LLM_DECISION_S, LLM_DEFAULTS
 from webapp.training import services, tasks
 from webapp.training.models import Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-LLM_FORM = {**FORM, "policy": "llm", "algorithm": "grpo", "budget_steps": 20}
 
 
 @pytest.fixture
@@ -124,3 +123,28 @@ def test_a_cancelled_run_with_budget_left_still_resumes(project):
     run = services.do_create_run(project, TINY)
     services.do_request_cancel(run)
     assert services.request_resume(Run.objects.get(pk=run.pk)).status == Run.QUEUED
+
+
+@pytest.mark.usefixtures("tiny_model")
+def test_a_local_llm_run_stores_entropy_p_stop_and_the_models_turns_in_its_episodes(
+    browser_client, settings, tmp_path, monkeypatch
+):
+    """A run of policy llm played on the worker (the tiny Llama standing in for SmolLM2): its
+    iteration has the entropy and p(stop) the run page draws, and its sample episode, as the
+    debugger reads it, has the model's answer and prompt on its decision events."""
+    from webapp.config.celery import app
+
+    settings.DATA_DIR = tmp_path
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    browser_client.post("/runs/new/", {**LLM_FORM, "budget_steps": 1})
+    run = Run.objects.get()
+    assert run.status == Run.FINISHED, run.error
+    iteration = run.iterations.get()
+    assert iteration.metrics["entropy"] > 0 and iteration.stop["p_stop_by_step"]
+    episode = iteration.episodes.first()
+    turns = list(episode.events.filter(agent="orchestrator", attributes__has_key="llm"))
+    assert turns, "no decision event carries the model's turn"
+    for event in turns:
+        answer = event.attributes["llm"]["answer"]
+        assert event.content.startswith(answer) and "Your action:" in event.content
+        assert event.type == answer.split("(")[0]
