@@ -73,8 +73,9 @@ class NewRunForm(forms.Form):
         "spawn, delegation, message, aggregate and stop as text, constrained to the legal actions "
         "(SmolLM2-135M-Instruct with a LoRA adapter on the worker, built by python trainer/llm_server.py install "
         "build-model); "
-        "it trains with GRPO and shared or expected credit, 4 episodes of at most 12 decisions per iteration, and "
-        "each decision is a forward pass of the model: seconds each on a CPU, so keep the budget to hundreds of steps",
+        "it trains with GRPO on episodes of at most 12 decisions, and each decision is a forward pass of the model: "
+        "seconds each on a CPU (the estimate below the fields says how long an iteration takes), so keep the budget "
+        "to hundreds of steps",
     )
     llm_rollouts = forms.ChoiceField(
         choices=LLM_ROLLOUTS,
