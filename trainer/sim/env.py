@@ -409,6 +409,7 @@ class SwarmEnv:
         """One solve attempt of subtask i (a tool call and its result); returns the result and
         whether it is correct (drawn from key `solve/<i>/<attempt>`; wrong inputs make it wrong)."""
         duration = self.costs.solve_s * (1 + self.task.subtasks[i].difficulty)
+        correct, work, answer = self._solve(agent, i, attempt, p, inputs_correct)
         call = self._emit(
             f"solve:{i}:{attempt}",
             t,
@@ -418,11 +419,10 @@ class SwarmEnv:
             self.costs.solve_tokens,
             consume=True,
             tool="solve",
-            content=f"work on subtask {i}",
+            content=work,
             attributes={"subtask": i, "attempt": attempt},
         )
         self.edges += [Edge(src, call.id, "causal") for src in upstream]
-        correct = inputs_correct and self._bernoulli(f"solve/{i}/{attempt}", p)
         result = self._emit(
             f"result:{i}:{attempt}",
             _end(call),
@@ -431,13 +431,20 @@ class SwarmEnv:
             agent,
             0,
             tool="solve",
-            content=f"result of subtask {i}",
+            content=answer,
             attributes={"subtask": i, "attempt": attempt, "correct": correct, "status": "ok"},
         )
         self.edges.append(Edge(call.id, result.id, "tool_dependency"))
         if not correct:
             self.labels.append(Label("corrupted", True, event_id=result.id, source="swarmsim"))
         return result, correct
+
+    def _solve(self, agent: str, i: int, attempt: int, p: float, inputs_correct: bool) -> tuple[bool, str, str]:
+        """Whether `agent`'s attempt at subtask i is correct, and the texts of its work and its
+        result: SwarmSim draws it (key `solve/<i>/<attempt>`, probability p; wrong inputs make it
+        wrong). `trainer.sim.llm_workers.LLMWorkerEnv` asks a language model instead."""
+        correct = inputs_correct and self._bernoulli(f"solve/{i}/{attempt}", p)
+        return correct, f"work on subtask {i}", f"result of subtask {i}"
 
     def _do_aggregate(self, action: Action) -> None:
         if self.aggregated:
