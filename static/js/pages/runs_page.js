@@ -25,8 +25,8 @@ class Chart {
     this.labels = labels;
     this.opts = { height, xLabel, rightAxis, yRange };
     this.plot = null;
-    /** What the chart says while it has no points (a panel sets why, where it knows). */
-    this.emptyText = "No data yet.";
+    /** What the chart says while it has no points (a panel sets why, where it knows; null: the default). */
+    this.emptyText = null;
     new ResizeObserver(() => this.plot?.setSize({ width: this._width(), height })).observe(host);
   }
 
@@ -36,12 +36,13 @@ class Chart {
 
   setData(data, labels = this.labels) {
     const { uPlot } = globalThis;
-    const empty = !data[0].length;
+    const unreported = data[0].length > 0 && data.slice(1).every((ys) => ys.every((y) => y === null));
+    const empty = !data[0].length || unreported;
     this.host.dataset.points = String(data[0].length);
     if (!uPlot || empty) {
       this.plot?.destroy();
       this.plot = null;
-      this.host.replaceChildren(el("p", empty ? this.emptyText : "Chart unavailable: uPlot is not loaded.", "muted"));
+      this.host.replaceChildren(el("p", empty ? this.emptyText ?? (unreported ? "Not reported by this run's iterations." : "No data yet.") : "Chart unavailable: uPlot is not loaded.", "muted"));
       return;
     }
     if (this.plot && labels.join("|") === this.labels.join("|")) {
@@ -166,7 +167,7 @@ class RunPage {
     this.q("run-waiting").hidden = iterations.length > 0 || !ACTIVE.has(run.status);
     this._badge(this.connection.state);
 
-    this.charts.get("entropy").emptyText = llmGapNote(run.config, iterations[iterations.length - 1], "entropy") ?? "No data yet.";
+    this.charts.get("entropy").emptyText = llmGapNote(run.config, iterations[iterations.length - 1], "entropy");
     for (const spec of TRAINING_CHARTS) this.charts.get(spec.key).setData(metricSeries(iterations, spec.series));
     this._fillSelect(this.stopSelect, iterations);
     this._fillSelect(this.episodeSelect, iterations);
@@ -209,8 +210,7 @@ class RunPage {
     const note = llmStopNote(this.snapshot.run.config, it);
     this.q("stop-note").hidden = !note;
     this.q("stop-note").textContent = note ?? "";
-    this.stopChart.emptyText = llmGapNote(this.snapshot.run.config, it, "p(stop)") ? "No p(stop): the note above says why."
-      : "No data yet.";
+    this.stopChart.emptyText = llmGapNote(this.snapshot.run.config, it, "p(stop)") ? "No p(stop): the note above says why." : null;
     this.stopChart.setData(stopCurves(it));
     const cards = this.q("stop-cards");
     cards.dataset.iteration = it ? String(it.iteration) : "";
