@@ -82,6 +82,13 @@ def test_bad_llm_settings_are_errors_at_their_field_and_start_nothing(browser_cl
     assert message in field_error(response.content.decode(), name)
 
 
+def test_the_credits_that_replace_the_outcome_are_offered_and_policy_llm_trains_with_them(browser_client):
+    html = browser_client.get("/runs/new/").content.decode()
+    for credit in ("counterfactual_baseline", "counterfactual_baseline_exact"):
+        assert f'<option value="{credit}">' in html
+        assert credit in policy_rules(html)["llm"]["credits"]
+
+
 def test_a_rank_over_the_servers_is_fine_on_the_worker(browser_client, monkeypatch):
     monkeypatch.setattr(services, "request_training", lambda run: None)
     browser_client.post("/runs/new/", {**LLM_FORM, "lora_rank": 32, "llm_rollouts": "local"})

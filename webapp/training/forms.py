@@ -21,6 +21,8 @@ CREDITS = [
     ("counterfactual", "Paired counterfactual per decision"),
     ("shapley", "Shapley over decisions"),
     ("expected", "Expected outcome (SwarmSim's exact E[R] in place of the 0/1 outcome)"),
+    ("counterfactual_baseline", "Counterfactual per block in place of the outcome (re-rollouts)"),
+    ("counterfactual_baseline_exact", "Counterfactual per block in place of the outcome, on SwarmSim's exact E[R]"),
 ]
 STOPS = [
     ("learned", "Learned, offered after the answer (cannot stop before answering)"),
