@@ -33,7 +33,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 
-from trainer.sim.env import SimConfig, SwarmEnv
+from trainer.sim.env import Episode, SimConfig, SwarmEnv
 from trainer.sim.rng import uniform
 from trainer.sim.tasks import Task
 
@@ -163,3 +163,16 @@ class LLMWorkerEnv(SwarmEnv):
         answer = self.worker(messages, re.escape(expression) + r" = [0-9]{1,4}", seed)
         self.answers[i] = value = parse_answer(answer)
         return value == self.truth[i], f"What is {expression}?", answer
+
+    def episode(self) -> Episode:
+        """SwarmEnv's episode, its trace named for this environment (system `swarmsim-llm-workers`,
+        attribute `environment`), without SwarmSim's re-simulation attributes (`action_list`) and its
+        closed-form `p_success`: a re-simulation by SwarmSim's draws would not be this episode."""
+        episode = super().episode()
+        trace = episode.trace
+        trace.system = "swarmsim-llm-workers"
+        trace.name = f"SwarmSim with LLM workers {self.task.id} seed {self.seed}"
+        for key in ("action_list", "p_success"):
+            trace.attributes.pop(key, None)
+        trace.attributes["environment"] = "llm_workers"
+        return episode

@@ -9,9 +9,10 @@ import re
 
 import pytest
 
+from swarmscope.model import trace_from_dict, validate_trace
 from trainer.rollout.chat import ChatClient
 from trainer.sim import actions as act
-from trainer.sim.env import SimConfig
+from trainer.sim.env import SimConfig, replay_trace
 from trainer.sim.llm_workers import (
     LLMWorkerEnv,
     Worker,
@@ -133,3 +134,13 @@ def test_the_real_model_answers_every_sum_in_the_constrained_form_and_replays_fr
     sent = worker.requests
     assert play(DIAMOND, worker, seed=1, verifier=True).episode().trace == env.episode().trace
     assert worker.requests == sent
+
+
+def test_the_trace_names_its_environment_and_is_not_offered_to_swarmsims_re_simulation():
+    trace = play(DIAMOND, Worker(calculator)).episode().trace
+    validate_trace(trace)
+    assert trace_from_dict(trace.to_dict()) == trace
+    assert trace.system == "swarmsim-llm-workers" and trace.attributes["environment"] == "llm_workers"
+    assert "action_list" not in trace.attributes and "p_success" not in trace.attributes
+    with pytest.raises(ValueError, match="not a re-runnable SwarmSim trace"):
+        replay_trace(trace.attributes)
