@@ -5,17 +5,26 @@ update on CUDA where torch sees a GPU).
 
     nice -n 10 .venv/bin/python bench/bench_llm_policy.py [--model var/llm/smollm2] [--iterations 3]
         [--group 4] [--tasks 2] [--level tiny] [--max-steps 10] [--rank 8] [--layers 4] [--lr 1e-4]
-        [--server] [--threads 1] [--json out.json]
+        [--server] [--threads 1] [--credit shared] [--credit-blocks 4] [--credit-samples 2]
+        [--stop learned] [--eval-tasks 8] [--json out.json]
 
 --server plays every episode on the vLLM server of SWARMSCOPE_OPENAI_BASE_URL / SWARMSCOPE_OPENAI_MODEL
 (trainer/llm_server.py serve, LoRA enabled) with the adapter reloaded before every iteration
 (trainer.llm_policy.server); the evaluation plays there too. `publish_s` is the reload's time.
 
+--credit counterfactual_baseline (or `_exact`) trains with counterfactual credit in place of the
+outcome (trainer.recipes.train_llm_orchestrator's docstring): every episode's decisions are cut into
+`--credit-blocks` blocks, each redrawn `--credit-samples` times by re-rollouts forked at the block
+(trainer.rl.credit.outcome_credit with trainer.llm_policy.play.LLMPlayer: the redrawn decisions
+sampled from the model, on the server with --server); an iteration's time is then split into
+rollouts, re-rollouts (`reroll_s`, with the model's `reroll_decisions` and `credit_env_steps`) and
+update.
+
 The model is the one trainer/llm_server.py builds (`build-model`) unless --model names another local
 Hugging Face folder. Tasks: `--tasks` training tasks of `--level` per iteration (fresh seeds), G =
 `--group` episodes each; evaluation: E[R] (SwarmSim's closed form for the episode's actions,
-`Episode.p_success`) of one episode on each of 8 fixed held-out tasks (seeds 900000+), before and
-after, and the untrained model's answered share (episodes whose orchestrator aggregated).
+`Episode.p_success`) of one episode on each of `--eval-tasks` (8) fixed held-out tasks (seeds 900000+),
+before and after (0: none), and the untrained model's answered share (episodes whose orchestrator aggregated).
 Prints one JSON object (with --json, writes it too). A small run: a null result is a result.
 """
 
@@ -38,25 +47,72 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trainer.llm_policy.model import LoraSettings, load  # noqa: E402
-from trainer.llm_policy.play import grpo_iteration, play_llm, server_chooser, update_direction  # noqa: E402
+from trainer.llm_policy.play import (  # noqa: E402
+    LLMPlayer,
+    grpo_iteration,
+    local_chooser,
+    play_llm,
+    server_chooser,
+    task_reward,
+    update_direction,
+)
 from trainer.llm_policy.server import ServerPolicy  # noqa: E402
 from trainer.llm_server import MODEL_DIR  # noqa: E402
+from trainer.recipes.config import LLM_CREDITS, LLM_DEFAULTS, RunConfig  # noqa: E402
+from trainer.recipes.train_orchestrator import arm_reward  # noqa: E402
+from trainer.rl.credit import BASELINED, outcome_credit  # noqa: E402
+from trainer.rl.rewards import episode_reward  # noqa: E402
 from trainer.sim.env import SimConfig  # noqa: E402
 from trainer.sim.tasks import generate_task  # noqa: E402
 
 EVAL_SEED = 900_000
 
 
-def evaluate(model, tokenizer, level: str, config: SimConfig, n: int = 8, choose=None) -> dict[str, float]:
-    """Mean E[R] and answered share of one episode on each of `n` fixed held-out tasks."""
+def evaluate(
+    model, tokenizer, level: str, config: SimConfig, n: int = 8, choose=None, mode: str = "learned"
+) -> dict[str, float]:
+    """Mean E[R] and answered share of one episode on each of `n` fixed held-out tasks (stop `mode`)."""
     p, answered, decisions = [], [], 0
     for i in range(n):
         task = generate_task(level, EVAL_SEED + i)
-        played = play_llm(model, tokenizer, task, EVAL_SEED + i, config, choose=choose)
+        played = play_llm(model, tokenizer, task, EVAL_SEED + i, config, mode, choose=choose)
         p.append(played.episode.p_success)
         answered.append(any(a.kind == "aggregate" for a in played.episode.actions))
         decisions += len(played.decisions)
     return {"expected_reward": float(np.mean(p)), "answered": float(np.mean(answered)), "decisions": decisions}
+
+
+def credit_of(model, tokenizer, args, choose):
+    """(reward, credit, player) of `grpo_iteration` for `args.credit`: the task reward and no
+    credit under `shared`; under the `BASELINED` arms the outcome-free reward and each game's
+    w_success Δ per action from `LLMPlayer` re-rollouts (as LLMLearner.step builds them)."""
+    config = RunConfig.from_dict(
+        {
+            **LLM_DEFAULTS,
+            "policy": "llm",
+            "level": args.level,
+            "max_steps": args.max_steps,
+            "stop": args.stop,
+            "credit": args.credit,
+            "credit_blocks": args.credit_blocks,
+            "credit_samples": args.credit_samples,
+        }
+    )
+    player = LLMPlayer(
+        model, tokenizer, config.sim_config(), config.stop, config.max_agents, choose or local_chooser(model)
+    )
+    if config.credit not in BASELINED:
+        return task_reward, None, player
+    w = config.reward_weights
+
+    def reward(episode) -> float:
+        return arm_reward(episode_reward(episode, w, 1.0), episode, config)
+
+    def credit(game):
+        delta, steps = outcome_credit(player, game, config, exact=config.credit.endswith("_exact"))
+        return w["success"] * delta, steps
+
+    return reward, credit, player
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--server", action="store_true", help="play on the vLLM server (SWARMSCOPE_OPENAI_*)")
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    parser.add_argument("--credit", default="shared", choices=[c for c in LLM_CREDITS if c != "expected"])
+    parser.add_argument("--credit-blocks", type=int, default=4)
+    parser.add_argument("--credit-samples", type=int, default=2)
+    parser.add_argument("--stop", default="learned")
+    parser.add_argument("--eval-tasks", type=int, default=8, help="held-out tasks evaluated before and after (0: none)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     if args.threads:
@@ -92,9 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         server.publish(model, scratch / str(k), f"bench-{os.getpid()}-{k}")
         return time.perf_counter() - t
 
+    reward, credit, player = credit_of(model, tokenizer, args, choose)
     publish(0)
     t0 = time.perf_counter()
-    before = evaluate(model, tokenizer, args.level, config, choose=choose)
+    n_eval = args.eval_tasks
+    before = evaluate(model, tokenizer, args.level, config, n_eval, choose, args.stop) if n_eval else None
     eval_s = time.perf_counter() - t0
     iterations = []
     for k in range(args.iterations):
@@ -102,15 +165,30 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         publish_s = publish(k + 1) if k else 0.0
         requests = server.requests if server else 0
+        rerolls = player.decisions
         stats = grpo_iteration(
-            model, tokenizer, optimiser, tasks, args.group, config, seed=1000 * k, epochs=1, choose=choose
+            model,
+            tokenizer,
+            optimiser,
+            tasks,
+            args.group,
+            config,
+            seed=1000 * k,
+            epochs=1,
+            mode=args.stop,
+            reward=reward,
+            choose=choose,
+            credit=credit,
         )
         wall = time.perf_counter() - t0
         iterations.append(
             {
                 "wall_s": round(wall, 1),
                 "rollout_s": round(stats.rollout_s, 1),
+                "reroll_s": round(stats.reroll_s, 1),
                 "update_s": round(stats.update_s, 1),
+                "reroll_decisions": player.decisions - rerolls,
+                "credit_env_steps": stats.credit_env_steps,
                 "publish_s": round(publish_s, 2),
                 "server_requests": (server.requests - requests) if server else 0,
                 "decisions": stats.decisions,
@@ -122,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(json.dumps(iterations[-1]), flush=True)
     publish(args.iterations + 1)
-    after = evaluate(model, tokenizer, args.level, config, choose=choose)
+    after = evaluate(model, tokenizer, args.level, config, n_eval, choose, args.stop) if n_eval else None
     shutil.rmtree(scratch, ignore_errors=True)
     result = {
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}",
