@@ -4,6 +4,7 @@ restores the filter), a streamed trace appears and grows without a reload, the t
 
 import pytest
 
+from tests.browser.page_waits import wait_until
 from tests.servers import manage
 
 pytestmark = pytest.mark.timeout(300)
@@ -100,7 +101,8 @@ def test_the_top_bar_fits_a_phone(app, page):
 
 def test_a_word_of_a_message_finds_its_trace_and_opens_it_at_the_event(app, page, shared_data):
     """Content search on SQLite: a word of a real Claude Code session's messages, typed in the list's
-    search box, lists that session with the hit marked; the hit opens the trace with its event selected."""
+    search box, lists that session with the hit marked; the hit opens the trace with its event selected
+    and the word marked in its transcript row, in view."""
     heavy = app.import_files(shared_data / "claude-code" / "tool_heavy.jsonl")["tool_heavy.jsonl"]
     page.goto(app.url + "/")
     box = page.get_by_role("searchbox", name="Search traces")
@@ -111,5 +113,17 @@ def test_a_word_of_a_message_finds_its_trace_and_opens_it_at_the_event(app, page
     assert hit.locator("mark").first.inner_text().lower() == "scrolling"
     event_id = hit.get_attribute("data-event-id")
     hit.click()
-    page.wait_for_url(f"**/traces/{heavy}/?event=*")
+    page.wait_for_url(f"**/traces/{heavy}/?event=*&find=scrolling*")
     page.wait_for_function(f"() => document.body.dataset.selected === {event_id!r}", timeout=30_000)
+    # The word is marked in the event's transcript row, unfolded, and the first mark is in view.
+    row = page.locator(f"[data-testid=transcript-panel] [data-event-id='{event_id}']").first
+    mark = row.locator("mark.tx-found").first
+    mark.wait_for(timeout=30_000)
+    assert mark.inner_text().lower() == "scrolling"
+    assert all(m.lower() == "scrolling" for m in row.locator("mark.tx-found").all_inner_texts())
+    in_view = (
+        "([m, s]) => { const a = m.getBoundingClientRect(), b = s.getBoundingClientRect();"
+        " return a.height > 0 && a.top >= b.top && a.bottom <= b.bottom; }"
+    )
+    scroller = page.get_by_test_id("transcript-scroll")
+    wait_until(page, in_view, [mark.element_handle(), scroller.element_handle()], timeout_s=30)

@@ -390,8 +390,21 @@ def test_a_trace_from_spans_offers_their_waterfall_beside_the_agent_graph(app, w
     selected = wait_until(page, "() => document.body.dataset.selected")
     assert next(e for e in events if e["id"] == selected)["attributes"]["span_id"] == span_id
     expect(first).to_have_class("wf-row selected")
+    # The view is in the address: a reload (or the link shared) opens the waterfall again.
+    wait_until(page, "() => new URLSearchParams(location.search).get('graph') === 'spans'")
+    page.reload()
+    expect(page.get_by_test_id("view-spans")).to_have_attribute("aria-pressed", "true")
+    expect(rows).to_have_count(len(spans))
+    assert not page.get_by_test_id("agent-graph-canvas").is_visible()
     page.get_by_test_id("view-agents").click()
     assert page.get_by_test_id("agent-graph-canvas").is_visible()
+    assert "graph" not in address(page)
+    # Back returns to the waterfall, Forward to the agent graph.
+    page.go_back()
+    expect(page.get_by_test_id("view-spans")).to_have_attribute("aria-pressed", "true")
+    expect(page.get_by_test_id("span-waterfall")).to_be_visible()
+    page.go_forward()
+    expect(page.get_by_test_id("agent-graph-canvas")).to_be_visible()
 
 
 def luminance(page, expression: str) -> float:

@@ -35,12 +35,24 @@ test("the address carries event, window, axis and panels, keeps other parameters
   assert.equal(params.get("panels"), "filters");
   assert.deepEqual(decodeView(search), {
     event: "ev:3", agent: null, window: [1.2346, 250], mode: "time", panels: { filters: true, side: false, full: false },
+    graph: "agents",
   });
   const agentOnly = decodeView(encodeView("", { agent: "Explore:a2", layout: { filters: false, side: false, full: true } }));
   assert.equal(agentOnly.agent, "Explore:a2");
   assert.deepEqual(agentOnly.panels, { filters: false, side: false, full: true });
   assert.equal(new URLSearchParams(encodeView("", { layout: { filters: false, side: false, full: false } })).get("panels"), "none");
   assert.equal(encodeView("?event=x", {}), "");
+});
+
+test("the graph panel's span waterfall is in the address; the agent graph, the default, is not", () => {
+  const spans = encodeView("?event=e1&job=2", { event: "e1", graph: "spans" });
+  assert.equal(new URLSearchParams(spans).get("graph"), "spans");
+  assert.equal(decodeView(spans).graph, "spans");
+  const agents = encodeView(spans, { event: "e1", graph: "agents" });
+  assert.equal(new URLSearchParams(agents).get("graph"), null);
+  assert.equal(new URLSearchParams(agents).get("job"), "2");
+  assert.equal(decodeView(agents).graph, "agents");
+  assert.equal(decodeView("?graph=sankey").graph, "agents"); // an unknown view is the default, not guessed
 });
 
 test("a malformed window or axis in the address is ignored, not guessed", () => {

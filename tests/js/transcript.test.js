@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 
 import { RowHeights } from "../../static/js/lib/windowing.js";
 import {
-  contentText, estimateRowHeight, FOLD_LINES, lineCount, mistakeEventId, nextHit, pairToolCalls, ROW_LAYOUT,
-  searchRows, snippet, traceFacts,
+  contentText, estimateRowHeight, FOLD_LINES, lineCount, mistakeEventId, nextHit, pairToolCalls, queryPattern,
+  ROW_LAYOUT, searchRows, snippet, traceFacts, wordsPattern,
 } from "../../static/js/lib/transcript_data.js";
 import { clampWidth } from "../../static/js/lib/resizer.js";
 import { markdownHtml, prettyJson } from "../../static/js/lib/markdown.js";
@@ -108,6 +108,20 @@ test("search finds rows by their lower-case text, in order; nextHit wraps", () =
   assert.equal(nextHit(hits, 2, -1), 0);
   assert.equal(nextHit(hits, 1, -1), 0);
   assert.equal(nextHit([], 0, 1), -1);
+});
+
+test("a content search's words mark whole words (a word* its prefix), case-insensitive", () => {
+  const marks = (pattern, text) => [...text.matchAll(pattern)].map((m) => m[0]);
+  const text = "Paris is the capital; a comparison of capitals (PARIS) in Île-de-France, 2024.";
+  assert.deepEqual(marks(wordsPattern("paris"), text), ["Paris", "PARIS"]); // not inside "comparison"
+  assert.deepEqual(marks(wordsPattern("Paris, capit*"), text), ["Paris", "capital", "capitals", "PARIS"]);
+  assert.deepEqual(marks(wordsPattern("île 2024"), text), ["Île", "2024"]);
+  assert.deepEqual(marks(wordsPattern("a.b (c)"), "a.b c a b"), ["a", "b", "c", "a", "b"]); // punctuation is no pattern
+  assert.equal(wordsPattern(" ,;* "), null);
+  // The transcript's own search marks the text as typed, inside words too.
+  assert.deepEqual(marks(queryPattern(" Aris "), text), ["aris", "aris", "ARIS"]);
+  assert.deepEqual(marks(queryPattern("(PARIS)"), text), ["(PARIS)"]);
+  assert.equal(queryPattern("  "), null);
 });
 
 test("snippets cut around the match and flatten whitespace", () => {

@@ -50,6 +50,28 @@ export function normaliseQuery(query) {
   return String(query ?? "").trim().toLowerCase();
 }
 
+/** `text` with the characters that mean something in a RegExp escaped. */
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The pattern (global, case-insensitive) that marks the transcript search's `query` in a row. */
+export function queryPattern(query) {
+  const q = normaliseQuery(query);
+  return q ? new RegExp(escapeRegExp(q), "giu") : null;
+}
+
+/**
+ * The pattern (global, case-insensitive) that marks in an event the words the trace list's
+ * content search found it by (webapp/traces/search.py: letters and digits, whole words; a word
+ * ending in `*` is a prefix): `"Paris capit*"` marks "Paris" and "capital", not "comparison".
+ * null when `text` has no words.
+ */
+export function wordsPattern(text) {
+  const words = [...String(text ?? "").matchAll(/([\p{L}\p{N}]+)(\*?)/gu)]
+    .map(([, word, star]) => escapeRegExp(word) + (star ? "[\\p{L}\\p{N}]*" : ""));
+  if (!words.length) return null;
+  return new RegExp(`(?<![\\p{L}\\p{N}])(?:${words.join("|")})(?![\\p{L}\\p{N}])`, "giu");
+}
+
 /**
  * The rows whose text contains `query` (case-insensitive), in row order.
  * @param {string[]} ids row event ids, in order

@@ -6,7 +6,8 @@
  * Address parameters (`?…` of /traces/<id>/): `event=<id>` the selected event, `agent=<name>` the
  * selected agent (when no event is), `t=<x0>,<x1>` the timeline's window in data units (seconds
  * from the trace start, or steps), `x=time|step` the axis, `panels=<name>,…` the open panels
- * (PANELS; "none" when none is). Other parameters (`job`) are kept as they are.
+ * (PANELS; "none" when none is), `graph=spans` the graph panel's span waterfall (the agent
+ * graph, the default, is not written). Other parameters (`job`) are kept as they are.
  */
 
 /** The panels a user opens and closes: side columns, the full-screen timeline, the notices. */
@@ -51,12 +52,12 @@ const short = (x) => String(Math.round(x * 1e4) / 1e4);
 
 /**
  * The address parameters of a view: `search` the current query string (its other parameters are
- * kept), `view` = {event, agent, window: [x0, x1] | null, mode, layout}. Returns the new query
- * string with a leading "?" ("" when empty).
+ * kept), `view` = {event, agent, window: [x0, x1] | null, mode, layout, graph}. Returns the new
+ * query string with a leading "?" ("" when empty).
  */
-export function encodeView(search, { event = null, agent = null, window: win = null, mode = null, layout = null }) {
+export function encodeView(search, { event = null, agent = null, window: win = null, mode = null, layout = null, graph = null }) {
   const params = new URLSearchParams(search);
-  for (const key of ["event", "agent", "t", "x", "panels"]) params.delete(key);
+  for (const key of ["event", "agent", "t", "x", "panels", "graph"]) params.delete(key);
   if (event !== null && event !== undefined) params.set("event", event);
   else if (agent !== null && agent !== undefined) params.set("agent", agent);
   if (win && Number.isFinite(win[0]) && Number.isFinite(win[1]) && win[1] > win[0]) {
@@ -67,18 +68,22 @@ export function encodeView(search, { event = null, agent = null, window: win = n
     const open = ADDRESS_PANELS.filter((p) => layout[p]);
     params.set("panels", open.length ? open.join(",") : "none");
   }
+  if (graph === "spans") params.set("graph", graph);
   const text = params.toString();
   return text ? `?${text}` : "";
 }
 
 /**
- * The view an address asks for: {event, agent, window, mode, panels}; each null when absent or
- * malformed (a window needs two finite numbers, x0 < x1; panels are a subset of the address
- * panels, given as {name: open}).
+ * The view an address asks for: {event, agent, window, mode, panels, graph}; each null when absent
+ * or malformed (a window needs two finite numbers, x0 < x1; panels are a subset of the address
+ * panels, given as {name: open}), except `graph`, which is "agents" unless the address says spans.
  */
 export function decodeView(search) {
   const params = new URLSearchParams(search);
-  const view = { event: params.get("event"), agent: params.get("agent"), window: null, mode: null, panels: null };
+  const view = {
+    event: params.get("event"), agent: params.get("agent"), window: null, mode: null, panels: null,
+    graph: params.get("graph") === "spans" ? "spans" : "agents",
+  };
   const t = params.get("t");
   if (t) {
     const [a, b] = t.split(",").map(Number);

@@ -102,6 +102,7 @@ class TracePage {
     this.connection = null;
     /** A huge trace's overview and loaded window (model/server_window.js), else null. */
     this.server = null;
+    this.graphView = "agents"; // the graph panel's view: "agents" or "spans"
     this.windowTimer = 0;
     this.windowFetching = null; // the [t0, t1] being fetched
     this.renderFrame = 0;
@@ -320,7 +321,9 @@ class TracePage {
     this.addressTimer = setTimeout(() => this.writeAddress(), ADDRESS_DELAY_MS);
   }
 
-  writeAddress() {
+  /** Write the view to the address now: a new history entry when `push` (a switch Back undoes). */
+  writeAddress(push = false) {
+    clearTimeout(this.addressTimer);
     const sel = this.selection;
     const search = encodeView(window.location.search, {
       event: sel?.kind === "event" ? sel.id : null,
@@ -328,9 +331,12 @@ class TracePage {
       window: this.timeline.userMoved ? this.timeline.window : null,
       mode: this.timeline.mode,
       layout: this.layout,
+      graph: this.graphView,
     });
     if (search === window.location.search) return;
-    history.replaceState(history.state, "", `${window.location.pathname}${search}${window.location.hash}`);
+    const url = `${window.location.pathname}${search}${window.location.hash}`;
+    if (push) history.pushState(history.state, "", url);
+    else history.replaceState(history.state, "", url);
     document.body.dataset.address = search;
   }
 
@@ -348,13 +354,18 @@ class TracePage {
     if (show) button.textContent = `Step axis: skip ${spanText(idle.idle, "time")} idle (${Math.round(idle.share * 100)} %)`;
   }
 
-  /** The graph panel shows the agent graph ("agents") or the span waterfall ("spans"). */
-  showGraphView(view) {
-    const spans = view === "spans";
+  /**
+   * The graph panel shows the agent graph ("agents") or the span waterfall ("spans"; only where the
+   * trace has spans). A user's switch (`push`) is a new history entry, so Back returns to the other.
+   */
+  showGraphView(view, push = false) {
+    const spans = view === "spans" && this.waterfall.hasSpans();
+    this.graphView = spans ? "spans" : "agents";
+    if (push && this.addressReady) this.writeAddress(true);
     this.app.querySelector('[data-testid="agent-graph-canvas"]').hidden = spans;
     this.waterfall.root.hidden = !spans;
     for (const button of this.app.querySelectorAll("[data-view]")) {
-      button.setAttribute("aria-pressed", String(button.dataset.view === view));
+      button.setAttribute("aria-pressed", String(button.dataset.view === this.graphView));
     }
     this.app.querySelector("#graph-title").textContent = spans ? "Spans" : "Agents";
     this.waterfall.render();
@@ -387,8 +398,10 @@ class TracePage {
     this.keysHelp = installKeyboardPaths(TRACE_PAGE_KEYS);
     this.installLayout();
     for (const button of this.app.querySelectorAll("[data-view]")) {
-      button.addEventListener("click", () => this.showGraphView(button.dataset.view));
+      button.addEventListener("click", () => this.showGraphView(button.dataset.view, true));
     }
+    // Back and Forward between the graph panel's views (the only state written as history entries).
+    window.addEventListener("popstate", () => this.showGraphView(decodeView(window.location.search).graph));
     this.app.querySelector('[data-action="skip-idle"]')?.addEventListener("click", () => {
       this.timeline.setMode("step");
       this.filters.showMode("step");
@@ -426,7 +439,8 @@ class TracePage {
   }
 
   /**
-   * Deep links: `?event=<id>` selects the event once the trace is loaded (attribution rows link so),
+   * Deep links: `?event=<id>` selects the event once the trace is loaded (attribution rows link so;
+   * with `&find=<words>`, the trace list's content search, its row marks those words),
    * `?job=<id>` shows that job of the trace (a branch trace's banner links its job so).
    */
   async openDeepLink(params) {
@@ -440,6 +454,7 @@ class TracePage {
 
   async openView(params) {
     const view = decodeView(params);
+    if (view.graph === "spans") this.showGraphView("spans");
     if (view.mode && !this.server) {
       this.timeline.setMode(view.mode);
       this.filters.showMode(view.mode);
@@ -456,6 +471,9 @@ class TracePage {
       if (hit) await this.goToHit(hit);
       else if (this.model.events.has(event)) this.selectEvent(event);
       else this.showNotice(`There is no event ${event} in this trace.`);
+      // Opened from the trace list's content search: its words are marked in the event's row.
+      const found = params.get("find");
+      if (found && this.model.events.has(event)) this.transcript.showFound(event, found);
     }
     if (view.window) {
       this.timeline.setWindow(...view.window);

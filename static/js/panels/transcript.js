@@ -24,7 +24,7 @@
 
 import { eventColor, roleColor } from "../lib/palette.js";
 import { estimateRowHeight, contentText, FOLD_LINES, mistakeEventId, nextHit, normaliseQuery,
-  pairToolCalls, searchRows, snippet } from "../lib/transcript_data.js";
+  pairToolCalls, queryPattern, searchRows, snippet, wordsPattern } from "../lib/transcript_data.js";
 import { el } from "../lib/dom.js";
 import { commentsText } from "../model/comment_marks.js";
 import { formatSeconds, tokensEstimated } from "../lib/format.js";
@@ -84,6 +84,8 @@ export class Transcript {
     this.query = "";
     this.hits = [];
     this.hitSet = new Set();
+    /** The event opened from a content search and the pattern of its words (`showFound`), or null. */
+    this.found = null;
     this._width = 0;
     this._frame = 0;
     this._target = null; // {id, align}: a row to keep in view until its height settles
@@ -429,6 +431,27 @@ export class Transcript {
   _goToHit(id) {
     this._setExpanded(id, true);
     this.onSelectEvent(id);
+    this._scrollToMark(id);
+  }
+
+  /**
+   * Mark in event `id` the words (`text`) the trace list's content search found it by (a word
+   * ending in `*` a prefix: lib/transcript_data.js wordsPattern), unfold it and bring the first
+   * one into view; the transcript search's own marks take precedence while it has a query.
+   */
+  showFound(id, text) {
+    const pattern = wordsPattern(text);
+    this.found = pattern ? { id, pattern } : null;
+    const node = this.rendered.get(id);
+    if (node) this._highlight(node, id);
+    if (!pattern || !this.indexOf.has(id)) return;
+    this.select(id, { expand: true });
+    this._layout();
+    this._scrollToMark(id);
+  }
+
+  /** When event `id`'s first mark is below its row's first screen, scroll so that it is in sight. */
+  _scrollToMark(id) {
     const node = this.rendered.get(id);
     const mark = node?.querySelector("mark.tx-hit");
     if (mark && this.selectedId === id) {
@@ -777,28 +800,31 @@ export class Transcript {
     for (const mark of body.querySelectorAll("mark.tx-hit")) mark.replaceWith(document.createTextNode(mark.textContent));
     body.normalize();
     row.classList.toggle("hit", this.query !== "" && this.hitSet.has(this.indexOf.get(id)));
-    if (!this.query || !row.classList.contains("hit")) return;
-    markText(body, this.query);
+    if (this.query && row.classList.contains("hit")) markText(body, queryPattern(this.query), "tx-hit");
+    else if (this.found?.id === id) markText(body, this.found.pattern, "tx-hit tx-found");
   }
 }
 
-/** Wrap each (case-insensitive) occurrence of `query` in `root`'s text in <mark class="tx-hit">. */
-function markText(root, query) {
+/** Wrap each match of `pattern` (a global RegExp) in `root`'s text in <mark class=`className`>. */
+function markText(root, pattern, className) {
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   const nodes = [];
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.nodeValue.toLowerCase().includes(query)) nodes.push(n);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    pattern.lastIndex = 0;
+    if (pattern.test(n.nodeValue)) nodes.push(n);
+  }
   for (const node of nodes.slice(0, 200)) {
     const text = node.nodeValue;
-    const lower = text.toLowerCase();
     const fragment = document.createDocumentFragment();
     let last = 0;
-    for (let at = lower.indexOf(query); at >= 0; at = lower.indexOf(query, at + query.length)) {
-      fragment.append(text.slice(last, at));
+    for (const match of text.matchAll(pattern)) {
+      if (!match[0]) continue;
+      fragment.append(text.slice(last, match.index));
       const mark = document.createElement("mark");
-      mark.className = "tx-hit";
-      mark.textContent = text.slice(at, at + query.length);
+      mark.className = className;
+      mark.textContent = match[0];
       fragment.append(mark);
-      last = at + query.length;
+      last = match.index + match[0].length;
     }
     fragment.append(text.slice(last));
     node.replaceWith(fragment);
