@@ -48,6 +48,7 @@ test("stopRegretLabel names the regret the iteration reports", () => {
   assert.equal(stopRegretLabel({ stop: { regret: "offered" } }), "Stop regret (offered stops)");
   assert.equal(stopRegretLabel({ stop: { regret: "hindsight" } }), "Stop regret (hindsight, superseded)");
   assert.equal(stopRegretLabel(null), "Stop regret (offered stops)");
+  assert.equal(stopRegretLabel({ stop: { regret: "not_measured" } }), "Stop regret (not measured with LLM workers)");
 });
 
 test("stopCurves aligns p(stop) and the value of continuing on their steps", () => {

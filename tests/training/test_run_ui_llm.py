@@ -33,7 +33,7 @@ def policy_rules(html: str) -> dict:
 
 def test_the_llm_fields_are_marked_for_policy_llm_and_the_page_gets_what_it_estimates_from(browser_client):
     html = browser_client.get("/runs/new/").content.decode()
-    for name in ("llm_model", "lora_rank", "group_size", "episodes_per_iteration", "llm_rollouts"):
+    for name in ("llm_env", "llm_model", "lora_rank", "group_size", "episodes_per_iteration", "llm_rollouts"):
         assert re.search(rf'data-field="{name}" data-policy="llm"', html), name
     assert not re.search(r'data-field="(level|credit|budget_steps)" data-policy', html)
     model = re.search(r'<select name="llm_model".*?</select>', html, re.S).group(0)
@@ -49,14 +49,17 @@ def test_the_llm_fields_are_marked_for_policy_llm_and_the_page_gets_what_it_esti
 def test_the_llm_fields_reach_the_config_for_policy_llm_only(browser_client, monkeypatch):
     started = []
     monkeypatch.setattr(services, "request_training", started.append)
-    fields = {"lora_rank": 4, "group_size": 4, "episodes_per_iteration": 8, "llm_model": ""}
+    fields = {"lora_rank": 4, "group_size": 4, "episodes_per_iteration": 8, "llm_model": "", "llm_env": "llm_workers"}
     browser_client.post("/runs/new/", {**LLM_FORM, **fields})
     run = Run.objects.get()
     assert (run.config["lora_rank"], run.config["group_size"], run.config["episodes_per_iteration"]) == (4, 4, 8)
+    assert run.config["llm_env"] == "llm_workers"
     assert run.config["llm_model"] == "" and started == [run]
     # policy mlp keeps the recipe's own values whatever the hidden llm fields hold
-    browser_client.post("/runs/new/", {**FORM, "lora_rank": 2, "group_size": 8, "episodes_per_iteration": 8})
+    hidden = {"lora_rank": 2, "group_size": 8, "episodes_per_iteration": 8, "llm_env": "llm_workers"}
+    browser_client.post("/runs/new/", {**FORM, **hidden})
     mlp = Run.objects.exclude(pk=run.pk).get()
+    assert mlp.config["llm_env"] == "swarmsim"
     assert (mlp.config["lora_rank"], mlp.config["group_size"], mlp.config["episodes_per_iteration"]) == (8, 4, 16)
 
 
@@ -69,6 +72,7 @@ def test_the_llm_fields_reach_the_config_for_policy_llm_only(browser_client, mon
         ({"lora_rank": "eight"}, "lora_rank", "LoRA rank: must be a whole number"),
         ({"episodes_per_iteration": 0}, "episodes_per_iteration", "episodes per iteration: at least 1"),
         ({"llm_model": "/etc"}, "llm_model", "model: /etc is not a model folder this server offers"),
+        ({"llm_env": "llm_workers", "credit": "expected"}, "credit", "which the llm_workers environment does not have"),
         (
             {"lora_rank": 32, "llm_rollouts": "server"},
             "lora_rank",

@@ -113,6 +113,11 @@ def server_chooser(server) -> Chooser:
     return choose
 
 
+#: Makes an episode's environment: (task, config, seed) -> the env (SwarmSim's `SwarmEnv`, or
+#: `functools.partial(trainer.sim.llm_workers.LLMWorkerEnv, worker=...)`: language-model workers).
+EnvFactory = Callable[[Task, SimConfig, int], SwarmEnv]
+
+
 def play_llm(
     model: torch.nn.Module,
     tokenizer,
@@ -122,11 +127,13 @@ def play_llm(
     mode: str = "learned",
     max_agents: int = 8,
     choose: Chooser | None = None,
+    make_env: EnvFactory = SwarmEnv,
 ) -> LLMPlayed:
-    """Play one episode of `task` at env seed `seed` with the model choosing every decision that
-    has more than one legal action under stop `mode` (trainer.policy.STOP_MODES), the action
-    picked by `choose` (default: `local_chooser(model)`). Raises ValueError for an unknown mode."""
-    return play_script(model, tokenizer, Script(task, seed), config, mode, max_agents, choose)
+    """Play one episode of `task` at env seed `seed` (in the env `make_env` makes) with the model
+    choosing every decision that has more than one legal action under stop `mode`
+    (trainer.policy.STOP_MODES), the action picked by `choose` (default: `local_chooser(model)`).
+    Raises ValueError for an unknown mode."""
+    return play_script(model, tokenizer, Script(task, seed), config, mode, max_agents, choose, make_env=make_env)
 
 
 def play_script(
@@ -138,6 +145,7 @@ def play_script(
     max_agents: int = 8,
     choose: Chooser | None = None,
     build: bool = True,
+    make_env: EnvFactory = SwarmEnv,
 ) -> LLMPlayed:
     """Play `script` (trainer.policy.Script: a fresh episode, or a re-rollout of a factual one) as
     `trainer.policy.play` plays it for the MLP: decision t replays the script's factual move where
@@ -145,10 +153,11 @@ def play_script(
     by `choose` (default `local_chooser(model)`) with u = `script.draw(t)`, the counter-based
     uniform of the episode's seed (and salt), so a re-rollout shares every draw it does not change.
     Steps at or after `script.fork` count in `env_steps`. `build=False` leaves `episode` unset (the
-    outcome is read from `env`). Raises ValueError for an unknown mode."""
+    outcome is read from `env`). The env is `make_env(task, config, seed)`. Raises ValueError for
+    an unknown mode."""
     if mode not in STOP_MODES:
         raise ValueError(f"stop mode must be one of {STOP_MODES}, got {mode!r}")
-    env = SwarmEnv(script.task, config, script.seed)
+    env = make_env(script.task, config, script.seed)
     state = OrchestratorState(env, max_agents)
     played = LLMPlayed(env)
     end = end_token(tokenizer)
@@ -181,15 +190,32 @@ class LLMPlayer:
     Counts the model's `decisions` over every call (the re-rollouts' share of the sampling cost)."""
 
     def __init__(
-        self, model: torch.nn.Module, tokenizer, config: SimConfig, mode: str, max_agents: int, choose: Chooser
+        self,
+        model: torch.nn.Module,
+        tokenizer,
+        config: SimConfig,
+        mode: str,
+        max_agents: int,
+        choose: Chooser,
+        make_env: EnvFactory = SwarmEnv,
     ):
         self.model, self.tokenizer, self.config = model, tokenizer, config
-        self.mode, self.max_agents, self.choose = mode, max_agents, choose
+        self.mode, self.max_agents, self.choose, self.make_env = mode, max_agents, choose, make_env
         self.decisions = 0
 
     def __call__(self, scripts: Sequence[Script], build: bool) -> list[LLMPlayed]:
         games = [
-            play_script(self.model, self.tokenizer, s, self.config, self.mode, self.max_agents, self.choose, build)
+            play_script(
+                self.model,
+                self.tokenizer,
+                s,
+                self.config,
+                self.mode,
+                self.max_agents,
+                self.choose,
+                build,
+                make_env=self.make_env,
+            )
             for s in scripts
         ]
         self.decisions += sum(len(g.decisions) for g in games)
@@ -239,6 +265,7 @@ def grpo_iteration(
     reward: Callable[[Episode], float] = task_reward,
     choose: Chooser | None = None,
     credit: Callable[[LLMPlayed], tuple[np.ndarray, int]] | None = None,
+    make_env: EnvFactory = SwarmEnv,
 ) -> IterationStats:
     """One GRPO iteration: `group` episodes of every task (seeds seed + k·group + i), scored by
     `reward` (default `task_reward`), `epochs` steps of `optimiser` on the clipped loss (with a k3
@@ -251,6 +278,7 @@ def grpo_iteration(
     The model is in eval mode while it plays (no dropout) and scored the same way when updated.
     `choose` picks the actions elsewhere (`server_chooser`: a vLLM server holding the same
     adapter); the update then computes the chosen actions' old log-probabilities on the local model.
+    `make_env` makes each episode's environment (`play_script`).
     Raises ValueError for a group below 2 (no group-relative signal)."""
     if group < 2:
         raise ValueError("group must be at least 2")
@@ -260,7 +288,7 @@ def grpo_iteration(
     played: list[LLMPlayed] = []
     for k, task in enumerate(tasks):
         seeds = [seed + k * group + i for i in range(group)]
-        games = [play_llm(model, tokenizer, task, s, config, mode, max_agents, choose) for s in seeds]
+        games = [play_llm(model, tokenizer, task, s, config, mode, max_agents, choose, make_env) for s in seeds]
         played.extend(games)
         rewards.append([reward(g.episode) for g in games])
     rolled = time.perf_counter()

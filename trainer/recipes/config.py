@@ -20,6 +20,13 @@ POLICIES = ("mlp", "llm")
 #: vLLM server of SWARMSCOPE_OPENAI_BASE_URL with the adapter reloaded there before every
 #: iteration (trainer.llm_policy.server; `up --llm` serves one).
 LLM_ROLLOUTS = ("local", "server")
+#: The environment policy `llm` orchestrates: `swarmsim`, SwarmSim's drawn outcomes (exact
+#: counterfactuals); `llm_workers`, SwarmSim whose workers are the same server's language model
+#: answering arithmetic-chain steps, graded by exact match (trainer.sim.llm_workers).
+LLM_ENVS = ("swarmsim", "llm_workers")
+#: The credit schemes that read SwarmSim's closed-form E[R] (`Episode.p_success`), which the
+#: `llm_workers` environment does not have.
+EXACT_CREDITS = ("expected", "oracle", "counterfactual_baseline_exact")
 #: The credit schemes policy `llm` trains with: the outcome (`shared`), its exact expectation
 #: (`expected`), and the counterfactual credit that replaces it (trainer.rl.credit's `BASELINED`
 #: arms, re-rollouts played by the language model). The zero-sum arms are left out: they move too
@@ -50,6 +57,7 @@ MAX_WEIGHT = 1e6
 CHOICES = {
     "policy": POLICIES,
     "llm_rollouts": LLM_ROLLOUTS,
+    "llm_env": LLM_ENVS,
     "level": tuple(LEVELS),
     "algorithm": ALGORITHMS,
     "credit": CREDITS,
@@ -155,6 +163,9 @@ class RunConfig:
         trainer/llm_server.py builds it). lora_rank: the adapter's rank r (alpha = 2r); lora_layers:
         the top decoder layers it is put on (0: all). llm_rollouts: "local" (torch on the worker) |
         "server" (the vLLM server of SWARMSCOPE_OPENAI_BASE_URL samples, the adapter reloaded there).
+        llm_env: "swarmsim" | "llm_workers" (SwarmSim whose workers are language-model calls on the
+        server of SWARMSCOPE_OPENAI_BASE_URL, trainer.sim.llm_workers; no exact E[R], so no
+        credit of EXACT_CREDITS).
     level: a SwarmSim level of `trainer.sim.tasks.LEVELS` (`long`: >= 200 decisions per episode).
     algorithm: "ppo" | "grpo". credit: "shared" | "counterfactual" | "shapley" | "oracle" (how the
         episode's outcome is redistributed over its decisions; `trainer.rl.credit`); "expected"
@@ -220,6 +231,7 @@ class RunConfig:
     lora_rank: int = 8
     lora_layers: int = 4
     llm_rollouts: str = "local"
+    llm_env: str = "swarmsim"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -256,6 +268,8 @@ class RunConfig:
             check_llm(config)
         elif config.llm_rollouts != "local":
             raise ValueError("llm_rollouts: only policy llm plays on a server")
+        elif config.llm_env != "swarmsim":
+            raise ValueError("llm_env: only policy llm orchestrates language-model workers")
         return config
 
     def task_level(self) -> str | Level:
@@ -309,6 +323,11 @@ def check_llm(config: RunConfig) -> None:
         )
     if config.credit not in LLM_CREDITS:
         raise ValueError(f"credit: policy llm trains with {', '.join(LLM_CREDITS)} credit, got {config.credit!r}")
+    if config.llm_env == "llm_workers" and config.credit in EXACT_CREDITS:
+        raise ValueError(
+            f"credit: {config.credit} reads SwarmSim's exact E[R], which the llm_workers environment does not "
+            "have (its workers are a language model): choose shared or counterfactual_baseline"
+        )
     if config.group_size < 2:
         raise ValueError("group_size: policy llm needs groups of at least 2 episodes (group-relative advantages)")
     if config.llm_rollouts == "server" and llm_server.LORA_RANK and config.lora_rank > llm_server.LORA_RANK:

@@ -23,7 +23,9 @@ update's first-order gain.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 import shutil
 import tempfile
 import uuid
@@ -52,7 +54,9 @@ from trainer.recipes.report import episode_means, stop_outcomes, tag_samples
 from trainer.recipes.train_orchestrator import arm_reward, iteration_scripts
 from trainer.rl.credit import BASELINED, attribution, outcome_credit
 from trainer.rl.rewards import anneal_factor, episode_reward
-from trainer.sim.env import Episode
+from trainer.rollout.chat import ChatClient
+from trainer.sim.env import Episode, SwarmEnv
+from trainer.sim.llm_workers import LLMWorkerEnv, Worker, chat_worker
 
 
 def model_path(config: RunConfig) -> Path:
@@ -80,6 +84,8 @@ class LLMLearner:
         self.model, self.tokenizer = load(path, settings)
         self.optimizer = torch.optim.Adam([p for p in self.model.parameters() if p.requires_grad], lr=config.lr)
         self.server = ServerPolicy.from_env() if config.llm_rollouts == "server" else None
+        self.worker = workers(config)
+        self.make_env = functools.partial(LLMWorkerEnv, worker=self.worker) if self.worker else SwarmEnv
         self.adapters = Path(tempfile.mkdtemp(prefix="swarmscope-adapter-")) if self.server else None
         self.run_tag = uuid.uuid4().hex[:8]
 
@@ -111,7 +117,7 @@ class LLMLearner:
         anneal = anneal_factor(env_steps, config.budget_steps, weights["anneal_fraction"])
         scripts = iteration_scripts(config, iteration)  # the MLP recipe's tasks and episode seeds
         tasks = [script.task for script in scripts[:: config.group_size]]
-        requests = 0
+        requests, worker_requests = 0, self.worker.requests if self.worker else 0
         if self.server:
             self.publish(iteration)
             requests = self.server.requests
@@ -128,6 +134,7 @@ class LLMLearner:
             config.stop,
             config.max_agents,
             choose or local_chooser(self.model),
+            self.make_env,
         )
 
         def credit(game: LLMPlayed) -> tuple[np.ndarray, int]:  # w_success Δ per action, re-rollout steps
@@ -149,6 +156,7 @@ class LLMLearner:
             reward=reward,
             choose=choose,
             credit=credit if config.credit in BASELINED else None,
+            make_env=self.make_env,
         )
         episodes = [g.episode for g in stats.games]
         for game in stats.games[: config.sample_episodes]:  # the model's own turns in the sample traces
@@ -162,7 +170,23 @@ class LLMLearner:
         report["metrics"]["llm"]["reroll_decisions"] = player.decisions
         if self.server:
             report["metrics"]["llm"]["server_requests"] = self.server.requests - requests
+        if self.worker:
+            report["metrics"]["llm"]["worker_requests"] = self.worker.requests - worker_requests
         return report, sum(len(e.actions) for e in episodes) + stats.credit_env_steps
+
+
+def workers(config: RunConfig) -> Worker | None:
+    """The language-model workers of `llm_env` "llm_workers" (trainer.sim.llm_workers: the model of
+    SWARMSCOPE_OPENAI_BASE_URL / _MODEL, the base model also where the policy plays there), else
+    None. Raises ValueError naming the unset variable."""
+    if config.llm_env != "llm_workers":
+        return None
+    for name in ("SWARMSCOPE_OPENAI_BASE_URL", "SWARMSCOPE_OPENAI_MODEL"):
+        if not os.environ.get(name):
+            raise ValueError(
+                f"llm_env: the llm_workers environment asks a model server, but {name} is not set (`up --llm`)"
+            )
+    return chat_worker(ChatClient.from_env())
 
 
 def _finite(value: float) -> float | None:
@@ -176,14 +200,19 @@ def llm_report(
     for an iteration of policy `llm`: means over the episodes of their reward terms, the clipped
     loss, move shares; `llm`'s own figures (decisions, prompt tokens, rollout and update seconds,
     the update's `gain`, `up`, `down`: trainer.llm_policy.play.update_direction; None where
-    undefined); stop regret over the offered stops; credit shares of the episode's reward (shared
+    undefined); stop regret over the offered stops (None, `regret` "not_measured", and no
+    `expected_success` in the llm_workers environment: both value stops at SwarmSim's closed-form
+    E[R]); credit shares of the episode's reward (shared
     credit) or of its decisions' counterfactual credit (`stats.credits`); the first
     `sample_episodes` traces tagged with the settings."""
     terms = [episode_reward(e, config.reward_weights, anneal) for e in episodes]
     moves = [f"spawn_{a.role}" if a.kind == "spawn" else a.kind for e in episodes for a in e.actions]
-    outcomes = stop_outcomes(episodes, config)
+    # stop regret values stops at SwarmSim's closed-form E[R]: not the llm_workers environment's
+    outcomes = stop_outcomes(episodes, config) if config.llm_env == "swarmsim" else None
     moved = update_direction(stats)
-    tag_samples(episodes, rewards, config, iteration, policy="llm", model=model_path(config).name)
+    tag_samples(
+        episodes, rewards, config, iteration, policy="llm", model=model_path(config).name, environment=config.llm_env
+    )
     metrics: dict[str, Any] = {
         **episode_means(episodes, terms),
         "reward": float(np.mean(rewards)),
@@ -201,6 +230,8 @@ def llm_report(
     }
     if stats.loss:
         metrics["policy_loss"] = stats.loss[-1]
+    if outcomes is None:
+        del metrics["expected_success"]
     credits = stats.credits or [np.full(len(e.actions), r) for e, r in zip(episodes, rewards)]
     return {
         "metrics": metrics,
@@ -209,7 +240,9 @@ def llm_report(
             "premature": int(sum(o.premature for o in outcomes)),
             "late": int(sum(o.late for o in outcomes)),
             "regret": "offered",
-        },
+        }
+        if outcomes is not None
+        else {"stop_regret": None, "premature": None, "late": None, "regret": "not_measured"},
         "credit": attribution(episodes, credits),
         "episodes": [e.trace.to_dict() for e in episodes[: config.sample_episodes]],
     }

@@ -35,6 +35,11 @@ LLM_ROLLOUTS = [
     ("local", "On the training worker (torch)"),
     ("server", "On the vLLM server (make run ARGS=--llm), the adapter reloaded every iteration"),
 ]
+#: The environment policy llm orchestrates (RunConfig.llm_env).
+LLM_ENVS = [
+    ("swarmsim", "SwarmSim (drawn outcomes, exact counterfactuals)"),
+    ("llm_workers", "SwarmSim with LLM workers (the vLLM server's model solves each subtask)"),
+]
 #: SwarmSim's grading of an answer (RunConfig.answer_credit, trainer.sim.env).
 ANSWER_CREDITS = [
     ("all_or_nothing", "All or nothing"),
@@ -44,7 +49,7 @@ ANSWER_CREDITS = [
 DEFAULT_LLM_MODEL = ("", "SmolLM2-135M-Instruct (var/llm/smollm2 on the training worker)")
 #: The RunConfig fields of policy llm alone: shown for it only (static/js/pages/run_new.js) and set
 #: only for it (another policy keeps the recipe's values).
-LLM_FIELDS = ("llm_model", "lora_rank", "group_size", "episodes_per_iteration")
+LLM_FIELDS = ("llm_env", "llm_model", "lora_rank", "group_size", "episodes_per_iteration")
 #: The RunConfig choice fields the form sets as they are.
 CHOICE_FIELDS = ("policy", "llm_rollouts", "level", "algorithm", "credit", "stop", "answer_credit")
 #: Reward weight fields of the form -> keys of RunConfig.reward_weights.
@@ -86,6 +91,15 @@ class NewRunForm(forms.Form):
         help_text="policy llm only. server: the vLLM server the workers are pointed at (SWARMSCOPE_OPENAI_BASE_URL, "
         "started by make run ARGS=--llm) samples every action, constrained to the legal ones, with the run's LoRA "
         "adapter loaded there before each iteration; the update stays on the training worker",
+    )
+    llm_env = forms.ChoiceField(
+        choices=LLM_ENVS,
+        required=False,
+        label="Environment",
+        help_text="policy llm only. llm_workers: every subtask a worker is delegated is a step of an arithmetic chain "
+        "(a sum that adds its inputs' results) that the vLLM server's model answers, graded by exact match, so a wrong "
+        "answer propagates; needs the server (make run ARGS=--llm). SwarmSim's exact E[R] does not exist there: the "
+        "expected and exact credits and the stop regret are not offered with it",
     )
     llm_model = forms.ChoiceField(
         choices=[DEFAULT_LLM_MODEL],

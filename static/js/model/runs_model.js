@@ -62,7 +62,10 @@ export function attributionIndexes(iterations) {
  * offered (`regret: "offered"`), or the superseded hindsight figure of runs stored before issue 30.
  */
 export function stopRegretLabel(iteration) {
-  return iteration?.stop?.regret === "hindsight" ? "Stop regret (hindsight, superseded)" : "Stop regret (offered stops)";
+  const regret = iteration?.stop?.regret;
+  if (regret === "hindsight") return "Stop regret (hindsight, superseded)";
+  if (regret === "not_measured") return "Stop regret (not measured with LLM workers)";
+  return "Stop regret (offered stops)";
 }
 
 /** `[[step...], [p_stop...], [continue_value...]]` of one iteration's stop record. */

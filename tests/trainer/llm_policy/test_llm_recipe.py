@@ -46,11 +46,52 @@ def llm_config(model_dir, **changes) -> RunConfig:
         ({"group_size": 1, "episodes_per_iteration": 4}, "group_size"),
         ({"lora_rank": 0}, "lora_rank"),
         ({"policy": "gpt"}, "policy"),
+        ({"llm_env": "llm_workers", "credit": "expected"}, "credit"),
+        ({"llm_env": "llm_workers", "credit": "counterfactual_baseline_exact"}, "credit"),
+        ({"llm_env": "crowd"}, "llm_env"),
+        ({"policy": "mlp", "llm_env": "llm_workers"}, "llm_env"),
     ],
 )
 def test_a_policy_llm_config_refuses_what_it_cannot_train_naming_the_field(changes, field):
     with pytest.raises(ValueError, match=rf"^{field}: "):
         RunConfig.from_dict({**LLM_DEFAULTS, "policy": "llm", **changes})
+
+
+def test_llm_workers_train_with_shared_or_counterfactual_credit():
+    for credit in ("shared", "counterfactual_baseline"):
+        config = RunConfig.from_dict({**LLM_DEFAULTS, "policy": "llm", "llm_env": "llm_workers", "credit": credit})
+        assert (config.llm_env, config.credit) == ("llm_workers", credit)
+
+
+def test_llm_workers_without_a_server_are_refused_naming_the_setting(model_dir, monkeypatch):
+    monkeypatch.delenv("SWARMSCOPE_OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ValueError, match=r"^llm_env: .*SWARMSCOPE_OPENAI_BASE_URL is not set"):
+        train(llm_config(model_dir, llm_env="llm_workers"))
+
+
+@pytest.mark.live_llm
+def test_an_iteration_with_llm_workers_asks_the_server_and_its_sample_holds_their_answers(
+    model_dir, llm_endpoint, monkeypatch, tmp_path
+):
+    base_url, name = llm_endpoint
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("SWARMSCOPE_OPENAI_MODEL", name or "SmolLM2-135M-Instruct")
+    torch.set_num_threads(1)
+    config = llm_config(model_dir, llm_env="llm_workers", credit="counterfactual_baseline", budget_steps=1)
+    reports: list[dict] = []
+    summary = train(config, checkpoint_dir=tmp_path, on_iteration=reports.append)
+    assert summary["status"] == "finished" and len(reports) == 1
+    [report] = reports
+    assert report["stop"]["stop_regret"] is None and report["stop"]["regret"] == "not_measured"
+    assert "expected_success" not in report["metrics"]
+    sample = report["episodes"][0]
+    assert sample["attributes"]["environment"] == "llm_workers"
+    assert sample["attributes"]["training"]["environment"] == "llm_workers"
+    results = [e for e in sample["events"] if e["type"] == "tool_result"]
+    solved = [e for e in results if "=" in (e.get("content") or "")]
+    # every attempt with its inputs asked the model; its answer is in the constrained form
+    assert all(e["content"].rsplit("=", 1)[1].strip().isdigit() for e in solved)
+    assert report["metrics"]["llm"]["worker_requests"] >= len(solved) > 0
 
 
 def test_a_missing_model_folder_is_refused_naming_llm_model(tmp_path):
