@@ -77,6 +77,17 @@ def test_words_of_messages_tool_arguments_and_results_find_their_trace(project, 
     assert found(project, '"Zanzibar!"') == ["trip"]
 
 
+def test_a_word_ending_in_a_star_is_a_prefix(project, traces):
+    assert search.query_words("Zanz*, hot * q**") == ["zanz*", "hot", "q*"]
+    assert found(project, "quok*") == ["trip"]  # "quok" alone is no word of the trip (above)
+    assert found(project, "zanz* hot") == ["trip"]  # with a whole word, in one event
+    assert found(project, "tri* osl*") == ["other"]
+    assert found(project, "zanzibarx*") == []
+    trip = Trace.objects.get(source_id="trip")
+    hit = search.get_search_hits([trip.pk], "helio*")[trip.pk]
+    assert hit.event_id == "ans" and ("Heliotrope", True) in hit.snippet
+
+
 def test_hits_give_the_first_matching_event_and_a_marked_snippet(project, traces):
     trip = Trace.objects.get(source_id="trip")
     hits = search.get_search_hits([trip.pk], "zanzibar")
@@ -97,7 +108,7 @@ def test_the_list_page_shows_the_hit_escaped_and_links_the_trace_at_the_event(cl
     client.force_login(member)
     body = client.get("/", {"q": "quokka"}).content.decode()
     trip = Trace.objects.get(source_id="trip")
-    assert f'href="/traces/{trip.pk}/?event=res"' in body
+    assert f'href="/traces/{trip.pk}/?event=res&amp;find=quokka"' in body  # the trace page marks the word
     assert "<mark>quokka</mark>" in body
     assert "<script>alert" not in body and "alert(1)" in body
     if connection.vendor == "sqlite":  # PostgreSQL's ts_headline leaves out what looks like a tag

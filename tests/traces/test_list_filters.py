@@ -64,6 +64,48 @@ def test_malformed_filters_are_dropped_and_a_view_round_trips_through_its_url(pr
     assert names(project, view.urlencode()) == []
 
 
+def test_filters_that_cannot_be_applied_name_their_value_and_why(project, listed):
+    raw = "cost_min=abc&dur_max=-1&tok_min=inf&after=2026-13-01&before=yesterday&errors=maybe&kind=branches&sort=size"
+    problems = dict(services.ListFilters.from_query(QueryDict(raw)).problems)
+    assert problems == {
+        "after": "'2026-13-01' is not a day (YYYY-MM-DD): not applied",
+        "before": "'yesterday' is not a day (YYYY-MM-DD): not applied",
+        "dur_max": "'-1' is not a number ≥ 0: not applied",
+        "tok_min": "'inf' is not a number ≥ 0: not applied",
+        "cost_min": "'abc' is not a number ≥ 0: not applied",
+        "errors": "errors 'maybe' is not one of yes or no: not applied",
+        "kind": "kind 'branches' is not one of imported, streamed, branch, episode: not applied",
+        "sort": "sort 'size' is not one of name, created, events, agents, tokens, duration, reward (- first: "
+        "descending): not applied",
+    }
+    # Bounds that exclude each other are applied (the list is empty) and said to be why.
+    crossed = services.ListFilters.from_query(QueryDict("after=2026-03-01&before=2026-02-01&tok_min=10&tok_max=5"))
+    assert dict(crossed.problems) == {
+        "before": "2026-02-01 is before 2026-03-01: no trace can match",
+        "tok_max": "the maximum 5 is below the minimum 10: no trace can match",
+    }
+    assert names(project, crossed.urlencode()) == []
+    fine = services.ListFilters.from_query(QueryDict("after=2026-01-01&tok_min=5&tok_max=5&sort=-tokens&kind=branch"))
+    assert fine.problems == ()
+
+
+def test_the_list_page_says_beside_a_filter_what_it_could_not_apply(client, member, project, listed):
+    client.force_login(member)
+    body = client.get("/?after=2026-02-30&dur_min=10&dur_max=abc&outcome=won").content.decode()
+    assert 'data-testid="filter-problem-after" role="alert">&#x27;2026-02-30&#x27; is not a day (YYYY-MM-DD)' in body
+    assert 'data-testid="filter-problem-dur_max" role="alert">&#x27;abc&#x27; is not a number ≥ 0' in body
+    assert 'name="after" value="" aria-invalid="true"' in body
+    assert "outcome &#x27;won&#x27; is not one of success, failure, none: not applied" in body
+    assert 'data-testid="filter-problem-dur_min"' not in body  # the bound that applies says nothing
+    assert sorted(n for n in ("cheap", "dear", "unpriced", "chat log") if f">{n}</a>" in body) == [
+        "chat log",
+        "dear",
+        "unpriced",
+    ]  # dur_min=10 applied, the rest not
+    quiet = client.get("/?dur_min=10").content.decode()
+    assert 'data-testid="filter-problem' not in quiet
+
+
 def test_the_list_page_keeps_a_view_in_its_links_and_shows_the_new_facets(client, member, project, listed):
     client.force_login(member)
     body = client.get("/?model=gpt-4o-mini&cost_max=1").content.decode()

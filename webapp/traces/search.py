@@ -19,7 +19,8 @@ Both split text into words the same way for plain words (letters and digits, cas
 kept: FTS5's `unicode61 remove_diacritics 0`, PostgreSQL's `simple` configuration); they differ on
 paths, URLs and e-mail addresses, which PostgreSQL keeps whole as well as in parts, and on
 HTML-like tags, which PostgreSQL's snippets (ts_headline) leave out. A query is its
-words (`query_words`), all of which must occur in one event. Only published rows count (an event's
+words (`query_words`), all of which must occur in one event; a word ending in `*` is a prefix
+(`capit*` finds "capital"). Only published rows count (an event's
 seq at most its trace's: rows of a batch being staged are not found before it is).
 """
 
@@ -128,21 +129,24 @@ def ensure_index(using: str = "default", **kwargs) -> None:
 
 def query_words(query: str) -> list[str]:
     """The words of a search box's text that content search looks for (letters and digits, at most
-    MAX_QUERY_WORDS, lower case): `"Paris, 'capital'?"` -> `["paris", "capital"]`."""
-    return [w.lower() for w in re.findall(r"[^\W_]+", query)][:MAX_QUERY_WORDS]
+    MAX_QUERY_WORDS, lower case), a word right before `*` kept with it as a prefix:
+    `"Paris, 'capit*'?"` -> `["paris", "capit*"]`."""
+    return [w.lower() + star for w, star in re.findall(r"([^\W_]+)(\*?)", query)][:MAX_QUERY_WORDS]
 
 
 def _match(words: list[str], vendor: str) -> str:
-    """The database's query text for `words` (all of them): FTS5 phrases, or plainto_tsquery's text."""
+    """The database's query text for `words` (all of them; `w*` a prefix): FTS5 phrases (`"w"*`), or
+    to_tsquery's text of quoted lexemes (`'w':*`). Words hold letters and digits only (query_words),
+    so no quote or operator reaches either syntax."""
     if vendor == "sqlite":
-        return " ".join(f'"{w}"' for w in words)  # words hold no quotes; each quoted word is a phrase
-    return " ".join(words)
+        return " ".join(f'"{w.rstrip("*")}"' + ("*" if w.endswith("*") else "") for w in words)
+    return " & ".join(f"'{w.rstrip('*')}'" + (":*" if w.endswith("*") else "") for w in words)
 
 
 def _where(vendor: str) -> str:
     if vendor == "sqlite":
         return f"{FTS_TABLE} MATCH %s"
-    return f"{DOCUMENT_SQL.format(e='e.')} @@ plainto_tsquery('simple'::regconfig, %s)"
+    return f"{DOCUMENT_SQL.format(e='e.')} @@ to_tsquery('simple'::regconfig, %s)"
 
 
 def _from(vendor: str) -> str:
@@ -228,7 +232,7 @@ def get_search_hits(trace_ids: list[int], query: str, conn=connection) -> dict[i
         else:
             options = f"StartSel={HIT_START}, StopSel={HIT_END}, MaxWords={SNIPPET_WORDS * 2}, MinWords=8"
             document = f"coalesce(e.tool, '') || ' ' || left(coalesce(e.content, ''), {PG_INDEXED_CHARS})"
-            snippet = f"ts_headline('simple'::regconfig, {document}, plainto_tsquery('simple'::regconfig, %s), %s)"
+            snippet = f"ts_headline('simple'::regconfig, {document}, to_tsquery('simple'::regconfig, %s), %s)"
             sql = f"SELECT e.trace_id, e.event_id, e.type, e.agent, e.tool, {snippet} FROM traces_event e WHERE {pairs}"
             params = [match, options, *pair_params]
         cursor.execute(sql, params)

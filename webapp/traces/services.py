@@ -11,7 +11,7 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -623,6 +623,45 @@ def _date_param(raw: str) -> str:
         return ""
 
 
+def _filter_problems(one: Callable[[str], str], many: Callable[[str], tuple[str, ...]], kept: ListFilters):
+    """What the list cannot apply of the asked filters (`one`/`many` read the raw parameters, `kept`
+    is what from_query kept): (parameter, message naming the value and what was expected), in
+    the order of the form. Bounds that exclude each other are named too: no trace could match."""
+    problems: list[tuple[str, str]] = []
+
+    def shown(raw: str) -> str:
+        return repr(raw if len(raw) <= 40 else raw[:40] + "…")
+
+    for name in ("after", "before"):
+        if one(name) and not getattr(kept, name):
+            problems.append((name, f"{shown(one(name))} is not a day (YYYY-MM-DD): not applied"))
+    if kept.after and kept.before and kept.after > kept.before:
+        problems.append(("before", f"{kept.before} is before {kept.after}: no trace can match"))
+    for name in RANGE_PARAMS:
+        if one(name) and not getattr(kept, name):
+            problems.append((name, f"{shown(one(name))} is not a number ≥ 0: not applied"))
+    for low, high in (("dur_min", "dur_max"), ("tok_min", "tok_max"), ("cost_min", "cost_max")):
+        if getattr(kept, low) and getattr(kept, high) and float(getattr(kept, low)) > float(getattr(kept, high)):
+            problems.append(
+                (
+                    high,
+                    f"the maximum {getattr(kept, high)} is below the minimum {getattr(kept, low)}: no trace can match",
+                )
+            )
+    choices = {  # parameter -> (is the value known, what is expected)
+        "label": (("yes", "no").__contains__, "yes or no"),
+        "errors": (("yes", "no").__contains__, "yes or no"),
+        "outcome": (OUTCOMES.__contains__, ", ".join(OUTCOMES)),
+        "kind": (Trace.KINDS.__contains__, ", ".join(Trace.KINDS)),
+        "sort": (lambda v: v.lstrip("-") in LIST_SORTS, ", ".join(LIST_SORTS) + " (- first: descending)"),
+    }
+    for name, (known, expected) in choices.items():
+        for raw in many(name) if name == "kind" else (one(name),):
+            if raw and not known(raw):
+                problems.append((name, f"{name} {shown(raw)} is not one of {expected}: not applied"))
+    return tuple(problems)
+
+
 @dataclass(frozen=True)
 class ListFilters:
     """The trace list's filters and order, each a query parameter (a saved filter is its URL):
@@ -630,7 +669,8 @@ class ListFilters:
     `outcome` (OUTCOMES), `from` (a derived trace's `derived_from`), `sort` (LIST_SORTS, `-` first
     for descending), `model` (repeatable: a model its events name), `errors` (yes/no: events with an
     error status), `after`/`before` (days `YYYY-MM-DD`, created on or after / on or before, UTC) and
-    the RANGE_PARAMS bounds. Unknown or malformed values are dropped."""
+    the RANGE_PARAMS bounds. Unknown or malformed values are dropped, and `problems` says which:
+    (parameter, message) for the page to show beside that filter (`_filter_problems`)."""
 
     query: str = ""
     session: str = ""
@@ -652,6 +692,7 @@ class ListFilters:
     tok_max: str = ""
     cost_min: str = ""
     cost_max: str = ""
+    problems: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @classmethod
     def from_query(cls, params) -> ListFilters:
@@ -667,7 +708,7 @@ class ListFilters:
             return values[-1] if values else ""
 
         sort = one("sort")
-        return cls(
+        kept = cls(
             query=one("q"),
             session=one("session"),
             formats=many("format"),
@@ -684,6 +725,7 @@ class ListFilters:
             before=_date_param(one("before")),
             **{name: _number_param(one(name)) for name in RANGE_PARAMS},
         )
+        return replace(kept, problems=_filter_problems(one, many, kept))
 
     def params(self) -> list[tuple[str, str]]:
         """The query parameters of these filters (defaults left out), in a stable order."""

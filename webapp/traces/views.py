@@ -91,6 +91,18 @@ def _sort_columns(filters: services.ListFilters) -> list[dict]:
     return columns
 
 
+#: Filter parameters without a field of their own in the list's form (their problems go above the list).
+OTHER_FILTER_PARAMS = ("label", "errors", "outcome", "kind", "sort")
+
+
+def _problems_by_field(problems: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """ListFilters.problems as parameter -> its messages joined, for the field that shows them."""
+    joined: dict[str, list[str]] = {}
+    for name, text in problems:
+        joined.setdefault(name, []).append(text)
+    return {name: "; ".join(texts) for name, texts in joined.items()}
+
+
 @login_required
 def trace_list(request: HttpRequest):
     """The trace list: facets, sortable columns and paging, every one a query parameter
@@ -159,6 +171,9 @@ def trace_list(request: HttpRequest):
         },
         "clear_session_query": replace(filters, session="").urlencode(),
         "range_names": ("after", "before", *services.RANGE_PARAMS, "page"),
+        # What could not be applied: beside its field (ranges) or above the list (the others).
+        "problems": _problems_by_field(filters.problems),
+        "other_problems": [text for name, text in filters.problems if name in OTHER_FILTER_PARAMS],
     }
     if not page.paginator.count and not filters.active:  # the empty state offers the sample data
         context.update(can_load_samples=samples.can_load_samples(request.user), load_refused=samples.LOAD_REFUSED)
