@@ -129,3 +129,35 @@ def test_a_comment_on_an_attribution_appears_live_and_the_other_reviewer_votes(a
     finally:
         ada_context.close()
         ben_context.close()
+
+
+def test_the_review_panels_head_fits_its_column_at_1280_by_800(app, browser, storage_state, fixtures, tmp_path):
+    """At 1280×800 the side column is narrow: the head's title, status, live badge and Open/Close
+    stay inside the panel (wrapping if they must), none clipped past its edge."""
+    doc = json.loads((fixtures / "native_small.json").read_text())
+    doc["source_id"], doc["name"] = "review-head-test", "Review head test trace"
+    path = tmp_path / "review_head.json"
+    path.write_text(json.dumps(doc))
+    trace_id = app.import_files(path)[path.name]
+    context = browser.new_context(storage_state=storage_state, viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.goto(f"{app.url}/traces/{trace_id}/")
+        page.wait_for_selector('[data-testid="review-panel"] [data-field="live"][data-state="live"]')
+        for opened in (False, True):
+            if opened:
+                page.click('[data-testid="review-toggle"]')
+                expect(page.get_by_test_id("review-toggle")).to_have_attribute("aria-expanded", "true")
+            outside = page.evaluate(
+                """() => {
+                  const panel = document.querySelector('[data-testid="review-panel"]').getBoundingClientRect();
+                  const head = document.querySelector('[data-testid="review-panel"] .panel-head');
+                  return [...head.children].filter((c) => {
+                    const r = c.getBoundingClientRect();
+                    return r.width > 0 && (r.left < panel.left || r.right > panel.right || r.bottom > panel.bottom);
+                  }).map((c) => c.textContent.trim());
+                }"""
+            )
+            assert outside == [], f"outside the review panel (open: {opened}): {outside}"
+    finally:
+        context.close()
