@@ -172,7 +172,7 @@ def test_the_projects_page_counts_the_traces_its_link_lists_and_the_derived_ones
     assert link and int(link[1]) == team.a.pk and link[2] == "1" and "1 trace</a>" in page
     assert "(+3 branches/episodes)</a>" in page
     listed = ann.get(f"/?project={team.a.pk}").content.decode()
-    assert '<span data-testid="trace-count">1</span>' in listed
+    assert '<span data-testid="trace-count" data-number="1">1</span>' in listed
     derived = re.search(r'<a href="/\?([^"]+)" class="muted" data-testid="project-derived-traces"', page)
     shown = ann.get("/?" + derived[1].replace("&amp;", "&")).content.decode()
-    assert '<span data-testid="trace-count">3</span>' in shown
+    assert '<span data-testid="trace-count" data-number="3">3</span>' in shown

@@ -109,8 +109,18 @@ def test_a_word_of_a_message_finds_its_trace_and_opens_it_at_the_event(app, page
     box.fill("scrolling")
     box.press("Enter")
     page.wait_for_url("**/?q=scrolling")
-    hit = page.locator(f"tr[data-trace-id='{heavy}']").get_by_test_id("search-hit")
+    row = page.locator(f"tr[data-trace-id='{heavy}']")
+    hit = row.get_by_test_id("search-hit")
     assert hit.locator("mark").first.inner_text().lower() == "scrolling"
+    # Its tokens (and counts) read in the browser's number format, as the trace page's do.
+    measured = int(row.locator("[data-col=total_tokens]").get_attribute("data-measured"))
+    grouped = page.evaluate("(n) => new Intl.NumberFormat().format(n)", measured)
+    assert measured >= 1000 and "," in grouped  # Chromium here: en-US
+    assert row.locator("[data-col=total_tokens] [data-tokens=figure]").inner_text() == grouped
+    events = row.locator("[data-col=event_count]")
+    assert events.inner_text() == page.evaluate(
+        "(n) => new Intl.NumberFormat().format(n)", int(events.get_attribute("data-number"))
+    )
     event_id = hit.get_attribute("data-event-id")
     hit.click()
     page.wait_for_url(f"**/traces/{heavy}/?event=*&find=scrolling*")

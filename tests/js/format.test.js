@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { CONTENT_FROM_INPUT_TITLE, contentFromInput, contentLabel, emptyTraceText, formatNumber, formatPercent, formatSeconds, formatValue,
-  tokenFigure, tokensEstimated } from "../../static/js/lib/format.js";
+  localizeNumbers, tokenFigure, tokensEstimated } from "../../static/js/lib/format.js";
 import { eventSignature } from "../../static/js/panels/compare.js";
 
 test("seconds read as ms, s or m:ss", () => {
@@ -13,8 +13,12 @@ test("seconds read as ms, s or m:ss", () => {
 });
 
 test("numbers, shares and values", () => {
-  assert.equal(formatNumber(12345), "12,345");
-  assert.equal(formatNumber(0.123456), "0.123");
+  assert.equal(formatNumber(12345, "en-US"), "12,345");
+  assert.equal(formatNumber(12345, "de-DE"), "12.345"); // the locale's grouping, not a fixed comma
+  assert.equal(formatNumber(1234.56, "fr-FR"), "1\u202f235");
+  assert.equal(formatNumber(0.123456, "en-US"), "0.123");
+  assert.equal(formatNumber(0.123456, "de-DE"), "0,123");
+  assert.equal(formatNumber(12345), new Intl.NumberFormat().format(12345)); // by default the browser's own
   assert.equal(formatNumber(null), "—");
   assert.equal(formatPercent(0.125), "12.5 %");
   assert.equal(formatValue(true), "yes");
@@ -25,12 +29,24 @@ test("a trace's tokens read measured, or as an estimate marked as one (services.
   assert.deepEqual(tokenFigure(744, 0), { text: "744", estimated: false, title: "measured token usage, as the source reported it" });
   const both = tokenFigure(744, 1346);
   assert.equal(both.text, "744");
-  assert.ok(!both.estimated && both.title.includes("~1346 more estimated") && both.title.includes("not counted"));
+  assert.ok(!both.estimated && both.title.includes("~1,346 more estimated") && both.title.includes("not counted"));
   assert.deepEqual(tokenFigure(0, 0).text, "0");
   const guess = tokenFigure(null, 6690);
-  assert.equal(guess.text, "~6690 est.");
+  assert.equal(guess.text, "~6,690 est."); // node's locale here: en-US
   assert.ok(guess.estimated && guess.title.startsWith("estimate:"));
   assert.deepEqual(tokenFigure(undefined, undefined), { text: "–", estimated: false, title: "no token usage reported" });
+});
+
+test("token figures and server-rendered counts read in the same number format", () => {
+  const grouped = (n) => new Intl.NumberFormat().format(n);
+  assert.equal(tokenFigure(1234567, 0).text, grouped(1234567));
+  assert.equal(tokenFigure(null, 66900).text, `~${grouped(66900)} est.`);
+  assert.ok(tokenFigure(12, 45678).title.includes(`~${grouped(45678)} more estimated`));
+  // localizeNumbers rewrites what carries data-number (a minimal DOM: what it reads and writes).
+  const cells = [{ dataset: { number: "250000" }, textContent: "250000" }, { dataset: { number: "" }, textContent: "–" },
+    { dataset: { number: "n/a" }, textContent: "n/a" }];
+  localizeNumbers({ querySelectorAll: (selector) => (selector === "[data-number]" ? cells : []) });
+  assert.deepEqual(cells.map((c) => c.textContent), [grouped(250000), "–", "n/a"]);
 });
 
 test("an event's tokens are an estimate when the importer flagged them", () => {

@@ -109,8 +109,9 @@ test("etaText: the runs list's data-eta strings get the run page's formatter", (
 
 test("stepsText: a run past its budget (its last iteration ran over) shows its steps and the budget, not a fraction", () => {
   assert.equal(stepsText(260, 600, " env steps"), "260 / 600 env steps");
-  assert.equal(stepsText(6480, 600, " env steps"), "6480 env steps (budget 600)");
-  assert.equal(stepsText(6480, 600), "6480 (budget 600)");
+  assert.equal(stepsText(6480, 600, " env steps"), "6,480 env steps (budget 600)");
+  assert.equal(stepsText(6480, 600), "6,480 (budget 600)");
+  assert.equal(stepsText(250_000, 1_000_000), "250,000 / 1,000,000"); // the browser's grouping (en here)
   assert.equal(stepsText(12, 0), "12");
 });
 

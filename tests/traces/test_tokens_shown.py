@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.services]
 ROW = re.compile(r'<tr data-trace-id="(\d+)".*?</tr>', re.S)
 CELL = re.compile(
     r'<td class="([^"]*)" data-col="total_tokens" data-measured="(\d*)" data-estimated="(\d+)" title="([^"]*)">'
-    r"([^<]*)</td>"
+    r'<span data-tokens="figure">([^<]*)</span>'
 )
 HEADER = re.compile(
     r'data-testid="trace-tokens" data-measured="(\d*)" data-estimated="(\d+)"[^>]*>\s*· '

@@ -14,11 +14,27 @@ export function formatSeconds(s) {
   return `${s < 0 ? "-" : ""}${m}:${String(sec).padStart(2, "0")}`;
 }
 
-/** A number with at most 3 significant digits past the integer part ("1,234", "0.123"). */
-export function formatNumber(x) {
+/**
+ * A number with at most 3 significant digits past the integer part, grouped as `locale` groups
+ * thousands (Intl.NumberFormat; the browser's own locale by default): "1,234" (en), "1.234" (de),
+ * "0.123". Every count and token figure of the UI reads through here, so they agree.
+ */
+export function formatNumber(x, locale = undefined) {
   if (typeof x !== "number" || !Number.isFinite(x)) return x === null || x === undefined ? "—" : String(x);
-  if (Number.isInteger(x)) return x.toLocaleString("en-US");
-  return Math.abs(x) >= 100 ? Math.round(x).toLocaleString("en-US") : String(Number(x.toPrecision(3)));
+  if (Number.isInteger(x) || Math.abs(x) >= 100) return Math.round(x).toLocaleString(locale);
+  return Number(x.toPrecision(3)).toLocaleString(locale, { maximumFractionDigits: 20 });
+}
+
+/**
+ * Rewrite the text of every element under `root` carrying `data-number` (a plain number the
+ * server rendered, the attribute holding it) with formatNumber, so that server-rendered counts
+ * read as the page's own ones do.
+ */
+export function localizeNumbers(root) {
+  for (const node of root.querySelectorAll("[data-number]")) {
+    const value = Number(node.dataset.number);
+    if (node.dataset.number !== "" && Number.isFinite(value)) node.textContent = formatNumber(value);
+  }
 }
 
 /** A share in [0, 1] as a percentage ("12.5 %"). */
@@ -47,11 +63,11 @@ export function tokenFigure(measured, estimated) {
   const guess = Number.isFinite(estimated) ? estimated : 0;
   if (Number.isFinite(measured)) {
     let title = "measured token usage, as the source reported it";
-    if (guess) title += `; ~${guess} more estimated from content (characters / 4) for events without usage, not counted`;
-    return { text: String(measured), estimated: false, title };
+    if (guess) title += `; ~${formatNumber(guess)} more estimated from content (characters / 4) for events without usage, not counted`;
+    return { text: formatNumber(measured), estimated: false, title };
   }
   if (guess) {
-    return { text: `~${guess} est.`, estimated: true,
+    return { text: `~${formatNumber(guess)} est.`, estimated: true,
       title: "estimate: the source measured no token usage; characters / 4 of the events' content" };
   }
   return { text: "–", estimated: false, title: "no token usage reported" };

@@ -4,6 +4,8 @@
  * band of a seed group. Unit-tested with `node --test` (tests/js/runs_model.test.js).
  */
 
+import { formatNumber } from "../lib/format.js";
+
 /** The charts of the training section: metric key, title, series drawn, and a fixed y range (`[min, max]`, a rate's). */
 export const TRAINING_CHARTS = Object.freeze([
   { key: "reward", title: "Reward", series: ["reward"] },
@@ -152,11 +154,14 @@ export function curveOf(iterations, key) {
  * A run's env steps against its budget, `unit` after the steps: "260 / 600 env steps"; past the
  * budget "1459 env steps (budget 600)" (the recipe checks the budget between iterations, so its last
  * iteration, credit re-rollouts and all, runs past it); "260 env steps" without one (budget 0).
- * The run page and the runs list (templates/runs/) say the same.
+ * Numbers grouped as the browser's locale groups thousands (lib/format.js formatNumber). The run
+ * page and the runs list (templates/runs/, which the pages rewrite with this on load) say the same.
  */
 export function stepsText(envSteps, budgetSteps, unit = "") {
-  if (!(budgetSteps > 0)) return `${envSteps}${unit}`;
-  return envSteps > budgetSteps ? `${envSteps}${unit} (budget ${budgetSteps})` : `${envSteps} / ${budgetSteps}${unit}`;
+  const steps = formatNumber(envSteps);
+  if (!(budgetSteps > 0)) return `${steps}${unit}`;
+  const budget = formatNumber(budgetSteps);
+  return envSteps > budgetSteps ? `${steps}${unit} (budget ${budget})` : `${steps} / ${budget}${unit}`;
 }
 
 /** Seconds as "1 h 02 min", "3 min 05 s", "42 s"; "–" when unknown. */

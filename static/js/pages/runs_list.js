@@ -1,5 +1,5 @@
 /**
- * The runs list: formats each run's ETA as the run page does (runs_model.etaText), enables Compare
+ * The runs list: formats each run's ETA and steps as the run page does (runs_model), enables Compare
  * when 2–4 runs or seed groups are selected, and is live: runs created after the page loaded
  * arrive over `/ws/projects/<id>/runs/` (one socket per project of the user, from the newest run
  * id the page was rendered with; webapp/training/consumers.py RunListConsumer) and appear at the
@@ -21,6 +21,10 @@ const ACTIVE = new Set(["queued", "running", "cancelling"]);
 const MAX_LIVE_ROWS = 20;
 
 for (const cell of document.querySelectorAll("[data-eta]")) cell.textContent = etaText(cell.dataset.eta);
+// The steps as the server rendered them, grouped as the browser's locale groups thousands.
+for (const steps of document.querySelectorAll("[data-col=steps][data-env-steps]")) {
+  steps.textContent = stepsText(Number(steps.dataset.envSteps), Number(steps.dataset.budgetSteps));
+}
 
 const form = document.querySelector('[data-testid="run-compare-form"]');
 if (form) {

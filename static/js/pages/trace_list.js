@@ -2,12 +2,13 @@
  * Trace list page: pick two traces to compare side by side, `/` focuses the search box, and the
  * list is live: rows of the project's traces pushed over `/ws/projects/<id>/traces/` update their
  * counts, new traces that pass the filters appear at the top (page 1, newest first; elsewhere a
- * notice offers them), and a live badge clears once its trace has had no events for 30 s.
+ * notice offers them), and a live badge clears once its trace has had no events for 30 s. Counts
+ * and tokens read in the browser's number format (lib/format.js formatNumber), the server's too.
  */
 
 import { el } from "../lib/dom.js";
 import { LiveConnection, websocketUrl } from "../lib/live_connection.js";
-import { tokenFigure } from "../lib/format.js";
+import { formatNumber, localizeNumbers, tokenFigure } from "../lib/format.js";
 import { formatDuration, formatReward, ListRows, matchesFilters, truncate } from "../lib/trace_list_live.js";
 
 const PAGE_SIZE = 50;
@@ -52,6 +53,15 @@ let added = 0;
 let waiting = 0; // new matching traces not shown (another page or sort)
 let applied = 0;
 
+// Counts and tokens as the server rendered them, grouped as the browser's locale groups thousands.
+localizeNumbers(document);
+for (const figure of document.querySelectorAll("[data-col=total_tokens] [data-tokens=figure]")) {
+  const cell = figure.parentElement;
+  const tokens = tokenFigure(cell.dataset.measured === "" ? null : Number(cell.dataset.measured), Number(cell.dataset.estimated));
+  figure.textContent = tokens.text;
+  cell.title = tokens.title;
+}
+
 for (const tr of document.querySelectorAll("tr[data-trace-id]")) rows.know(tr.dataset.traceId, tr.dataset.seq);
 for (const badge of document.querySelectorAll("[data-testid=row-live]")) {
   deadlines.set(badge, Date.now() + Number(badge.dataset.liveForS || 0) * 1000);
@@ -76,11 +86,25 @@ function setText(tr, column, text) {
   for (const node of tr.querySelectorAll(`[data-col=${column}]`)) node.textContent = text;
 }
 
-/** The tokens cell as `_trace_row.html` renders it: measured, or an estimate marked as one. */
+/** A count cell: its figure grouped as the browser's locale groups thousands, its value in `data-number`. */
+function setCount(tr, column, n) {
+  for (const node of tr.querySelectorAll(`[data-col=${column}]`)) {
+    node.dataset.number = String(n);
+    node.textContent = formatNumber(n);
+  }
+}
+
+/** The tokens cell as `_trace_row.html` renders it: measured, or an estimate marked as one (its cost kept). */
 function setTokens(tr, row) {
   const figure = tokenFigure(row.total_tokens, row.estimated_tokens);
   for (const td of tr.querySelectorAll("[data-col=total_tokens]")) {
-    td.textContent = figure.text;
+    let text = td.querySelector("[data-tokens=figure]");
+    if (!text) {
+      text = el("span");
+      text.dataset.tokens = "figure";
+      td.prepend(text);
+    }
+    text.textContent = figure.text;
     td.title = figure.title;
     td.classList.toggle("estimate", figure.estimated);
     td.dataset.measured = Number.isFinite(row.total_tokens) ? String(row.total_tokens) : "";
@@ -92,8 +116,8 @@ function fill(tr, row) {
   tr.dataset.seq = row.seq;
   setText(tr, "name", truncate(row.name, 90));
   setText(tr, "system", row.system);
-  setText(tr, "agent_count", row.agent_count);
-  setText(tr, "event_count", row.event_count);
+  setCount(tr, "agent_count", row.agent_count);
+  setCount(tr, "event_count", row.event_count);
   setTokens(tr, row);
   setText(tr, "duration_s", formatDuration(row));
   setText(tr, "reward", formatReward(row.reward));
@@ -173,8 +197,9 @@ function apply(row) {
   while (tbody.rows.length > PAGE_SIZE) tbody.lastElementChild.remove();
   const count = document.querySelector("[data-testid=trace-count]");
   if (count) {
-    const n = Number(count.textContent) + 1;
-    count.textContent = String(n);
+    const n = Number(count.dataset.number) + 1;
+    count.dataset.number = String(n);
+    count.textContent = formatNumber(n);
     document.querySelector("[data-trace-count-noun]").textContent = n === 1 ? "trace" : "traces";
   }
 }

@@ -5,7 +5,7 @@
  */
 
 import { el } from "../lib/dom.js";
-import { costFigure, tokenFigure } from "../lib/format.js";
+import { costFigure, formatNumber, tokenFigure } from "../lib/format.js";
 import { traceFacts } from "../lib/transcript_data.js";
 
 const MISTAKE_KEYS = new Set(["mistake_agent", "mistake_step", "mistake_reason"]);
@@ -128,7 +128,7 @@ export function renderTokens(root, trace) {
   main.title = figure.title;
   const parts = ["· ", main];
   if (measured !== null && estimated) {
-    const apart = el("span", `(~${estimated} est. apart)`, "estimate muted");
+    const apart = el("span", `(~${formatNumber(estimated)} est. apart)`, "estimate muted");
     apart.dataset.tokens = "estimate";
     apart.title = "estimated from content (characters / 4) for the events without measured usage; not in the measured figure";
     parts.push(" ", apart);

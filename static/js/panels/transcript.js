@@ -27,7 +27,7 @@ import { estimateRowHeight, contentText, FOLD_LINES, mistakeEventId, nextHit, no
   pairToolCalls, queryPattern, searchRows, snippet, wordsPattern } from "../lib/transcript_data.js";
 import { el } from "../lib/dom.js";
 import { commentsText } from "../model/comment_marks.js";
-import { formatSeconds, tokensEstimated } from "../lib/format.js";
+import { formatNumber, formatSeconds, tokensEstimated } from "../lib/format.js";
 import { renderMarkdownInto } from "../lib/markdown.js";
 import { inputBadge } from "./inspector.js";
 import { RowHeights } from "../lib/windowing.js";
@@ -167,8 +167,8 @@ export class Transcript {
       if (!this.indexOf.has(id) || node._ev !== model.events.get(id) || node._pairs !== this._pairKey(id)) this._dropRow(id);
     }
     this.countNode.textContent = this.ids.length === model.eventCount
-      ? `${this.ids.length} events`
-      : `${this.ids.length} of ${model.eventCount} events (filtered)`;
+      ? `${formatNumber(this.ids.length)} events`
+      : `${formatNumber(this.ids.length)} of ${formatNumber(model.eventCount)} events (filtered)`;
     const mistake = mistakeEventId(model.labels);
     this.mistakeButton.hidden = mistake === null;
     if (mistake !== null) {
@@ -701,11 +701,11 @@ export class Transcript {
     if (badge) head.append(badge);
     if (Number.isFinite(ev.tokens) && ev.tokens > 0) {
       if (tokensEstimated(ev)) {
-        const tok = el("span", `~${ev.tokens} tok est.`, "tx-tokens estimate");
+        const tok = el("span", `~${formatNumber(ev.tokens)} tok est.`, "tx-tokens estimate");
         tok.title = "estimated from content (characters / 4): the source reported no usage here";
         head.append(tok);
       } else {
-        head.append(el("span", `${ev.tokens} tok`, "tx-tokens"));
+        head.append(el("span", `${formatNumber(ev.tokens)} tok`, "tx-tokens"));
       }
     }
     if (mistake) {
