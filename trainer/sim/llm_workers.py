@@ -14,12 +14,15 @@ wrong upstream answer makes every downstream one wrong, as SwarmSim's error prop
 by arithmetic rather than by rule. An attempt whose inputs were not delegated before it (SwarmSim's
 missing input) is wrong without a request.
 
-Roles are prompts: a `solver` gets a short instruction, an `expert` also a worked example (its
-skill is its prompt, not a number). The answer is constrained to `<sum> = <number>` (a regular
-expression; vLLM's structured outputs), the form the model writes on its own. Each request's
-seed is the episode's counter-based draw of key `solve/<i>/<attempt>` (`trainer.sim.rng`), so a
-re-played episode asks the same requests with the same seeds; `Worker` caches answers by (prompt,
-seed), so a re-rollout's replayed prefix costs no request and answers exactly as it did.
+Roles are ways of asking: a `solver` answers once; an `expert` gets a worked example in its prompt
+and answers by self-consistency (Wang et al. 2023, arXiv 2203.11171): the most common number of
+EXPERT_SAMPLES sampled answers (one request with n = EXPERT_SAMPLES; ties to the first drawn), so
+its skill is the model's, bought with EXPERT_SAMPLES times the completion tokens. The answer is
+constrained to `<sum> = <number>` (a regular expression; vLLM's structured outputs), the form the
+model writes on its own. Each request's seed is the episode's counter-based draw of key
+`solve/<i>/<attempt>` (`trainer.sim.rng`), so a re-played episode asks the same requests with the
+same seeds; `Worker` caches answers by (prompt, seed, n), so a re-rollout's replayed prefix costs no
+request and answers exactly as it did.
 
 What stays SwarmSim's: the verifier's catch (a draw with probability `catch`, as in SwarmSim) and
 the aggregate's p_agg draw. What does not hold here: `Episode.p_success` (SwarmSim's closed form of
@@ -42,6 +45,8 @@ TWO_DIGITS = 0.5
 #: Sampling of a worker's answer: temperature and the most tokens a `<sum> = <number>` answer takes.
 WORKER_TEMPERATURE = 0.7
 WORKER_MAX_TOKENS = 24
+#: Answers an expert samples and takes the majority of (self-consistency).
+EXPERT_SAMPLES = 5
 #: The system prompt of each solving role (an expert's includes a worked example).
 ROLE_PROMPTS = {
     "solver": "You are a worker in a team. Compute the sum you are given.",
@@ -50,8 +55,8 @@ ROLE_PROMPTS = {
     ),
 }
 
-#: Asks a model: (chat messages, the answer's regular expression, seed) -> the answer's text.
-Ask = Callable[[list[dict[str, str]], str, int], str]
+#: Asks a model: (chat messages, the answer's regular expression, seed, n) -> the n answers' texts.
+Ask = Callable[[list[dict[str, str]], str, int, int], list[str]]
 
 
 class Worker:
@@ -60,16 +65,16 @@ class Worker:
 
     def __init__(self, ask: Ask):
         self.ask = ask
-        self._answers: dict[tuple[str, int], str] = {}
+        self._answers: dict[tuple[str, int, int], list[str]] = {}
         self._lock = threading.Lock()
         self.requests = 0
 
-    def __call__(self, messages: list[dict[str, str]], regex: str, seed: int) -> str:
-        key = (repr(messages), seed)
+    def __call__(self, messages: list[dict[str, str]], regex: str, seed: int, n: int = 1) -> list[str]:
+        key = (repr(messages), seed, n)
         with self._lock:
             if key in self._answers:
                 return self._answers[key]
-        answer = self.ask(messages, regex, seed)
+        answer = self.ask(messages, regex, seed, n)
         with self._lock:
             self._answers[key] = answer
             self.requests += 1
@@ -77,17 +82,18 @@ class Worker:
 
 
 def chat_worker(client) -> Worker:
-    """A `Worker` on an OpenAI-compatible `client` (trainer.rollout.chat.ChatClient): one answer
-    per request at WORKER_TEMPERATURE, at most WORKER_MAX_TOKENS tokens, constrained on vLLM."""
+    """A `Worker` on an OpenAI-compatible `client` (trainer.rollout.chat.ChatClient): n answers
+    per request at WORKER_TEMPERATURE, at most WORKER_MAX_TOKENS tokens each, constrained on vLLM."""
 
-    def ask(messages: list[dict[str, str]], regex: str, seed: int) -> str:
+    def ask(messages: list[dict[str, str]], regex: str, seed: int, n: int) -> list[str]:
         return client.chat(
             messages,
+            n=n,
             seed=seed,
             temperature=WORKER_TEMPERATURE,
             max_tokens=WORKER_MAX_TOKENS,
             structured={"regex": regex},
-        )[0]
+        )
 
     return Worker(ask)
 
@@ -130,7 +136,7 @@ class LLMWorkerEnv(SwarmEnv):
         seed: int = 0,
         outcomes: Mapping[str, bool] | None = None,
         *,
-        worker: Callable[[list[dict[str, str]], str, int], str],
+        worker: Callable[[list[dict[str, str]], str, int, int], list[str]],
     ):
         if outcomes:
             raise ValueError("LLMWorkerEnv draws no solve outcomes to force: its workers answer")
@@ -160,8 +166,13 @@ class LLMWorkerEnv(SwarmEnv):
             {"role": "user", "content": f"What is {expression}?"},
         ]
         seed = int(uniform(self.seed, f"solve/{i}/{attempt}") * 2**31)
-        answer = self.worker(messages, re.escape(expression) + r" = [0-9]{1,4}", seed)
-        self.answers[i] = value = parse_answer(answer)
+        n = EXPERT_SAMPLES if role == "expert" else 1
+        answers = self.worker(messages, re.escape(expression) + r" = [0-9]{1,4}", seed, n)
+        values = [parse_answer(a) for a in answers]
+        self.answers[i] = value = max(values, key=values.count)  # the first of the most common
+        answer = answers[values.index(value)]
+        if n > 1:
+            answer += f" (the most common of {n} answers: {', '.join(str(v) for v in values)})"
         return value == self.truth[i], f"What is {expression}?", answer
 
     def episode(self) -> Episode:

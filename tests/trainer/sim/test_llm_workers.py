@@ -14,6 +14,7 @@ from trainer.rollout.chat import ChatClient
 from trainer.sim import actions as act
 from trainer.sim.env import SimConfig, replay_trace
 from trainer.sim.llm_workers import (
+    EXPERT_SAMPLES,
     LLMWorkerEnv,
     Worker,
     chat_worker,
@@ -31,29 +32,30 @@ def terms(messages) -> list[int]:
     return [int(n) for n in re.findall(r"\d+", messages[-1]["content"])]
 
 
-def calculator(messages, regex, seed):
+def calculator(messages, regex, seed, n):
     """The model's stand-in that always adds right, in the form the regex asks."""
-    assert re.fullmatch(regex, f"{' + '.join(map(str, terms(messages)))} = {sum(terms(messages))}")
-    return f"{' + '.join(map(str, terms(messages)))} = {sum(terms(messages))}"
+    answer = f"{' + '.join(map(str, terms(messages)))} = {sum(terms(messages))}"
+    assert re.fullmatch(regex, answer)
+    return [answer] * n
 
 
 def off_by_one_on(wrong: set[int]):
     """A stand-in that answers one too many on the sums that start with one of `wrong`'s values."""
 
-    def ask(messages, regex, seed):
+    def ask(messages, regex, seed, n):
         numbers = terms(messages)
-        return f"{' + '.join(map(str, numbers))} = {sum(numbers) + (numbers[0] in wrong)}"
+        return [f"{' + '.join(map(str, numbers))} = {sum(numbers) + (numbers[0] in wrong)}"] * n
 
     return ask
 
 
-def play(task, worker, seed=0, order=None, verifier=False):
+def play(task, worker, seed=0, order=None, verifier=False, role="solver"):
     env = LLMWorkerEnv(task, SimConfig(aggregate_base=1.0), seed, worker=worker)
-    env.step(act.spawn("expert"))
+    env.step(act.spawn(role))
     if verifier:
         env.step(act.spawn("verifier"))
     for i in order or range(len(task.subtasks)):
-        env.step(act.delegate(i, "expert_1"))
+        env.step(act.delegate(i, f"{role}_1"))
     env.step(act.aggregate())
     env.step(act.stop())
     return env
@@ -99,9 +101,9 @@ def test_a_missing_input_is_wrong_without_a_request():
 def test_a_replayed_episode_answers_from_the_cache_and_its_trace_is_the_same():
     seen = []
 
-    def ask(messages, regex, seed):
+    def ask(messages, regex, seed, n):
         seen.append(seed)
-        return calculator(messages, regex, seed)
+        return calculator(messages, regex, seed, n)
 
     worker = Worker(ask)
     first = play(DIAMOND, worker, seed=5).episode().trace
@@ -114,6 +116,26 @@ def test_a_replayed_episode_answers_from_the_cache_and_its_trace_is_the_same():
 def test_forced_outcomes_are_refused():
     with pytest.raises(ValueError, match="no solve outcomes to force"):
         LLMWorkerEnv(DIAMOND, outcomes={"solve/0/0": True}, worker=Worker(calculator))
+
+
+def test_an_expert_answers_with_the_most_common_of_its_samples():
+    def noisy(messages, regex, seed, n):
+        numbers = terms(messages)
+        right, wrong = sum(numbers), sum(numbers) + 1
+        prefix = " + ".join(map(str, numbers))
+        return [f"{prefix} = {v}" for v in ([wrong, right, right, wrong, right] if n > 1 else [wrong])]
+
+    single = play(DIAMOND, Worker(noisy), role="solver")
+    assert single.answers[0] == true_values(DIAMOND)[0] + 1
+    expert = play(DIAMOND, Worker(noisy), role="expert")
+    assert expert.answers == dict(enumerate(true_values(DIAMOND)))
+    a0, b0 = operands(DIAMOND, 0)
+    [first] = [e for e in expert.episode().trace.events if e.id == "result:0:0"]
+    v = a0 + b0
+    assert (
+        first.content
+        == f"{a0} + {b0} = {v} (the most common of {EXPERT_SAMPLES} answers: {v + 1}, {v}, {v}, {v + 1}, {v})"
+    )
 
 
 @pytest.mark.parametrize(
