@@ -161,3 +161,51 @@ def test_the_review_panels_head_fits_its_column_at_1280_by_800(app, browser, sto
             assert outside == [], f"outside the review panel (open: {opened}): {outside}"
     finally:
         context.close()
+
+
+def test_typing_at_in_a_comment_offers_the_projects_members_by_keyboard(app, browser, fixtures, tmp_path):
+    """@ in the comment box lists the project's members (GET /api/review/projects/<id>/members/);
+    typing narrows the list, ↓/↑ move, Enter puts the mention in, Escape closes only the list."""
+    doc = json.loads((fixtures / "native_small.json").read_text())
+    doc["source_id"], doc["name"] = "review-mention-test", "Review mention test trace"
+    path = tmp_path / "review_mention.json"
+    path.write_text(json.dumps(doc))
+    trace_id = app.import_files(path)[path.name]
+    result = manage("shell", "-c", SETUP % trace_id, env=app.env)  # ada and ben, reviewers of its project
+    assert result.returncode == 0, result.stderr
+    context, page, errors = login(browser, app.url, "ada")
+    try:
+        page.goto(f"{app.url}/traces/{trace_id}/")
+        page.wait_for_selector('[data-testid="review-panel"] [data-field="live"][data-state="live"]')
+        page.click('[data-testid="review-toggle"]')
+        box = page.locator('[data-testid="review-form"] textarea')
+        options = page.get_by_test_id("mention-list").get_by_role("option")
+        box.click()
+        box.press_sequentially("Have a look, @")
+        expect(page.get_by_test_id("mention-list")).to_be_visible()
+        names = options.locator("strong").all_inner_texts()
+        assert "@ada" in names and "@ben" in names and names == sorted(names)
+        expect(options.first).to_have_attribute("aria-selected", "true")
+        box.press("ArrowDown")
+        expect(options.nth(1)).to_have_attribute("aria-selected", "true")
+        assert box.get_attribute("aria-activedescendant") == options.nth(1).get_attribute("id")
+        box.press("ArrowUp")
+        expect(options.first).to_have_attribute("aria-selected", "true")
+        box.press_sequentially("b")
+        expect(options).to_have_count(1)
+        assert options.first.locator("strong").inner_text() == "@ben"
+        box.press("Enter")  # picks: no new line, no submit
+        expect(page.get_by_test_id("mention-list")).to_be_hidden()
+        assert box.input_value() == "Have a look, @ben "
+        box.press_sequentially("and @")
+        expect(page.get_by_test_id("mention-list")).to_be_visible()
+        box.press("Escape")
+        expect(page.get_by_test_id("mention-list")).to_be_hidden()
+        assert box.input_value() == "Have a look, @ben and @"
+        box.press("Backspace")
+        page.click('[data-testid="review-submit"]')
+        posted = page.locator('[data-testid="review-comments"] li .review-body').last
+        expect(posted).to_have_text("Have a look, @ben and")
+        assert errors == []
+    finally:
+        context.close()

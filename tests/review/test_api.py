@@ -229,3 +229,31 @@ def test_project_review_page_shows_kappa_and_activity(team, client, fixtures):
     assert "labelled the mistake" in page and f"/traces/{second.pk}/" in page
     client.force_login(team.users["zed"])
     assert client.get(f"/projects/{team.a.pk}/review/").status_code == 404
+
+
+def test_members_for_mention_completion_are_the_projects_own(team):
+    team.users["bob"].first_name, team.users["bob"].last_name = "Bob", "Builder"
+    team.users["bob"].save()
+    team.users["vic"].is_active = False  # a deactivated member is never notified: not offered
+    team.users["vic"].save()
+    url = f"/api/review/projects/{team.a.pk}/members/"
+    response = team.client("vic").get(url)  # reading needs membership, the viewer role is enough ...
+    assert response.status_code == 401  # ... but vic is deactivated now: his token no longer works
+    doc = team.client("rev").get(url).json()
+    assert doc == {
+        "project": team.a.pk,
+        "members": [
+            {"username": "ann", "name": ""},
+            {"username": "bob", "name": "Bob Builder"},
+            {"username": "rev", "name": ""},
+        ],
+    }
+    # Every member offered is one a comment can mention: the names round-trip through the parser.
+    body = " ".join(f"@{m['username']}" for m in doc["members"])
+    posted = comment(team.client("rev"), body, kind="trace", id=team.trace_a.pk).json()
+    assert sorted(posted["mentions"]) == ["ann", "bob", "rev"]
+    # Another project's members are not listed to an outsider (404, as for any foreign object).
+    assert team.client("zed").get(url).status_code == 404
+    assert [
+        m["username"] for m in team.client("zed").get(f"/api/review/projects/{team.b.pk}/members/").json()["members"]
+    ] == ["zed"]

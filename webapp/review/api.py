@@ -222,6 +222,16 @@ def project_activity(request: HttpRequest, project_id: int):
 
 @api_view("GET")
 @reviewing
+def project_members(request: HttpRequest, project_id: int):
+    """The project's members a comment can @mention (user name and full name, by user name), for
+    the comment box's completion."""
+    if project_id not in request.project_ids:
+        return json_error(404, "no such project")
+    return JsonResponse({"project": project_id, "members": services.list_mention_members(project_id)})
+
+
+@api_view("GET")
+@reviewing
 def project_agreement(request: HttpRequest, project_id: int):
     """Cohen's kappa between reviewer pairs on the project's mistake labels (agent and step)."""
     if project_id not in request.project_ids:

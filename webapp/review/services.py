@@ -126,6 +126,23 @@ def parse_mentions(body: str) -> list[str]:
     return list(seen)
 
 
+#: At most this many members are listed for @mention completion (a project's members, by name).
+MAX_MENTION_MEMBERS = 500
+
+
+def list_mention_members(project_id: int) -> list[dict[str, str]]:
+    """The members of project `project_id` a comment can @mention, by user name: `[{"username",
+    "name"}]` (`name` the full name, "" when none), at most MAX_MENTION_MEMBERS; active users only
+    (a deactivated one is never notified)."""
+    users = (
+        get_user_model()
+        .objects.filter(memberships__project_id=project_id, is_active=True)
+        .order_by("username")
+        .distinct()[:MAX_MENTION_MEMBERS]
+    )
+    return [{"username": u.username, "name": u.get_full_name()} for u in users]
+
+
 def _mentioned_members(project_id: int, body: str) -> list:
     names = parse_mentions(body)
     if not names:

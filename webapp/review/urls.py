@@ -21,4 +21,5 @@ urlpatterns = [
     ),
     path("api/review/projects/<int:project_id>/activity/", api.project_activity, name="api-review-activity"),
     path("api/review/projects/<int:project_id>/agreement/", api.project_agreement, name="api-review-agreement"),
+    path("api/review/projects/<int:project_id>/members/", api.project_members, name="api-review-members"),
 ]

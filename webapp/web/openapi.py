@@ -1103,6 +1103,34 @@ PATHS: dict[str, Any] = {
             },
         },
     },
+    "/api/review/projects/{project_id}/members/": {
+        "get": {
+            "summary": "The project's members a comment can @mention (user name, full name), by user name",
+            "operationId": "listMentionMembers",
+            "parameters": [_path_id("project_id")],
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "required": ["project", "members"],
+                        "properties": {
+                            "project": {"type": "integer"},
+                            "members": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "required": ["username", "name"],
+                                    "properties": {"username": {"type": "string"}, "name": {"type": "string"}},
+                                },
+                            },
+                        },
+                    },
+                    "the members, by user name",
+                ),
+                **_errors(401, 404),
+            },
+        },
+    },
     "/api/traces/{trace_id}/counterfactuals/": {
         "post": {
             "summary": "Request a counterfactual job: n paired re-rollouts under an intervention; reviewers",

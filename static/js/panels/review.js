@@ -14,7 +14,8 @@
  * Markers: every change of the comments dispatches `swarmscope:comments` on document (detail
  * {events: Map event id -> count}), which the trace page draws on transcript rows, lanes and the
  * inspector; `swarmscope:discuss` (detail {event}) opens the panel on that event's thread. The
- * header's bell is live on its own socket (lib/notification_bell.js).
+ * header's bell is live on its own socket (lib/notification_bell.js). Typing @ in the comment box
+ * offers the project's members (panels/mention_picker.js).
  * Comment HTML comes from the server rendered and sanitised (Markdown → nh3); everything else is
  * set as text.
  */
@@ -22,6 +23,7 @@
 import { csrfToken, el } from "../lib/dom.js";
 import { LiveConnection, NO_ACCESS_CODES, websocketUrl } from "../lib/live_connection.js";
 import { eventCommentCounts } from "../model/comment_marks.js";
+import { MentionPicker } from "./mention_picker.js";
 
 /** The key of a review target: "trace", "event:<id>" or "attribution:<id>". */
 export function targetKey(target) {
@@ -119,6 +121,9 @@ class ReviewPanel {
     this.field("target").addEventListener("change", (e) => quietly(this.show(e.target.value)));
     this.field("form").addEventListener("submit", (e) => { e.preventDefault(); quietly(this.submit()); });
     this.field("cancel-reply").addEventListener("click", () => this.setReply(null));
+    new MentionPicker(this.field("form").querySelector("textarea"), {
+      loadMembers: async () => (await this.request("GET", `/api/review/projects/${this.projectId}/members/`)).members,
+    });
     this.field("status").addEventListener("change", (e) =>
       quietly(this.request("PUT", `/api/review/traces/${this.traceId}/status/`, { status: e.target.value })));
     this.field("mistake-save").addEventListener("click", () => quietly(this.saveMistake()));
