@@ -405,6 +405,13 @@ def test_a_trace_from_spans_offers_their_waterfall_beside_the_agent_graph(app, w
     expect(page.get_by_test_id("span-waterfall")).to_be_visible()
     page.go_forward()
     expect(page.get_by_test_id("agent-graph-canvas")).to_be_visible()
+    # What the address asks for and cannot be shown is named, not silently dropped.
+    page.goto(f"{app.url}/traces/{trace_id}/?graph=sankey&t=9,3")
+    expect(page.get_by_test_id("notice")).to_have_text(
+        'The address asks for what cannot be shown: t="9,3" is not a window x0,x1 of two numbers, x0 < x1; '
+        'graph="sankey" is not a view, agents or spans.'
+    )
+    expect(page.get_by_test_id("agent-graph-canvas")).to_be_visible()
 
 
 def luminance(page, expression: str) -> float:

@@ -35,7 +35,7 @@ test("the address carries event, window, axis and panels, keeps other parameters
   assert.equal(params.get("panels"), "filters");
   assert.deepEqual(decodeView(search), {
     event: "ev:3", agent: null, window: [1.2346, 250], mode: "time", panels: { filters: true, side: false, full: false },
-    graph: "agents",
+    graph: "agents", problems: [],
   });
   const agentOnly = decodeView(encodeView("", { agent: "Explore:a2", layout: { filters: false, side: false, full: true } }));
   assert.equal(agentOnly.agent, "Explore:a2");
@@ -55,10 +55,20 @@ test("the graph panel's span waterfall is in the address; the agent graph, the d
   assert.equal(decodeView("?graph=sankey").graph, "agents"); // an unknown view is the default, not guessed
 });
 
-test("a malformed window or axis in the address is ignored, not guessed", () => {
-  for (const t of ["5", "a,b", "9,3", "1,2,3", "1,Infinity"]) assert.equal(decodeView(`?t=${t}`).window, null, t);
+test("a malformed window or axis in the address is not applied, not guessed, and named", () => {
+  for (const t of ["5", "a,b", "9,3", "1,2,3", "1,Infinity", ""]) {
+    const view = decodeView(`?t=${t}`);
+    assert.equal(view.window, null, t);
+    assert.deepEqual(view.problems, [`t=${JSON.stringify(t)} is not a window x0,x1 of two numbers, x0 < x1`], t);
+  }
   assert.equal(decodeView("?x=log").mode, null);
+  assert.deepEqual(decodeView("?x=log&graph=sankey&panels=side,sidebar").problems, [
+    'x="log" is not an axis, time or step',
+    'graph="sankey" is not a view, agents or spans',
+    'panels="side,sidebar" is not a list of panels (filters, side, full or none)',
+  ]);
   assert.equal(decodeView("").panels, null);
+  assert.deepEqual(decodeView("?t=0,5&x=step&graph=spans&panels=none&event=e1&job=3").problems, []);
 });
 
 test("a critical path holding nearly every event is not highlighted and says why", () => {

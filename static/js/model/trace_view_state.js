@@ -74,27 +74,36 @@ export function encodeView(search, { event = null, agent = null, window: win = n
 }
 
 /**
- * The view an address asks for: {event, agent, window, mode, panels, graph}; each null when absent
- * or malformed (a window needs two finite numbers, x0 < x1; panels are a subset of the address
- * panels, given as {name: open}), except `graph`, which is "agents" unless the address says spans.
+ * The view an address asks for: {event, agent, window, mode, panels, graph, problems}; each null
+ * when absent or malformed (a window needs two finite numbers, x0 < x1; panels are a subset of the
+ * address panels, given as {name: open}), except `graph`, which is "agents" unless the address
+ * says spans. `problems` names each malformed parameter, its value and what it should be (the page
+ * says so instead of ignoring it silently).
  */
 export function decodeView(search) {
   const params = new URLSearchParams(search);
   const view = {
     event: params.get("event"), agent: params.get("agent"), window: null, mode: null, panels: null,
-    graph: params.get("graph") === "spans" ? "spans" : "agents",
+    graph: params.get("graph") === "spans" ? "spans" : "agents", problems: [],
   };
+  const bad = (name, expected) => view.problems.push(`${name}=${JSON.stringify(params.get(name))} is not ${expected}`);
   const t = params.get("t");
-  if (t) {
+  if (t !== null) {
     const [a, b] = t.split(",").map(Number);
     if (t.split(",").length === 2 && Number.isFinite(a) && Number.isFinite(b) && b > a) view.window = [a, b];
+    else bad("t", "a window x0,x1 of two numbers, x0 < x1");
   }
   const x = params.get("x");
   if (x === "time" || x === "step") view.mode = x;
+  else if (x !== null) bad("x", "an axis, time or step");
+  const graph = params.get("graph");
+  if (graph !== null && graph !== "spans" && graph !== "agents") bad("graph", "a view, agents or spans");
   const panels = params.get("panels");
   if (panels !== null) {
     const open = new Set(panels.split(",").map((p) => p.trim()));
     view.panels = Object.fromEntries(ADDRESS_PANELS.map((p) => [p, open.has(p)]));
+    const unknown = [...open].filter((p) => p !== "none" && !ADDRESS_PANELS.includes(p));
+    if (unknown.length) bad("panels", `a list of panels (${ADDRESS_PANELS.join(", ")} or none)`);
   }
   return view;
 }

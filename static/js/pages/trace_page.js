@@ -454,6 +454,7 @@ class TracePage {
 
   async openView(params) {
     const view = decodeView(params);
+    if (view.problems.length) this.showNotice(`The address asks for what cannot be shown: ${view.problems.join("; ")}.`);
     if (view.graph === "spans") this.showGraphView("spans");
     if (view.mode && !this.server) {
       this.timeline.setMode(view.mode);
