@@ -302,7 +302,8 @@ def test_a_sample_episode_page_links_to_its_run_and_iteration(client, member, pr
     client.force_login(member)
     page = client.get(f"/traces/{sim_trace.pk}/").content.decode()
     assert 'data-testid="origin-banner"' in page and "Sample episode of training run" in page
-    assert f'href="/runs/{run.pk}/"' in page and "iteration 3" in page
+    # stored 0-based, shown from 1 as on the run page
+    assert f'href="/runs/{run.pk}/"' in page and "iteration 4" in page
 
 
 def test_the_what_if_help_page_renders_the_readmes_markdown(client):

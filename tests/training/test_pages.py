@@ -64,6 +64,9 @@ def test_form_errors_are_shown_next_to_their_field_and_start_nothing(browser_cli
     assert not Run.objects.exists()
 
 
+# One real iteration of the recipe's defaults (16 episodes, the held-out report) trained inline:
+# ~50 s on a quiet 2-core machine, over the default 300 s beside a loaded test run.
+@pytest.mark.timeout(900)
 def test_a_valid_form_starts_the_run(browser_client, settings, tmp_path, monkeypatch):
     from webapp.config.celery import app
 

@@ -322,14 +322,11 @@ def test_requests_of_one_turn_run_concurrently_with_results_in_sample_order(fake
 
     fake.answer = slow
     trace, intervention, seeds = make_trace(), Intervention("resample", ("h2",)), np.arange(8)
-    started = time.monotonic()
     sequential = OpenAIRollout(trace, client(fake, max_in_flight=1)).paired(intervention, seeds, traces=True)
-    alone = time.monotonic() - started
     assert most[0] == 1
     fake.requests.clear()
-    started = time.monotonic()
     concurrent = OpenAIRollout(trace, client(fake, max_in_flight=4)).paired(intervention, seeds, traces=True)
-    assert 1 < most[0] <= 4 and time.monotonic() - started < alone
+    assert 1 < most[0] <= 4  # several in flight at once, never more than the client's bound
     assert [b.events[-1].content for b in concurrent.branches] == [b.events[-1].content for b in sequential.branches]
     assert [b.events[-1].content for b in concurrent.branches] == [f"FINAL ANSWER: {turn_seed(s, 1)}" for s in seeds]
 
