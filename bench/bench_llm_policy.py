@@ -6,7 +6,7 @@ update on CUDA where torch sees a GPU).
     nice -n 10 .venv/bin/python bench/bench_llm_policy.py [--model var/llm/smollm2] [--iterations 3]
         [--group 4] [--tasks 2] [--level tiny] [--max-steps 10] [--rank 8] [--layers 4] [--lr 1e-4]
         [--server] [--threads 1] [--credit shared] [--credit-blocks 4] [--credit-samples 2]
-        [--stop learned] [--eval-tasks 8] [--json out.json]
+        [--stop learned] [--eval-tasks 8] [--env swarmsim|llm_workers] [--json out.json]
 
 --server plays every episode on the vLLM server of SWARMSCOPE_OPENAI_BASE_URL / SWARMSCOPE_OPENAI_MODEL
 (trainer/llm_server.py serve, LoRA enabled) with the adapter reloaded before every iteration
@@ -31,6 +31,7 @@ Prints one JSON object (with --json, writes it too). A small run: a null result 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -62,27 +63,31 @@ from trainer.recipes.config import LLM_CREDITS, LLM_DEFAULTS, RunConfig  # noqa:
 from trainer.recipes.train_orchestrator import arm_reward  # noqa: E402
 from trainer.rl.credit import BASELINED, outcome_credit  # noqa: E402
 from trainer.rl.rewards import episode_reward  # noqa: E402
-from trainer.sim.env import SimConfig  # noqa: E402
+from trainer.rollout.chat import ChatClient  # noqa: E402
+from trainer.sim.env import SimConfig, SwarmEnv  # noqa: E402
+from trainer.sim.llm_workers import LLMWorkerEnv, chat_worker  # noqa: E402
 from trainer.sim.tasks import generate_task  # noqa: E402
 
 EVAL_SEED = 900_000
 
 
 def evaluate(
-    model, tokenizer, level: str, config: SimConfig, n: int = 8, choose=None, mode: str = "learned"
+    model, tokenizer, level: str, config: SimConfig, n: int = 8, choose=None, mode: str = "learned", make_env=SwarmEnv
 ) -> dict[str, float]:
-    """Mean E[R] and answered share of one episode on each of `n` fixed held-out tasks (stop `mode`)."""
+    """Mean E[R] and answered share of one episode on each of `n` fixed held-out tasks (stop `mode`);
+    in the llm_workers environment (`make_env` not SwarmEnv) the episodes' realised reward instead of
+    E[R] (the same tasks and seeds before and after, so the workers' answers are the same requests)."""
     p, answered, decisions = [], [], 0
     for i in range(n):
         task = generate_task(level, EVAL_SEED + i)
-        played = play_llm(model, tokenizer, task, EVAL_SEED + i, config, mode, choose=choose)
-        p.append(played.episode.p_success)
+        played = play_llm(model, tokenizer, task, EVAL_SEED + i, config, mode, choose=choose, make_env=make_env)
+        p.append(played.episode.p_success if make_env is SwarmEnv else played.episode.reward)
         answered.append(any(a.kind == "aggregate" for a in played.episode.actions))
         decisions += len(played.decisions)
     return {"expected_reward": float(np.mean(p)), "answered": float(np.mean(answered)), "decisions": decisions}
 
 
-def credit_of(model, tokenizer, args, choose):
+def credit_of(model, tokenizer, args, choose, make_env=SwarmEnv):
     """(reward, credit, player) of `grpo_iteration` for `args.credit`: the task reward and no
     credit under `shared`; under the `BASELINED` arms the outcome-free reward and each game's
     w_success Δ per action from `LLMPlayer` re-rollouts (as LLMLearner.step builds them)."""
@@ -99,7 +104,7 @@ def credit_of(model, tokenizer, args, choose):
         }
     )
     player = LLMPlayer(
-        model, tokenizer, config.sim_config(), config.stop, config.max_agents, choose or local_chooser(model)
+        model, tokenizer, config.sim_config(), config.stop, config.max_agents, choose or local_chooser(model), make_env
     )
     if config.credit not in BASELINED:
         return task_reward, None, player
@@ -132,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--credit-blocks", type=int, default=4)
     parser.add_argument("--credit-samples", type=int, default=2)
     parser.add_argument("--stop", default="learned")
+    parser.add_argument(
+        "--env",
+        default="swarmsim",
+        choices=["swarmsim", "llm_workers"],
+        help="llm_workers: the workers are the server's model (trainer.sim.llm_workers; needs SWARMSCOPE_OPENAI_*)",
+    )
     parser.add_argument("--eval-tasks", type=int, default=8, help="held-out tasks evaluated before and after (0: none)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
@@ -153,11 +164,13 @@ def main(argv: list[str] | None = None) -> int:
         server.publish(model, scratch / str(k), f"bench-{os.getpid()}-{k}")
         return time.perf_counter() - t
 
-    reward, credit, player = credit_of(model, tokenizer, args, choose)
+    worker = chat_worker(ChatClient.from_env()) if args.env == "llm_workers" else None
+    make_env = functools.partial(LLMWorkerEnv, worker=worker) if worker else SwarmEnv
+    reward, credit, player = credit_of(model, tokenizer, args, choose, make_env)
     publish(0)
     t0 = time.perf_counter()
     n_eval = args.eval_tasks
-    before = evaluate(model, tokenizer, args.level, config, n_eval, choose, args.stop) if n_eval else None
+    before = evaluate(model, tokenizer, args.level, config, n_eval, choose, args.stop, make_env) if n_eval else None
     eval_s = time.perf_counter() - t0
     iterations = []
     for k in range(args.iterations):
@@ -165,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         publish_s = publish(k + 1) if k else 0.0
         requests = server.requests if server else 0
+        asked = worker.requests if worker else 0
         rerolls = player.decisions
         stats = grpo_iteration(
             model,
@@ -179,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             reward=reward,
             choose=choose,
             credit=credit,
+            make_env=make_env,
         )
         wall = time.perf_counter() - t0
         iterations.append(
@@ -191,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                 "credit_env_steps": stats.credit_env_steps,
                 "publish_s": round(publish_s, 2),
                 "server_requests": (server.requests - requests) if server else 0,
+                "worker_requests": (worker.requests - asked) if worker else 0,
                 "decisions": stats.decisions,
                 "prompt_tokens": stats.prompt_tokens,
                 "mean_reward": float(np.mean(stats.rewards)),
@@ -200,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(json.dumps(iterations[-1]), flush=True)
     publish(args.iterations + 1)
-    after = evaluate(model, tokenizer, args.level, config, n_eval, choose, args.stop) if n_eval else None
+    after = evaluate(model, tokenizer, args.level, config, n_eval, choose, args.stop, make_env) if n_eval else None
     shutil.rmtree(scratch, ignore_errors=True)
     result = {
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}",
