@@ -226,8 +226,9 @@ def test_live_events_append_to_the_transcript_and_it_stays_virtual(app, page):
         ]
         app.api(f"/api/traces/{trace['id']}/events/", events)
     page.wait_for_function(f"() => Number(document.body.dataset.eventCount) === {total}", timeout=120_000)
-    page.wait_for_function(
-        f"() => document.querySelector('[data-testid=transcript-count]').textContent === '{total} events'"
+    page.wait_for_function(  # in the browser's number format (3,000 in en-US)
+        f"() => document.querySelector('[data-testid=transcript-count]').textContent"
+        f" === ({total}).toLocaleString() + ' events'"
     )
     # Scrolled to the end at the start, it follows the stream: the last event is in view.
     page.wait_for_function("() => document.querySelector('[data-event-id=\"m2999\"].tx-row') !== null")
