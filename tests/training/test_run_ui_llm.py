@@ -66,11 +66,11 @@ def test_the_llm_fields_reach_the_config_for_policy_llm_only(browser_client, mon
 @pytest.mark.parametrize(
     ("fields", "name", "message"),
     [
-        ({"group_size": 1}, "group_size", "group size: at least 2 episodes"),
+        ({"group_size": 1}, "group_size", "group size: must be at least 2 (GRPO's advantage is relative to the group)"),
         ({"group_size": 3}, "group_size", "must divide episodes_per_iteration (4), got 3"),
         ({"lora_rank": 0}, "lora_rank", "LoRA rank: must be at least 1"),
         ({"lora_rank": "eight"}, "lora_rank", "LoRA rank: must be a whole number"),
-        ({"episodes_per_iteration": 0}, "episodes_per_iteration", "episodes per iteration: at least 1"),
+        ({"episodes_per_iteration": 0}, "episodes_per_iteration", "episodes per iteration: must be at least 1"),
         ({"llm_model": "/etc"}, "llm_model", "model: /etc is not a model folder this server offers"),
         ({"llm_env": "llm_workers", "credit": "expected"}, "credit", "which the llm_workers environment does not have"),
         (

@@ -61,6 +61,23 @@ WEIGHTS = {
 }
 
 
+def _llm_count_field(label: str, lowest: int, highest: int, help_text: str, min_reason: str = "") -> forms.IntegerField:
+    """An optional whole-number field of policy llm, in [lowest, highest], whose errors name it."""
+    name = label if label.startswith("LoRA") else label[0].lower() + label[1:]
+    return forms.IntegerField(
+        required=False,
+        min_value=lowest,
+        max_value=highest,
+        label=label,
+        help_text=f"policy llm only: {help_text}",
+        error_messages={
+            "min_value": f"{name}: must be at least %(limit_value)s{min_reason}",
+            "max_value": f"{name}: must be at most %(limit_value)s",
+            "invalid": f"{name}: must be a whole number",
+        },
+    )
+
+
 class NewRunForm(forms.Form):
     project = forms.ModelChoiceField(
         queryset=Project.objects.none(),
@@ -113,44 +130,27 @@ class NewRunForm(forms.Form):
             "in SWARMSCOPE_LLM_POLICY_MODELS)"
         },
     )
-    lora_rank = forms.IntegerField(
-        required=False,
-        min_value=1,
-        max_value=1024,
-        label="LoRA rank",
-        help_text="policy llm only: the adapter's rank r (alpha = 2r) on the attention projections of the top layers; "
-        "at most 16 where it plays on the vLLM server (the server's --max-lora-rank)",
-        error_messages={
-            "min_value": "LoRA rank: must be at least %(limit_value)s",
-            "max_value": "LoRA rank: must be at most %(limit_value)s",
-            "invalid": "LoRA rank: must be a whole number",
-        },
+    lora_rank = _llm_count_field(
+        "LoRA rank",
+        1,
+        1024,
+        "the adapter's rank r (alpha = 2r) on the attention projections of the top layers; at most 16 where it plays "
+        "on the vLLM server (the server's --max-lora-rank)",
     )
-    group_size = forms.IntegerField(
-        required=False,
-        min_value=2,
-        max_value=256,
-        label="Group size",
-        help_text="policy llm only: episodes of one task in a group; GRPO scores each episode against its group's mean "
-        "reward, so a group needs at least 2, and the group size must divide the episodes per iteration",
-        error_messages={
-            "min_value": "group size: at least %(limit_value)s episodes (GRPO's advantage is relative to the group)",
-            "max_value": "group size: at most %(limit_value)s episodes",
-            "invalid": "group size: must be a whole number",
-        },
+    group_size = _llm_count_field(
+        "Group size",
+        2,
+        256,
+        "episodes of one task in a group; GRPO scores each episode against its group's mean reward, so a group needs "
+        "at least 2, and the group size must divide the episodes per iteration",
+        min_reason=" (GRPO's advantage is relative to the group)",
     )
-    episodes_per_iteration = forms.IntegerField(
-        required=False,
-        min_value=1,
-        max_value=4096,
-        label="Episodes per iteration",
-        help_text="policy llm only: episodes played before each update (a multiple of the group size); every decision "
-        "of each is a forward pass of the model",
-        error_messages={
-            "min_value": "episodes per iteration: at least %(limit_value)s",
-            "max_value": "episodes per iteration: at most %(limit_value)s",
-            "invalid": "episodes per iteration: must be a whole number",
-        },
+    episodes_per_iteration = _llm_count_field(
+        "Episodes per iteration",
+        1,
+        4096,
+        "episodes played before each update (a multiple of the group size); every decision of each is a forward pass "
+        "of the model",
     )
     level = forms.ChoiceField(choices=[], help_text="a SwarmSim level (long: at least 200 decisions per episode)")
     algorithm = forms.ChoiceField(choices=ALGORITHMS)
