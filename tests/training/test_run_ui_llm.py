@@ -86,6 +86,17 @@ def test_bad_llm_settings_are_errors_at_their_field_and_start_nothing(browser_cl
     assert message in field_error(response.content.decode(), name)
 
 
+def test_policy_mlp_refuses_the_credit_that_replaces_the_outcome_under_grpo_at_the_credit_field(browser_client):
+    form = {**FORM, "algorithm": "grpo", "credit": "counterfactual_baseline"}
+    response = browser_client.post("/runs/new/", form)
+    assert response.status_code == 200 and not Run.objects.exists()
+    assert "GAE on the critic, which algorithm ppo has and grpo does not" in field_error(
+        response.content.decode(), "credit"
+    )
+    browser_client.post("/runs/new/", {**form, "algorithm": "ppo"})
+    assert Run.objects.get().config["credit"] == "counterfactual_baseline"
+
+
 def test_the_credits_that_replace_the_outcome_are_offered_and_policy_llm_trains_with_them(browser_client):
     html = browser_client.get("/runs/new/").content.decode()
     for credit in ("counterfactual_baseline", "counterfactual_baseline_exact"):

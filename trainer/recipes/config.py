@@ -266,6 +266,11 @@ class RunConfig:
             raise ValueError("llm_model: must be a folder path of at most 1000 characters")
         if config.policy == "llm":
             check_llm(config)
+        elif config.credit.startswith("counterfactual_baseline") and config.algorithm != "ppo":
+            raise ValueError(
+                f"credit: {config.credit} under policy mlp adds w_success x the block credit to GAE on the critic, "
+                f"which algorithm ppo has and {config.algorithm} does not: choose ppo, or another credit"
+            )
         elif config.llm_rollouts != "local":
             raise ValueError("llm_rollouts: only policy llm plays on a server")
         elif config.llm_env != "swarmsim":

@@ -139,8 +139,8 @@ def credit_advantages_of(
     steps the credit re-rollouts took. Under `expected` the outcome in the reward is its exact
     expectation; under the `BASELINED` arms (PPO only) the advantage is GAE on the outcome-free
     `arm_reward` plus w_success times the decision's block credit Δ (`outcome_credit`): the
-    counterfactual credit replaces the outcome's share of the advantage. Raises ValueError for a
-    `BASELINED` arm under GRPO."""
+    counterfactual credit replaces the outcome's share of the advantage (PPO only: RunConfig.from_dict
+    refuses a `BASELINED` arm under GRPO)."""
     weights = config.reward_weights
     rewards = np.array([t["total"] for t in terms])
 
@@ -162,8 +162,6 @@ def credit_advantages_of(
             credits.append(np.full(n, reward))
             continue
         if config.credit in BASELINED:
-            if config.algorithm != "ppo":
-                raise ValueError(f"credit: {config.credit!r} needs algorithm 'ppo' (GAE on the critic)")
             delta, extra = outcome_credit(policy, game, config, exact=config.credit.endswith("_exact"))
             steps += extra
             rest = decision_rewards(arm_reward(terms[k], game.episode, config), n, weights)

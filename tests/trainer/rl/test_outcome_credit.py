@@ -115,11 +115,8 @@ def test_expected_arm_replaces_the_outcome_by_its_exact_expectation():
     assert differs
 
 
-def test_baseline_arms_refuse_grpo():
-    torch.manual_seed(7)
-    policy = OrchestratorPolicy(16)
-    config = config_of("counterfactual_baseline", algorithm="grpo")
-    games = play(policy, [Script(HARD2, 1)], config.sim_config(), config.stop)
-    terms = [episode_reward(g.episode, config.reward_weights, 0.0) for g in games]
-    with pytest.raises(ValueError, match="needs algorithm 'ppo'"):
-        credit_advantages_of(policy, games, terms, config, 0.0)
+@pytest.mark.parametrize("credit", ["counterfactual_baseline", "counterfactual_baseline_exact"])
+def test_baseline_arms_refuse_grpo_at_the_credit_field(credit):
+    with pytest.raises(ValueError, match=rf"^credit: {credit} under policy mlp .* ppo has and grpo does not"):
+        config_of(credit, algorithm="grpo")
+    assert config_of(credit, algorithm="ppo").credit == credit
