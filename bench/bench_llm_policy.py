@@ -71,16 +71,35 @@ from trainer.sim.tasks import generate_task  # noqa: E402
 EVAL_SEED = 900_000
 
 
+def held_out(
+    model, tokenizer, level: str, config: SimConfig, n: int = 8, choose=None, mode: str = "learned", make_env=SwarmEnv
+):
+    """The model's episodes (`LLMPlayed`) on the `n` fixed held-out tasks of `level`: task i is
+    `generate_task(level, EVAL_SEED + i)`, played once at episode seed EVAL_SEED + i (stop `mode`)."""
+    return [
+        play_llm(
+            model,
+            tokenizer,
+            generate_task(level, EVAL_SEED + i),
+            EVAL_SEED + i,
+            config,
+            mode,
+            choose=choose,
+            make_env=make_env,
+        )
+        for i in range(n)
+    ]
+
+
 def evaluate(
     model, tokenizer, level: str, config: SimConfig, n: int = 8, choose=None, mode: str = "learned", make_env=SwarmEnv
 ) -> dict[str, float]:
-    """Mean E[R] and answered share of one episode on each of `n` fixed held-out tasks (stop `mode`);
-    in the llm_workers environment (`make_env` not SwarmEnv) the episodes' realised reward instead of
-    E[R] (the same tasks and seeds before and after, so the workers' answers are the same requests)."""
+    """Mean E[R] and answered share of one episode on each of `n` fixed held-out tasks (stop `mode`,
+    `held_out`); in the llm_workers environment (`make_env` not SwarmEnv) the episodes' realised
+    reward instead of E[R] (the same tasks and seeds before and after, so the workers' answers are
+    the same requests)."""
     p, answered, decisions = [], [], 0
-    for i in range(n):
-        task = generate_task(level, EVAL_SEED + i)
-        played = play_llm(model, tokenizer, task, EVAL_SEED + i, config, mode, choose=choose, make_env=make_env)
+    for played in held_out(model, tokenizer, level, config, n, choose, mode, make_env):
         p.append(played.episode.p_success if make_env is SwarmEnv else played.episode.reward)
         answered.append(any(a.kind == "aggregate" for a in played.episode.actions))
         decisions += len(played.decisions)

@@ -1,0 +1,475 @@
+"""Issue 31: does policy `llm` learn, and what does counterfactual credit buy over the shared outcome?
+Per credit arm and seed, the recipe's own iterations (trainer.recipes.train_llm_orchestrator.LLMLearner,
+as `train_orchestrator.train` runs them) to a budget of environment steps (re-rollouts counted), with
+held-out evaluations along the way; beside them the MLP policy trained by its recipe to the same
+budget and SwarmSim's heuristics. Prints Markdown tables for bench/RESULTS.md.
+
+    nice -n 15 .venv/bin/python bench/bench_llm_learning.py --tiny [--seeds 5] [--budget 600]
+        [--arms shared,expected,counterfactual_baseline,counterfactual_baseline_exact] [--episodes 8]
+        [--group 4] [--lr 1e-2] [--eval-tasks 16] [--eval-every 1] [--workers 1] [--json out.json]
+    nice -n 15 .venv/bin/python bench/bench_llm_learning.py --server --arms shared,counterfactual_baseline_exact
+        --seeds 2 --iterations 3 --episodes 4 --group 2 --lr 1e-4      # SmolLM2 on the vLLM server
+
+Arms (`--arms`, RunConfig.credit): `shared` (GRPO on the episode's reward), `expected` (the 0/1
+outcome replaced by SwarmSim's exact E[R | actions]: the reference arm, what removing the outcome's
+noise buys), `counterfactual_baseline` and `_exact` (block credit from re-rollouts replaces the
+outcome; `--credit-blocks` x `--credit-samples` re-rollouts an episode, counted in env_steps).
+
+`--tiny`: the model is the random 2-layer Llama of tests/trainer/llm_policy/tiny_lm.py, one per seed
+(`tiny_lm(seed)`, saved as a model folder as tests/trainer/llm_policy/test_llm_recipe.py does, LoRA
+on all its layers): this measures the algorithm (GRPO with each credit) on a policy shaped like a
+language model, not what SmolLM2 learns. Without it, `--model` (default SmolLM2 as
+trainer/llm_server.py builds it) with LoRA on the top `--layers` layers; `--server` samples on the
+vLLM server of SWARMSCOPE_OPENAI_* (the adapter reloaded before every iteration and evaluation).
+
+A run stops at the first iteration boundary at or past `--budget` env steps (or after `--iterations`
+when given). Held-out evaluation (bench_llm_policy.held_out: `--eval-tasks` fixed tasks, seeds 900000+,
+never trained on; stop mode learned) before training (iteration 0: the untrained model), after each of
+the first `--eval-first` iterations, every `--eval-every` and at the end. Per episode, the figures the
+MLP's evaluation uses (`trainer.rl.stop.episode_summary`: E[R] = p_success, expected task reward, stop
+regret, premature and late stops by `stop_hindsight`) and whether it answered (aggregated). Intervals:
+mean ± the 95 % Student t half-width over seeds (bench.credit_diffusion.t_interval; each seed's value is
+its mean over the held-out tasks); differences between arms are paired by seed (same model, tasks and
+episode seeds). Equal updates: every arm at the iteration count the fewest-iteration run reached; equal
+environment steps: every arm at the end of its budget. The MLP rows: `train_orchestrator.train` (policy
+mlp, PPO, its defaults) on the same level, step limit and agent cap with `budget_steps` = `--budget`
+(it too stops at the first iteration boundary past it), played as its `evaluate` plays on the same
+held-out tasks and seeds. Heuristics: single
+agent, spawn-everything and the tuned fixed fan-out (`tune_fan_out` on 32 training tasks by expected
+task reward) on the same held-out tasks (deterministic: their interval is over the held-out tasks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.credit_diffusion import t_interval  # noqa: E402
+from trainer.recipes.config import LLM_CREDITS, LLM_DEFAULTS, RunConfig  # noqa: E402
+from trainer.rl.stop import episode_summary  # noqa: E402
+
+#: The figures of a held-out evaluation, as (key, label, format).
+FIGURES = (
+    ("expected_reward", "E[R]", ".3f"),
+    ("answered", "answered", ".2f"),
+    ("stop_regret", "stop regret", ".3f"),
+    ("premature", "premature", ".2f"),
+    ("late", "late", ".2f"),
+)
+
+
+def summarise(episodes, weights) -> dict[str, float]:
+    """Means over held-out `episodes` of E[R], expected task reward, stop regret, premature and late
+    (shares of episodes; `episode_summary`) and the share that answered (aggregated)."""
+    rows = [episode_summary(e, weights) for e in episodes]
+    return {
+        "expected_reward": float(np.mean([r["p_success"] for r in rows])),
+        "expected_task": float(np.mean([r["expected_task"] for r in rows])),
+        "answered": float(np.mean([any(a.kind == "aggregate" for a in e.actions) for e in episodes])),
+        "stop_regret": float(np.mean([r["stop_regret"] for r in rows])),
+        "premature": float(np.mean([r["premature"] for r in rows])),
+        "late": float(np.mean([r["late"] for r in rows])),
+        "length": float(np.mean([r["length"] for r in rows])),
+    }
+
+
+def run_config(args: argparse.Namespace, credit: str, seed: int, **changes) -> RunConfig:
+    return RunConfig.from_dict(
+        {
+            **LLM_DEFAULTS,
+            "policy": "llm",
+            "level": args.level,
+            "max_steps": args.max_steps,
+            "credit": credit,
+            "seed": seed,
+            "episodes_per_iteration": args.episodes,
+            "group_size": args.group,
+            "lr": args.lr,
+            "credit_blocks": args.credit_blocks,
+            "credit_samples": args.credit_samples,
+            "lora_rank": args.rank,
+            "lora_layers": 0 if args.tiny else args.layers,
+            "llm_rollouts": "server" if args.server else "local",
+            "sample_episodes": 0,
+            "budget_steps": args.budget,
+            "threads": 1,
+            **changes,
+        }
+    )
+
+
+def llm_run(job: tuple[argparse.Namespace, str, int, str]) -> dict:
+    """One (arm, seed) run of the recipe with its held-out evaluations."""
+    import torch
+
+    from bench.bench_llm_policy import held_out
+    from trainer.llm_policy.play import server_chooser
+    from trainer.recipes.train_llm_orchestrator import LLMLearner
+
+    args, credit, seed, model = job
+    config = run_config(args, credit, seed, llm_model=model)
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)  # as train() does
+    learner = LLMLearner(config)
+
+    def evaluation(iteration: int, env_steps: int) -> dict:
+        t0 = time.perf_counter()
+        choose = None
+        if learner.server:
+            learner.publish(100_000 + iteration)  # the current adapter, for the evaluation
+            choose = server_chooser(learner.server)
+        games = held_out(
+            learner.model,
+            learner.tokenizer,
+            config.level,
+            config.sim_config(),
+            args.eval_tasks,
+            choose,
+            config.stop,
+        )
+        out = {"iteration": iteration, "env_steps": env_steps, **summarise([g.episode for g in games], weights)}
+        out["eval_s"] = round(time.perf_counter() - t0, 2)
+        return out
+
+    weights = config.reward_weights
+    started = time.perf_counter()
+    curve, evals = [], [evaluation(0, 0)]
+    iteration, env_steps = 0, 0
+    try:
+        while env_steps < config.budget_steps and (not args.iterations or iteration < args.iterations):
+            report, steps = learner.step(iteration, env_steps)
+            env_steps += steps
+            iteration += 1
+            m = report["metrics"]
+            curve.append(
+                {
+                    "iteration": iteration,
+                    "env_steps": env_steps,
+                    "train_expected_reward": m["expected_success"],
+                    "train_reward": m["reward"],
+                    "credit_env_steps": m["credit_env_steps"],
+                    "gain": m["llm"].get("gain"),
+                    "wall_s": round(time.perf_counter() - started, 1),
+                }
+            )
+            print(f"  {credit} seed {seed}: {curve[-1]}", file=sys.stderr, flush=True)
+            done = env_steps >= config.budget_steps or (args.iterations and iteration >= args.iterations)
+            if done or iteration <= args.eval_first or iteration % args.eval_every == 0:
+                evals.append(evaluation(iteration, env_steps))
+    finally:
+        learner.close()
+    return {
+        "policy": "llm",
+        "credit": credit,
+        "seed": seed,
+        "curve": curve,
+        "evals": evals,
+        "wall_s": round(time.perf_counter() - started, 1),
+    }
+
+
+def mlp_run(job: tuple[argparse.Namespace, str, int, int]) -> dict:
+    """The MLP recipe (policy mlp, its PPO defaults) on the same environment to `budget` env steps,
+    then its held-out evaluation on the LLM runs' tasks and episode seeds."""
+    import torch
+
+    from bench.bench_llm_policy import EVAL_SEED
+    from trainer.policy import Script, play
+    from trainer.recipes.train_orchestrator import load_policy, train
+    from trainer.sim.tasks import generate_task
+
+    args, credit, seed, budget = job
+    torch.set_num_threads(1)
+    config = RunConfig.from_dict(
+        {
+            "policy": "mlp",
+            "level": args.level,
+            "max_steps": args.max_steps,
+            "max_agents": LLM_DEFAULTS["max_agents"],
+            "stop": "learned",
+            "credit": credit,
+            "seed": seed,
+            "budget_steps": budget,
+            "sample_episodes": 0,
+            "credit_blocks": args.credit_blocks,
+            "credit_samples": args.credit_samples,
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-llm-learning-mlp-") as folder:
+        summary = train(config, checkpoint_dir=Path(folder))
+        policy, _ = load_policy(Path(folder) / "last.pt")
+    # train_orchestrator.evaluate's episodes (its summaries keep no actions, and answered needs them)
+    scripts = [Script(generate_task(args.level, EVAL_SEED + i), EVAL_SEED + i) for i in range(args.eval_tasks)]
+    games = play(policy, scripts, config.sim_config(), config.stop, config.max_agents, record=False)
+    return {
+        "policy": "mlp",
+        "credit": credit,
+        "seed": seed,
+        "iterations": summary["iterations"],
+        "env_steps": summary["env_steps"],
+        **summarise([g.episode for g in games], config.reward_weights),
+    }
+
+
+def heuristics(args: argparse.Namespace) -> dict[str, dict]:
+    """Single agent, spawn-everything and the tuned fixed fan-out on the held-out tasks: per policy
+    the per-task figures (for an interval over tasks) and the policy's name."""
+    from bench.bench_llm_policy import EVAL_SEED
+    from trainer.rl.rewards import episode_reward
+    from trainer.sim.baselines import SpawnEverything, run_policy, single_agent, tune_fan_out
+    from trainer.sim.env import SwarmEnv
+    from trainer.sim.tasks import generate_task
+
+    config = run_config(args, "shared", 0)
+    sim, weights = config.sim_config(), config.reward_weights
+    train_tasks = [generate_task(args.level, 800_000 + i) for i in range(32)]
+    tuned, _ = tune_fan_out(train_tasks, lambda e: episode_reward(e, weights, 0.0)["expected_task"], sim, seed=800_000)
+    policies = {"single agent": single_agent(), "spawn-everything": SpawnEverything(), f"tuned {tuned}": tuned}
+    out = {}
+    for name, policy in policies.items():
+        episodes = [
+            run_policy(SwarmEnv(generate_task(args.level, EVAL_SEED + i), sim, EVAL_SEED + i), policy)
+            for i in range(args.eval_tasks)
+        ]
+        out[name] = {"per_task": [summarise([e], weights) for e in episodes], **summarise(episodes, weights)}
+    return out
+
+
+# --- reading the runs -------------------------------------------------------------------------------
+
+
+def at_iteration(run: dict, iteration: int) -> dict:
+    """The run's held-out evaluation at `iteration` (the last one at or before it)."""
+    return [e for e in run["evals"] if e["iteration"] <= iteration][-1]
+
+
+def cell(values: list[float], fmt: str) -> str:
+    mean, half = t_interval(values)
+    if np.isnan(mean):
+        return "–"
+    return f"{mean:{fmt}}" + ("" if np.isnan(half) else f" ± {half:{fmt}}")
+
+
+def tables(runs: list[dict], mlp: list[dict], heur: dict, arms: list[str]) -> list[str]:
+    llm = [r for r in runs if r["policy"] == "llm"]
+    k_common = min((len(r["curve"]) for r in llm), default=0)
+    lines = [
+        f"Held-out tasks: mean ± 95 % t half-width over seeds (each seed: the mean over the held-out tasks). "
+        f"Equal updates: iteration {k_common} (the fewest any run reached); equal env steps: each run's end.",
+        "",
+        "| policy | credit | seeds | iterations | env steps | " + " | ".join(label for _, label, _ in FIGURES) + " |",
+        "|---|---|---:|---|---|" + "---:|" * len(FIGURES),
+    ]
+
+    def row(name, credit, chosen, iters, steps):
+        cells = [cell([e[key] for e in chosen], fmt) for key, _, fmt in FIGURES]
+        lines.append(f"| {name} | {credit} | {len(chosen)} | {iters} | {steps} | " + " | ".join(cells) + " |")
+
+    first = [at_iteration(r, 0) for r in llm if r["credit"] == arms[0]]
+    row("llm, untrained (iteration 0)", "–", first, "0", "0")
+    for arm in arms:
+        mine = [r for r in llm if r["credit"] == arm]
+        at_k = [at_iteration(r, k_common) for r in mine]
+        row("llm, equal updates", arm, at_k, str(k_common), cell([e["env_steps"] for e in at_k], ".0f"))
+    for arm in arms:
+        mine = [r for r in llm if r["credit"] == arm]
+        end = [r["evals"][-1] for r in mine]
+        iters = cell([e["iteration"] for e in end], ".1f")
+        row("llm, equal env steps", arm, end, iters, cell([e["env_steps"] for e in end], ".0f"))
+    for arm in arms:
+        mine = [r for r in mlp if r["credit"] == arm]
+        if mine:
+            row(
+                "mlp (its recipe)",
+                arm,
+                mine,
+                cell([r["iterations"] for r in mine], ".1f"),
+                cell([r["env_steps"] for r in mine], ".0f"),
+            )
+    for name, h in heur.items():
+        cells = [cell([t[key] for t in h["per_task"]], fmt) for key, _, fmt in FIGURES]
+        lines.append(f"| {name} | – | (over tasks) | – | – | " + " | ".join(cells) + " |")
+
+    lines += ["", "**Change from the untrained model and difference to shared, paired by seed** (E[R]):", ""]
+    lines += [
+        "| credit | after − before, equal updates | after − before, equal env steps "
+        "| − shared, equal updates | − shared, equal env steps |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    by_seed = {(r["credit"], r["seed"]): r for r in llm}
+    for arm in arms:
+        seeds = sorted(s for c, s in by_seed if c == arm)
+        before = [at_iteration(by_seed[arm, s], 0)["expected_reward"] for s in seeds]
+        at_k = [at_iteration(by_seed[arm, s], k_common)["expected_reward"] for s in seeds]
+        end = [by_seed[arm, s]["evals"][-1]["expected_reward"] for s in seeds]
+        both = [s for s in seeds if ("shared", s) in by_seed]
+        vs_k = [
+            at_iteration(by_seed[arm, s], k_common)["expected_reward"]
+            - at_iteration(by_seed["shared", s], k_common)["expected_reward"]
+            for s in both
+        ]
+        vs_end = [
+            by_seed[arm, s]["evals"][-1]["expected_reward"] - by_seed["shared", s]["evals"][-1]["expected_reward"]
+            for s in both
+        ]
+        gained_k, gained_end = np.subtract(at_k, before).tolist(), np.subtract(end, before).tolist()
+        against = "–" if arm == "shared" else None
+        lines.append(
+            f"| {arm} | {cell(gained_k, '+.3f')} | {cell(gained_end, '+.3f')} | "
+            f"{against or cell(vs_k, '+.3f')} | {against or cell(vs_end, '+.3f')} |"
+        )
+    return lines
+
+
+def curves(runs: list[dict], arms: list[str]) -> list[str]:
+    """Held-out E[R] by iteration and by env steps, mean over seeds per arm."""
+    llm = [r for r in runs if r["policy"] == "llm"]
+    if not llm:
+        return ["(no policy llm run finished)"]
+    lines = ["**Held-out E[R] by iteration** (mean over seeds; env steps in brackets):", ""]
+    iters = sorted({e["iteration"] for r in llm for e in r["evals"]})
+    lines += ["| credit | " + " | ".join(str(k) for k in iters) + " |", "|---|" + "---:|" * len(iters)]
+    for arm in arms:
+        mine = [r for r in llm if r["credit"] == arm]
+        cells = []
+        for k in iters:
+            have = [at_iteration(r, k) for r in mine if len(r["curve"]) >= k]
+            cells.append(
+                f"{np.mean([e['expected_reward'] for e in have]):.3f} ({np.mean([e['env_steps'] for e in have]):.0f})"
+                if len(have) == len(mine)
+                else "–"
+            )
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    budget = max(r["evals"][-1]["env_steps"] for r in llm)
+    marks = [int(budget * q / 6) for q in range(0, 7)]
+    lines += [
+        "",
+        "**Held-out E[R] by environment steps** (each run's last evaluation at or before the mark, mean over seeds):",
+        "",
+    ]
+    lines += ["| credit | " + " | ".join(f"{m:,}" for m in marks) + " |", "|---|" + "---:|" * len(marks)]
+    for arm in arms:
+        mine = [r for r in llm if r["credit"] == arm]
+        cells = [
+            f"{np.mean([[e for e in r['evals'] if e['env_steps'] <= m][-1]['expected_reward'] for r in mine]):.3f}"
+            for m in marks
+        ]
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tiny", action="store_true", help="the tiny random Llama of the CPU tests, one per seed")
+    parser.add_argument("--model", default="")
+    parser.add_argument("--server", action="store_true")
+    parser.add_argument("--arms", default=",".join(LLM_CREDITS))
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--budget", type=int, default=600, help="env steps per run, re-rollouts counted")
+    parser.add_argument("--iterations", type=int, default=0, help="stop after this many iterations (0: budget only)")
+    parser.add_argument("--episodes", type=int, default=8)
+    parser.add_argument("--group", type=int, default=4)
+    parser.add_argument("--lr", type=float, default=1e-2)
+    parser.add_argument("--rank", type=int, default=8)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--level", default="tiny")
+    parser.add_argument("--max-steps", type=int, default=LLM_DEFAULTS["max_steps"])
+    parser.add_argument("--credit-blocks", type=int, default=4)
+    parser.add_argument("--credit-samples", type=int, default=2)
+    parser.add_argument("--eval-tasks", type=int, default=16)
+    parser.add_argument("--eval-every", type=int, default=1, help="evaluate every this many iterations")
+    parser.add_argument("--eval-first", type=int, default=6, help="and at each of the first this many")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--no-mlp", action="store_true")
+    parser.add_argument("--out", default="/tmp/bench_llm_learning", help="runs.jsonl: every finished run, appended")
+    parser.add_argument("--report-only", action="store_true", help="report from OUT/runs.jsonl, run nothing")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    arms = args.arms.split(",")
+    for arm in arms:
+        if arm not in LLM_CREDITS:
+            parser.error(f"--arms: {arm!r} is not one of {', '.join(LLM_CREDITS)}")
+    started = time.time()
+    load_before = os.getloadavg()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "runs.jsonl"
+    if not args.report_only:
+        run_all(args, arms, log)
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    runs = [r for r in records if r.get("policy") == "llm" and r["credit"] in arms]
+    mlp = [r for r in records if r.get("policy") == "mlp" and r["credit"] in arms]
+    heur = next((r["heuristics"] for r in records if "heuristics" in r), {})
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    lines = [
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, 1 torch thread, "
+        f"code at {commit}; load (1/5/15 min) {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f} at the "
+        f"start, {os.getloadavg()[0]:.2f} at the end; {time.time() - started:.0f} s wall.",
+        "",
+        *tables(runs, mlp, heur, arms),
+        "",
+        *curves(runs, arms),
+    ]
+    print("\n".join(lines))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"args": vars(args), "runs": runs, "mlp": mlp, "heuristics": heur, "markdown": lines}, indent=1)
+            + "\n"
+        )
+    return 0
+
+
+def run_all(args: argparse.Namespace, arms: list[str], log: Path) -> None:
+    """The heuristics, the MLP runs (budget `--budget`), then the LLM runs seed by seed, each record
+    appended to `log` as it finishes (so a cut-short benchmark still reports its finished seeds)."""
+
+    def keep(record: dict) -> None:
+        with log.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    keep({"heuristics": heuristics(args)})
+    scratch = Path(tempfile.mkdtemp(prefix="bench-llm-learning-"))
+    models = {}
+    for seed in range(args.seeds):
+        if args.tiny:
+            from tests.trainer.llm_policy.tiny_lm import tiny_lm
+
+            folder = scratch / f"tiny-{seed}"
+            model, tokenizer = tiny_lm(seed)
+            model.save_pretrained(folder)
+            tokenizer.save_pretrained(folder)
+            models[seed] = str(folder)
+        else:
+            models[seed] = args.model
+    with ProcessPoolExecutor(args.workers) as pool:
+        mlp_jobs = [] if args.no_mlp else [(args, arm, seed, args.budget) for seed in range(args.seeds) for arm in arms]
+        for run in pool.map(mlp_run, mlp_jobs):
+            keep(run)
+        jobs = [(args, arm, seed, models[seed]) for seed in range(args.seeds) for arm in arms]
+        for run in pool.map(llm_run, jobs):
+            keep(run)
+            end = run["evals"][-1]
+            print(
+                f"# {run['credit']} seed {run['seed']}: {len(run['curve'])} iterations, {end['env_steps']} env steps, "
+                f"E[R] {run['evals'][0]['expected_reward']:.3f} -> {end['expected_reward']:.3f}, {run['wall_s']} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
