@@ -66,6 +66,13 @@ def text_refusal(value: str) -> str | None:
     return None
 
 
+def json_may_refuse(json_text: str) -> bool:
+    """Whether `refused_text_in` may refuse the value whose JSON is `json_text` (`json.dumps(value,
+    ensure_ascii=False)`): JSON writes a NUL as the escape `\\u0000` and leaves a lone surrogate as
+    it is. False means no string inside the value (keys included) is refused; True: walk it."""
+    return "\\u0000" in json_text or _SURROGATE.search(json_text) is not None
+
+
 def refused_text_in(value: Any) -> str | None:
     """`text_refusal` of the first string inside `value` (a string, or dicts and lists of them,
     keys included) that cannot be stored, else None. Iterative: any depth."""

@@ -95,6 +95,38 @@ def _literal_runs(items: list) -> list[str]:
     return runs + [run] if run else runs
 
 
+#: The characters JSON escapes (even with ensure_ascii=False): a needle holding one may not occur
+#: verbatim in a value's JSON text although it occurs in one of its strings.
+_JSON_ESCAPED = frozenset('"\\') | frozenset(map(chr, range(0x20)))
+
+
+def matches_nowhere(json_text: str, patterns: list[Pattern[str]]) -> bool:
+    """Whether no pattern can match in any string of the value whose JSON is `json_text`
+    (`json.dumps(value, ensure_ascii=False)`), so `redact_value` would return the value itself: every
+    pattern has needles (`_needles`), none holding a character JSON escapes, and none occurs in the
+    text. One `in` test per needle over a span's whole text instead of one per string (a false
+    answer only means: walk the value)."""
+    needles = _json_needles(tuple(patterns))
+    if needles is None:
+        return False
+    for needle in needles:  # a loop, not any() over a generator: this runs per span
+        if needle in json_text:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=8)
+def _json_needles(patterns: tuple[Pattern[str], ...]) -> tuple[str, ...] | None:
+    """The needles of all `patterns`, or None where one has none or one holds a character JSON escapes."""
+    needles: list[str] = []
+    for pattern in patterns:
+        own = _needles(pattern)
+        if own is None or any(_JSON_ESCAPED.intersection(needle) for needle in own):
+            return None
+        needles.extend(own)
+    return tuple(needles)
+
+
 def redact_value(value: Any, patterns: list[Pattern[str]]) -> Any:
     """`value` with every string inside it redacted; dicts keep their keys, lists their length.
     `value` itself when nothing in it changed (so callers can tell by identity)."""

@@ -40,8 +40,8 @@ from swarmscope.importers import otlp
 from swarmscope.importers.otel import Span
 from swarmscope.importers.scores import select_reward
 from swarmscope.ingest import check_storable, label_key, new_trace_agents
-from swarmscope.inputs import refused_text_in
-from swarmscope.redaction import redact_event, redact_trace, redact_value
+from swarmscope.inputs import json_may_refuse, refused_text_in
+from swarmscope.redaction import matches_nowhere, redact_event, redact_trace, redact_value
 from swarmscope.tokens import trace_usage
 from webapp.accounts.models import Project
 from webapp.web.broadcast import broadcast_trace_delta, broadcast_trace_reset
@@ -84,21 +84,21 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
     """
     patterns = redaction_patterns()
     incoming: dict[str, dict[str, Any]] = {}
+    texts: dict[str, str] = {}  # span id -> the JSON of its `incoming` data, stored as it is on SQLite
     rejected = 0
     for index, span in enumerate(spans):
         if not span.span_id:
             raise core.TraceValidationError(
                 f"span {span.name!r} has no span id", index=index, kind="span", field="span_id"
             )
-        data = span.to_dict()
-        refusal = refused_text_in(data)
+        data, text, refusal = _storable(span.to_dict(), patterns)
         if refusal is not None:  # a NUL character or a lone surrogate (swarmscope.inputs.text_refusal)
             raise core.TraceValidationError(
                 f"span {span.span_id} ({span.name!r}) {refusal}",
                 index=index,
                 kind="span",
             )
-        data = redact_value(data, patterns)
+        texts.setdefault(span.span_id, text)
         rejected += incoming.setdefault(span.span_id, data) != data
     with transaction.atomic():
         row = _lock_or_create_span_trace(project, module, trace_id)
@@ -114,17 +114,31 @@ def do_ingest_spans(project: Project, module, trace_id: str, spans: list[Span], 
         created = not row.spans.exists()
         result = _derive(row, module, new, source)
         result.created, result.rejected = created, rejected
-        insert_rows(StoredSpan, _SPAN_COLUMNS, [(row.pk, i, as_json(d)) for i, d in new.items()])
+        postgres = connection.vendor == "postgresql"
+        insert_rows(
+            StoredSpan, _SPAN_COLUMNS, [(row.pk, i, Jsonb(d) if postgres else texts[i]) for i, d in new.items()]
+        )
         return result
+
+
+def _storable(data: dict[str, Any], patterns: list[Pattern[str]]) -> tuple[dict[str, Any], str, str | None]:
+    """(`data` redacted, its JSON, None), or (`data`, its JSON, why it cannot be stored:
+    `refused_text_in`). Both walks over every string are skipped where one pass over the value's
+    JSON text shows they would find nothing (`json_may_refuse`, `matches_nowhere`): most spans hold
+    no NUL, surrogate or needle."""
+    text = json.dumps(data, ensure_ascii=False)
+    if json_may_refuse(text):
+        refusal = refused_text_in(data)
+        if refusal is not None:
+            return data, text, refusal
+    if matches_nowhere(text, patterns):
+        return data, text, None
+    redacted = redact_value(data, patterns)
+    return redacted, (text if redacted is data else json.dumps(redacted, ensure_ascii=False)), None
 
 
 #: StoredSpan's columns, in the order of `do_ingest_spans`' rows.
 _SPAN_COLUMNS = ("trace_id", "span_id", "data")
-
-
-def as_json(value: Any) -> Any:
-    """`value` as a JSON column's parameter of this database (`insert_rows` takes it as it is)."""
-    return Jsonb(value) if connection.vendor == "postgresql" else json.dumps(value)
 
 
 def _derive(row: Trace, module, new: dict[str, dict[str, Any]], source: str) -> IngestResult:
@@ -172,15 +186,13 @@ def do_ingest_log_records(project: Project, module, records: list[otlp.LogRecord
     patterns = redaction_patterns()
     by_trace: dict[str | None, dict[str, dict[str, Any]]] = {}
     for index, record in enumerate(records):
-        data = record.to_dict()
-        refusal = refused_text_in(data)
+        data, _, refusal = _storable(record.to_dict(), patterns)
         if refusal is not None:
             raise core.TraceValidationError(
                 f"log record {index} ({record.event_name or 'no event name'}) {refusal}",
                 index=index,
                 kind="log record",
             )
-        data = redact_value(data, patterns)
         digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
         by_trace.setdefault(record.trace_id, {})[digest] = data
     result = LogIngestResult()
