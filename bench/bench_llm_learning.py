@@ -334,37 +334,61 @@ def tables(runs: list[dict], mlp: list[dict], heur: dict, arms: list[str]) -> li
     return lines
 
 
-def curves(runs: list[dict], arms: list[str]) -> list[str]:
-    """Held-out E[R] by iteration and by env steps, mean over seeds per arm."""
+def exactly(run: dict, iteration: int) -> dict | None:
+    """The run's held-out evaluation after exactly `iteration` iterations, or None."""
+    return next((e for e in run["evals"] if e["iteration"] == iteration), None)
+
+
+def curves(runs: list[dict], arms: list[str], step: int = 100) -> list[str]:
+    """Held-out E[R] by iteration (equal updates) and by env steps (equal environment steps), mean ±
+    95 % t half-width over seeds per arm, and by iteration each arm's difference to shared paired by seed."""
     llm = [r for r in runs if r["policy"] == "llm"]
     if not llm:
         return ["(no policy llm run finished)"]
-    lines = ["**Held-out E[R] by iteration** (mean over seeds; env steps in brackets):", ""]
+    lines = [
+        "**Held-out E[R] by iteration** (equal updates; mean ± 95 % t over seeds, mean env steps in brackets):",
+        "",
+    ]
     iters = sorted({e["iteration"] for r in llm for e in r["evals"]})
     lines += ["| credit | " + " | ".join(str(k) for k in iters) + " |", "|---|" + "---:|" * len(iters)]
     for arm in arms:
         mine = [r for r in llm if r["credit"] == arm]
         cells = []
         for k in iters:
-            have = [at_iteration(r, k) for r in mine if len(r["curve"]) >= k]
+            have = [e for e in (exactly(r, k) for r in mine) if e is not None]
             cells.append(
-                f"{np.mean([e['expected_reward'] for e in have]):.3f} ({np.mean([e['env_steps'] for e in have]):.0f})"
-                if len(have) == len(mine)
+                f"{cell([e['expected_reward'] for e in have], '.3f')} ({np.mean([e['env_steps'] for e in have]):.0f})"
+                if mine and len(have) == len(mine)
                 else "–"
             )
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
-    budget = max(r["evals"][-1]["env_steps"] for r in llm)
-    marks = [int(budget * q / 6) for q in range(0, 7)]
+    by_seed = {(r["credit"], r["seed"]): r for r in llm}
+    lines += ["", "**Difference to shared by iteration** (held-out E[R], paired by seed, mean ± 95 % t):", ""]
+    lines += ["| credit | " + " | ".join(str(k) for k in iters[1:]) + " |", "|---|" + "---:|" * len(iters[1:])]
+    for arm in arms[1:] if arms[0] == "shared" else arms:
+        cells = []
+        for k in iters[1:]:
+            pairs = [
+                (exactly(by_seed[arm, s], k), exactly(by_seed["shared", s], k))
+                for c, s in by_seed
+                if c == arm and ("shared", s) in by_seed
+            ]
+            ok = pairs and all(a is not None and b is not None for a, b in pairs)
+            cells.append(cell([a["expected_reward"] - b["expected_reward"] for a, b in pairs], "+.3f") if ok else "–")
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    budget = min(r["evals"][-1]["env_steps"] for r in llm)
+    marks = list(range(0, budget + 1, step))
     lines += [
         "",
-        "**Held-out E[R] by environment steps** (each run's last evaluation at or before the mark, mean over seeds):",
+        "**Held-out E[R] by environment steps** (equal environment steps: each run's last evaluation at or before "
+        "the mark; mean ± 95 % t over seeds):",
         "",
     ]
     lines += ["| credit | " + " | ".join(f"{m:,}" for m in marks) + " |", "|---|" + "---:|" * len(marks)]
     for arm in arms:
         mine = [r for r in llm if r["credit"] == arm]
         cells = [
-            f"{np.mean([[e for e in r['evals'] if e['env_steps'] <= m][-1]['expected_reward'] for r in mine]):.3f}"
+            cell([[e for e in r["evals"] if e["env_steps"] <= m][-1]["expected_reward"] for r in mine], ".3f")
             for m in marks
         ]
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
