@@ -629,10 +629,11 @@ def otlp_traces(request: HttpRequest):
     source = getattr(request, "otlp_transport", "OTLP/HTTP")
     rejected = 0
     try:
-        chunks = otlp.decode_protobuf(body) if protobuf else otlp.split(doc)
-        with transaction.atomic():  # every trace of the request, or none
-            for trace_id, spans in chunks.items():
-                rejected += span_ingest.do_ingest_spans(project, otlp, trace_id, spans, source=source).rejected
+        with span_ingest.collector_paused():
+            chunks = otlp.decode_protobuf(body) if protobuf else otlp.split(doc)
+            with transaction.atomic():  # every trace of the request, or none
+                for trace_id, spans in chunks.items():
+                    rejected += span_ingest.do_ingest_spans(project, otlp, trace_id, spans, source=source).rejected
     except OTLP_ERRORS as exc:
         return _invalid_otlp("spans", exc)
     except ingest.TraceBusy as exc:  # OTLP exporters retry a 503 (OTLP/HTTP spec)
