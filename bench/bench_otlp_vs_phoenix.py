@@ -535,11 +535,10 @@ def scaling(sizes: list[int], seed: int, batch: int, repeats: int, profile: Path
         rows = []
         for size in [0, *sizes]:
             case = scaling_case(size, seed) if size else None
-            load_s = 0.0
+            load_s = stream_cpu_ms = 0.0
             if case is not None:
                 start = time.perf_counter()
-                for request in requests(case, batch):
-                    post(request)
+                stream_cpu_ms = sum(post(request)[1] for request in requests(case, batch))
                 derive()
                 load_s = time.perf_counter() - start
             request, derived = [], []
@@ -549,6 +548,7 @@ def scaling(sizes: list[int], seed: int, batch: int, repeats: int, profile: Path
             row = {
                 "spans": len(case.spans) if case else 0,
                 "load_s": round(load_s, 1),
+                "stream_request_cpu_us_per_span": round(stream_cpu_ms * 1000 / len(case.spans), 1) if case else None,
                 "request_ms": [round(wall, 1) for wall, _ in request],
                 "request_cpu_ms": [round(cpu, 1) for _, cpu in request],
                 "derive_ms": [round(wall, 1) for wall, _ in derived],
@@ -559,7 +559,8 @@ def scaling(sizes: list[int], seed: int, batch: int, repeats: int, profile: Path
             rows.append(row)
             median = {key: statistics.median(row[key]) for key in row if key.endswith("_ms")}
             print(
-                f"{row['spans']:>7,} spans (streamed and derived in {load_s:.1f} s): 1-span request "
+                f"{row['spans']:>7,} spans (streamed and derived in {load_s:.1f} s; its requests "
+                f"{row['stream_request_cpu_us_per_span'] or 0} us CPU a span): 1-span request "
                 f"{median['request_ms']:.1f} ms ({median['request_cpu_ms']:.1f} ms CPU), its re-derivation "
                 f"{median['derive_ms']:.1f} ms ({median['derive_cpu_ms']:.1f} ms CPU); medians of {repeats}, "
                 f"load {row['load_1min']}, peak RSS {row['max_rss_mb']} MB",
