@@ -4,12 +4,17 @@
  * aggregated per pair (width by count, colour by the most frequent edge type).
  *
  * The layout (`labelledLayout`, pure) is dagre's layered layout (static/vendor/dagre.min.js, the
- * maintained @dagrejs/dagre) of the spawn tree, left to right, each agent a box as wide as its
- * circle and its label, so labels never print over each other or over circles; a wide fan-out
- * (more than CLUSTER_ABOVE children without children of their own) is one box, its agents packed
- * in a grid of columns. Without dagre (its script missing) the older `treeLayout` is used. The
- * layout is in screen pixels: sigma scales it up to fill the panel and down only when it does not
- * fit, where its label grid (labelDensity) leaves out labels rather than overlapping them.
+ * maintained @dagrejs/dagre) of each spawn tree, left to right, each agent a box as wide as its
+ * circle and its label, so labels never print over each other or over circles; a fan-out's
+ * childless children are packed in a grid of columns when they are many (more than CLUSTER_ABOVE)
+ * or when their column would not fit the panel, and separate trees (a group chat's agents are
+ * trees of one) are packed in rows as wide as the panel, as text wraps. The layout is in screen
+ * pixels and sigma scales it, keeping its proportions, to fill the panel while circles and labels
+ * keep their size: so both choices first look for an arrangement that fits the panel unshrunk,
+ * else for the one shrunk least. A panel that changes size is laid out again. Where a layout is
+ * shrunk, its circles shrink with it and, up to LABEL_ALL_BELOW agents, a label that would cover
+ * another label or a circle is left out (`_labelled`); above, sigma's label grid (labelDensity)
+ * chooses. Without dagre (its script missing) the older `treeLayout` is used.
  *
  * With credit (`setCredit`, from attribution.js's `graphCredit`), nodes are coloured by their
  * agent's credit and sender→receiver edges drawn with width by |credit| and colour by its sign
@@ -38,8 +43,20 @@ const LABEL_FONT = "system-ui, sans-serif";
 const LABEL_WEIGHT = "normal";
 /** Between a circle and its label (sigma draws the label `size + 3` px right of the centre). */
 const LABEL_GAP = 4;
-/** The largest circle radius drawn (base + range, times 1.3 when selected), px. */
-const MAX_RADIUS = { normal: 24, large: 11 };
+/**
+ * The largest circle radius drawn (`render`'s base + range), px: an agent's box is this high. A
+ * selected or cursor circle (times 1.3) reaches into the gaps around its box, but not into
+ * another circle (rows of boxes are 2 radii and NODE_SEP apart).
+ */
+const MAX_RADIUS = { normal: 18, large: 8.5 };
+/**
+ * Sigma's margin around the layout (px). The layout's frame (`_bbox`) holds every circle and
+ * label whole, so a small one does; sigma takes it from the panel's smaller side and shrinks the
+ * other side in proportion.
+ */
+const STAGE_PADDING = 12;
+/** A panel whose width or height changes by more than this factor is laid out again. */
+const RELAYOUT_CHANGE = 1.1;
 /** The keyboard cursor's ring. */
 export const CURSOR_COLOR = "#f08c00";
 /** Arrow keys and their screen directions (y grows downwards). */
@@ -122,63 +139,202 @@ export function treeLayout(roots, childrenOf, { radialAbove = RADIAL_ABOVE_LEAVE
   return out;
 }
 
-/** A parent with more than this many childless children gets them packed in a grid (one box). */
+/** A parent with more than this many childless children always gets them packed in a grid (one box). */
 export const CLUSTER_ABOVE = 8;
 /** Space between boxes in a rank, between ranks, and between the grid cells of a cluster (px). */
 const NODE_SEP = 6;
 const RANK_SEP = 36;
 const CELL_GAP = 10;
+/** Space between separate spawn trees packed in rows: beside each other, and between rows (px). */
+const COMPONENT_GAP = { x: 24, y: 12 };
+/** The space (px) the layout aims to fit when it is not given the panel's. */
+export const DEFAULT_PANEL = Object.freeze({ width: 640, height: 320 });
 
 /**
- * Positions (screen px, y down) for a forest laid out by dagre left to right. `boxOf(name)` gives
- * {width, height, r}: the agent's box (circle and label) and its circle's radius; the agent's
- * circle centre is placed `r` from its box's left edge (sigma draws the label to its right).
- * Children beyond CLUSTER_ABOVE that have no children are packed into one grid box per parent,
- * about as wide as tall. `dagre` is the library (the browser global, or the npm module in tests).
+ * The scale at which a `w`×`h` layout fits, whole, in `panel` ({width, height}, px). Sigma frames
+ * the layout in the panel keeping its proportions, and draws circles and labels at a fixed size:
+ * below 1 they crowd each other, so of two layouts that do not fit the one of the larger scale
+ * is drawn the least crowded.
+ */
+export function fitScale(w, h, panel) {
+  return Math.min(panel.width / Math.max(w, 1), panel.height / Math.max(h, 1));
+}
+
+/**
+ * Of `candidates` ({width, height}) in order of preference, the first that fits `panel` at scale
+ * 1, else the one that fits at the largest scale (`fitScale`).
+ */
+function pick(candidates, panel) {
+  let best = null;
+  let bestScore = -Infinity;
+  for (const c of candidates) {
+    const score = fitScale(c.width, c.height, panel);
+    if (score >= 1) return c;
+    if (score > bestScore) {
+      best = c;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+/**
+ * The grid for `n` cells of `cellW`×`cellH` beside their parent's box (`parent`: {width, height}):
+ * {cols, rows}, the fewest columns that fit `panel` (px) at scale 1 (one is dagre's column), else
+ * the grid that fits it at the largest scale. Only the narrowest grid of each row count is a
+ * candidate (more columns for the same rows only widen it).
+ */
+export function gridShape(n, cellW, cellH, parent, panel) {
+  const candidates = [];
+  for (let rows = n; rows >= 1; rows -= 1) {
+    const cols = Math.ceil(n / rows);
+    if (Math.ceil(n / cols) !== rows) continue; // the same grid as a smaller row count
+    candidates.push({
+      cols, rows,
+      width: parent.width + RANK_SEP + cols * cellW - CELL_GAP,
+      height: Math.max(parent.height, rows * cellH - NODE_SEP),
+    });
+  }
+  const { cols, rows } = pick(candidates, panel);
+  return { cols, rows };
+}
+
+/**
+ * Boxes (`sizes`: [{width, height}], in order) packed in rows left to right as text wraps, a
+ * row's boxes centred on its middle line: rows as wide as `panel` (px) allows when they then fit
+ * it at scale 1 (the fewest rows), else the row width at which the whole fits it at the largest
+ * scale. Returns {at: [{x, y}] (each box's top left), width, height}.
+ */
+export function packRows(sizes, panel, gap = COMPONENT_GAP) {
+  const pack = (limit) => {
+    const at = [];
+    let x = 0;
+    let y = 0;
+    let rowHeight = 0;
+    let width = 0;
+    let row = [];
+    const endRow = () => {
+      for (const i of row) at[i].y = y + (rowHeight - sizes[i].height) / 2;
+      y += rowHeight + gap.y;
+      row = [];
+      x = 0;
+      rowHeight = 0;
+    };
+    sizes.forEach((s, i) => {
+      if (row.length && x + s.width > limit) endRow();
+      at[i] = { x, y: 0 };
+      row.push(i);
+      width = Math.max(width, x + s.width);
+      rowHeight = Math.max(rowHeight, s.height);
+      x += s.width + gap.x;
+    });
+    if (row.length) endRow();
+    return { at, width, height: Math.max(0, y - gap.y) };
+  };
+  // The row widths at which the rows break differently: every run of consecutive boxes for a few
+  // boxes, steps of 5 % between the widest box and all in one row for many; widest first.
+  const widths = sizes.map((s) => s.width);
+  const limits = new Set([Math.max(0, ...widths)]);
+  if (sizes.length <= 40) {
+    for (let i = 0; i < sizes.length; i += 1) {
+      let run = -gap.x;
+      for (let j = i; j < sizes.length; j += 1) {
+        run += widths[j] + gap.x;
+        limits.add(run);
+      }
+    }
+  } else {
+    const total = widths.reduce((a, b) => a + b + gap.x, -gap.x);
+    for (let limit = Math.max(...widths); limit < total; limit *= 1.05) limits.add(limit);
+    limits.add(total);
+  }
+  return pick([...limits].sort((a, b) => b - a).map(pack), panel);
+}
+
+/**
+ * Positions (screen px, y down) for a forest. `boxOf(name)` gives {width, height, r}: the agent's
+ * box (circle and label) and its circle's radius; the agent's circle centre is placed `r` from
+ * its box's left edge (sigma draws the label to its right).
+ *
+ * Each spawn tree is laid out by dagre left to right, a parent's childless children packed in a
+ * grid (one box) when there are more than `clusterAbove` of them or when their column would not
+ * fit the panel (`gridShape`). The trees (an agent without parent or children is a tree of one,
+ * as every member of a group chat is) are then packed in rows as wide as the panel (`packRows`).
+ * `panel` ({width, height}, px) is the space sigma draws the layout in: sigma shrinks a layout
+ * that does not fit while its circles and labels keep their size, so both choices first look
+ * for a layout that fits at scale 1, then for the one that fits at the largest scale. `dagre` is
+ * the library (the browser global, or the npm module in tests).
  * @returns {Map<string, {x: number, y: number}>}
  */
-export function labelledLayout(dagre, roots, childrenOf, boxOf, { clusterAbove = CLUSTER_ABOVE } = {}) {
+export function labelledLayout(dagre, roots, childrenOf, boxOf, { clusterAbove = CLUSTER_ABOVE, panel = DEFAULT_PANEL } = {}) {
+  const seen = new Set();
+  const trees = [];
+  for (const root of roots) {
+    if (seen.has(root)) continue;
+    trees.push(childrenOf(root).length ? layoutTree(dagre, root, childrenOf, boxOf, clusterAbove, panel, seen) : single(root, boxOf, seen));
+  }
+  const packed = packRows(trees.map((t) => ({ width: t.width, height: t.height })), panel);
+  const out = new Map();
+  trees.forEach((tree, i) => {
+    const { x, y } = packed.at[i];
+    for (const [name, p] of tree.at) out.set(name, { x: x + p.x, y: y + p.y });
+  });
+  return out;
+}
+
+/** A tree of one agent: its box, the circle's centre `r` from the left, at mid-height. */
+function single(name, boxOf, seen) {
+  seen.add(name);
+  const box = boxOf(name);
+  return { at: new Map([[name, { x: box.r, y: box.height / 2 }]]), width: box.width, height: box.height };
+}
+
+/** One spawn tree by dagre (see `labelledLayout`): {at (box's top left at 0, 0), width, height}. */
+function layoutTree(dagre, root, childrenOf, boxOf, clusterAbove, panel, seen) {
   const g = new dagre.graphlib.Graph();
   g.setGraph({ rankdir: "LR", nodesep: NODE_SEP, ranksep: RANK_SEP, marginx: 0, marginy: 0 });
   g.setDefaultEdgeLabel(() => ({}));
-  const clusters = new Map(); // box id -> {names, cols, cellW, cellH}
-  const seen = new Set();
+  const clusters = new Map(); // box id -> {names, boxes, cols, cellW, cellH}
   const add = (name) => {
     if (seen.has(name)) return;
     seen.add(name);
     const box = boxOf(name);
     g.setNode(name, { width: box.width, height: box.height });
     const children = childrenOf(name);
-    const leaves = children.filter((c) => childrenOf(c).length === 0);
-    const packed = leaves.length > clusterAbove ? new Set(leaves) : new Set();
-    if (packed.size) {
-      const names = [...packed];
-      const boxes = names.map(boxOf);
+    const leaves = children.filter((c) => !seen.has(c) && childrenOf(c).length === 0);
+    let packed = new Set();
+    if (leaves.length > 1) {
+      const boxes = leaves.map(boxOf);
       const cellW = Math.max(...boxes.map((b) => b.width)) + CELL_GAP;
       const cellH = Math.max(...boxes.map((b) => b.height)) + NODE_SEP;
-      // Columns so that the grid is about as wide as tall.
-      const cols = Math.max(1, Math.round(Math.sqrt((names.length * cellH) / cellW)));
-      const id = `\u0000cluster:${name}`;
-      clusters.set(id, { names, boxes, cols, cellW, cellH });
-      g.setNode(id, { width: cols * cellW, height: Math.ceil(names.length / cols) * cellH });
-      g.setEdge(name, id);
-      for (const c of names) seen.add(c);
+      const { cols, rows } = gridShape(leaves.length, cellW, cellH, box, panel);
+      if (leaves.length > clusterAbove || cols > 1) {
+        packed = new Set(leaves);
+        const id = `\u0000cluster:${name}`;
+        clusters.set(id, { names: leaves, boxes, cols, cellW, cellH });
+        g.setNode(id, { width: cols * cellW - CELL_GAP, height: rows * cellH - NODE_SEP });
+        g.setEdge(name, id);
+        for (const c of leaves) seen.add(c);
+      }
     }
     for (const c of children) {
-      if (packed.has(c)) continue;
+      if (packed.has(c) || seen.has(c)) continue;
       add(c);
       g.setEdge(name, c);
     }
   };
-  for (const r of roots) add(r);
+  add(root);
   dagre.layout(g);
-  const out = new Map();
+  const at = new Map();
+  const place = (name, x, y) => {
+    const box = boxOf(name);
+    at.set(name, { x, y, left: x - box.r, right: x - box.r + box.width, top: y - box.height / 2, bottom: y + box.height / 2 });
+  };
   for (const id of g.nodes()) {
     const n = g.node(id);
     const cluster = clusters.get(id);
     if (!cluster) {
-      const { width, r } = boxOf(id);
-      out.set(id, { x: n.x - width / 2 + r, y: n.y });
+      place(id, n.x - n.width / 2 + boxOf(id).r, n.y);
       continue;
     }
     const left = n.x - n.width / 2;
@@ -186,10 +342,20 @@ export function labelledLayout(dagre, roots, childrenOf, boxOf, { clusterAbove =
     cluster.names.forEach((name, i) => {
       const col = i % cluster.cols;
       const row = Math.floor(i / cluster.cols);
-      out.set(name, { x: left + col * cluster.cellW + cluster.boxes[i].r, y: top + row * cluster.cellH + cluster.cellH / 2 });
+      place(name, left + col * cluster.cellW + cluster.boxes[i].r, top + row * cluster.cellH + (cluster.cellH - NODE_SEP) / 2);
     });
   }
-  return out;
+  const x0 = Math.min(...[...at.values()].map((p) => p.left));
+  const y0 = Math.min(...[...at.values()].map((p) => p.top));
+  const out = new Map();
+  let width = 0;
+  let height = 0;
+  for (const [name, p] of at) {
+    out.set(name, { x: p.x - x0, y: p.y - y0 });
+    width = Math.max(width, p.right - x0);
+    height = Math.max(height, p.bottom - y0);
+  }
+  return { at: out, width, height };
 }
 
 /** Widest credit edge, in sigma size units (an edge of credit c is 1 + (MAX - 1)·|c| wide). */
@@ -221,6 +387,10 @@ export class AgentGraph {
     this.credit = null;
     this.legend = null;
     this._layoutVersion = -1;
+    /** The space ({width, height}, px) the layout was made to fit (`_fitSpace`). */
+    this._layoutSpace = null;
+    /** The panel's size as the resize observer last saw it ({width, height}, px), or null. */
+    this._panelSize = null;
     this._layout = new Map();
     /** The layout's extent with the labels ({x: [min, max], y: [min, max]}, sigma's units), or null. */
     this._bbox = null;
@@ -248,7 +418,7 @@ export class AgentGraph {
   /** Bring the drawing in line with the model. */
   render() {
     const model = this.model;
-    if (this._layoutVersion !== model.version) {
+    if (this._layoutVersion !== model.version || this._layoutSpace !== this._fitSpace()) {
       this._layout = this._computeLayout();
       this._layoutVersion = model.version;
     }
@@ -260,6 +430,10 @@ export class AgentGraph {
     for (const s of stats.values()) max = Math.max(max, s[key]);
     // Many agents share the same screen: draw them smaller.
     const [base, range] = this._layout.size > LARGE_GRAPH ? [1.5, 7] : [4, 14];
+    // A layout that does not fit the panel is drawn smaller: its circles shrink with it (not below
+    // 2 px), so that they stay inside their boxes; which labels still fit is `_labelled`'s choice.
+    const scale = this._drawScale();
+    const shrink = (size) => (scale < 1 ? Math.max(size * scale, Math.min(size, 2)) : size);
     const nodes = new Map();
     for (const [name, at] of this._layout) {
       if (!model.agentPasses(name)) continue;
@@ -269,14 +443,21 @@ export class AgentGraph {
       const cursor = this.focused && name === this.cursor;
       nodes.set(name, {
         x: at.x, y: at.y, label: name,
-        size: (base + range * Math.sqrt(value / max)) * (selected || cursor ? 1.3 : 1),
+        size: shrink((base + range * Math.sqrt(value / max)) * (selected || cursor ? 1.3 : 1)),
         color: this.credit?.nodes.size ? creditColor(this.credit.nodes.get(name) ?? 0) : roleColor(model.roleOf(name)),
         borderColor: cursor ? CURSOR_COLOR : selected ? MARK_COLORS.selected : MARK_COLORS.mistake,
         borderSize: cursor ? 0.45 : selected || mistake ? 0.3 : 0,
         type: selected || mistake || cursor ? "ring" : "point", // points are much cheaper to draw
-        highlighted: selected || cursor, forceLabel: selected || cursor || this._layout.size <= LABEL_ALL_BELOW,
+        highlighted: selected || cursor, forceLabel: selected || cursor,
         zIndex: cursor ? 3 : selected ? 2 : mistake ? 1 : 0,
       });
+    }
+    if (this._layout.size <= LABEL_ALL_BELOW) {
+      const labelled = this._labelled(nodes, scale);
+      for (const [name, node] of nodes) {
+        if (labelled.has(name)) node.forceLabel = true;
+        else node.label = null; // it would cover another label or circle: none (hovering names it still)
+      }
     }
     const edges = new Map();
     for (const [name] of nodes) {
@@ -322,6 +503,53 @@ export class AgentGraph {
       this._framed = this._bbox;
       this.sigma.setCustomBBox(this._bbox);
     }
+  }
+
+  /**
+   * The scale (at most 1) sigma draws the layout at in the panel at its first framing: it keeps
+   * the layout's proportions and leaves STAGE_PADDING from the panel's smaller side, the other in
+   * proportion (sigma's matrixFromCamera); 1 when the panel or the layout has no size yet.
+   */
+  _drawScale() {
+    const panel = this._panelSize ?? this.container.getBoundingClientRect();
+    const bbox = this._bbox;
+    if (!bbox || !(panel.width > 0 && panel.height > 0)) return 1;
+    const k = Math.max(0.1, 1 - (2 * STAGE_PADDING) / Math.min(panel.width, panel.height));
+    const w = Math.max(1, bbox.x[1] - bbox.x[0]);
+    const h = Math.max(1, bbox.y[1] - bbox.y[0]);
+    return Math.min(1, (k * panel.width) / w, (k * panel.height) / h);
+  }
+
+  /**
+   * The agents whose labels are drawn (a set of names) when every agent may be labelled: the
+   * keyboard cursor's and the selected agent's, then, biggest circle first, each whose label (as
+   * sigma places it, at the layout's `scale`) covers neither a label already chosen nor a circle.
+   * At scale 1 that is every agent (the layout gives each label its own box).
+   */
+  _labelled(nodes, scale) {
+    const rects = new Map();
+    for (const [name, node] of nodes) {
+      const x = node.x * scale;
+      const y = node.y * scale;
+      rects.set(name, {
+        circle: { x0: x - node.size, x1: x + node.size, y0: y - node.size, y1: y + node.size },
+        label: { x0: x + node.size + 3, x1: x + node.size + 3 + this._labelWidth(name), y0: y - LABEL_SIZE / 2, y1: y + LABEL_SIZE / 2 },
+      });
+    }
+    const hit = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+    const order = [...nodes.keys()].sort((a, b) => {
+      const first = (name) => (name === this.cursor && this.focused ? 2 : name === this.selected ? 1 : 0);
+      return first(b) - first(a) || nodes.get(b).size - nodes.get(a).size;
+    });
+    const chosen = new Set();
+    for (const name of order) {
+      const { label } = rects.get(name);
+      const free = nodes.get(name).forceLabel || (
+        ![...chosen].some((other) => hit(label, rects.get(other).label))
+        && ![...rects].some(([other, r]) => other !== name && hit(label, r.circle)));
+      if (free) chosen.add(name);
+    }
+    return chosen;
   }
 
   /** Agent edges merged per ordered pair over every type but spawn; `type` the most frequent. */
@@ -441,16 +669,34 @@ export class AgentGraph {
     e.stopPropagation();
   }
 
+  /**
+   * The space sigma draws the layout in ({width, height}, px): the panel less sigma's padding
+   * (`_drawScale`). The one the current layout was made for while the panel keeps about its size
+   * (or has no size, hidden), else the panel's own.
+   */
+  _fitSpace() {
+    // The size the resize observer last saw (measured only before it has seen one).
+    const { width, height } = this._panelSize ?? this.container.getBoundingClientRect();
+    const kept = this._layoutSpace;
+    if (!(width > 0 && height > 0)) return kept ?? DEFAULT_PANEL;
+    const k = Math.max(0.1, 1 - (2 * STAGE_PADDING) / Math.min(width, height));
+    const space = { width: k * width, height: k * height };
+    const near = (a, b) => Math.max(a / b, b / a) <= RELAYOUT_CHANGE;
+    return kept !== null && near(space.width, kept.width) && near(space.height, kept.height) ? kept : space;
+  }
+
   /** The spawn tree's layout: dagre with label-sized boxes (y up, as sigma's), else the tree layout. */
   _computeLayout() {
     const model = this.model;
+    const panel = this._fitSpace();
+    this._layoutSpace = panel;
     const dagre = globalThis.dagre;
     const childrenOf = (name) => model.childrenOf(name);
     if (!dagre?.layout) return treeLayout(model.rootAgents(), childrenOf);
     const large = model.agents.size > LARGE_GRAPH;
     const r = large ? MAX_RADIUS.large : MAX_RADIUS.normal;
     const boxOf = (name) => ({ width: 2 * r + LABEL_GAP + this._labelWidth(name), height: Math.max(2 * r, LABEL_SIZE + 4), r });
-    const at = labelledLayout(dagre, model.rootAgents(), childrenOf, boxOf);
+    const at = labelledLayout(dagre, model.rootAgents(), childrenOf, boxOf, { panel });
     const out = new Map();
     const bbox = { x: [Infinity, -Infinity], y: [Infinity, -Infinity] };
     for (const [name, p] of at) {
@@ -508,7 +754,7 @@ export class AgentGraph {
       renderEdgeLabels: false,
       hideEdgesOnMove: true,
       zIndex: true,
-      stagePadding: 40,
+      stagePadding: STAGE_PADDING,
       labelRenderedSizeThreshold: 9,
       labelDensity: 0.5,
       labelGridCellSize: 120,
@@ -529,8 +775,10 @@ export class AgentGraph {
       },
       edgeProgramClasses: { curve: EdgeCurveProgram },
     });
-    new ResizeObserver(() => {
+    new ResizeObserver(([entry]) => {
+      this._panelSize = { width: entry.contentRect.width, height: entry.contentRect.height };
       this.sigma.resize();
+      this.render(); // a new scale (circles, which labels fit), and a new layout for a new shape
       this.sigma.refresh();
     }).observe(this.container);
     this.sigma.on("clickNode", ({ node }) => this.onSelectAgent(node));
