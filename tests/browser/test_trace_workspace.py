@@ -246,6 +246,112 @@ def test_agent_graph_labels_do_not_overlap(app, wide_page, shared_data, relative
     assert all(b["label"]["x"] + b["label"]["width"] <= panel["width"] + 1 for b in boxes), boxes
 
 
+def graph_extent(boxes) -> dict[str, float]:
+    """The horizontal extent (viewport px) of the agent graph's circles and drawn labels."""
+    left = min(b["node"]["x"] - b["node"]["r"] for b in boxes)
+    right = max(
+        max(b["node"]["x"] + b["node"]["r"], b["label"]["x"] + b["label"]["width"] if b["labelled"] else 0)
+        for b in boxes
+    )
+    return {"left": left, "right": right, "width": right - left}
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "who-and-when/Algorithm-Generated/19.json",  # five agents, names up to 32 characters
+        "who-and-when/Algorithm-Generated/7.json",  # three agents
+        "who-and-when/Algorithm-Generated/2.json",
+    ],
+)
+def test_a_group_chats_agent_graph_uses_the_panels_width(app, wide_page, shared_data, relative):
+    """An AG2 group chat has no spawn tree (every agent a root): its agents are packed in rows of
+    the panel's shape, not stacked in one narrow column (issue 32)."""
+    path = shared_data / relative
+    if not path.exists():
+        pytest.skip(f"{path} not found: this test needs {relative} of ../shared/data")
+    trace_id = app.import_files(path)[path.name]
+    agents = app.api(f"/api/traces/{trace_id}/snapshot/")["agents"]
+    assert all(a.get("parent") in (None, "") for a in agents)  # a group chat: nobody spawned anybody
+    page = wide_page
+    open_trace_page(page, app, trace_id)
+    wait_until(page, "() => window.swarmscope.agentGraph.labelBoxes().length > 0")
+    boxes, pairs = label_overlaps(page)
+    assert len(boxes) == len(agents) and all(b["labelled"] for b in boxes), boxes
+    assert pairs == [], pairs
+    panel = box(page, "agent-graph-canvas")
+    extent = graph_extent(boxes)
+    # Before: one column, 255 px of the 538 px panel for 19.json (47 %).
+    assert extent["width"] >= 0.7 * panel["width"], (extent, panel)
+    assert extent["left"] >= 0 and extent["right"] <= panel["width"] + 1, (extent, panel)
+    # More than one row and more than one column.
+    assert len({round(b["node"]["y"]) for b in boxes}) > 1 and len({round(b["node"]["x"]) for b in boxes}) > 1
+
+
+@pytest.mark.parametrize("experts", [4, 6, 9])
+def test_a_swarmsim_fan_out_episodes_labels_do_not_overlap(app, wide_page, tmp_path, experts):
+    """A SwarmSim fan-out episode (the orchestrator, k experts and a verifier, as a training run's
+    sample episode shows them): every agent labelled, no label over another label or a circle
+    (before: the orchestrator's label ran into the experts' column, shrunk to fit the panel)."""
+    from trainer.sim.baselines import FixedFanOut, run_policy
+    from trainer.sim.env import SwarmEnv
+    from trainer.sim.tasks import generate_task
+
+    episode = run_policy(
+        SwarmEnv(generate_task("medium", 2), seed=2), FixedFanOut(experts, role="expert", verifier=True)
+    )
+    document = episode.trace.to_dict()
+    document["source_id"] = f"{document['source_id']}/fan-out-{experts}-experts"
+    path = tmp_path / f"swarmsim-fan-out-{experts}.json"
+    path.write_text(json.dumps(document))
+    trace_id = app.import_files(path)[path.name]
+    agents = app.api(f"/api/traces/{trace_id}/snapshot/")["agents"]
+    assert len(agents) == experts + 2
+    page = wide_page
+    open_trace_page(page, app, trace_id)
+    wait_until(page, "() => window.swarmscope.agentGraph.labelBoxes().length > 0")
+    boxes, pairs = label_overlaps(page)
+    assert len(boxes) == len(agents) and all(b["labelled"] for b in boxes), boxes
+    assert pairs == [], pairs
+    panel = box(page, "agent-graph-canvas")
+    extent = graph_extent(boxes)
+    assert extent["left"] >= 0 and extent["right"] <= panel["width"] + 1, (extent, panel)
+    # A narrower panel (the page at 1024 px) lays the graph out again for its size: still every
+    # agent labelled, no label over another label or a circle.
+    resize_graph_panel(page, lambda: page.set_viewport_size({"width": 1024, "height": 900}))
+    boxes, pairs = label_overlaps(page)
+    assert all(b["labelled"] for b in boxes) and pairs == [], (boxes, pairs)
+    # A panel too small for any arrangement (cut to 220×90 px) draws the layout shrunk: a label
+    # that would cover another label or a circle is left out, not drawn over it.
+    resize_graph_panel(
+        page,
+        lambda: page.get_by_test_id("agent-graph-canvas").evaluate(
+            "(e) => { e.style.height = '90px'; e.style.width = '220px'; }"
+        ),
+    )
+    assert page.evaluate("() => window.swarmscope.agentGraph._drawScale()") < 1
+    boxes, pairs = label_overlaps(page)
+    assert pairs == [], pairs
+    assert any(b["labelled"] for b in boxes), boxes
+
+
+def resize_graph_panel(page, resize) -> None:
+    """Resize the agent graph's panel (`resize()`) and wait until the graph is laid out for it."""
+    before = box(page, "agent-graph-canvas")
+    resize()
+    wait_until(
+        page,
+        "(w) => Math.abs(document.querySelector('[data-testid=agent-graph-canvas]')"
+        ".getBoundingClientRect().width - w) > 1",
+        before["width"],
+    )
+    wait_until(
+        page,
+        "() => { const g = window.swarmscope.agentGraph; const r = g.container.getBoundingClientRect();"
+        " return g._panelSize?.width === r.width && g._layoutSpace === g._fitSpace(); }",
+    )
+
+
 USERS = """
 from django.contrib.auth import get_user_model
 from webapp.accounts.services import do_add_member, do_get_or_create_project
