@@ -322,7 +322,7 @@ def test_a_swarmsim_fan_out_episodes_labels_do_not_overlap(app, wide_page, tmp_p
     boxes, pairs = label_overlaps(page)
     assert all(b["labelled"] for b in boxes) and pairs == [], (boxes, pairs)
     # A panel too small for any arrangement (cut to 220×90 px) draws the layout shrunk: a label
-    # that would cover another label or a circle is left out, not drawn over it.
+    # that would cover another label or a circle, or run out of the panel, is left out.
     resize_graph_panel(
         page,
         lambda: page.get_by_test_id("agent-graph-canvas").evaluate(
@@ -332,7 +332,8 @@ def test_a_swarmsim_fan_out_episodes_labels_do_not_overlap(app, wide_page, tmp_p
     assert page.evaluate("() => window.swarmscope.agentGraph._drawScale()") < 1
     boxes, pairs = label_overlaps(page)
     assert pairs == [], pairs
-    assert any(b["labelled"] for b in boxes), boxes
+    panel = box(page, "agent-graph-canvas")
+    assert all(b["label"]["x"] + b["label"]["width"] <= panel["width"] + 1 for b in boxes if b["labelled"]), boxes
 
 
 def resize_graph_panel(page, resize) -> None:

@@ -13,8 +13,9 @@
  * keep their size: so both choices first look for an arrangement that fits the panel unshrunk,
  * else for the one shrunk least. A panel that changes size is laid out again. Where a layout is
  * shrunk, its circles shrink with it and, up to LABEL_ALL_BELOW agents, a label that would cover
- * another label or a circle is left out (`_labelled`); above, sigma's label grid (labelDensity)
- * chooses. Without dagre (its script missing) the older `treeLayout` is used.
+ * another label or a circle or run out of the panel is left out (`_labelled`; hovering its node
+ * shows it); above, sigma's label grid (labelDensity) chooses. Without dagre (its script missing)
+ * the older `treeLayout` is used.
  *
  * With credit (`setCredit`, from attribution.js's `graphCredit`), nodes are coloured by their
  * agent's credit and sender→receiver edges drawn with width by |credit| and colour by its sign
@@ -456,7 +457,7 @@ export class AgentGraph {
       const labelled = this._labelled(nodes, scale);
       for (const [name, node] of nodes) {
         if (labelled.has(name)) node.forceLabel = true;
-        else node.label = null; // it would cover another label or circle: none (hovering names it still)
+        else node.hideLabel = true; // it would cover another label or a circle (hovering shows it)
       }
     }
     const edges = new Map();
@@ -506,9 +507,9 @@ export class AgentGraph {
   }
 
   /**
-   * The scale (at most 1) sigma draws the layout at in the panel at its first framing: it keeps
-   * the layout's proportions and leaves STAGE_PADDING from the panel's smaller side, the other in
-   * proportion (sigma's matrixFromCamera); 1 when the panel or the layout has no size yet.
+   * The scale sigma draws the layout at in the panel at its first framing (below 1: shrunk): it
+   * keeps the layout's proportions and leaves STAGE_PADDING from the panel's smaller side, the
+   * other in proportion (sigma's matrixFromCamera); 1 when the panel or the layout has no size yet.
    */
   _drawScale() {
     const panel = this._panelSize ?? this.container.getBoundingClientRect();
@@ -517,20 +518,27 @@ export class AgentGraph {
     const k = Math.max(0.1, 1 - (2 * STAGE_PADDING) / Math.min(panel.width, panel.height));
     const w = Math.max(1, bbox.x[1] - bbox.x[0]);
     const h = Math.max(1, bbox.y[1] - bbox.y[0]);
-    return Math.min(1, (k * panel.width) / w, (k * panel.height) / h);
+    return Math.min((k * panel.width) / w, (k * panel.height) / h);
   }
 
   /**
    * The agents whose labels are drawn (a set of names) when every agent may be labelled: the
    * keyboard cursor's and the selected agent's, then, biggest circle first, each whose label (as
-   * sigma places it, at the layout's `scale`) covers neither a label already chosen nor a circle.
-   * At scale 1 that is every agent (the layout gives each label its own box).
+   * sigma places it, at the layout's `scale`, the layout's frame centred in the panel) stays in
+   * the panel and covers neither a label already chosen nor a circle. At scale 1 that is every
+   * agent (the layout gives each label its own box inside the frame).
    */
   _labelled(nodes, scale) {
+    const panel = this._panelSize ?? this.container.getBoundingClientRect();
+    const bbox = this._bbox;
+    const cx = bbox ? (bbox.x[0] + bbox.x[1]) / 2 : 0;
+    const cy = bbox ? (bbox.y[0] + bbox.y[1]) / 2 : 0;
+    const inside = (r) => !(panel.width > 0) || (r.x0 >= 0 && r.x1 <= panel.width && r.y0 >= 0 && r.y1 <= panel.height);
     const rects = new Map();
     for (const [name, node] of nodes) {
-      const x = node.x * scale;
-      const y = node.y * scale;
+      // Viewport px (y down, as the layout's y is up).
+      const x = panel.width / 2 + (node.x - cx) * scale;
+      const y = panel.height / 2 - (node.y - cy) * scale;
       rects.set(name, {
         circle: { x0: x - node.size, x1: x + node.size, y0: y - node.size, y1: y + node.size },
         label: { x0: x + node.size + 3, x1: x + node.size + 3 + this._labelWidth(name), y0: y - LABEL_SIZE / 2, y1: y + LABEL_SIZE / 2 },
@@ -545,7 +553,7 @@ export class AgentGraph {
     for (const name of order) {
       const { label } = rects.get(name);
       const free = nodes.get(name).forceLabel || (
-        ![...chosen].some((other) => hit(label, rects.get(other).label))
+        inside(label) && ![...chosen].some((other) => hit(label, rects.get(other).label))
         && ![...rects].some(([other, r]) => other !== name && hit(label, r.circle)));
       if (free) chosen.add(name);
     }
@@ -733,7 +741,7 @@ export class AgentGraph {
       const size = this.sigma.scaleSize(data.size);
       const width = this._labelWidth(name);
       out.push({
-        name, labelled: Boolean(data.forceLabel),
+        name, labelled: Boolean(data.forceLabel) && !data.hideLabel,
         node: { x: p.x, y: p.y, r: size },
         label: { x: p.x + size + 3, y: p.y - LABEL_SIZE / 2, width, height: LABEL_SIZE },
       });
@@ -748,7 +756,7 @@ export class AgentGraph {
 
   _mount() {
     const { Sigma } = vendor();
-    const { createNodeBorderProgram, EdgeCurveProgram, NodePointProgram } = Sigma.rendering;
+    const { createNodeBorderProgram, drawDiscNodeLabel, EdgeCurveProgram, NodePointProgram } = Sigma.rendering;
     this.sigma = new Sigma(this.graph, this.container, {
       allowInvalidContainer: true,
       renderEdgeLabels: false,
@@ -759,6 +767,10 @@ export class AgentGraph {
       labelDensity: 0.5,
       labelGridCellSize: 120,
       labelSize: LABEL_SIZE,
+      // Not the labels `_labelled` leaves out (hovering a node draws its label still).
+      defaultDrawNodeLabel: (context, data, settings) => {
+        if (!data.hideLabel) drawDiscNodeLabel(context, data, settings);
+      },
       labelFont: LABEL_FONT,
       labelWeight: LABEL_WEIGHT,
       // The page's text colour (static/css/dark.css under prefers-color-scheme: dark).
