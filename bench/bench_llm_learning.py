@@ -2,11 +2,14 @@
 Per credit arm and seed, the recipe's own iterations (trainer.recipes.train_llm_orchestrator.LLMLearner,
 as `train_orchestrator.train` runs them) to a budget of environment steps (re-rollouts counted), with
 held-out evaluations along the way; beside them the MLP policy trained by its recipe to the same
-budget and SwarmSim's heuristics. Prints Markdown tables for bench/RESULTS.md.
+budget and SwarmSim's heuristics. Prints Markdown tables for bench/RESULTS.md. Every finished run is
+appended to OUT/runs.jsonl; `--report-only` rebuilds the tables from it for seeds seed0 .. seed0 +
+seeds - 1, keeping the seeds every arm finished (so a cut-short benchmark still reports).
 
     nice -n 15 .venv/bin/python bench/bench_llm_learning.py --tiny [--seeds 5] [--budget 600]
         [--arms shared,expected,counterfactual_baseline,counterfactual_baseline_exact] [--episodes 8]
-        [--group 4] [--lr 1e-2] [--eval-tasks 16] [--eval-every 1] [--workers 1] [--json out.json]
+        [--group 4] [--lr 1e-2] [--eval-tasks 16] [--eval-every 1] [--workers 1] [--seed0 0]
+        [--out /tmp/bench_llm_learning] [--report-only] [--json out.json]
     nice -n 15 .venv/bin/python bench/bench_llm_learning.py --server --arms shared,counterfactual_baseline_exact
         --seeds 2 --iterations 3 --episodes 4 --group 2 --lr 1e-4      # SmolLM2 on the vLLM server
 
@@ -260,7 +263,7 @@ def cell(values: list[float], fmt: str) -> str:
     mean, half = t_interval(values)
     if np.isnan(mean):
         return "–"
-    return f"{mean:{fmt}}" + ("" if np.isnan(half) else f" ± {half:{fmt}}")
+    return f"{mean:{fmt}}" + ("" if np.isnan(half) else f" ± {half:{fmt.lstrip('+')}}")
 
 
 def tables(runs: list[dict], mlp: list[dict], heur: dict, arms: list[str]) -> list[str]:
@@ -402,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", action="store_true")
     parser.add_argument("--arms", default=",".join(LLM_CREDITS))
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seed0", type=int, default=0, help="the first seed (runs seeds seed0 .. seed0 + seeds - 1)")
     parser.add_argument("--budget", type=int, default=600, help="env steps per run, re-rollouts counted")
     parser.add_argument("--iterations", type=int, default=0, help="stop after this many iterations (0: budget only)")
     parser.add_argument("--episodes", type=int, default=8)
@@ -434,14 +438,18 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         run_all(args, arms, log)
     records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    runs = [r for r in records if r.get("policy") == "llm" and r["credit"] in arms]
-    mlp = [r for r in records if r.get("policy") == "mlp" and r["credit"] in arms]
+    wanted = range(args.seed0, args.seed0 + args.seeds)
+    runs = [r for r in records if r.get("policy") == "llm" and r["credit"] in arms and r["seed"] in wanted]
+    done = {s for s in {r["seed"] for r in runs} if {r["credit"] for r in runs if r["seed"] == s} >= set(arms)}
+    runs = [r for r in runs if r["seed"] in done]  # seeds every arm finished (a cut-short benchmark's)
+    mlp = [r for r in records if r.get("policy") == "mlp" and r["credit"] in arms and r["seed"] in wanted]
     heur = next((r["heuristics"] for r in records if "heuristics" in r), {})
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     lines = [
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, 1 torch thread, "
         f"code at {commit}; load (1/5/15 min) {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f} at the "
-        f"start, {os.getloadavg()[0]:.2f} at the end; {time.time() - started:.0f} s wall.",
+        f"start, {os.getloadavg()[0]:.2f} at the end; {time.time() - started:.0f} s wall; policy llm seeds every arm "
+        f"finished: {sorted(done)}.",
         "",
         *tables(runs, mlp, heur, arms),
         "",
@@ -467,7 +475,7 @@ def run_all(args: argparse.Namespace, arms: list[str], log: Path) -> None:
     keep({"heuristics": heuristics(args)})
     scratch = Path(tempfile.mkdtemp(prefix="bench-llm-learning-"))
     models = {}
-    for seed in range(args.seeds):
+    for seed in range(args.seed0, args.seed0 + args.seeds):
         if args.tiny:
             from tests.trainer.llm_policy.tiny_lm import tiny_lm
 
@@ -479,10 +487,14 @@ def run_all(args: argparse.Namespace, arms: list[str], log: Path) -> None:
         else:
             models[seed] = args.model
     with ProcessPoolExecutor(args.workers) as pool:
-        mlp_jobs = [] if args.no_mlp else [(args, arm, seed, args.budget) for seed in range(args.seeds) for arm in arms]
+        mlp_jobs = (
+            []
+            if args.no_mlp
+            else [(args, arm, seed, args.budget) for seed in range(args.seed0, args.seed0 + args.seeds) for arm in arms]
+        )
         for run in pool.map(mlp_run, mlp_jobs):
             keep(run)
-        jobs = [(args, arm, seed, models[seed]) for seed in range(args.seeds) for arm in arms]
+        jobs = [(args, arm, seed, models[seed]) for seed in range(args.seed0, args.seed0 + args.seeds) for arm in arms]
         for run in pool.map(llm_run, jobs):
             keep(run)
             end = run["evals"][-1]
