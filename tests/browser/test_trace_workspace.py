@@ -256,6 +256,17 @@ def graph_extent(boxes) -> dict[str, float]:
     return {"left": left, "right": right, "width": right - left}
 
 
+def opened_graph(page, app, trace_id: int, agents: int) -> tuple[list, dict, dict]:
+    """Open the trace's page and check its agent graph: every one of `agents` labelled, no label over
+    another label or a circle. Returns (label boxes, the panel's box, the graph's horizontal extent)."""
+    open_trace_page(page, app, trace_id)
+    wait_until(page, "() => window.swarmscope.agentGraph.labelBoxes().length > 0")
+    boxes, pairs = label_overlaps(page)
+    assert len(boxes) == agents and all(b["labelled"] for b in boxes), boxes
+    assert pairs == [], pairs
+    return boxes, box(page, "agent-graph-canvas"), graph_extent(boxes)
+
+
 @pytest.mark.parametrize(
     "relative",
     [
@@ -274,13 +285,7 @@ def test_a_group_chats_agent_graph_uses_the_panels_width(app, wide_page, shared_
     agents = app.api(f"/api/traces/{trace_id}/snapshot/")["agents"]
     assert all(a.get("parent") in (None, "") for a in agents)  # a group chat: nobody spawned anybody
     page = wide_page
-    open_trace_page(page, app, trace_id)
-    wait_until(page, "() => window.swarmscope.agentGraph.labelBoxes().length > 0")
-    boxes, pairs = label_overlaps(page)
-    assert len(boxes) == len(agents) and all(b["labelled"] for b in boxes), boxes
-    assert pairs == [], pairs
-    panel = box(page, "agent-graph-canvas")
-    extent = graph_extent(boxes)
+    boxes, panel, extent = opened_graph(page, app, trace_id, len(agents))
     # Before: one column, 255 px of the 538 px panel for 19.json (47 %).
     assert extent["width"] >= 0.7 * panel["width"], (extent, panel)
     assert extent["left"] >= 0 and extent["right"] <= panel["width"] + 1, (extent, panel)
@@ -308,13 +313,7 @@ def test_a_swarmsim_fan_out_episodes_labels_do_not_overlap(app, wide_page, tmp_p
     agents = app.api(f"/api/traces/{trace_id}/snapshot/")["agents"]
     assert len(agents) == experts + 2
     page = wide_page
-    open_trace_page(page, app, trace_id)
-    wait_until(page, "() => window.swarmscope.agentGraph.labelBoxes().length > 0")
-    boxes, pairs = label_overlaps(page)
-    assert len(boxes) == len(agents) and all(b["labelled"] for b in boxes), boxes
-    assert pairs == [], pairs
-    panel = box(page, "agent-graph-canvas")
-    extent = graph_extent(boxes)
+    boxes, panel, extent = opened_graph(page, app, trace_id, len(agents))
     assert extent["left"] >= 0 and extent["right"] <= panel["width"] + 1, (extent, panel)
     # A narrower panel (the page at 1024 px) lays the graph out again for its size: still every
     # agent labelled, no label over another label or a circle.
