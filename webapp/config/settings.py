@@ -276,6 +276,10 @@ SWARMSCOPE_LLM_SERVER = "trainer.llm_server"
 SWARMSCOPE_JUDGE_CLIENT = "trainer.rollout.chat.judge_client"
 #: Paired samples per Celery task (a chunk): the work a killed worker can lose.
 SWARMSCOPE_ROLLOUT_CHUNK = int(os.environ.get("SWARMSCOPE_ROLLOUT_CHUNK", 8))
+#: Samples of a what-if job's cost pilot on an LLM backend (webapp.counterfactuals.pilot): sent before
+#: the estimate, where no finished job on the trace says how far the model's turns run, and taken by
+#: the job as its first chunk where it is one chunk (the default); 0: no pilot.
+SWARMSCOPE_COST_PILOT_SAMPLES = int(os.environ.get("SWARMSCOPE_COST_PILOT_SAMPLES", SWARMSCOPE_ROLLOUT_CHUNK))
 #: A running job whose heartbeat is older than this (seconds) has its missing chunks re-queued.
 SWARMSCOPE_JOB_STALE_S = float(os.environ.get("SWARMSCOPE_JOB_STALE_S", 30))
 # Training runs (webapp.training): the recipe module (exposes RunConfig and train), loaded by the

@@ -94,6 +94,8 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
                 body.get("n", DEFAULT_SAMPLES),
                 body.get("backend", "sim"),
                 body.get("epsilon"),
+                body.get("seed", 0),
+                pilot_mode="use",
             ),
             body,
         )
@@ -146,8 +148,9 @@ def _replayed_job(request: HttpRequest, job_id: int) -> JsonResponse:
 @api_view("POST")
 def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
     """The estimated cost of a job before it is requested: the body of `.../counterfactuals/`
-    (`seed` and `confirmed` are ignored) -> 200 with `costs.estimate_cost` (prompt and
-    completion tokens, requests, whether confirmation is required); 400 naming the field."""
+    (`confirmed` is ignored) -> 200 with `costs.estimate_cost` (prompt and completion tokens,
+    requests, whether confirmation is required, the cost pilot it started at `seed` and its state:
+    ask again while `pilot.status` is "running"); 400 naming the field."""
     trace = get_trace(request, trace_id)
     if trace is None:
         return json_error(404, "no such trace")
@@ -156,7 +159,13 @@ def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
         return body
     try:
         estimate = costs.estimate_cost(
-            trace, body["intervention"], body.get("n", DEFAULT_SAMPLES), body.get("backend", "sim"), body.get("epsilon")
+            trace,
+            body["intervention"],
+            body.get("n", DEFAULT_SAMPLES),
+            body.get("backend", "sim"),
+            body.get("epsilon"),
+            body.get("seed", 0),
+            pilot_mode="start",
         )
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)

@@ -24,7 +24,9 @@ job costs no tokens.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,6 +37,8 @@ from swarmscope.interventions import Intervention, InterventionError, check_inte
 from webapp.traces.models import Trace
 from webapp.traces.services import to_core_trace
 
+from . import pilot
+from .capabilities import describe_failure
 from .models import CounterfactualJob
 from .services import (
     ESTIMATORS,
@@ -48,6 +52,8 @@ from .services import (
     get_backend_class,
     play_attribution_chunk,
 )
+
+log = logging.getLogger(__name__)
 
 #: Characters per token of the cost estimate: OpenAI's rule of thumb that one token is about 4
 #: characters of common English text (OpenAI Help Center, "What are tokens and how to count them?"),
@@ -344,11 +350,11 @@ def measured_cap_share(
 
 
 def cap_share_of(
-    finished: Iterable[tuple[dict[str, Any], dict[str, Any]]],
+    finished: Iterable[tuple[dict[str, Any], dict[str, Any]]], min_turns: int = CALIBRATION_TURNS
 ) -> tuple[float, float | None, int, int] | None:
     """`measured_cap_share`'s ratio estimator over (estimate, usage) of finished jobs, newest first
     (the first CALIBRATION_JOBS count): (ŝ, ŝ_p, jobs, re-generated turns), or None before they
-    hold CALIBRATION_TURNS turns."""
+    hold `min_turns` turns."""
     used = sent_room = room = turns = prompt_sent_room = prompt_room = 0
     for e, usage in finished:
         recorded, at_cap = e["recorded_length"]["completion_tokens"], e["at_cap"]["completion_tokens"]
@@ -361,47 +367,76 @@ def cap_share_of(
         used += 1
         if used == CALIBRATION_JOBS:
             break
-    if turns < CALIBRATION_TURNS or room <= 0:
+    if turns < min_turns or room <= 0:
         return None
     prompt_share = min(1.0, max(0.0, prompt_sent_room / prompt_room)) if prompt_room > 0 else None
     return min(1.0, max(0.0, sent_room / room)), prompt_share, used, turns
 
 
-def cap_share(runner, trace_id: int | None = None) -> tuple[float, float, str]:
+def cap_share(
+    runner, trace_id: int | None = None, pilot_found: dict[str, Any] | None = None
+) -> tuple[float, float, str]:
     """The share of its cap a re-generated turn of `runner`'s model is expected to use beyond its
     recorded length, in completions and in the later prompts that hold it, and where they come
     from: the backend's setting (`runner.cap_share()`, SWARMSCOPE_OPENAI_CAP_SHARE: both), else the
     model's finished jobs (`measured_cap_share`; the prompts' share is the completions' where
-    their prompts held no re-generated turn) on trace
-    `trace_id`, else on any trace, else CAP_SHARE ("default"). The trace's own jobs come first: how
-    far a model's turns run differs from trace to trace (bench/RESULTS.md, issue 29: 77 % of the
-    room on one Who&When log, 33 % on a hand-made chat)."""
-    setting = getattr(runner, "cap_share", None)
-    share = setting() if callable(setting) else None
-    if share is not None:
+    their prompts held no re-generated turn) on trace `trace_id`, else the job's done pilot
+    (`pilot_found`, webapp.counterfactuals.pilot), else the model's jobs on any trace, else
+    CAP_SHARE ("default"). The trace's own jobs and pilot come first: how far a model's turns run
+    differs from trace to trace (bench/RESULTS.md, issue 29: 77 % of the room on one Who&When
+    log, 33 % on a hand-made chat)."""
+    if (share := _share_setting(runner)) is not None:
         return share, share, "setting SWARMSCOPE_OPENAI_CAP_SHARE"
     model, temperature = _sampling(runner)
     cap = _turn_cap(runner)
-    if model and cap:
-        scopes = ([(trace_id, "on this trace")] if trace_id is not None else []) + [(None, f"of {model}")]
-        for scope, where in scopes:
-            measured = measured_cap_share(model, cap, temperature, scope)
-            if measured is not None:
-                share, held, jobs, turns = measured
-                source = f"measured on {jobs} finished job{'s' if jobs != 1 else ''} {where} ({turns:,} turns)"
-                return share, share if held is None else held, source
+    if model and cap and trace_id is not None:
+        if (measured := measured_cap_share(model, cap, temperature, trace_id)) is not None:
+            return _measured(measured, "on this trace")
+    if pilot_found and pilot_found["status"] == "done":
+        measured = cap_share_of([(pilot_found["plan"], pilot_found["usage"])], min_turns=1)
+        if measured is not None:
+            share, held, _, turns = measured
+            source = f"measured by a pilot of {pilot_found['samples']} of this job's samples ({turns:,} turns)"
+            return share, share if held is None else held, source
+    if model and cap and (measured := measured_cap_share(model, cap, temperature)) is not None:
+        return _measured(measured, f"of {model}")
     return CAP_SHARE, CAP_SHARE, "default"
 
 
-def token_rule(runner, trace_id: int | None = None) -> tuple[dict[str, Any], str]:
+def _share_setting(runner) -> float | None:
+    """The backend's cap share setting (`runner.cap_share()`), None where it has none."""
+    setting = getattr(runner, "cap_share", None)
+    return setting() if callable(setting) else None
+
+
+def _measured(measured: tuple[float, float | None, int, int], where: str) -> tuple[float, float, str]:
+    """`cap_share`'s answer from `measured_cap_share`'s."""
+    share, held, jobs, turns = measured
+    source = f"measured on {jobs} finished job{'s' if jobs != 1 else ''} {where} ({turns:,} turns)"
+    return share, share if held is None else held, source
+
+
+def needs_pilot(runner, trace_id: int) -> bool:
+    """Whether a job of `runner` on trace `trace_id` is estimated better with a pilot: no cap share
+    setting, and no finished job of its model (at its cap and temperature) on the trace."""
+    model, temperature = _sampling(runner)
+    cap = _turn_cap(runner)
+    if _share_setting(runner) is not None or not model or not cap:
+        return False
+    return measured_cap_share(model, cap, temperature, trace_id) is None
+
+
+def token_rule(
+    runner, trace_id: int | None = None, pilot_found: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], str]:
     """How the estimate counts `runner`'s prompts, and where that comes from: the server's own
     tokenizer and chat template measured on the trace (`measure_tokenizer`: "server"), else
     RULE_OF_THUMB ("rule of thumb"); with the turns' `cap_share`, `prompt_cap_share` and their
-    `cap_share_source` (`cap_share`, trace `trace_id`'s jobs first)."""
+    `cap_share_source` (`cap_share`: trace `trace_id`'s jobs, then the pilot `pilot_found`, first)."""
     measure = getattr(runner, "measure_tokenizer", None)
     measured = measure() if callable(measure) else None
     rule, source = (measured, "server") if measured else (RULE_OF_THUMB, "rule of thumb")
-    share, held, share_source = cap_share(runner, trace_id)
+    share, held, share_source = cap_share(runner, trace_id, pilot_found)
     return {**rule, "cap_share": share, "prompt_cap_share": held, "cap_share_source": share_source}, source
 
 
@@ -434,8 +469,59 @@ def plan_cost(
     return parts
 
 
+def pilot_plan(runner, intervention: Intervention, samples: int, rule: dict[str, Any]) -> dict[str, Any]:
+    """The planned tokens of a cost pilot (webapp.counterfactuals.pilot): one `paired` call of
+    `samples` samples, no branch re-run: {recorded_length, at_cap: {prompt_tokens,
+    completion_tokens, total_tokens}, turn_completions}, what `cap_share_of` reads."""
+    planned = runner.plan_paired(intervention, np.arange(samples))
+    totals = _totals({"arms": {arm: _cost(requests, 0, rule) for arm, requests in planned.items()}})
+    return {key: totals[key] for key in ("recorded_length", "at_cap", "turn_completions")}
+
+
+def measure_pilot(runner, intervention: Intervention, seed: int, samples: int) -> dict[str, Any]:
+    """A done cost pilot's state (webapp.counterfactuals.pilot): `samples` paired samples of
+    `intervention` at seeds seed .. seed + samples - 1 sent by `runner` (a fresh backend: its usage
+    is the pilot's), with their plan (`pilot_plan`, at the server's tokenizer where it has one).
+    Raises what `paired` raises."""
+    started = time.time()
+    rule, _ = token_rule(runner)
+    plan = pilot_plan(runner, intervention, samples, rule)
+    pairs = runner.paired(intervention, seed + np.arange(samples))
+    return {
+        "status": "done",
+        "samples": samples,
+        "started": started,
+        "seconds": round(time.time() - started, 1),
+        "usage": runner.usage(),
+        "plan": plan,
+        "control": [float(r) for r in pairs.control],
+        "treated": [float(r) for r in pairs.treated],
+    }
+
+
+def do_run_pilot(key: str, trace_id: int, backend: str, intervention: dict, seed: int) -> dict[str, Any]:
+    """Run the cost pilot under `key` (the task's body): samples 0 .. P - 1 of the job on a fresh
+    backend (`measure_pilot`), its state stored (`pilot.store`); a failure (the server, a trace
+    gone) is stored as "failed" with its reason, never raised. Returns the stored state."""
+    started = time.time()
+    count = pilot.samples()
+    try:
+        runner = get_backend_class(backend).from_trace(to_core_trace(Trace.objects.get(pk=trace_id)))
+        found = measure_pilot(runner, Intervention.from_dict(intervention), seed, count)
+    except Exception as exc:  # noqa: BLE001 - the estimate says why and falls back; the worker goes on
+        log.warning("cost pilot %s failed", key, exc_info=True)
+        found = {"status": "failed", "samples": count, "started": started, "reason": describe_failure(exc)}
+    return pilot.store(key, found)
+
+
 def estimate_cost(
-    trace: Trace, intervention: Intervention | dict, n: int, backend: str = "sim", epsilon: float | None = None
+    trace: Trace,
+    intervention: Intervention | dict,
+    n: int,
+    backend: str = "sim",
+    epsilon: float | None = None,
+    seed: int = 0,
+    pilot_mode: str | None = None,
 ) -> dict[str, Any]:
     """The estimated LLM cost of a counterfactual job of `n` paired samples, from the trace's
     sizes: the requests the job's backend will send, as the backend itself plans them
@@ -461,13 +547,19 @@ def estimate_cost(
     {prompt_tokens, completion_tokens, total_tokens}, turn_completions, turn_requests,
     speaker_requests, verdict_requests, turn_max_tokens, model, temperature (the client's: None
     off an LLM backend), chars_per_token, tokenizer ("server" | "rule of thumb"), cap_share,
-    prompt_cap_share and cap_share_source (`cap_share`), arms and branch: {control, intervention: {turns, requests,
-    turn_completions, prompt_tokens, completion_tokens, recorded_prompt_tokens, ..., cap_prompt_tokens,
+    prompt_cap_share and cap_share_source (`cap_share`), pilot, arms and branch: {control, intervention: {turns,
+    requests, turn_completions, prompt_tokens, completion_tokens, recorded_prompt_tokens, ..., cap_prompt_tokens,
     ..., turn_requests, speaker_requests, verdict_requests}}}; `turns` counts both arms' re-generated
     turns of one sample. Raises JobRequestError naming the field for a bad n or epsilon, an unknown backend, an
     intervention that does not fit the trace, a trace the backend cannot re-run, or a prompt over
-    the model's context (field `intervention`, the message naming the agent and turn)."""
+    the model's context (field `intervention`, the message naming the agent and turn).
+
+    `pilot_mode` "start" (the estimate endpoint) starts the job's cost pilot where `needs_pilot`
+    and P < n (webapp.counterfactuals.pilot: samples 0 .. P - 1 at `seed`), "use" only reads a
+    done one (the job request), None neither; the shares come from a done pilot (`cap_share`), and
+    `pilot` in the answer is its state (`pilot.public`; None where there is none)."""
     n = check_int(n, "n", 2, MAX_SAMPLES)
+    seed = check_int(seed, "seed", 0, 2**62)
     check_epsilon(epsilon)
     llm = is_llm_backend(backend)
     core_trace = to_core_trace(trace)
@@ -502,6 +594,7 @@ def estimate_cost(
             "cap_share": None,
             "prompt_cap_share": None,
             "cap_share_source": None,
+            "pilot": None,
             **parts,
         }
     runner = _planner(backend, core_trace)
@@ -509,7 +602,14 @@ def estimate_cost(
         runner.check(intervention)
     except InterventionError as exc:
         raise JobRequestError(exc.message, f"intervention.{exc.field}") from exc
-    rule, tokenizer = token_rule(runner, trace.pk)
+    found = None
+    if pilot_mode and 0 < pilot.samples() < n and needs_pilot(runner, trace.pk):
+        key = pilot.pilot_key(trace, len(events), backend, runner.environment(), intervention, seed)
+        if pilot_mode == "start":
+            found = pilot.start(key, trace, backend, get_backend_class(backend).queue, intervention, seed)
+        else:
+            found = pilot.state(key)
+    rule, tokenizer = token_rule(runner, trace.pk, found)
     model, temperature = _sampling(runner)
     parts = plan_cost(runner, intervention, n, lambda requests: _check_context(runner, requests, backend), rule)
     return {
@@ -530,6 +630,7 @@ def estimate_cost(
         "cap_share": rule["cap_share"],
         "prompt_cap_share": rule["prompt_cap_share"],
         "cap_share_source": rule["cap_share_source"],
+        "pilot": pilot.public(found),
         **parts,
     }
 

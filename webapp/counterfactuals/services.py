@@ -64,7 +64,7 @@ from webapp.traces.services import StoredSpanSource, core_trace_header, forget_c
 from webapp.web.broadcast import broadcast_job
 from webapp.web.jobs import consuming_queues, enqueue
 
-from . import capabilities
+from . import capabilities, pilot
 from .models import Attribution, CounterfactualJob, RolloutSample
 from .wire import attribution_wire, job_wire
 
@@ -465,14 +465,17 @@ def _run_samples(job: CounterfactualJob, backend, indices: list[int]) -> list[Sa
         return _run_attribution_samples(job, backend, indices)
     intervention = Intervention.from_dict(job.intervention)
     seeds = np.array([job.seed + i for i in indices])
-    pairs = backend.paired(intervention, seeds)
+    rewards = pilot.reuse(job, backend, indices)  # the estimate's cost pilot ran these samples
+    if rewards is None:
+        pairs = backend.paired(intervention, seeds)
+        rewards = pairs.control, pairs.treated
     branch = None
     if 0 in indices:
         branch_trace = backend.paired(intervention, seeds[:1], traces=True).branches[0]
         branch = do_ingest(job.trace.project, branch_trace, kind="branch", derived_from=f"trace:{job.trace_id}").trace
     return [
         SampleResult(i, int(s), float(c), float(t), branch if i == 0 else None)
-        for i, s, c, t in zip(indices, seeds, pairs.control, pairs.treated)
+        for i, s, c, t in zip(indices, seeds, *rewards)
     ]
 
 

@@ -4,7 +4,7 @@ run twice (samples are stored once per (job, index))."""
 from celery import shared_task
 from celery.signals import worker_ready
 
-from . import services
+from . import costs, services
 
 
 @shared_task(acks_late=True)
@@ -26,3 +26,10 @@ def reap_stale_jobs() -> list[int]:
 def reap_on_worker_start(sender=None, **kwargs) -> None:
     """A worker that starts picks up the work of dead workers (no beat needed for that)."""
     services.reap_stale_jobs()
+
+
+@shared_task
+def run_cost_pilot(key: str, trace_id: int, backend: str, intervention: dict, seed: int) -> str:
+    """Run a what-if job's cost pilot (`costs.do_run_pilot`; enqueued on the backend's queue by the
+    estimate, webapp.counterfactuals.pilot). Returns the pilot's status."""
+    return costs.do_run_pilot(key, trace_id, backend, intervention, seed)["status"]

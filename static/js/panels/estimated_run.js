@@ -8,7 +8,9 @@
  * `runUrl` with `confirmed: true`. Any change to the form that changes the body drops the shown
  * estimate (`changed()`), so a confirmation is always for the request whose cost was shown. A
  * backend that needs no confirmation starts at once; the started job keeps the estimate it was
- * confirmed with (its `estimate`, beside which the panels show its usage). Errors
+ * confirmed with (its `estimate`, beside which the panels show its usage). While the estimate's cost
+ * pilot runs (`pilot.status` "running": a first what-if job's own first samples, sent to measure
+ * how far the model's turns run) the estimate is asked for again every `pollMs` and shown anew. Errors
  * (`{error, field?}` answers, or the body's own validation) show in the alert line. Server text is only ever set with `textContent`.
  */
 
@@ -47,6 +49,28 @@ export function estimateTokens(e) {
     + `≈ ${formatNumber(high)} if each runs to its ${formatNumber(e.turn_max_tokens)}-token cap${share})`;
 }
 
+/**
+ * A what-if estimate's cost pilot in words (webapp/counterfactuals/pilot.py: the job's own
+ * first chunk, sent before the estimate where no finished job on the trace says how far the model's
+ * turns run, and taken by the job that is then started): running, done (what it sent) or failed
+ * (why, and that the estimate uses the prior share); "" where the answer has none.
+ */
+export function pilotText(pilot) {
+  if (!pilot) return "";
+  const samples = `${formatNumber(pilot.samples)} of the job's own samples`;
+  if (pilot.status === "running") {
+    return `Measuring how far this model's turns run on this trace: a pilot of ${samples} is running `
+      + `(${formatNumber(Math.round(pilot.elapsed_s))} s so far); the estimate updates when it ends. `;
+  }
+  if (pilot.status === "done") {
+    const tokens = pilot.prompt_tokens + pilot.completion_tokens;
+    return `Measured by a pilot of ${samples} (${formatNumber(pilot.turns)} turns; `
+      + `${formatNumber(tokens)} tokens in ${formatNumber(pilot.requests)} requests, ${formatNumber(pilot.seconds)} s, `
+      + "the job's first samples: it takes them if started now). ";
+  }
+  return `The pilot could not run (${pilot.reason}); the estimate uses the prior share. `;
+}
+
 /** An error answer (`{error, field?}`) as one line: "n: must be at least 2". */
 const errorText = (answer) => `${answer.field ? `${answer.field}: ` : ""}${answer.error}`;
 
@@ -59,11 +83,14 @@ export class EstimatedRun {
    *   pendingText?: string|null}} options
    *   `body` returns the request body from the form (throws Error naming what is wrong);
    *   `describe` words an estimate answer; `onStarted` gets the started job (the run answer);
-   *   `pendingText`, when given, shows in the estimate line while the estimate is asked for
+   *   `pendingText`, when given, shows in the estimate line while the estimate is asked for;
+   *   `pollMs`: while the shown estimate's pilot runs, it is asked for again this often
    */
   constructor({ estimateUrl, runUrl, body, describe, onStarted, runClass, runTestid, estimateTestid,
-    pendingText = null }) {
-    Object.assign(this, { estimateUrl, runUrl, body, describe, onStarted, pendingText });
+    pendingText = null, pollMs = 3000 }) {
+    Object.assign(this, { estimateUrl, runUrl, body, describe, onStarted, pendingText, pollMs });
+    /** The timer of the next ask while a pilot runs, or null. */
+    this.poll = null;
     /** The request body whose estimate is shown and awaits confirmation (JSON), or null. */
     this.awaiting = null;
     /** The estimate answer shown for `awaiting`, or null. */
@@ -100,6 +127,8 @@ export class EstimatedRun {
 
   /** Back to a plain Run: no estimate shown, nothing awaiting confirmation. */
   reset() {
+    clearTimeout(this.poll);
+    this.poll = null;
     this.awaiting = null;
     this.shown = null;
     this.estimate.hidden = true;
@@ -138,13 +167,11 @@ export class EstimatedRun {
         return;
       }
       if (answer.confirmation_required) {
-        this.estimate.textContent = `Estimated cost on ${answer.backend}: ${this.describe(answer)}. `
-          + "Press “Confirm and run” to start it.";
         this.estimate.hidden = false;
         this.run.textContent = "Confirm and run";
         this.run.dataset.confirm = "true";
         this.awaiting = key;
-        this.shown = answer;
+        this.show(answer, key, body);
         this.run.focus();
         return;
       }
@@ -159,5 +186,27 @@ export class EstimatedRun {
     }
     this.reset();
     this.onStarted(answer);
+  }
+
+  /** Show the estimate `answer` for the request `key` (`body`); while its pilot runs, ask again in `pollMs`. */
+  show(answer, key, body) {
+    this.shown = answer;
+    this.estimate.textContent = `Estimated cost on ${answer.backend}: ${this.describe(answer)}. `
+      + `${pilotText(answer.pilot)}Press “Confirm and run” to start it.`;
+    clearTimeout(this.poll);
+    this.poll = answer.pilot?.status === "running" ? setTimeout(() => this.refresh(key, body), this.pollMs) : null;
+  }
+
+  /** Ask again for the estimate of `key` while it is still the one shown (a pilot was running). */
+  async refresh(key, body) {
+    this.poll = null;
+    if (this.awaiting !== key) return;
+    const { ok, answer } = await postJson(this.estimateUrl, body);
+    if (this.awaiting !== key) return; // the form changed meanwhile
+    if (!ok) {
+      this.setError(errorText(answer));
+      return;
+    }
+    this.show(answer, key, body);
   }
 }
