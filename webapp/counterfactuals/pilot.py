@@ -32,9 +32,10 @@ from swarmscope.interventions import Intervention
 from webapp.traces.models import Trace
 from webapp.web.jobs import enqueue
 
-#: Seconds a pilot's state is kept; a "running" one older than RUNNING_S is taken for lost (its worker
-#: died) and started again.
+#: Seconds a pilot's state is kept (a failed one FAILED_S); a "running" one older than RUNNING_S is
+#: taken for lost (its worker died) and started again.
 CACHE_S = 7 * 24 * 3600
+FAILED_S = 60
 RUNNING_S = 30 * 60
 
 
@@ -72,14 +73,14 @@ def start(key: str, trace: Trace, backend: str, queue: str, intervention: Interv
     if cache.add(key, running, CACHE_S):
         args = (key, trace.pk, backend, intervention.to_dict(), seed)
         if not enqueue("webapp.counterfactuals.tasks.run_cost_pilot", *args, queue=queue):
-            failed = {**running, "status": "failed", "reason": "the task queue could not be reached"}
-            cache.set(key, failed, 60)  # asked again in a minute
+            store(key, {**running, "status": "failed", "reason": "the task queue could not be reached"})
     return state(key) or running
 
 
 def store(key: str, found: dict[str, Any]) -> dict[str, Any]:
-    """Keep the pilot's state `found` under `key` (CACHE_S); returns it."""
-    cache.set(key, found, CACHE_S)
+    """Keep the pilot's state `found` under `key`: CACHE_S, a failed one FAILED_S (the next estimate
+    after that tries again: the server may be back); returns it."""
+    cache.set(key, found, FAILED_S if found["status"] == "failed" else CACHE_S)
     return found
 
 

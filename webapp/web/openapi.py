@@ -523,6 +523,12 @@ COST = {
         },
         "model": {"type": ["string", "null"], "description": "the model the backend's client asks"},
         "temperature": {"type": ["number", "null"], "description": "its sampling temperature"},
+        "pilot": {
+            "type": ["object", "null"],
+            "description": "a what-if job's cost pilot (its first chunk, run before the estimate where no finished "
+            "job on the trace gives the cap share): {status: running | done | failed, samples, elapsed_s; done: "
+            "seconds, turns, requests, prompt_tokens, completion_tokens; failed: reason}; ask again while running",
+        },
     },
 }
 
