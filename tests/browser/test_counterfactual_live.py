@@ -72,7 +72,8 @@ def test_what_if_removed_on_who_and_when_hand_crafted_4_shows_the_servers_usage(
     except Exception:
         pytest.fail(f"no pilot: {estimate.inner_text()!r}\n" + worker_log.read_text()[-3000:])
     text = estimate.inner_text()
-    assert "measured by a pilot of 8 of this job's samples" in text, text  # the share's source
+    # Turns of at most 16 tokens: the recorded ones already reach the cap, so no share is needed.
+    assert "the recorded turns already reach their 16-token cap" in text, text
     planned = re.search(r" in ([\d,]+) requests", text)
     assert planned, text
     requests = int(planned.group(1).replace(",", ""))

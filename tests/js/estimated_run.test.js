@@ -136,6 +136,10 @@ test("an estimate's tokens read with the range the re-generated turns' lengths l
     + "turns expected to use 77 % of the room their cap leaves (measured on 2 finished jobs of smollm2 (58 turns)))");
   assert.equal(estimateTokens({ prompt_tokens: 17, completion_tokens: 32, total_tokens: 49 }),
     "≈ 17 prompt + 32 completion tokens (49 in all)");
+  // Every recorded turn at its cap: one figure, no share to show.
+  const capped = { ...measured, turn_max_tokens: 16, recorded_length: { total_tokens: 7000 }, at_cap: { total_tokens: 7000 } };
+  assert.equal(estimateTokens(capped), "≈ 5,000 prompt + 2,000 completion tokens (7,000 in all; the recorded turns "
+    + "already reach their 16-token cap, so no re-generated turn can run longer)");
 });
 
 test("while the estimate's pilot runs the shown estimate is asked for again until it is done", async () => {

@@ -34,7 +34,8 @@ export async function postJson(url, body) {
  * re-generated turns are as long as the recorded ones, at most 9,000 if each runs to its 512-token
  * cap; turns expected to use 35 % of the room their cap leaves (default))": the expected share
  * (`cap_share`) and where it comes from (`cap_share_source`: the setting, the model's finished jobs,
- * or the default), where the answer has them.
+ * or the default), where the answer has them. Where the range is one number (every recorded turn at its
+ * cap) the share does not matter and is not shown.
  */
 export function estimateTokens(e) {
   const head = `≈ ${formatNumber(e.prompt_tokens)} prompt + ${formatNumber(e.completion_tokens)} completion tokens `;
@@ -42,6 +43,10 @@ export function estimateTokens(e) {
   const low = e.recorded_length?.total_tokens;
   const high = e.at_cap?.total_tokens;
   if (!Number.isInteger(low) || !Number.isInteger(high) || !Number.isInteger(e.turn_max_tokens)) return `${head}(${all})`;
+  if (low === high) {
+    return `${head}(${all}; the recorded turns already reach their ${formatNumber(e.turn_max_tokens)}-token cap, `
+      + "so no re-generated turn can run longer)";
+  }
   const share = typeof e.cap_share === "number" && e.cap_share_source
     ? `; turns expected to use ${Math.round(e.cap_share * 100)} % of the room their cap leaves (${e.cap_share_source})`
     : "";
