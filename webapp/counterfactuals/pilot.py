@@ -90,14 +90,15 @@ def reuse(job, backend, indices: list[int]) -> tuple[np.ndarray, np.ndarray] | N
     samples 0 .. P - 1, its usage added to `backend`'s client's (the chunk's usage: the pilot sent the
     chunk's requests) and its state dropped (one job takes it); None where there is no such pilot."""
     count = samples()
-    if not count or indices != list(range(count)) or not hasattr(backend, "environment"):
-        return None
+    trace, client = getattr(backend, "trace", None), getattr(backend, "client", None)
+    if not count or indices != list(range(count)) or trace is None or client is None:
+        return None  # not the pilot's samples, or not an LLM backend (no pilot: SwarmSim)
     intervention = Intervention.from_dict(job.intervention)
-    key = pilot_key(job.trace, len(backend.trace.events), job.backend, backend.environment(), intervention, job.seed)
+    key = pilot_key(job.trace, len(trace.events), job.backend, backend.environment(), intervention, job.seed)
     found = state(key)
     if not found or found["status"] != "done" or found["samples"] != count:
         return None
-    usage = backend.client.usage
+    usage = client.usage
     for name, value in found["usage"].items():
         setattr(usage, name, getattr(usage, name, 0) + value)
     cache.delete(key)
