@@ -69,7 +69,8 @@ def start(key: str, trace: Trace, backend: str, queue: str, intervention: Interv
     if found is not None:
         return found
     running = {"status": "running", "samples": samples(), "started": time.time()}
-    cache.delete(key)  # a lost pilot's state
+    if cache.get(key) is not None:
+        cache.delete(key)  # a lost pilot's state (`state` said None)
     if cache.add(key, running, CACHE_S):
         args = (key, trace.pk, backend, intervention.to_dict(), seed)
         if not enqueue("webapp.counterfactuals.tasks.run_cost_pilot", *args, queue=queue):
