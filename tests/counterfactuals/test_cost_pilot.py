@@ -157,7 +157,7 @@ def test_no_pilot_where_the_traces_jobs_or_the_setting_say_or_the_job_is_no_bigg
 
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_COST_PILOT_SAMPLES=2)
 def test_a_failed_pilot_says_why_and_the_estimate_falls_back(api_client, project, fake, monkeypatch):
-    monkeypatch.setattr(pilot, "FAILED_S", 1)
+    monkeypatch.setattr(pilot, "FAILED_S", 3600)
     trace = do_ingest(project, make_trace()).trace
     fake.status = 400  # the server refuses every completion
     first = estimate(api_client, trace)
@@ -166,7 +166,7 @@ def test_a_failed_pilot_says_why_and_the_estimate_falls_back(api_client, project
     sent = len(fake.requests)
     assert estimate(api_client, trace)["pilot"]["status"] == "failed" and len(fake.requests) == sent  # no retry storm
     fake.status = None  # the server is back: once the failure is FAILED_S old, the next estimate tries again
-    time.sleep(pilot.FAILED_S + 0.1)
+    monkeypatch.setattr(pilot, "FAILED_S", 0)
     assert estimate(api_client, trace)["pilot"]["status"] == "done"
 
 

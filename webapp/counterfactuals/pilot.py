@@ -14,7 +14,8 @@ rewards, and their usage counted as the chunk's), so the pilot costs nothing a j
 
 A pilot's state is kept in the cache (`CACHE_S`): under `key` {status: "running" | "done" | "failed",
 samples, started (epoch s); done: seconds, usage {requests, prompt_tokens, completion_tokens, ...},
-plan {recorded_length, at_cap, turn_completions}, control and treated (P,) rewards; failed: reason}.
+plan {recorded_length, at_cap, turn_completions}, control and treated (P,) rewards; failed: reason,
+ended (epoch s)}.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from swarmscope.interventions import Intervention
 from webapp.traces.models import Trace
 from webapp.web.jobs import enqueue
 
-#: Seconds a pilot's state is kept (a failed one FAILED_S); a "running" one older than RUNNING_S is
-#: taken for lost (its worker died) and started again.
+#: Seconds a pilot's state is kept; a "running" one older than RUNNING_S is taken for lost (its worker
+#: died), a failed one older than FAILED_S is tried again.
 CACHE_S = 7 * 24 * 3600
 FAILED_S = 60
 RUNNING_S = 30 * 60
@@ -55,9 +56,16 @@ def pilot_key(
 
 
 def state(key: str) -> dict[str, Any] | None:
-    """The pilot's state under `key` (module docstring), None where there is none or it was lost."""
+    """The pilot's state under `key` (module docstring), None where there is none, it was lost (running
+    for over RUNNING_S) or it failed over FAILED_S ago (the next estimate tries again: the server may
+    be back)."""
     found = cache.get(key)
-    if found and found.get("status") == "running" and time.time() - found.get("started", 0) > RUNNING_S:
+    if not found:
+        return None
+    now = time.time()
+    if found["status"] == "running" and now - found["started"] > RUNNING_S:
+        return None
+    if found["status"] == "failed" and now - found.get("ended", 0) > FAILED_S:
         return None
     return found
 
@@ -70,7 +78,7 @@ def start(key: str, trace: Trace, backend: str, queue: str, intervention: Interv
         return found
     running = {"status": "running", "samples": samples(), "started": time.time()}
     if cache.get(key) is not None:
-        cache.delete(key)  # a lost pilot's state (`state` said None)
+        cache.delete(key)  # a lost or failed pilot's state (`state` said None)
     if cache.add(key, running, CACHE_S):
         args = (key, trace.pk, backend, intervention.to_dict(), seed)
         if not enqueue("webapp.counterfactuals.tasks.run_cost_pilot", *args, queue=queue):
@@ -79,9 +87,11 @@ def start(key: str, trace: Trace, backend: str, queue: str, intervention: Interv
 
 
 def store(key: str, found: dict[str, Any]) -> dict[str, Any]:
-    """Keep the pilot's state `found` under `key`: CACHE_S, a failed one FAILED_S (the next estimate
-    after that tries again: the server may be back); returns it."""
-    cache.set(key, found, FAILED_S if found["status"] == "failed" else CACHE_S)
+    """Keep the pilot's state `found` under `key` (CACHE_S; a failed one with the time it `ended`);
+    returns it."""
+    if found["status"] == "failed":
+        found = {**found, "ended": time.time()}
+    cache.set(key, found, CACHE_S)
     return found
 
 
