@@ -68,7 +68,7 @@ def test_what_if_removed_on_who_and_when_hand_crafted_4_shows_the_servers_usage(
         pytest.fail(f"no estimate; dialog says {dialog.locator('[role=alert]').inner_text()!r}")
     # A first job on the trace: the worker runs its first chunk as a pilot, the dialog asks again until it ends.
     try:
-        dialog.get_by_text("Measured by a pilot of 8 of the job's own samples").wait_for(timeout=420_000)
+        dialog.get_by_text("The pilot, 8 of the job's own samples, ran").wait_for(timeout=420_000)
     except Exception:
         pytest.fail(f"no pilot: {estimate.inner_text()!r}\n" + worker_log.read_text()[-3000:])
     text = estimate.inner_text()

@@ -71,7 +71,7 @@ def test_a_first_job_is_estimated_from_a_pilot_of_its_own_samples(api_client, pr
     shown = first["pilot"]
     assert shown["status"] == "done" and shown["samples"] == 2 and shown["requests"] == len(fake.requests) > 0
     assert shown["completion_tokens"] > 0 and shown["turns"] > 0
-    assert first["cap_share"] == 1.0 and "pilot of 2 of this job's samples" in first["cap_share_source"]
+    assert (first["cap_share"], first["cap_share_source"]) == (1.0, "measured by this job's pilot")
     assert first["completion_tokens"] == first["at_cap"]["completion_tokens"] > prior["completion_tokens"]
     pilot_requests = list(fake.requests)
 
@@ -171,15 +171,31 @@ def test_a_failed_pilot_says_why_and_the_estimate_falls_back(api_client, project
 
 
 @override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_COST_PILOT_SAMPLES=2)
-def test_while_the_pilot_runs_the_estimate_says_so_and_a_lost_one_starts_again(api_client, project, fake, monkeypatch):
+def test_while_the_pilot_waits_the_estimate_says_so_and_a_lost_one_starts_again(api_client, project, fake, monkeypatch):
     trace = do_ingest(project, make_trace()).trace
     started = []
     monkeypatch.setattr(pilot, "enqueue", lambda *args, **kwargs: started.append(args) or True)  # a busy worker
-    running = estimate(api_client, trace)
-    assert running["pilot"]["status"] == "running" and running["pilot"]["samples"] == 2
-    assert running["cap_share_source"] == "default" and len(started) == 1
+    queued = estimate(api_client, trace)
+    assert queued["pilot"]["status"] == "queued" and queued["pilot"]["samples"] == 2
+    assert queued["cap_share_source"] == "default" and len(started) == 1
     estimate(api_client, trace)
     assert len(started) == 1  # one pilot per job, however often it is asked
     key = started[0][1]
     cache.set(key, {**cache.get(key), "started": time.time() - pilot.RUNNING_S - 1})  # its worker died
-    assert estimate(api_client, trace)["pilot"]["status"] == "running" and len(started) == 2
+    assert estimate(api_client, trace)["pilot"]["status"] == "queued" and len(started) == 2
+    # A job of the model queued or running on the trace will say how far its turns run: no pilot meanwhile.
+    cache.clear()
+    assert confirm(api_client, trace).status_code == 202
+    assert estimate(api_client, trace, {**BODY, "seed": 9})["pilot"] is None and len(started) == 2
+
+
+@override_settings(SWARMSCOPE_ROLLOUT_BACKENDS=BACKENDS, SWARMSCOPE_COST_PILOT_SAMPLES=2)
+def test_a_viewer_sees_the_estimate_but_starts_no_pilot(client, project, fake, django_user_model):
+    from webapp.accounts.services import do_add_member, do_create_token
+
+    trace = do_ingest(project, make_trace()).trace
+    viewer = django_user_model.objects.create_user("vic", password="vic-password-1")
+    do_add_member(project, viewer, "viewer")
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {do_create_token(viewer, project, 'tests')[1]}"
+    seen = estimate(client, trace)  # a pilot spends tokens: a write the viewer's role does not allow
+    assert seen["pilot"] is None and seen["cap_share_source"] == "default" and not fake.requests

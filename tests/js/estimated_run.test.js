@@ -144,6 +144,7 @@ test("an estimate's tokens read with the range the re-generated turns' lengths l
 
 test("while the estimate's pilot runs the shown estimate is asked for again until it is done", async () => {
   let asked = 0;
+  const queued = { status: "queued", samples: 4, elapsed_s: 3 };
   const running = { status: "running", samples: 4, elapsed_s: 12.4 };
   const done = { status: "done", samples: 4, elapsed_s: 80, seconds: 75.2, turns: 16, requests: 14,
     prompt_tokens: 9000, completion_tokens: 3000 };
@@ -151,22 +152,35 @@ test("while the estimate's pilot runs the shown estimate is asked for again unti
   globalThis.fetch = async (url, init) => {
     calls.push({ url, body: JSON.parse(init.body) });
     asked += 1;
-    const pilot = asked < 3 ? running : done;
+    const pilot = [queued, running, done][Math.min(asked, 3) - 1];
     return { ok: true, json: async () => ({ confirmation_required: true, backend: "openai", total_tokens: asked, pilot }) };
   };
-  const values = { n: 32, backend: "openai" };
-  const { flow } = runner(values, { pollMs: 1 });
-  await flow.submit();
-  assert.match(flow.estimate.textContent, /a pilot of 4 of the job's own samples is running \(12 s so far\)/);
-  while (asked < 3) await new Promise((resolve) => setTimeout(resolve, 5));
-  await new Promise((resolve) => setTimeout(resolve, 5));
-  assert.match(flow.estimate.textContent, /^Estimated cost on openai: 3 tokens\. Measured by a pilot of 4 of the job's own samples \(16 turns; 12,000 tokens in 14 requests, 75\.2 s/);
-  assert.equal(flow.poll, null); // done: no more asking
-  assert.equal(flow.shown.total_tokens, 3);
-  assert.equal(flow.run.dataset.confirm, "true");
-  assert.deepEqual(calls.map((c) => c.body), Array(3).fill({ n: 32, backend: "openai" }));
-  await new Promise((resolve) => setTimeout(resolve, 10));
-  assert.equal(asked, 3);
+  // The polls' timers, run by hand: each step is one ask, whatever the machine's speed.
+  const timers = [];
+  const [realSet, realClear] = [globalThis.setTimeout, globalThis.clearTimeout];
+  globalThis.setTimeout = (fn, ms) => timers.push({ fn, ms });
+  globalThis.clearTimeout = (id) => { if (id) timers[id - 1].fn = null; };
+  try {
+    const values = { n: 32, backend: "openai" };
+    const { flow } = runner(values, { pollMs: 5000 });
+    await flow.submit();
+    assert.match(flow.estimate.textContent, /a pilot of 4 of the job's own samples waits for the rollout worker \(3 s so far\)/);
+    assert.equal(timers.at(-1).ms, 5000);
+    await timers.at(-1).fn();
+    assert.match(flow.estimate.textContent, /a pilot of 4 of the job's own samples is running \(12 s so far\); the estimate updates when it ends \(confirming now keeps the estimate above\)\. Press/);
+    await timers.at(-1).fn();
+    assert.equal(flow.estimate.textContent, "Estimated cost on openai: 3 tokens. The pilot, 4 of the job's own samples, "
+      + "ran 16 turns in 75.2 s (12,000 tokens in 14 requests); the job takes them as its first samples if started now. "
+      + "Press “Confirm and run” to start it.");
+    assert.equal(flow.poll, null); // done: no more asking
+    assert.equal(timers.length, 2);
+    assert.equal(flow.shown.total_tokens, 3);
+    assert.equal(flow.run.dataset.confirm, "true");
+    assert.deepEqual(calls.map((c) => c.body), Array(3).fill({ n: 32, backend: "openai" }));
+  } finally {
+    globalThis.setTimeout = realSet;
+    globalThis.clearTimeout = realClear;
+  }
 });
 
 test("a form change while the pilot runs stops the asking", async () => {
@@ -188,7 +202,7 @@ test("a form change while the pilot runs stops the asking", async () => {
 });
 
 test("a failed pilot says why and that the prior share is used", () => {
-  assert.equal(pilotText({ status: "failed", samples: 4, elapsed_s: 3, reason: "the LLM server answered HTTP 503" }),
-    "The pilot could not run (the LLM server answered HTTP 503); the estimate uses the prior share. ");
+  assert.equal(pilotText({ status: "failed", samples: 4, elapsed_s: 3, reason: "The LLM server failed: HTTP 503." }),
+    "The pilot could not run: The LLM server failed: HTTP 503. The estimate uses the share it would without a pilot. ");
   assert.equal(pilotText(null), "");
 });

@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 
 from webapp.traces import idempotency
 from webapp.traces.api import get_trace
-from webapp.web.api import BodyError, api_view, check_write, check_write_rate, json_body, json_error
+from webapp.web.api import BodyError, api_view, check_write, check_write_rate, json_body, json_error, may_write
 from webapp.web.validation import InputError, query_int
 
 from . import capabilities, costs, services, wire
@@ -150,7 +150,8 @@ def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
     """The estimated cost of a job before it is requested: the body of `.../counterfactuals/`
     (`confirmed` is ignored) -> 200 with `costs.estimate_cost` (prompt and completion tokens,
     requests, whether confirmation is required, the cost pilot it started at `seed` and its state:
-    ask again while `pilot.status` is "running"); 400 naming the field."""
+    ask again while `pilot.status` is "queued" or "running"; only a caller who may start the job
+    starts a pilot, which spends tokens); 400 naming the field."""
     trace = get_trace(request, trace_id)
     if trace is None:
         return json_error(404, "no such trace")
@@ -165,7 +166,7 @@ def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
             body.get("backend", "sim"),
             body.get("epsilon"),
             body.get("seed", 0),
-            pilot_mode="start",
+            pilot_mode="start" if may_write(request, trace.project_id) else "use",
         )
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)

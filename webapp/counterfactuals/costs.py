@@ -395,9 +395,8 @@ def cap_share(
     if pilot_found and pilot_found["status"] == "done":
         measured = cap_share_of([(pilot_found["plan"], pilot_found["usage"])], min_turns=1)
         if measured is not None:
-            share, held, _, turns = measured
-            source = f"measured by a pilot of {pilot_found['samples']} of this job's samples ({turns:,} turns)"
-            return share, share if held is None else held, source
+            share, held, _, _ = measured
+            return share, share if held is None else held, "measured by this job's pilot"
     if model and cap and (measured := measured_cap_share(model, cap, temperature)) is not None:
         return _measured(measured, f"of {model}")
     return CAP_SHARE, CAP_SHARE, "default"
@@ -418,10 +417,14 @@ def _measured(measured: tuple[float, float | None, int, int], where: str) -> tup
 
 def needs_pilot(runner, trace_id: int) -> bool:
     """Whether a job of `runner` on trace `trace_id` is estimated better with a pilot: no cap share
-    setting, and no finished job of its model (at its cap and temperature) on the trace."""
+    setting, no finished job of its model (at its cap and temperature) on the trace, and none queued
+    or running there (it will say soon, and would take no pilot)."""
     model, temperature = _sampling(runner)
     cap = _turn_cap(runner)
     if _share_setting(runner) is not None or not model or not cap:
+        return False
+    jobs = CounterfactualJob.objects.filter(trace_id=trace_id, estimate__model=model)
+    if jobs.filter(status__in=CounterfactualJob.ACTIVE).exists():
         return False
     return measured_cap_share(model, cap, temperature, trace_id) is None
 
@@ -505,6 +508,7 @@ def do_run_pilot(key: str, trace_id: int, backend: str, intervention: dict, seed
     gone) is stored as "failed" with its reason, never raised. Returns the stored state."""
     started = time.time()
     count = pilot.samples()
+    pilot.store(key, {"status": "running", "samples": count, "started": started})
     try:
         runner = get_backend_class(backend).from_trace(to_core_trace(Trace.objects.get(pk=trace_id)))
         found = measure_pilot(runner, Intervention.from_dict(intervention), seed, count)
@@ -554,10 +558,10 @@ def estimate_cost(
     intervention that does not fit the trace, a trace the backend cannot re-run, or a prompt over
     the model's context (field `intervention`, the message naming the agent and turn).
 
-    `pilot_mode` "start" (the estimate endpoint) starts the job's cost pilot where `needs_pilot`
-    and P < n (webapp.counterfactuals.pilot: samples 0 .. P - 1 at `seed`), "use" only reads a
-    done one (the job request), None neither; the shares come from a done pilot (`cap_share`), and
-    `pilot` in the answer is its state (`pilot.public`; None where there is none)."""
+    `pilot_mode` "start" (the estimate endpoint, for a caller who may start jobs) starts the job's
+    cost pilot where `needs_pilot` and P < n (webapp.counterfactuals.pilot: samples 0 .. P - 1 at
+    `seed`), "use" only reads a done one (the job request), None neither; the shares come from a
+    done pilot (`cap_share`), and `pilot` in the answer is its state (`pilot.public`; None where there is none)."""
     n = check_int(n, "n", 2, MAX_SAMPLES)
     seed = check_int(seed, "seed", 0, 2**62)
     check_epsilon(epsilon)

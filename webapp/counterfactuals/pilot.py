@@ -12,10 +12,10 @@ at cap) and the server's usage of its requests, and the job that is then confirm
 intervention, seed, backend settings) takes the pilot's samples as its first chunk (`reuse`: their
 rewards, and their usage counted as the chunk's), so the pilot costs nothing a job would not send.
 
-A pilot's state is kept in the cache (`CACHE_S`): under `key` {status: "running" | "done" | "failed",
-samples, started (epoch s); done: seconds, usage {requests, prompt_tokens, completion_tokens, ...},
-plan {recorded_length, at_cap, turn_completions}, control and treated (P,) rewards; failed: reason,
-ended (epoch s)}.
+A pilot's state is kept in the cache (`CACHE_S`): under `key` {status: "queued" | "running" | "done" |
+"failed", samples, started (epoch s: enqueued, then taken by the worker); done: seconds, usage
+{requests, prompt_tokens, completion_tokens, ...}, plan {recorded_length, at_cap, turn_completions},
+control and treated (P,) rewards; failed: reason, ended (epoch s)}.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from swarmscope.interventions import Intervention
 from webapp.traces.models import Trace
 from webapp.web.jobs import enqueue
 
-#: Seconds a pilot's state is kept; a "running" one older than RUNNING_S is taken for lost (its worker
-#: died), a failed one older than FAILED_S is tried again.
+#: Seconds a pilot's state is kept; a queued or running one older than RUNNING_S is taken for lost (its
+#: worker died, or none serves its queue), a failed one older than FAILED_S is tried again.
 CACHE_S = 7 * 24 * 3600
 FAILED_S = 60
 RUNNING_S = 30 * 60
@@ -63,7 +63,7 @@ def state(key: str) -> dict[str, Any] | None:
     if not found:
         return None
     now = time.time()
-    if found["status"] == "running" and now - found["started"] > RUNNING_S:
+    if found["status"] in ("queued", "running") and now - found["started"] > RUNNING_S:
         return None
     if found["status"] == "failed" and now - found.get("ended", 0) > FAILED_S:
         return None
@@ -76,14 +76,14 @@ def start(key: str, trace: Trace, backend: str, queue: str, intervention: Interv
     found = state(key)
     if found is not None:
         return found
-    running = {"status": "running", "samples": samples(), "started": time.time()}
+    queued = {"status": "queued", "samples": samples(), "started": time.time()}
     if cache.get(key) is not None:
         cache.delete(key)  # a lost or failed pilot's state (`state` said None)
-    if cache.add(key, running, CACHE_S):
+    if cache.add(key, queued, CACHE_S):
         args = (key, trace.pk, backend, intervention.to_dict(), seed)
         if not enqueue("webapp.counterfactuals.tasks.run_cost_pilot", *args, queue=queue):
-            store(key, {**running, "status": "failed", "reason": "the task queue could not be reached"})
-    return state(key) or running
+            store(key, {**queued, "status": "failed", "reason": "the task queue could not be reached"})
+    return state(key) or queued
 
 
 def store(key: str, found: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +117,8 @@ def reuse(job, backend, indices: list[int]) -> tuple[np.ndarray, np.ndarray] | N
 
 
 def public(found: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What an estimate answer shows of a pilot's state: {status, samples, elapsed_s; done: seconds,
+    """What an estimate answer shows of a pilot's state: {status, samples, elapsed_s (since enqueued,
+    or since the worker took it); done: seconds,
     turns, requests, prompt_tokens, completion_tokens; failed: reason}."""
     if found is None:
         return None

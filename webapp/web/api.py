@@ -183,6 +183,12 @@ def check_write(request: HttpRequest, project_id: int, action: str) -> None:
     _charge_project(request, project_id)  # an ingestion request counts against the project written to
 
 
+def may_write(request: HttpRequest, project_id: int) -> bool:
+    """Whether `check_write` would let the caller write in the project (nothing is charged)."""
+    token = getattr(request, "token", None)
+    return has_role(token.user if token is not None else request.user, project_id, WRITE_ROLE)
+
+
 def check_write_rate(request: HttpRequest, kind: str, project_id: int, cost: int) -> None:
     """Count a write of `cost` by the caller (a token's user, else the session's) into the project
     against the `kind` rate (webapp.accounts.ratelimit.RATES: "job" samples, "comment"s and

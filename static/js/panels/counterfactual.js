@@ -406,6 +406,7 @@ export class Counterfactual {
         this._renderJob(this.jobs.get(job.id) ?? job);
       },
       runClass: "button primary", runTestid: "what-if-run", estimateTestid: "what-if-estimate",
+      pendingText: "Estimating the cost…",
     });
     const close = el("button", "Close", "button");
     close.type = "button";
@@ -421,6 +422,8 @@ export class Counterfactual {
     });
     // A confirmation is for the request whose estimate was shown: any change to it asks again.
     this.runner.watch(form, [text, n]);
+    // A closed dialog (Close, Esc, a started job) shows no estimate and asks for none (a pilot's polling).
+    dialog.addEventListener("close", () => this.runner.reset());
     // Esc closes the dialog (the browser's `cancel`) and nothing else: the page's Esc would
     // clear the selection.
     dialog.addEventListener("keydown", (e) => {

@@ -9,7 +9,7 @@
  * estimate (`changed()`), so a confirmation is always for the request whose cost was shown. A
  * backend that needs no confirmation starts at once; the started job keeps the estimate it was
  * confirmed with (its `estimate`, beside which the panels show its usage). While the estimate's cost
- * pilot runs (`pilot.status` "running": a first what-if job's own first samples, sent to measure
+ * pilot waits or runs (`pilot.status` "queued" or "running": a first what-if job's own first samples, sent to measure
  * how far the model's turns run) the estimate is asked for again every `pollMs` and shown anew. Errors
  * (`{error, field?}` answers, or the body's own validation) show in the alert line. Server text is only ever set with `textContent`.
  */
@@ -63,17 +63,24 @@ export function estimateTokens(e) {
 export function pilotText(pilot) {
   if (!pilot) return "";
   const samples = `${formatNumber(pilot.samples)} of the job's own samples`;
+  const waited = `${formatNumber(Math.round(pilot.elapsed_s))} s so far`;
+  const meanwhile = "the estimate updates when it ends (confirming now keeps the estimate above). ";
+  if (pilot.status === "queued") {
+    return `Measuring how far this model's turns run on this trace: a pilot of ${samples} waits for the rollout `
+      + `worker (${waited}); ${meanwhile}`;
+  }
   if (pilot.status === "running") {
     return `Measuring how far this model's turns run on this trace: a pilot of ${samples} is running `
-      + `(${formatNumber(Math.round(pilot.elapsed_s))} s so far); the estimate updates when it ends. `;
+      + `(${waited}); ${meanwhile}`;
   }
   if (pilot.status === "done") {
     const tokens = pilot.prompt_tokens + pilot.completion_tokens;
-    return `Measured by a pilot of ${samples} (${formatNumber(pilot.turns)} turns; `
-      + `${formatNumber(tokens)} tokens in ${formatNumber(pilot.requests)} requests, ${formatNumber(pilot.seconds)} s, `
-      + "the job's first samples: it takes them if started now). ";
+    return `The pilot, ${samples}, ran ${formatNumber(pilot.turns)} turns in ${formatNumber(pilot.seconds)} s `
+      + `(${formatNumber(tokens)} tokens in ${formatNumber(pilot.requests)} requests); the job takes them as its `
+      + "first samples if started now. ";
   }
-  return `The pilot could not run (${pilot.reason}); the estimate uses the prior share. `;
+  return `The pilot could not run: ${pilot.reason.replace(/\.$/, "")}. The estimate uses the share it would `
+    + "without a pilot. ";
 }
 
 /** An error answer (`{error, field?}`) as one line: "n: must be at least 2". */
@@ -92,7 +99,7 @@ export class EstimatedRun {
    *   `pollMs`: while the shown estimate's pilot runs, it is asked for again this often
    */
   constructor({ estimateUrl, runUrl, body, describe, onStarted, runClass, runTestid, estimateTestid,
-    pendingText = null, pollMs = 3000 }) {
+    pendingText = null, pollMs = 5000 }) {
     Object.assign(this, { estimateUrl, runUrl, body, describe, onStarted, pendingText, pollMs });
     /** The timer of the next ask while a pilot runs, or null. */
     this.poll = null;
@@ -193,13 +200,14 @@ export class EstimatedRun {
     this.onStarted(answer);
   }
 
-  /** Show the estimate `answer` for the request `key` (`body`); while its pilot runs, ask again in `pollMs`. */
+  /** Show the estimate `answer` for the request `key` (`body`); while its pilot waits or runs, ask again in `pollMs`. */
   show(answer, key, body) {
     this.shown = answer;
     this.estimate.textContent = `Estimated cost on ${answer.backend}: ${this.describe(answer)}. `
       + `${pilotText(answer.pilot)}Press “Confirm and run” to start it.`;
     clearTimeout(this.poll);
-    this.poll = answer.pilot?.status === "running" ? setTimeout(() => this.refresh(key, body), this.pollMs) : null;
+    const pending = ["queued", "running"].includes(answer.pilot?.status);
+    this.poll = pending ? setTimeout(() => this.refresh(key, body), this.pollMs) : null;
   }
 
   /** Ask again for the estimate of `key` while it is still the one shown (a pilot was running). */
