@@ -166,7 +166,19 @@ test("while the estimate's pilot runs the shown estimate is asked for again unti
     await flow.submit();
     assert.match(flow.estimate.textContent, /a pilot of 4 of the job's own samples waits for the rollout worker \(3 s so far\)/);
     assert.equal(timers.at(-1).ms, 5000);
-    await timers.at(-1).fn();
+    const realNow = Date.now;
+    let now = 1_000_000;
+    Date.now = () => now;
+    globalThis.fetch = ((fetch) => async (url, init) => {
+      now += 4000; // this ask takes 4 s: the next one waits 12 s, not 5
+      return fetch(url, init);
+    })(globalThis.fetch);
+    try {
+      await timers.at(-1).fn();
+    } finally {
+      Date.now = realNow;
+    }
+    assert.equal(timers.at(-1).ms, 12_000);
     assert.match(flow.estimate.textContent, /a pilot of 4 of the job's own samples is running \(12 s so far\); the estimate updates when it ends \(confirming now keeps the estimate above\)\. Press/);
     await timers.at(-1).fn();
     assert.equal(flow.estimate.textContent, "Estimated cost on openai: 3 tokens. The pilot, 4 of the job's own samples, "

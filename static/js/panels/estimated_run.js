@@ -10,7 +10,7 @@
  * backend that needs no confirmation starts at once; the started job keeps the estimate it was
  * confirmed with (its `estimate`, beside which the panels show its usage). While the estimate's cost
  * pilot waits or runs (`pilot.status` "queued" or "running": a first what-if job's own first samples, sent to measure
- * how far the model's turns run) the estimate is asked for again every `pollMs` and shown anew. Errors
+ * how far the model's turns run) the estimate is asked for again (`show`: every `pollMs` or slower) and shown anew. Errors
  * (`{error, field?}` answers, or the body's own validation) show in the alert line. Server text is only ever set with `textContent`.
  */
 
@@ -200,26 +200,31 @@ export class EstimatedRun {
     this.onStarted(answer);
   }
 
-  /** Show the estimate `answer` for the request `key` (`body`); while its pilot waits or runs, ask again in `pollMs`. */
-  show(answer, key, body) {
+  /**
+   * Show the estimate `answer` for the request `key` (`body`); while its pilot waits or runs, ask again
+   * in `pollMs`, or in 3 times the last ask's duration where that is longer (an estimate of a long
+   * trace counts its prompts on the server: asking back to back would slow the pilot it waits for).
+   */
+  show(answer, key, body, askedMs = 0) {
     this.shown = answer;
     this.estimate.textContent = `Estimated cost on ${answer.backend}: ${this.describe(answer)}. `
       + `${pilotText(answer.pilot)}Press “Confirm and run” to start it.`;
     clearTimeout(this.poll);
     const pending = ["queued", "running"].includes(answer.pilot?.status);
-    this.poll = pending ? setTimeout(() => this.refresh(key, body), this.pollMs) : null;
+    this.poll = pending ? setTimeout(() => this.refresh(key, body), Math.max(this.pollMs, 3 * askedMs)) : null;
   }
 
   /** Ask again for the estimate of `key` while it is still the one shown (a pilot was running). */
   async refresh(key, body) {
     this.poll = null;
     if (this.awaiting !== key) return;
+    const asked = Date.now();
     const { ok, answer } = await postJson(this.estimateUrl, body);
     if (this.awaiting !== key) return; // the form changed meanwhile
     if (!ok) {
       this.setError(errorText(answer));
       return;
     }
-    this.show(answer, key, body);
+    this.show(answer, key, body, Date.now() - asked);
   }
 }
