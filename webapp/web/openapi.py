@@ -526,8 +526,9 @@ COST = {
         "pilot": {
             "type": ["object", "null"],
             "description": "a what-if job's cost pilot (its first chunk, run before the estimate where no finished "
-            "job on the trace gives the cap share): {status: running | done | failed, samples, elapsed_s; done: "
-            "seconds, turns, requests, prompt_tokens, completion_tokens; failed: reason}; ask again while running",
+            "job on the trace gives the cap share): {status: queued | running | done | failed, samples, elapsed_s; "
+            "done: seconds, turns, requests, prompt_tokens, completion_tokens; failed: reason}; ask again while "
+            "queued or running",
         },
     },
 }
