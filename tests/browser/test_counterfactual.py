@@ -263,9 +263,10 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
     n.fill("4")
     n.press("Enter")
     estimate = dialog.get_by_test_id("what-if-estimate")
-    try:
-        estimate.wait_for(timeout=15_000)
-    except Exception:
+    run = dialog.get_by_test_id("what-if-run")
+    try:  # "Estimating the cost…" first, then the estimate and the button to confirm it
+        expect(run).to_have_text("Confirm and run", timeout=15_000)
+    except AssertionError:
         pytest.fail(f"no estimate; dialog says {dialog.locator('[role=alert]').inner_text()!r}")
     # As tests/counterfactuals/test_players_history_cost.py computes it by hand for this trace, with
     # the job's defaults: 512 tokens a turn, e4 expected at 4 + 0.35 × 508 = 182 tokens.
@@ -274,14 +275,13 @@ def test_an_llm_job_shows_its_estimated_cost_and_runs_only_once_confirmed(llm_ap
         "recorded ones, at most ≈ 5,248 if each runs to its 512-token cap; turns expected to use 35 % of the room "
         "their cap leaves (default)) in 4 requests: 2 arms × 4 samples from e2"
     ) in estimate.inner_text()
-    run = dialog.get_by_test_id("what-if-run")
-    assert run.inner_text() == "Confirm and run" and dialog.is_visible()
+    assert dialog.is_visible()
     assert app.api(f"/api/traces/{trace_id}/jobs/")["results"] == [] and fake.requests == []
     n.fill("5")  # a change asks again
     assert estimate.is_hidden() and run.inner_text() == "Run"
     n.fill("4")
     n.press("Enter")
-    estimate.wait_for()
+    expect(run).to_have_text("Confirm and run")
     run.click()  # confirm
     job = page.locator("[data-testid=job][data-status=done]")
     try:
