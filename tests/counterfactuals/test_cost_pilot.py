@@ -16,7 +16,7 @@ from tests.counterfactuals.test_llm_cost_estimate import long_turns
 from tests.counterfactuals.test_openai_backend import BACKENDS, run_all
 from tests.fake_openai import FakeOpenAIServer
 from tests.trainer.rollout.test_openai import answer, make_trace
-from webapp.counterfactuals import costs, pilot
+from webapp.counterfactuals import costs, pilot, tasks
 from webapp.counterfactuals.models import CounterfactualJob
 from webapp.traces.ingest import do_ingest
 
@@ -26,10 +26,16 @@ BODY = {"intervention": {"kind": "remove", "events": ["h1"]}, "n": 8, "backend":
 
 
 @pytest.fixture(autouse=True)
-def empty_cache():
-    cache.clear()
-    yield
-    cache.clear()
+def pilot_runs_inline(monkeypatch):
+    """The pilot's task runs when it is enqueued, as under eager Celery (the SQLite stage) and unlike
+    a worker-less broker (the PostgreSQL + Redis stage); its keys hold the fake server's port, so
+    tests sharing a Redis cache do not meet."""
+
+    def run(name, *args, queue=None):
+        tasks.run_cost_pilot(*args)
+        return True
+
+    monkeypatch.setattr(pilot, "enqueue", run)
 
 
 @pytest.fixture
@@ -184,7 +190,7 @@ def test_while_the_pilot_waits_the_estimate_says_so_and_a_lost_one_starts_again(
     cache.set(key, {**cache.get(key), "started": time.time() - pilot.RUNNING_S - 1})  # its worker died
     assert estimate(api_client, trace)["pilot"]["status"] == "queued" and len(started) == 2
     # A job of the model queued or running on the trace will say how far its turns run: no pilot meanwhile.
-    cache.clear()
+    cache.delete(key)
     assert confirm(api_client, trace).status_code == 202
     assert estimate(api_client, trace, {**BODY, "seed": 9})["pilot"] is None and len(started) == 2
 
