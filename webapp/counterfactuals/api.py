@@ -88,15 +88,7 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
     try:
         costs.check_cost_confirmed(body.get("backend", "sim"), body.get("confirmed"))
         estimate = _confirmed_estimate(
-            lambda: costs.estimate_cost(
-                trace,
-                body["intervention"],
-                body.get("n", DEFAULT_SAMPLES),
-                body.get("backend", "sim"),
-                body.get("epsilon"),
-                body.get("seed", 0),
-                pilot_mode="use",
-            ),
+            lambda: _estimate(trace, body, pilot_mode="use"),
             body,
         )
         with transaction.atomic():  # the key's claim and the job: both or neither
@@ -125,6 +117,19 @@ def trace_counterfactuals(request: HttpRequest, trace_id: int):
     except idempotency.KeyProblem as exc:
         return exc.response()
     return JsonResponse(wire.job_wire(job), status=202)
+
+
+def _estimate(trace, body: dict[str, Any], pilot_mode: str) -> dict[str, Any]:
+    """`costs.estimate_cost` of a job request's body (its defaults filled in) with `pilot_mode`."""
+    return costs.estimate_cost(
+        trace,
+        body["intervention"],
+        body.get("n", DEFAULT_SAMPLES),
+        body.get("backend", "sim"),
+        body.get("epsilon"),
+        body.get("seed", 0),
+        pilot_mode=pilot_mode,
+    )
 
 
 def _confirmed_estimate(estimate: Callable[[], dict[str, Any]], body: dict[str, Any]) -> dict[str, Any] | None:
@@ -159,15 +164,7 @@ def trace_counterfactual_estimate(request: HttpRequest, trace_id: int):
     if isinstance(body, JsonResponse):
         return body
     try:
-        estimate = costs.estimate_cost(
-            trace,
-            body["intervention"],
-            body.get("n", DEFAULT_SAMPLES),
-            body.get("backend", "sim"),
-            body.get("epsilon"),
-            body.get("seed", 0),
-            pilot_mode="start" if may_write(request, trace.project_id) else "use",
-        )
+        estimate = _estimate(trace, body, "start" if may_write(request, trace.project_id) else "use")
     except services.JobRequestError as exc:
         return json_error(400, exc.message, field=exc.field)
     return JsonResponse(estimate)
