@@ -9,7 +9,7 @@ seeds - 1, keeping the seeds every arm finished (so a cut-short benchmark still 
     nice -n 15 .venv/bin/python bench/bench_llm_learning.py --tiny [--seeds 5] [--budget 600]
         [--arms shared,expected,counterfactual_baseline,counterfactual_baseline_exact] [--episodes 8]
         [--group 4] [--lr 1e-2] [--eval-tasks 16] [--eval-every 1] [--workers 1] [--seed0 0]
-        [--out /tmp/bench_llm_learning] [--report-only] [--json out.json]
+        [--out /tmp/bench_llm_learning] [--report-only] [--curve-step 100] [--json out.json]
     nice -n 15 .venv/bin/python bench/bench_llm_learning.py --server --arms shared,counterfactual_baseline_exact
         --seeds 2 --iterations 3 --episodes 4 --group 2 --lr 1e-4      # SmolLM2 on the vLLM server
 
@@ -424,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-mlp", action="store_true")
     parser.add_argument("--out", default="/tmp/bench_llm_learning", help="runs.jsonl: every finished run, appended")
     parser.add_argument("--report-only", action="store_true", help="report from OUT/runs.jsonl, run nothing")
+    parser.add_argument("--curve-step", type=int, default=100, help="env steps between E[R]-by-steps marks")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     arms = args.arms.split(",")
@@ -453,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *tables(runs, mlp, heur, arms),
         "",
-        *curves(runs, arms),
+        *curves(runs, arms, args.curve_step),
     ]
     print("\n".join(lines))
     if args.json:
