@@ -9,7 +9,7 @@ seeds - 1, keeping the seeds every arm finished (so a cut-short benchmark still 
     nice -n 15 .venv/bin/python bench/bench_llm_learning.py --tiny [--seeds 5] [--budget 600]
         [--arms shared,expected,counterfactual_baseline,counterfactual_baseline_exact] [--episodes 8]
         [--group 4] [--lr 1e-2] [--eval-tasks 16] [--eval-every 1] [--workers 1] [--seed0 0]
-        [--out /tmp/bench_llm_learning] [--report-only] [--curve-step 100] [--json out.json]
+        [--out /tmp/bench_llm_learning] [--report-only] [--curve-step 100] [--plot out.png] [--json out.json]
     nice -n 15 .venv/bin/python bench/bench_llm_learning.py --server --arms shared,counterfactual_baseline_exact
         --seeds 2 --iterations 3 --episodes 4 --group 2 --lr 1e-4      # SmolLM2 on the vLLM server
 
@@ -425,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="/tmp/bench_llm_learning", help="runs.jsonl: every finished run, appended")
     parser.add_argument("--report-only", action="store_true", help="report from OUT/runs.jsonl, run nothing")
     parser.add_argument("--curve-step", type=int, default=100, help="env steps between E[R]-by-steps marks")
+    parser.add_argument("--plot", help="save the E[R] curves as this PNG")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     arms = args.arms.split(",")
@@ -457,12 +458,58 @@ def main(argv: list[str] | None = None) -> int:
         *curves(runs, arms, args.curve_step),
     ]
     print("\n".join(lines))
+    if args.plot and runs:
+        plot(runs, mlp, heur, arms, Path(args.plot))
     if args.json:
         Path(args.json).write_text(
             json.dumps({"args": vars(args), "runs": runs, "mlp": mlp, "heuristics": heur, "markdown": lines}, indent=1)
             + "\n"
         )
     return 0
+
+
+def plot(runs: list[dict], mlp: list[dict], heur: dict, arms: list[str], path: Path) -> None:
+    """Held-out E[R] of each arm by updates and by environment steps (mean over seeds with the 95 %
+    t band, each point at the evaluations every seed has), with the MLP recipe's mean (shared, at its
+    budget) and the heuristics as horizontal lines; a PNG at `path`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    llm = [r for r in runs if r["policy"] == "llm"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for arm, color in zip(arms, plt.rcParams["axes.prop_cycle"].by_key()["color"]):
+        mine = [r for r in llm if r["credit"] == arm]
+        iters = sorted({e["iteration"] for r in mine for e in r["evals"]})
+        points = [[exactly(r, k) for r in mine] for k in iters]
+        points = [p for p in points if mine and all(e is not None for e in p)]
+        if not points:
+            continue
+        mean, half = np.array([t_interval([e["expected_reward"] for e in p]) for p in points]).T
+        half = np.nan_to_num(half)
+        steps = [np.mean([e["env_steps"] for e in p]) for p in points]
+        for ax, x in zip(axes, ([p[0]["iteration"] for p in points], steps)):
+            ax.plot(x, mean, "o-", color=color, label=arm)
+            ax.fill_between(x, mean - half, mean + half, color=color, alpha=0.15)
+    shared_mlp = [r for r in mlp if r["credit"] == "shared"]
+    lines = {}
+    if shared_mlp:
+        steps = np.mean([r["env_steps"] for r in shared_mlp])
+        lines[f"mlp recipe, shared ({steps:.0f} steps)"] = np.mean([r["expected_reward"] for r in shared_mlp])
+    lines |= {name: np.mean([t["expected_reward"] for t in h["per_task"]]) for name, h in heur.items()}
+    for ax in axes:
+        for (name, y), style in zip(lines.items(), ("--", "-.", ":", (0, (1, 3)))):
+            ax.axhline(y, color="black", linestyle=style, linewidth=1, alpha=0.6, label=name)
+        ax.set_ylabel("held-out E[R]")
+        ax.grid(alpha=0.3)
+    axes[0].set_xlabel("updates (iterations)")
+    axes[1].set_xlabel("environment steps (re-rollouts counted)")
+    axes[1].legend(fontsize=7, loc="lower right")
+    fig.suptitle("policy llm: held-out E[R], mean ± 95 % t over seeds", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def run_all(args: argparse.Namespace, arms: list[str], log: Path) -> None:
