@@ -9,7 +9,8 @@ seeds - 1, keeping the seeds every arm finished (so a cut-short benchmark still 
     nice -n 15 .venv/bin/python bench/bench_llm_learning.py --tiny [--seeds 5] [--budget 600]
         [--arms shared,expected,counterfactual_baseline,counterfactual_baseline_exact] [--episodes 8]
         [--group 4] [--lr 1e-2] [--eval-tasks 16] [--eval-every 1] [--workers 1] [--seed0 0]
-        [--out /tmp/bench_llm_learning] [--report-only] [--curve-step 100] [--plot out.png] [--json out.json]
+        [--out /tmp/bench_llm_learning] [--report-only] [--curve-step 100] [--steps-at end|common]
+        [--plot out.png] [--json out.json]
     nice -n 15 .venv/bin/python bench/bench_llm_learning.py --server --arms shared,counterfactual_baseline_exact
         --seeds 2 --iterations 3 --episodes 4 --group 2 --lr 1e-4      # SmolLM2 on the vLLM server
 
@@ -266,12 +267,21 @@ def cell(values: list[float], fmt: str) -> str:
     return f"{mean:{fmt}}" + ("" if np.isnan(half) else f" ± {half:{fmt.lstrip('+')}}")
 
 
-def tables(runs: list[dict], mlp: list[dict], heur: dict, arms: list[str]) -> list[str]:
+def tables(runs: list[dict], mlp: list[dict], heur: dict, arms: list[str], steps_at: str = "end") -> list[str]:
+    """The Markdown tables of held-out figures. Equal env steps (`steps_at`): "end", each run's last
+    evaluation (equal where the budget ended every run); "common", each run's last evaluation at or
+    before the fewest env steps any run ended with (runs cut by `--iterations`)."""
     llm = [r for r in runs if r["policy"] == "llm"]
     k_common = min((len(r["curve"]) for r in llm), default=0)
+    mark = min((r["evals"][-1]["env_steps"] for r in llm), default=0)
+
+    def at_steps(run: dict) -> dict:
+        return run["evals"][-1] if steps_at == "end" else [e for e in run["evals"] if e["env_steps"] <= mark][-1]
+
+    where = "each run's end" if steps_at == "end" else f"each run's last evaluation at or before {mark} env steps"
     lines = [
         f"Held-out tasks: mean ± 95 % t half-width over seeds (each seed: the mean over the held-out tasks). "
-        f"Equal updates: iteration {k_common} (the fewest any run reached); equal env steps: each run's end.",
+        f"Equal updates: iteration {k_common} (the fewest any run reached); equal env steps: {where}.",
         "",
         "| policy | credit | seeds | iterations | env steps | " + " | ".join(label for _, label, _ in FIGURES) + " |",
         "|---|---|---:|---|---|" + "---:|" * len(FIGURES),
@@ -289,7 +299,7 @@ def tables(runs: list[dict], mlp: list[dict], heur: dict, arms: list[str]) -> li
         row("llm, equal updates", arm, at_k, str(k_common), cell([e["env_steps"] for e in at_k], ".0f"))
     for arm in arms:
         mine = [r for r in llm if r["credit"] == arm]
-        end = [r["evals"][-1] for r in mine]
+        end = [at_steps(r) for r in mine]
         iters = cell([e["iteration"] for e in end], ".1f")
         row("llm, equal env steps", arm, end, iters, cell([e["env_steps"] for e in end], ".0f"))
     for arm in arms:
@@ -317,7 +327,7 @@ def tables(runs: list[dict], mlp: list[dict], heur: dict, arms: list[str]) -> li
         seeds = sorted(s for c, s in by_seed if c == arm)
         before = [at_iteration(by_seed[arm, s], 0)["expected_reward"] for s in seeds]
         at_k = [at_iteration(by_seed[arm, s], k_common)["expected_reward"] for s in seeds]
-        end = [by_seed[arm, s]["evals"][-1]["expected_reward"] for s in seeds]
+        end = [at_steps(by_seed[arm, s])["expected_reward"] for s in seeds]
         both = [s for s in seeds if ("shared", s) in by_seed]
         vs_k = [
             at_iteration(by_seed[arm, s], k_common)["expected_reward"]
@@ -325,7 +335,7 @@ def tables(runs: list[dict], mlp: list[dict], heur: dict, arms: list[str]) -> li
             for s in both
         ]
         vs_end = [
-            by_seed[arm, s]["evals"][-1]["expected_reward"] - by_seed["shared", s]["evals"][-1]["expected_reward"]
+            at_steps(by_seed[arm, s])["expected_reward"] - at_steps(by_seed["shared", s])["expected_reward"]
             for s in both
         ]
         gained_k, gained_end = np.subtract(at_k, before).tolist(), np.subtract(end, before).tolist()
@@ -425,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="/tmp/bench_llm_learning", help="runs.jsonl: every finished run, appended")
     parser.add_argument("--report-only", action="store_true", help="report from OUT/runs.jsonl, run nothing")
     parser.add_argument("--curve-step", type=int, default=100, help="env steps between E[R]-by-steps marks")
+    parser.add_argument(
+        "--steps-at", choices=("end", "common"), default="end", help="equal env steps: each run's end, or a common mark"
+    )
     parser.add_argument("--plot", help="save the E[R] curves as this PNG")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
@@ -453,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
         f"start, {os.getloadavg()[0]:.2f} at the end; {time.time() - started:.0f} s wall; policy llm seeds every arm "
         f"finished: {sorted(done)}.",
         "",
-        *tables(runs, mlp, heur, arms),
+        *tables(runs, mlp, heur, arms, args.steps_at),
         "",
         *curves(runs, arms, args.curve_step),
     ]
