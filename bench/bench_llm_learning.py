@@ -515,8 +515,10 @@ def plot(runs: list[dict], mlp: list[dict], heur: dict, arms: list[str], path: P
         for (name, y), style in zip(lines.items(), ("--", "-.", ":", (0, (1, 3)))):
             ax.axhline(y, color="black", linestyle=style, linewidth=1, alpha=0.6, label=name)
         ax.set_ylabel("held-out E[R]")
+        ax.set_ylim(-0.02, 1.02)  # E[R] is a probability; a t band over few seeds can pass 0 or 1
         ax.grid(alpha=0.3)
     axes[0].set_xlabel("updates (iterations)")
+    axes[0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axes[1].set_xlabel("environment steps (re-rollouts counted)")
     axes[1].legend(fontsize=7, loc="lower right")
     fig.suptitle("policy llm: held-out E[R], mean ± 95 % t over seeds", fontsize=10)
