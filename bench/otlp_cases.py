@@ -12,6 +12,8 @@ arguments, result); the resource names the process (`service.name`).
   one chat turn asks for 300 tool calls at once, each an `execute_tool ask_worker_NNN` span whose
   child is `invoke_agent worker_NNN` (all 300 run concurrently); a worker chats, calls 4 tools
   with a chat turn after each. A last chat turn answers. 301 agents, 33,012 spans.
+- `fanout-100k`: the same with 30 rounds: 301 agents, 99,032 spans (not in the side-by-side run's
+  default cases: Phoenix takes about half an hour for it).
 - `fanout100`: the same with 100 workers and 1 round: 101 agents, 1,103 spans.
 - `supervisor` (LangGraph-style): under `invoke_agent supervisor`, 8 cycles of a supervisor chat
   turn that calls `transfer_to_<worker>` (an `execute_tool` span) and then the worker's
@@ -306,6 +308,7 @@ CASES: dict[str, Callable[[int], Case]] = {
     "roundrobin": lambda seed: roundrobin("roundrobin", seed),
     "fanout100": lambda seed: fanout("fanout100", seed, workers=100, rounds=1),
     "fanout-33k": lambda seed: fanout("fanout-33k", seed, workers=300, rounds=10),
+    "fanout-100k": lambda seed: fanout("fanout-100k", seed, workers=300, rounds=30),
 }
 
 

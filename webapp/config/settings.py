@@ -186,8 +186,11 @@ SWARMSCOPE_SOCKET_RESUMES_PER_MINUTE = int(os.environ.get("SWARMSCOPE_SOCKET_RES
 SWARMSCOPE_SOCKET_SEND_BUFFER_BYTES = int(os.environ.get("SWARMSCOPE_SOCKET_SEND_BUFFER_BYTES", 4 * 1024 * 1024))
 # An OTLP trace with more stored spans than this is re-derived by a worker task after the request
 # (coalesced: one rebuild for all the requests that arrived while the last one ran), so a request
-# costs what its own spans cost; a smaller one is re-derived within the request.
-SWARMSCOPE_OTLP_SYNC_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_SYNC_SPANS", 2000))
+# costs what its own spans cost; a smaller one is re-derived within the request (visible when the
+# answer comes). 200 keeps that build under ~50 ms, so no request of a stream waits on it; at 2,000
+# the first requests of a large stream took 130-450 ms (bench/RESULTS.md, "Issue 34: the requests
+# that built the trace").
+SWARMSCOPE_OTLP_SYNC_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_SYNC_SPANS", 200))
 # The worker derives an OTLP trace once at a time (a cache marker) and, while requests keep it
 # pending, schedules the next derivation this many times the last one's CPU time later (at most
 # SWARMSCOPE_OTLP_DERIVE_WAIT_MAX_S s; sooner once spans stop coming): a stream's bursts are

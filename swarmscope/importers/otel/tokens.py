@@ -34,6 +34,9 @@ SPAN_TOKEN_KEYS = tuple(
 )
 #: The attributes of a Monocle `metadata` span event read as token counts.
 EVENT_TOKEN_KEYS = (*INPUT_TOKEN_KEYS, *OUTPUT_TOKEN_KEYS, *TOTAL_TOKEN_KEYS)
+#: The same as sets: one C-level pass over a span's attribute names tells whether it holds any (most
+#: spans hold none), instead of a lookup per key.
+_SPAN_TOKEN_KEY_SET, _EVENT_TOKEN_KEY_SET = frozenset(SPAN_TOKEN_KEYS), frozenset(EVENT_TOKEN_KEYS)
 
 
 def token_count(value: Any) -> int | None:
@@ -51,11 +54,13 @@ def token_count(value: Any) -> int | None:
 
 def token_refusal(span: Span) -> str | None:
     """Why a token count that `span` reports is none (naming the attribute and its value), else None."""
-    for key in SPAN_TOKEN_KEYS:
-        value = span.attributes.get(key)
-        if value is not None and token_count(value) is None:
-            return f"{key} {TOKENS_RULE}, got {value!r:.100}"
-    reports = any(key in span.attributes for key in EVENT_TOKEN_KEYS)
+    attributes = span.attributes
+    if not _SPAN_TOKEN_KEY_SET.isdisjoint(attributes):
+        for key in SPAN_TOKEN_KEYS:  # in this order, so the refusal names the same key every time
+            value = attributes.get(key)
+            if value is not None and token_count(value) is None:
+                return f"{key} {TOKENS_RULE}, got {value!r:.100}"
+    reports = not _EVENT_TOKEN_KEY_SET.isdisjoint(attributes)
     for event in span.events:
         if event.name == "metadata":
             for key in EVENT_TOKEN_KEYS:
