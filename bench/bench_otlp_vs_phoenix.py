@@ -71,6 +71,7 @@ import platform
 import pstats
 import resource
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -212,7 +213,7 @@ def swarmscope(workdir: Path, encoding: str, postgres: str | None = None) -> Ite
         database["DATABASE_URL"] = f"{postgres}/{name}"
     env = app_env(
         workdir / f"swarmscope-{encoding}",
-        SWARMSCOPE_LOG_LEVEL="WARNING",
+        SWARMSCOPE_LOG_LEVEL=os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
         DJANGO_DEBUG="0",
         DJANGO_SECRET_KEY="bench-only-secret",
         SECURE_SSL_REDIRECT="0",
@@ -238,6 +239,8 @@ def swarmscope(workdir: Path, encoding: str, postgres: str | None = None) -> Ite
         )
     finally:
         stop(process)
+        if os.environ.get("BENCH_LOG_COPY"):
+            shutil.copy(log, os.environ["BENCH_LOG_COPY"])
         if postgres:
             subprocess.run(["psql", f"{postgres}/postgres", "-qc", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"])
 

@@ -24,8 +24,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import repeat
-from operator import itemgetter
+from operator import attrgetter
 from re import Pattern
 from typing import Any, cast
 
@@ -49,13 +48,11 @@ from webapp.web.jobs import enqueue
 
 from .ingest import (
     BULK_BATCH,
-    EVENT_INSERT_COLUMNS,
     IngestResult,
     TraceBusy,
     create_agents,
     create_edges,
     create_labels,
-    event_rows,
     headline_reward,
     in_chunks,
     insert_events,
@@ -288,6 +285,7 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
     (`collector_paused`)."""
     if not Trace.objects.filter(pk=trace_pk, spans_pending=True).update(spans_pending=False):
         return None
+    started = time.perf_counter()
     row = Trace.objects.get(pk=trace_pk)
     memo = _DERIVED.pop(trace_pk, None)
     if memo is not None and memo.created_at != row.created_at:  # another trace that had this pk
@@ -301,6 +299,7 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
     except (core.TraceValidationError, ValueError):  # its spans were checked when they came: a bug
         logger.exception("trace %s: its stored spans do not form a valid trace; kept as derived before", trace_pk)
         return None
+    planned = time.perf_counter()
     with transaction.atomic():
         locked = Trace.objects.select_for_update().get(pk=trace_pk)
         if locked.staged_at is not None:  # a large API batch is being staged: derive again later
@@ -313,7 +312,17 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
         result = _apply_plan(locked, plan)
         derived = _Derivation.after(locked, plan, spans, span_pk)
         transaction.on_commit(lambda: _remember(trace_pk, derived))
-        return result
+    logger.info(
+        "trace %s derived from %d spans (%s): read, build and plan %.2f s, write %.2f s; events +%d ~%d",
+        trace_pk,
+        len(spans),
+        "from its last derivation" if memo is not None else "from scratch",
+        planned - started,
+        time.perf_counter() - planned,
+        result.events_added,
+        result.events_updated,
+    )
+    return result
 
 
 @contextmanager
@@ -597,38 +606,55 @@ def _fills_in(before: core.Event, after: core.Event) -> bool:
         return False
 
 
-#: What a changed event row gets: every column but its identity and position (then `seq`); and
-#: the same without the two that SQLite's full-text index reads (webapp.traces.search).
+#: What a changed event row gets: every column but its identity and position (then `seq`); the
+#: same without the two that SQLite's full-text index reads (webapp.traces.search); and only the
+#: times, for an event whose other columns are as stored (a late root span moved the time origin).
 _UPDATED_EVENT_COLUMNS = (*EVENT_DATA_COLUMNS[1:], "seq")
 _UPDATED_EVENT_COLUMNS_UNINDEXED = tuple(c for c in _UPDATED_EVENT_COLUMNS if c not in ("tool", "content"))
+_TIME_COLUMNS = ("t", "t_end", "seq")
+#: core.Event's fields but its times.
+_UNTIMED_FIELDS = tuple(f.name for f in dataclasses.fields(core.Event) if f.name not in ("t", "t_end"))
 
 
 def _write_events(row: Trace, diff: _EventDiff, seq: int) -> None:
     """Delete the removed events, update the changed ones in place (same row, same position) and
     insert the added ones after the stored positions. A changed event is one prepared UPDATE per
-    row run by `executemany`, not a delete and an insert: when a late root span moves the time
-    origin every event changes its times only, and an UPDATE that leaves `tool` and `content` out
-    does not fire SQLite's FTS5 trigger (`AFTER UPDATE OF tool, content`). Django's bulk_update
-    (a CASE per row) costs seconds for a few thousand rows."""
+    row run by `executemany`, not a delete and an insert, of only the columns that may have
+    changed: when a late root span moves the time origin every event changes its times only
+    (`_TIME_COLUMNS`: no JSON to encode), and an UPDATE that leaves `tool` and `content` out does
+    not fire SQLite's FTS5 trigger (`AFTER UPDATE OF tool, content`). Django's bulk_update (a CASE
+    per row) costs seconds for a few thousand rows."""
     for chunk in in_chunks(diff.removed):
         Event.objects.filter(trace=row, event_id__in=chunk).delete()
-    text_same = [a for b, _, a in diff.changed if a.content == b.content and a.tool == b.tool]
-    text_changed = [a for b, _, a in diff.changed if a.content != b.content or a.tool != b.tool]
-    _update_events(row, text_same, seq, _UPDATED_EVENT_COLUMNS_UNINDEXED)
-    _update_events(row, text_changed, seq, _UPDATED_EVENT_COLUMNS)
+    columns: dict[tuple[str, ...], list[core.Event]] = {
+        _TIME_COLUMNS: [],
+        _UPDATED_EVENT_COLUMNS_UNINDEXED: [],
+        _UPDATED_EVENT_COLUMNS: [],
+    }
+    for before, _, after in diff.changed:
+        if after.content != before.content or after.tool != before.tool:
+            columns[_UPDATED_EVENT_COLUMNS].append(after)
+        elif all(getattr(before, f) == getattr(after, f) for f in _UNTIMED_FIELDS):
+            columns[_TIME_COLUMNS].append(after)
+        else:
+            columns[_UPDATED_EVENT_COLUMNS_UNINDEXED].append(after)
+    for names, events in columns.items():
+        _update_events(row, events, seq, names)
     start = diff.next_position
     insert_events(row, diff.added, range(start, start + len(diff.added)), seq)
 
 
 def _update_events(row: Trace, events: list[core.Event], seq: int, columns: tuple[str, ...]) -> None:
-    """Set `columns` (of _UPDATED_EVENT_COLUMNS) of `row`'s stored events `events` (by event id) to
-    theirs, `seq` to `seq`."""
+    """Set `columns` (of _UPDATED_EVENT_COLUMNS, `seq` last) of `row`'s stored events `events` (by
+    event id) to theirs, `seq` to `seq`."""
     if not events:
         return
-    # event_rows: EVENT_INSERT_COLUMNS = (trace_id, position, seq, event_id, t, ..., attributes)
-    index = {c: i for i, c in enumerate(EVENT_INSERT_COLUMNS)}
-    pick = itemgetter(*(index[c] for c in columns))  # a tuple: `columns` has more than one
-    rows = [(*pick(r), row.pk, r[3]) for r in event_rows(row.pk, events, repeat(0), seq)]
+    as_json = Jsonb if connection.vendor == "postgresql" else json.dumps
+    fields = attrgetter(*({"from_agent": "from_"}.get(c, c) for c in columns[:-1]))  # a tuple: two at least
+    rows = [(*fields(e), seq, row.pk, e.id) for e in events]
+    if "attributes" in columns:  # a JSON column: encoded
+        at = columns.index("attributes")
+        rows = [(*r[:at], as_json(r[at]), *r[at + 1 :]) for r in rows]
     table = connection.ops.quote_name(Event._meta.db_table)
     assignments = ", ".join(f"{connection.ops.quote_name(c)} = %s" for c in columns)
     with connection.cursor() as cursor:
