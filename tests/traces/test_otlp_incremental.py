@@ -28,16 +28,18 @@ SOURCE = "OTLP/HTTP"
 
 @pytest.fixture
 def ingest(db, settings, monkeypatch, django_capture_on_commit_callbacks):
-    """`ingest(batches, deferred, logs=())`: each batch (a list of spans, or of log records) in its
-    own transaction, as one request; deferred: every build by `do_derive_spans` after the request
-    that asks for it. Returns the stored form of the trace."""
+    """`ingest(batches, deferred, staged=False)`: each batch (a list of spans, or of log records) in
+    its own transaction, as one request; deferred: every build by `do_derive_spans` after the
+    request that asks for it; staged: a derivation adding more than 3 events stages them in chunks
+    of 3 before it publishes (`_stage_added_events`). Returns the stored form of the trace."""
     asked: list[int] = []
     monkeypatch.setattr(span_ingest, "_enqueue_derive", lambda pk, source: asked.append(pk))
     project = do_get_or_create_project("incremental")
 
-    def run(batches: list[list], deferred: bool) -> dict:
+    def run(batches: list[list], deferred: bool, staged: bool = False) -> dict:
         Trace.objects.filter(project=project).delete()
         settings.SWARMSCOPE_OTLP_SYNC_SPANS = 0 if deferred else 10**9
+        settings.SWARMSCOPE_OTLP_DERIVE_CHUNK_ROWS = 3 if staged else 10**9
         for batch in batches:
             with django_capture_on_commit_callbacks(execute=True), transaction.atomic():  # one request
                 if isinstance(batch[0], otlp.LogRecord):
@@ -52,7 +54,8 @@ def ingest(db, settings, monkeypatch, django_capture_on_commit_callbacks):
             asked.clear()
         trace_id = next(b for b in batches if isinstance(b[0], otlp.Span))[0].trace_id
         (row,) = Trace.objects.filter(project=project, source_id=trace_id)
-        assert not row.spans_pending
+        assert not row.spans_pending and row.staged_at is None
+        assert not row.events.filter(seq__gt=row.seq).exists()  # nothing staged is left unpublished
         return stored_form(row)
 
     return run
@@ -75,7 +78,7 @@ def check_batches(ingest, name: str, spans: list) -> None:
     whole = import_once(spans)
     for seed in range(SPLITS):
         batches = arrivals(spans, random.Random(f"{name}:{seed}"))
-        assert ingest(batches, deferred=seed % 2 == 1) == whole, (name, seed)
+        assert ingest(batches, deferred=seed % 2 == 1, staged=seed % 4 == 3) == whole, (name, seed)
 
 
 def test_shared_traces_ingest_in_batches_as_they_import(ingest, shared_data):
@@ -118,7 +121,7 @@ def test_log_records_between_span_batches_join_their_spans(ingest, fixtures):
         cut = rng.randint(1, len(records) - 1)
         batches = [*span_batches, records[:cut], records[cut:]]
         rng.shuffle(batches)
-        assert without_log_count(ingest(batches, deferred=seed % 2 == 1)) == whole, seed
+        assert without_log_count(ingest(batches, deferred=seed % 2 == 1, staged=seed % 4 == 3)) == whole, seed
 
 
 def test_a_derivation_diffs_again_when_the_trace_was_written_meanwhile(ingest, fixtures, monkeypatch, settings):

@@ -207,6 +207,10 @@ SWARMSCOPE_OTLP_DERIVE_CACHE_SPANS = int(os.environ.get("SWARMSCOPE_OTLP_DERIVE_
 # of this many rows, invisible until its last short transaction publishes it, so one big batch
 # never holds SQLite's write lock for long (webapp.traces.ingest, docs/architecture.md).
 SWARMSCOPE_INGEST_CHUNK_ROWS = int(os.environ.get("SWARMSCOPE_INGEST_CHUNK_ROWS", 20000))
+# An OTLP derivation adding more events than this inserts them in transactions of this many rows
+# before the short one that publishes the rest (webapp.traces.span_ingest), so a request waits for
+# at most one chunk (about 0.1 s of SQLite's write lock at 1,000 events, bench/RESULTS.md).
+SWARMSCOPE_OTLP_DERIVE_CHUNK_ROWS = int(os.environ.get("SWARMSCOPE_OTLP_DERIVE_CHUNK_ROWS", 1000))
 # Seconds after its last staged chunk that a chunked batch counts as abandoned (its writer died):
 # the next write to the trace deletes what it staged. Until then other writes to the trace get 503.
 SWARMSCOPE_INGEST_STAGE_TIMEOUT_S = float(os.environ.get("SWARMSCOPE_INGEST_STAGE_TIMEOUT_S", 120))

@@ -49,6 +49,7 @@ from webapp.web.validation import (
 
 from . import idempotency, ingest, live, services, span_ingest
 from .models import Trace
+from .write_turn import write_turn
 
 MAX_PAGE_SIZE = 200
 
@@ -631,7 +632,7 @@ def otlp_traces(request: HttpRequest):
     try:
         with span_ingest.collector_paused():
             chunks = otlp.decode_protobuf(body) if protobuf else otlp.split(doc)
-            with transaction.atomic():  # every trace of the request, or none
+            with write_turn(), transaction.atomic():  # every trace of the request, or none
                 for trace_id, spans in chunks.items():
                     rejected += span_ingest.do_ingest_spans(project, otlp, trace_id, spans, source=source).rejected
     except OTLP_ERRORS as exc:

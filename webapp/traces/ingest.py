@@ -162,7 +162,7 @@ def do_ingest(
         with transaction.atomic():
             row, created = _find_or_create_trace(project, fragment, trace, kind, derived_from)
             if row.staged_at is not None:
-                abandoned = _abandoned_staging(row)  # raises TraceBusy while its writer may be alive
+                abandoned = abandoned_staging(row)  # raises TraceBusy while its writer may be alive
             else:
                 if early is not None and early.still_valid(row, created):
                     stored, plan = early.stored, early.plan
@@ -305,7 +305,7 @@ class Staging:
         self.token = now
 
 
-def _abandoned_staging(row: Trace) -> Staging:
+def abandoned_staging(row: Trace) -> Staging:
     """The staging of `row` when its writer has been silent for SWARMSCOPE_INGEST_STAGE_TIMEOUT_S;
     else raise TraceBusy with the seconds until then (at most 10)."""
     assert row.staged_at is not None

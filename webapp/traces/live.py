@@ -48,7 +48,7 @@ def do_close_stream(trace_id: int) -> CloseResult | None:
                 return CloseResult(row, closed=False)
             if row.staged_at is None:
                 return _close(row)
-            abandoned = ingest._abandoned_staging(row)  # raises TraceBusy while its writer may be alive
+            abandoned = ingest.abandoned_staging(row)  # raises TraceBusy while its writer may be alive
         ingest.discard_staged(abandoned)
     raise ingest.TraceBusy(trace_id, 1)
 

@@ -48,11 +48,18 @@ from webapp.web.jobs import enqueue
 
 from .ingest import (
     BULK_BATCH,
+    EVENT_INSERT_COLUMNS,
     IngestResult,
+    Staging,
+    StagingLost,
     TraceBusy,
+    abandoned_staging,
     create_agents,
     create_edges,
     create_labels,
+    discard_staged,
+    event_rows,
+    fault_injection_point,
     headline_reward,
     in_chunks,
     insert_events,
@@ -64,6 +71,7 @@ from .ingest import (
 )
 from .models import Agent, Edge, Event, Label, StoredLogRecord, StoredSpan, Trace
 from .services import AGENT_COLUMNS, EVENT_DATA_COLUMNS, event_columns, event_from_row, write_delta
+from .write_turn import write_turn
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +155,8 @@ def _derive(row: Trace, module, new: dict[str, dict[str, Any]], source: str) -> 
     limit = settings.SWARMSCOPE_OTLP_SYNC_SPANS
     stored = row.spans.values("pk")[: limit + 1].count()
     if stored + len(new) <= limit:
+        if row.staged_at is not None:  # a batch is being staged into it (webapp.traces.ingest)
+            raise TraceBusy(row.pk, 1)
         trace = _build(row, module, _stored_spans(row) + [Span.from_dict(d) for d in new.values()], source)
         core.validate_trace(trace)
         return _store_build(row, trace)
@@ -193,7 +203,7 @@ def do_ingest_log_records(project: Project, module, records: list[otlp.LogRecord
         digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
         by_trace.setdefault(record.trace_id, {})[digest] = data
     result = LogIngestResult()
-    with transaction.atomic():
+    with write_turn(), transaction.atomic():
         for trace_id, incoming in by_trace.items():
             row = _lock_or_create_span_trace(project, module, trace_id) if trace_id else None
             known = {
@@ -230,8 +240,6 @@ def _lock_or_create_span_trace(project: Project, module, trace_id: str) -> Trace
     key = f"{module.FORMAT}:{trace_id}"
     row = Trace.objects.select_for_update().filter(project=project, identity_key=key).first()
     if row is not None:
-        if row.staged_at is not None:  # a large API batch is being staged into it (webapp.traces.ingest)
-            raise TraceBusy(row.pk, 1)
         return row
     try:
         with transaction.atomic():
@@ -282,11 +290,22 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
     spans stored since, maps each span's own fields once (`span_memo`), and, while no one else wrote
     the trace, diffs and redacts only the events whose build changed instead of reading every
     stored event (or edge) back. The build and diff run with the cyclic collector paused
-    (`collector_paused`)."""
+    (`collector_paused`). More than SWARMSCOPE_OTLP_DERIVE_CHUNK_ROWS added events are staged in
+    chunks before the rest is written (`_stage_added_events`). A derivation that fails leaves the
+    trace `spans_pending` (the periodic sweep derives it again) and nothing of it visible; one that
+    finds a batch staged into the trace derives it later, unless that batch's writer died
+    (`abandoned_staging`): then it deletes what was staged first."""
     if not Trace.objects.filter(pk=trace_pk, spans_pending=True).update(spans_pending=False):
         return None
     started = time.perf_counter()
     row = Trace.objects.get(pk=trace_pk)
+    if row.staged_at is not None:  # a batch is being staged into it: derive again once it is published
+        try:
+            discard_staged(abandoned_staging(row))  # unless its writer died: then what it staged goes
+        except TraceBusy:
+            Trace.objects.filter(pk=trace_pk).update(spans_pending=True)
+            return None
+        row = Trace.objects.get(pk=trace_pk)
     memo = _DERIVED.pop(trace_pk, None)
     if memo is not None and memo.created_at != row.created_at:  # another trace that had this pk
         memo = None
@@ -300,18 +319,35 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
         logger.exception("trace %s: its stored spans do not form a valid trace; kept as derived before", trace_pk)
         return None
     planned = time.perf_counter()
-    with transaction.atomic():
-        locked = Trace.objects.select_for_update().get(pk=trace_pk)
-        if locked.staged_at is not None:  # a large API batch is being staged: derive again later
-            Trace.objects.filter(pk=trace_pk).update(spans_pending=True)
-            return None
-        if _build_size(locked.attributes) > _build_size(trace.attributes):
-            return None
-        if locked.seq != row.seq:  # a request or another derivation wrote the trace meanwhile
-            plan = _plan_build(locked, trace)
-        result = _apply_plan(locked, plan)
-        derived = _Derivation.after(locked, plan, spans, span_pk)
-        transaction.on_commit(lambda: _remember(trace_pk, derived))
+    staging = None
+    try:
+        staging = _stage_added_events(row, plan)
+        with write_turn(), transaction.atomic():
+            locked = Trace.objects.select_for_update().get(pk=trace_pk)
+            if staging is not None:
+                staging.heartbeat()
+                locked.staged_at = None  # published below
+            elif locked.staged_at is not None:  # a batch is being staged: derive again later
+                Trace.objects.filter(pk=trace_pk).update(spans_pending=True)
+                return None
+            if _build_size(locked.attributes) > _build_size(trace.attributes):
+                raise _Outdated
+            if locked.seq != row.seq:  # a request or another derivation wrote the trace meanwhile
+                plan = _plan_build(locked, trace)
+            result = _apply_plan(locked, plan, staged=staging is not None)
+            derived = _Derivation.after(locked, plan, spans, span_pk)
+            transaction.on_commit(lambda: _remember(trace_pk, derived))
+    except (_Outdated, StagingLost) as exc:
+        if staging is not None:
+            discard_staged(staging)
+        if isinstance(exc, StagingLost):  # another writer took the trace over: derive again later
+            _mark_pending(trace_pk)
+        return None
+    except BaseException:
+        if staging is not None:
+            discard_staged(staging)
+        _mark_pending(trace_pk)  # for the periodic sweep to derive it again
+        raise
     logger.info(
         "trace %s derived from %d spans (%s): read, build and plan %.2f s, write %.2f s; events +%d ~%d",
         trace_pk,
@@ -323,6 +359,50 @@ def do_derive_spans(trace_pk: int, module, source: str) -> IngestResult | None:
         result.events_updated,
     )
     return result
+
+
+def _mark_pending(trace_pk: int) -> None:
+    """Leave a trace whose derivation failed or gave way `spans_pending`, where the database answers."""
+    try:
+        Trace.objects.filter(pk=trace_pk).update(spans_pending=True)
+    except Exception:  # noqa: BLE001 - the database itself failed: the next request marks it
+        logger.warning("could not leave trace %s pending after its derivation failed", trace_pk, exc_info=True)
+
+
+class _Outdated(Exception):
+    """The stored trace was derived from more spans or records than this build (`_build_size`)."""
+
+
+def _stage_added_events(row: Trace, plan: _BuildPlan) -> Staging | None:
+    """Insert the events `plan` adds before the rest of its write, SWARMSCOPE_OTLP_DERIVE_CHUNK_ROWS
+    a transaction, under the plan's seq and unpublished until the trace's seq reaches it (the
+    staging of webapp.traces.ingest: `staged_at` holds other event writers off; OTLP requests that
+    only store spans go on), so a large derivation holds SQLite's write lock, or the trace row's
+    lock on PostgreSQL, a chunk at a time. None, with nothing written, when the added events fit in
+    one chunk, or the trace was written since `row` was read or another writer stages into it: the
+    caller then writes them with the rest. On failure what was staged is deleted and the exception
+    propagates (StagingLost: another writer took the staging over)."""
+    added, size = plan.events.added, max(1, settings.SWARMSCOPE_OTLP_DERIVE_CHUNK_ROWS)
+    if len(added) <= size:
+        return None
+    with write_turn(), transaction.atomic():
+        locked = Trace.objects.select_for_update().get(pk=row.pk)
+        if locked.staged_at is not None or locked.seq != row.seq:
+            return None
+        staging = Staging.begin(locked)
+    start = plan.events.next_position
+    try:
+        for number, offset in enumerate(range(0, len(added), size)):
+            part = added[offset : offset + size]
+            rows = event_rows(row.pk, part, range(start + offset, start + offset + len(part)), plan.seq)
+            with write_turn(), transaction.atomic():
+                staging.heartbeat()
+                insert_rows(Event, EVENT_INSERT_COLUMNS, rows)
+            fault_injection_point("chunk_committed", row.pk, number)
+    except BaseException:
+        discard_staged(staging)
+        raise
+    return staging
 
 
 @contextmanager
@@ -469,10 +549,11 @@ def _stored_edges(
     return {(r["src"], r["dst"], r["type"]): r["id"] for r in row.edges.values("id", "src", "dst", "type")}
 
 
-def _apply_plan(row: Trace, plan: _BuildPlan) -> IngestResult:
-    """Write `plan` (made against `row` as it is stored now) under its seq, and notify viewers."""
+def _apply_plan(row: Trace, plan: _BuildPlan, *, staged: bool = False) -> IngestResult:
+    """Write `plan` (made against `row` as it is stored now) under its seq, and notify viewers;
+    `staged`: its added events are already stored, unpublished (`_stage_added_events`)."""
     build, seq, events, agents, edges, labels = plan.build, plan.seq, plan.events, plan.agents, plan.edges, plan.labels
-    _write_events(row, events, seq)
+    _write_events(row, events, seq, insert=not staged)
     _delete(Edge, edges.removed)
     create_edges(row, edges.added, seq)
     # Agents keep the build's order (their pk order): one changed in place is updated; those from
@@ -616,9 +697,9 @@ _TIME_COLUMNS = ("t", "t_end", "seq")
 _UNTIMED_FIELDS = tuple(f.name for f in dataclasses.fields(core.Event) if f.name not in ("t", "t_end"))
 
 
-def _write_events(row: Trace, diff: _EventDiff, seq: int) -> None:
-    """Delete the removed events, update the changed ones in place (same row, same position) and
-    insert the added ones after the stored positions. A changed event is one prepared UPDATE per
+def _write_events(row: Trace, diff: _EventDiff, seq: int, *, insert: bool = True) -> None:
+    """Delete the removed events, update the changed ones in place (same row, same position) and,
+    with `insert`, insert the added ones after the stored positions. A changed event is one prepared UPDATE per
     row run by `executemany`, not a delete and an insert, of only the columns that may have
     changed: when a late root span moves the time origin every event changes its times only
     (`_TIME_COLUMNS`: no JSON to encode), and an UPDATE that leaves `tool` and `content` out does
@@ -640,8 +721,9 @@ def _write_events(row: Trace, diff: _EventDiff, seq: int) -> None:
             columns[_UPDATED_EVENT_COLUMNS_UNINDEXED].append(after)
     for names, events in columns.items():
         _update_events(row, events, seq, names)
-    start = diff.next_position
-    insert_events(row, diff.added, range(start, start + len(diff.added)), seq)
+    if insert:
+        start = diff.next_position
+        insert_events(row, diff.added, range(start, start + len(diff.added)), seq)
 
 
 def _update_events(row: Trace, events: list[core.Event], seq: int, columns: tuple[str, ...]) -> None:
