@@ -13,7 +13,7 @@ from django.utils import timezone
 from swarmscope.importers import otlp
 from tests.traces.test_otlp_incremental import REPO
 from tests.traces.test_otlp_streaming import import_once, stored_form
-from webapp.traces import span_ingest
+from webapp.traces import ingest, span_ingest
 from webapp.traces.models import Trace
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -61,7 +61,7 @@ def test_requests_go_on_between_the_chunks_of_a_derivation(api_client, spans, de
             seen.append((row.seq, published(row), row.events.count(), row.staged_at is not None))
             seen.append(post(api_client, rest))
 
-    monkeypatch.setattr(span_ingest, "fault_injection_point", between_chunks)
+    monkeypatch.setattr(ingest, "fault_injection_point", between_chunks)
     result = span_ingest.do_derive_spans(trace.pk, otlp, SOURCE)
     assert result is not None and result.events_added > 10  # more than two chunks
     (seq, visible, stored, staged), status = seen
@@ -70,7 +70,7 @@ def test_requests_go_on_between_the_chunks_of_a_derivation(api_client, spans, de
     trace.refresh_from_db()
     assert trace.staged_at is None and trace.spans_pending and trace.spans.count() == len(spans)
     assert published(trace) == trace.events.count() == result.events_added
-    monkeypatch.setattr(span_ingest, "fault_injection_point", lambda *args: None)
+    monkeypatch.setattr(ingest, "fault_injection_point", lambda *args: None)
     assert span_ingest.do_derive_spans(trace.pk, otlp, SOURCE) is not None
     assert stored_form(Trace.objects.get(pk=trace.pk)) == import_once(spans)
 
@@ -83,13 +83,13 @@ def test_a_derivation_failing_between_chunks_leaves_nothing_staged(api_client, s
         if chunk == 2:
             raise OSError("disk gone")
 
-    monkeypatch.setattr(span_ingest, "fault_injection_point", fail)
+    monkeypatch.setattr(ingest, "fault_injection_point", fail)
     with pytest.raises(OSError):
         span_ingest.do_derive_spans(trace.pk, otlp, SOURCE)
     trace.refresh_from_db()
     assert trace.seq == 0 and trace.staged_at is None and not trace.events.exists()
     assert trace.spans_pending  # for the periodic sweep (derive_pending_spans) to derive it again
-    monkeypatch.setattr(span_ingest, "fault_injection_point", lambda *args: None)
+    monkeypatch.setattr(ingest, "fault_injection_point", lambda *args: None)
     assert span_ingest.do_derive_spans(trace.pk, otlp, SOURCE) is not None
     assert stored_form(Trace.objects.get(pk=trace.pk)) == import_once(spans)
 
@@ -105,7 +105,7 @@ def test_the_next_derivation_clears_what_a_dead_one_staged(api_client, spans, de
         if chunk == 1:
             raise Killed
 
-    monkeypatch.setattr(span_ingest, "fault_injection_point", die)
+    monkeypatch.setattr(ingest, "fault_injection_point", die)
     monkeypatch.setattr(span_ingest, "discard_staged", lambda *args, **kwargs: None)  # a dead process cleans nothing
     with pytest.raises(Killed):
         span_ingest.do_derive_spans(trace.pk, otlp, SOURCE)

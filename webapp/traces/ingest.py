@@ -22,6 +22,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
@@ -316,7 +317,7 @@ def abandoned_staging(row: Trace) -> Staging:
     return Staging(row.pk, row.seq, row.staged_at)
 
 
-def _chunks(items: list[Any], size: int):
+def chunks(items: list[Any], size: int):
     for start in range(0, len(items), size):
         yield start, items[start : start + size]
 
@@ -329,22 +330,31 @@ def _stage(row: Trace, plan: BatchPlan, staging: Staging) -> None:
 
     def writes():
         """One callable per transaction; the rows of events and edges are built before it."""
-        for start, part in _chunks(plan.insert_events, size):
+        for start, part in chunks(plan.insert_events, size):
             rows = event_rows(row.pk, part, range(base + start, base + start + len(part)), seq)
             yield lambda rows=rows: insert_rows(Event, EVENT_INSERT_COLUMNS, rows)
-        for _, part in _chunks(plan.add_edges, size):
+        for _, part in chunks(plan.add_edges, size):
             rows = edge_rows(row.pk, part, seq)
             yield lambda rows=rows: insert_rows(Edge, EDGE_INSERT_COLUMNS, rows)
-        for _, part in _chunks(plan.create_agents, size):
+        for _, part in chunks(plan.create_agents, size):
             yield lambda part=part: create_agents(row, part, seq)
-        for _, part in _chunks(plan.add_labels, size):
+        for _, part in chunks(plan.add_labels, size):
             yield lambda part=part: create_labels(row, part, seq)
 
-    for number, write in enumerate(writes()):
-        with transaction.atomic():
+    commit_staged(staging, writes())
+
+
+def commit_staged(
+    staging: Staging, writes: Iterable[Callable[[], None]], turn: Callable[[], AbstractContextManager] = nullcontext
+) -> None:
+    """Run each of `writes` in its own transaction (inside `turn()`), after moving the staging's
+    heartbeat (StagingLost where another writer took it over); `fault_injection_point` after each
+    commit."""
+    for number, write in enumerate(writes):
+        with turn(), transaction.atomic():
             staging.heartbeat()
             write()
-        fault_injection_point("chunk_committed", row.pk, number)
+        fault_injection_point("chunk_committed", staging.trace_id, number)
 
 
 def _write_staged(

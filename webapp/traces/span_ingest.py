@@ -54,12 +54,13 @@ from .ingest import (
     StagingLost,
     TraceBusy,
     abandoned_staging,
+    chunks,
+    commit_staged,
     create_agents,
     create_edges,
     create_labels,
     discard_staged,
     event_rows,
-    fault_injection_point,
     headline_reward,
     in_chunks,
     insert_events,
@@ -391,14 +392,15 @@ def _stage_added_events(row: Trace, plan: _BuildPlan) -> Staging | None:
             return None
         staging = Staging.begin(locked)
     start = plan.events.next_position
-    try:
-        for number, offset in enumerate(range(0, len(added), size)):
-            part = added[offset : offset + size]
+
+    def writes():
+        """One callable per transaction; its rows are built before it."""
+        for offset, part in chunks(added, size):
             rows = event_rows(row.pk, part, range(start + offset, start + offset + len(part)), plan.seq)
-            with write_turn(), transaction.atomic():
-                staging.heartbeat()
-                insert_rows(Event, EVENT_INSERT_COLUMNS, rows)
-            fault_injection_point("chunk_committed", row.pk, number)
+            yield lambda rows=rows: insert_rows(Event, EVENT_INSERT_COLUMNS, rows)
+
+    try:
+        commit_staged(staging, writes(), turn=write_turn)
     except BaseException:
         discard_staged(staging)
         raise
